@@ -1,0 +1,45 @@
+"""The immutable IR: nodes, types, the op registry, the printer and the parser."""
+
+from pypto.ir.nodes import (
+    Assign,
+    BinOp,
+    Binding,
+    Call,
+    Const,
+    Eval,
+    For,
+    FuncCall,
+    Function,
+    If,
+    IterArg,
+    Param,
+    Program,
+    Return,
+    Scope,
+    UnaryOp,
+    Var,
+    Yield,
+)
+from pypto.ir.parser import parse
+from pypto.ir.printer import print_program
+from pypto.ir.types import (
+    INDEX,
+    DataType,
+    ForKind,
+    FunctionType,
+    Level,
+    MemRef,
+    PadValue,
+    ParamDirection,
+    ScalarType,
+    TensorType,
+    TileType,
+)
+from pypto.sim.soc import MemorySpace
+
+__all__ = [
+    "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "For", "ForKind", "FuncCall",
+    "Function", "FunctionType", "INDEX", "If", "IterArg", "Level", "MemRef", "MemorySpace", "PadValue",
+    "Param", "ParamDirection", "Program", "Return", "ScalarType", "Scope", "TensorType", "TileType",
+    "UnaryOp", "Var", "Yield", "parse", "print_program",
+]

@@ -1,0 +1,54 @@
+"""Type inference for values: scalar expressions and op calls, given the types of names.
+
+One entry point per value kind, shared by the front end, the printer (to decide whether
+an annotation says anything new), the verifier and the passes.
+"""
+
+from __future__ import annotations
+
+from pypto.errors import TypeCheckError
+from pypto.ir import nodes as n
+from pypto.ir.ops import infer_type, lookup
+from pypto.ir.ops.registry import OpArgs
+from pypto.ir.types import DataType, ScalarType
+from pypto.sim.soc import DEFAULT, SoC
+
+BOOL = ScalarType(DataType.BOOL)
+_PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
+
+
+def scalar_type(e, types) -> ScalarType:
+    """INDEX for integer arithmetic, BOOL for predicates, else the float operand's type."""
+    if isinstance(e, n.Var):
+        t = types.get(e.name)
+        if not isinstance(t, ScalarType):
+            raise TypeCheckError(f"'{e.name}' is not a scalar here")
+        return t
+    if isinstance(e, n.Const):
+        if isinstance(e.value, bool):
+            return BOOL
+        return ScalarType(DataType.FP32 if isinstance(e.value, float) else DataType.INDEX)
+    if isinstance(e, n.BinOp):
+        if e.op in _PREDICATES:
+            return BOOL
+        lhs, rhs = scalar_type(e.lhs, types), scalar_type(e.rhs, types)
+        if lhs.dtype.is_float:
+            return lhs
+        return rhs if rhs.dtype.is_float else lhs
+    if isinstance(e, n.UnaryOp):
+        return BOOL if e.op == "not" else scalar_type(e.operand, types)
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def op_args(call: n.Call, types) -> OpArgs:
+    op = lookup(call.op)
+    values = dict(zip((p.name for p in op.params), call.args))
+    kinds = {}
+    for name, v in values.items():
+        if isinstance(v, n.Var):
+            kinds[name] = types.get(v.name)
+    return OpArgs(call.op, values, kinds)
+
+
+def call_type(call: n.Call, types, soc: SoC = DEFAULT):
+    return infer_type(lookup(call.op), op_args(call, types), soc)

@@ -1,0 +1,277 @@
+"""The IR grammar. Every node is a frozen attrs class; sequences are tuples.
+
+    Expr     = Var(name) | Const(value: int|float|bool)
+             | BinOp(op, lhs: Expr, rhs: Expr) | UnaryOp(op, operand: Expr)
+    Call     = (op: str, args: Arg*)           an op of the registry, args in signature order
+    FuncCall = (callee: str, args: Expr*)      a call of another function of the program
+    Arg      = Expr | Expr* | DataType | MemorySpace | PadValue | int | float | bool | str | None
+    Stmt     = Assign(target, type, value: Expr|Call|FuncCall)
+             | Eval(value: Call|FuncCall)
+             | For(var, start, stop, step, kind, stage?, iter_args: IterArg*, body: Stmt*,
+                   results: Binding*)          the body ends in Yield when iter_args
+             | If(cond, then_body: Stmt*, else_body: Stmt*, results: Binding*)
+             | Yield(values: Expr*) | Return(values: Expr*)
+             | Scope(level, name_hint, body: Stmt*)                    ``with pl.at(...)``
+    IterArg  = (name, type, init: Expr)        Binding = (name, type)
+    Param    = (name, type, direction)
+    Function = (name, type, params: Param*, returns: Type*, body: Stmt*)
+    Program  = (name, functions: Function*)
+
+Names are plain strings, unique within a function (SSA): every name is bound exactly once
+(a parameter, an Assign, a loop variable, an iter arg or a result binding). Types live on
+bindings; ``symbols(function)`` derives the name -> type table. Spans of the user's source
+ride on statements and functions and take no part in equality.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.errors import Span
+from pypto.ir.types import DataType, ForKind, FunctionType, Level, ParamDirection
+
+
+def _span_field():
+    return attrs.field(default=None, eq=False, repr=False)
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+@attrs.frozen
+class Var:
+    name: str
+
+
+@attrs.frozen
+class Const:
+    value: int | float | bool
+    # Python's 1 == 1.0 == True would make these structurally equal; the value's own type
+    # is part of the constant.
+    kind: str = attrs.field(default=attrs.Factory(lambda self: type(self.value).__name__, takes_self=True))
+
+
+BIN_OPS = ("+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">=", "and", "or", "min", "max")
+UNARY_OPS = ("-", "not")
+
+
+@attrs.frozen
+class BinOp:
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@attrs.frozen
+class UnaryOp:
+    op: str
+    operand: Expr
+
+
+Expr = Var | Const | BinOp | UnaryOp
+
+
+@attrs.frozen
+class Call:
+    op: str
+    args: tuple = attrs.field(converter=tuple)
+
+
+@attrs.frozen
+class FuncCall:
+    callee: str
+    args: tuple = attrs.field(converter=tuple)
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@attrs.frozen
+class Binding:
+    name: str
+    type: object
+
+
+@attrs.frozen
+class IterArg:
+    name: str
+    type: object
+    init: Expr
+
+
+@attrs.frozen
+class Assign:
+    target: str
+    type: object
+    value: Expr | Call | FuncCall
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
+class Eval:
+    value: Call | FuncCall
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
+class For:
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple = attrs.field(converter=tuple)
+    kind: ForKind = ForKind.Sequential
+    stage: int | None = None
+    iter_args: tuple = attrs.field(default=(), converter=tuple)
+    results: tuple = attrs.field(default=(), converter=tuple)
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
+class If:
+    cond: Expr
+    then_body: tuple = attrs.field(converter=tuple)
+    else_body: tuple = attrs.field(default=(), converter=tuple)
+    results: tuple = attrs.field(default=(), converter=tuple)
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
+class Yield:
+    values: tuple = attrs.field(converter=tuple)
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
+class Return:
+    values: tuple = attrs.field(converter=tuple)
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
+class Scope:
+    body: tuple = attrs.field(converter=tuple)
+    level: Level = Level.CORE_GROUP
+    name_hint: str = ""
+    span: Span | None = _span_field()
+
+
+Stmt = Assign | Eval | For | If | Yield | Return | Scope
+
+
+# --------------------------------------------------------------------------- functions
+
+
+@attrs.frozen
+class Param:
+    name: str
+    type: object
+    direction: ParamDirection = ParamDirection.In
+
+
+@attrs.frozen
+class Function:
+    name: str
+    params: tuple = attrs.field(converter=tuple)
+    body: tuple = attrs.field(converter=tuple)
+    returns: tuple = attrs.field(default=(), converter=tuple)
+    type: FunctionType = FunctionType.Opaque
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
+class Program:
+    name: str
+    functions: tuple = attrs.field(converter=tuple)
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def as_python(self, *, explicit: bool = False) -> str:
+        from pypto.ir.printer import print_program
+
+        return print_program(self, explicit=explicit)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def const(value) -> Const:
+    return Const(value)
+
+
+def as_expr(value) -> Expr:
+    """Python ints/floats/bools and Exprs into Exprs (for builders and passes)."""
+    if isinstance(value, (Var, Const, BinOp, UnaryOp)):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return Const(value)
+    raise TypeError(f"not an expression: {value!r}")
+
+
+def stmt_children(stmt) -> tuple[tuple, ...]:
+    """The nested statement blocks of a statement."""
+    if isinstance(stmt, (For, Scope)):
+        return (stmt.body,)
+    if isinstance(stmt, If):
+        return (stmt.then_body, stmt.else_body)
+    return ()
+
+
+def walk_stmts(body):
+    """Every statement of a block, depth first, parents before children."""
+    for stmt in body:
+        yield stmt
+        for block in stmt_children(stmt):
+            yield from walk_stmts(block)
+
+
+def bound_names(stmt) -> tuple[str, ...]:
+    """The names a statement binds itself (not those of nested blocks)."""
+    if isinstance(stmt, Assign):
+        return (stmt.target,)
+    if isinstance(stmt, For):
+        return (stmt.var, *(a.name for a in stmt.iter_args), *(b.name for b in stmt.results))
+    if isinstance(stmt, If):
+        return tuple(b.name for b in stmt.results)
+    return ()
+
+
+def symbols(function: Function) -> dict:
+    """name -> type for every binding of a function."""
+    from pypto.ir.types import INDEX
+
+    table = {p.name: p.type for p in function.params}
+    for stmt in walk_stmts(function.body):
+        if isinstance(stmt, Assign):
+            table[stmt.target] = stmt.type
+        elif isinstance(stmt, For):
+            table[stmt.var] = INDEX
+            for a in stmt.iter_args:
+                table[a.name] = a.type
+            for b in stmt.results:
+                table[b.name] = b.type
+        elif isinstance(stmt, If):
+            for b in stmt.results:
+                table[b.name] = b.type
+    return table
+
+
+def expr_vars(expr) -> set[str]:
+    if isinstance(expr, Var):
+        return {expr.name}
+    if isinstance(expr, BinOp):
+        return expr_vars(expr.lhs) | expr_vars(expr.rhs)
+    if isinstance(expr, UnaryOp):
+        return expr_vars(expr.operand)
+    return set()
+
+
+__all__ = [
+    "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "Expr", "For",
+    "FuncCall", "Function", "If", "IterArg", "Param", "Program", "Return", "Scope", "Stmt",
+    "UnaryOp", "Var", "Yield",
+]

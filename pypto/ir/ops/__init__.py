@@ -1,0 +1,17 @@
+"""The op registry (``registry``) and the ops it holds, by level (``tile``, ``tensor``)."""
+
+from pypto.ir.ops import tensor as _tensor  # noqa: F401  (registers tensor.*)
+from pypto.ir.ops import tile as _tile  # noqa: F401  (registers tile.*)
+from pypto.ir.ops.registry import (
+    UNIFIED,
+    Kind,
+    OpArgs,
+    OpDef,
+    ParamSpec,
+    REQUIRED,
+    all_ops,
+    infer_type,
+    lookup,
+)
+
+__all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "all_ops", "infer_type", "lookup"]

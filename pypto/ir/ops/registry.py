@@ -1,0 +1,236 @@
+"""The op registry: each op's signature, legal memory spaces and type inference, declared
+once and read by the front end, the IR parser and printer, the verifier and the passes.
+
+An op's numeric semantics live in ``pypto.sim.semantics`` under the same name (a test
+checks that every registered op has them).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+import attrs
+from pyrsistent import pmap
+
+from pypto.errors import MemorySpaceError, TypeCheckError
+from pypto.ir.nodes import Const, Var
+from pypto.ir.types import ScalarType, TensorType, TileType, type_name
+from pypto.sim.soc import DEFAULT, MemorySpace, SoC
+
+
+class Kind(enum.Enum):
+    """What an argument slot holds, and so how it is parsed, checked and printed."""
+
+    TILE = "tile"  # a Var of TileType
+    TENSOR = "tensor"  # a Var of TensorType
+    SCALAR = "scalar"  # an Expr (constant, scalar var, index arithmetic)
+    INDEX_LIST = "index_list"  # a list of Exprs
+    SHAPE = "shape"  # a list of static ints
+    DTYPE = "dtype"
+    SPACE = "space"
+    PAD = "pad"
+    BOOL = "bool"
+    INT = "int"
+    STR = "str"
+
+
+# Kinds whose value is a runtime operand (a Var or an Expr); the rest are compile-time.
+OPERAND_KINDS = frozenset({Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.INDEX_LIST})
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+
+@attrs.frozen
+class ParamSpec:
+    name: str
+    kind: Kind
+    default: object = REQUIRED
+    optional: bool = False  # may be None (an absent tile operand, say)
+    spaces: tuple = ()  # legal memory spaces of a TILE operand; () = any
+    show: bool = False  # print even when equal to the default (reads better in dumps)
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@attrs.frozen
+class OpArgs:
+    """The arguments of one call, by parameter name, with the types of Var operands."""
+
+    op: str
+    values: dict
+    types: dict
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+    def type(self, name):
+        return self.types.get(name)
+
+    def tile(self, name) -> TileType:
+        return self.types[name]
+
+
+@attrs.frozen
+class OpDef:
+    name: str  # "tile.add"
+    params: tuple[ParamSpec, ...]
+    infer: Callable[[OpArgs, SoC], object]
+    doc: str = ""
+    # An op whose result is its first operand updated in place on GM (store, assemble).
+    writes_operand: str | None = None
+
+    @property
+    def level(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def short(self) -> str:
+        return self.name.split(".", 1)[1]
+
+    def param(self, name: str) -> ParamSpec:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+_OPS: dict[str, OpDef] = {}
+
+
+def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None) -> OpDef:
+    if name in _OPS:
+        raise ValueError(f"op {name} registered twice")
+    op = OpDef(name, tuple(params), infer, doc, writes_operand)
+    _OPS[name] = op
+    return op
+
+
+def lookup(name: str) -> OpDef | None:
+    return _OPS.get(name)
+
+
+def all_ops() -> tuple[OpDef, ...]:
+    return tuple(_OPS[k] for k in sorted(_OPS))
+
+
+# --------------------------------------------------------------------------- unified names
+
+
+@attrs.frozen
+class Unified:
+    """How ``pl.<name>`` picks a level-specific op from its first operand's type."""
+
+    tile: str | None = None
+    tile_scalar: str | None = None  # rhs is a scalar: add -> adds
+    tensor: str | None = None
+    tensor_scalar: str | None = None
+
+
+UNIFIED: dict[str, Unified] = {}
+
+
+def unify(name: str, **forms: str) -> None:
+    UNIFIED[name] = Unified(**forms)
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def fail(op: str, requirement: str, got: str, hint: str | None = None) -> TypeCheckError:
+    """The reference compiler's phrasing: 'The operator X requires ..., but got ...'."""
+    return TypeCheckError(f"The operator {op} requires {requirement}, but got {got}", hint=hint)
+
+
+def fmt_shape(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def static_ints(exprs) -> tuple[int, ...] | None:
+    """The ints of a list of Exprs when all are constants, else None."""
+    out = []
+    for e in exprs:
+        if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+            out.append(e.value)
+        else:
+            return None
+    return tuple(out)
+
+
+def check_operand_spaces(op: OpDef, args: OpArgs) -> None:
+    """Each TILE operand in a space its ParamSpec allows (unset spaces pass: inferred later)."""
+    for p in op.params:
+        if p.kind is not Kind.TILE or not p.spaces:
+            continue
+        t = args.types.get(p.name)
+        if not isinstance(t, TileType) or t.space is None or t.space in p.spaces:
+            continue
+        want = "/".join(s.name for s in p.spaces)
+        hint = _space_hint(op, p, t.space)
+        raise MemorySpaceError(
+            f"The operator {op.name} requires its '{p.name}' operand in {want}, "
+            f"but got a tile in {t.space.name}",
+            hint=hint,
+        )
+
+
+def _space_hint(op: OpDef, p: ParamSpec, got: MemorySpace) -> str:
+    want = p.spaces[0]
+    if want in (MemorySpace.Left, MemorySpace.Right):
+        return (
+            f"load the operand into Mat (pl.load(..., target_memory=pl.Mem.Mat)) and "
+            f"pl.move(tile, target_memory=pl.Mem.{want.name}) before {op.short}"
+        )
+    if want is MemorySpace.Vec:
+        return f"vector ops read Vec tiles: load with target_memory=pl.Mem.Vec"
+    return f"pl.move the tile to pl.Mem.{want.name} first"
+
+
+def infer_type(op: OpDef, args: OpArgs, soc: SoC = DEFAULT):
+    """Check an op's operands and return its result type (raises TypeCheckError)."""
+    for p in op.params:
+        v = args.values.get(p.name)
+        t = args.types.get(p.name)
+        if v is None and p.optional:
+            continue
+        if p.kind is Kind.TILE and not isinstance(t, TileType):
+            raise fail(op.name, f"'{p.name}' to be a Tile", _describe(v, t), _level_hint(op, t))
+        if p.kind is Kind.TENSOR and not isinstance(t, TensorType):
+            raise fail(op.name, f"'{p.name}' to be a Tensor", _describe(v, t), _level_hint(op, t))
+        if p.kind is Kind.SCALAR and isinstance(t, (TileType, TensorType)):
+            raise fail(op.name, f"'{p.name}' to be a scalar", _describe(v, t))
+    check_operand_spaces(op, args)
+    return op.infer(args, soc)
+
+
+def _describe(value, t) -> str:
+    if t is not None:
+        return type_name(t)
+    if isinstance(value, Var):
+        return f"'{value.name}'"
+    if isinstance(value, Const):
+        return repr(value.value)
+    return type(value).__name__
+
+
+def _level_hint(op: OpDef, t) -> str | None:
+    if op.level == "tile" and isinstance(t, TensorType):
+        return f"load the tensor into a tile first (pl.load), or use the tensor-level pl.{op.short}"
+    if op.level == "tensor" and isinstance(t, TileType):
+        return f"use the tile-level pl.tile.{op.short}"
+    return None
+
+
+def scalar_type_of(t) -> bool:
+    return isinstance(t, ScalarType)
+
+
+SPACES = pmap({s.name: s for s in MemorySpace})

@@ -1,0 +1,213 @@
+"""Tensor-level ops (``pl.tensor.*``): whole GM tensors, written inside ``pl.at`` or an
+InCore function; ConvertTensorToTileOps turns them into loads, tile ops and stores.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, fail, fmt_shape, register, static_ints, unify
+from pypto.ir.ops.tile import CAST_MODES, CUBE_IN, DIVIDES, FLOATS, NUMERIC, SIGNED, acc_dtype, check_region
+from pypto.ir.types import DataType, TensorType
+from pypto.sim.soc import SoC
+
+
+def _same(op: str, a: TensorType, b: TensorType) -> None:
+    if a.shape != b.shape:
+        raise fail(op, "compatible shapes", f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
+                   "broadcast with the row_expand_*/col_expand_* ops, or reshape first")
+    if a.dtype is not b.dtype:
+        raise fail(op, "identical lhs and rhs data types", f"{a.dtype.name} and {b.dtype.name}",
+                   "dtypes never promote implicitly: convert one side with pl.cast(x, target_type=...)")
+
+
+def _dtype_in(op: str, t: TensorType, allowed) -> None:
+    if t.dtype not in allowed:
+        raise fail(op, f"a dtype it computes in ({', '.join(d.name for d in allowed)})", t.dtype.name,
+                   "convert with pl.cast(x, target_type=...) first")
+
+
+def _two_d(op: str, t: TensorType) -> None:
+    if len(t.shape) != 2:
+        raise fail(op, "a 2D operand", f"{len(t.shape)} dimensions")
+
+
+def _static_shape(op: str, exprs) -> tuple[int, ...]:
+    shape = static_ints(exprs)
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail(op, "static positive shapes", fmt_shape(exprs))
+    return shape
+
+
+for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("div", DIVIDES),
+                        ("maximum", NUMERIC), ("minimum", NUMERIC)):
+    def _bin(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
+        lhs, rhs = a.type("lhs"), a.type("rhs")
+        _same(_op, lhs, rhs)
+        _dtype_in(_op, lhs, _allowed)
+        return lhs
+
+    register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR)], _bin, doc=f"elementwise {_name}")
+
+for _name, _allowed in (("adds", NUMERIC), ("subs", NUMERIC), ("muls", NUMERIC), ("divs", DIVIDES),
+                        ("maximums", NUMERIC), ("minimums", NUMERIC)):
+    def _sc(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
+        _dtype_in(_op, a.type("lhs"), _allowed)
+        return a.type("lhs")
+
+    register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.SCALAR)], _sc,
+             doc=f"elementwise {_name} with a scalar")
+
+for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("exp", FLOATS),
+                        ("log", FLOATS), ("sqrt", FLOATS), ("rsqrt", FLOATS), ("recip", FLOATS)):
+    def _un(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
+        _dtype_in(_op, a.type("x"), _allowed)
+        return a.type("x")
+
+    register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _un, doc=f"elementwise {_name}")
+
+for _name, _axis in (("row_sum", 1), ("row_max", 1), ("row_min", 1), ("col_sum", 0), ("col_max", 0), ("col_min", 0)):
+    def _red(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _axis=_axis) -> TensorType:
+        x = a.type("x")
+        _two_d(_op, x)
+        _dtype_in(_op, x, NUMERIC)
+        return TensorType((x.shape[0], 1) if _axis == 1 else (1, x.shape[1]), x.dtype)
+
+    register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _red, doc=f"{_name} over a whole tensor")
+
+for _f in ("add", "sub", "mul", "div", "expdif"):
+    for _kind, _axis in (("row", 1), ("col", 0)):
+        if _kind == "col" and _f == "expdif":
+            continue
+        _vec = f"{_kind}_vec"
+
+        def _exp(a: OpArgs, soc: SoC, _op=f"tensor.{_kind}_expand_{_f}", _axis=_axis, _vec=_vec) -> TensorType:
+            x, v = a.type("x"), a.type(_vec)
+            _two_d(_op, x)
+            want = (x.shape[0], 1) if _axis == 1 else (1, x.shape[1])
+            if v.shape != want:
+                raise fail(_op, f"a vector of shape {fmt_shape(want)}", fmt_shape(v.shape))
+            if v.dtype is not x.dtype:
+                raise fail(_op, "identical data types", f"{x.dtype.name} and {v.dtype.name}")
+            return x
+
+        register(f"tensor.{_kind}_expand_{_f}", [P("x", Kind.TENSOR), P(_vec, Kind.TENSOR)], _exp,
+                 doc=f"{_kind}-broadcast {_f}")
+
+for _kind, _axis in (("row", 1), ("col", 0)):
+    def _bc(a: OpArgs, soc: SoC, _op=f"tensor.{_kind}_expand", _axis=_axis, _vec=f"{_kind}_vec") -> TensorType:
+        x, v = a.type("target"), a.type(_vec)
+        want = (x.shape[0], 1) if _axis == 1 else (1, x.shape[1])
+        if v.shape != want or v.dtype is not x.dtype:
+            raise fail(_op, f"a {x.dtype.name} vector of shape {fmt_shape(want)}",
+                       f"{v.dtype.name}{fmt_shape(v.shape)}")
+        return x
+
+    register(f"tensor.{_kind}_expand", [P("target", Kind.TENSOR), P(f"{_kind}_vec", Kind.TENSOR)], _bc,
+             doc=f"broadcast a {_kind} vector to target's shape")
+
+
+def _cast(a: OpArgs, soc: SoC) -> TensorType:
+    if a["mode"] not in CAST_MODES:
+        raise fail("tensor.cast", f"mode one of {', '.join(CAST_MODES)}", repr(a["mode"]))
+    return TensorType(a.type("x").shape, a["target_type"])
+
+
+register("tensor.cast", [P("x", Kind.TENSOR), P("target_type", Kind.DTYPE), P("mode", Kind.STR, default="round")],
+         _cast, doc="convert each element")
+
+
+def _matmul(a: OpArgs, soc: SoC) -> TensorType:
+    lhs, rhs = a.type("lhs"), a.type("rhs")
+    _two_d("tensor.matmul", lhs)
+    _two_d("tensor.matmul", rhs)
+    m, k = lhs.shape[::-1] if a["a_trans"] else lhs.shape
+    k2, n = rhs.shape[::-1] if a["b_trans"] else rhs.shape
+    if k != k2:
+        raise fail("tensor.matmul", "matching inner dimensions", f"lhs K={k} and rhs K={k2}")
+    if lhs.dtype is not rhs.dtype:
+        raise fail("tensor.matmul", "identical lhs and rhs data types", f"{lhs.dtype.name} and {rhs.dtype.name}")
+    if lhs.dtype not in CUBE_IN:
+        raise fail("tensor.matmul", "a cube input dtype (FP16, BF16, INT8, FP32)", lhs.dtype.name)
+    out = a["out_dtype"] or acc_dtype(lhs.dtype)
+    legal = (DataType.INT32,) if lhs.dtype.is_int else (DataType.FP32, DataType.FP16, DataType.BF16)
+    if out not in legal:
+        raise fail("tensor.matmul", f"out_dtype in ({', '.join(d.name for d in legal)})", out.name)
+    return TensorType((m, n), out)
+
+
+register("tensor.matmul", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR),
+                           P("out_dtype", Kind.DTYPE, default=None, optional=True),
+                           P("a_trans", Kind.BOOL, default=False), P("b_trans", Kind.BOOL, default=False)],
+         _matmul, doc="lhs @ rhs through the cube (FP32 accumulation), cast to out_dtype")
+
+
+def _full(a: OpArgs, soc: SoC) -> TensorType:
+    return TensorType(_static_shape("tensor.full", a["shape"]), a["dtype"])
+
+
+register("tensor.full", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("value", Kind.SCALAR)], _full,
+         doc="a tensor filled with a scalar")
+
+
+def _create(a: OpArgs, soc: SoC) -> TensorType:
+    return TensorType(_static_shape("tensor.create", a["shape"]), a["dtype"])
+
+
+register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE)], _create, doc="a zero-filled tensor")
+
+
+def _slice(a: OpArgs, soc: SoC) -> TensorType:
+    x = a.type("x")
+    shape = _static_shape("tensor.slice", a["shape"])
+    check_region("tensor.slice", x, a["offset"], shape, what="window")
+    return TensorType(shape, x.dtype)
+
+
+register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST)], _slice,
+         doc="the window [offset, offset+shape) of a tensor")
+
+
+def _assemble(a: OpArgs, soc: SoC) -> TensorType:
+    target, source = a.type("target"), a.type("source")
+    if target.dtype is not source.dtype:
+        raise fail("tensor.assemble", "the source dtype to match the target's",
+                   f"{source.dtype.name} into {target.dtype.name}", "cast the source first")
+    check_region("tensor.assemble", target, a["offset"], source.shape, what="window")
+    return target
+
+
+register("tensor.assemble", [P("target", Kind.TENSOR), P("source", Kind.TENSOR), P("offset", Kind.INDEX_LIST)],
+         _assemble, doc="write source into target at offset", writes_operand="target")
+
+
+def _reshape(a: OpArgs, soc: SoC) -> TensorType:
+    x = a.type("x")
+    shape = _static_shape("tensor.reshape", a["shape"])
+    if math.prod(shape) != math.prod(x.shape):
+        raise fail("tensor.reshape", f"the same element count as {fmt_shape(x.shape)}", fmt_shape(shape))
+    return TensorType(shape, x.dtype)
+
+
+register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _reshape, doc="a new row-major shape")
+
+
+def _transpose(a: OpArgs, soc: SoC) -> TensorType:
+    x = a.type("x")
+    rank = len(x.shape)
+    axes = []
+    for name in ("axis1", "axis2"):
+        if not -rank <= a[name] < rank:
+            raise fail("tensor.transpose", f"axes within rank {rank}", str(a[name]))
+        axes.append(a[name] % rank)
+    shape = list(x.shape)
+    shape[axes[0]], shape[axes[1]] = shape[axes[1]], shape[axes[0]]
+    return TensorType(shape, x.dtype)
+
+
+register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis2", Kind.INT)], _transpose,
+         doc="swap two axes")
+
+unify("slice", tensor="tensor.slice")
+unify("assemble", tensor="tensor.assemble")
+unify("create_tensor", tensor="tensor.create")

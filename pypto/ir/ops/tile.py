@@ -1,0 +1,545 @@
+"""Tile-level ops (``pl.tile.*``): operands and results live in on-chip memory spaces.
+
+Vector ops read and write Vec tiles; the cube reads Left x Right into Acc; transfers obey
+the SoC table's legal moves.
+"""
+
+from __future__ import annotations
+
+from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
+from pypto.ir.ops.registry import (
+    REQUIRED,
+    Kind,
+    OpArgs,
+    ParamSpec as P,
+    fail,
+    fmt_shape,
+    register,
+    static_ints,
+    unify,
+)
+from pypto.ir.types import DataType, PadValue, TensorType, TileType
+from pypto.sim.soc import MemorySpace as M, SoC
+
+VEC = (M.Vec,)
+CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")
+CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
+
+
+def mask_cols(cols: int) -> int:
+    """Bytes per row of a packed compare mask: one bit per column, rows padded to 32 B."""
+    return -(-(-(-cols // 8)) // 32) * 32
+
+
+def _vec_result(t: TileType, **changes) -> TileType:
+    base = dict(shape=t.shape, dtype=t.dtype, space=M.Vec if t.space is not None else None,
+                valid_shape=t.valid_shape)
+    base.update(changes)
+    return TileType(**base)
+
+
+def _same_shape_dtype(op: str, a: TileType, b: TileType) -> None:
+    if a.shape != b.shape:
+        raise fail(op, "compatible shapes", f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
+                   "broadcast with the row_expand_*/col_expand_* ops, or reshape first")
+    if a.dtype is not b.dtype:
+        raise fail(op, "identical lhs and rhs data types", f"{a.dtype.name} and {b.dtype.name}",
+                   "dtypes never promote implicitly: convert one side with pl.cast(tile, target_type=...)")
+
+
+def _require_dtype(op: str, t: TileType, allowed, what: str) -> None:
+    if t.dtype not in allowed:
+        names = ", ".join(d.name for d in allowed)
+        raise fail(op, f"{what} ({names})", t.dtype.name,
+                   "convert with pl.cast(tile, target_type=...) first")
+
+
+def _require_2d(op: str, t: TileType, what: str = "its operand") -> None:
+    if len(t.shape) != 2:
+        raise fail(op, f"{what} to be 2D", f"{len(t.shape)} dimensions")
+
+
+FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)
+SIGNED = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.FP16, DataType.BF16, DataType.FP32)
+NUMERIC = (*SIGNED, DataType.UINT8, DataType.INT64)
+DIVIDES = (DataType.INT16, DataType.INT32, DataType.FP16, DataType.FP32, DataType.BF16)
+
+
+def check_region(op: str, tensor: TensorType, offsets, shape, *, what: str) -> None:
+    """Static parts of a GM region check: ranks, and constant offsets inside the tensor."""
+    if len(offsets) != len(tensor.shape) or len(shape) != len(tensor.shape):
+        raise fail(op, f"offsets and shapes of the tensor's rank {len(tensor.shape)}",
+                   f"{len(offsets)} offsets and {len(shape)} extents")
+    for axis, (extent, dim) in enumerate(zip(shape, tensor.shape)):
+        if extent > dim:
+            raise OutOfBoundsError(
+                f"{op} {what} extent {extent} on axis {axis} exceeds the tensor's {dim}",
+                hint="shrink the tile shape or tile the tensor in a loop",
+            )
+    offs = static_ints(offsets)
+    if offs is None:
+        return
+    for axis, (o, extent, dim) in enumerate(zip(offs, shape, tensor.shape)):
+        if o < 0 or o + extent > dim:
+            raise OutOfBoundsError(
+                f"{op} {what} [{o}, {o + extent}) on axis {axis} is outside the tensor's [0, {dim})",
+                hint="check the offsets against the tensor shape",
+            )
+
+
+# --------------------------------------------------------------------------- movement
+
+
+def _infer_load(a: OpArgs, soc: SoC) -> TileType:
+    tensor: TensorType = a.type("tensor")
+    shape = static_ints(a["shapes"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.load", "static positive tile shapes", fmt_shape(a["shapes"]))
+    target = a["target_memory"]
+    if not soc.can_move(M.DDR, target):
+        legal = " or ".join(s.name for s in soc.targets_from(M.DDR))
+        raise MemorySpaceError(
+            f"tile.load cannot land a GM tensor in {target.name}: a load from DDR reaches only {legal}",
+            hint=f"load into pl.Mem.Mat, then pl.move(tile, target_memory=pl.Mem.{target.name})"
+            if target in (M.Left, M.Right, M.Bias) else "load into pl.Mem.Vec or pl.Mem.Mat",
+        )
+    check_region("tile.load", tensor, a["offsets"], shape, what="region")
+    valid = a["valid_shape"]
+    if valid is not None:
+        valid = tuple(valid)
+        if len(valid) != len(shape):
+            raise fail("tile.load", f"valid_shape of rank {len(shape)}", f"{len(valid)} extents")
+        sv = static_ints(valid)
+        if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
+            raise fail("tile.load", f"valid_shape within the tile shape {fmt_shape(shape)}", fmt_shape(sv))
+        if sv == shape:
+            valid = None
+    return TileType(shape=shape, dtype=tensor.dtype, space=target, valid_shape=valid)
+
+
+register(
+    "tile.load",
+    [
+        P("tensor", Kind.TENSOR),
+        P("offsets", Kind.INDEX_LIST),
+        P("shapes", Kind.SHAPE),
+        P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
+        P("target_memory", Kind.SPACE, default=M.Vec, show=True),
+    ],
+    _infer_load,
+    doc="GM -> Vec|Mat: copy the region [offsets, offsets+shapes) of a tensor into a tile",
+)
+
+
+def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
+    tile: TileType = a.tile("tile")
+    out: TensorType = a.type("output_tensor")
+    if tile.space is not None and not soc.can_move(tile.space, M.DDR):
+        legal = " or ".join(s.name for s, d in sorted(soc.legal_moves, key=str) if d is M.DDR)
+        raise MemorySpaceError(
+            f"tile.store cannot write a {tile.space.name} tile to GM: only {legal} tiles store",
+            hint="pl.move the tile to a space that stores, or store from the vector core's Vec tile",
+        )
+    if tile.dtype is not out.dtype:
+        raise fail("tile.store", "the tile's dtype to match the tensor's", f"{tile.dtype.name} into {out.dtype.name}",
+                   f"cast first: pl.cast(tile, target_type=pl.{out.dtype.name})")
+    check_region("tile.store", out, a["offsets"], tile.shape, what="region")
+    return out
+
+
+register(
+    "tile.store",
+    [P("tile", Kind.TILE), P("offsets", Kind.INDEX_LIST), P("output_tensor", Kind.TENSOR)],
+    _infer_store,
+    doc="Vec|Acc -> GM: write a tile's valid region at offsets of a tensor",
+    writes_operand="output_tensor",
+)
+
+
+def _infer_move(a: OpArgs, soc: SoC) -> TileType:
+    tile: TileType = a.tile("tile")
+    target = a["target_memory"]
+    if tile.space is not None and not soc.can_move(tile.space, target):
+        legal = ", ".join(s.name for s in soc.targets_from(tile.space)) or "nowhere"
+        raise MemorySpaceError(
+            f"tile.move cannot move a {tile.space.name} tile to {target.name} on {soc.name}: "
+            f"from {tile.space.name} a tile moves to {legal}",
+            hint="go through GM (store, then load), or through Mat for the cube's L0 buffers",
+        )
+    return TileType(shape=tile.shape, dtype=tile.dtype, space=target, valid_shape=tile.valid_shape)
+
+
+register(
+    "tile.move",
+    [P("tile", Kind.TILE), P("target_memory", Kind.SPACE)],
+    _infer_move,
+    doc="copy a tile to another on-chip space (Mat->Left|Right|Bias, Acc->Mat)",
+)
+
+
+def _infer_create(a: OpArgs, soc: SoC) -> TileType:
+    shape = static_ints(a["shape"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.create", "static positive shapes", fmt_shape(a["shape"]))
+    return TileType(shape=shape, dtype=a["dtype"], space=a["target_memory"])
+
+
+register(
+    "tile.create",
+    [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("target_memory", Kind.SPACE, default=M.Vec, show=True)],
+    _infer_create,
+    doc="a zero-filled tile",
+)
+
+
+def _infer_full(a: OpArgs, soc: SoC) -> TileType:
+    shape = static_ints(a["shape"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.full", "static positive shapes", fmt_shape(a["shape"]))
+    return TileType(shape=shape, dtype=a["dtype"], space=M.Vec)
+
+
+register(
+    "tile.full",
+    [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("value", Kind.SCALAR)],
+    _infer_full,
+    doc="a Vec tile filled with a scalar",
+)
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+def _binary(name: str, allowed=NUMERIC):
+    op = f"tile.{name}"
+
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        lhs, rhs = a.tile("lhs"), a.tile("rhs")
+        _same_shape_dtype(op, lhs, rhs)
+        _require_dtype(op, lhs, allowed, "a dtype it computes in")
+        return _vec_result(lhs)
+
+    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC)], infer,
+             doc=f"elementwise {name}")
+
+
+def _scalar(name: str, allowed=NUMERIC):
+    op = f"tile.{name}"
+
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        lhs = a.tile("lhs")
+        _require_dtype(op, lhs, allowed, "a dtype it computes in")
+        return _vec_result(lhs)
+
+    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR)], infer,
+             doc=f"elementwise {name} with a scalar (converted to the tile's dtype)")
+
+
+for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("div", DIVIDES),
+                        ("maximum", NUMERIC), ("minimum", NUMERIC)):
+    _binary(_name, _allowed)
+for _name, _allowed in (("adds", NUMERIC), ("subs", NUMERIC), ("muls", NUMERIC), ("divs", DIVIDES),
+                        ("maximums", NUMERIC), ("minimums", NUMERIC)):
+    _scalar(_name, _allowed)
+
+
+def _unary(name: str, allowed):
+    op = f"tile.{name}"
+
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        t = a.tile("tile")
+        _require_dtype(op, t, allowed, "a dtype it computes in")
+        return _vec_result(t)
+
+    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {name}")
+
+
+for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("exp", FLOATS),
+                        ("log", FLOATS), ("sqrt", FLOATS), ("rsqrt", FLOATS), ("recip", FLOATS)):
+    _unary(_name, _allowed)
+
+
+def _check_cmp_type(op: str, code) -> None:
+    if not isinstance(code, int) or not 0 <= code < len(CMP_NAMES):
+        raise fail(op, "cmp_type 0..5 (EQ, NE, LT, LE, GT, GE)", repr(code))
+
+
+def _mask_type(op: str, t: TileType) -> TileType:
+    _require_2d(op, t)
+    return TileType(shape=(t.shape[0], mask_cols(t.shape[1])), dtype=DataType.UINT8,
+                    space=M.Vec if t.space is not None else None)
+
+
+def _infer_cmp(a: OpArgs, soc: SoC) -> TileType:
+    lhs, rhs = a.tile("lhs"), a.tile("rhs")
+    _same_shape_dtype("tile.cmp", lhs, rhs)
+    _check_cmp_type("tile.cmp", a["cmp_type"])
+    return _mask_type("tile.cmp", lhs)
+
+
+def _infer_cmps(a: OpArgs, soc: SoC) -> TileType:
+    _check_cmp_type("tile.cmps", a["cmp_type"])
+    return _mask_type("tile.cmps", a.tile("lhs"))
+
+
+register("tile.cmp", [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC),
+                      P("cmp_type", Kind.INT, default=0)], _infer_cmp,
+         doc="packed predicate mask (UINT8, one bit per column) of lhs <cmp> rhs")
+register("tile.cmps", [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR),
+                       P("cmp_type", Kind.INT, default=0)], _infer_cmps,
+         doc="packed predicate mask of lhs <cmp> scalar")
+
+
+def _infer_sel(a: OpArgs, soc: SoC) -> TileType:
+    mask, lhs, rhs = a.tile("mask"), a.tile("lhs"), a.tile("rhs")
+    _same_shape_dtype("tile.sel", lhs, rhs)
+    want = _mask_type("tile.sel", lhs)
+    if mask.dtype is not DataType.UINT8 or mask.shape != want.shape:
+        raise fail("tile.sel", f"a packed mask of shape {fmt_shape(want.shape)} (from pl.cmp/pl.cmps)",
+                   f"{mask.dtype.name}{fmt_shape(mask.shape)}")
+    return _vec_result(lhs)
+
+
+register("tile.sel", [P("mask", Kind.TILE, spaces=VEC), P("lhs", Kind.TILE, spaces=VEC),
+                      P("rhs", Kind.TILE, spaces=VEC)], _infer_sel,
+         doc="lhs where the mask bit is set, else rhs")
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+def _reduction(name: str, axis: int, allowed, tmp: bool):
+    op = f"tile.{name}"
+
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        t = a.tile("tile")
+        _require_2d(op, t)
+        _require_dtype(op, t, allowed, "a dtype it reduces in")
+        if tmp and a["tmp_tile"] is not None:
+            s = a.tile("tmp_tile")
+            if s.dtype is not t.dtype or len(s.shape) != 2:
+                raise fail(op, "tmp_tile with the same dtype and rank as the input",
+                           f"{s.dtype.name}{fmt_shape(s.shape)}")
+        shape = (t.shape[0], 1) if axis == 1 else (1, t.shape[1])
+        valid = None
+        if t.valid_shape is not None:
+            valid = (t.valid_shape[0], 1) if axis == 1 else (1, t.valid_shape[1])
+        return _vec_result(t, shape=shape, valid_shape=valid)
+
+    params = [P("tile", Kind.TILE, spaces=VEC)]
+    if tmp:
+        params.append(P("tmp_tile", Kind.TILE, default=None, optional=True, spaces=VEC))
+    register(op, params, infer, doc=f"{name}: reduce the {'last' if axis == 1 else 'first'} axis over the valid region")
+
+
+for _name, _axis, _tmp in (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True),
+                           ("col_sum", 0, True), ("col_max", 0, False), ("col_min", 0, False)):
+    _reduction(_name, _axis, NUMERIC, _tmp)
+
+
+# --------------------------------------------------------------------------- broadcast
+
+
+def _check_vector(op: str, t: TileType, v: TileType, axis: int) -> None:
+    _require_2d(op, t)
+    _require_2d(op, v, "the broadcast operand")
+    want = (t.shape[0], 1) if axis == 1 else (1, t.shape[1])
+    if v.shape != want:
+        raise fail(op, f"a {'row' if axis == 1 else 'column'} vector of shape {fmt_shape(want)}",
+                   fmt_shape(v.shape))
+    if v.dtype is not t.dtype:
+        raise fail(op, "identical data types", f"{t.dtype.name} and {v.dtype.name}",
+                   "convert one side with pl.cast(tile, target_type=...)")
+
+
+def _expand(name: str, axis: int, vec_param: str, allowed=NUMERIC):
+    op = f"tile.{name}"
+
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        t = a.tile("tile")
+        v = a.tile(vec_param)
+        _check_vector(op, t, v, axis)
+        _require_dtype(op, t, allowed, "a dtype it computes in")
+        return _vec_result(t)
+
+    register(op, [P("tile", Kind.TILE, spaces=VEC), P(vec_param, Kind.TILE, spaces=VEC)], infer,
+             doc=f"{name}: combine each {'row' if axis == 1 else 'column'} with one element of a vector")
+
+
+for _f in ("add", "sub", "mul", "div"):
+    _expand(f"row_expand_{_f}", 1, "row_vec", DIVIDES if _f == "div" else NUMERIC)
+    _expand(f"col_expand_{_f}", 0, "col_vec", DIVIDES if _f == "div" else NUMERIC)
+_expand("row_expand_expdif", 1, "row_vec", FLOATS)
+
+
+def _broadcast(name: str, axis: int, vec_param: str):
+    op = f"tile.{name}"
+
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        t, v = a.tile("target"), a.tile(vec_param)
+        _check_vector(op, t, v, axis)
+        return _vec_result(t)
+
+    register(op, [P("target", Kind.TILE, spaces=VEC), P(vec_param, Kind.TILE, spaces=VEC)], infer,
+             doc=f"{name}: a tile shaped like target, each {'row' if axis == 1 else 'column'} one vector element")
+
+
+_broadcast("row_expand", 1, "row_vec")
+_broadcast("col_expand", 0, "col_vec")
+
+
+# --------------------------------------------------------------------------- shape and dtype
+
+
+def _infer_cast(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    if a["mode"] not in CAST_MODES:
+        raise fail("tile.cast", f"mode one of {', '.join(CAST_MODES)}", repr(a["mode"]))
+    target = a["target_type"]
+    if target is DataType.INDEX:
+        raise fail("tile.cast", "a tile dtype", "INDEX")
+    return _vec_result(t, dtype=target)
+
+
+register("tile.cast", [P("tile", Kind.TILE, spaces=VEC), P("target_type", Kind.DTYPE),
+                       P("mode", Kind.STR, default="round")], _infer_cast,
+         doc="convert each element to target_type with the given rounding mode")
+
+
+def _infer_reshape(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    shape = static_ints(a["shape"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.reshape", "static positive shapes", fmt_shape(a["shape"]))
+    import math
+
+    if math.prod(shape) != math.prod(t.shape):
+        raise fail("tile.reshape", f"the same element count as {fmt_shape(t.shape)}", fmt_shape(shape))
+    if t.valid_shape is not None:
+        raise fail("tile.reshape", "a fully valid tile", "a partial valid shape",
+                   "pl.fillpad the tile first")
+    return TileType(shape=shape, dtype=t.dtype, space=t.space)
+
+
+register("tile.reshape", [P("tile", Kind.TILE), P("shape", Kind.SHAPE)], _infer_reshape,
+         doc="the same elements in row-major order under a new shape")
+
+
+def _infer_transpose(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    rank = len(t.shape)
+    axes = []
+    for name in ("axis1", "axis2"):
+        ax = a[name]
+        if not -rank <= ax < rank:
+            raise fail("tile.transpose", f"axes within rank {rank}", str(ax))
+        axes.append(ax % rank)
+    shape = list(t.shape)
+    shape[axes[0]], shape[axes[1]] = shape[axes[1]], shape[axes[0]]
+    valid = None
+    if t.valid_shape is not None:
+        valid = list(t.valid_shape)
+        valid[axes[0]], valid[axes[1]] = valid[axes[1]], valid[axes[0]]
+    return _vec_result(t, shape=tuple(shape), valid_shape=valid)
+
+
+register("tile.transpose", [P("tile", Kind.TILE, spaces=VEC), P("axis1", Kind.INT), P("axis2", Kind.INT)],
+         _infer_transpose, doc="swap two axes")
+
+
+def _infer_set_validshape(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    _require_2d("tile.set_validshape", t)
+    valid = (a["valid_rows"], a["valid_cols"])
+    sv = static_ints(valid)
+    if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, t.shape)):
+        raise fail("tile.set_validshape", f"extents within the tile shape {fmt_shape(t.shape)}", fmt_shape(sv))
+    return TileType(shape=t.shape, dtype=t.dtype, space=t.space,
+                    valid_shape=None if sv == t.shape else valid)
+
+
+register("tile.set_validshape", [P("tile", Kind.TILE), P("valid_rows", Kind.SCALAR), P("valid_cols", Kind.SCALAR)],
+         _infer_set_validshape, doc="change the valid region (metadata only; contents outside stay as they are)")
+
+
+def _infer_fillpad(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    if a["pad_value"] is PadValue.null:
+        raise fail("tile.fillpad", "pad_value zero, max or min", "null")
+    return _vec_result(t, valid_shape=None)
+
+
+register("tile.fillpad", [P("tile", Kind.TILE, spaces=VEC), P("pad_value", Kind.PAD, default=PadValue.zero)],
+         _infer_fillpad, doc="fill outside the valid region with the pad value; the whole tile becomes valid")
+
+
+# --------------------------------------------------------------------------- cube
+
+
+CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
+
+
+def acc_dtype(dtype: DataType) -> DataType:
+    return DataType.INT32 if dtype.is_int else DataType.FP32
+
+
+def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
+    _require_2d(op, lhs, "lhs")
+    _require_2d(op, rhs, "rhs")
+    if lhs.shape[1] != rhs.shape[0]:
+        raise fail(op, "matching inner dimensions", f"lhs K={lhs.shape[1]} and rhs K={rhs.shape[0]}")
+    if lhs.dtype is not rhs.dtype:
+        raise fail(op, "identical lhs and rhs data types", f"{lhs.dtype.name} and {rhs.dtype.name}",
+                   "cast one operand before moving it to L0")
+    _require_dtype(op, lhs, CUBE_IN, "a cube input dtype")
+
+
+def _infer_matmul(a: OpArgs, soc: SoC) -> TileType:
+    lhs, rhs = a.tile("lhs"), a.tile("rhs")
+    _check_mm("tile.matmul", lhs, rhs)
+    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+
+
+register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
+         _infer_matmul, doc="Left x Right -> Acc, accumulating in FP32 (INT32 for int8)")
+
+
+def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
+    acc, lhs, rhs = a.tile("acc"), a.tile("lhs"), a.tile("rhs")
+    _check_mm("tile.matmul_acc", lhs, rhs)
+    if acc.shape != (lhs.shape[0], rhs.shape[1]):
+        raise fail("tile.matmul_acc", f"an accumulator of shape {fmt_shape((lhs.shape[0], rhs.shape[1]))}",
+                   fmt_shape(acc.shape))
+    if acc.dtype is not acc_dtype(lhs.dtype):
+        raise fail("tile.matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
+    return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc)
+
+
+register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
+                             P("rhs", Kind.TILE, spaces=(M.Right,))],
+         _infer_matmul_acc, doc="acc + Left x Right -> Acc")
+
+
+# --------------------------------------------------------------------------- unified names
+
+for _n in ("add", "sub", "mul", "div", "maximum", "minimum"):
+    _s = {"maximum": "maximums", "minimum": "minimums"}.get(_n, _n + "s")
+    unify(_n, tile=f"tile.{_n}", tile_scalar=f"tile.{_s}", tensor=f"tensor.{_n}", tensor_scalar=f"tensor.{_s}")
+for _n in ("adds", "subs", "muls", "divs", "maximums", "minimums"):
+    unify(_n, tile_scalar=f"tile.{_n}", tensor_scalar=f"tensor.{_n}")
+for _n in ("neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "recip", "row_sum", "row_max", "row_min",
+           "col_sum", "col_max", "col_min", "row_expand", "col_expand", "row_expand_expdif", "cast",
+           "reshape", "transpose", "matmul"):
+    unify(_n, tile=f"tile.{_n}", tensor=f"tensor.{_n}")
+for _f in ("add", "sub", "mul", "div"):
+    unify(f"row_expand_{_f}", tile=f"tile.row_expand_{_f}", tensor=f"tensor.row_expand_{_f}")
+    unify(f"col_expand_{_f}", tile=f"tile.col_expand_{_f}", tensor=f"tensor.col_expand_{_f}")
+unify("cmp", tile="tile.cmp", tile_scalar="tile.cmps")
+unify("cmps", tile_scalar="tile.cmps")
+for _n in ("load", "store", "move", "sel", "set_validshape", "fillpad", "matmul_acc"):
+    unify(_n, tile=f"tile.{_n}")
+unify("create_tile", tile="tile.create")
+unify("create", tile="tile.create")
+unify("full", tensor="tensor.full")  # pl.tile.full spells the tile form
+
+__all__ = ["REQUIRED", "mask_cols", "CMP_NAMES", "CAST_MODES", "acc_dtype", "check_region", "TypeCheckError"]

@@ -1,0 +1,15 @@
+"""Read printed DSL text back into a Program, with ``ast`` only: dump text is never run.
+
+The reader is the front end's program reader (``pypto.lang.program``) with no module
+namespace but ``pl``, so a dump parses exactly as a ``@pl.program`` class would.
+"""
+
+from __future__ import annotations
+
+from pypto.ir.nodes import Program
+
+
+def parse(text: str, filename: str = "<string>") -> Program:
+    from pypto.lang.program import parse_text
+
+    return parse_text(text, filename)

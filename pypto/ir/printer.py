@@ -1,0 +1,282 @@
+"""Print a Program as DSL Python: an ``@pl.program`` class of ``@pl.function`` methods.
+
+Deterministic, one statement per line, and read back by ``pypto.ir.parser`` to an equal
+Program. An assignment's type annotation is printed when it says something the op's type
+inference would not reproduce (a MemRef, an address) — or always with ``explicit=True``,
+which is what tools that size tiles read.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pypto.errors import PyptoError
+from pypto.ir import nodes as n
+from pypto.ir.infer import call_type, scalar_type
+from pypto.ir.ops import Kind, lookup
+from pypto.ir.types import (
+    DataType,
+    ForKind,
+    FunctionType,
+    MemRef,
+    PadValue,
+    ParamDirection,
+    ScalarType,
+    TensorType,
+    TileType,
+)
+from pypto.sim.soc import MemorySpace
+
+INDENT = "    "
+
+# Python precedence, loosest first; a child binding looser than its parent is parenthesized.
+_PREC = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
+         "+": 6, "-": 6, "*": 7, "//": 7, "%": 7, "neg": 8}
+_ATOM = 10
+
+
+def print_program(program: n.Program, *, explicit: bool = False) -> str:
+    lines = [f"# pypto.program: {program.name}", "import pypto.language as pl", "", "", "@pl.program",
+             f"class {program.name}:"]
+    for i, fn in enumerate(program.functions):
+        if i:
+            lines.append("")
+        lines.extend(_Printer(program, fn, explicit).function())
+    return "\n".join(lines) + "\n"
+
+
+def print_function(program: n.Program, fn: n.Function, *, explicit: bool = False) -> str:
+    return "\n".join(_Printer(program, fn, explicit).function()) + "\n"
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+def expr(e, parent: int = 0) -> str:
+    text, prec = _expr(e)
+    return f"({text})" if prec < parent else text
+
+
+def _expr(e) -> tuple[str, int]:
+    if isinstance(e, n.Var):
+        return e.name, _ATOM
+    if isinstance(e, n.Const):
+        return const(e.value), _ATOM
+    if isinstance(e, n.BinOp):
+        if e.op in ("min", "max"):
+            return f"pl.{e.op}({expr(e.lhs)}, {expr(e.rhs)})", _ATOM
+        p = _PREC[e.op]
+        if p == 4:  # comparisons do not chain in the IR: parenthesize nested ones
+            return f"{expr(e.lhs, p + 1)} {e.op} {expr(e.rhs, p + 1)}", p
+        return f"{expr(e.lhs, p)} {e.op} {expr(e.rhs, p + 1)}", p
+    if isinstance(e, n.UnaryOp):
+        if e.op == "-":
+            return f"-{expr(e.operand, _PREC['neg'])}", _PREC["neg"]
+        return f"not {expr(e.operand, _PREC['not'])}", _PREC["not"]
+    raise TypeError(f"not an expression: {e!r}")
+
+
+def const(v) -> str:
+    if isinstance(v, bool) or isinstance(v, int):
+        return repr(v)
+    if isinstance(v, float):
+        if v != v:
+            return 'float("nan")'
+        if v in (float("inf"), float("-inf")):
+            return 'float("inf")' if v > 0 else 'float("-inf")'
+        return repr(v)
+    raise TypeError(f"not a constant: {v!r}")
+
+
+def string(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def static(v) -> str:
+    """A compile-time argument value."""
+    if v is None:
+        return "None"
+    if isinstance(v, DataType):
+        return f"pl.{v.name}"
+    if isinstance(v, MemorySpace):
+        return f"pl.Mem.{v.name}"
+    if isinstance(v, PadValue):
+        return f"pl.PadValue.{v.name}"
+    if isinstance(v, str):
+        return string(v)
+    if isinstance(v, (bool, int, float)):
+        return const(v)
+    raise TypeError(f"not a static value: {v!r}")
+
+
+def expr_list(items) -> str:
+    return "[" + ", ".join(expr(x) for x in items) + "]"
+
+
+# --------------------------------------------------------------------------- types
+
+
+def type_(t) -> str:
+    if isinstance(t, ScalarType):
+        return f"pl.Scalar[pl.{t.dtype.name}]"
+    if isinstance(t, TensorType):
+        return f"pl.Tensor[[{', '.join(map(str, t.shape))}], pl.{t.dtype.name}]"
+    if isinstance(t, TileType):
+        parts = [f"[{', '.join(map(str, t.shape))}]", f"pl.{t.dtype.name}"]
+        if t.memref is not None:
+            parts.append(memref(t.memref))
+        if t.space is not None:
+            parts.append(f"pl.Mem.{t.space.name}")
+        if t.valid_shape is not None:
+            parts.append(f"pl.TileView(valid_shape={expr_list(t.valid_shape)})")
+        return f"pl.Tile[{', '.join(parts)}]"
+    raise TypeError(f"not a type: {t!r}")
+
+
+def memref(m: MemRef) -> str:
+    args = [string(m.name)]
+    if m.addr is not None:
+        args += [str(m.addr), str(m.size)]
+    elif m.size is not None:
+        args.append(f"size={m.size}")
+    if m.slots != 1:
+        args.append(f"slots={m.slots}")
+    text = f"pl.MemRef({', '.join(args)})"
+    if m.index is not None:
+        text += f"[{expr(m.index)}]"
+    return text
+
+
+def param(p: n.Param) -> str:
+    t = type_(p.type)
+    if p.direction is ParamDirection.Out:
+        t = f"pl.Out[{t}]"
+    elif p.direction is ParamDirection.InOut:
+        t = f"pl.InOut[{t}]"
+    return f"{p.name}: {t}"
+
+
+# --------------------------------------------------------------------------- statements
+
+
+class _Printer:
+    def __init__(self, program: n.Program, fn: n.Function, explicit: bool):
+        self.program = program
+        self.fn = fn
+        self.explicit = explicit
+        self.types = n.symbols(fn)
+        self.lines: list[str] = []
+
+    def function(self) -> list[str]:
+        fn = self.fn
+        deco = "@pl.function" if fn.type is FunctionType.Opaque else f"@pl.function(type=pl.FunctionType.{fn.type.name})"
+        params = ", ".join(["self", *(param(p) for p in fn.params)])
+        ret = ""
+        if len(fn.returns) == 1:
+            ret = f" -> {type_(fn.returns[0])}"
+        elif fn.returns:
+            ret = f" -> tuple[{', '.join(type_(t) for t in fn.returns)}]"
+        self.lines = [INDENT + deco, f"{INDENT}def {fn.name}({params}){ret}:"]
+        self.block(fn.body, 2)
+        return self.lines
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    def block(self, body, depth: int, results=()) -> None:
+        if not body:
+            self.emit(depth, "pass")
+        for stmt in body:
+            self.stmt(stmt, depth, results)
+
+    def stmt(self, s, depth: int, results) -> None:
+        if isinstance(s, n.Assign):
+            ann = f": {type_(s.type)}" if self.needs_annotation(s) else ""
+            self.emit(depth, f"{s.target}{ann} = {self.value(s.value)}")
+        elif isinstance(s, n.Eval):
+            self.emit(depth, self.value(s.value))
+        elif isinstance(s, n.For):
+            self.for_(s, depth)
+        elif isinstance(s, n.If):
+            self.emit(depth, f"if {expr(s.cond)}:")
+            self.block(s.then_body, depth + 1, s.results)
+            if s.else_body:
+                self.emit(depth, "else:")
+                self.block(s.else_body, depth + 1, s.results)
+        elif isinstance(s, n.Yield):
+            values = ", ".join(expr(v) for v in s.values)
+            if results:
+                self.emit(depth, f"{', '.join(b.name for b in results)} = pl.yield_({values})")
+            else:
+                self.emit(depth, f"pl.yield_({values})")
+        elif isinstance(s, n.Return):
+            self.emit(depth, ("return " + ", ".join(expr(v) for v in s.values)).rstrip())
+        elif isinstance(s, n.Scope):
+            args = [f"level=pl.Level.{s.level.name}"]
+            if s.name_hint:
+                args.append(f"name_hint={string(s.name_hint)}")
+            self.emit(depth, f"with pl.at({', '.join(args)}):")
+            self.block(s.body, depth + 1)
+        else:
+            raise TypeError(f"not a statement: {s!r}")
+
+    def for_(self, s: n.For, depth: int) -> None:
+        args = [expr(s.stop)]
+        if s.start != n.Const(0) or s.step != n.Const(1):
+            args.insert(0, expr(s.start))
+        if s.step != n.Const(1):
+            args.append(expr(s.step))
+        if s.kind is ForKind.Pipeline:
+            args.append(f"stage={s.stage}")
+        target = s.var
+        if s.iter_args:
+            names = ", ".join(a.name for a in s.iter_args)
+            inits = ", ".join(expr(a.init) for a in s.iter_args)
+            trail = "," if len(s.iter_args) == 1 else ""
+            target = f"{s.var}, ({names}{trail})"
+            args.append(f"init_values=({inits}{trail})")
+        self.emit(depth, f"for {target} in pl.{s.kind.value}({', '.join(args)}):")
+        self.block(s.body, depth + 1, s.results)
+
+    def value(self, v) -> str:
+        if isinstance(v, n.Call):
+            return self.call(v)
+        if isinstance(v, n.FuncCall):
+            return f"self.{v.callee}({', '.join(expr(a) for a in v.args)})"
+        return expr(v)
+
+    def call(self, c: n.Call) -> str:
+        op = lookup(c.op)
+        if op is None:
+            raise TypeError(f"unknown op {c.op!r}")
+        parts = []
+        for p, v in zip(op.params, c.args):
+            if p.required:
+                parts.append(_arg(p.kind, v))
+            elif p.show or v != p.default:
+                parts.append(f"{p.name}={_arg(p.kind, v)}")
+        return f"pl.{c.op}({', '.join(parts)})"
+
+    def needs_annotation(self, s: n.Assign) -> bool:
+        if self.explicit:
+            return True
+        return s.type != self.inferred(s.value)
+
+    def inferred(self, v):
+        try:
+            if isinstance(v, n.Call):
+                return call_type(v, self.types)
+            if isinstance(v, n.FuncCall):
+                callee = self.program.function(v.callee)
+                return callee.returns[0] if len(callee.returns) == 1 else None
+            return scalar_type(v, self.types)
+        except (PyptoError, KeyError, TypeError):
+            return None
+
+
+def _arg(kind: Kind, v) -> str:
+    if kind in (Kind.INDEX_LIST, Kind.SHAPE):
+        return "None" if v is None else expr_list(v)
+    if kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR):
+        return "None" if v is None else expr(v)
+    return static(v)

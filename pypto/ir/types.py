@@ -1,0 +1,181 @@
+"""Types of the IR: element dtypes, scalars, GM tensors, on-chip tiles and their MemRefs.
+
+    DataType  = BOOL | INT8 | ... | FP32 | INDEX          (enum; printed pl.FP32)
+    Type      = ScalarType(dtype)
+              | TensorType(shape: int*, dtype)          a GM (DDR) tensor
+              | TileType(shape: int*, dtype, space?, memref?, valid_shape: Expr*?)
+    MemRef    = (name, slots, index: Expr?, addr: int?, size: int?)
+
+A tile's ``space`` is None only between ConvertTensorToTileOps and InferTileMemorySpace.
+A MemRef is *declared* (name/slots only, from ``pl.MemRef("ub", slots=2)[i % 2]``),
+*sized* by InitMemRef (``size`` = bytes of the whole allocation) and *placed* by
+AllocateMemoryAddr (``addr`` = byte address of slot 0 in its space).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+import attrs
+
+from pypto.sim.soc import MemorySpace
+
+
+class DataType(enum.Enum):
+    # value: (short name used in messages, bits, kind) where kind is b/i/u/f
+    BOOL = ("bool", 8, "b")
+    INT8 = ("int8", 8, "i")
+    INT16 = ("int16", 16, "i")
+    INT32 = ("int32", 32, "i")
+    INT64 = ("int64", 64, "i")
+    UINT8 = ("uint8", 8, "u")
+    FP16 = ("fp16", 16, "f")
+    BF16 = ("bf16", 16, "f")
+    FP32 = ("fp32", 32, "f")
+    INDEX = ("index", 64, "i")
+
+    @property
+    def short(self) -> str:
+        return self.value[0]
+
+    @property
+    def bits(self) -> int:
+        return self.value[1]
+
+    @property
+    def nbytes(self) -> int:
+        return (self.bits + 7) // 8
+
+    @property
+    def is_float(self) -> bool:
+        return self.value[2] == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.value[2] in "iu"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.value[2] == "b"
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+    def __str__(self) -> str:
+        return self.short
+
+
+class ParamDirection(enum.Enum):
+    In = "In"
+    Out = "Out"
+    InOut = "InOut"
+
+
+class FunctionType(enum.Enum):
+    Opaque = "Opaque"
+    Orchestration = "Orchestration"
+    InCore = "InCore"
+    AIC = "AIC"
+    AIV = "AIV"
+    Group = "Group"
+    Inline = "Inline"
+
+    def __repr__(self) -> str:
+        return f"pl.FunctionType.{self.name}"
+
+
+class Level(enum.Enum):
+    AIV = "AIV"
+    AIC = "AIC"
+    CORE_GROUP = "CORE_GROUP"
+    CHIP_DIE = "CHIP_DIE"
+    CHIP = "CHIP"
+    HOST = "HOST"
+
+    def __repr__(self) -> str:
+        return f"pl.Level.{self.name}"
+
+
+class ForKind(enum.Enum):
+    Sequential = "range"
+    Parallel = "parallel"
+    Pipeline = "pipeline"
+
+
+class PadValue(enum.Enum):
+    null = "null"
+    zero = "zero"
+    max = "max"
+    min = "min"
+
+    def __repr__(self) -> str:
+        return f"pl.PadValue.{self.name}"
+
+
+def _tuple_of_ints(value) -> tuple[int, ...]:
+    return tuple(int(v) for v in value)
+
+
+def _optional_tuple(value):
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class ScalarType:
+    dtype: DataType
+
+
+INDEX = ScalarType(DataType.INDEX)
+
+
+@attrs.frozen
+class TensorType:
+    shape: tuple[int, ...] = attrs.field(converter=_tuple_of_ints)
+    dtype: DataType
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.nbytes
+
+
+@attrs.frozen(kw_only=True)
+class MemRef:
+    name: str
+    slots: int = 1
+    index: object = None  # Expr selecting the slot; None when slots == 1
+    addr: int | None = None
+    size: int | None = None
+
+    @property
+    def slot_size(self) -> int | None:
+        return None if self.size is None else self.size // self.slots
+
+
+@attrs.frozen(kw_only=True)
+class TileType:
+    shape: tuple[int, ...] = attrs.field(converter=_tuple_of_ints)
+    dtype: DataType
+    space: MemorySpace | None = None
+    memref: MemRef | None = None
+    # None means "the whole tile is valid"; otherwise one Expr per dim.
+    valid_shape: tuple | None = attrs.field(default=None, converter=_optional_tuple)
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.nbytes
+
+
+Type = ScalarType | TensorType | TileType
+
+
+def type_name(t) -> str:
+    """A short human description for messages: ``Tile[64x128 fp32 Vec]``."""
+    if isinstance(t, ScalarType):
+        return f"Scalar[{t.dtype}]"
+    if isinstance(t, TensorType):
+        return f"Tensor[{'x'.join(map(str, t.shape))} {t.dtype}]"
+    if isinstance(t, TileType):
+        space = f" {t.space.name}" if t.space is not None else ""
+        return f"Tile[{'x'.join(map(str, t.shape))} {t.dtype}{space}]"
+    return type(t).__name__

@@ -1,0 +1,82 @@
+"""The Python objects behind ``pl.*`` names.
+
+Kernel bodies are parsed, never run, so these objects only have to exist, be recognizable
+to the front end (``__pypto_path__``), and explain themselves when someone calls one
+outside a kernel. Annotations Python evaluates eagerly (parameter annotations, or a
+module-level ``T = pl.Tile[...]``) build inert markers; the front end reads the source.
+"""
+
+from __future__ import annotations
+
+from pypto.errors import PyptoError
+
+
+class DslName:
+    """A kernel-language name: an op, a loop form, a scope."""
+
+    def __init__(self, *path: str):
+        self.__pypto_path__ = tuple(path)
+
+    def __repr__(self) -> str:
+        return "pl." + ".".join(self.__pypto_path__)
+
+    def __call__(self, *args, **kwargs):
+        raise PyptoError(
+            f"{self!r} is part of the kernel language and only has meaning inside a "
+            "@pl.jit / @pl.function body, which the compiler parses and never runs",
+            hint="call the kernel instead: kernel(*tensors, config=RunConfig(...))",
+        )
+
+
+class OpNamespace(DslName):
+    """``pl.tile`` / ``pl.tensor``: attribute access names level-specific ops."""
+
+    def __getattr__(self, name: str) -> DslName:
+        from pypto.ir.ops import lookup
+
+        if name.startswith("__"):
+            raise AttributeError(name)
+        level = self.__pypto_path__[0]
+        if lookup(f"{level}.{name}") is None and name not in ("create_tile", "create_tensor"):
+            raise AttributeError(f"pl.{level} has no operation {name!r}")
+        return DslName(level, name)
+
+
+class _Marker:
+    """What evaluating an annotation or declaration at module level produces."""
+
+    __pypto_alias__ = "a kernel-language annotation"
+
+    def __init__(self, text: str):
+        self._text = text
+
+    def __getitem__(self, item) -> _Marker:
+        return type(self)(f"{self._text}[...]")
+
+    def __repr__(self) -> str:
+        return self._text
+
+
+class TypeAnnotation(_Marker):
+    __pypto_alias__ = "a type annotation"
+
+
+class MemRefDeclaration(_Marker):
+    __pypto_alias__ = "a pl.MemRef declaration"
+
+
+class TypeConstructor(DslName):
+    """``pl.Tensor``, ``pl.Tile``, ``pl.Scalar``, ``pl.Out``, ``pl.InOut``."""
+
+    def __getitem__(self, item) -> TypeAnnotation:
+        return TypeAnnotation(f"{self!r}[...]")
+
+
+class MemRefConstructor(DslName):
+    def __call__(self, *args, **kwargs) -> MemRefDeclaration:
+        return MemRefDeclaration("pl.MemRef(...)")
+
+
+class TileViewConstructor(DslName):
+    def __call__(self, *args, **kwargs) -> TypeAnnotation:
+        return TypeAnnotation("pl.TileView(...)")

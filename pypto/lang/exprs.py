@@ -1,0 +1,438 @@
+"""Expressions of kernel source: names, compile-time constants, index arithmetic and type
+annotations, converted from ``ast`` without evaluating anything.
+
+``ExprConverter`` holds what a function body's conversion needs to look names up (the SSA
+environment and the module's resolver) and is extended by the statement converter.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import operator
+
+import attrs
+
+from pypto.errors import ParseError, PyptoError, Span, SpecializationError, TypeCheckError, UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.infer import scalar_type
+from pypto.ir.types import DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, type_name
+from pypto.lang import names as N
+from pypto.sim.soc import DEFAULT, MemorySpace, SoC
+
+
+@attrs.frozen
+class Source:
+    """Where kernel text came from, so spans name the user's own file, line and column."""
+
+    file: str
+    lines: tuple[str, ...]  # the whole file's lines (or the parsed text's)
+    line_offset: int = 0  # ast line 1 is file line 1 + line_offset
+    col_offset: int = 0  # columns removed by dedenting
+    resolver: N.Resolver = attrs.field(factory=N.Resolver)
+    soc: SoC = DEFAULT
+
+    def span(self, node) -> Span | None:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return None
+        line += self.line_offset
+        col = node.col_offset + self.col_offset + 1
+        end_line = (node.end_lineno or node.lineno) + self.line_offset
+        end_col = (node.end_col_offset or node.col_offset) + self.col_offset + 1
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else None
+        return Span(self.file, line, col, end_line, end_col, text)
+
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod,
+         "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+         ">=": operator.ge, "min": min, "max": max}
+_STATIC_BINOPS = {**{k: _FOLD[v] for k, v in _BINOPS.items()}, ast.Div: operator.truediv, ast.Pow: operator.pow}
+
+
+class NotStatic(Exception):
+    """An expression whose value is not known at compile time."""
+
+
+@attrs.frozen
+class Dropped:
+    """Why a name is no longer in scope: it was bound inside a loop or branch."""
+
+    line: int
+    where: str
+
+
+class ExprConverter:
+    def __init__(self, source: Source):
+        self.source = source
+        self.env: dict[str, str] = {}  # Python name -> SSA name
+        self.types: dict[str, object] = {}  # SSA name -> type
+        self.used: set[str] = set()  # every SSA name handed out in this function
+        self.dropped: dict[str, Dropped] = {}
+        self.ranges: dict[str, tuple[int, int]] = {}  # static inclusive ranges of loop vars
+
+    # ------------------------------------------------------------------ errors and names
+
+    def span(self, node) -> Span | None:
+        return self.source.span(node)
+
+    def error(self, cls, node, message: str, hint: str | None = None) -> PyptoError:
+        return cls(message, span=self.span(node), hint=hint)
+
+    def fresh(self, base: str) -> str:
+        base = base if base.isidentifier() and base != "pl" else "v"
+        name, k = base, 0
+        while name in self.used:
+            k += 1
+            name = f"{base}_{k}"
+        self.used.add(name)
+        return name
+
+    def resolve_chain(self, node):
+        """A Name/Attribute chain resolved to an entity of ``pypto.lang.names``, or None."""
+        if isinstance(node, ast.Name):
+            return self.source.resolver.resolve(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_chain(node.value)
+            if isinstance(base, N.Path):
+                return base.child(node.attr)
+            if isinstance(base, N.Value):
+                return self.source.resolver.attribute(base, node.attr)
+            return None
+        return None
+
+    def entity(self, node):
+        """Resolve and interpret: what a (non-local) name denotes in the kernel language."""
+        ref = self.resolve_chain(node)
+        if isinstance(ref, N.Path):
+            return ref, N.interpret(ref)
+        return ref, ref
+
+    def alias_error(self, node, ref: N.Alias) -> PyptoError:
+        return self.error(
+            ParseError, node,
+            f"'{ref.name}' is {ref.what} bound at module level; the kernel source is re-parsed on "
+            "its own, where such a variable is not in scope",
+            hint="write the declaration inline where it is used, e.g. "
+            "tile: pl.Tile[[64, 128], pl.FP32, pl.MemRef(\"ub\", slots=2)[i % 2], pl.Mem.Vec] = ...",
+        )
+
+    def undefined(self, node: ast.Name) -> PyptoError:
+        if node.id in self.dropped:
+            d = self.dropped[node.id]
+            return self.error(
+                ParseError, node,
+                f"'{node.id}' is bound inside the {d.where} at line {d.line} and is not available after it",
+                hint=f"give '{node.id}' a value before the {d.where} so it is carried out of it",
+            )
+        candidates = list(self.env) + ["pl"]
+        close = difflib.get_close_matches(node.id, candidates, n=1)
+        return self.error(ParseError, node, f"name '{node.id}' is not defined",
+                          hint=f"did you mean '{close[0]}'?" if close else None)
+
+    def var(self, name: str) -> tuple[n.Var, object]:
+        ssa = self.env[name]
+        return n.Var(ssa), self.types[ssa]
+
+    # ------------------------------------------------------------------ static values
+
+    def static(self, node):
+        """The compile-time value of an expression (raises NotStatic)."""
+        if isinstance(node, ast.Constant):
+            if node.value is Ellipsis:
+                raise NotStatic
+            return node.value
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.static(e) for e in node.elts]
+        if isinstance(node, ast.UnaryOp):
+            v = self.static(node.operand)
+            if isinstance(node.op, ast.USub):
+                return -v
+            if isinstance(node.op, ast.UAdd):
+                return +v
+            if isinstance(node.op, ast.Not):
+                return not v
+            raise NotStatic
+        if isinstance(node, ast.BinOp) and type(node.op) in _STATIC_BINOPS:
+            return _STATIC_BINOPS[type(node.op)](self.static(node.left), self.static(node.right))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
+            return _FOLD[_CMPOPS[type(node.ops[0])]](self.static(node.left), self.static(node.comparators[0]))
+        if isinstance(node, ast.Attribute) and node.attr == "shape":
+            t = self.local_type(node.value)
+            if isinstance(t, (TensorType, TileType)):
+                return list(t.shape)
+        if isinstance(node, ast.Subscript):
+            base = self.static(node.value)
+            index = self.static(node.slice)
+            if isinstance(base, list) and isinstance(index, int):
+                return base[index]
+            raise NotStatic
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" \
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
+            if node.func.id not in self.env and isinstance(node.args[0].value, str):
+                return float(node.args[0].value)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            if isinstance(node, ast.Name) and node.id in self.env:
+                raise NotStatic
+            ref, meaning = self.entity(node)
+            if isinstance(ref, N.Alias):
+                raise self.alias_error(node, ref)
+            if isinstance(meaning, N.Value):
+                return meaning.value
+        raise NotStatic
+
+    def local_type(self, node):
+        if isinstance(node, ast.Name) and node.id in self.env:
+            return self.types[self.env[node.id]]
+        return None
+
+    def static_of(self, node, kind: type | tuple, what: str):
+        try:
+            value = self.static(node)
+        except NotStatic:
+            raise self.error(TypeCheckError, node, f"{what} must be a compile-time constant",
+                             hint="use literals or module-level constants here") from None
+        except PyptoError:
+            raise
+        except Exception as exc:  # a ZeroDivisionError in a constant expression, say
+            raise self.error(TypeCheckError, node, f"{what} could not be evaluated: {exc}") from None
+        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+            raise self.error(TypeCheckError, node, f"{what} must be {_kind_name(kind)}, not {value!r}")
+        if not isinstance(value, kind):
+            raise self.error(TypeCheckError, node, f"{what} must be {_kind_name(kind)}, not {value!r}")
+        return value
+
+    def static_ints(self, node, what: str) -> tuple[int, ...]:
+        value = self.static_of(node, (list, tuple), what)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise self.error(TypeCheckError, node, f"{what} must be a list of ints, not {value!r}")
+        return tuple(value)
+
+    # ------------------------------------------------------------------ scalar expressions
+
+    def scalar(self, node) -> n.Expr:
+        """An index/scalar expression; compile-time parts fold to constants."""
+        e = self._scalar(node)
+        t = self.expr_type(e, node)
+        if not isinstance(t, ScalarType):
+            raise self.error(TypeCheckError, node, f"expected a scalar here, got {type_name(t)}")
+        return e
+
+    def expr_type(self, e, node):
+        try:
+            return scalar_type(e, self.types)
+        except PyptoError as err:
+            if isinstance(e, n.Var):
+                return self.types.get(e.name)
+            raise err.with_span(self.span(node)) from None
+
+    def _scalar(self, node) -> n.Expr:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return n.Const(node.value)
+            raise self.error(TypeCheckError, node, f"{node.value!r} is not a number")
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return self.var(node.id)[0]
+            return self._static_const(node)
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                if isinstance(node.op, ast.Div):
+                    raise self.error(UnsupportedSyntaxError, node, "'/' is not an index operation",
+                                     hint="use '//' for integer division")
+                raise self.error(UnsupportedSyntaxError, node, f"unsupported operator {type(node.op).__name__}")
+            return fold(n.BinOp(op, self._scalar(node.left), self._scalar(node.right)))
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise self.error(UnsupportedSyntaxError, node, "chained comparisons are not supported",
+                                 hint="write 'a < b and b < c'")
+            op = _CMPOPS.get(type(node.ops[0]))
+            if op is None:
+                raise self.error(UnsupportedSyntaxError, node, f"unsupported comparison {type(node.ops[0]).__name__}")
+            return fold(n.BinOp(op, self._scalar(node.left), self._scalar(node.comparators[0])))
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            out = self._scalar(node.values[0])
+            for v in node.values[1:]:
+                out = n.BinOp(op, out, self._scalar(v))
+            return out
+        if isinstance(node, ast.UnaryOp):
+            inner = self._scalar(node.operand)
+            if isinstance(node.op, ast.USub):
+                if isinstance(inner, n.Const) and not isinstance(inner.value, bool):
+                    return n.Const(-inner.value)
+                return n.UnaryOp("-", inner)
+            if isinstance(node.op, ast.UAdd):
+                return inner
+            if isinstance(node.op, ast.Not):
+                return n.UnaryOp("not", inner)
+        if isinstance(node, ast.Call):
+            minmax = self._minmax(node)
+            if minmax is not None:
+                return minmax
+        return self._static_const(node)
+
+    def _minmax(self, node: ast.Call):
+        func = node.func
+        which = None
+        if isinstance(func, ast.Name) and func.id in ("min", "max") and func.id not in self.env:
+            which = func.id
+        else:
+            _, meaning = self.entity(func)
+            if isinstance(meaning, N.Builtin) and meaning.name in ("min", "max"):
+                which = meaning.name
+        if which is None:
+            return None
+        if len(node.args) != 2 or node.keywords:
+            raise self.error(TypeCheckError, node, f"pl.{which} takes exactly two scalars")
+        return fold(n.BinOp(which, self._scalar(node.args[0]), self._scalar(node.args[1])))
+
+    def _static_const(self, node) -> n.Const:
+        try:
+            value = self.static(node)
+        except NotStatic:
+            if isinstance(node, ast.Name):
+                raise self.undefined(node) from None
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is not a scalar expression") from None
+        if isinstance(value, (bool, int, float)):
+            return n.Const(value)
+        raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is {value!r}, not a number")
+
+    # ------------------------------------------------------------------ annotations
+
+    def annotation(self, node, *, given=None, param: str | None = None):
+        """(type, direction) of an annotation; ``given`` is the specializing argument's type."""
+        ref, meaning = self.entity(node if not isinstance(node, ast.Subscript) else node.value)
+        if isinstance(ref, N.Alias):
+            raise self.alias_error(node, ref)
+        if isinstance(meaning, N.TypeCtor) and meaning.name in ("Out", "InOut"):
+            if not isinstance(node, ast.Subscript):
+                raise self.error(TypeCheckError, node, f"pl.{meaning.name} needs the type it wraps",
+                                 hint=f"pl.{meaning.name}[pl.Tensor] or pl.{meaning.name}[pl.Tensor[[64, 128], pl.FP32]]")
+            inner, _ = self.annotation(node.slice, given=given, param=param)
+            return inner, ParamDirection[meaning.name]
+        if isinstance(meaning, N.Value) and isinstance(meaning.value, DataType):
+            return ScalarType(meaning.value), ParamDirection.In
+        if not isinstance(meaning, N.TypeCtor):
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is not a type annotation",
+                             hint="annotate with pl.Tensor[[shape], dtype], pl.Tile[...] or pl.Scalar[dtype]")
+        ctor = meaning.name
+        if ctor == "Tensor":
+            return self._tensor_annotation(node, given, param), ParamDirection.In
+        if ctor == "Scalar":
+            if not isinstance(node, ast.Subscript):
+                raise self.error(TypeCheckError, node, "pl.Scalar needs a dtype", hint="pl.Scalar[pl.INT32]")
+            return ScalarType(self._dtype(node.slice)), ParamDirection.In
+        if ctor == "Tile":
+            if not isinstance(node, ast.Subscript):
+                raise self.error(TypeCheckError, node, "pl.Tile needs a shape and a dtype",
+                                 hint="pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec]")
+            return self._tile_annotation(node), ParamDirection.In
+        raise self.error(TypeCheckError, node, f"pl.{ctor} is not a type", hint="use it inside pl.Tile[...]")
+
+    def _dtype(self, node) -> DataType:
+        return self.static_of(node, DataType, "a dtype")
+
+    def _tensor_annotation(self, node, given, param) -> TensorType:
+        if not isinstance(node, ast.Subscript):
+            if isinstance(given, TensorType):
+                return given
+            raise self.error(SpecializationError if given is not None else TypeCheckError, node,
+                             "a bare pl.Tensor takes its shape and dtype from a call's argument"
+                             + (f", and '{param}' got {type_name(given)}" if given is not None else ""),
+                             hint="spell it out: pl.Tensor[[128, 128], pl.FP32]")
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(items) != 2:
+            raise self.error(TypeCheckError, node, "pl.Tensor takes [shape, dtype]",
+                             hint="pl.Tensor[[128, 128], pl.FP32]")
+        shape = self.static_ints(items[0], "a tensor shape")
+        declared = TensorType(shape, self._dtype(items[1]))
+        if given is not None and given != declared:
+            raise self.error(SpecializationError, node,
+                             f"argument '{param}' is {type_name(given)} but the kernel declares {type_name(declared)}",
+                             hint="pass a tensor of the declared shape and dtype, or annotate with a bare pl.Tensor")
+        return declared
+
+    def _tile_annotation(self, node: ast.Subscript) -> TileType:
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(items) < 2:
+            raise self.error(TypeCheckError, node, "pl.Tile takes [shape, dtype, memref?, space?, view?]")
+        shape = self.static_ints(items[0], "a tile shape")
+        dtype = self._dtype(items[1])
+        memref = space = valid = None
+        for item in items[2:]:
+            head = item.value if isinstance(item, ast.Subscript) else item
+            head = head.func if isinstance(head, ast.Call) else head
+            ref, meaning = self.entity(head)
+            if isinstance(ref, N.Alias):
+                raise self.alias_error(item, ref)
+            if isinstance(meaning, N.TypeCtor) and meaning.name == "MemRef":
+                memref = self._memref(item)
+            elif isinstance(meaning, N.TypeCtor) and meaning.name == "TileView":
+                valid = self._tile_view(item)
+            elif isinstance(meaning, N.Value) and isinstance(meaning.value, MemorySpace):
+                space = meaning.value
+            else:
+                raise self.error(TypeCheckError, item, f"'{ast.unparse(item)}' does not belong in pl.Tile[...]",
+                                 hint="pl.Tile[[shape], dtype, pl.MemRef(...)?, pl.Mem.<space>?, pl.TileView(...)?]")
+        return TileType(shape=shape, dtype=dtype, space=space, memref=memref, valid_shape=valid)
+
+    def _memref(self, node) -> MemRef:
+        index = None
+        call = node
+        if isinstance(node, ast.Subscript):
+            call, index = node.value, self.scalar(node.slice)
+        if not isinstance(call, ast.Call):
+            raise self.error(TypeCheckError, node, "pl.MemRef is called with its name",
+                             hint='pl.MemRef("ub", slots=2)[i % 2]')
+        args = [self.static(a) if not isinstance(a, ast.Constant) else a.value for a in call.args]
+        kw = {k.arg: self.static(k.value) for k in call.keywords}
+        unknown = set(kw) - {"slots", "size"}
+        if unknown:
+            raise self.error(TypeCheckError, call, f"pl.MemRef got an unexpected keyword '{sorted(unknown)[0]}'",
+                             hint='pl.MemRef("name", slots=N)')
+        if not args or not isinstance(args[0], str) or not args[0].isidentifier():
+            raise self.error(TypeCheckError, call, "pl.MemRef needs a name (an identifier string) first",
+                             hint='pl.MemRef("ub", slots=2)[i % 2]')
+        if len(args) not in (1, 3) or not all(isinstance(a, int) for a in args[1:]):
+            raise self.error(TypeCheckError, call, "pl.MemRef takes (name) or (name, address, size)")
+        slots = kw.get("slots", 1)
+        if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
+            raise self.error(TypeCheckError, call, f"slots must be a positive int, not {slots!r}")
+        if slots > 1 and index is None:
+            raise self.error(TypeCheckError, call, f"a {slots}-slot MemRef needs a slot index",
+                             hint=f'select one per use: pl.MemRef("{args[0]}", slots={slots})[i % {slots}]')
+        if slots == 1 and index is not None:
+            raise self.error(TypeCheckError, node, "only a MemRef with slots > 1 takes a slot index")
+        addr, size = (args[1], args[2]) if len(args) == 3 else (None, kw.get("size"))
+        return MemRef(name=args[0], slots=slots, index=index, addr=addr, size=size)
+
+    def _tile_view(self, node) -> tuple:
+        if not isinstance(node, ast.Call) or node.args or [k.arg for k in node.keywords] != ["valid_shape"]:
+            raise self.error(TypeCheckError, node, "pl.TileView takes valid_shape=[...] here")
+        value = node.keywords[0].value
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            raise self.error(TypeCheckError, value, "valid_shape is a list of extents")
+        return tuple(self.scalar(e) for e in value.elts)
+
+
+def fold(e):
+    """Fold a BinOp of two constants (so `TR * 2` is 128 in the IR, as it reads)."""
+    if isinstance(e, n.BinOp) and isinstance(e.lhs, n.Const) and isinstance(e.rhs, n.Const):
+        f = _FOLD.get(e.op)
+        lhs, rhs = e.lhs.value, e.rhs.value
+        if f is not None and not isinstance(lhs, bool) and not isinstance(rhs, bool):
+            if e.op in ("//", "%") and rhs == 0:
+                return e
+            return n.Const(f(lhs, rhs))
+    return e
+
+
+def _kind_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {int: "an int", float: "a number", bool: "a bool", str: "a string", list: "a list", tuple: "a list",
+             DataType: "a dtype (pl.FP32, ...)", MemorySpace: "a memory space (pl.Mem.Vec, ...)"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)

@@ -1,0 +1,91 @@
+"""Which Python names a block of kernel source assigns and reads, so that rebinding a name
+inside a loop or an ``if`` can become a loop-carried value or a branch result — and only
+when the rebound value is actually read afterwards.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def assigned(stmts) -> list[str]:
+    """Names (re)bound anywhere in ``stmts``, in order of first binding."""
+    seen: dict[str, None] = {}
+    for stmt in stmts:
+        for node in _walk_stmt(stmt):
+            for name in _targets(node):
+                seen.setdefault(name, None)
+    return list(seen)
+
+
+def reads(nodes) -> set[str]:
+    """Names read anywhere in the given statements or expressions."""
+    out: set[str] = set()
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                out.add(node.id)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                out.add(node.target.id)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                # `out[...] = x` reads (and writes into) `out`.
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                        out.add(t.value.id)
+    return out
+
+
+def upward_exposed(stmts) -> set[str]:
+    """Names a block may read before it has bound them itself."""
+    exposed: set[str] = set()
+    _exposed_block(stmts, set(), exposed)
+    return exposed
+
+
+def _exposed_block(stmts, defined: set[str], exposed: set[str]) -> set[str]:
+    defined = set(defined)
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            exposed |= reads([stmt.test]) - defined
+            a = _exposed_block(stmt.body, defined, exposed)
+            b = _exposed_block(stmt.orelse, defined, exposed)
+            defined |= a & b
+        elif isinstance(stmt, ast.For):
+            exposed |= reads([stmt.iter]) - defined
+            # The body may run zero times: what it binds is not definitely bound after it.
+            _exposed_block(stmt.body, defined | set(_targets(stmt)), exposed)
+        elif isinstance(stmt, ast.With):
+            exposed |= reads([item.context_expr for item in stmt.items]) - defined
+            defined = _exposed_block(stmt.body, defined, exposed)
+        else:
+            exposed |= reads([stmt]) - defined
+            defined |= set(_targets(stmt))
+    return defined
+
+
+def _walk_stmt(stmt):
+    yield stmt
+    for field in ("body", "orelse"):
+        for child in getattr(stmt, field, ()) or ():
+            if isinstance(child, ast.stmt):
+                yield from _walk_stmt(child)
+
+
+def _targets(node) -> list[str]:
+    if isinstance(node, ast.Assign):
+        return [n for t in node.targets for n in _names(t)]
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        return _names(node.target)
+    if isinstance(node, ast.For):
+        return _names(node.target)
+    if isinstance(node, ast.With):
+        return [n for item in node.items if item.optional_vars is not None for n in _names(item.optional_vars)]
+    return []
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _names(elt)]
+    return []

@@ -1,0 +1,202 @@
+"""What a name in kernel source denotes, decided without running the source.
+
+A dotted name either roots in the kernel language (``pl.tile.add``, ``pl.Mem.Vec``), is a
+static constant (a module-level ``NT = 8``), a kernel the source calls (a
+``@pl.jit.incore`` function), or an error. ``Resolver`` answers for the first name of a
+chain; ``interpret`` maps a path inside the language to what it means.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+
+import attrs
+
+from pypto.ir.ops import UNIFIED, lookup
+from pypto.ir.types import DataType, FunctionType, Level, PadValue
+from pypto.sim.soc import MemorySpace
+
+
+# ----------------------------------------------------------------------------- entities
+
+
+@attrs.frozen
+class Value:
+    """A compile-time constant: a number, a dtype, a memory space, ..."""
+
+    value: object
+
+
+@attrs.frozen
+class Path:
+    """A name inside the kernel language, like ("tile", "add") for ``pl.tile.add``."""
+
+    parts: tuple[str, ...]
+
+    def child(self, name: str) -> Path:
+        return Path((*self.parts, name))
+
+    def __str__(self) -> str:
+        return ".".join(("pl", *self.parts))
+
+
+@attrs.frozen
+class Kernel:
+    """Another kernel function the source calls (a ``@pl.jit.incore``/``.inline`` one)."""
+
+    obj: object
+
+
+@attrs.frozen
+class Alias:
+    """A module-level variable holding a DSL declaration: always a mistake (see hint)."""
+
+    name: str
+    what: str
+
+
+@attrs.frozen
+class Unknown:
+    name: str
+    what: str
+
+
+ENUMS = {
+    "Mem": MemorySpace,
+    "MemorySpace": MemorySpace,
+    "Level": Level,
+    "FunctionType": FunctionType,
+    "PadValue": PadValue,
+}
+DTYPES = {d.name: d for d in DataType}
+BUILTINS = frozenset({"range", "pipeline", "parallel", "at", "yield_", "min", "max", "const"})
+TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Out", "InOut", "MemRef", "TileView"})
+DECORATORS = frozenset({"jit", "function", "program"})
+NAMESPACES = frozenset({"tile", "tensor"})
+
+
+@attrs.frozen
+class Op:
+    """An op: ``unified`` names pick their level from the operands (pl.add)."""
+
+    name: str
+    unified: bool
+
+
+@attrs.frozen
+class Builtin:
+    name: str
+
+
+@attrs.frozen
+class TypeCtor:
+    name: str
+
+
+@attrs.frozen
+class Namespace:
+    path: Path
+
+
+def interpret(path: Path):
+    """The meaning of a path inside the language, or None when it names nothing."""
+    parts = path.parts
+    if not parts:
+        return Namespace(path)
+    head, rest = parts[0], parts[1:]
+    if head in DTYPES and not rest:
+        return Value(DTYPES[head])
+    if head in ENUMS:
+        enum_cls = ENUMS[head]
+        if not rest:
+            return Namespace(path)
+        if len(rest) == 1 and rest[0] in enum_cls.__members__:
+            return Value(enum_cls[rest[0]])
+        return None
+    if head in NAMESPACES:
+        if not rest:
+            return Namespace(path)
+        if len(rest) == 1:
+            name = f"{head}.{rest[0]}"
+            if lookup(name) is not None:
+                return Op(name, unified=False)
+            alias = {"create_tile": "create", "create_tensor": "create"}.get(rest[0])
+            if alias and lookup(f"{head}.{alias}") is not None:
+                return Op(f"{head}.{alias}", unified=False)
+        return None
+    if rest:
+        return None
+    if head in UNIFIED:
+        return Op(head, unified=True)
+    if head in BUILTINS:
+        return Builtin(head)
+    if head in TYPE_CTORS:
+        return TypeCtor(head)
+    return None
+
+
+# ----------------------------------------------------------------------------- resolvers
+
+
+class Resolver:
+    """Resolves the first name of a chain. The dump parser knows only ``pl``."""
+
+    def resolve(self, name: str):
+        if name == "pl":
+            return Path(())
+        return None
+
+    def attribute(self, base, name: str):
+        """``base.name`` for a non-language base (a Python module of constants, say)."""
+        return None
+
+
+class ModuleResolver(Resolver):
+    """Names of a user's module: its globals and the function's closure, looked at, not run."""
+
+    def __init__(self, namespace: dict):
+        self.namespace = namespace
+
+    def resolve(self, name: str):
+        if name not in self.namespace:
+            import builtins
+
+            if hasattr(builtins, name):
+                return Unknown(name, f"the Python builtin '{name}'")
+            return None
+        return classify(name, self.namespace[name])
+
+    def attribute(self, base, name: str):
+        if isinstance(base, Value) and isinstance(base.value, types.ModuleType):
+            mod = base.value
+            if not hasattr(mod, name):
+                return None
+            return classify(f"{mod.__name__}.{name}", getattr(mod, name))
+        return None
+
+
+def classify(name: str, obj):
+    import pypto.language as language
+
+    if obj is language:
+        return Path(())
+    for key, enum_cls in ENUMS.items():
+        if obj is enum_cls:
+            return Path((key,))
+    path = getattr(obj, "__pypto_path__", None)
+    if isinstance(path, tuple) and not isinstance(obj, type):
+        return Path(path)
+    if getattr(obj, "__pypto_alias__", None):
+        return Alias(name, obj.__pypto_alias__)
+    if getattr(obj, "__pypto_kernel__", False):
+        return Kernel(obj)
+    if isinstance(obj, (bool, int, float)) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
+        return Value(obj)
+    if isinstance(obj, types.ModuleType):
+        return Value(obj)
+    return Unknown(name, f"a {type(obj).__name__}")
+
+
+def _is_dsl_enum(obj) -> bool:
+    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue))

@@ -1,0 +1,191 @@
+"""Programs from source: the ``@pl.program`` class form and pass-dump text.
+
+A program is a class of ``@pl.function`` methods; functions call each other as
+``self.f(...)``. Bodies convert on demand, so a caller can be converted before the callee
+it needs the signature of. ``parse_text`` is what ``pypto.ir.parse`` runs on a dump.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+
+from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.types import FunctionType, type_name
+from pypto.lang import names as N
+from pypto.lang.converter import Callee, FunctionConverter, ProgramHooks
+from pypto.lang.exprs import Source
+
+
+class ProgramBuilder(ProgramHooks):
+    """Converts the methods of one program class, each once, callees on demand."""
+
+    def __init__(self, source: Source, cls: ast.ClassDef):
+        self.source = source
+        self.cls = cls
+        self.defs: dict[str, ast.FunctionDef] = {}
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef):
+                if stmt.name in self.defs:
+                    raise ParseError(f"function '{stmt.name}' is defined twice in program '{cls.name}'",
+                                     span=source.span(stmt))
+                self.defs[stmt.name] = stmt
+            elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)) and not isinstance(stmt, ast.Pass):
+                raise UnsupportedSyntaxError("a @pl.program class holds only @pl.function methods",
+                                             span=source.span(stmt))
+        self.done: dict[str, n.Function] = {}
+        self.active: list[str] = []
+
+    def build(self) -> n.Program:
+        for name in self.defs:
+            self.function(name, None)
+        return n.Program(self.cls.name, tuple(self.done[name] for name in self.defs))
+
+    def function(self, name: str, node) -> n.Function:
+        if name in self.done:
+            return self.done[name]
+        if name in self.active:
+            raise UnsupportedSyntaxError(f"function '{name}' calls itself (recursion is not supported)",
+                                         span=self.source.span(node))
+        fdef = self.defs[name]
+        self.active.append(name)
+        try:
+            conv = FunctionConverter(self.source, fdef, name=name, kind=function_type(self.source, fdef),
+                                     hooks=self, has_self=True)
+            fn = conv.convert()
+        finally:
+            self.active.pop()
+        self.done[name] = fn
+        return fn
+
+    def call_method(self, name, arg_types, node, conv) -> Callee:
+        if name not in self.defs:
+            raise conv.error(ParseError, node, f"'self.{name}' is not a function of program '{self.cls.name}'")
+        fn = self.function(name, node)
+        check_call_types(conv, node, fn, arg_types)
+        return Callee(fn.name, fn.returns)
+
+
+def check_call_types(conv, node, fn: n.Function, arg_types) -> None:
+    if len(arg_types) != len(fn.params):
+        raise conv.error(TypeCheckError, node, f"'{fn.name}' takes {len(fn.params)} arguments, got {len(arg_types)}")
+    for p, t in zip(fn.params, arg_types):
+        if p.type != t:
+            raise conv.error(TypeCheckError, node,
+                             f"argument '{p.name}' of '{fn.name}' is {type_name(p.type)}, got {type_name(t)}")
+
+
+def function_type(source: Source, fdef: ast.FunctionDef) -> FunctionType:
+    """The type a ``@pl.function(type=...)`` decorator names (Opaque when bare)."""
+    conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.Opaque, hooks=ProgramHooks())
+    for deco in fdef.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        ref = conv.resolve_chain(target)
+        if not (isinstance(ref, N.Path) and ref.parts == ("function",)):
+            raise conv.error(ParseError, deco, "program methods are decorated with @pl.function(type=...)")
+        if isinstance(deco, ast.Call):
+            kw = {k.arg: k.value for k in deco.keywords}
+            if deco.args or set(kw) - {"type"}:
+                raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type= here")
+            if "type" in kw:
+                return conv.static_of(kw["type"], FunctionType, "the function type")
+        return FunctionType.Opaque
+    raise conv.error(ParseError, fdef, f"method '{fdef.name}' needs @pl.function",
+                     hint="@pl.function(type=pl.FunctionType.InCore)")
+
+
+def parse_text(text: str, filename: str = "<string>") -> n.Program:
+    """A program from DSL text (a pass dump), read with ``ast`` and never executed."""
+    try:
+        module = ast.parse(text, filename=filename)
+    except SyntaxError as exc:
+        from pypto.errors import Span
+
+        span = Span(filename, exc.lineno or 1, exc.offset or 1, text=exc.text.rstrip("\n") if exc.text else None)
+        raise ParseError(f"invalid syntax: {exc.msg}", span=span) from None
+    source = Source(filename, tuple(text.splitlines()))
+    classes = [s for s in module.body if isinstance(s, ast.ClassDef)]
+    others = [s for s in module.body if not isinstance(s, (ast.ClassDef, ast.Import, ast.ImportFrom))
+              and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if others:
+        raise UnsupportedSyntaxError("a program text holds imports and one @pl.program class",
+                                     span=source.span(others[0]))
+    if len(classes) != 1:
+        raise ParseError(f"expected one @pl.program class, found {len(classes)}",
+                         span=source.span(classes[1]) if len(classes) > 1 else None)
+    return ProgramBuilder(source, classes[0]).build()
+
+
+# ----------------------------------------------------------------------------- user source
+
+
+def source_of(obj) -> tuple[Source, ast.AST]:
+    """The ``ast`` of a function or class as written in its file, with spans into that file."""
+    from pypto.errors import PyptoError
+
+    try:
+        file = inspect.getsourcefile(obj) or inspect.getfile(obj)
+        lines, start = inspect.getsourcelines(obj)
+    except (OSError, TypeError):
+        raise PyptoError(
+            f"cannot retrieve the source code of '{getattr(obj, '__qualname__', obj)}': kernels are parsed "
+            "from their source, which must be available in a file",
+            hint="define the kernel in a .py file (not in an interactive prompt or exec string)",
+        ) from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(text.split("\n", 1)[0]) - len(dedented.split("\n", 1)[0])
+    tree = ast.parse(dedented)
+    node = tree.body[0]
+    all_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
+        line.rstrip("\n") for line in lines)
+    namespace = dict(getattr(obj, "__globals__", None) or vars(inspect.getmodule(obj) or object()))
+    closure = getattr(obj, "__closure__", None)
+    if closure:
+        for name, cell in zip(obj.__code__.co_freevars, closure):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:  # an empty cell: defined later in the enclosing function
+                pass
+    source = Source(file, all_lines, line_offset=start - 1, col_offset=indent,
+                    resolver=N.ModuleResolver(namespace))
+    return source, node
+
+
+class FunctionDecl:
+    """What ``@pl.function`` leaves on a method; ``@pl.program`` reads the class source."""
+
+    def __init__(self, fn, type: FunctionType):
+        self.fn = fn
+        self.type = type
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+
+def function(fn=None, *, type: FunctionType = FunctionType.Opaque):
+    """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)``."""
+    if fn is None:
+        return lambda f: FunctionDecl(f, type)
+    return FunctionDecl(fn, type)
+
+
+def program(cls) -> n.Program:
+    """``@pl.program``: the class's methods become an IR Program (parsed, never run)."""
+    source, node = source_of(cls)
+    namespace = dict(vars(inspect.getmodule(cls) or object()))
+    for decl in vars(cls).values():  # methods see their enclosing function's locals
+        fn = getattr(decl, "fn", None)
+        for name, cell in zip(getattr(fn, "__code__", None) and fn.__code__.co_freevars or (),
+                              getattr(fn, "__closure__", None) or ()):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:
+                pass
+    source = Source(source.file, source.lines, source.line_offset, source.col_offset,
+                    resolver=N.ModuleResolver(namespace))
+    if not isinstance(node, ast.ClassDef):
+        raise ParseError("@pl.program decorates a class", span=source.span(node))
+    return ProgramBuilder(source, node).build()

@@ -1,0 +1,62 @@
+"""The PyPTO kernel language: ``import pypto.language as pl``.
+
+Kernel bodies are parsed from source and never run; the names here are what that source
+spells (``pl.load``, ``pl.Tile[...]``, ``pl.pipeline(n, stage=2)``, ...), plus the
+decorators that turn a function or class into a kernel or a program.
+"""
+
+from pypto.ir.ops import UNIFIED as _UNIFIED
+from pypto.ir.types import DataType as _DataType
+from pypto.ir.types import FunctionType, Level, PadValue
+from pypto.lang.dsl import DslName as _DslName
+from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
+from pypto.lang.dsl import OpNamespace as _OpNamespace
+from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
+from pypto.lang.dsl import TypeConstructor as _TypeConstructor
+from pypto.lang.program import function, program
+from pypto.runtime.jit import jit
+from pypto.sim.soc import MemorySpace
+
+Mem = MemorySpace
+
+BOOL = _DataType.BOOL
+INT8 = _DataType.INT8
+INT16 = _DataType.INT16
+INT32 = _DataType.INT32
+INT64 = _DataType.INT64
+UINT8 = _DataType.UINT8
+FP16 = _DataType.FP16
+BF16 = _DataType.BF16
+FP32 = _DataType.FP32
+INDEX = _DataType.INDEX
+
+Tensor = _TypeConstructor("Tensor")
+Tile = _TypeConstructor("Tile")
+Scalar = _TypeConstructor("Scalar")
+Out = _TypeConstructor("Out")
+InOut = _TypeConstructor("InOut")
+MemRef = _MemRefConstructor("MemRef")
+TileView = _TileViewConstructor("TileView")
+
+tile = _OpNamespace("tile")
+tensor = _OpNamespace("tensor")
+
+range = _DslName("range")  # noqa: A001  (the kernel language's own range)
+pipeline = _DslName("pipeline")
+parallel = _DslName("parallel")
+at = _DslName("at")
+yield_ = _DslName("yield_")
+min = _DslName("min")  # noqa: A001
+max = _DslName("max")  # noqa: A001
+const = _DslName("const")
+
+for _name in _UNIFIED:
+    globals()[_name] = _DslName(_name)
+del _name
+
+__all__ = [
+    "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
+    "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar",
+    "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
+    "pipeline", "program", "range", "tensor", "tile", "yield_", *sorted(_UNIFIED),
+]

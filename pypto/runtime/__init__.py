@@ -1,0 +1,5 @@
+"""Running kernels: ``RunConfig`` and the dispatch of torch tensors to a platform."""
+
+from pypto.runtime.config import PLATFORMS, RunConfig
+
+__all__ = ["PLATFORMS", "RunConfig"]

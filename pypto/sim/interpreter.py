@@ -1,0 +1,152 @@
+"""The reference interpreter: runs a Program's IR on torch tensors. It is the oracle every
+pass and the simulator are checked against.
+
+GM tensors are torch tensors passed by reference (stores write into them); tiles are
+``TileVal``s; scalars are Python numbers. Each op's arithmetic is ``semantics.IMPLS``.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from pypto.errors import ExecutionError
+from pypto.ir import nodes as n
+from pypto.ir.ops import lookup
+from pypto.ir.types import TileType
+from pypto.sim import numerics as num
+from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
+
+_INT_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "==": operator.eq, "!=": operator.ne,
+            "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "min": min, "max": max}
+
+
+def run(program: n.Program, entry: str, args) -> tuple:
+    """Call ``entry`` with ``args``; returns what it returns (tensors are written in place)."""
+    return _Interpreter(program).call(program.function(entry), tuple(args))
+
+
+class _Yield(Exception):
+    def __init__(self, values):
+        self.values = values
+
+
+class _Return(Exception):
+    def __init__(self, values):
+        self.values = values
+
+
+class _Interpreter:
+    def __init__(self, program: n.Program):
+        self.program = program
+
+    def call(self, fn: n.Function, args: tuple) -> tuple:
+        env = {p.name: a for p, a in zip(fn.params, args)}
+        try:
+            self.block(fn.body, env)
+        except _Return as ret:
+            return ret.values
+        return ()
+
+    def block(self, body, env: dict) -> None:
+        for stmt in body:
+            self.stmt(stmt, env)
+
+    def stmt(self, s, env: dict) -> None:
+        if isinstance(s, n.Assign):
+            env[s.target] = self.value(s.value, s.type, env, s)
+        elif isinstance(s, n.Eval):
+            self.value(s.value, None, env, s)
+        elif isinstance(s, n.For):
+            self.for_(s, env)
+        elif isinstance(s, n.If):
+            body = s.then_body if self.expr(s.cond, env, s) else s.else_body
+            values = self.run_body(body, env)
+            for b, v in zip(s.results, values):
+                env[b.name] = v
+        elif isinstance(s, n.Yield):
+            raise _Yield(tuple(self.expr(v, env, s) for v in s.values))
+        elif isinstance(s, n.Return):
+            raise _Return(tuple(self.expr(v, env, s) for v in s.values))
+        elif isinstance(s, n.Scope):
+            self.block(s.body, env)
+        else:
+            raise TypeError(f"not a statement: {s!r}")
+
+    def run_body(self, body, env: dict) -> tuple:
+        try:
+            self.block(body, env)
+        except _Yield as y:
+            return y.values
+        return ()
+
+    def for_(self, s: n.For, env: dict) -> None:
+        start, stop, step = (self.expr(e, env, s) for e in (s.start, s.stop, s.step))
+        if step <= 0:
+            raise ExecutionError(f"loop step is {step}; it must be positive", span=s.span)
+        carried = tuple(self.expr(a.init, env, s) for a in s.iter_args)
+        for i in range(start, stop, step):
+            env[s.var] = i
+            for a, v in zip(s.iter_args, carried):
+                env[a.name] = v
+            values = self.run_body(s.body, env)
+            if s.iter_args:
+                carried = values
+        for b, v in zip(s.results, carried):
+            env[b.name] = v
+
+    # ------------------------------------------------------------------ values
+
+    def value(self, v, result_type, env: dict, stmt):
+        if isinstance(v, n.Call):
+            return self.call_op(v, result_type, env, stmt)
+        if isinstance(v, n.FuncCall):
+            fn = self.program.function(v.callee)
+            values = self.call(fn, tuple(self.expr(a, env, stmt) for a in v.args))
+            return values[0] if values else None
+        return self.expr(v, env, stmt)
+
+    def call_op(self, call: n.Call, result_type, env: dict, stmt):
+        op = lookup(call.op)
+        kwargs = {}
+        for p, arg in zip(op.params, call.args):
+            kwargs[p.name] = self.arg(arg, env, stmt)
+        try:
+            data = IMPLS[call.op](**kwargs)
+        except (OutOfRange, num.ArithmeticError_) as exc:
+            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
+        if isinstance(result_type, TileType):
+            return TileVal(data, self.valid(result_type, env, stmt))
+        return data
+
+    def valid(self, t: TileType, env: dict, stmt) -> tuple[int, ...]:
+        if t.valid_shape is None:
+            return t.shape
+        return tuple(int(self.expr(e, env, stmt)) for e in t.valid_shape)
+
+    def arg(self, arg, env: dict, stmt):
+        if isinstance(arg, tuple):
+            return tuple(self.expr(e, env, stmt) for e in arg)
+        if isinstance(arg, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+            return self.expr(arg, env, stmt)
+        return arg
+
+    def expr(self, e, env: dict, stmt):
+        if isinstance(e, n.Var):
+            return env[e.name]
+        if isinstance(e, n.Const):
+            return e.value
+        if isinstance(e, n.BinOp):
+            if e.op == "and":
+                return self.expr(e.lhs, env, stmt) and self.expr(e.rhs, env, stmt)
+            if e.op == "or":
+                return self.expr(e.lhs, env, stmt) or self.expr(e.rhs, env, stmt)
+            lhs, rhs = self.expr(e.lhs, env, stmt), self.expr(e.rhs, env, stmt)
+            if e.op in ("//", "%"):
+                if rhs == 0:
+                    raise ExecutionError(f"division by zero in '{e.op}'", span=getattr(stmt, "span", None))
+                return lhs // rhs if e.op == "//" else lhs % rhs
+            return _INT_OPS[e.op](lhs, rhs)
+        if isinstance(e, n.UnaryOp):
+            v = self.expr(e.operand, env, stmt)
+            return -v if e.op == "-" else not v
+        raise TypeError(f"not an expression: {e!r}")

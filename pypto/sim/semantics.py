@@ -1,0 +1,248 @@
+"""What each op computes: one small torch function per registered op, keyed by its name.
+
+Functions take the op's arguments by parameter name — tiles as ``TileVal`` (physical data
+plus the valid extents), tensors as torch tensors, scalars and index lists as Python
+numbers — and return the result's data (a tile's physical tensor or a GM tensor). The
+interpreter runs them on IR; the simulator runs the same ones on its memories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import torch
+
+from pypto.ir.ops.tile import mask_cols
+from pypto.ir.types import DataType
+from pypto.sim import numerics as num
+
+
+@attrs.frozen
+class TileVal:
+    data: torch.Tensor
+    valid: tuple[int, ...]
+
+    def region(self) -> torch.Tensor:
+        """The valid part (a view)."""
+        return self.data[tuple(slice(0, v) for v in self.valid)]
+
+
+class OutOfRange(Exception):
+    """A GM access outside its tensor at run time."""
+
+
+IMPLS: dict[str, Callable] = {}
+
+
+def impl(*names: str):
+    def register(fn):
+        for name in names:
+            IMPLS[name] = fn
+        return fn
+
+    return register
+
+
+def _dtype(t: torch.Tensor) -> DataType:
+    return num.FROM_TORCH[t.dtype]
+
+
+def _window(shape, offsets, extents, what: str):
+    index = []
+    for axis, (o, e, d) in enumerate(zip(offsets, extents, shape)):
+        if o < 0 or o + e > d:
+            raise OutOfRange(f"{what} [{o}, {o + e}) on axis {axis} is outside the tensor's [0, {d})")
+        index.append(slice(o, o + e))
+    return tuple(index)
+
+
+# ----------------------------------------------------------------------------- movement
+
+
+@impl("tile.load")
+def load(tensor, offsets, shapes, valid_shape, target_memory):
+    extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
+    data = torch.zeros(tuple(shapes), dtype=tensor.dtype)
+    data[tuple(slice(0, e) for e in extents)] = tensor[_window(tensor.shape, offsets, extents, "load region")]
+    return data
+
+
+@impl("tile.store")
+def store(tile: TileVal, offsets, output_tensor):
+    region = tile.region()
+    output_tensor[_window(output_tensor.shape, offsets, region.shape, "store region")] = region
+    return output_tensor
+
+
+@impl("tile.move")
+def move(tile: TileVal, target_memory):
+    return tile.data.clone()
+
+
+@impl("tile.create")
+def create(shape, dtype, target_memory):
+    return torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
+
+
+@impl("tile.full")
+def full_tile(shape, dtype, value):
+    return torch.full(tuple(shape), num.scalar(value, dtype).item(), dtype=num.TORCH[dtype])
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+_BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": num.div,
+           "maximum": torch.maximum, "minimum": torch.minimum}
+_SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maximums": "maximum",
+           "minimums": "minimum"}
+_UNARY = {"neg": torch.neg, "abs": torch.abs, "relu": num.relu, "exp": torch.exp, "log": torch.log,
+          "sqrt": torch.sqrt, "rsqrt": num.rsqrt, "recip": num.recip}
+
+
+def _on_tiles(fn):
+    return lambda lhs, rhs: fn(lhs.data, rhs.data)
+
+
+def _on_tensors(fn):
+    return lambda lhs, rhs: fn(lhs, rhs)
+
+
+def _with_scalar(fn, tile: bool):
+    if tile:
+        return lambda lhs, rhs: fn(lhs.data, num.scalar(rhs, _dtype(lhs.data)))
+    return lambda lhs, rhs: fn(lhs, num.scalar(rhs, _dtype(lhs)))
+
+
+for _name, _fn in _BINARY.items():
+    IMPLS[f"tile.{_name}"] = _on_tiles(_fn)
+    IMPLS[f"tensor.{_name}"] = _on_tensors(_fn)
+for _name, _base in _SCALAR.items():
+    IMPLS[f"tile.{_name}"] = _with_scalar(_BINARY[_base], tile=True)
+    IMPLS[f"tensor.{_name}"] = _with_scalar(_BINARY[_base], tile=False)
+for _name, _fn in _UNARY.items():
+    IMPLS[f"tile.{_name}"] = (lambda fn: lambda tile: fn(tile.data))(_fn)
+    IMPLS[f"tensor.{_name}"] = (lambda fn: lambda x: fn(x))(_fn)
+
+
+@impl("tile.cmp")
+def cmp(lhs: TileVal, rhs: TileVal, cmp_type):
+    return num.pack_mask(num.CMP[cmp_type](lhs.data, rhs.data), mask_cols(lhs.data.shape[1]))
+
+
+@impl("tile.cmps")
+def cmps(lhs: TileVal, rhs, cmp_type):
+    pred = num.CMP[cmp_type](lhs.data, num.scalar(rhs, _dtype(lhs.data)))
+    return num.pack_mask(pred, mask_cols(lhs.data.shape[1]))
+
+
+@impl("tile.sel")
+def sel(mask: TileVal, lhs: TileVal, rhs: TileVal):
+    pred = num.unpack_mask(mask.data, lhs.data.shape[1])
+    return torch.where(pred, lhs.data, rhs.data)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def _reduce(kind: str, axis: int, data: torch.Tensor, valid) -> torch.Tensor:
+    region = data[: valid[0], : valid[1]]
+    if axis == 1:
+        out = torch.zeros(data.shape[0], 1, dtype=data.dtype)
+        out[: valid[0]] = num.reduce_last(region, kind)
+    else:
+        out = torch.zeros(1, data.shape[1], dtype=data.dtype)
+        out[:, : valid[1]] = num.reduce_first(region, kind)
+    return out
+
+
+for _kind in ("sum", "max", "min"):
+    IMPLS[f"tile.row_{_kind}"] = (lambda k: lambda tile, tmp_tile=None: _reduce(k, 1, tile.data, tile.valid))(_kind)
+    IMPLS[f"tensor.row_{_kind}"] = (lambda k: lambda x: num.reduce_last(x, k))(_kind)
+    IMPLS[f"tensor.col_{_kind}"] = (lambda k: lambda x: num.reduce_first(x, k))(_kind)
+IMPLS["tile.col_sum"] = lambda tile, tmp_tile=None: _reduce("sum", 0, tile.data, tile.valid)
+IMPLS["tile.col_max"] = lambda tile: _reduce("max", 0, tile.data, tile.valid)
+IMPLS["tile.col_min"] = lambda tile: _reduce("min", 0, tile.data, tile.valid)
+
+
+# ----------------------------------------------------------------------------- broadcast
+
+_EXPAND = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": num.div}
+for _f, _fn in _EXPAND.items():
+    IMPLS[f"tile.row_expand_{_f}"] = (lambda fn: lambda tile, row_vec: fn(tile.data, row_vec.data))(_fn)
+    IMPLS[f"tile.col_expand_{_f}"] = (lambda fn: lambda tile, col_vec: fn(tile.data, col_vec.data))(_fn)
+    IMPLS[f"tensor.row_expand_{_f}"] = (lambda fn: lambda x, row_vec: fn(x, row_vec))(_fn)
+    IMPLS[f"tensor.col_expand_{_f}"] = (lambda fn: lambda x, col_vec: fn(x, col_vec))(_fn)
+IMPLS["tile.row_expand_expdif"] = lambda tile, row_vec: torch.exp(torch.sub(tile.data, row_vec.data))
+IMPLS["tensor.row_expand_expdif"] = lambda x, row_vec: torch.exp(torch.sub(x, row_vec))
+IMPLS["tile.row_expand"] = lambda target, row_vec: row_vec.data.expand_as(target.data).clone()
+IMPLS["tile.col_expand"] = lambda target, col_vec: col_vec.data.expand_as(target.data).clone()
+IMPLS["tensor.row_expand"] = lambda target, row_vec: row_vec.expand_as(target).clone()
+IMPLS["tensor.col_expand"] = lambda target, col_vec: col_vec.expand_as(target).clone()
+
+
+# ----------------------------------------------------------------------------- shape and dtype
+
+
+@impl("tile.cast")
+def cast_tile(tile: TileVal, target_type, mode):
+    return num.cast(tile.data, target_type, mode)
+
+
+@impl("tensor.cast")
+def cast_tensor(x, target_type, mode):
+    return num.cast(x, target_type, mode)
+
+
+IMPLS["tile.reshape"] = lambda tile, shape: tile.data.reshape(tuple(shape)).clone()
+IMPLS["tensor.reshape"] = lambda x, shape: x.reshape(tuple(shape)).clone()
+IMPLS["tile.transpose"] = lambda tile, axis1, axis2: tile.data.transpose(axis1, axis2).contiguous()
+IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).contiguous()
+IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()
+
+
+@impl("tile.fillpad")
+def fillpad(tile: TileVal, pad_value):
+    out = torch.full_like(tile.data, num.pad_value(pad_value, _dtype(tile.data)))
+    region = tuple(slice(0, v) for v in tile.valid)
+    out[region] = tile.data[region]
+    return out
+
+
+# ----------------------------------------------------------------------------- cube
+
+
+IMPLS["tile.matmul"] = lambda lhs, rhs: num.matmul(lhs.data, rhs.data)
+IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs: num.matmul(lhs.data, rhs.data, acc.data)
+
+
+@impl("tensor.matmul")
+def matmul_tensor(lhs, rhs, out_dtype, a_trans, b_trans):
+    a = lhs.transpose(0, 1) if a_trans else lhs
+    b = rhs.transpose(0, 1) if b_trans else rhs
+    acc = num.matmul(a, b)
+    return acc if out_dtype is None else num.cast(acc, out_dtype, "rint")
+
+
+# ----------------------------------------------------------------------------- tensor level
+
+
+@impl("tensor.full")
+def full_tensor(shape, dtype, value):
+    return torch.full(tuple(shape), num.scalar(value, dtype).item(), dtype=num.TORCH[dtype])
+
+
+@impl("tensor.create")
+def create_tensor(shape, dtype):
+    return torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
+
+
+@impl("tensor.slice")
+def slice_(x, shape, offset):
+    return x[_window(x.shape, offset, shape, "slice window")].clone()
+
+
+@impl("tensor.assemble")
+def assemble(target, source, offset):
+    target[_window(target.shape, offset, source.shape, "assemble window")] = source
+    return target
