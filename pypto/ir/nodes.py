@@ -38,13 +38,43 @@ def _span_field():
 # --------------------------------------------------------------------------- expressions
 
 
+class _Arith:
+    """``i * 64 + 8`` on IR expressions builds BinOps (for builders and passes)."""
+
+    __slots__ = ()
+
+    def __add__(self, other):
+        return BinOp("+", self, as_expr(other))
+
+    def __radd__(self, other):
+        return BinOp("+", as_expr(other), self)
+
+    def __sub__(self, other):
+        return BinOp("-", self, as_expr(other))
+
+    def __rsub__(self, other):
+        return BinOp("-", as_expr(other), self)
+
+    def __mul__(self, other):
+        return BinOp("*", self, as_expr(other))
+
+    def __rmul__(self, other):
+        return BinOp("*", as_expr(other), self)
+
+    def __floordiv__(self, other):
+        return BinOp("//", self, as_expr(other))
+
+    def __mod__(self, other):
+        return BinOp("%", self, as_expr(other))
+
+
 @attrs.frozen
-class Var:
+class Var(_Arith):
     name: str
 
 
 @attrs.frozen
-class Const:
+class Const(_Arith):
     value: int | float | bool
     # Python's 1 == 1.0 == True would make these structurally equal; the value's own type
     # is part of the constant.
@@ -56,14 +86,14 @@ UNARY_OPS = ("-", "not")
 
 
 @attrs.frozen
-class BinOp:
+class BinOp(_Arith):
     op: str
     lhs: Expr
     rhs: Expr
 
 
 @attrs.frozen
-class UnaryOp:
+class UnaryOp(_Arith):
     op: str
     operand: Expr
 
@@ -237,6 +267,17 @@ def bound_names(stmt) -> tuple[str, ...]:
         return (stmt.var, *(a.name for a in stmt.iter_args), *(b.name for b in stmt.results))
     if isinstance(stmt, If):
         return tuple(b.name for b in stmt.results)
+    return ()
+
+
+def visible_after(stmt) -> tuple[str, ...]:
+    """The names a statement makes available to the statements after it."""
+    if isinstance(stmt, Assign):
+        return (stmt.target,)
+    if isinstance(stmt, (For, If)):
+        return tuple(b.name for b in stmt.results)
+    if isinstance(stmt, Scope):
+        return tuple(name for inner in stmt.body for name in visible_after(inner))
     return ()
 
 

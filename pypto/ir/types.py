@@ -158,8 +158,16 @@ class TileType:
     dtype: DataType
     space: MemorySpace | None = None
     memref: MemRef | None = None
-    # None means "the whole tile is valid"; otherwise one Expr per dim.
+    # None means "the whole tile is valid"; otherwise one Expr per dim. A valid shape
+    # that statically equals the shape is stored as None, so equal types compare equal.
     valid_shape: tuple | None = attrs.field(default=None, converter=_optional_tuple)
+
+    def __attrs_post_init__(self):
+        if self.valid_shape is not None:
+            from pypto.ir.nodes import Const
+
+            if all(isinstance(v, Const) and v.value == s for v, s in zip(self.valid_shape, self.shape)):
+                object.__setattr__(self, "valid_shape", None)
 
     @property
     def nbytes(self) -> int:

@@ -200,6 +200,7 @@ class FunctionConverter(ExprConverter):
         ssa = self.fresh(pyname)
         self.types[ssa] = t
         self.env[pyname] = ssa
+        self.statics.pop(pyname, None)
         self.dropped.pop(pyname, None)
         self.emit(n.Assign(ssa, t, value, span=self.span(node)))
         return ssa
@@ -271,7 +272,8 @@ class FunctionConverter(ExprConverter):
         for name, v in zip(names, values):
             if not isinstance(v, (int, float, bool)):
                 raise self.error(TypeCheckError, value_node, f"cannot bind {v!r} to '{name.id}'")
-            self.bind(name.id, self.expr_type(n.Const(v), value_node), n.Const(v), name)
+            self.env.pop(name.id, None)
+            self.statics[name.id] = v
 
     def assemble(self, target: ast.Subscript, value_node, node) -> None:
         """``out[:] = x`` / ``out[a:b, c:d] = x``: write a tensor value into a window of out."""
@@ -325,38 +327,30 @@ class FunctionConverter(ExprConverter):
         """(IR value, type): a Call/FuncCall for op and function calls, else an Expr."""
         if isinstance(node, ast.Call):
             return self.call(node)
-        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
-            lhs_t = self._peek_type(node.left)
-            rhs_t = self._peek_type(node.right)
-            if isinstance(lhs_t, (TileType, TensorType)) or isinstance(rhs_t, (TileType, TensorType)):
-                fake = ast.copy_location(ast.Call(func=None, args=[node.left, node.right], keywords=[]), node)
-                return self.op_call(N.Op(_ARITH[type(node.op)], unified=True), fake)
-        if isinstance(node, ast.Subscript):
-            base_t = self._peek_type(node.value)
-            if isinstance(base_t, TensorType):
-                return self.slice(node, base_t)
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH and self._is_array(node):
+            fake = ast.copy_location(ast.Call(func=None, args=[node.left, node.right], keywords=[]), node)
+            return self.op_call(N.Op(_ARITH[type(node.op)], unified=True), fake)
+        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
+            return self.slice(node, self.local_type(node.value))
         if isinstance(node, ast.Name) and node.id in self.env:
             return self.var(node.id)
         e = self.scalar(node)
         return e, self.expr_type(e, node)
 
-    def _peek_type(self, node):
-        if isinstance(node, ast.Name) and node.id in self.env:
-            return self.types[self.env[node.id]]
-        if isinstance(node, (ast.Call, ast.BinOp, ast.Subscript)) and not self._is_scalar_call(node):
-            return TileType  # conservatively an operand value: converted through value()
-        return None
-
-    def _is_scalar_call(self, node) -> bool:
+    def _is_array(self, node) -> bool:
+        """Whether an expression denotes a tile or tensor (so `a + b` is pl.add), decided
+        without converting it."""
+        if isinstance(node, ast.Name):
+            return isinstance(self.local_type(node), (TileType, TensorType))
         if isinstance(node, ast.BinOp):
-            return self._peek_type(node.left) is None and self._peek_type(node.right) is None
+            return self._is_array(node.left) or self._is_array(node.right)
         if isinstance(node, ast.Subscript):
-            return not isinstance(self._peek_type(node.value), TensorType)
+            return isinstance(self.local_type(node.value), TensorType)
         if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and node.func.id in ("min", "max", "float"):
-                return True
             _, meaning = self.entity(node.func)
-            return isinstance(meaning, N.Builtin) and meaning.name in ("min", "max")
+            return isinstance(meaning, N.Op) or isinstance(self.resolve_chain(node.func), N.Kernel) or (
+                self.has_self and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self")
         return False
 
     def operand(self, node, hint: str = "t"):
@@ -595,14 +589,18 @@ class FunctionConverter(ExprConverter):
             return
         tensor_t = types[tensor_key]
         offsets = values["offsets" if op.name.startswith("tile.") else "offset"]
-        if op.name == "tile.load" or op.name == "tensor.slice":
-            extents = [c.value for c in values["shapes" if op.name == "tile.load" else "shape"]]
+        if op.name == "tile.load":
+            moved = values["valid_shape"] or values["shapes"]
+            extents = [c.value if isinstance(c, n.Const) else None for c in moved]
+        elif op.name == "tensor.slice":
+            extents = [c.value for c in values["shape"]]
         else:
             src = types["tile" if op.name == "tile.store" else "source"]
-            extents = list(src.shape)
+            moved = getattr(src, "valid_shape", None)
+            extents = list(src.shape) if moved is None else [c.value if isinstance(c, n.Const) else None for c in moved]
         for axis, (off, extent, dim) in enumerate(zip(offsets, extents, tensor_t.shape)):
             span = interval(off, self.ranges)
-            if span is None or isinstance(off, n.Const):
+            if span is None or extent is None or isinstance(off, n.Const):
                 continue
             lo, hi = span
             if lo < 0 or hi + extent > dim:

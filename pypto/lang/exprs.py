@@ -72,6 +72,8 @@ class ExprConverter:
         self.used: set[str] = set()  # every SSA name handed out in this function
         self.dropped: dict[str, Dropped] = {}
         self.ranges: dict[str, tuple[int, int]] = {}  # static inclusive ranges of loop vars
+        # Python names bound to compile-time values (``M, N = a.shape``): they fold away.
+        self.statics: dict[str, object] = {}
 
     # ------------------------------------------------------------------ errors and names
 
@@ -173,6 +175,8 @@ class ExprConverter:
                 and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
             if node.func.id not in self.env and isinstance(node.args[0].value, str):
                 return float(node.args[0].value)
+        if isinstance(node, ast.Name) and node.id in self.statics and node.id not in self.env:
+            return self.statics[node.id]
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Name) and node.id in self.env:
                 raise NotStatic

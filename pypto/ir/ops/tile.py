@@ -7,6 +7,7 @@ the SoC table's legal moves.
 from __future__ import annotations
 
 from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
+from pypto.ir.nodes import Const
 from pypto.ir.ops.registry import (
     REQUIRED,
     Kind,
@@ -47,6 +48,19 @@ def _same_shape_dtype(op: str, a: TileType, b: TileType) -> None:
                    "dtypes never promote implicitly: convert one side with pl.cast(tile, target_type=...)")
 
 
+def _same_valid(op: str, a: TileType, b: TileType) -> None:
+    if a.valid_shape != b.valid_shape:
+        show = lambda t: "full" if t.valid_shape is None else fmt_shape(t.valid_shape)  # noqa: E731
+        raise fail(op, "operands with the same valid shape", f"{show(a)} and {show(b)}",
+                   "pl.fillpad the partial operand, or pl.set_validshape both alike")
+
+
+def _scalar_fits(op: str, t: TileType, scalar) -> None:
+    if isinstance(scalar, Const) and isinstance(scalar.value, float) and not t.dtype.is_float:
+        raise fail(op, f"an integer scalar for a {t.dtype.name} tile", repr(scalar.value),
+                   "write an int, or cast the tile to a float dtype first")
+
+
 def _require_dtype(op: str, t: TileType, allowed, what: str) -> None:
     if t.dtype not in allowed:
         names = ", ".join(d.name for d in allowed)
@@ -65,24 +79,28 @@ NUMERIC = (*SIGNED, DataType.UINT8, DataType.INT64)
 DIVIDES = (DataType.INT16, DataType.INT32, DataType.FP16, DataType.FP32, DataType.BF16)
 
 
-def check_region(op: str, tensor: TensorType, offsets, shape, *, what: str) -> None:
-    """Static parts of a GM region check: ranks, and constant offsets inside the tensor."""
-    if len(offsets) != len(tensor.shape) or len(shape) != len(tensor.shape):
-        raise fail(op, f"offsets and shapes of the tensor's rank {len(tensor.shape)}",
+def check_region(op: str, tensor: TensorType, offsets, shape, *, what: str, valid=None) -> None:
+    """Static parts of a GM region check: ranks, and constant extents and offsets inside the
+    tensor. ``valid`` (Exprs) narrows the extents actually moved: a tail tile may be larger
+    than what is left of the tensor."""
+    rank = len(tensor.shape)
+    if len(offsets) != rank or len(shape) != rank:
+        raise fail(op, f"offsets and shapes of the tensor's rank {rank}",
                    f"{len(offsets)} offsets and {len(shape)} extents")
-    for axis, (extent, dim) in enumerate(zip(shape, tensor.shape)):
+    extents = list(shape)
+    if valid is not None:
+        extents = [v.value if isinstance(v, Const) else None for v in valid]
+    for axis, (o, extent, dim) in enumerate(zip(offsets, extents, tensor.shape)):
+        if extent is None:
+            continue
         if extent > dim:
             raise OutOfBoundsError(
                 f"{op} {what} extent {extent} on axis {axis} exceeds the tensor's {dim}",
                 hint="shrink the tile shape or tile the tensor in a loop",
             )
-    offs = static_ints(offsets)
-    if offs is None:
-        return
-    for axis, (o, extent, dim) in enumerate(zip(offs, shape, tensor.shape)):
-        if o < 0 or o + extent > dim:
+        if isinstance(o, Const) and (o.value < 0 or o.value + extent > dim):
             raise OutOfBoundsError(
-                f"{op} {what} [{o}, {o + extent}) on axis {axis} is outside the tensor's [0, {dim})",
+                f"{op} {what} [{o.value}, {o.value + extent}) on axis {axis} is outside the tensor's [0, {dim})",
                 hint="check the offsets against the tensor shape",
             )
 
@@ -103,8 +121,8 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
             hint=f"load into pl.Mem.Mat, then pl.move(tile, target_memory=pl.Mem.{target.name})"
             if target in (M.Left, M.Right, M.Bias) else "load into pl.Mem.Vec or pl.Mem.Mat",
         )
-    check_region("tile.load", tensor, a["offsets"], shape, what="region")
     valid = a["valid_shape"]
+    check_region("tile.load", tensor, a["offsets"], shape, what="region", valid=valid)
     if valid is not None:
         valid = tuple(valid)
         if len(valid) != len(shape):
@@ -143,7 +161,7 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
     if tile.dtype is not out.dtype:
         raise fail("tile.store", "the tile's dtype to match the tensor's", f"{tile.dtype.name} into {out.dtype.name}",
                    f"cast first: pl.cast(tile, target_type=pl.{out.dtype.name})")
-    check_region("tile.store", out, a["offsets"], tile.shape, what="region")
+    check_region("tile.store", out, a["offsets"], tile.shape, what="region", valid=tile.valid_shape)
     return out
 
 
@@ -216,6 +234,7 @@ def _binary(name: str, allowed=NUMERIC):
     def infer(a: OpArgs, soc: SoC) -> TileType:
         lhs, rhs = a.tile("lhs"), a.tile("rhs")
         _same_shape_dtype(op, lhs, rhs)
+        _same_valid(op, lhs, rhs)
         _require_dtype(op, lhs, allowed, "a dtype it computes in")
         return _vec_result(lhs)
 
@@ -229,6 +248,7 @@ def _scalar(name: str, allowed=NUMERIC):
     def infer(a: OpArgs, soc: SoC) -> TileType:
         lhs = a.tile("lhs")
         _require_dtype(op, lhs, allowed, "a dtype it computes in")
+        _scalar_fits(op, lhs, a["rhs"])
         return _vec_result(lhs)
 
     register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR)], infer,
@@ -323,7 +343,7 @@ def _reduction(name: str, axis: int, allowed, tmp: bool):
         shape = (t.shape[0], 1) if axis == 1 else (1, t.shape[1])
         valid = None
         if t.valid_shape is not None:
-            valid = (t.valid_shape[0], 1) if axis == 1 else (1, t.valid_shape[1])
+            valid = (t.valid_shape[0], Const(1)) if axis == 1 else (Const(1), t.valid_shape[1])
         return _vec_result(t, shape=shape, valid_shape=valid)
 
     params = [P("tile", Kind.TILE, spaces=VEC)]
@@ -486,6 +506,10 @@ def acc_dtype(dtype: DataType) -> DataType:
 def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
     _require_2d(op, lhs, "lhs")
     _require_2d(op, rhs, "rhs")
+    if (lhs.valid_shape is not None and lhs.valid_shape[1] != Const(lhs.shape[1])) or \
+            (rhs.valid_shape is not None and rhs.valid_shape[0] != Const(rhs.shape[0])):
+        raise fail(op, "a fully valid K extent", "a partial tile along K",
+                   "make K fully valid: choose a K tile that divides K, or zero-pad the tensor along K in GM")
     if lhs.shape[1] != rhs.shape[0]:
         raise fail(op, "matching inner dimensions", f"lhs K={lhs.shape[1]} and rhs K={rhs.shape[0]}")
     if lhs.dtype is not rhs.dtype:

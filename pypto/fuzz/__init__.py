@@ -1,0 +1,1 @@
+"""Fuzzing the compiler: hypothesis strategies for tile programs (``strategies``)."""

@@ -1,0 +1,352 @@
+"""Hypothesis strategies for tile programs, each with the result torch computes directly.
+
+Every strategy draws a ``Case``: a Program (built with ``pypto.ir.builder``), its input
+tensors, and the expected outputs computed from the same recipe by plain torch calls —
+an oracle that shares nothing with the interpreter but torch itself. ``Case.check``
+says how to compare: ``exact`` (bit for bit) or ``bounded`` (per-element error bounds,
+for reductions and matmuls whose summation order differs from torch's).
+
+    from hypothesis import given
+    from pypto.fuzz import strategies as ps
+
+    @given(ps.tile_programs())
+    def test_mine(case): ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import attrs
+import torch
+from hypothesis import strategies as st
+
+from pypto.ir import nodes as n
+from pypto.ir.builder import FunctionBuilder
+from pypto.ir.types import DataType as D
+from pypto.ir.types import ForKind, FunctionType, ParamDirection, TensorType
+from pypto.sim.soc import MemorySpace as M
+
+FLOATS = (D.FP32, D.FP16, D.BF16)
+INTS = (D.INT32, D.INT16, D.INT8)
+TORCH = {D.FP32: torch.float32, D.FP16: torch.float16, D.BF16: torch.bfloat16, D.INT32: torch.int32,
+         D.INT16: torch.int16, D.INT8: torch.int8, D.UINT8: torch.uint8}
+
+
+@attrs.frozen
+class Case:
+    program: n.Program
+    entry: str
+    inputs: tuple  # tensors for the In parameters, in order
+    outputs: tuple  # zero tensors for the Out parameters, in order
+    expected: tuple  # what the Out tensors must hold afterwards
+    check: str = "exact"  # or "bounded"
+    bounds: tuple = ()  # per-output absolute error bounds (tensors) when bounded
+    recipe: str = ""  # a one-line description, shown when a case fails
+
+    def args(self) -> tuple:
+        """Fresh copies: inputs, then zeroed outputs (runs write into them)."""
+        return tuple(t.clone() for t in self.inputs) + tuple(torch.zeros_like(t) for t in self.outputs)
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def random_tensor(shape, dtype: D, seed: int) -> torch.Tensor:
+    """Values that exercise the dtype: mostly moderate, some exact small integers, a few zeros."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_float:
+        base = torch.randn(shape, generator=g, dtype=torch.float64) * 4
+        small = torch.randint(-4, 5, shape, generator=g).to(torch.float64)
+        pick = torch.rand(shape, generator=g)
+        values = torch.where(pick < 0.25, small, base)
+        return values.to(TORCH[dtype])
+    info = torch.iinfo(TORCH[dtype])
+    lo, hi = max(info.min, -1000), min(info.max, 1000)
+    return torch.randint(lo, hi + 1, shape, generator=g).to(TORCH[dtype])
+
+
+def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaNs included, +0 and -0 told apart)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.is_floating_point:
+        view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
+    return torch.equal(a, b)
+
+
+def within_bounds(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor) -> bool:
+    err = (got.to(torch.float64) - want.to(torch.float64)).abs()
+    both_nan = torch.isnan(got.to(torch.float64)) & torch.isnan(want.to(torch.float64))
+    same_inf = torch.isinf(want.to(torch.float64)) & (got.to(torch.float64) == want.to(torch.float64))
+    return bool(((err <= bound) | both_nan | same_inf).all())
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+# name -> (torch oracle, dtypes it takes)
+UNARY = {
+    "neg": (torch.neg, FLOATS + INTS), "abs": (torch.abs, FLOATS + INTS),
+    "relu": (lambda x: torch.clamp_min(x, 0), FLOATS + INTS), "exp": (torch.exp, FLOATS),
+    "log": (torch.log, FLOATS), "sqrt": (torch.sqrt, FLOATS), "rsqrt": (torch.rsqrt, FLOATS),
+    "recip": (torch.reciprocal, FLOATS),
+}
+BINARY = {
+    "add": (torch.add, FLOATS + INTS), "sub": (torch.sub, FLOATS + INTS), "mul": (torch.mul, FLOATS + INTS),
+    "div": (torch.div, FLOATS), "maximum": (torch.maximum, FLOATS + INTS), "minimum": (torch.minimum, FLOATS + INTS),
+}
+SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maximums": "maximum", "minimums": "minimum"}
+CMP = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
+
+
+def _same(dtypes: list, dtype: D) -> list[int]:
+    return [k for k, d in enumerate(dtypes) if d is dtype]
+
+
+@st.composite
+def _plan(draw, dtypes: list, max_steps: int):
+    """Steps with every choice drawn up front; ``dtypes`` grows with each step's result."""
+    steps = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        cur = dtypes[-1]
+        kind = draw(st.sampled_from(["unary", "binary", "scalar", "select", "broadcast", "cast"]))
+        if kind == "unary":
+            step = (kind, draw(st.sampled_from(sorted(k for k, (_, ds) in UNARY.items() if cur in ds))))
+        elif kind == "binary":
+            name = draw(st.sampled_from(sorted(k for k, (_, ds) in BINARY.items() if cur in ds)))
+            step = (kind, name, draw(st.sampled_from(_same(dtypes, cur))), draw(st.booleans()))
+        elif kind == "scalar":
+            name = draw(st.sampled_from(sorted(k for k, base in SCALAR.items() if cur in BINARY[base][1])))
+            value = draw(st.sampled_from([0.5, 1.5, -2.0, 3.0, 0.25, -0.125, 7.0])) if cur.is_float \
+                else draw(st.integers(-9, 9).filter(bool))
+            step = (kind, name, value)
+        elif kind == "select":
+            step = (kind, draw(st.sampled_from(_same(dtypes, cur))), draw(st.integers(0, 5)))
+        elif kind == "broadcast":
+            # max/min reductions keep the oracle bit-exact
+            fs = ["add", "sub", "mul"] + (["div"] if cur.is_float else [])
+            step = (kind, draw(st.sampled_from(_same(dtypes, cur))), draw(st.sampled_from(["row", "col"])),
+                    draw(st.sampled_from(["max", "min"])), draw(st.sampled_from(fs)))
+        else:
+            target = draw(st.sampled_from([d for d in FLOATS + INTS if d is not cur]))
+            mode = "rint" if target.is_float else draw(st.sampled_from(["round", "rint", "floor", "ceil", "trunc"]))
+            step = (kind, target, mode)
+        steps.append(step)
+        dtypes.append(step[1] if kind == "cast" else cur)
+    return steps
+
+
+def _run_ir(b: FunctionBuilder, steps, values: list) -> n.Var:
+    """The plan as IR ops on Vars; ``values`` starts with the loaded inputs."""
+    for step in steps:
+        kind, cur = step[0], values[-1]
+        if kind == "unary":
+            out = b.op(f"tile.{step[1]}", cur)
+        elif kind == "binary":
+            lhs, rhs = (cur, values[step[2]]) if step[3] else (values[step[2]], cur)
+            out = b.op(f"tile.{step[1]}", lhs, rhs)
+        elif kind == "scalar":
+            out = b.op(f"tile.{step[1]}", cur, step[2])
+        elif kind == "select":
+            mask = b.op("tile.cmp", cur, values[step[1]], cmp_type=step[2])
+            out = b.op("tile.sel", mask, cur, values[step[1]])
+        elif kind == "broadcast":
+            _, other, axis, red, f = step
+            vec = b.op(f"tile.{axis}_{red}", values[other])
+            out = b.op(f"tile.{axis}_expand_{f}", cur, vec)
+        else:
+            out = b.op("tile.cast", cur, target_type=step[1], mode=step[2])
+        values.append(out)
+    return values[-1]
+
+
+def _run_torch(steps, values: list) -> torch.Tensor:
+    """The same plan with plain torch calls on one loop tile's tensors."""
+    for step in steps:
+        kind, cur = step[0], values[-1]
+        if kind == "unary":
+            out = UNARY[step[1]][0](cur)
+        elif kind == "binary":
+            lhs, rhs = (cur, values[step[2]]) if step[3] else (values[step[2]], cur)
+            out = BINARY[step[1]][0](lhs, rhs)
+        elif kind == "scalar":
+            out = BINARY[SCALAR[step[1]]][0](cur, torch.tensor(step[2], dtype=cur.dtype))
+        elif kind == "select":
+            out = torch.where(CMP[step[2]](cur, values[step[1]]), cur, values[step[1]])
+        elif kind == "broadcast":
+            _, other, axis, red, f = step
+            vec = (torch.amax if red == "max" else torch.amin)(values[other], dim=1 if axis == "row" else 0,
+                                                               keepdim=True)
+            out = BINARY[f][0](cur, vec)
+        else:
+            out = _oracle_cast(cur, step[1], step[2])
+        values.append(out)
+    return values[-1]
+
+
+@st.composite
+def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6):
+    """A loop over row tiles of 1-3 input tensors applying a chain of elementwise ops
+    (unary, binary, scalar, compare+select, row/col broadcasts of exact reductions, casts)
+    and storing the last value. The loop is a range, a parallel or a pipeline whose trip
+    count need not divide by its stage; the function is InCore or a pl.at scope."""
+    dtype = draw(st.sampled_from(dtypes))
+    rows = draw(st.sampled_from([1, 2, 4, 8, 16]))
+    cols = draw(st.sampled_from([8, 16, 32, 64, 128]))
+    trips = draw(st.integers(1, 5))
+    kind = draw(st.sampled_from([ForKind.Sequential, ForKind.Parallel, ForKind.Pipeline]))
+    stage = draw(st.integers(2, 4)) if kind is ForKind.Pipeline else None
+    orchestrated = draw(st.booleans())
+    n_in = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**31 - 1))
+    value_dtypes = [dtype] * n_in
+    steps = draw(_plan(value_dtypes, max_steps))
+    out_dtype = value_dtypes[-1]
+    shape = (rows * trips, cols)
+    inputs = [random_tensor(shape, dtype, seed + k) for k in range(n_in)]
+
+    b = FunctionBuilder("kernel", FunctionType.Orchestration if orchestrated else FunctionType.InCore)
+    params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
+    out = b.param("out", TensorType(shape, out_dtype), ParamDirection.Out)
+    with b.scope() if orchestrated else contextlib.nullcontext():
+        with b.loop(0, trips, kind=kind, stage=stage) as loop:
+            loaded = [b.op("tile.load", p, [loop.var * rows, 0], [rows, cols], name=f"x{k}")
+                      for k, p in enumerate(params)]
+            b.eval("tile.store", _run_ir(b, steps, loaded), [loop.var * rows, 0], out)
+    b.ret(out)
+    tiles = [_run_torch(steps, [x[i * rows:(i + 1) * rows] for x in inputs]) for i in range(trips)]
+    recipe = (f"{dtype.name}[{rows}x{cols}] x{trips} {kind.name}{'/' + str(stage) if stage else ''}: "
+              + ", ".join(str(s[:2]) for s in steps))
+    return Case(n.Program("elementwise", (b.build(),)), "kernel", tuple(inputs),
+                (torch.zeros(shape, dtype=TORCH[out_dtype]),), (torch.cat(tiles),), recipe=recipe)
+
+
+def _oracle_cast(x: torch.Tensor, target: D, mode: str) -> torch.Tensor:
+    dst = TORCH[target]
+    if target.is_float:
+        return x.to(torch.float64).to(dst) if not x.dtype.is_floating_point else x.to(dst)
+    if not x.dtype.is_floating_point:
+        info = torch.iinfo(dst)
+        return x.to(torch.int64).clamp(info.min, info.max).to(dst)
+    v = x.to(torch.float64)
+    r = {"round": lambda t: torch.sign(t) * torch.floor(t.abs() + 0.5), "rint": torch.round,
+         "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc}[mode](v)
+    info = torch.iinfo(dst)
+    r = torch.nan_to_num(r, nan=0.0, posinf=float(info.max), neginf=float(info.min))
+    return r.clamp(info.min, info.max).to(dst)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+@st.composite
+def reduction_programs(draw):
+    """One reduction over a tile whose valid region may be smaller than the tile (a tail)."""
+    dtype = draw(st.sampled_from((D.FP32, D.FP16, D.INT32)))
+    rows = draw(st.sampled_from([1, 4, 8, 16]))
+    cols = draw(st.sampled_from([8, 16, 64, 128]))
+    vr = draw(st.integers(1, rows))
+    vc = draw(st.integers(1, cols))
+    name = draw(st.sampled_from(["row_sum", "row_max", "row_min", "col_sum", "col_max", "col_min"]))
+    seed = draw(st.integers(0, 2**31 - 1))
+    x = random_tensor((vr, vc), dtype, seed)
+    axis_last = name.startswith("row")
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    a = b.param("a", TensorType((vr, vc), dtype))
+    out = b.param("out", TensorType((vr, 1) if axis_last else (1, vc), dtype), ParamDirection.Out)
+    t = b.op("tile.load", a, [0, 0], [rows, cols], valid_shape=[vr, vc], name="x")
+    r = b.op(f"tile.{name}", t)
+    b.eval("tile.store", r, [0, 0], out)
+    b.ret(out)
+    dim = 1 if axis_last else 0
+    kind = name.split("_")[1]
+    x64 = x.to(torch.float64)
+    if kind == "sum":
+        want = x64.sum(dim=dim, keepdim=True)
+        eps = torch.finfo(TORCH[dtype]).eps if dtype.is_float else 0.0
+        bound = x64.abs().sum(dim=dim, keepdim=True) * eps * (x.shape[dim]) + (0 if dtype.is_int else 1e-30)
+        check = "bounded" if dtype.is_float else "exact"
+        want = want.to(TORCH[dtype]) if check == "exact" else want
+    else:
+        want = (torch.amax if kind == "max" else torch.amin)(x, dim=dim, keepdim=True)
+        bound, check = None, "exact"
+    return Case(n.Program("reduction", (b.build(),)), "kernel", (x,),
+                (torch.zeros((vr, 1) if axis_last else (1, vc), dtype=TORCH[dtype]),), (want,), check,
+                (bound,) if bound is not None else (), recipe=f"{name} {dtype.name}[{rows}x{cols}] valid {vr}x{vc}")
+
+
+# ----------------------------------------------------------------------------- matmul
+
+
+@st.composite
+def matmul_programs(draw):
+    """Mat -> Left/Right -> Acc, over a K loop that carries the accumulator (matmul, then
+    matmul_acc), stored from Acc to GM."""
+    dtype = draw(st.sampled_from((D.FP16, D.BF16)))
+    m = draw(st.sampled_from([16, 32, 48]))
+    k = draw(st.sampled_from([16, 32, 64]))
+    nn = draw(st.sampled_from([16, 32, 64]))
+    ksteps = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**31 - 1))
+    a = random_tensor((m, k * ksteps), dtype, seed)
+    w = random_tensor((k * ksteps, nn), dtype, seed + 1)
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    pa = b.param("a", TensorType((m, k * ksteps), dtype))
+    pw = b.param("b", TensorType((k * ksteps, nn), dtype))
+    out = b.param("out", TensorType((m, nn), D.FP32), ParamDirection.Out)
+
+    def operands(kk):
+        am = b.op("tile.load", pa, [0, kk * k], [m, k], target_memory=M.Mat, name="a_mat")
+        bm = b.op("tile.load", pw, [kk * k, 0], [k, nn], target_memory=M.Mat, name="b_mat")
+        return (b.op("tile.move", am, target_memory=M.Left, name="a_left"),
+                b.op("tile.move", bm, target_memory=M.Right, name="b_right"))
+
+    left, right = operands(0)
+    acc = b.op("tile.matmul", left, right, name="acc")
+    if ksteps > 1:
+        with b.loop(1, ksteps, carried=[acc], var="kk") as loop:
+            l2, r2 = operands(loop.var)
+            loop.yield_(b.op("tile.matmul_acc", loop.iter_vars[0], l2, r2, name="acc"))
+        acc = loop.results[0]
+    b.eval("tile.store", acc, [0, 0], out)
+    b.ret(out)
+    a64, w64 = a.to(torch.float64), w.to(torch.float64)
+    want = a64 @ w64
+    bound = (a64.abs() @ w64.abs()) * torch.finfo(torch.float32).eps * (k * ksteps) + 1e-30
+    return Case(n.Program("matmul", (b.build(),)), "kernel", (a, w), (torch.zeros(m, nn),), (want,),
+                "bounded", (bound,), recipe=f"matmul {dtype.name} {m}x{k * ksteps}x{nn} in {ksteps} k-steps")
+
+
+# ----------------------------------------------------------------------------- carried values
+
+
+@st.composite
+def carried_programs(draw):
+    """acc = f(acc, tile_i) over a loop: the loop-carried value and its order are exact."""
+    dtype = draw(st.sampled_from(FLOATS + INTS))
+    rows = draw(st.sampled_from([1, 4, 8]))
+    cols = draw(st.sampled_from([16, 64, 128]))
+    trips = draw(st.integers(2, 6))
+    f = draw(st.sampled_from(["add", "maximum", "minimum", "mul"]))
+    seed = draw(st.integers(0, 2**31 - 1))
+    x = random_tensor((rows * trips, cols), dtype, seed)
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    a = b.param("a", TensorType(x.shape, dtype))
+    out = b.param("out", TensorType((rows, cols), dtype), ParamDirection.Out)
+    acc = b.op("tile.load", a, [0, 0], [rows, cols], name="acc")
+    with b.loop(1, trips, carried=[acc]) as loop:
+        t = b.op("tile.load", a, [loop.var * rows, 0], [rows, cols], name="t")
+        loop.yield_(b.op(f"tile.{f}", loop.iter_vars[0], t, name="acc"))
+    b.eval("tile.store", loop.results[0], [0, 0], out)
+    b.ret(out)
+    want = x[:rows]
+    for i in range(1, trips):
+        want = BINARY[f][0](want, x[i * rows:(i + 1) * rows])
+    return Case(n.Program("carried", (b.build(),)), "kernel", (x,), (torch.zeros(rows, cols, dtype=TORCH[dtype]),),
+                (want,), recipe=f"carried {f} {dtype.name}[{rows}x{cols}] x{trips}")
+
+
+def tile_programs():
+    """Any of the program families above."""
+    return st.one_of(elementwise_programs(), reduction_programs(), matmul_programs(), carried_programs())

@@ -1,0 +1,202 @@
+"""What must hold of every Program between passes, checked in one walk.
+
+SSA (each name bound once, used only where bound), names that print as Python, op calls
+whose recorded result type is what the registry infers, loop-carried values and branch
+results whose types agree with their yields, and calls that match their callees. A
+failure is a compiler bug; the error names the function and shows the statement.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from pypto.errors import PyptoError, VerificationError
+from pypto.ir import nodes as n
+from pypto.ir.infer import call_type, scalar_type
+from pypto.ir.types import INDEX, ScalarType, TileType, type_name
+
+
+def verify(program: n.Program, *, stage: str = "") -> None:
+    names = [f.name for f in program.functions]
+    if len(set(names)) != len(names):
+        raise VerificationError(f"{_where(stage)}program '{program.name}' defines a function twice")
+    for fn in program.functions:
+        _FunctionChecker(program, fn, stage).check()
+
+
+def _where(stage: str) -> str:
+    return f"after {stage}: " if stage else ""
+
+
+class _FunctionChecker:
+    def __init__(self, program: n.Program, fn: n.Function, stage: str):
+        self.program = program
+        self.fn = fn
+        self.stage = stage
+        self.bound: dict[str, object] = {}
+
+    def fail(self, message: str, stmt=None) -> VerificationError:
+        detail = f"{_where(self.stage)}in function '{self.fn.name}': {message}"
+        if stmt is not None:
+            shown = _show(self.program, stmt)
+            detail += f"\n  at: {shown}"
+        return VerificationError(detail, span=getattr(stmt, "span", None))
+
+    def bind(self, name: str, t, stmt) -> None:
+        if not name.isidentifier() or keyword.iskeyword(name) or name in ("pl", "self"):
+            raise self.fail(f"'{name}' is not a usable name", stmt)
+        if name in self.bound:
+            raise self.fail(f"'{name}' is bound twice (SSA)", stmt)
+        self.bound[name] = t
+
+    def check(self) -> None:
+        for p in self.fn.params:
+            self.bind(p.name, p.type, None)
+        scope = set(self.bound)
+        self.block(self.fn.body, scope, results=None, top=True)
+
+    def block(self, body, scope: set, results, top: bool = False) -> None:
+        scope = set(scope)
+        for i, stmt in enumerate(body):
+            last = i == len(body) - 1
+            if isinstance(stmt, n.Yield):
+                if not last or results is None:
+                    raise self.fail("a yield must end a loop or branch body that has results", stmt)
+                self.uses(stmt.values, scope, stmt)
+                got = tuple(self.type_of(v) for v in stmt.values)
+                want = tuple(b.type for b in results)
+                if got != want:
+                    raise self.fail(f"yields {_types(got)} where {_types(want)} is expected", stmt)
+                continue
+            if isinstance(stmt, n.Return):
+                if not (top and last):
+                    raise self.fail("return must be the last statement of the function", stmt)
+                self.uses(stmt.values, scope, stmt)
+                got = tuple(self.type_of(v) for v in stmt.values)
+                if got != tuple(self.fn.returns):
+                    raise self.fail(f"returns {_types(got)} but the function declares {_types(self.fn.returns)}", stmt)
+                continue
+            self.stmt(stmt, scope)
+        if results and not (body and isinstance(body[-1], n.Yield)):
+            raise self.fail("a body with results must end in a yield", body[-1] if body else None)
+
+    def stmt(self, s, scope: set) -> None:
+        if isinstance(s, n.Assign):
+            got = self.value_type(s.value, scope, s)
+            if got is not None and not _compatible(s.type, got):
+                raise self.fail(f"'{s.target}' is annotated {type_name(s.type)} but its value is {type_name(got)}", s)
+            self.bind(s.target, s.type, s)
+            scope.add(s.target)
+        elif isinstance(s, n.Eval):
+            self.value_type(s.value, scope, s)
+        elif isinstance(s, n.For):
+            self.uses((s.start, s.stop, s.step), scope, s)
+            for e in (s.start, s.stop, s.step):
+                if not _is_int(self.type_of(e)):
+                    raise self.fail("loop bounds must be integers", s)
+            if s.stage is not None and s.stage < 1:
+                raise self.fail(f"pipeline stage {s.stage} must be positive", s)
+            self.uses(tuple(a.init for a in s.iter_args), scope, s)
+            for a in s.iter_args:
+                if self.type_of(a.init) != a.type:
+                    raise self.fail(f"iter arg '{a.name}' is {type_name(a.type)} but starts from "
+                                    f"{type_name(self.type_of(a.init))}", s)
+            if len(s.results) != len(s.iter_args):
+                raise self.fail("a loop has one result per iter arg", s)
+            inner = set(scope)
+            self.bind(s.var, INDEX, s)
+            inner.add(s.var)
+            for a in s.iter_args:
+                self.bind(a.name, a.type, s)
+                inner.add(a.name)
+            for a, b in zip(s.iter_args, s.results):
+                if a.type != b.type:
+                    raise self.fail(f"result '{b.name}' and iter arg '{a.name}' differ in type", s)
+            self.block(s.body, inner, s.results if s.iter_args else None)
+            for b in s.results:
+                self.bind(b.name, b.type, s)
+                scope.add(b.name)
+        elif isinstance(s, n.If):
+            self.uses((s.cond,), scope, s)
+            self.block(s.then_body, scope, s.results or None)
+            self.block(s.else_body, scope, s.results or None)
+            for b in s.results:
+                self.bind(b.name, b.type, s)
+                scope.add(b.name)
+        elif isinstance(s, n.Scope):
+            self.block(s.body, scope, None)
+            for inner in s.body:  # a scope is transparent: what its body binds is visible after it
+                scope.update(n.visible_after(inner))
+        else:
+            raise self.fail(f"unexpected statement {type(s).__name__}", s)
+
+    def uses(self, exprs, scope: set, stmt) -> None:
+        for e in exprs:
+            for name in n.expr_vars(e):
+                if name not in scope:
+                    raise self.fail(f"'{name}' is used where it is not bound", stmt)
+
+    def type_of(self, e):
+        if isinstance(e, n.Var):
+            return self.bound.get(e.name)
+        try:
+            return scalar_type(e, self.bound)
+        except PyptoError:
+            return None
+
+    def value_type(self, v, scope: set, stmt):
+        if isinstance(v, n.Call):
+            for arg in v.args:
+                if isinstance(arg, tuple):
+                    self.uses(arg, scope, stmt)
+                elif isinstance(arg, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+                    self.uses((arg,), scope, stmt)
+            try:
+                return call_type(v, self.bound)
+            except PyptoError as err:
+                raise self.fail(f"{v.op}: {err.message}", stmt) from None
+            except KeyError:
+                raise self.fail(f"unknown op '{v.op}'", stmt) from None
+        if isinstance(v, n.FuncCall):
+            self.uses(v.args, scope, stmt)
+            try:
+                callee = self.program.function(v.callee)
+            except KeyError:
+                raise self.fail(f"calls '{v.callee}', which the program does not define", stmt) from None
+            got = tuple(self.type_of(a) for a in v.args)
+            want = tuple(p.type for p in callee.params)
+            if got != want:
+                raise self.fail(f"calls '{v.callee}' with {_types(got)} where it takes {_types(want)}", stmt)
+            return callee.returns[0] if len(callee.returns) == 1 else None
+        self.uses((v,), scope, stmt)
+        return self.type_of(v)
+
+
+def _compatible(declared, inferred) -> bool:
+    """An annotation may add placement (a MemRef) to what inference gives; nothing else."""
+    if isinstance(declared, TileType) and isinstance(inferred, TileType):
+        return (declared.shape, declared.dtype, declared.valid_shape) == (inferred.shape, inferred.dtype,
+                                                                          inferred.valid_shape) \
+            and (inferred.space is None or declared.space is inferred.space)
+    if isinstance(declared, ScalarType) and isinstance(inferred, ScalarType):
+        return declared.dtype.is_int == inferred.dtype.is_int or declared == inferred
+    return declared == inferred
+
+
+def _is_int(t) -> bool:
+    return isinstance(t, ScalarType) and t.dtype.is_int
+
+
+def _types(ts) -> str:
+    return "(" + ", ".join(type_name(t) for t in ts) + ")"
+
+
+def _show(program: n.Program, stmt) -> str:
+    from pypto.ir.printer import _Printer
+
+    try:
+        p = _Printer(program, n.Function("f", (), ()), explicit=True)
+        p.stmt(stmt, 0, ())
+        return p.lines[0] if p.lines else type(stmt).__name__
+    except Exception:  # a node too broken to print: its repr still says what it is
+        return repr(stmt)[:200]

@@ -1,0 +1,302 @@
+"""The front end: kernel source to SSA IR, as the printed program shows it, and runs."""
+
+import textwrap
+
+import torch
+
+import pypto.language as pl
+from pypto.ir import parse
+from pypto.ir.verifier import verify
+from pypto.runtime import RunConfig
+
+REF = RunConfig(platform="ref")
+ROWS = 64
+
+
+def body_of(program, fn=None) -> str:
+    """The printed body lines of one function, dedented, for before/after comparisons."""
+    text = program.as_python()
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(f"def {fn or program.functions[-1].name}("))
+    body = []
+    for line in lines[start + 1:]:
+        if line.startswith("    @pl.function") or (line and not line.startswith("        ")):
+            break
+        body.append(line)
+    return textwrap.dedent("\n".join(body)).strip() + "\n"
+
+
+def roundtrips(program):
+    verify(program)
+    assert parse(program.as_python()) == program
+    return program
+
+
+def test_rebinding_becomes_fresh_ssa_names():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [ROWS, 128])
+            t = pl.exp(t)
+            t = pl.add(t, t)
+            pl.store(t, [0, 0], out)
+        return out
+
+    a, out = torch.randn(ROWS, 128), torch.zeros(ROWS, 128)
+    program = roundtrips(k.specialize(a, out))
+    assert body_of(program) == textwrap.dedent("""\
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.tile.load(a, [0, 0], [64, 128], target_memory=pl.Mem.Vec)
+            t_1 = pl.tile.exp(t)
+            t_2 = pl.tile.add(t_1, t_1)
+            pl.tile.store(t_2, [0, 0], out)
+        return out
+    """)
+    k(a, out, config=REF)
+    assert torch.equal(out, torch.exp(a) + torch.exp(a))
+
+
+def test_rebinding_in_a_loop_is_loop_carried():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.load(a, [0, 0], [16, 128])
+            for i in pl.range(1, 4):
+                t = pl.load(a, [i * 16, 0], [16, 128])
+                acc = pl.add(acc, t)
+            pl.store(acc, [0, 0], out)
+        return out
+
+    a, out = torch.randn(ROWS, 128), torch.zeros(16, 128)
+    program = roundtrips(k.specialize(a, out))
+    assert body_of(program) == textwrap.dedent("""\
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            for i, (acc_1,) in pl.range(1, 4, init_values=(acc,)):
+                t = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                acc_2 = pl.tile.add(acc_1, t)
+                acc_3 = pl.yield_(acc_2)
+            pl.tile.store(acc_3, [0, 0], out)
+        return out
+    """)
+    k(a, out, config=REF)
+    want = a[:16] + a[16:32] + a[32:48] + a[48:64]
+    assert torch.equal(out, ((a[:16] + a[16:32]) + a[32:48]) + a[48:64]) and torch.allclose(out, want)
+
+
+def test_a_name_rebound_in_a_loop_but_never_read_again_is_not_carried():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(t, [0, 0], out)
+            for i in pl.range(1, 4):
+                t = pl.load(a, [i * 16, 0], [16, 128])
+                pl.store(t, [i * 16, 0], out)
+        return out
+
+    program = roundtrips(k.specialize(torch.randn(ROWS, 128), torch.zeros(ROWS, 128)))
+    assert "init_values" not in program.as_python()
+
+
+def test_branch_results_from_rebinding_in_an_if():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            if n > 2:
+                t = pl.exp(t)
+            else:
+                t = pl.neg(t)
+            pl.store(t, [0, 0], out)
+        return out
+
+    a = torch.randn(16, 128)
+    for n, want in ((3, torch.exp(a)), (1, -a)):
+        out = torch.zeros(16, 128)
+        k(a, out, n, config=REF)
+        assert torch.equal(out, want)
+    program = roundtrips(k.specialize(a, out, 3))
+    text = body_of(program)
+    assert "if n > 2:" in text and "t_3 = pl.yield_(t_1)" in text and "t_3 = pl.yield_(t_2)" in text
+
+
+def test_static_if_on_module_constants_keeps_one_branch():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            if ROWS > 32:
+                t = pl.exp(t)
+            pl.store(t, [0, 0], out)
+        return out
+
+    program = roundtrips(k.specialize(torch.randn(16, 128), torch.zeros(16, 128)))
+    assert "if " not in program.as_python() and "pl.tile.exp" in program.as_python()
+
+
+def test_explicit_iter_args_and_yield_parse_as_written():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc0 = pl.load(a, [0, 0], [16, 128])
+            for i, (acc,) in pl.range(1, 4, init_values=(acc0,)):
+                t = pl.load(a, [i * 16, 0], [16, 128])
+                nxt = pl.maximum(acc, t)
+                res = pl.yield_(nxt)
+            pl.store(res, [0, 0], out)
+        return out
+
+    a, out = torch.randn(ROWS, 128), torch.zeros(16, 128)
+    roundtrips(k.specialize(a, out))
+    k(a, out, config=REF)
+    assert torch.equal(out, a.reshape(4, 16, 128).amax(dim=0))
+
+
+def test_incore_function_called_from_the_entry():
+    @pl.jit.incore
+    def body(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        t = pl.load(a, [0, 0], [16, 128])
+        pl.store(pl.relu(t), [0, 0], out)
+        return out
+
+    @pl.jit
+    def entry(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        out = body(a, out)
+        return out
+
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    program = roundtrips(entry.specialize(a, out))
+    assert [f.name for f in program.functions] == ["body", "entry"]
+    assert "out_1 = self.body(a, out)" in program.as_python()
+    assert "@pl.function(type=pl.FunctionType.InCore)" in program.as_python()
+    entry(a, out, config=REF)
+    assert torch.equal(out, torch.relu(a))
+
+
+def test_inline_function_is_spliced_into_the_caller():
+    @pl.jit.inline
+    def twice(x):
+        return pl.add(x, x)
+
+    @pl.jit
+    def entry(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(twice(t), [0, 0], out)
+        return out
+
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    program = roundtrips(entry.specialize(a, out))
+    assert len(program.functions) == 1
+    entry(a, out, config=REF)
+    assert torch.equal(out, a + a)
+
+
+def test_program_class_form_and_self_calls():
+    @pl.program
+    class Adder:
+        @pl.function(type=pl.FunctionType.InCore)
+        def add_kernel(self, a: pl.Tensor[[16, 128], pl.FP32], b: pl.Tensor[[16, 128], pl.FP32],
+                       out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+            ta: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128])
+            tb = pl.load(b, [0, 0], [16, 128])
+            out_1 = pl.store(pl.add(ta, tb), [0, 0], out)
+            return out_1
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[16, 128], pl.FP32], b: pl.Tensor[[16, 128], pl.FP32],
+                 out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+            out_1 = self.add_kernel(a, b, out)
+            return out_1
+
+    roundtrips(Adder)
+    from pypto.sim import interpreter
+
+    a, b, out = torch.randn(16, 128), torch.randn(16, 128), torch.zeros(16, 128)
+    interpreter.run(Adder, "main", (a, b, out))
+    assert torch.equal(out, a + b)
+
+
+def test_tensor_level_ops_slices_and_window_assignment():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            M, N = a.shape
+            top = a[0:M // 2, :]
+            out[0:M // 2, :] = pl.add(top, b[0:M // 2, 0:N])
+            out[M // 2:M, :] = pl.mul(a[M // 2:M, :], 2.0)
+        return out
+
+    a, b, out = torch.randn(32, 64), torch.randn(32, 64), torch.zeros(32, 64)
+    roundtrips(k.specialize(a, b, out))
+    k(a, b, out, config=REF)
+    assert torch.equal(out[:16], a[:16] + b[:16]) and torch.equal(out[16:], a[16:] * 2.0)
+
+
+def test_operators_on_tiles_are_the_unified_ops():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(t * t + t / 2.0 - 1.0, [0, 0], out)
+        return out
+
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    k(a, out, config=REF)
+    assert torch.equal(out, a * a + a / 2.0 - 1.0)
+
+
+def test_closure_constants_and_full_annotations():
+    tr = 8
+
+    @pl.jit
+    def k(a: pl.Tensor[[32, 16], pl.FP16], out: pl.Out[pl.Tensor[[32, 16], pl.FP16]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.pipeline(32 // tr, stage=3):
+                t = pl.load(a, [i * tr, 0], [tr, 16])
+                pl.store(pl.sqrt(pl.abs(t)), [i * tr, 0], out)
+        return out
+
+    a, out = torch.randn(32, 16).half(), torch.zeros(32, 16).half()
+    program = roundtrips(k.specialize(a, out))
+    assert "pl.pipeline(4, stage=3)" in program.as_python()
+    k(a, out, config=REF)
+    assert torch.equal(out, torch.sqrt(torch.abs(a)))
+
+
+def test_specializations_are_cached_per_argument_types():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [4, 8])
+            pl.store(t, [0, 0], out)
+        return out
+
+    p1 = k.specialize(torch.zeros(4, 8), torch.zeros(4, 8))
+    assert k.specialize(torch.ones(4, 8), torch.ones(4, 8)) is p1
+    p2 = k.specialize(torch.zeros(8, 8), torch.zeros(8, 8))
+    assert p2 is not p1 and p2 != p1
+
+
+def test_reductions_matmul_and_broadcasts_in_one_kernel():
+    @pl.jit
+    def k(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor], rowmax: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            xm = pl.load(x, [0, 0], [16, 32], target_memory=pl.Mem.Mat)
+            wm = pl.load(w, [0, 0], [32, 16], target_memory=pl.Mem.Mat)
+            acc = pl.matmul(pl.move(xm, target_memory=pl.Mem.Left), pl.move(wm, target_memory=pl.Mem.Right))
+            pl.store(acc, [0, 0], out)
+            v = pl.load(out, [0, 0], [16, 16])
+            m = pl.row_max(v)
+            pl.store(pl.row_expand_expdif(v, m), [0, 0], out)
+            pl.store(m, [0, 0], rowmax)
+        return out
+
+    x, w = torch.randn(16, 32).half(), torch.randn(32, 16).half()
+    out, rowmax = torch.zeros(16, 16), torch.zeros(16, 1)
+    roundtrips(k.specialize(x, w, out, rowmax))
+    k(x, w, out, rowmax, config=REF)
+    ref = x.double() @ w.double()
+    assert torch.allclose(rowmax.double(), ref.amax(dim=1, keepdim=True), atol=1e-4)
+    assert torch.allclose(out.double(), torch.exp(ref - ref.amax(dim=1, keepdim=True)), atol=1e-4)
