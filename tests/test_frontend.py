@@ -300,3 +300,40 @@ def test_reductions_matmul_and_broadcasts_in_one_kernel():
     ref = x.double() @ w.double()
     assert torch.allclose(rowmax.double(), ref.amax(dim=1, keepdim=True), atol=1e-4)
     assert torch.allclose(out.double(), torch.exp(ref - ref.amax(dim=1, keepdim=True)), atol=1e-4)
+
+
+def test_dynamic_scalar_loop_bounds_and_parallel_loops():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.parallel(n):
+                t = pl.load(a, [i * 8, 0], [8, 32])
+                pl.store(pl.muls(t, 3.0), [i * 8, 0], out)
+        return out
+
+    a = torch.randn(32, 32)
+    for n in (2, 4):
+        out = torch.zeros(32, 32)
+        k(a, out, n, config=REF)
+        assert torch.equal(out[: n * 8], a[: n * 8] * 3.0) and not out[n * 8:].any()
+    program = roundtrips(k.specialize(a, out, 4))
+    assert "for i in pl.parallel(n):" in program.as_python()
+    assert "n: pl.Scalar[pl.INT32]" in program.as_python()
+
+
+def test_runtime_out_of_range_is_an_execution_error():
+    from pypto.errors import ExecutionError
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(n):
+                t = pl.load(a, [i * 8, 0], [8, 32])  # MARK-runtime-oob
+                pl.store(t, [i * 8, 0], out)
+        return out
+
+    import pytest
+
+    with pytest.raises(ExecutionError, match=r"load region \[32, 40\) on axis 0 is outside the tensor's \[0, 32\)") as info:
+        k(torch.zeros(32, 32), torch.zeros(32, 32), 5, config=REF)
+    assert info.value.span.line > 0 and "MARK-runtime-oob" in str(info.value)

@@ -43,12 +43,7 @@ class FunctionBuilder:
         self.returns: tuple = ()
 
     def fresh(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.used:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
+        return n.fresh_name(base, self.used)
 
     def param(self, name: str, type, direction: ParamDirection = ParamDirection.In) -> n.Var:
         name = self.fresh(name)

@@ -229,6 +229,16 @@ class Program:
 # --------------------------------------------------------------------------- helpers
 
 
+def fresh_name(base: str, used: set) -> str:
+    """``base``, or ``base_1``, ``base_2``, ...: the first not in ``used`` (which it joins)."""
+    name, k = base, 0
+    while name in used:
+        k += 1
+        name = f"{base}_{k}"
+    used.add(name)
+    return name
+
+
 def const(value) -> Const:
     return Const(value)
 

@@ -84,13 +84,7 @@ class ExprConverter:
         return cls(message, span=self.span(node), hint=hint)
 
     def fresh(self, base: str) -> str:
-        base = base if base.isidentifier() and base != "pl" else "v"
-        name, k = base, 0
-        while name in self.used:
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        return name
+        return n.fresh_name(base if base.isidentifier() and base != "pl" else "v", self.used)
 
     def resolve_chain(self, node):
         """A Name/Attribute chain resolved to an entity of ``pypto.lang.names``, or None."""

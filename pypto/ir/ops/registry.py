@@ -154,6 +154,17 @@ def fmt_shape(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
+def same_shape_dtype(op: str, a, b) -> None:
+    """Elementwise operands (tiles or tensors) agree in shape and dtype: no implicit
+    broadcast, no implicit promotion."""
+    if a.shape != b.shape:
+        raise fail(op, "compatible shapes", f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
+                   "broadcast with the row_expand_*/col_expand_* ops, or reshape first")
+    if a.dtype is not b.dtype:
+        raise fail(op, "identical lhs and rhs data types", f"{a.dtype.name} and {b.dtype.name}",
+                   "dtypes never promote implicitly: convert one side with pl.cast(x, target_type=...)")
+
+
 def static_ints(exprs) -> tuple[int, ...] | None:
     """The ints of a list of Exprs when all are constants, else None."""
     out = []
@@ -190,7 +201,7 @@ def _space_hint(op: OpDef, p: ParamSpec, got: MemorySpace) -> str:
             f"pl.move(tile, target_memory=pl.Mem.{want.name}) before {op.short}"
         )
     if want is MemorySpace.Vec:
-        return f"vector ops read Vec tiles: load with target_memory=pl.Mem.Vec"
+        return "vector ops read Vec tiles: load with target_memory=pl.Mem.Vec"
     return f"pl.move the tile to pl.Mem.{want.name} first"
 
 

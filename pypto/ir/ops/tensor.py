@@ -6,19 +6,10 @@ from __future__ import annotations
 
 import math
 
-from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, fail, fmt_shape, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, fail, fmt_shape, register, same_shape_dtype, static_ints, unify
 from pypto.ir.ops.tile import CAST_MODES, CUBE_IN, DIVIDES, FLOATS, NUMERIC, SIGNED, acc_dtype, check_region
 from pypto.ir.types import DataType, TensorType
 from pypto.sim.soc import SoC
-
-
-def _same(op: str, a: TensorType, b: TensorType) -> None:
-    if a.shape != b.shape:
-        raise fail(op, "compatible shapes", f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
-                   "broadcast with the row_expand_*/col_expand_* ops, or reshape first")
-    if a.dtype is not b.dtype:
-        raise fail(op, "identical lhs and rhs data types", f"{a.dtype.name} and {b.dtype.name}",
-                   "dtypes never promote implicitly: convert one side with pl.cast(x, target_type=...)")
 
 
 def _dtype_in(op: str, t: TensorType, allowed) -> None:
@@ -43,7 +34,7 @@ for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("
                         ("maximum", NUMERIC), ("minimum", NUMERIC)):
     def _bin(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
         lhs, rhs = a.type("lhs"), a.type("rhs")
-        _same(_op, lhs, rhs)
+        same_shape_dtype(_op, lhs, rhs)
         _dtype_in(_op, lhs, _allowed)
         return lhs
 

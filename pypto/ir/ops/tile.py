@@ -16,6 +16,7 @@ from pypto.ir.ops.registry import (
     fail,
     fmt_shape,
     register,
+    same_shape_dtype,
     static_ints,
     unify,
 )
@@ -37,15 +38,6 @@ def _vec_result(t: TileType, **changes) -> TileType:
                 valid_shape=t.valid_shape)
     base.update(changes)
     return TileType(**base)
-
-
-def _same_shape_dtype(op: str, a: TileType, b: TileType) -> None:
-    if a.shape != b.shape:
-        raise fail(op, "compatible shapes", f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}",
-                   "broadcast with the row_expand_*/col_expand_* ops, or reshape first")
-    if a.dtype is not b.dtype:
-        raise fail(op, "identical lhs and rhs data types", f"{a.dtype.name} and {b.dtype.name}",
-                   "dtypes never promote implicitly: convert one side with pl.cast(tile, target_type=...)")
 
 
 def _same_valid(op: str, a: TileType, b: TileType) -> None:
@@ -233,7 +225,7 @@ def _binary(name: str, allowed=NUMERIC):
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
         lhs, rhs = a.tile("lhs"), a.tile("rhs")
-        _same_shape_dtype(op, lhs, rhs)
+        same_shape_dtype(op, lhs, rhs)
         _same_valid(op, lhs, rhs)
         _require_dtype(op, lhs, allowed, "a dtype it computes in")
         return _vec_result(lhs)
@@ -292,7 +284,7 @@ def _mask_type(op: str, t: TileType) -> TileType:
 
 def _infer_cmp(a: OpArgs, soc: SoC) -> TileType:
     lhs, rhs = a.tile("lhs"), a.tile("rhs")
-    _same_shape_dtype("tile.cmp", lhs, rhs)
+    same_shape_dtype("tile.cmp", lhs, rhs)
     _check_cmp_type("tile.cmp", a["cmp_type"])
     return _mask_type("tile.cmp", lhs)
 
@@ -312,7 +304,7 @@ register("tile.cmps", [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR),
 
 def _infer_sel(a: OpArgs, soc: SoC) -> TileType:
     mask, lhs, rhs = a.tile("mask"), a.tile("lhs"), a.tile("rhs")
-    _same_shape_dtype("tile.sel", lhs, rhs)
+    same_shape_dtype("tile.sel", lhs, rhs)
     want = _mask_type("tile.sel", lhs)
     if mask.dtype is not DataType.UINT8 or mask.shape != want.shape:
         raise fail("tile.sel", f"a packed mask of shape {fmt_shape(want.shape)} (from pl.cmp/pl.cmps)",
