@@ -20,6 +20,7 @@ from pypto.ir.nodes import (
     Var,
     Yield,
 )
+from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.ir.parser import parse
 from pypto.ir.printer import print_program
 from pypto.ir.types import (
@@ -40,6 +41,6 @@ from pypto.sim.soc import MemorySpace
 __all__ = [
     "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "For", "ForKind", "FuncCall",
     "Function", "FunctionType", "INDEX", "If", "IterArg", "Level", "MemRef", "MemorySpace", "PadValue",
-    "Param", "ParamDirection", "Program", "Return", "ScalarType", "Scope", "TensorType", "TileType",
-    "UnaryOp", "Var", "Yield", "parse", "print_program",
+    "Param", "ParamDirection", "PassDumpLevel", "Program", "Return", "ScalarType", "Scope", "TensorType", "TileType",
+    "UnaryOp", "Var", "VerificationLevel", "Yield", "parse", "print_program",
 ]

@@ -141,6 +141,8 @@ def memref(m: MemRef) -> str:
         args.append(f"size={m.size}")
     if m.slots != 1:
         args.append(f"slots={m.slots}")
+    if m.pipeline:
+        args.append("pipeline=True")
     text = f"pl.MemRef({', '.join(args)})"
     if m.index is not None:
         text += f"[{expr(m.index)}]"

@@ -146,6 +146,9 @@ class MemRef:
     index: object = None  # Expr selecting the slot; None when slots == 1
     addr: int | None = None
     size: int | None = None
+    # Declared by LowerPipelineLoops for one pipeline's stage buffers: MemoryReuse may
+    # lower the slot count to the depth that fits (PH-MR-001), then clears the flag.
+    pipeline: bool = False
 
     @property
     def slot_size(self) -> int | None:

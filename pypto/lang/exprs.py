@@ -388,7 +388,7 @@ class ExprConverter:
                              hint='pl.MemRef("ub", slots=2)[i % 2]')
         args = [self.static(a) if not isinstance(a, ast.Constant) else a.value for a in call.args]
         kw = {k.arg: self.static(k.value) for k in call.keywords}
-        unknown = set(kw) - {"slots", "size"}
+        unknown = set(kw) - {"slots", "size", "pipeline"}
         if unknown:
             raise self.error(TypeCheckError, call, f"pl.MemRef got an unexpected keyword '{sorted(unknown)[0]}'",
                              hint='pl.MemRef("name", slots=N)')
@@ -406,7 +406,10 @@ class ExprConverter:
         if slots == 1 and index is not None:
             raise self.error(TypeCheckError, node, "only a MemRef with slots > 1 takes a slot index")
         addr, size = (args[1], args[2]) if len(args) == 3 else (None, kw.get("size"))
-        return MemRef(name=args[0], slots=slots, index=index, addr=addr, size=size)
+        pipeline = kw.get("pipeline", False)
+        if not isinstance(pipeline, bool):
+            raise self.error(TypeCheckError, call, f"pipeline must be True or False, not {pipeline!r}")
+        return MemRef(name=args[0], slots=slots, index=index, addr=addr, size=size, pipeline=pipeline)
 
     def _tile_view(self, node) -> tuple:
         if not isinstance(node, ast.Call) or node.args or [k.arg for k in node.keywords] != ["valid_shape"]:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 
 from pypto.errors import ConfigError
+from pypto.ir.levels import PassDumpLevel, VerificationLevel
+from pypto.passes.context import Planner, resolve_disabled
+from pypto.sim.soc import BACKENDS
 
 # platform -> what runs the program
 PLATFORMS = {
@@ -12,14 +17,60 @@ PLATFORMS = {
 }
 
 
-def _check_platform(instance, attribute, value) -> None:
+def _platform(value) -> str:
     if value not in PLATFORMS:
-        raise ConfigError(
-            f"Invalid platform {value!r}",
-            hint=f"Expected one of: {', '.join(repr(p) for p in PLATFORMS)}",
-        )
+        raise ConfigError(f"Invalid platform {value!r}",
+                          hint=f"Expected one of: {', '.join(repr(p) for p in PLATFORMS)}")
+    return value
+
+
+def _dump_level(value) -> PassDumpLevel:
+    try:
+        return PassDumpLevel.coerce(value)
+    except ValueError:
+        raise ConfigError(f"dump_passes={value!r} is not a dump level",
+                          hint="use True/False or pypto.ir.PassDumpLevel.NONE/CONCISE/EXPLICIT") from None
+
+
+def _verification(value) -> VerificationLevel:
+    try:
+        return VerificationLevel.coerce(value)
+    except ValueError:
+        raise ConfigError(f"verification_level={value!r} is not a verification level",
+                          hint="use \"NONE\", \"BASIC\" or \"ROUNDTRIP\" (pypto.ir.VerificationLevel)") from None
+
+
+def _disabled(value) -> tuple:
+    if isinstance(value, str):
+        value = (value,)
+    names = tuple(value or ())
+    resolve_disabled(names)  # unknown names fail here, where the user wrote them
+    return names
+
+
+def _backend(value) -> str:
+    if value not in BACKENDS:
+        raise ConfigError(f"unknown backend {value!r}", hint=f"use one of: {', '.join(sorted(BACKENDS))}")
+    return value
+
+
+def _path(value):
+    return None if value is None else Path(value)
 
 
 @attrs.frozen(kw_only=True)
 class RunConfig:
-    platform: str = attrs.field(default="ref", validator=_check_platform)
+    platform: str = attrs.field(default="ref", converter=_platform)
+    dump_passes: PassDumpLevel = attrs.field(default=PassDumpLevel.NONE, converter=_dump_level)
+    memory_planner: Planner = attrs.field(default=Planner.PYPTO, converter=Planner.coerce)
+    disabled_diagnostics: tuple = attrs.field(default=(), converter=_disabled)
+    verification_level: VerificationLevel = attrs.field(default=VerificationLevel.BASIC, converter=_verification)
+    # Where compile() writes: this directory exactly; by default
+    # $PYPTO_PROG_BUILD_DIR (or ./build_output)/<kernel>_<timestamp>.
+    output_dir: Path | None = attrs.field(default=None, converter=_path)
+    backend: str = attrs.field(default="a2a3", converter=_backend)
+
+    @property
+    def writes_artifacts(self) -> bool:
+        """Whether a plain kernel call writes an output directory (compile() always does)."""
+        return self.dump_passes is not PassDumpLevel.NONE or self.output_dir is not None

@@ -8,8 +8,8 @@ from pypto.errors import SpecializationError
 from pypto.ir import nodes as n
 from pypto.ir.types import DataType, FunctionType, ScalarType, TensorType
 from pypto.lang.jit import KernelSource, specialize
+from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program
 from pypto.runtime.config import RunConfig
-from pypto.runtime.dispatch import execute
 from pypto.sim.numerics import FROM_TORCH
 
 
@@ -47,6 +47,7 @@ class JitKernel:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self._programs: dict[tuple, n.Program] = {}
+        self._compiled: dict[tuple, CompiledProgram] = {}  # for calls: per argument types and config
 
     def __repr__(self) -> str:
         return f"<pypto kernel {self.__qualname__} ({self.function_type.name})>"
@@ -69,12 +70,24 @@ class JitKernel:
             self._programs[key] = specialize(self, key)
         return self._programs[key]
 
+    def lower(self, *args, config: RunConfig | None = None) -> n.Program:
+        """The Program after the pass pipeline. Writes nothing."""
+        return lower_program(self.specialize(*args), config or RunConfig()).program
+
+    def compile(self, *args, config: RunConfig | None = None) -> CompiledProgram:
+        """Specialize, run the passes, and write the output directory (dumps, report)."""
+        config = config or RunConfig()
+        return compile_program(self.specialize(*args), self.param_names, config, write=True)
+
     def __call__(self, *args, config: RunConfig | None = None):
-        program = self.specialize(*args)
-        values = execute(program, program.functions[-1].name, args, config or RunConfig())
-        if not values:
-            return None
-        return values[0] if len(values) == 1 else values
+        config = config or RunConfig()
+        key = (self.arg_types(args), config)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = compile_program(self.specialize(*args), self.param_names, config,
+                                       write=config.writes_artifacts)
+            self._compiled[key] = compiled
+        return compiled(*args)
 
 
 class _JitDecorator:

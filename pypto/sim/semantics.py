@@ -61,16 +61,18 @@ def _window(shape, offsets, extents, what: str):
 
 
 @impl("tile.load")
-def load(tensor, offsets, shapes, valid_shape, target_memory):
+def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
     extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
     data = torch.zeros(tuple(shapes), dtype=tensor.dtype)
     data[tuple(slice(0, e) for e in extents)] = tensor[_window(tensor.shape, offsets, extents, "load region")]
-    return data
+    return data.T.contiguous() if transpose else data
 
 
 @impl("tile.store")
 def store(tile: TileVal, offsets, output_tensor):
     region = tile.region()
+    if region.dtype != output_tensor.dtype:  # the fixpipe's conversion out of Acc
+        region = num.cast(region, num.FROM_TORCH[output_tensor.dtype], "rint")
     output_tensor[_window(output_tensor.shape, offsets, region.shape, "store region")] = region
     return output_tensor
 

@@ -106,7 +106,7 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
     if shape is None or any(s <= 0 for s in shape):
         raise fail("tile.load", "static positive tile shapes", fmt_shape(a["shapes"]))
     target = a["target_memory"]
-    if not soc.can_move(M.DDR, target):
+    if target is not None and not soc.can_move(M.DDR, target):
         legal = " or ".join(s.name for s in soc.targets_from(M.DDR))
         raise MemorySpaceError(
             f"tile.load cannot land a GM tensor in {target.name}: a load from DDR reaches only {legal}",
@@ -122,8 +122,14 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
         sv = static_ints(valid)
         if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
             raise fail("tile.load", f"valid_shape within the tile shape {fmt_shape(shape)}", fmt_shape(sv))
-        if sv == shape:
-            valid = None
+    if a["transpose"]:
+        if len(shape) != 2:
+            raise fail("tile.load", "a 2D region to transpose", f"{len(shape)} dimensions")
+        if target not in (None, M.Mat):
+            raise fail("tile.load", "target_memory=pl.Mem.Mat for a transposing load",
+                       f"target_memory=pl.Mem.{target.name}", "only the GM->L1 path transposes on the way in")
+        shape = shape[::-1]
+        valid = None if valid is None else valid[::-1]
     return TileType(shape=shape, dtype=tensor.dtype, space=target, valid_shape=valid)
 
 
@@ -134,10 +140,12 @@ register(
         P("offsets", Kind.INDEX_LIST),
         P("shapes", Kind.SHAPE),
         P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
-        P("target_memory", Kind.SPACE, default=M.Vec, show=True),
+        P("target_memory", Kind.SPACE, default=M.Vec, optional=True, show=True),
+        P("transpose", Kind.BOOL, default=False),
     ],
     _infer_load,
-    doc="GM -> Vec|Mat: copy the region [offsets, offsets+shapes) of a tensor into a tile",
+    doc="GM -> Vec|Mat: copy the region [offsets, offsets+shapes) of a tensor into a tile "
+        "(transposed on the way into Mat with transpose=True)",
 )
 
 
@@ -150,7 +158,9 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
             f"tile.store cannot write a {tile.space.name} tile to GM: only {legal} tiles store",
             hint="pl.move the tile to a space that stores, or store from the vector core's Vec tile",
         )
-    if tile.dtype is not out.dtype:
+    # The fixpipe converts the accumulator's FP32 on its way out of Acc; elsewhere dtypes match.
+    converts = tile.space is M.Acc and tile.dtype is DataType.FP32 and out.dtype in FLOATS
+    if tile.dtype is not out.dtype and not converts:
         raise fail("tile.store", "the tile's dtype to match the tensor's", f"{tile.dtype.name} into {out.dtype.name}",
                    f"cast first: pl.cast(tile, target_type=pl.{out.dtype.name})")
     check_region("tile.store", out, a["offsets"], tile.shape, what="region", valid=tile.valid_shape)

@@ -1,0 +1,83 @@
+"""One generic rewriter over the IR, and the renamings built on it.
+
+``rewrite(node, rules)`` rebuilds bottom-up: children come from the attrs fields (tuples
+element-wise), a rule for the node's class returns a replacement or None (unchanged), and
+an unchanged subtree comes back as the very same object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from pypto.ir import nodes as n
+
+
+def rewrite(node, rules: dict[type, Callable]):
+    return _rewrite(node, rules)
+
+
+def _rewrite(node, rules):
+    if isinstance(node, tuple):
+        items = tuple(_rewrite(x, rules) for x in node)
+        return node if all(a is b for a, b in zip(items, node)) else items
+    if not attrs.has(type(node)):
+        return node
+    changes = {}
+    for field in attrs.fields(type(node)):
+        if field.name == "span":
+            continue
+        value = getattr(node, field.name)
+        new = _rewrite(value, rules)
+        if new is not value:
+            changes[field.name] = new
+    if changes:
+        node = attrs.evolve(node, **changes)
+    rule = rules.get(type(node))
+    if rule is not None:
+        replaced = rule(node)
+        if replaced is not None:
+            return replaced
+    return node
+
+
+def substitute(node, mapping: dict[str, object]):
+    """Replace uses of names by expressions (binding sites are left alone)."""
+    if not mapping:
+        return node
+    return rewrite(node, {n.Var: lambda v: mapping.get(v.name)})
+
+
+def rename(node, mapping: dict[str, str]):
+    """Rename names everywhere: uses and binding sites."""
+    if not mapping:
+        return node
+
+    def new(name):
+        return mapping.get(name)
+
+    return rewrite(node, {
+        n.Var: lambda v: n.Var(mapping[v.name]) if v.name in mapping else None,
+        n.Assign: lambda s: attrs.evolve(s, target=new(s.target)) if new(s.target) else None,
+        n.For: lambda s: attrs.evolve(s, var=new(s.var)) if new(s.var) else None,
+        n.IterArg: lambda a: attrs.evolve(a, name=new(a.name)) if new(a.name) else None,
+        n.Binding: lambda b: attrs.evolve(b, name=new(b.name)) if new(b.name) else None,
+        n.Param: lambda p: attrs.evolve(p, name=new(p.name)) if new(p.name) else None,
+    })
+
+
+def bound_in(body) -> list[str]:
+    """Every name a block binds, nested blocks included, in order."""
+    out = []
+    for stmt in n.walk_stmts(body):
+        out.extend(n.bound_names(stmt))
+    return out
+
+
+def clone_block(body: tuple, used: set, subst: dict[str, object] | None = None) -> tuple[tuple, dict[str, str]]:
+    """A copy of a block with fresh names for everything it binds (``used`` grows) and
+    ``subst`` applied to the names it reads from outside. Returns (block, old -> new)."""
+    mapping = {name: n.fresh_name(name, used) for name in bound_in(body)}
+    block = substitute(body, subst or {})
+    return rename(block, mapping), mapping

@@ -1,0 +1,97 @@
+"""What a pass receives besides the program (``PassContext``) and what it returns
+(``PassResult``): the new program and its diagnostics, as data."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from pypto.errors import ConfigError, Span
+from pypto.ir import nodes as n
+from pypto.sim.soc import DEFAULT, SoC
+
+
+class Severity(enum.Enum):
+    Error = "error"
+    Warning = "warning"
+    PerfHint = "perf_hint"
+
+
+class Planner(enum.Enum):
+    PYPTO = "PYPTO"  # the compiler assigns addresses (AllocateMemoryAddr)
+    PTOAS = "PTOAS"  # the assembler plans memory; slots become multi-tile regions
+
+    @classmethod
+    def coerce(cls, value) -> Planner:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str) and value.upper() in cls.__members__:
+            return cls[value.upper()]
+        raise ConfigError(f"unknown memory_planner {value!r}", hint="use \"PYPTO\" (default) or \"PTOAS\"")
+
+
+@attrs.frozen
+class Diagnostic:
+    severity: Severity
+    rule: str  # the check's name, e.g. TileInnermostDimGranularity
+    code: str  # e.g. PH001
+    message: str
+    span: Span | None = None
+    count: int = 1  # identical sites collapsed into one
+
+    def line(self) -> str:
+        """The reference compiler's one-line form."""
+        where = f" at {self.span}" if self.span is not None else ""
+        text = self.message
+        if self.count > 1:
+            text += f" ({self.count} occurrences at this source location)"
+        if self.severity is Severity.PerfHint:
+            tag = f"[perf_hint {self.code}]" if self.code else "[perf_hint]"
+            return f"{tag} {self.rule}: {text}{where}"
+        return f"[{self.severity.value}] [{self.rule}] {text}{where}"
+
+
+# Checks a user can switch off with RunConfig(disabled_diagnostics=...), by name or code.
+CHECKS = {
+    "TileInnermostDimGranularity": "PH001",
+    "PipelineDepth": "PH-MR-001",
+}
+
+
+def resolve_disabled(names) -> frozenset[str]:
+    """Check names from names or codes; unknown ones are a config error."""
+    by_code = {code: name for name, code in CHECKS.items()}
+    out = set()
+    for item in names or ():
+        key = getattr(item, "name", item)
+        if key in CHECKS:
+            out.add(key)
+        elif key in by_code:
+            out.add(by_code[key])
+        elif key == "MemoryReuse":  # the rule name PH-MR-001 lines carry
+            out.add("PipelineDepth")
+        else:
+            known = ", ".join(f"{name} ({code})" for name, code in CHECKS.items())
+            raise ConfigError(f"unknown diagnostic check {key!r}", hint=f"known checks: {known}")
+    return frozenset(out)
+
+
+@attrs.frozen(kw_only=True)
+class PassContext:
+    soc: SoC = DEFAULT
+    planner: Planner = Planner.PYPTO
+    disabled: frozenset = frozenset()
+
+    def enabled(self, check: str) -> bool:
+        return check not in self.disabled
+
+
+@attrs.frozen
+class PassResult:
+    program: n.Program
+    diagnostics: tuple = ()
+
+
+def result(program: n.Program, diagnostics=()) -> PassResult:
+    return PassResult(program, tuple(diagnostics))

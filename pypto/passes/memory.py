@@ -1,0 +1,168 @@
+"""What the memory passes share: where each tile's MemRef is live (in program order, loops
+taken whole when a value crosses their back edge) and rewriting tile types in place.
+
+Positions number the statements of a function in pre-order. A buffer is live from its
+first definition to its last use; a buffer defined outside a loop and used inside it, or
+carried by the loop, is live over the whole loop.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.errors import Span
+from pypto.ir import nodes as n
+from pypto.ir.types import TileType
+
+
+def aligned(nbytes: int, align: int) -> int:
+    return -(-nbytes // align) * align
+
+
+@attrs.define
+class Buffer:
+    """One MemRef of a function: its tiles and where it is live."""
+
+    name: str
+    space: object
+    slots: int
+    slot_size: int  # aligned bytes of its largest tile
+    start: int
+    end: int
+    tiles: list = attrs.Factory(list)  # tile names, in definition order
+    loop_span: Span | None = None  # the innermost loop around its first tile
+    first_span: Span | None = None
+    pipeline: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.slots * self.slot_size
+
+    def overlaps(self, other: Buffer) -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+@attrs.frozen
+class _Loop:
+    start: int
+    end: int
+    span: Span | None
+
+
+def buffers(fn: n.Function, align_of) -> dict[str, Buffer]:
+    """MemRef name -> Buffer, for every tile of ``fn`` that has a MemRef."""
+    walker = _Walker()
+    walker.block(fn.body, ())
+    types = n.symbols(fn)
+    out: dict[str, Buffer] = {}
+    for name in walker.order:
+        t = types.get(name)
+        if not isinstance(t, TileType) or t.memref is None:
+            continue
+        m = t.memref
+        start, loop_starts, span = walker.defs[name]
+        loops = [walker.loop_by_start[s] for s in loop_starts]
+        end = max(walker.uses.get(name, [start]) + [start])
+        # Crossing a loop's back edge: defined before a loop that uses it, or carried by it.
+        for pos in walker.uses.get(name, []):
+            for loop in walker.loops_at(pos):
+                if start < loop.start or name in walker.carried.get(loop.start, ()):
+                    start = min(start, loop.start)
+                    end = max(end, loop.end)
+        size = aligned(t.nbytes, align_of(t.space))
+        b = out.get(m.name)
+        if b is None:
+            inner = loops[-1].span if loops else None
+            out[m.name] = Buffer(m.name, t.space, m.slots, size, start, end, [name], inner, span, m.pipeline)
+        else:
+            b.slot_size = max(b.slot_size, size)
+            b.start, b.end = min(b.start, start), max(b.end, end)
+            b.tiles.append(name)
+    return out
+
+
+class _Walker:
+    def __init__(self):
+        self.pos = 0
+        self.order: list[str] = []
+        self.defs: dict[str, tuple] = {}  # name -> (position, enclosing loops, span)
+        self.uses: dict[str, list[int]] = {}
+        self.loops: list[_Loop] = []
+        self.loop_by_start: dict[int, _Loop] = {}
+        self.carried: dict[int, set] = {}  # loop start -> its iter args and results
+
+    def loops_at(self, pos: int):
+        return [loop for loop in self.loops if loop.start <= pos <= loop.end]
+
+    def define(self, name: str, loops: tuple[int, ...], span) -> None:
+        self.order.append(name)
+        self.defs[name] = (self.pos, tuple(loops), span)
+
+    def use(self, expr_or_args) -> None:
+        for e in _exprs(expr_or_args):
+            for name in n.expr_vars(e):
+                self.uses.setdefault(name, []).append(self.pos)
+
+    def block(self, body, loops) -> None:
+        for stmt in body:
+            self.pos += 1
+            if isinstance(stmt, n.Assign):
+                self.use(stmt.value)
+                self.define(stmt.target, loops, stmt.span)
+            elif isinstance(stmt, n.Eval):
+                self.use(stmt.value)
+            elif isinstance(stmt, (n.Yield, n.Return)):
+                self.use(stmt.values)
+            elif isinstance(stmt, n.For):
+                self.use((stmt.start, stmt.stop, stmt.step, *(a.init for a in stmt.iter_args)))
+                start = self.pos
+                for a in stmt.iter_args:
+                    self.define(a.name, loops, stmt.span)
+                self.block(stmt.body, (*loops, start))
+                loop = _Loop(start, self.pos, stmt.span)
+                self.loops.append(loop)
+                self.loop_by_start[start] = loop
+                self.carried[start] = {a.name for a in stmt.iter_args} | {b.name for b in stmt.results}
+                for b in stmt.results:
+                    self.define(b.name, loops, stmt.span)
+            elif isinstance(stmt, n.If):
+                self.use((stmt.cond,))
+                self.block(stmt.then_body, loops)
+                self.block(stmt.else_body, loops)
+                for b in stmt.results:
+                    self.define(b.name, loops, stmt.span)
+            elif isinstance(stmt, n.Scope):
+                self.block(stmt.body, loops)
+
+
+def _exprs(value):
+    if isinstance(value, (n.Call, n.FuncCall)):
+        for arg in value.args:
+            if isinstance(arg, tuple):
+                yield from arg
+            elif isinstance(arg, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+                yield arg
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _exprs(v)
+    elif isinstance(value, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+        yield value
+
+
+def retype(fn: n.Function, new_type) -> n.Function:
+    """``fn`` with each binding's type replaced by ``new_type(name, type)``."""
+    from pypto.ir.rewrite import rewrite
+
+    def at(node, name):
+        t = new_type(name, node.type)
+        return None if t == node.type else attrs.evolve(node, type=t)
+
+    return rewrite(fn, {
+        n.Assign: lambda s: at(s, s.target),
+        n.IterArg: lambda a: at(a, a.name),
+        n.Binding: lambda b: at(b, b.name),
+    })
+
+
+def peak(bufs, position: int) -> int:
+    return sum(b.size for b in bufs if b.start <= position <= b.end)

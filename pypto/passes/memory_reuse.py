@@ -1,0 +1,127 @@
+"""MemoryReuse (memory_planner=PYPTO): buffers whose lifetimes do not overlap share one
+MemRef, and each pipeline's stage slots get the depth that fits.
+
+    a: ...MemRef("mem_vec_0", size=32768)... = ...      a: ...MemRef("mem_vec_0", size=32768)...
+    (a's last use)                                ->    (a's last use)
+    b: ...MemRef("mem_vec_1", size=32768)... = ...      b: ...MemRef("mem_vec_0", size=32768)...
+
+A ``pipeline=True`` MemRef (LowerPipelineLoops' stage slots) asks for F slots; when the
+space cannot hold F of them beside everything live during the loop, its slots drop to the
+depth D that fits (stage k uses slot k mod D) and PH-MR-001 says so, with the lever.
+Declared allocations keep their names; only compiler-made buffers are merged.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.ir import nodes as n
+from pypto.ir.types import TileType
+from pypto.passes.context import Diagnostic, PassContext, PassResult, Planner, Severity, result
+from pypto.passes.memory import Buffer, buffers, peak, retype
+
+PLANNERS = frozenset({Planner.PYPTO})
+
+
+def memory_reuse(program: n.Program, ctx: PassContext) -> PassResult:
+    functions, diagnostics = [], []
+    for fn in program.functions:
+        if any(isinstance(t, TileType) and t.memref for t in n.symbols(fn).values()):
+            fn, found = _reuse(fn, ctx)
+            diagnostics.extend(found)
+        functions.append(fn)
+    return result(n.Program(program.name, tuple(functions)), diagnostics)
+
+
+def _reuse(fn: n.Function, ctx: PassContext):
+    bufs = buffers(fn, lambda s: ctx.soc.spec(s).align)
+    merged = _merge(bufs)  # old name -> surviving name
+    live = _after_merge(bufs, merged)
+    depths, diagnostics = _pipeline_depths(live, ctx)
+
+    def new_type(name, t):
+        if not isinstance(t, TileType) or t.memref is None:
+            return t
+        m = t.memref
+        target = merged.get(m.name, m.name)
+        if m.pipeline:
+            d = depths[m.name]
+            index = n.Const(m.index.value % d) if isinstance(m.index, n.Const) else m.index
+            return attrs.evolve(t, memref=attrs.evolve(m, slots=d, size=d * (m.size // m.slots), index=index,
+                                                       pipeline=False))
+        return attrs.evolve(t, memref=attrs.evolve(m, name=target, size=live[target].size))
+
+    return retype(fn, new_type), diagnostics
+
+
+def _merge(bufs: dict[str, Buffer]) -> dict[str, str]:
+    """Greedy interval packing of compiler-made single-slot buffers, per space."""
+    mergeable = [b for b in bufs.values() if b.name.startswith("mem_") and b.slots == 1 and not b.pipeline]
+    mergeable.sort(key=lambda b: (b.start, b.name))
+    homes: list[list[Buffer]] = []
+    merged: dict[str, str] = {}
+    for b in mergeable:
+        fits = [h for h in homes if h[0].space is b.space and not any(x.overlaps(b) for x in h)]
+        if fits:
+            # The home whose size is closest to b's, preferring ones that need not grow.
+            home = min(fits, key=lambda h: (max(x.size for x in h) < b.size,
+                                            abs(max(x.size for x in h) - b.size)))
+            home.append(b)
+            merged[b.name] = home[0].name
+        else:
+            homes.append([b])
+    return merged
+
+
+def _after_merge(bufs: dict[str, Buffer], merged: dict[str, str]) -> dict[str, Buffer]:
+    out: dict[str, Buffer] = {}
+    for b in bufs.values():
+        name = merged.get(b.name, b.name)
+        if name in out:
+            home = out[name]
+            home.slot_size = max(home.slot_size, b.slot_size)
+            home.start, home.end = min(home.start, b.start), max(home.end, b.end)
+            home.tiles.extend(b.tiles)
+        else:
+            out[name] = attrs.evolve(b, name=name, tiles=list(b.tiles))
+    return out
+
+
+def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
+    """Depth per pipeline buffer: the most slots (<= requested) that fit beside the rest."""
+    groups: dict[tuple, list[Buffer]] = {}
+    for b in live.values():
+        if b.pipeline:
+            groups.setdefault((b.space, b.start, b.end), []).append(b)
+    depths, diagnostics = {}, []
+    gid = 0
+    for (space, start, end), pipes in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0].name)):
+        capacity = ctx.soc.spec(space).capacity
+        others = [b for b in live.values() if b.space is space and b not in pipes]
+        co = max((peak(others, p) for p in range(start, end + 1)), default=0)
+        free = capacity - co
+        per_stage = sum(b.slot_size for b in pipes)
+        requested = max(b.slots for b in pipes)
+        achieved = max(1, min(requested, free // per_stage if per_stage else requested))
+        for b in pipes:
+            depths[b.name] = min(b.slots, achieved)
+            if achieved < b.slots and ctx.enabled("PipelineDepth"):
+                diagnostics.append(_hint(b, gid, space, achieved, free, per_stage, len(pipes)))
+            gid += 1
+    return depths, diagnostics
+
+
+def _hint(b: Buffer, gid: int, space, achieved: int, free: int, per_stage: int, groups: int) -> Diagnostic:
+    req, slot = b.slots, b.slot_size
+    text = (f"software pipelining requested depth {req} for pipeline group {gid} in {space.name}, but only "
+            f"{achieved} of {req} buffers fit ({slot} B per stage, {max(free, 0)} B free) \u2014 stages {achieved} "
+            "apart share storage and serialize. ")
+    if slot * req > free or groups == 1:
+        budget = max(free, 0) // req // max(1, groups)
+        text += (f"This operand alone needs {slot * req} B for depth {req}; shrink the per-stage tile to "
+                 f"<= {budget} B, or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) to {achieved}.")
+    else:
+        text += (f"The operand would fit depth {req} on its own, but co-resident buffers / other pipeline groups "
+                 "over-subscribe the space; relieve the co-residents (smaller or fewer co-live tiles) or reduce "
+                 f"the pipeline depth to {achieved}.")
+    return Diagnostic(Severity.PerfHint, "MemoryReuse", "PH-MR-001", text, b.loop_span or b.first_span)

@@ -1,0 +1,188 @@
+"""OutlineIncoreScopes: each ``with pl.at(level=CORE_GROUP)`` block becomes an InCore
+function, called from where the block was.
+
+    def k(self, a, out):                         def k_incore_0(self, a, out):     # InCore
+        with pl.at(level=pl.Level.CORE_GROUP):       t = pl.tile.load(a, ...)
+            t = pl.tile.load(a, ...)      ->         pl.tile.store(t, ..., out)
+            pl.tile.store(t, ..., out)           def k(self, a, out):              # Orchestration
+        return out                                   self.k_incore_0(a, out)
+                                                     return out
+
+Parameters are the names the block reads from outside, in order of first use; a tensor
+the block writes is an Out parameter (InOut if it also reads it). A value the block binds
+and the caller reads afterwards is returned (tensors only: tiles do not leave a core).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.errors import UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.ops import lookup
+from pypto.ir.types import FunctionType, ParamDirection, TensorType, TileType, type_name
+from pypto.passes.context import PassContext, PassResult, result
+
+
+def outline_incore_scopes(program: n.Program, ctx: PassContext) -> PassResult:
+    names = {f.name for f in program.functions}
+    out = []
+    for fn in program.functions:
+        if not any(isinstance(s, n.Scope) for s in n.walk_stmts(fn.body)):
+            out.append(fn)
+            continue
+        outliner = _Outliner(fn, names)
+        body = outliner.block(fn.body, after=())
+        kind = FunctionType.Orchestration if fn.type is FunctionType.Opaque else fn.type
+        out.extend(outliner.functions)
+        out.append(attrs.evolve(fn, body=body, type=kind))
+    return result(n.Program(program.name, tuple(out)))
+
+
+class _Outliner:
+    def __init__(self, fn: n.Function, names: set):
+        self.fn = fn
+        self.names = names
+        self.types = n.symbols(fn)
+        self.functions: list[n.Function] = []
+
+    def block(self, body, after: tuple) -> tuple:
+        out = []
+        for i, stmt in enumerate(body):
+            rest = (*body[i + 1:], *after)
+            if isinstance(stmt, n.Scope):
+                out.extend(self.outline(stmt, rest))
+            elif isinstance(stmt, n.For):
+                out.append(attrs.evolve(stmt, body=self.block(stmt.body, (stmt, *rest))))
+            elif isinstance(stmt, n.If):
+                out.append(attrs.evolve(stmt, then_body=self.block(stmt.then_body, rest),
+                                        else_body=self.block(stmt.else_body, rest)))
+            else:
+                out.append(stmt)
+        return tuple(out)
+
+    def outline(self, scope: n.Scope, rest: tuple) -> list:
+        bound = set(_bound(scope.body))
+        reads = [v for v in _reads(scope.body) if v not in bound]
+        written = _written(scope.body)
+        read_later = set(_reads(rest))
+        exported = [name for name in n.visible_after(scope) if name in read_later]
+        for name in exported:
+            t = self.types[name]
+            if not isinstance(t, TensorType):
+                raise UnsupportedSyntaxError(
+                    f"'{name}' ({type_name(t)}) is bound inside a pl.at scope and read after it; only tensors "
+                    "leave an InCore scope", span=scope.span,
+                    hint="store the value into an output tensor inside the scope" if isinstance(t, TileType)
+                    else "compute the scalar outside the scope")
+        if len(exported) > 1:
+            raise UnsupportedSyntaxError(f"a pl.at scope returns {', '.join(exported)}; one value at most for now",
+                                         span=scope.span)
+        params = []
+        for name in reads:
+            t = self.types[name]
+            direction = ParamDirection.In
+            if name in written:
+                direction = ParamDirection.InOut if _reads_before_write(scope.body, name) else ParamDirection.Out
+            params.append(n.Param(name, t, direction))
+        fname = n.fresh_name(scope.name_hint or f"{self.fn.name}_incore_{len(self.functions)}", self.names)
+        returns = tuple(self.types[name] for name in exported)
+        body = scope.body + ((n.Return(tuple(n.Var(x) for x in exported), span=scope.span),) if exported else ())
+        self.functions.append(n.Function(fname, tuple(params), body, returns, FunctionType.InCore, span=scope.span))
+        call = n.FuncCall(fname, tuple(n.Var(x) for x in reads))
+        if exported:
+            return [n.Assign(exported[0], returns[0], call, span=scope.span)]
+        return [n.Eval(call, span=scope.span)]
+
+
+def _bound(body) -> list[str]:
+    out = []
+    for stmt in n.walk_stmts(body):
+        out.extend(n.bound_names(stmt))
+    return out
+
+
+def _reads(body) -> list[str]:
+    """Names a block reads, in order of first read."""
+    seen: dict[str, None] = {}
+    for stmt in n.walk_stmts(body):
+        for e in _stmt_exprs(stmt):
+            for name in sorted(n.expr_vars(e), key=_first_pos(e)):
+                seen.setdefault(name, None)
+    return list(seen)
+
+
+def _first_pos(e):
+    order = []
+
+    def walk(x):
+        if isinstance(x, n.Var):
+            order.append(x.name)
+        elif isinstance(x, n.BinOp):
+            walk(x.lhs)
+            walk(x.rhs)
+        elif isinstance(x, n.UnaryOp):
+            walk(x.operand)
+
+    walk(e)
+    return lambda name: order.index(name) if name in order else len(order)
+
+
+def _stmt_exprs(stmt):
+    """Every expression a statement reads itself (types included: valid shapes, slot indices)."""
+    if isinstance(stmt, (n.Assign, n.Eval)):
+        yield from _value_exprs(stmt.value)
+        if isinstance(stmt, n.Assign):
+            yield from _type_exprs(stmt.type)
+    elif isinstance(stmt, n.For):
+        yield from (stmt.start, stmt.stop, stmt.step)
+        for a in stmt.iter_args:
+            yield a.init
+    elif isinstance(stmt, n.If):
+        yield stmt.cond
+    elif isinstance(stmt, (n.Yield, n.Return)):
+        yield from stmt.values
+
+
+def _value_exprs(v):
+    if isinstance(v, (n.Call, n.FuncCall)):
+        for arg in v.args:
+            if isinstance(arg, tuple):
+                yield from arg
+            elif isinstance(arg, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+                yield arg
+    else:
+        yield v
+
+
+def _type_exprs(t):
+    if isinstance(t, TileType):
+        yield from t.valid_shape or ()
+        if t.memref is not None and t.memref.index is not None:
+            yield t.memref.index
+
+
+def _written(body) -> set[str]:
+    """Tensors the block writes into (store and assemble targets)."""
+    out = set()
+    for stmt in n.walk_stmts(body):
+        call = getattr(stmt, "value", None)
+        if isinstance(call, n.Call):
+            op = lookup(call.op)
+            if op.writes_operand is not None:
+                arg = dict(zip((p.name for p in op.params), call.args))[op.writes_operand]
+                if isinstance(arg, n.Var):
+                    out.add(arg.name)
+    return out
+
+
+def _reads_before_write(body, name: str) -> bool:
+    for stmt in n.walk_stmts(body):
+        call = getattr(stmt, "value", None)
+        if isinstance(call, n.Call):
+            op = lookup(call.op)
+            values = dict(zip((p.name for p in op.params), call.args))
+            for pname, arg in values.items():
+                if isinstance(arg, n.Var) and arg.name == name:
+                    return pname != op.writes_operand
+    return False

@@ -1,0 +1,125 @@
+"""The default pass pipeline, as data, and the one driver that runs it: each pass, then the
+verification asked for, a snapshot for the dumps, and its time; the checks run on the
+final program. Pure: writing dumps is ``write_dumps``, at the edge.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import attrs
+
+from pypto.errors import VerificationError
+from pypto.ir import nodes as n
+from pypto.ir.levels import PassDumpLevel, VerificationLevel
+from pypto.ir.parser import parse
+from pypto.ir.printer import print_program
+from pypto.ir.verifier import verify
+from pypto.passes import (
+    allocate_memory_addr,
+    convert_tensor_to_tile_ops,
+    infer_tile_memory_space,
+    init_mem_ref,
+    lower_pipeline_loops,
+    lower_pipeline_to_slots,
+    memory_reuse,
+    outline_incore_scopes,
+    tile_innermost_dim_granularity,
+)
+from pypto.passes.context import PassContext, Planner
+
+# In order. A module's name is its pass's name in snake case; it may restrict the
+# planners it runs under with PLANNERS.
+PIPELINE = (
+    outline_incore_scopes,
+    convert_tensor_to_tile_ops,
+    infer_tile_memory_space,
+    lower_pipeline_to_slots,
+    lower_pipeline_loops,
+    init_mem_ref,
+    memory_reuse,
+    allocate_memory_addr,
+)
+CHECKS = (tile_innermost_dim_granularity,)
+
+
+@attrs.frozen
+class PassSpec:
+    name: str  # CamelCase, as dumps and messages spell it
+    run: object  # Program, PassContext -> PassResult
+
+
+def pass_name(module) -> str:
+    return "".join(part.capitalize() for part in module.__name__.rsplit(".", 1)[-1].split("_"))
+
+
+def passes_for(planner: Planner) -> tuple[PassSpec, ...]:
+    out = []
+    for module in PIPELINE:
+        if planner in getattr(module, "PLANNERS", frozenset(Planner)):
+            short = module.__name__.rsplit(".", 1)[-1]
+            out.append(PassSpec(pass_name(module), getattr(module, short)))
+    return tuple(out)
+
+
+@attrs.frozen
+class Lowering:
+    program: n.Program  # after the last pass
+    stages: tuple  # (name, Program): "frontend", then each pass's output
+    diagnostics: tuple
+    timings: tuple  # (name, seconds)
+
+
+def lower(program: n.Program, ctx: PassContext,
+          verification: VerificationLevel = VerificationLevel.BASIC) -> Lowering:
+    stages = [("frontend", program)]
+    timings, diagnostics = [], []
+    _check(program, "the front end", verification)
+    for spec in passes_for(ctx.planner):
+        began = time.perf_counter()
+        out = spec.run(program, ctx)
+        timings.append((spec.name, time.perf_counter() - began))
+        program = out.program
+        diagnostics.extend(out.diagnostics)
+        _check(program, spec.name, verification)
+        stages.append((spec.name, program))
+    for check in CHECKS:
+        short = check.__name__.rsplit(".", 1)[-1]
+        diagnostics.extend(getattr(check, short)(program, ctx))
+    return Lowering(program, tuple(stages), tuple(diagnostics), tuple(timings))
+
+
+def _check(program: n.Program, stage: str, level: VerificationLevel) -> None:
+    if level is VerificationLevel.NONE:
+        return
+    verify(program, stage=stage)
+    if level is VerificationLevel.ROUNDTRIP:
+        for explicit in (False, True):
+            text = print_program(program, explicit=explicit)
+            again = parse(text, filename=f"<after {stage}>")
+            if again != program:
+                bad = next((f.name for f, g in zip(program.functions, again.functions) if f != g), program.name)
+                raise VerificationError(f"after {stage}: printing and parsing function '{bad}' does not give it back "
+                                        f"({'explicit' if explicit else 'concise'} form)")
+
+
+def dump_name(index: int, stage: str) -> str:
+    return "00_frontend.py" if index == 0 else f"{index:02d}_after_{stage}.py"
+
+
+def write_dumps(lowering: Lowering, directory: Path, level: PassDumpLevel) -> list[Path]:
+    """``passes_dump/NN_after_<Pass>.py`` per stage; EXPLICIT prints every tile's full type."""
+    if level is PassDumpLevel.NONE:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, (stage, program) in enumerate(lowering.stages):
+        path = directory / dump_name(i, stage)
+        path.write_text(print_program(program, explicit=level is PassDumpLevel.EXPLICIT))
+        paths.append(path)
+    return paths
+
+
+DUMP_RE = re.compile(r"^(\d\d)_(?:after_(\w+)|frontend)\.py$")

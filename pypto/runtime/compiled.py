@@ -1,0 +1,106 @@
+"""Compiling a specialized program: run the pass pipeline, write what was asked for, and
+hold the result (``CompiledProgram``) ready to run on its platform."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from pathlib import Path
+
+import attrs
+
+from pypto.ir import nodes as n
+from pypto.passes.context import PassContext, Severity, resolve_disabled
+from pypto.passes.pipeline import Lowering, lower, write_dumps
+from pypto.runtime.config import RunConfig
+from pypto.runtime.dispatch import execute
+from pypto.sim.soc import backend
+
+
+def pass_context(config: RunConfig) -> PassContext:
+    return PassContext(soc=backend(config.backend), planner=config.memory_planner,
+                       disabled=resolve_disabled(config.disabled_diagnostics))
+
+
+def lower_program(program: n.Program, config: RunConfig) -> Lowering:
+    return lower(program, pass_context(config), config.verification_level)
+
+
+@attrs.define
+class CompiledProgram:
+    name: str
+    program: n.Program  # as specialized, before any pass
+    lowered: n.Program  # after the pipeline
+    param_names: tuple
+    platform: str
+    config: RunConfig
+    diagnostics: tuple
+    timings: tuple  # (pass name, seconds)
+    output_dir: Path | None = None
+
+    @property
+    def entry(self) -> str:
+        return self.lowered.functions[-1].name
+
+    @property
+    def perf_hints(self) -> tuple:
+        return tuple(d for d in self.diagnostics if d.severity is Severity.PerfHint)
+
+    def run(self, *args):
+        """Run on the configured platform; Out tensors are written in place."""
+        return execute(self.lowered, self.entry, args, self.config)
+
+    def __call__(self, *args):
+        values = self.run(*args)
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else values
+
+
+def compile_program(program: n.Program, param_names, config: RunConfig, *, write: bool) -> CompiledProgram:
+    lowering = lower_program(program, config)
+    compiled = CompiledProgram(program.name, program, lowering.program, tuple(param_names), config.platform,
+                               config, lowering.diagnostics, lowering.timings)
+    if write:
+        compiled.output_dir = _output_dir(config, program.name)
+        write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes)
+    report(compiled)
+    return compiled
+
+
+def _output_dir(config: RunConfig, name: str) -> Path:
+    if config.output_dir is not None:
+        path = config.output_dir
+    else:
+        base = Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
+        stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
+        path = base / f"{name}_{stamp}"
+        k = 0
+        while path.exists():
+            k += 1
+            path = base / f"{name}_{stamp}_{k}"
+    (path / "report").mkdir(parents=True, exist_ok=True)
+    return path.resolve()
+
+
+def report(compiled: CompiledProgram) -> None:
+    """Perf hints into report/perf_hints.log with one summary line on stderr, or, with no
+    output directory, each hint on stderr. PYPTO_LOG_LEVEL=warn (or error) keeps stderr quiet."""
+    hints = compiled.perf_hints
+    if not hints:
+        return
+    quiet = os.environ.get("PYPTO_LOG_LEVEL", "info").lower() in ("warn", "warning", "error")
+    if compiled.output_dir is None:
+        if not quiet:
+            for d in hints:
+                print(d.line(), file=sys.stderr)
+        return
+    log = compiled.output_dir / "report" / "perf_hints.log"
+    with log.open("a") as f:
+        for d in hints:
+            f.write(d.line() + "\n")
+    if not quiet:
+        sites = len({str(d.span) for d in hints if d.span is not None})
+        where = f" across {sites} site{'s' if sites != 1 else ''}" if sites else ""
+        print(f"[perf_hint] {len(hints)} hint{'s' if len(hints) != 1 else ''}{where}; see {log}", file=sys.stderr)
