@@ -20,3 +20,66 @@ def assert_matches_oracle(case: ps.Case, outputs) -> None:
         else:
             err = (got.double() - want.double()).abs().max().item()
             assert ps.within_bounds(got, want, case.bounds[k]), f"{case.recipe}: error {err} beyond the bound"
+
+
+# ----------------------------------------------------------------------------- pass tests
+
+import textwrap  # noqa: E402
+
+import torch  # noqa: E402
+
+from pypto.ir import parse  # noqa: E402
+from pypto.ir.types import ParamDirection, ScalarType, TensorType  # noqa: E402
+from pypto.ir.verifier import verify  # noqa: E402
+from pypto.passes.context import PassContext  # noqa: E402
+
+HEADER = "import pypto.language as pl\n\n\n"
+
+
+def program_text(body: str, name: str = "P") -> str:
+    """A program text from a class body written at any indentation."""
+    return f"# pypto.program: {name}\n{HEADER}@pl.program\nclass {name}:\n" + textwrap.indent(
+        textwrap.dedent(body).strip("\n"), "    ") + "\n"
+
+
+def random_args(program, entry: str, seed: int = 0, scalars: dict | None = None) -> tuple:
+    fn = program.function(entry)
+    args = []
+    for k, p in enumerate(fn.params):
+        if isinstance(p.type, TensorType):
+            t = ps.random_tensor(p.type.shape, p.type.dtype, seed + k)
+            args.append(torch.zeros_like(t) if p.direction is ParamDirection.Out else t)
+        elif isinstance(p.type, ScalarType):
+            args.append((scalars or {}).get(p.name, 3))
+    return tuple(args)
+
+
+def outputs_of(program, entry: str, args) -> tuple:
+    fresh = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    interpreter.run(program, entry, fresh)
+    return tuple(a for a in fresh if isinstance(a, torch.Tensor))
+
+
+def same_results(before, after, entry: str, seeds=(0, 1), scalars: dict | None = None) -> None:
+    """Interpreting both programs on the same random inputs gives the same bits."""
+    for seed in seeds:
+        args = random_args(before, entry, seed, scalars)
+        for x, y in zip(outputs_of(before, entry, args), outputs_of(after, entry, args)):
+            assert ps.bits_equal(x, y), f"outputs differ (seed {seed})"
+
+
+def check_pass(run, before: str, after: str, ctx: PassContext | None = None, *, entry: str | None = None,
+               scalars: dict | None = None):
+    """Parse BEFORE, run the pass, compare with AFTER as text and structurally, and check the
+    interpreter gives the same bits before and after."""
+    ctx = ctx or PassContext()
+    program = parse(program_text(before))
+    verify(program)
+    got = run(program, ctx)
+    want = program_text(after)
+    assert got.program.as_python() == want, "\n" + got.program.as_python()
+    assert parse(want) == got.program
+    verify(got.program)
+    name = entry or got.program.functions[-1].name
+    same_results(program, got.program, name, scalars=scalars)
+    return got

@@ -252,9 +252,13 @@ class _Printer:
         if op is None:
             raise TypeError(f"unknown op {c.op!r}")
         parts = []
+        named = False  # once one argument is named, the rest must be
         for p, v in zip(op.params, c.args):
-            if p.required:
+            named = named or p.kind in _KEYWORD_KINDS
+            if p.required and not named:
                 parts.append(_arg(p.kind, v))
+            elif p.required:
+                parts.append(f"{p.name}={_arg(p.kind, v)}")
             elif p.show or v != p.default:
                 parts.append(f"{p.name}={_arg(p.kind, v)}")
         return f"pl.{c.op}({', '.join(parts)})"
@@ -274,6 +278,10 @@ class _Printer:
             return scalar_type(v, self.types)
         except (PyptoError, KeyError, TypeError):
             return None
+
+
+# Compile-time choices read better named: pl.tile.move(t, target_memory=pl.Mem.Left).
+_KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR})
 
 
 def _arg(kind: Kind, v) -> str:

@@ -87,7 +87,9 @@ class FunctionConverter(ExprConverter):
         self.has_self = has_self
         self.given = given  # param name -> type from the call being specialized (jit)
         self.declared_returns = returns
-        self.incore = kind in INCORE_TYPES
+        # An Opaque function is InCore unless it opens pl.at scopes (then it orchestrates them).
+        self.incore = kind in INCORE_TYPES and not (
+            kind is FunctionType.Opaque and any(isinstance(x, ast.With) for x in ast.walk(fdef)))
         self.out: list = []  # statements of the block being converted
         self.frames: list[_Frame] = []
         self.return_types: tuple | None = None

@@ -16,6 +16,7 @@ import attrs
 from pypto.errors import ParseError, PyptoError, Span, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
+from pypto.ir.simplify import OPERATORS, fold
 from pypto.ir.types import DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, type_name
 from pypto.lang import names as N
 from pypto.sim.soc import DEFAULT, MemorySpace, SoC
@@ -46,10 +47,7 @@ class Source:
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod,
-         "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-         ">=": operator.ge, "min": min, "max": max}
-_STATIC_BINOPS = {**{k: _FOLD[v] for k, v in _BINOPS.items()}, ast.Div: operator.truediv, ast.Pow: operator.pow}
+_STATIC_BINOPS = {**{k: OPERATORS[v] for k, v in _BINOPS.items()}, ast.Div: operator.truediv, ast.Pow: operator.pow}
 
 
 class NotStatic(Exception):
@@ -154,7 +152,7 @@ class ExprConverter:
         if isinstance(node, ast.BinOp) and type(node.op) in _STATIC_BINOPS:
             return _STATIC_BINOPS[type(node.op)](self.static(node.left), self.static(node.right))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
-            return _FOLD[_CMPOPS[type(node.ops[0])]](self.static(node.left), self.static(node.comparators[0]))
+            return OPERATORS[_CMPOPS[type(node.ops[0])]](self.static(node.left), self.static(node.comparators[0]))
         if isinstance(node, ast.Attribute) and node.attr == "shape":
             t = self.local_type(node.value)
             if isinstance(t, (TensorType, TileType)):
@@ -418,18 +416,6 @@ class ExprConverter:
         if not isinstance(value, (ast.List, ast.Tuple)):
             raise self.error(TypeCheckError, value, "valid_shape is a list of extents")
         return tuple(self.scalar(e) for e in value.elts)
-
-
-def fold(e):
-    """Fold a BinOp of two constants (so `TR * 2` is 128 in the IR, as it reads)."""
-    if isinstance(e, n.BinOp) and isinstance(e.lhs, n.Const) and isinstance(e.rhs, n.Const):
-        f = _FOLD.get(e.op)
-        lhs, rhs = e.lhs.value, e.rhs.value
-        if f is not None and not isinstance(lhs, bool) and not isinstance(rhs, bool):
-            if e.op in ("//", "%") and rhs == 0:
-                return e
-            return n.Const(f(lhs, rhs))
-    return e
 
 
 def _kind_name(kind) -> str:

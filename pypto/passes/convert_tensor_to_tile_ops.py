@@ -26,6 +26,8 @@ from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.types import INDEX, ForKind, FunctionType, TensorType
+from pypto.ir.rewrite import substitute
+from pypto.ir.simplify import simplify
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.sim.soc import MemorySpace as M
 
@@ -314,9 +316,8 @@ def body_result(body: list) -> n.Var:
 
 
 def _subst(stmts, name: str) -> list:
-    from pypto.ir.rewrite import substitute
-
-    return list(substitute(tuple(stmts), {name: n.Const(0)}))
+    """The block for the one value 0 of a loop index that needs no loop."""
+    return list(simplify(substitute(tuple(stmts), {name: n.Const(0)})))
 
 
 def _largest_divisor(x: int, ok) -> int:

@@ -7,17 +7,14 @@ GM tensors are torch tensors passed by reference (stores write into them); tiles
 
 from __future__ import annotations
 
-import operator
-
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
+from pypto.ir.simplify import OPERATORS
 from pypto.ir.types import TileType
 from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 
-_INT_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "==": operator.eq, "!=": operator.ne,
-            "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "min": min, "max": max}
 
 
 def run(program: n.Program, entry: str, args) -> tuple:
@@ -145,7 +142,7 @@ class _Interpreter:
                 if rhs == 0:
                     raise ExecutionError(f"division by zero in '{e.op}'", span=getattr(stmt, "span", None))
                 return lhs // rhs if e.op == "//" else lhs % rhs
-            return _INT_OPS[e.op](lhs, rhs)
+            return OPERATORS[e.op](lhs, rhs)
         if isinstance(e, n.UnaryOp):
             v = self.expr(e.operand, env, stmt)
             return -v if e.op == "-" else not v

@@ -1,0 +1,130 @@
+import pytest
+
+from helpers import check_pass, program_text, same_results
+from pypto.errors import UnsupportedSyntaxError
+from pypto.ir import parse
+from pypto.passes.context import PassContext
+from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
+
+
+def test_row_local_chain_blocks_along_rows_to_fit_vec():
+    # Three [rows, 128] fp32 tiles per block: 64 rows fit Vec's 184 KiB, 128 would not.
+    check_pass(convert_tensor_to_tile_ops, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[512, 128], pl.FP32], b: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]):
+            s = pl.tensor.add(a, b)
+            m = pl.tensor.row_max(s)
+            pl.tensor.assemble(out, pl.tensor.row_expand_sub(s, m), [0, 0])
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[512, 128], pl.FP32], b: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]):
+            for r in pl.range(0, 512, 64):
+                a_tile = pl.tile.load(a, [r, 0], [64, 128], target_memory=None)
+                b_tile = pl.tile.load(b, [r, 0], [64, 128], target_memory=None)
+                s_1 = pl.tile.add(a_tile, b_tile)
+                m_1 = pl.tile.row_max(s_1)
+                row_expand_sub_1 = pl.tile.row_expand_sub(s_1, m_1)
+                pl.tile.store(row_expand_sub_1, [r, 0], out)
+    """)
+
+
+def test_small_tensors_become_one_block_and_slices_become_offsets():
+    check_pass(convert_tensor_to_tile_ops, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+            top = pl.tensor.slice(a, [16, 64], [0, 0])
+            bottom = pl.tensor.slice(a, [16, 64], [16, 0])
+            pl.tensor.assemble(out, pl.tensor.muls(bottom, 2.0), [0, 0])
+            pl.tensor.assemble(out, pl.tensor.exp(top), [16, 0])
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+            bottom_tile = pl.tile.load(a, [16, 0], [16, 64], target_memory=None)
+            muls_1 = pl.tile.muls(bottom_tile, 2.0)
+            pl.tile.store(muls_1, [0, 0], out)
+            top_tile = pl.tile.load(a, [0, 0], [16, 64], target_memory=None)
+            exp_1 = pl.tile.exp(top_tile)
+            pl.tile.store(exp_1, [16, 0], out)
+    """)
+
+
+def test_matmul_becomes_the_cube_chain_with_a_k_loop():
+    got = check_pass(convert_tensor_to_tile_ops, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def mm(self, a: pl.Tensor[[256, 512], pl.FP16], b: pl.Tensor[[256, 512], pl.FP16], out: pl.Out[pl.Tensor[[256, 256], pl.FP32]]):
+            c = pl.tensor.matmul(a, b, b_trans=True)
+            pl.tensor.assemble(out, c, [0, 0])
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def mm(self, a: pl.Tensor[[256, 512], pl.FP16], b: pl.Tensor[[256, 512], pl.FP16], out: pl.Out[pl.Tensor[[256, 256], pl.FP32]]):
+            for mi in pl.range(0, 256, 128):
+                a_tile = pl.tile.load(a, [mi, 0], [128, 128], target_memory=None)
+                b_tile = pl.tile.load(b, [0, 0], [256, 128], target_memory=None, transpose=True)
+                acc = pl.tile.matmul(a_tile, b_tile)
+                for ki, (acc_iter,) in pl.range(128, 512, 128, init_values=(acc,)):
+                    a_tile_1 = pl.tile.load(a, [mi, ki], [128, 128], target_memory=None)
+                    b_tile_1 = pl.tile.load(b, [0, ki], [256, 128], target_memory=None, transpose=True)
+                    acc_1 = pl.tile.matmul_acc(acc_iter, a_tile_1, b_tile_1)
+                    acc_out = pl.yield_(acc_1)
+                pl.tile.store(acc_out, [mi, 0], out)
+    """)
+    assert got.diagnostics == ()
+
+
+def test_whole_tensor_ops_take_one_block():
+    check_pass(convert_tensor_to_tile_ops, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[1, 32], pl.FP32]]):
+            pl.tensor.assemble(out, pl.tensor.col_sum(pl.tensor.abs(a)), [0, 0])
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[1, 32], pl.FP32]]):
+            a_tile = pl.tile.load(a, [0, 0], [16, 32], target_memory=None)
+            abs_1 = pl.tile.abs(a_tile)
+            col_sum_1 = pl.tile.col_sum(abs_1)
+            pl.tile.store(col_sum_1, [0, 0], out)
+    """)
+
+
+def test_an_intermediate_tensor_read_by_a_tile_op_is_rejected():
+    program = parse(program_text("""
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
+            e = pl.tensor.exp(a)
+            t = pl.tile.load(e, [0, 0], [16, 32], target_memory=pl.Mem.Vec)
+            pl.tile.store(t, [0, 0], out)
+    """))
+    with pytest.raises(UnsupportedSyntaxError, match="the tensor 'e' computed by tensor.exp has no GM storage"):
+        convert_tensor_to_tile_ops(program, PassContext())
+
+
+def test_matmul_feeding_vector_ops_needs_gm():
+    program = parse(program_text("""
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+            c = pl.tensor.matmul(a, a)
+            pl.tensor.assemble(out, pl.tensor.exp(c), [0, 0])
+    """))
+    with pytest.raises(UnsupportedSyntaxError, match="a matmul's result reaches vector ops only through GM"):
+        convert_tensor_to_tile_ops(program, PassContext())
+
+
+def test_jit_tensor_level_kernel_end_to_end():
+    import torch
+
+    import pypto.language as pl
+    from pypto.runtime import RunConfig
+
+    @pl.jit
+    def softmax_rows(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            e = pl.row_expand_expdif(x, pl.row_max(x))
+            out[:] = pl.row_expand_div(e, pl.row_sum(e))
+        return out
+
+    x, out = torch.randn(512, 256), torch.zeros(512, 256)
+    lowered = softmax_rows.lower(x, out)
+    assert "pl.range(0, 512, " in lowered.as_python()
+    softmax_rows(x, out, config=RunConfig(platform="ref"))
+    torch.testing.assert_close(out, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-6)
+    same_results(softmax_rows.specialize(x, out), lowered, "softmax_rows")

@@ -1,0 +1,72 @@
+import pytest
+
+from helpers import check_pass, program_text
+from pypto.errors import UnsupportedSyntaxError
+from pypto.ir import parse
+from pypto.passes.context import PassContext
+from pypto.passes.outline_incore_scopes import outline_incore_scopes
+
+
+def test_scope_becomes_an_incore_function_with_in_and_out_params():
+    check_pass(outline_incore_scopes, """
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                for i in pl.range(4):
+                    t = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                    pl.tile.store(pl.tile.exp(t), [i * 16, 0], out)
+            return out
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k_incore_0(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]):
+            for i in pl.range(4):
+                t = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                exp = pl.tile.exp(t)
+                pl.tile.store(exp, [i * 16, 0], out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
+            self.k_incore_0(a, out)
+            return out
+    """)
+
+
+def test_name_hint_scalars_inout_and_an_exported_tensor():
+    check_pass(outline_incore_scopes, """
+        @pl.function
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.InOut[pl.Tensor[[16, 128], pl.FP32]], n: pl.Scalar[pl.INT32]) -> pl.Tensor[[16, 128], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="body"):
+                old = pl.tile.load(out, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+                t = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+                s = pl.tile.muls(t, n)
+                out_1 = pl.tile.store(pl.tile.add(s, old), [0, 0], out)
+            return out_1
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def body(self, out: pl.InOut[pl.Tensor[[16, 128], pl.FP32]], a: pl.Tensor[[16, 128], pl.FP32], n: pl.Scalar[pl.INT32]) -> pl.Tensor[[16, 128], pl.FP32]:
+            old = pl.tile.load(out, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            t = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            s = pl.tile.muls(t, n)
+            add = pl.tile.add(s, old)
+            out_1 = pl.tile.store(add, [0, 0], out)
+            return out_1
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.InOut[pl.Tensor[[16, 128], pl.FP32]], n: pl.Scalar[pl.INT32]) -> pl.Tensor[[16, 128], pl.FP32]:
+            out_1 = self.body(out, a, n)
+            return out_1
+    """)
+
+
+def test_a_tile_cannot_leave_its_scope():
+    program = parse(program_text("""
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            with pl.at(level=pl.Level.CORE_GROUP):
+                pl.tile.store(t, [0, 0], out)
+            return out
+    """))
+    with pytest.raises(UnsupportedSyntaxError, match=r"'t' \(Tile\[16x128 fp32 Vec\]\) is bound inside a pl.at scope"):
+        outline_incore_scopes(program, PassContext())
