@@ -1,9 +1,9 @@
 """Property tests over generated tile programs: the verifier accepts them, they print and
 parse back to equal programs, and the interpreter computes what torch computes."""
 
+from helpers import assert_matches_oracle, run_case
 from hypothesis import given
 
-from helpers import assert_matches_oracle, run_case
 from pypto.fuzz import strategies as ps
 from pypto.ir import parse
 from pypto.ir.verifier import verify

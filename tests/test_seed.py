@@ -4,7 +4,6 @@ import runpy
 import sys
 
 import pytest
-
 from seed import code_blocks, runnable_program
 
 

@@ -1,9 +1,10 @@
 """The immutable IR: nodes, types, the op registry, the printer and the parser."""
 
+from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.ir.nodes import (
     Assign,
-    BinOp,
     Binding,
+    BinOp,
     Call,
     Const,
     Eval,
@@ -20,7 +21,6 @@ from pypto.ir.nodes import (
     Var,
     Yield,
 )
-from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.ir.parser import parse
 from pypto.ir.printer import print_program
 from pypto.ir.types import (

@@ -79,5 +79,5 @@ def clone_block(body: tuple, used: set, subst: dict[str, object] | None = None) 
     """A copy of a block with fresh names for everything it binds (``used`` grows) and
     ``subst`` applied to the names it reads from outside. Returns (block, old -> new)."""
     mapping = {name: n.fresh_name(name, used) for name in bound_in(body)}
-    block = substitute(body, subst or {})
-    return rename(block, mapping), mapping
+    # Rename first: the substituted values may name things bound elsewhere under the same names.
+    return substitute(rename(body, mapping), subst or {}), mapping

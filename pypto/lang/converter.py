@@ -18,7 +18,18 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import interval, static_difference
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
-from pypto.ir.types import INDEX, DataType, ForKind, FunctionType, Level, PadValue, ScalarType, TensorType, TileType, type_name
+from pypto.ir.types import (
+    INDEX,
+    DataType,
+    ForKind,
+    FunctionType,
+    Level,
+    PadValue,
+    ScalarType,
+    TensorType,
+    TileType,
+    type_name,
+)
 from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.exprs import Dropped, ExprConverter, NotStatic, Source

@@ -13,11 +13,26 @@ import operator
 
 import attrs
 
-from pypto.errors import ParseError, PyptoError, Span, SpecializationError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import (
+    ParseError,
+    PyptoError,
+    Span,
+    SpecializationError,
+    TypeCheckError,
+    UnsupportedSyntaxError,
+)
 from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
 from pypto.ir.simplify import OPERATORS, fold
-from pypto.ir.types import DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, type_name
+from pypto.ir.types import (
+    DataType,
+    MemRef,
+    ParamDirection,
+    ScalarType,
+    TensorType,
+    TileType,
+    type_name,
+)
 from pypto.lang import names as N
 from pypto.sim.soc import DEFAULT, MemorySpace, SoC
 

@@ -17,7 +17,6 @@ from pypto.ir.ops import UNIFIED, lookup
 from pypto.ir.types import DataType, FunctionType, Level, PadValue
 from pypto.sim.soc import MemorySpace
 
-
 # ----------------------------------------------------------------------------- entities
 
 

@@ -25,9 +25,9 @@ import attrs
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
-from pypto.ir.types import INDEX, ForKind, FunctionType, TensorType
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
+from pypto.ir.types import INDEX, ForKind, FunctionType, TensorType
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.sim.soc import MemorySpace as M
 

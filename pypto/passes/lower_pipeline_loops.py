@@ -19,8 +19,10 @@ from __future__ import annotations
 import attrs
 
 from pypto.ir import nodes as n
+from pypto.ir.infer import scalar_type
 from pypto.ir.rewrite import clone_block, rename, substitute
-from pypto.ir.types import INDEX, ForKind, MemRef, TileType
+from pypto.ir.simplify import simplify
+from pypto.ir.types import ForKind, MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
 
 
@@ -95,8 +97,9 @@ class _Lowering:
                 out.extend(copy)
         else:
             rem = n.fresh_name("rem", self.used)
-            self.types[rem] = INDEX
-            out.append(n.Assign(rem, INDEX, n.BinOp("%", trip, n.Const(f)), span=loop.span))
+            remainder = n.BinOp("%", trip, n.Const(f))
+            self.types[rem] = scalar_type(remainder, self.types)
+            out.append(n.Assign(rem, self.types[rem], remainder, span=loop.span))
             for j in range(f - 1):
                 copy, new_values = self.copy(body, tail_yield, loop, _add(main_end, _mul(n.Const(j), step)), values,
                                              slots, j, fresh=True)
@@ -136,7 +139,7 @@ class _Lowering:
                 s = attrs.evolve(s, type=attrs.evolve(s.type, memref=memref))
             tagged.append(s)
         out_values = tuple(substitute(rename(v, mapping), subst) for v in yielded)
-        return tagged, out_values
+        return list(simplify(tuple(tagged))), out_values
 
 
 def _split_yield(body):

@@ -17,7 +17,14 @@ import attrs
 
 from pypto.ir import nodes as n
 from pypto.ir.types import TileType
-from pypto.passes.context import Diagnostic, PassContext, PassResult, Planner, Severity, result
+from pypto.passes.context import (
+    Diagnostic,
+    PassContext,
+    PassResult,
+    Planner,
+    Severity,
+    result,
+)
 from pypto.passes.memory import Buffer, buffers, peak, retype
 
 PLANNERS = frozenset({Planner.PYPTO})

@@ -16,7 +16,6 @@ from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 
 
-
 def run(program: n.Program, entry: str, args) -> tuple:
     """Call ``entry`` with ``args``; returns what it returns (tensors are written in place)."""
     return _Interpreter(program).call(program.function(entry), tuple(args))

@@ -1,6 +1,6 @@
 import pytest
-
 from helpers import check_pass, program_text
+
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import parse
 from pypto.passes.context import PassContext

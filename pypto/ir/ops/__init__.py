@@ -3,12 +3,12 @@
 from pypto.ir.ops import tensor as _tensor  # noqa: F401  (registers tensor.*)
 from pypto.ir.ops import tile as _tile  # noqa: F401  (registers tile.*)
 from pypto.ir.ops.registry import (
+    REQUIRED,
     UNIFIED,
     Kind,
     OpArgs,
     OpDef,
     ParamSpec,
-    REQUIRED,
     all_ops,
     infer_type,
     lookup,

@@ -6,8 +6,27 @@ from __future__ import annotations
 
 import math
 
-from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, fail, fmt_shape, register, same_shape_dtype, static_ints, unify
-from pypto.ir.ops.tile import CAST_MODES, CUBE_IN, DIVIDES, FLOATS, NUMERIC, SIGNED, acc_dtype, check_region
+from pypto.ir.ops.registry import (
+    Kind,
+    OpArgs,
+    fail,
+    fmt_shape,
+    register,
+    same_shape_dtype,
+    static_ints,
+    unify,
+)
+from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.ops.tile import (
+    CAST_MODES,
+    CUBE_IN,
+    DIVIDES,
+    FLOATS,
+    NUMERIC,
+    SIGNED,
+    acc_dtype,
+    check_region,
+)
 from pypto.ir.types import DataType, TensorType
 from pypto.sim.soc import SoC
 

@@ -12,7 +12,6 @@ from pypto.ir.ops.registry import (
     REQUIRED,
     Kind,
     OpArgs,
-    ParamSpec as P,
     fail,
     fmt_shape,
     register,
@@ -20,8 +19,12 @@ from pypto.ir.ops.registry import (
     static_ints,
     unify,
 )
+from pypto.ir.ops.registry import (
+    ParamSpec as P,
+)
 from pypto.ir.types import DataType, PadValue, TensorType, TileType
-from pypto.sim.soc import MemorySpace as M, SoC
+from pypto.sim.soc import MemorySpace as M
+from pypto.sim.soc import SoC
 
 VEC = (M.Vec,)
 CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")
