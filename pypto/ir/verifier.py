@@ -82,6 +82,8 @@ class _FunctionChecker:
 
     def stmt(self, s, scope: set) -> None:
         if isinstance(s, n.Assign):
+            if isinstance(s.value, n.Var) and isinstance(s.type, TileType):
+                raise self.fail(f"'{s.target}' copies the tile '{s.value.name}' by name; tiles are bound by ops", s)
             got = self.value_type(s.value, scope, s)
             if got is not None and not _compatible(s.type, got):
                 raise self.fail(f"'{s.target}' is annotated {type_name(s.type)} but its value is {type_name(got)}", s)

@@ -225,6 +225,12 @@ class FunctionConverter(ExprConverter):
         if self._is_builtin_call(node.value, "yield_"):
             return self.yield_(node.value, target)
         if isinstance(target, ast.Name):
+            if isinstance(node.value, ast.Name) and isinstance(self.local_type(node.value), TileType):
+                # `b = a` names the same on-chip buffer: no copy exists to make, so no statement.
+                self.env[target.id] = self.env[node.value.id]
+                self.statics.pop(target.id, None)
+                self.dropped.pop(target.id, None)
+                return
             value, t = self.value(node.value, hint=target.id)
             self.bind(target.id, t, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):

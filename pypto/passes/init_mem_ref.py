@@ -17,7 +17,7 @@ from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
-from pypto.passes.memory import aligned, retype
+from pypto.passes.memory import Walker, aligned, retype
 
 
 def init_mem_ref(program: n.Program, ctx: PassContext) -> PassResult:
@@ -72,6 +72,8 @@ def _init(fn: n.Function, types: dict, ctx: PassContext) -> n.Function:
                         if isinstance(b.type, TileType) and isinstance(v, n.Var):
                             groups.union(b.name, v.name)
 
+    _check_overwrites(fn, groups, tiles)
+
     # One MemRef per group (or per declared name): sized by its largest tile.
     declared: dict[str, list[str]] = {}
     for name in tiles:
@@ -115,6 +117,31 @@ def _init(fn: n.Function, types: dict, ctx: PassContext) -> n.Function:
         return MemRef(name=fresh[root], size=size_of[root])
 
     return retype(fn, lambda name, t: attrs.evolve(t, memref=memref_of(name, t)) if isinstance(t, TileType) else t)
+
+
+def _check_overwrites(fn: n.Function, groups: _UnionFind, tiles) -> None:
+    """A loop carries its tile in the buffer of the tile it starts from: that tile must
+    not be read once the loop has begun (the loop writes over it)."""
+    walker = Walker()
+    walker.block(fn.body, ())
+    members = _members(groups, tiles)
+    for stmt in n.walk_stmts(fn.body):
+        if not isinstance(stmt, n.For) or not stmt.iter_args:
+            continue
+        loop = walker.loop_of[id(stmt)]
+        start, end = loop.start, loop.end
+        results = {b.name for b in stmt.results}
+        for a in stmt.iter_args:
+            if not isinstance(a.type, TileType):
+                continue
+            for m in members[groups.find(a.name)]:
+                if m in results or start <= walker.defs[m][0] <= end:
+                    continue
+                if any(u > start for u in walker.uses.get(m, [])):
+                    raise MemorySpaceError(
+                        f"the loop carries '{a.name}' in the buffer of '{m}', which is read after the loop begins "
+                        "(each iteration writes over it)", span=stmt.span,
+                        hint=f"read '{m}' before the loop, or start the loop from a fresh tile (e.g. pl.muls({m}, 1))")
 
 
 def _members(groups: _UnionFind, tiles) -> dict[str, list[str]]:

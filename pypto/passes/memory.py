@@ -51,7 +51,7 @@ class _Loop:
 
 def buffers(fn: n.Function, align_of) -> dict[str, Buffer]:
     """MemRef name -> Buffer, for every tile of ``fn`` that has a MemRef."""
-    walker = _Walker()
+    walker = Walker()
     walker.block(fn.body, ())
     types = n.symbols(fn)
     out: dict[str, Buffer] = {}
@@ -81,7 +81,9 @@ def buffers(fn: n.Function, align_of) -> dict[str, Buffer]:
     return out
 
 
-class _Walker:
+class Walker:
+    """Positions of definitions and uses, and the loops, of one function body."""
+
     def __init__(self):
         self.pos = 0
         self.order: list[str] = []
@@ -89,6 +91,7 @@ class _Walker:
         self.uses: dict[str, list[int]] = {}
         self.loops: list[_Loop] = []
         self.loop_by_start: dict[int, _Loop] = {}
+        self.loop_of: dict[int, _Loop] = {}  # id(For statement) -> its loop
         self.carried: dict[int, set] = {}  # loop start -> its iter args and results
 
     def loops_at(self, pos: int):
@@ -122,6 +125,7 @@ class _Walker:
                 loop = _Loop(start, self.pos, stmt.span)
                 self.loops.append(loop)
                 self.loop_by_start[start] = loop
+                self.loop_of[id(stmt)] = loop
                 self.carried[start] = {a.name for a in stmt.iter_args} | {b.name for b in stmt.results}
                 for b in stmt.results:
                     self.define(b.name, loops, stmt.span)

@@ -1,4 +1,3 @@
-import torch
 from helpers import check_pass, program_text, same_results
 
 from pypto.ir import parse
