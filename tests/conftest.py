@@ -2,6 +2,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -15,3 +16,10 @@ settings.register_profile("dev", max_examples=100, deadline=None,
 settings.register_profile("fuzz", max_examples=5000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _builds_in_tmp(tmp_path_factory, monkeypatch):
+    """compile() without an output_dir writes under $PYPTO_PROG_BUILD_DIR: keep it out of the tree."""
+    if "PYPTO_PROG_BUILD_DIR" not in os.environ:
+        monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path_factory.getbasetemp() / "builds"))
