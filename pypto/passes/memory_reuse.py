@@ -41,6 +41,7 @@ def memory_reuse(program: n.Program, ctx: PassContext) -> PassResult:
 
 
 def _reuse(fn: n.Function, ctx: PassContext):
+    fn = _donate(fn)
     bufs = buffers(fn, lambda s: ctx.soc.spec(s).align)
     merged = _merge(bufs)  # old name -> surviving name
     live = _after_merge(bufs, merged)
@@ -59,6 +60,63 @@ def _reuse(fn: n.Function, ctx: PassContext):
         return attrs.evolve(t, memref=attrs.evolve(m, name=target, size=live[target].size))
 
     return retype(fn, new_type), diagnostics
+
+
+# Ops that may write their result over an operand that dies with them: they read and
+# write element by element, in the same layout (the vector unit runs dst == src).
+IN_PLACE = frozenset(
+    f"tile.{x}" for x in ("add", "sub", "mul", "div", "maximum", "minimum", "adds", "subs", "muls", "divs",
+                          "maximums", "minimums", "neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "recip",
+                          "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div",
+                          "row_expand_expdif", "col_expand_add", "col_expand_sub", "col_expand_mul",
+                          "col_expand_div", "sel", "fillpad", "set_validshape", "reshape", "cast"))
+
+
+def _donate(fn: n.Function) -> n.Function:
+    """A tile computed in place: an op's result takes the buffer (or slot) of an operand
+    whose last use is that op.
+
+        t: ...MemRef("pipe_t", ...)[0]... = pl.tile.load(...)
+        e: ...MemRef("mem_vec_0", ...)... = pl.tile.exp(t)     ->   e: ...MemRef("pipe_t", ...)[0]... = pl.tile.exp(t)
+    """
+    from pypto.passes.memory import Walker
+
+    types = n.symbols(fn)
+    walker = Walker()
+    walker.block(fn.body, ())
+    last_use = {name: max(walker.uses.get(name, [walker.defs[name][0]])) for name in walker.defs}
+    by_memref: dict[str, list[str]] = {}
+    for name, t in types.items():
+        if isinstance(t, TileType) and t.memref is not None:
+            by_memref.setdefault(t.memref.name, []).append(name)
+    new: dict[str, object] = {}  # tile -> the MemRef it now writes
+
+    def memref(name):
+        return new.get(name, types[name].memref)
+
+    for stmt in n.walk_stmts(fn.body):
+        if not (isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and stmt.value.op in IN_PLACE):
+            continue
+        dst = types[stmt.target]
+        if dst.memref is None or not dst.memref.name.startswith("mem_") or len(by_memref[dst.memref.name]) != 1:
+            continue
+        here = walker.defs[stmt.target][0]
+        for arg in stmt.value.args:
+            if not (isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)):
+                continue
+            src = types[arg.name]
+            m = memref(arg.name)
+            if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or last_use[arg.name] != here:
+                continue
+            sharers = [x for x in by_memref[m.name] if x != arg.name and memref(x) == m]
+            if any(last_use[x] > here or walker.defs[x][0] > here for x in sharers):
+                continue
+            new[stmt.target] = m
+            by_memref[m.name].append(stmt.target)
+            break
+    if not new:
+        return fn
+    return retype(fn, lambda name, t: attrs.evolve(t, memref=new[name]) if name in new else t)
 
 
 def _merge(bufs: dict[str, Buffer]) -> dict[str, str]:

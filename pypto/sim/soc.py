@@ -33,6 +33,59 @@ class CoreKind(enum.Enum):
     AIV = "aiv"  # vector core
 
 
+class Pipe(enum.Enum):
+    """The AI core's execution pipes, in dataflow order (the order trace lanes use)."""
+
+    MTE2 = "MTE2"  # GM -> UB (AIV) / GM -> L1 (AIC)
+    MTE1 = "MTE1"  # L1 -> L0A / L0B
+    CUBE = "CUBE"  # mmad
+    VECTOR = "VECTOR"
+    FIXPIPE = "FIXPIPE"  # L0C -> GM / L1
+    MTE3 = "MTE3"  # UB -> GM
+    SCALAR = "SCALAR"  # issues everything in order; runs control flow
+
+
+@attrs.frozen(kw_only=True)
+class Costs:
+    """Cycle costs of the modeled AI core. These are model parameters, not measurements:
+    each is an assumption, chosen so the model reproduces the effects the reference
+    documentation reports (see the calibration test and bench/simulator.py).
+
+    - A GM transfer (MTE2 in, MTE3/FIXPIPE out) pays ``gm_latency`` once, then moves each
+      row in whole bursts of ``gm_bytes_per_cycle``; a row shorter than the L2 line also
+      pays ``short_row_cycles`` (the rest of the line it occupies): why rows under 512 B
+      cost more per byte.
+    - MTE1 moves L1 -> L0 at ``l1_bytes_per_cycle`` after ``mte1_latency``.
+    - The cube does one 16x16x16 fractal per ``cube_cycles_per_fractal`` after
+      ``cube_startup``.
+    - A vector instruction costs ``vector_startup`` plus, per 256 B repeat, the op's
+      cycles from ``vector_cycles`` (default 1).
+    - The scalar unit issues one instruction per ``scalar_issue`` cycles, pays
+      ``loop_iteration`` per loop trip and ``branch`` per if; a pipe queue holds at most
+      ``queue_depth`` issued instructions before the scalar unit stalls.
+    - set_flag / wait_flag / pipe_barrier take ``sync_cycles`` on their pipe.
+    """
+
+    gm_latency: int = 120
+    gm_bytes_per_cycle: int = 128
+    short_row_cycles: int = 3
+    l1_bytes_per_cycle: int = 256
+    mte1_latency: int = 16
+    fixpipe_bytes_per_cycle: int = 128
+    cube_startup: int = 12
+    cube_cycles_per_fractal: int = 1
+    vector_startup: int = 8
+    vector_repeat_bytes: int = 256
+    vector_cycles: pmap = pmap({"exp": 2, "log": 2, "sqrt": 2, "rsqrt": 2, "recip": 2, "div": 4, "divs": 4,
+                                "row_expand_expdif": 3, "row_expand_div": 4, "col_expand_div": 4,
+                                "transpose": 2})
+    scalar_issue: int = 2
+    loop_iteration: int = 4
+    branch: int = 2
+    queue_depth: int = 32
+    sync_cycles: int = 1
+
+
 @attrs.frozen
 class SpaceSpec:
     space: MemorySpace
@@ -53,6 +106,10 @@ class SoC:
     recommended_transfer_bytes: int
     aic_cores: int
     aiv_cores: int
+    # Pipes each core has, and which pipe moves data between two spaces.
+    core_pipes: pmap = pmap()
+    costs: Costs = Costs()
+    event_ids: int = 8  # flags per direction per pipe pair
 
     def spec(self, space: MemorySpace) -> SpaceSpec:
         return self.spaces[space]
@@ -95,6 +152,10 @@ A2A3 = SoC(
     recommended_transfer_bytes=512,
     aic_cores=24,
     aiv_cores=48,
+    core_pipes=pmap({
+        CoreKind.AIC: (Pipe.MTE2, Pipe.MTE1, Pipe.CUBE, Pipe.FIXPIPE, Pipe.SCALAR),
+        CoreKind.AIV: (Pipe.MTE2, Pipe.VECTOR, Pipe.MTE3, Pipe.SCALAR),
+    }),
 )
 
 BACKENDS = pmap({"a2a3": A2A3})

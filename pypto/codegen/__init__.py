@@ -1,0 +1,76 @@
+"""Codegen: each InCore function of a lowered program becomes a ``Kernel`` — one
+instruction program per core kind it uses — through instruction selection, sync
+insertion and the split into per-core programs. ``listing`` writes them as text."""
+
+from __future__ import annotations
+
+from pypto.codegen.isa import Cond, Instr, Kernel, Loop, Program, ScalarAssign, SetFlag, WaitFlag
+from pypto.codegen.select import CodegenError, select
+from pypto.codegen.sync import insert_syncs
+from pypto.ir import nodes as n
+from pypto.ir.types import FunctionType
+from pypto.passes.context import PassContext
+from pypto.sim.soc import CoreKind
+
+KERNEL_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+
+
+def generate(program: n.Program, ctx: PassContext, *, unsafe_colive: bool = False) -> dict[str, Kernel]:
+    """name -> Kernel for every InCore function of ``program``."""
+    return {fn.name: generate_function(fn, ctx, unsafe_colive=unsafe_colive)
+            for fn in program.functions if fn.type in KERNEL_TYPES}
+
+
+def generate_function(fn: n.Function, ctx: PassContext, *, unsafe_colive: bool = False) -> Kernel:
+    body, allocs = select(fn, ctx, unsafe_colive=unsafe_colive)
+    body, _ = insert_syncs(body, ctx.soc)
+    params = tuple((p.name, p.type) for p in fn.params)
+    cores = [c for c in CoreKind if any(isinstance(x, Instr) and x.core is c for x in _walk(body))]
+    programs = tuple(Program(fn.name, c, params, tuple(a for a in allocs if _core_of(a.space) is c),
+                             _project(body, c)) for c in cores)
+    return Kernel(fn.name, params, programs)
+
+
+def _core_of(space) -> CoreKind:
+    from pypto.sim.soc import A2A3
+
+    return A2A3.spec(space).core
+
+
+def _walk(body):
+    for node in body:
+        yield node
+        if isinstance(node, Loop):
+            yield from _walk(node.body)
+        elif isinstance(node, Cond):
+            yield from _walk(node.then_body)
+            yield from _walk(node.else_body)
+
+
+def _project(body, core: CoreKind) -> tuple:
+    """What one core runs: its instructions and flags, every scalar, the control flow."""
+    out = []
+    for node in body:
+        if isinstance(node, Instr):
+            if node.core is core:
+                out.append(node)
+        elif isinstance(node, SetFlag):
+            if node.src_core is core:
+                out.append(node)
+        elif isinstance(node, WaitFlag):
+            if node.dst_core is core:
+                out.append(node)
+        elif isinstance(node, ScalarAssign):
+            out.append(node)
+        elif isinstance(node, Loop):
+            inner = _project(node.body, core)
+            if inner:
+                out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span))
+        elif isinstance(node, Cond):
+            then_b, else_b = _project(node.then_body, core), _project(node.else_body, core)
+            if then_b or else_b:
+                out.append(Cond(node.cond, then_b, else_b))
+    return tuple(out)
+
+
+__all__ = ["CodegenError", "Kernel", "generate", "generate_function"]

@@ -1,0 +1,197 @@
+"""The modeled AI core's instruction programs: what codegen emits, the listing writes and
+the simulator runs.
+
+    Program  = (name, core: CoreKind, params, allocs: Alloc*, body: Node*)
+    Node     = Instr | SetFlag | WaitFlag | ScalarAssign | Loop | Cond
+    Instr    = (mnemonic, pipe, core, op, args, reads: Loc*, writes: Loc*, span, note)
+    Loc      = BufLoc(space, core, addr: Expr, size, region?) | GmLoc(tensor, offsets: Expr*, extents)
+
+An instruction is one tile op at the hardware's granularity (its cost counts 256 B
+repeats or 16x16x16 fractals); ``op`` names the registry op whose semantics it runs and
+``args`` are that op's arguments with tiles as ``Buf`` operands. Addresses and flag event
+ids may be expressions (a slot ``i % 2``), evaluated by the scalar unit when it issues.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.errors import Span
+from pypto.ir import nodes as n
+from pypto.ir.types import DataType
+from pypto.sim.soc import CoreKind, MemorySpace, Pipe
+
+
+@attrs.frozen
+class Region:
+    """A slotted allocation: ``slots`` equal slots from ``base``; ``slot`` picks one."""
+
+    name: str
+    base: int
+    slot_size: int
+    slots: int
+    slot: object  # Expr
+    guarded: bool = True  # False: a PTOAS second co-live get, which the assembler does not sync
+
+
+@attrs.frozen
+class Buf:
+    """A tile operand in on-chip memory."""
+
+    space: MemorySpace
+    addr: object  # Expr: byte address in the space
+    shape: tuple
+    dtype: DataType
+    valid: tuple | None = None  # Exprs, None = whole tile
+    tile: str = ""  # the IR name, for listings and messages
+    region: Region | None = None
+
+    @property
+    def nbytes(self) -> int:
+        size = 1
+        for s in self.shape:
+            size *= s
+        return size * self.dtype.nbytes
+
+
+@attrs.frozen
+class TensorArg:
+    """A GM tensor operand: a parameter of the kernel."""
+
+    name: str
+
+
+@attrs.frozen
+class BufLoc:
+    space: MemorySpace
+    core: CoreKind
+    addr: object  # Expr
+    size: int
+    region: Region | None = None
+
+
+@attrs.frozen
+class GmLoc:
+    tensor: str
+    offsets: tuple  # Exprs
+    extents: tuple  # ints
+
+
+@attrs.frozen
+class Instr:
+    mnemonic: str
+    pipe: Pipe
+    core: CoreKind
+    op: str  # registry op whose semantics this runs
+    args: tuple  # the op's arguments: Buf / TensorArg / Expr / tuple of Expr / static values
+    reads: tuple = ()
+    writes: tuple = ()
+    span: Span | None = attrs.field(default=None, eq=False)
+    note: str = ""  # e.g. the tile it defines, for the listing
+
+
+@attrs.frozen
+class SetFlag:
+    src: Pipe
+    dst: Pipe
+    event: object  # Expr
+    src_core: CoreKind
+    dst_core: CoreKind
+    edge: int = -1  # which sync edge it belongs to (for tests that remove one)
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.src
+
+    @property
+    def core(self) -> CoreKind:
+        return self.src_core
+
+
+@attrs.frozen
+class WaitFlag:
+    src: Pipe
+    dst: Pipe
+    event: object
+    src_core: CoreKind
+    dst_core: CoreKind
+    edge: int = -1
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.dst
+
+    @property
+    def core(self) -> CoreKind:
+        return self.dst_core
+
+
+@attrs.frozen
+class ScalarAssign:
+    name: str
+    value: object  # Expr
+
+
+@attrs.frozen
+class Loop:
+    var: str
+    start: object
+    stop: object
+    step: object
+    body: tuple = attrs.field(converter=tuple)
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class Cond:
+    cond: object
+    then_body: tuple = attrs.field(converter=tuple)
+    else_body: tuple = attrs.field(default=(), converter=tuple)
+
+
+@attrs.frozen
+class Alloc:
+    """A buffer the listing declares: alloc_tile (fixed address) or alloc_multi_tile."""
+
+    name: str
+    space: MemorySpace
+    addr: int | None
+    size: int
+    slots: int = 1
+
+
+@attrs.frozen
+class Program:
+    name: str
+    core: CoreKind
+    params: tuple  # (name, Type)
+    allocs: tuple
+    body: tuple = attrs.field(converter=tuple)
+
+
+@attrs.frozen
+class Kernel:
+    """One InCore function's programs: one per core kind it uses (a mixed function has both)."""
+
+    name: str
+    params: tuple  # (name, Type) in call order
+    programs: tuple  # Program per core
+
+    def program(self, core: CoreKind) -> Program | None:
+        return next((p for p in self.programs if p.core is core), None)
+
+
+def walk(body):
+    for node in body:
+        yield node
+        if isinstance(node, Loop):
+            yield from walk(node.body)
+        elif isinstance(node, Cond):
+            yield from walk(node.then_body)
+            yield from walk(node.else_body)
+
+
+def expr_text(e) -> str:
+    from pypto.ir.printer import expr
+
+    return expr(e) if isinstance(e, (n.Var, n.Const, n.BinOp, n.UnaryOp)) else str(e)

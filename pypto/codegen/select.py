@@ -1,0 +1,252 @@
+"""Instruction selection: a lowered InCore function becomes one structured instruction
+program for the core cluster, each instruction on its pipe and core, with the byte
+ranges it reads and writes. Sync insertion and the split into per-core programs follow.
+
+Tiles map to their MemRef's bytes: a fixed address, or ``base + slot * slot_size`` for a
+slotted MemRef. Under PTOAS the modeled assembler plans addresses itself (the same
+reuse and first-fit placement) and turns each slotted MemRef into a multi-tile region,
+which it guards only at the first slot taken in an iteration: a second slot live at the
+same time is rejected here.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.errors import PyptoError
+from pypto.ir import nodes as n
+from pypto.ir.ops import Kind, lookup
+from pypto.ir.types import ScalarType, TensorType, TileType
+from pypto.codegen.isa import Alloc, Buf, BufLoc, Cond, GmLoc, Instr, Loop, Region, ScalarAssign, TensorArg
+from pypto.passes.context import PassContext, Planner
+from pypto.sim.soc import CoreKind, MemorySpace as M, Pipe
+
+
+class CodegenError(PyptoError):
+    """A program the modeled assembler cannot lower."""
+
+
+VECTOR_MNEMONIC = {"create": "VDUP", "full": "VDUP", "cast": "VCONV", "set_validshape": "VCOPY",
+                   "reshape": "VCOPY", "cmp": "VCMP", "cmps": "VCMPS", "sel": "VSEL"}
+
+
+def select(fn: n.Function, ctx: PassContext, *, unsafe_colive: bool = False):
+    """(body, allocs) for ``fn``: structured instructions for the cluster, with accesses."""
+    if ctx.planner is Planner.PTOAS:
+        unguarded = _ptoas_colive(fn, unsafe_colive)
+        fn = _assembler_plan(fn, ctx)
+    else:
+        unguarded = set()
+    return _Selector(fn, unguarded).run()
+
+
+# ----------------------------------------------------------------------------- PTOAS
+
+
+def _assembler_plan(fn: n.Function, ctx: PassContext) -> n.Function:
+    """ptoas plans memory itself (level2): reuse and addresses, slotted MemRefs as regions."""
+    from pypto.passes.allocate_memory_addr import allocate_memory_addr
+    from pypto.passes.memory_reuse import memory_reuse
+
+    program = n.Program("plan", (fn,))
+    quiet = attrs.evolve(ctx, disabled=ctx.disabled | {"PipelineDepth"}, planner=Planner.PYPTO)
+    program = memory_reuse(program, quiet).program
+    return allocate_memory_addr(program, quiet).program.functions[0]
+
+
+def _ptoas_colive(fn: n.Function, unsafe: bool) -> set[str]:
+    """Tiles taken from a second slot of one region while the first is live, in one loop
+    iteration. Rejected, unless ``unsafe``; then returned, for the sync inserter to leave
+    unguarded as ptoas does."""
+    from pypto.passes.memory import Walker
+
+    walker = Walker()
+    walker.block(fn.body, ())
+    types = n.symbols(fn)
+    unguarded = set()
+    for loop in (s for s in n.walk_stmts(fn.body) if isinstance(s, n.For)):
+        gets: dict[str, list[str]] = {}  # region -> tiles in order, one per distinct slot
+        slots_seen: dict[str, list] = {}
+        for stmt in loop.body:
+            if not isinstance(stmt, n.Assign) or not isinstance(stmt.type, TileType):
+                continue
+            m = stmt.type.memref
+            if m is None or m.slots < 2 or m.index is None:
+                continue
+            if m.index not in slots_seen.setdefault(m.name, []):
+                slots_seen[m.name].append(m.index)
+                gets.setdefault(m.name, []).append(stmt.target)
+        for region, tiles in gets.items():
+            first = tiles[0]
+            for other in tiles[1:]:
+                if _colive(walker, first, other):
+                    if not unsafe:
+                        stmt = next(s for s in n.walk_stmts(fn.body) if isinstance(s, n.Assign) and s.target == other)
+                        slots = types[other].memref.slots
+                        raise CodegenError(
+                            f"The declared allocation 'pl.MemRef(\"{region}\", slots={slots})' cannot be lowered to a "
+                            "ptoas multi-buffer region because two of its slots are live at once inside a loop "
+                            f"('{first}' and '{other}'), and ptoas guards only the first slot selected in an "
+                            "iteration \u2014 the second would be read while the next iteration overwrites it. Under "
+                            "memory_planner=PTOAS the slots have no other way to stay apart.",
+                            span=stmt.span,
+                            hint="take one slot per iteration (index every tile of the region with the same slot), "
+                                 "or compile with the default memory_planner=\"PYPTO\"")
+                    unguarded.add(other)
+    return unguarded
+
+
+def _colive(walker, a: str, b: str) -> bool:
+    def span(name):
+        start = walker.defs[name][0]
+        return start, max(walker.uses.get(name, [start]) + [start])
+
+    (s1, e1), (s2, e2) = span(a), span(b)
+    return s1 <= e2 and s2 <= e1
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+class _Selector:
+    def __init__(self, fn: n.Function, unguarded: set):
+        self.fn = fn
+        self.types = n.symbols(fn)
+        self.unguarded = unguarded
+        self.tensor_of: dict[str, str] = {p.name: p.name for p in fn.params if isinstance(p.type, TensorType)}
+        self.allocs: dict[str, Alloc] = {}
+
+    def run(self):
+        body = self.block(self.fn.body)
+        return body, tuple(self.allocs[k] for k in sorted(self.allocs, key=lambda k: (self.allocs[k].space.name,
+                                                                                        self.allocs[k].addr or 0, k)))
+
+    def buf(self, name: str) -> Buf:
+        t: TileType = self.types[name]
+        m = t.memref
+        if m is None or m.addr is None:
+            raise CodegenError(f"tile '{name}' has no address: run the memory passes first")
+        slot = m.size // m.slots
+        region = None
+        addr = n.Const(m.addr)
+        if m.slots > 1:
+            region = Region(m.name, m.addr, slot, m.slots, m.index, guarded=name not in self.unguarded)
+            addr = n.Const(m.addr) if m.index == n.Const(0) else \
+                n.BinOp("+", n.Const(m.addr), n.BinOp("*", m.index, n.Const(slot)))
+            if isinstance(m.index, n.Const):
+                addr = n.Const(m.addr + m.index.value * slot)
+        self.allocs.setdefault(m.name, Alloc(m.name, t.space, m.addr, m.size, m.slots))
+        return Buf(t.space, addr, t.shape, t.dtype, t.valid_shape, name, region)
+
+    def loc(self, b: Buf, core: CoreKind) -> BufLoc:
+        return BufLoc(b.space, core, b.addr, b.nbytes, b.region)
+
+    def block(self, body) -> list:
+        out = []
+        for stmt in body:
+            out.extend(self.stmt(stmt))
+        return out
+
+    def stmt(self, s) -> list:
+        if isinstance(s, n.Assign):
+            if isinstance(s.value, n.Call):
+                return self.call(s.value, s.target, s.span)
+            if isinstance(s.type, TensorType) and isinstance(s.value, n.Var):
+                self.tensor_of[s.target] = self.tensor_of[s.value.name]
+                return []
+            if isinstance(s.type, ScalarType):
+                return [ScalarAssign(s.target, s.value)]
+            raise CodegenError(f"cannot lower '{s.target}' in an InCore function", span=s.span)
+        if isinstance(s, n.Eval) and isinstance(s.value, n.Call):
+            return self.call(s.value, None, s.span)
+        if isinstance(s, n.For):
+            pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, ScalarType)]
+            self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
+            body = self.block(s.body)
+            if s.iter_args:
+                yielded = s.body[-1].values
+                self._same_buffers(((a.name, v) for a, v in zip(s.iter_args, yielded)), s.span)
+                body += self._scalar_moves([a.name for a in s.iter_args], yielded)
+            post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
+                    if isinstance(a.type, ScalarType)]
+            return pre + [Loop(s.var, s.start, s.stop, s.step, body, span=s.span)] + post
+        if isinstance(s, n.If):
+            names = [b.name for b in s.results]
+            branches = []
+            for body in (s.then_body, s.else_body):
+                lowered = self.block(body)
+                if body and isinstance(body[-1], n.Yield):
+                    self._same_buffers(zip(names, body[-1].values), s.span)
+                    lowered += self._scalar_moves(names, body[-1].values)
+                branches.append(lowered)
+            return [Cond(s.cond, *branches)]
+        if isinstance(s, (n.Yield, n.Return)):
+            return []
+        raise CodegenError(f"cannot lower {type(s).__name__} in an InCore function", span=getattr(s, "span", None))
+
+    def _same_buffers(self, pairs, span) -> None:
+        """A carried tile stays in one buffer (InitMemRef unified them): check it did."""
+        for name, value in pairs:
+            if isinstance(self.types.get(name), TileType) and isinstance(value, n.Var):
+                if self.buf(name).addr != self.buf(value.name).addr:
+                    raise CodegenError(f"loop-carried tile '{name}' and '{value.name}' are in different buffers",
+                                       span=span)
+
+    def _scalar_moves(self, names, values) -> list:
+        """Parallel assignment of carried scalars (through temporaries when there are several)."""
+        pairs = [(x, v) for x, v in zip(names, values) if isinstance(self.types.get(x), ScalarType)]
+        if len(pairs) <= 1:
+            return [ScalarAssign(x, v) for x, v in pairs]
+        temps = [(f"{x}__next", v) for x, v in pairs]
+        return [ScalarAssign(t, v) for t, v in temps] + [ScalarAssign(x, n.Var(t)) for (x, _), (t, _) in
+                                                         zip(pairs, temps)]
+
+    def call(self, call: n.Call, target: str | None, span) -> list:
+        op = lookup(call.op)
+        if op.level != "tile":
+            raise CodegenError(f"{call.op} is still tensor-level: ConvertTensorToTileOps should have lowered it",
+                               span=span)
+        values = dict(zip((p.name for p in op.params), call.args))
+        args, reads = [], []
+        for p, arg in zip(op.params, call.args):
+            if p.kind is Kind.TILE and isinstance(arg, n.Var):
+                args.append(self.buf(arg.name))
+            elif p.kind is Kind.TENSOR:
+                args.append(TensorArg(self.tensor_of[arg.name]))
+            else:
+                args.append(arg)
+        bufs = [a for a in args if isinstance(a, Buf)]
+        short = op.short
+        if call.op == "tile.load":
+            dst = self.buf(target)
+            core = CoreKind.AIC if dst.space is M.Mat else CoreKind.AIV
+            gm = GmLoc(self.tensor_of[values["tensor"].name], values["offsets"], tuple(c.value for c in values["shapes"]))
+            return [Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm,), (self.loc(dst, core),), span, target)]
+        if call.op == "tile.store":
+            src = bufs[0]
+            core, pipe, mnemonic = (CoreKind.AIC, Pipe.FIXPIPE, "FIXSTORE") if src.space is M.Acc else \
+                (CoreKind.AIV, Pipe.MTE3, "TSTORE")
+            tensor = self.tensor_of[values["output_tensor"].name]
+            if target is not None:
+                self.tensor_of[target] = tensor
+            extents = tuple(src.shape)
+            gm = GmLoc(tensor, values["offsets"], extents)
+            return [Instr(mnemonic, pipe, core, call.op, tuple(args), (self.loc(src, core),), (gm,), span, "")]
+        dst = self.buf(target)
+        if call.op == "tile.move":
+            src = bufs[0]
+            if src.space is M.Acc:
+                core, pipe, mnemonic = CoreKind.AIC, Pipe.FIXPIPE, "FIXMOV"
+            elif src.space is M.Mat:
+                core, pipe, mnemonic = CoreKind.AIC, Pipe.MTE1, "TMOV"
+            else:
+                raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
+        elif call.op in ("tile.matmul", "tile.matmul_acc"):
+            core, pipe, mnemonic = CoreKind.AIC, Pipe.CUBE, "MMAD"
+        else:
+            core, pipe = CoreKind.AIV, Pipe.VECTOR
+            mnemonic = VECTOR_MNEMONIC.get(short, "V" + short.replace("_", "").upper())
+            if short in ("set_validshape", "reshape") and bufs[0].addr == dst.addr:
+                return []  # a view of the same bytes: nothing moves
+        reads = tuple(self.loc(b, core) for b in bufs)
+        return [Instr(mnemonic, pipe, core, call.op, tuple(args), reads, (self.loc(dst, core),), span, target)]

@@ -1,0 +1,369 @@
+"""Sync insertion: set_flag / wait_flag pairs that order every cross-pipe RAW, WAR and WAW
+hazard on the bytes instructions touch, and nothing else.
+
+Per block (a function body, a branch, a loop body), an edge u -> v means "v's pipe waits
+until u's pipe has finished u". A loop body is analysed over a window of consecutive
+iterations (as many as its deepest slot rotation, at least two), so an edge may cross
+iterations (distance d >= 1): then the first d waits are fed by sets placed before the
+loop (prologue) and the last d sets are drained after it (epilogue). An edge whose
+conflict is one slot of a rotating region (``i % 2``) gets one event per slot, so the
+other slots keep flowing. Edges are kept only where nothing else already orders the pair
+(in-order pipes, other edges, transitively): each one is needed. Nested loops and
+branches count as one statement to their parent, whose edges wait before them or set
+after them.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import attrs
+
+from pypto.codegen.isa import BufLoc, Cond, GmLoc, Instr, Loop, Region, ScalarAssign, SetFlag, WaitFlag
+from pypto.ir import nodes as n
+from pypto.ir.affine import static_difference
+from pypto.ir.rewrite import substitute
+from pypto.ir.simplify import simplify
+from pypto.sim.soc import SoC
+
+UNKNOWN = object()  # an address or offset that depends on a name bound inside a compound
+
+
+@attrs.frozen
+class Edge:
+    id: int
+    u: int  # statement index of the producer in its block
+    v: int  # statement index of the consumer
+    src: tuple  # (core, pipe)
+    dst: tuple
+    distance: int
+    base: int  # first event id
+    region: Region | None = None  # set when the conflict is one slot of a rotating region
+    slot_u: object = None  # the slot expressions, as the body spells them
+    slot_v: object = None
+
+
+@attrs.define
+class _Node:
+    t: int
+    j: int
+    key: tuple  # (core, pipe)
+    accesses: list  # (loc, write), as seen in window iteration t
+    original: list  # the same accesses as the body spells them
+    seq: int = 0
+
+
+class SyncInserter:
+    def __init__(self, soc: SoC):
+        self.soc = soc
+        self.edges: list[Edge] = []
+        self.events: dict[tuple, int] = {}  # (src key, dst key) -> next free event id
+        self._ids = itertools.count()
+
+    # ------------------------------------------------------------------ blocks
+
+    def block(self, body, loop: Loop | None = None) -> tuple[list, list, list]:
+        """(new body, prologue, epilogue) with this block's syncs; nested blocks first."""
+        groups = []  # each statement with what its children needed around it
+        for stmt in body:
+            if isinstance(stmt, Loop):
+                inner, pro, epi = self.block(stmt.body, stmt)
+                groups.append([*pro, attrs.evolve(stmt, body=inner), *epi])
+            elif isinstance(stmt, Cond):
+                then_b, _, _ = self.block(stmt.then_body)
+                else_b, _, _ = self.block(stmt.else_body)
+                groups.append([attrs.evolve(stmt, then_body=then_b, else_body=else_b)])
+            else:
+                groups.append([stmt])
+        summaries = [self.summary(g) for g in groups]
+        edges = self.analyse(summaries, loop)
+        before = [[] for _ in groups]
+        after = [[] for _ in groups]
+        prologue, epilogue = [], []
+        for e in edges:
+            set_ev, wait_ev = self.event_exprs(e)
+            after[e.u].append(SetFlag(e.src[1], e.dst[1], set_ev, e.src[0], e.dst[0], e.id))
+            before[e.v].append(WaitFlag(e.src[1], e.dst[1], wait_ev, e.src[0], e.dst[0], e.id))
+            for k in range(e.distance):
+                prologue.append(SetFlag(e.src[1], e.dst[1], self.boundary_event(e, loop, k, first=True),
+                                        e.src[0], e.dst[0], e.id))
+                epilogue.append(WaitFlag(e.src[1], e.dst[1], self.boundary_event(e, loop, k, first=False),
+                                         e.src[0], e.dst[0], e.id))
+        out = []
+        for pre, group, post in zip(before, groups, after):
+            out.extend(pre)
+            out.extend(group)
+            out.extend(post)
+        return out, prologue, epilogue
+
+    def summary(self, group) -> dict[tuple, list]:
+        """key -> accesses of one statement (all the instructions of a compound, with
+        addresses that depend on names bound inside it made unknown)."""
+        inner_names = set()
+        instrs = []
+        for node in group:
+            if isinstance(node, Instr):
+                instrs.append(node)
+            elif isinstance(node, (Loop, Cond)):
+                for x in _walk([node]):
+                    if isinstance(x, Loop):
+                        inner_names.add(x.var)
+                    elif isinstance(x, ScalarAssign):
+                        inner_names.add(x.name)
+                    elif isinstance(x, Instr):
+                        instrs.append(x)
+        out: dict[tuple, list] = {}
+        for ins in instrs:
+            key = (ins.core, ins.pipe)
+            for loc in ins.reads:
+                out.setdefault(key, []).append((_blur(loc, inner_names), False))
+            for loc in ins.writes:
+                out.setdefault(key, []).append((_blur(loc, inner_names), True))
+        for node in group:  # a compound's syncs still occupy its pipes
+            if isinstance(node, (Loop, Cond)):
+                for x in _walk([node]):
+                    if isinstance(x, (SetFlag, WaitFlag)):
+                        out.setdefault((x.core, x.pipe), [])
+        return out
+
+    # ------------------------------------------------------------------ analysis
+
+    def analyse(self, summaries, loop: Loop | None) -> list[Edge]:
+        window = 1
+        if loop is not None:
+            depth = max((a[0].region.slots for s in summaries for accs in s.values() for a in accs
+                         if isinstance(a[0], BufLoc) and a[0].region is not None and a[0].addr is not UNKNOWN
+                         and loop.var in n.expr_vars(a[0].region.slot)), default=1)
+            window = depth + 1
+        nodes = []
+        for t in range(window):
+            for j, summary in enumerate(summaries):
+                for key in sorted(summary, key=lambda k: (k[0].value, k[1].value)):
+                    accesses = [(self.at(loc, loop, t), w) for loc, w in summary[key]]
+                    nodes.append(_Node(t, j, key, accesses, summary[key]))
+        for seq, node in enumerate(nodes):
+            node.seq = seq
+        last = window - 1
+        conflicts = self.conflicts(nodes, last)
+        pattern: dict[tuple, tuple] = {}  # (u.j, u.key, v.j, v.key, d) -> (u, v, access pair)
+        while True:
+            known = self.known(nodes, pattern)
+            added = False
+            for v in (x for x in nodes if x.t == last):
+                for u, pair in sorted(conflicts.get(v.seq, []), key=lambda c: -c[0].seq):
+                    if known[v.seq].get(u.key, -1) >= u.seq:
+                        continue
+                    pattern[(u.j, u.key, v.j, v.key, v.t - u.t)] = (u, v, pair)
+                    known = self.known(nodes, pattern)
+                    added = True
+            if not added:
+                break
+        for key in sorted(pattern, key=lambda k: (-k[4], k[0], k[2])):  # drop what others already order
+            trial = {k: p for k, p in pattern.items() if k != key}
+            if self.covered(nodes, trial, conflicts, last):
+                pattern = trial
+        return [self.make_edge(key, value, loop) for key, value in sorted(pattern.items(), key=lambda kv: kv[0][:4])]
+
+    def conflicts(self, nodes, last: int) -> dict[int, list]:
+        """For each node of the last window iteration: the nearest conflicting node of each
+        other pipe, with the access pair that conflicts."""
+        out: dict[int, list] = {}
+        for v in (x for x in nodes if x.t == last):
+            nearest: dict[tuple, tuple] = {}
+            for u in reversed(nodes[: v.seq]):
+                if u.key == v.key or u.key in nearest or (u.t, u.j) == (v.t, v.j):
+                    continue
+                pair = self.conflict(u, v)
+                if pair is not None:
+                    nearest[u.key] = (u, pair)
+            out[v.seq] = list(nearest.values())
+        return out
+
+    @staticmethod
+    def known(nodes, pattern) -> dict[int, dict]:
+        """What each node knows has completed when it starts: key -> latest seq."""
+        by_pos = {(x.t, x.j, x.key): x for x in nodes}
+        preds: dict[int, list] = {}
+        for (uj, ukey, vj, vkey, d) in pattern:
+            for x in nodes:
+                if x.j == vj and x.key == vkey and x.t - d >= 0:
+                    u = by_pos.get((x.t - d, uj, ukey))
+                    if u is not None:
+                        preds.setdefault(x.seq, []).append(u)
+        known: dict[int, dict] = {}
+        last_on: dict[tuple, _Node] = {}
+        for x in nodes:
+            k: dict = {}
+            p = last_on.get(x.key)
+            if p is not None:
+                k = dict(known[p.seq])
+                k[p.key] = max(k.get(p.key, -1), p.seq)
+            for u in preds.get(x.seq, []):
+                for key, seq in known[u.seq].items():
+                    k[key] = max(k.get(key, -1), seq)
+                k[u.key] = max(k.get(u.key, -1), u.seq)
+            known[x.seq] = k
+            last_on[x.key] = x
+        return known
+
+    def covered(self, nodes, pattern, conflicts, last) -> bool:
+        known = self.known(nodes, pattern)
+        return all(known[v][u.key] >= u.seq if u.key in known[v] else False
+                   for v, pairs in conflicts.items() for u, _ in pairs)
+
+    def conflict(self, u: _Node, v: _Node):
+        """The first conflicting access pair, as the body spells them."""
+        for ia, (la, wa) in enumerate(u.accesses):
+            for ib, (lb, wb) in enumerate(v.accesses):
+                if (wa or wb) and _may_overlap(la, lb):
+                    return u.original[ia][0], v.original[ib][0]
+        return None
+
+    def at(self, loc, loop: Loop | None, t: int):
+        """``loc`` as seen in window iteration t (the loop variable advanced t steps)."""
+        if loop is None or t == 0:
+            return loc
+        shift = {loop.var: simplify(n.BinOp("+", n.Var(loop.var), n.BinOp("*", n.Const(t), loop.step)))}
+        return _map_exprs(loc, lambda e: simplify(substitute(e, shift)) if e is not UNKNOWN else e)
+
+    # ------------------------------------------------------------------ events
+
+    def make_edge(self, key, value, loop) -> Edge:
+        uj, ukey, vj, vkey, d = key
+        _, _, (la, lb) = value
+        region = None
+        if d >= 1 and loop is not None and isinstance(la, BufLoc) and isinstance(lb, BufLoc) \
+                and la.region is not None and lb.region is not None and la.region.name == lb.region.name \
+                and la.region.slot is not UNKNOWN and lb.region.slot is not UNKNOWN \
+                and loop.var in n.expr_vars(la.region.slot):
+            region = la.region
+        width = region.slots if region is not None else 1
+        pair = (ukey, vkey)
+        base = self.events.get(pair, 0)
+        if base + width > self.soc.event_ids:
+            raise _too_many(pair, self.soc.event_ids)
+        self.events[pair] = base + width
+        edge = Edge(next(self._ids), uj, vj, ukey, vkey, d, base, region,
+                    la.region.slot if region else None, lb.region.slot if region else None)
+        self.edges.append(edge)
+        return edge
+
+    def event_exprs(self, e: Edge):
+        """(set event, wait event): one id, or one per slot of a rotating region."""
+        if e.region is None:
+            return n.Const(e.base), n.Const(e.base)
+        return (simplify(n.BinOp("+", n.Const(e.base), e.slot_u)),
+                simplify(n.BinOp("+", n.Const(e.base), e.slot_v)))
+
+    def boundary_event(self, e: Edge, loop: Loop, k: int, *, first: bool):
+        """The event of the k-th prologue set (feeding the waits of iterations 0..d-1) or
+        epilogue wait (draining the sets of the last d iterations)."""
+        if e.region is None:
+            return n.Const(e.base)
+        if first:
+            at, slot = n.BinOp("+", loop.start, n.BinOp("*", n.Const(k), loop.step)), e.slot_v
+        else:
+            at = n.BinOp("+", loop.start, n.BinOp("*", n.BinOp("-", _trip(loop), n.Const(1 + k)), loop.step))
+            slot = e.slot_u
+        return simplify(n.BinOp("+", n.Const(e.base), substitute(slot, {loop.var: at})))
+
+
+def _too_many(pair, limit):
+    from pypto.codegen.select import CodegenError
+
+    (c1, p1), (c2, p2) = pair
+    return CodegenError(f"more than {limit} syncs between {c1.name}.{p1.name} and {c2.name}.{p2.name} in one "
+                        "kernel: the hardware has that many event ids per pipe pair",
+                        hint="split the kernel, or use fewer live buffers per loop")
+
+
+def _trip(loop: Loop):
+    span = loop.stop if loop.start == n.Const(0) else n.BinOp("-", loop.stop, loop.start)
+    if loop.step == n.Const(1):
+        return simplify(span)
+    return simplify(n.BinOp("//", n.BinOp("+", span, n.BinOp("-", loop.step, n.Const(1))), loop.step))
+
+
+def _walk(body):
+    for node in body:
+        yield node
+        if isinstance(node, Loop):
+            yield from _walk(node.body)
+        elif isinstance(node, Cond):
+            yield from _walk(node.then_body)
+            yield from _walk(node.else_body)
+
+
+def _map_exprs(loc, f):
+    if isinstance(loc, BufLoc):
+        region = loc.region
+        if region is not None and region.slot is not UNKNOWN:
+            region = attrs.evolve(region, slot=f(region.slot))
+        return attrs.evolve(loc, addr=f(loc.addr), region=region)
+    return attrs.evolve(loc, offsets=tuple(f(o) for o in loc.offsets))
+
+
+def _blur(loc, names: set):
+    """Addresses and offsets that depend on ``names`` become UNKNOWN."""
+    if not names:
+        return loc
+    return _map_exprs(loc, lambda e: UNKNOWN if e is UNKNOWN or n.expr_vars(e) & names else e)
+
+
+def _same_value(a, b):
+    """True / False when a == b is decidable for every value of the free names, else None."""
+    if a is UNKNOWN or b is UNKNOWN:
+        return None
+    if a == b:
+        return True
+    if isinstance(a, n.Const) and isinstance(b, n.Const):
+        return a.value == b.value
+    if isinstance(a, n.BinOp) and isinstance(b, n.BinOp) and a.op == b.op == "%" and a.rhs == b.rhs \
+            and isinstance(a.rhs, n.Const):
+        d = static_difference(a.lhs, b.lhs)
+        if d is not None:
+            return d % a.rhs.value == 0
+    d = static_difference(a, b)
+    if d is not None:
+        return d == 0
+    return None
+
+
+def _may_overlap(a, b) -> bool:
+    if isinstance(a, BufLoc) and isinstance(b, BufLoc):
+        if a.space is not b.space or a.core is not b.core:
+            return False
+        if a.region is not None and b.region is not None and a.region.name == b.region.name:
+            same = _same_value(a.region.slot, b.region.slot)
+            return same is not False
+        ra, rb = _range(a), _range(b)
+        if ra is None or rb is None:
+            return True
+        return ra[0] < rb[1] and rb[0] < ra[1]
+    if isinstance(a, GmLoc) and isinstance(b, GmLoc):
+        if a.tensor != b.tensor:
+            return False
+        for oa, ea, ob, eb in zip(a.offsets, a.extents, b.offsets, b.extents):
+            if oa is UNKNOWN or ob is UNKNOWN:
+                continue
+            d = static_difference(ob, oa)
+            if d is not None and (d >= ea or -d >= eb):
+                return False
+        return True
+    return False
+
+
+def _range(loc: BufLoc):
+    if isinstance(loc.addr, n.Const):
+        return loc.addr.value, loc.addr.value + loc.size
+    if loc.region is not None:
+        r = loc.region
+        return r.base, r.base + r.slots * r.slot_size
+    return None
+
+
+def insert_syncs(body, soc: SoC) -> tuple[list, list[Edge]]:
+    """``body`` with its syncs, and the edges they implement."""
+    inserter = SyncInserter(soc)
+    out, prologue, epilogue = inserter.block(body)
+    return [*prologue, *out, *epilogue], inserter.edges
