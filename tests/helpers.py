@@ -83,3 +83,23 @@ def check_pass(run, before: str, after: str, ctx: PassContext | None = None, *, 
     name = entry or got.program.functions[-1].name
     same_results(program, got.program, name, scalars=scalars)
     return got
+
+
+# ----------------------------------------------------------------------------- platforms
+
+from pypto.runtime import RunConfig  # noqa: E402
+from pypto.runtime.compiled import compile_program  # noqa: E402
+
+
+def compile_case(case: ps.Case, platform: str = "a2a3sim", planner: str = "PYPTO", **config):
+    names = [p.name for p in case.program.function(case.entry).params]
+    cfg = RunConfig(platform=platform, memory_planner=planner, **config)
+    return compile_program(case.program, names, cfg, write=False)
+
+
+def run_on(case: ps.Case, platform: str = "a2a3sim", planner: str = "PYPTO", **config):
+    """(Out tensors, RunReport) of the case on a platform, through the whole compiler."""
+    compiled = compile_case(case, platform, planner, **config)
+    args = case.args()
+    report = compiled.run(*args)
+    return args[len(case.inputs):], report

@@ -22,13 +22,14 @@ def generate(program: n.Program, ctx: PassContext, *, unsafe_colive: bool = Fals
 
 
 def generate_function(fn: n.Function, ctx: PassContext, *, unsafe_colive: bool = False) -> Kernel:
-    body, allocs = select(fn, ctx, unsafe_colive=unsafe_colive)
+    body, allocs, returns = select(fn, ctx, unsafe_colive=unsafe_colive)
     body, _ = insert_syncs(body, ctx.soc)
+    body = number(body)
     params = tuple((p.name, p.type) for p in fn.params)
     cores = [c for c in CoreKind if any(isinstance(x, Instr) and x.core is c for x in _walk(body))]
     programs = tuple(Program(fn.name, c, params, tuple(a for a in allocs if _core_of(a.space) is c),
                              _project(body, c)) for c in cores)
-    return Kernel(fn.name, params, programs)
+    return Kernel(fn.name, params, programs, returns)
 
 
 def _core_of(space) -> CoreKind:
@@ -45,6 +46,28 @@ def _walk(body):
         elif isinstance(node, Cond):
             yield from _walk(node.then_body)
             yield from _walk(node.else_body)
+
+
+def number(body, counter=None) -> tuple:
+    """Every node with its pre-order position: the cluster program's order, which each
+    core's projection keeps (the simulator checks hazards against it)."""
+    import itertools
+
+    import attrs
+
+    counter = counter or itertools.count()
+    out = []
+    for node in body:
+        pos = next(counter)
+        if isinstance(node, Loop):
+            node = attrs.evolve(node, body=number(node.body, counter), pos=pos)
+        elif isinstance(node, Cond):
+            node = attrs.evolve(node, then_body=number(node.then_body, counter),
+                                else_body=number(node.else_body, counter), pos=pos)
+        else:
+            node = attrs.evolve(node, pos=pos)
+        out.append(node)
+    return tuple(out)
 
 
 def _project(body, core: CoreKind) -> tuple:
@@ -65,11 +88,11 @@ def _project(body, core: CoreKind) -> tuple:
         elif isinstance(node, Loop):
             inner = _project(node.body, core)
             if inner:
-                out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span))
+                out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span, pos=node.pos))
         elif isinstance(node, Cond):
             then_b, else_b = _project(node.then_body, core), _project(node.else_body, core)
             if then_b or else_b:
-                out.append(Cond(node.cond, then_b, else_b))
+                out.append(Cond(node.cond, then_b, else_b, pos=node.pos))
     return tuple(out)
 
 

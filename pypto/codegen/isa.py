@@ -88,6 +88,8 @@ class Instr:
     writes: tuple = ()
     span: Span | None = attrs.field(default=None, eq=False)
     note: str = ""  # e.g. the tile it defines, for the listing
+    dst: Buf | None = None  # the tile it writes (None for a store to GM)
+    pos: int = attrs.field(default=-1, eq=False)  # pre-order position in the cluster program
 
 
 @attrs.frozen
@@ -98,6 +100,7 @@ class SetFlag:
     src_core: CoreKind
     dst_core: CoreKind
     edge: int = -1  # which sync edge it belongs to (for tests that remove one)
+    pos: int = attrs.field(default=-1, eq=False)
 
     @property
     def pipe(self) -> Pipe:
@@ -116,6 +119,7 @@ class WaitFlag:
     src_core: CoreKind
     dst_core: CoreKind
     edge: int = -1
+    pos: int = attrs.field(default=-1, eq=False)
 
     @property
     def pipe(self) -> Pipe:
@@ -130,6 +134,7 @@ class WaitFlag:
 class ScalarAssign:
     name: str
     value: object  # Expr
+    pos: int = attrs.field(default=-1, eq=False)
 
 
 @attrs.frozen
@@ -140,6 +145,7 @@ class Loop:
     step: object
     body: tuple = attrs.field(converter=tuple)
     span: Span | None = attrs.field(default=None, eq=False)
+    pos: int = attrs.field(default=-1, eq=False)
 
 
 @attrs.frozen
@@ -147,6 +153,7 @@ class Cond:
     cond: object
     then_body: tuple = attrs.field(converter=tuple)
     else_body: tuple = attrs.field(default=(), converter=tuple)
+    pos: int = attrs.field(default=-1, eq=False)
 
 
 @attrs.frozen
@@ -176,6 +183,7 @@ class Kernel:
     name: str
     params: tuple  # (name, Type) in call order
     programs: tuple  # Program per core
+    returns: tuple = ()  # the parameters (GM tensors) the function returns
 
     def program(self, core: CoreKind) -> Program | None:
         return next((p for p in self.programs if p.core is core), None)

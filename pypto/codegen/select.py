@@ -16,6 +16,7 @@ import attrs
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, lookup
+from pypto.ir.simplify import simplify
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.codegen.isa import Alloc, Buf, BufLoc, Cond, GmLoc, Instr, Loop, Region, ScalarAssign, TensorArg
 from pypto.passes.context import PassContext, Planner
@@ -31,7 +32,8 @@ VECTOR_MNEMONIC = {"create": "VDUP", "full": "VDUP", "cast": "VCONV", "set_valid
 
 
 def select(fn: n.Function, ctx: PassContext, *, unsafe_colive: bool = False):
-    """(body, allocs) for ``fn``: structured instructions for the cluster, with accesses."""
+    """(body, allocs, returned parameters) for ``fn``: structured instructions for the
+    cluster, with the bytes each accesses."""
     if ctx.planner is Planner.PTOAS:
         unguarded = _ptoas_colive(fn, unsafe_colive)
         fn = _assembler_plan(fn, ctx)
@@ -118,8 +120,11 @@ class _Selector:
 
     def run(self):
         body = self.block(self.fn.body)
-        return body, tuple(self.allocs[k] for k in sorted(self.allocs, key=lambda k: (self.allocs[k].space.name,
-                                                                                        self.allocs[k].addr or 0, k)))
+        ret = next((s for s in self.fn.body if isinstance(s, n.Return)), None)
+        returns = tuple(self.tensor_of[v.name] for v in ret.values) if ret is not None else ()
+        allocs = tuple(self.allocs[k] for k in sorted(self.allocs, key=lambda k: (self.allocs[k].space.name,
+                                                                                    self.allocs[k].addr or 0, k)))
+        return body, allocs, returns
 
     def buf(self, name: str) -> Buf:
         t: TileType = self.types[name]
@@ -133,8 +138,7 @@ class _Selector:
             region = Region(m.name, m.addr, slot, m.slots, m.index, guarded=name not in self.unguarded)
             addr = n.Const(m.addr) if m.index == n.Const(0) else \
                 n.BinOp("+", n.Const(m.addr), n.BinOp("*", m.index, n.Const(slot)))
-            if isinstance(m.index, n.Const):
-                addr = n.Const(m.addr + m.index.value * slot)
+            addr = simplify(addr)
         self.allocs.setdefault(m.name, Alloc(m.name, t.space, m.addr, m.size, m.slots))
         return Buf(t.space, addr, t.shape, t.dtype, t.valid_shape, name, region)
 
@@ -160,6 +164,11 @@ class _Selector:
         if isinstance(s, n.Eval) and isinstance(s.value, n.Call):
             return self.call(s.value, None, s.span)
         if isinstance(s, n.For):
+            if all(isinstance(x, n.Const) for x in (s.start, s.stop, s.step)) and \
+                    not range(s.start.value, s.stop.value, s.step.value):
+                # never runs: its results are its initial values (a carried tile stays in its buffer)
+                return [ScalarAssign(b.name, a.init) for a, b in zip(s.iter_args, s.results)
+                        if isinstance(a.type, ScalarType)]
             pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, ScalarType)]
             self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
             body = self.block(s.body)
@@ -221,7 +230,8 @@ class _Selector:
             dst = self.buf(target)
             core = CoreKind.AIC if dst.space is M.Mat else CoreKind.AIV
             gm = GmLoc(self.tensor_of[values["tensor"].name], values["offsets"], tuple(c.value for c in values["shapes"]))
-            return [Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm,), (self.loc(dst, core),), span, target)]
+            return [Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm,), (self.loc(dst, core),), span, target,
+                          dst)]
         if call.op == "tile.store":
             src = bufs[0]
             core, pipe, mnemonic = (CoreKind.AIC, Pipe.FIXPIPE, "FIXSTORE") if src.space is M.Acc else \
@@ -249,4 +259,4 @@ class _Selector:
             if short in ("set_validshape", "reshape") and bufs[0].addr == dst.addr:
                 return []  # a view of the same bytes: nothing moves
         reads = tuple(self.loc(b, core) for b in bufs)
-        return [Instr(mnemonic, pipe, core, call.op, tuple(args), reads, (self.loc(dst, core),), span, target)]
+        return [Instr(mnemonic, pipe, core, call.op, tuple(args), reads, (self.loc(dst, core),), span, target, dst)]

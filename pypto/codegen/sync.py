@@ -24,7 +24,7 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import static_difference
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
-from pypto.sim.soc import SoC
+from pypto.sim.soc import Pipe, SoC
 
 UNKNOWN = object()  # an address or offset that depends on a name bound inside a compound
 
@@ -58,25 +58,33 @@ class SyncInserter:
         self.soc = soc
         self.edges: list[Edge] = []
         self.events: dict[tuple, int] = {}  # (src key, dst key) -> next free event id
+        self.block_events: dict[tuple, dict] = {}  # this block's: pair -> event id -> edges using it
         self._ids = itertools.count()
 
     # ------------------------------------------------------------------ blocks
 
-    def block(self, body, loop: Loop | None = None) -> tuple[list, list, list]:
-        """(new body, prologue, epilogue) with this block's syncs; nested blocks first."""
+    def block(self, body, loop: Loop | None = None) -> tuple[list, list, list, list]:
+        """(new body, prologue, epilogue, carried edges) with this block's syncs; nested
+        blocks first."""
         groups = []  # each statement with what its children needed around it
+        carried = []  # per statement: a loop's own edges, which also order what precedes and follows it
         for stmt in body:
             if isinstance(stmt, Loop):
-                inner, pro, epi = self.block(stmt.body, stmt)
+                inner, pro, epi, inner_carried = self.block(stmt.body, stmt)
                 groups.append([*pro, attrs.evolve(stmt, body=inner), *epi])
+                carried.append(inner_carried)
             elif isinstance(stmt, Cond):
-                then_b, _, _ = self.block(stmt.then_body)
-                else_b, _, _ = self.block(stmt.else_body)
+                then_b, _, _, _ = self.block(stmt.then_body)
+                else_b, _, _, _ = self.block(stmt.else_body)
                 groups.append([attrs.evolve(stmt, then_body=then_b, else_body=else_b)])
+                carried.append([])
             else:
                 groups.append([stmt])
-        summaries = [self.summary(g) for g in groups]
-        edges = self.analyse(summaries, loop)
+                carried.append([])
+        summaries = [self.summary(g, original) for g, original in zip(groups, body)]
+        saved, self.block_events = self.block_events, {}
+        edges = self.analyse(summaries, loop, carried)
+        self.block_events = saved
         before = [[] for _ in groups]
         after = [[] for _ in groups]
         prologue, epilogue = [], []
@@ -94,56 +102,64 @@ class SyncInserter:
             out.extend(pre)
             out.extend(group)
             out.extend(post)
-        return out, prologue, epilogue
+        return out, prologue, epilogue, edges
 
-    def summary(self, group) -> dict[tuple, list]:
-        """key -> accesses of one statement (all the instructions of a compound, with
-        addresses that depend on names bound inside it made unknown)."""
-        inner_names = set()
-        instrs = []
-        for node in group:
-            if isinstance(node, Instr):
-                instrs.append(node)
-            elif isinstance(node, (Loop, Cond)):
-                for x in _walk([node]):
-                    if isinstance(x, Loop):
-                        inner_names.add(x.var)
-                    elif isinstance(x, ScalarAssign):
-                        inner_names.add(x.name)
-                    elif isinstance(x, Instr):
-                        instrs.append(x)
+    def summary(self, group, original) -> dict[tuple, list]:
+        """key -> accesses (loc, write, index) of one statement: an instruction's own, or
+        all the instructions of a compound, with addresses that depend on names bound
+        inside it made unknown; ``index`` is the loop-body statement an access is in."""
         out: dict[tuple, list] = {}
-        for ins in instrs:
-            key = (ins.core, ins.pipe)
-            for loc in ins.reads:
-                out.setdefault(key, []).append((_blur(loc, inner_names), False))
-            for loc in ins.writes:
-                out.setdefault(key, []).append((_blur(loc, inner_names), True))
-        for node in group:  # a compound's syncs still occupy its pipes
-            if isinstance(node, (Loop, Cond)):
-                for x in _walk([node]):
-                    if isinstance(x, (SetFlag, WaitFlag)):
-                        out.setdefault((x.core, x.pipe), [])
+        for node in group:  # a compound's syncs occupy pipes too, accessing nothing
+            for x in _walk([node]):
+                if isinstance(x, (SetFlag, WaitFlag, Instr)):
+                    out.setdefault((x.core, x.pipe), [])
+        if isinstance(original, Instr):
+            parts = [(None, [original])]
+        elif isinstance(original, Loop):
+            parts = [(k, [x for x in _walk([child]) if isinstance(x, Instr)]) for k, child in enumerate(original.body)]
+        elif isinstance(original, Cond):
+            parts = [(None, [x for x in _walk([original]) if isinstance(x, Instr)])]
+        else:
+            parts = []
+        inner_names = set()
+        if isinstance(original, (Loop, Cond)):
+            for x in _walk([original]):
+                if isinstance(x, Loop):
+                    inner_names.add(x.var)
+                elif isinstance(x, ScalarAssign):
+                    inner_names.add(x.name)
+        for index, instrs in parts:
+            for ins in instrs:
+                for locs, write in ((ins.reads, False), (ins.writes, True)):
+                    for loc in locs:
+                        if isinstance(loc, BufLoc) and loc.region is not None and not loc.region.guarded:
+                            continue  # ptoas does not see a second co-live slot (the unsafe switch let it through)
+                        out[(ins.core, ins.pipe)].append((_blur(loc, inner_names), write, index))
         return out
 
     # ------------------------------------------------------------------ analysis
 
-    def analyse(self, summaries, loop: Loop | None) -> list[Edge]:
+    def analyse(self, summaries, loop: Loop | None, carried) -> list[Edge]:
         window = 1
         if loop is not None:
             depth = max((a[0].region.slots for s in summaries for accs in s.values() for a in accs
                          if isinstance(a[0], BufLoc) and a[0].region is not None and a[0].addr is not UNKNOWN
                          and loop.var in n.expr_vars(a[0].region.slot)), default=1)
             window = depth + 1
+            trip = _trip(loop)
+            if isinstance(trip, n.Const):  # distances a loop never reaches need no sync
+                window = max(1, min(window, trip.value))
+        self.carried = carried
         nodes = []
         for t in range(window):
             for j, summary in enumerate(summaries):
-                for key in sorted(summary, key=lambda k: (k[0].value, k[1].value)):
-                    accesses = [(self.at(loc, loop, t), w) for loc, w in summary[key]]
+                for key in sorted(summary, key=_rank):
+                    accesses = [(self.at(loc, loop, t), w, k) for loc, w, k in summary[key]]
                     nodes.append(_Node(t, j, key, accesses, summary[key]))
         for seq, node in enumerate(nodes):
             node.seq = seq
         last = window - 1
+        self.implicit = self.implied(nodes)
         conflicts = self.conflicts(nodes, last)
         pattern: dict[tuple, tuple] = {}  # (u.j, u.key, v.j, v.key, d) -> (u, v, access pair)
         while True:
@@ -158,11 +174,12 @@ class SyncInserter:
                     added = True
             if not added:
                 break
-        for key in sorted(pattern, key=lambda k: (-k[4], k[0], k[2])):  # drop what others already order
+        order = lambda k: (k[0], _rank(k[1]), k[2], _rank(k[3]), k[4])  # noqa: E731
+        for key in sorted(pattern, key=lambda k: (-k[4], *order(k))):  # drop what others already order
             trial = {k: p for k, p in pattern.items() if k != key}
             if self.covered(nodes, trial, conflicts, last):
                 pattern = trial
-        return [self.make_edge(key, value, loop) for key, value in sorted(pattern.items(), key=lambda kv: kv[0][:4])]
+        return [self.make_edge(key, pattern[key], loop) for key in sorted(pattern, key=order)]
 
     def conflicts(self, nodes, last: int) -> dict[int, list]:
         """For each node of the last window iteration: the nearest conflicting node of each
@@ -179,11 +196,37 @@ class SyncInserter:
             out[v.seq] = list(nearest.values())
         return out
 
-    @staticmethod
-    def known(nodes, pattern) -> dict[int, dict]:
+    def implied(self, nodes) -> list[tuple]:
+        """(u, v) node pairs a nested loop's own syncs already order: a loop that waits
+        for pipe A before some of its pipe-B work has waited for everything A did before
+        the loop; a loop whose last A work precedes a set towards B lets B's next work
+        after the loop know it all."""
+        out = []
+        for x in nodes:
+            edges = self.carried[x.j]
+            if not edges:
+                continue
+            group = [y for y in nodes if (y.t, y.j) == (x.t, x.j)]
+            first, last = min(y.seq for y in group), max(y.seq for y in group)
+            for e in edges:
+                if e.dst == x.key:
+                    before = [y for y in nodes if y.key == e.src and y.seq < first]
+                    if before:
+                        out.append((before[-1], x))
+                if e.src == x.key:
+                    indices = [k for _, _, k in x.accesses if k is not None]
+                    if indices and max(indices) <= max(f.u for f in edges if (f.src, f.dst) == (e.src, e.dst)):
+                        after = [y for y in nodes if y.key == e.dst and y.seq > last]
+                        if after:
+                            out.append((x, after[0]))
+        return out
+
+    def known(self, nodes, pattern) -> dict[int, dict]:
         """What each node knows has completed when it starts: key -> latest seq."""
         by_pos = {(x.t, x.j, x.key): x for x in nodes}
         preds: dict[int, list] = {}
+        for u, v in self.implicit:
+            preds.setdefault(v.seq, []).append(u)
         for (uj, ukey, vj, vkey, d) in pattern:
             for x in nodes:
                 if x.j == vj and x.key == vkey and x.t - d >= 0:
@@ -212,9 +255,19 @@ class SyncInserter:
                    for v, pairs in conflicts.items() for u, _ in pairs)
 
     def conflict(self, u: _Node, v: _Node):
-        """The first conflicting access pair, as the body spells them."""
-        for ia, (la, wa) in enumerate(u.accesses):
-            for ib, (lb, wb) in enumerate(v.accesses):
+        """The first conflicting access pair (as the body spells them) that nothing orders
+        yet. A loop's own syncs already order across it: a wait before body statement k
+        (fed in the first iteration by a set after earlier work, or by a prologue set)
+        orders what precedes the loop before statement k onwards, and the last such
+        wait (or an epilogue wait) orders what follows the loop after the set's statement."""
+        into = [e.v for e in self.carried[v.j] if (e.src, e.dst) == (u.key, v.key)] if v.j != u.j else []
+        out_of = [e.u for e in self.carried[u.j] if (e.src, e.dst) == (u.key, v.key)] if v.j != u.j else []
+        for ia, (la, wa, ka) in enumerate(u.accesses):
+            if out_of and ka is not None and ka <= max(out_of):
+                continue
+            for ib, (lb, wb, kb) in enumerate(v.accesses):
+                if into and kb is not None and kb >= min(into):
+                    continue
                 if (wa or wb) and _may_overlap(la, lb):
                     return u.original[ia][0], v.original[ib][0]
         return None
@@ -239,14 +292,28 @@ class SyncInserter:
             region = la.region
         width = region.slots if region is not None else 1
         pair = (ukey, vkey)
-        base = self.events.get(pair, 0)
-        if base + width > self.soc.event_ids:
-            raise _too_many(pair, self.soc.event_ids)
-        self.events[pair] = base + width
+        base = self._share(pair, uj, vj, d, width)
+        if base is None:
+            base = self.events.get(pair, 0)
+            if base + width > self.soc.event_ids:
+                raise _too_many(pair, self.soc.event_ids)
+            self.events[pair] = base + width
         edge = Edge(next(self._ids), uj, vj, ukey, vkey, d, base, region,
                     la.region.slot if region else None, lb.region.slot if region else None)
         self.edges.append(edge)
+        self.block_events.setdefault(pair, {}).setdefault(base, []).append(edge)
         return edge
+
+    def _share(self, pair, uj: int, vj: int, d: int, width: int):
+        """An event id already used in this block by syncs whose sets and waits all come
+        before this one's, in the same order — so flags matched first-in first-out still
+        pair each wait with its own set. None when there is none."""
+        if d != 0 or width != 1:
+            return None
+        for base, edges in sorted(self.block_events.get(pair, {}).items()):
+            if all(e.distance == 0 and e.u < uj and e.v < vj and e.v <= uj for e in edges):
+                return base
+        return None
 
     def event_exprs(self, e: Edge):
         """(set event, wait event): one id, or one per slot of a rotating region."""
@@ -266,6 +333,11 @@ class SyncInserter:
             at = n.BinOp("+", loop.start, n.BinOp("*", n.BinOp("-", _trip(loop), n.Const(1 + k)), loop.step))
             slot = e.slot_u
         return simplify(n.BinOp("+", n.Const(e.base), substitute(slot, {loop.var: at})))
+
+
+def _rank(key: tuple) -> tuple:
+    core, pipe = key
+    return core.value, list(Pipe).index(pipe)
 
 
 def _too_many(pair, limit):
@@ -365,5 +437,5 @@ def _range(loc: BufLoc):
 def insert_syncs(body, soc: SoC) -> tuple[list, list[Edge]]:
     """``body`` with its syncs, and the edges they implement."""
     inserter = SyncInserter(soc)
-    out, prologue, epilogue = inserter.block(body)
+    out, prologue, epilogue, _ = inserter.block(body)
     return [*prologue, *out, *epilogue], inserter.edges

@@ -347,6 +347,57 @@ def carried_programs(draw):
                 (want,), recipe=f"carried {f} {dtype.name}[{rows}x{cols}] x{trips}")
 
 
+# ----------------------------------------------------------------------------- explicit slots
+
+
+@st.composite
+def slotted_programs(draw, colive: bool | None = None):
+    """A loop whose loads rotate through the slots of a declared ``pl.MemRef("ub",
+    slots=F)[(i + c) % F]``, then an elementwise chain and a store. With ``colive``, a
+    second load takes another slot of the same region in the same iteration (PYPTO only:
+    PTOAS rejects it)."""
+    from pypto.ir.types import MemRef, TileType
+
+    dtype = draw(st.sampled_from(FLOATS + INTS))
+    rows = draw(st.sampled_from([1, 4, 16]))
+    cols = draw(st.sampled_from([16, 64, 128]))
+    trips = draw(st.integers(1, 6))
+    slots = draw(st.integers(2, 3))
+    shift = draw(st.integers(0, slots - 1))
+    colive = draw(st.booleans()) if colive is None else colive
+    seed = draw(st.integers(0, 2**31 - 1))
+    n_in = 2 if colive else 1
+    value_dtypes = [dtype]  # with two inputs, the chain starts from their sum: both slots live at once
+    steps = draw(_plan(value_dtypes, 3))
+    out_dtype = value_dtypes[-1]
+    shape = (rows * trips, cols)
+    inputs = [random_tensor(shape, dtype, seed + k) for k in range(n_in)]
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
+    out = b.param("out", TensorType(shape, out_dtype), ParamDirection.Out)
+    with b.loop(0, trips) as loop:
+        tiles = []
+        for k, p in enumerate(params):
+            index = (loop.var + (shift + k)) % slots
+            t = TileType(shape=(rows, cols), dtype=dtype, space=M.Vec, memref=MemRef(name="ub", slots=slots, index=index))
+            tiles.append(b.op("tile.load", p, [loop.var * rows, 0], [rows, cols], name=f"x{k}", type=t))
+        first = b.op("tile.add", *tiles) if colive else tiles[0]
+        b.eval("tile.store", _run_ir(b, steps, [first]), [loop.var * rows, 0], out)
+    b.ret(out)
+
+    def per_tile(i):
+        xs = [x[i * rows:(i + 1) * rows] for x in inputs]
+        return _run_torch(steps, [torch.add(*xs) if colive else xs[0]])
+
+    tiles = [per_tile(i) for i in range(trips)]
+    recipe = f"slots={slots} shift={shift} colive={colive} {dtype.name}[{rows}x{cols}] x{trips}: " + \
+        ", ".join(str(s[:2]) for s in steps)
+    return Case(n.Program("slotted", (b.build(),)), "kernel", tuple(inputs),
+                (torch.zeros(shape, dtype=TORCH[out_dtype]),), (torch.cat(tiles),), recipe=recipe)
+
+
 def tile_programs():
-    """Any of the program families above."""
-    return st.one_of(elementwise_programs(), reduction_programs(), matmul_programs(), carried_programs())
+    """Any of the program families here (explicit slots without co-live ones, so that every
+    program compiles under both planners)."""
+    return st.one_of(elementwise_programs(), reduction_programs(), matmul_programs(), carried_programs(),
+                     slotted_programs(colive=False))

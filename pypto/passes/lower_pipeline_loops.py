@@ -86,6 +86,8 @@ class _Lowering:
                      None, loop.iter_args, main_results, span=loop.span)
         out = [main]
         values = tuple(n.Var(b.name) for b in main_results)
+        if isinstance(trip, n.Const) and trip.value < f:  # the main loop would never run: only the tail
+            out, values = [], tuple(a.init for a in loop.iter_args)
 
         # The tail: iterations main_end, main_end + step, ... (fewer than f of them).
         static_trip = trip.value if isinstance(trip, n.Const) else None

@@ -14,7 +14,10 @@ from pypto.ir import nodes as n
 from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.config import RunConfig
+from pypto.codegen import generate
+from pypto.codegen.listing import listing
 from pypto.runtime.dispatch import execute
+from pypto.sim.simulator import RunReport
 from pypto.sim.soc import backend
 
 
@@ -38,6 +41,7 @@ class CompiledProgram:
     diagnostics: tuple
     timings: tuple  # (pass name, seconds)
     output_dir: Path | None = None
+    kernels: dict = attrs.Factory(dict)  # InCore function -> codegen Kernel (a2a3sim)
 
     @property
     def entry(self) -> str:
@@ -47,12 +51,16 @@ class CompiledProgram:
     def perf_hints(self) -> tuple:
         return tuple(d for d in self.diagnostics if d.severity is Severity.PerfHint)
 
-    def run(self, *args):
-        """Run on the configured platform; Out tensors are written in place."""
-        return execute(self.lowered, self.entry, args, self.config)
+    def run(self, *args) -> RunReport:
+        """Run on the configured platform (Out tensors are written in place); the report
+        has the simulated cycles, busy cycles per pipe and core, and instruction counts
+        (zeros on ``ref``), and ``outputs``, what the entry returned."""
+        values, report = execute(self.lowered, self.entry, args, self.config, self.kernels)
+        report.outputs = values
+        return report
 
     def __call__(self, *args):
-        values = self.run(*args)
+        values = self.run(*args).outputs
         if not values:
             return None
         return values[0] if len(values) == 1 else values
@@ -62,9 +70,17 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     lowering = lower_program(program, config)
     compiled = CompiledProgram(program.name, program, lowering.program, tuple(param_names), config.platform,
                                config, lowering.diagnostics, lowering.timings)
+    if config.platform != "ref":
+        ctx = pass_context(config)
+        compiled.kernels = generate(lowering.program, ctx, unsafe_colive=config.unsafe_allow_colive_slots)
     if write:
         compiled.output_dir = _output_dir(config, program.name)
         write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes)
+        for kernel in compiled.kernels.values():
+            for p in kernel.programs:
+                path = compiled.output_dir / "kernels" / p.core.value / f"{kernel.name}.pto"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(listing(kernel, p, backend=config.backend, planner=config.memory_planner))
     report(compiled)
     return compiled
 

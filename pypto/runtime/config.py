@@ -13,6 +13,7 @@ from pypto.sim.soc import BACKENDS
 
 # platform -> what runs the program
 PLATFORMS = {
+    "a2a3sim": "the cycle-level simulator of an a2a3 AI-core cluster (codegen, then simulation)",
     "ref": "the reference interpreter (executes the IR with torch)",
 }
 
@@ -60,7 +61,7 @@ def _path(value):
 
 @attrs.frozen(kw_only=True)
 class RunConfig:
-    platform: str = attrs.field(default="ref", converter=_platform)
+    platform: str = attrs.field(default="a2a3sim", converter=_platform)
     dump_passes: PassDumpLevel = attrs.field(default=PassDumpLevel.NONE, converter=_dump_level)
     memory_planner: Planner = attrs.field(default=Planner.PYPTO, converter=Planner.coerce)
     disabled_diagnostics: tuple = attrs.field(default=(), converter=_disabled)
@@ -69,6 +70,10 @@ class RunConfig:
     # $PYPTO_PROG_BUILD_DIR (or ./build_output)/<kernel>_<timestamp>.
     output_dir: Path | None = attrs.field(default=None, converter=_path)
     backend: str = attrs.field(default="a2a3", converter=_backend)
+    # UNSAFE, for demonstrating what the check prevents: codegen accepts two co-live slots
+    # of one PTOAS region, and the simulator reports no hazards, so the data races
+    # corrupt the result the way the hardware would.
+    unsafe_allow_colive_slots: bool = False
 
     @property
     def writes_artifacts(self) -> bool:

@@ -1,13 +1,28 @@
-"""Running a program on a platform: argument checks, then the platform's executor."""
+"""Running a compiled program on its platform: the reference interpreter, or the host
+orchestration interpreted with each InCore call simulated on a core cluster."""
 
 from __future__ import annotations
 
 from pypto.ir import nodes as n
 from pypto.runtime.config import RunConfig
 from pypto.sim import interpreter
+from pypto.sim.simulator import RunReport, run_kernel
+from pypto.sim.soc import backend
 
 
-def execute(program: n.Program, entry: str, args, config: RunConfig) -> tuple:
+def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None):
+    """(values the entry returns, RunReport)."""
+    report = RunReport()
     if config.platform == "ref":
-        return interpreter.run(program, entry, args)
-    raise AssertionError(f"platform {config.platform!r} passed RunConfig's check but has no executor")
+        return interpreter.run(program, entry, args), report
+    soc = backend(config.backend)
+
+    def kernel_call(fn: n.Function, fargs):
+        kernel = kernels[fn.name]
+        _, launch = run_kernel(kernel, fargs, soc, unsafe=config.unsafe_allow_colive_slots)
+        report.merge(launch)
+        by_name = {name: value for (name, _), value in zip(kernel.params, fargs)}
+        return tuple(by_name[name] for name in kernel.returns)
+
+    values = interpreter.run(program, entry, args, kernel_call)
+    return values, report

@@ -10,15 +10,21 @@ from __future__ import annotations
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
+from pypto.ir.types import FunctionType
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.types import TileType
 from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 
 
-def run(program: n.Program, entry: str, args) -> tuple:
-    """Call ``entry`` with ``args``; returns what it returns (tensors are written in place)."""
-    return _Interpreter(program).call(program.function(entry), tuple(args))
+def run(program: n.Program, entry: str, args, kernel_call=None) -> tuple:
+    """Call ``entry`` with ``args``; returns what it returns (tensors are written in place).
+    ``kernel_call(function, args) -> values``, when given, runs each InCore function call
+    (the simulator does); the interpreter runs everything else."""
+    return _Interpreter(program, kernel_call).call(program.function(entry), tuple(args))
+
+
+KERNELS = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
 
 class _Yield(Exception):
@@ -32,10 +38,13 @@ class _Return(Exception):
 
 
 class _Interpreter:
-    def __init__(self, program: n.Program):
+    def __init__(self, program: n.Program, kernel_call=None):
         self.program = program
+        self.kernel_call = kernel_call
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
+        if self.kernel_call is not None and fn.type in KERNELS:
+            return tuple(self.kernel_call(fn, args))
         env = {p.name: a for p, a in zip(fn.params, args)}
         try:
             self.block(fn.body, env)

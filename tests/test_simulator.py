@@ -1,0 +1,204 @@
+"""The cycle-level simulator: bit-identical to the interpreter, overlap where the seed
+says there is, hazards when a sync is missing, and the PTOAS co-live rule."""
+
+import runpy
+import sys
+
+import attrs
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto.language as pl
+from helpers import assert_matches_oracle, compile_case, run_case, run_on
+from pypto.codegen import CodegenError
+from pypto.codegen.isa import Cond, Kernel, Loop, SetFlag, WaitFlag, walk
+from pypto.fuzz import strategies as ps
+from pypto.runtime import RunConfig
+from pypto.sim.simulator import SimulatorDeadlock, SimulatorHazard, run_kernel
+from pypto.sim.soc import A2A3
+from seed import runnable_program
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory):
+    path = tmp_path_factory.mktemp("seed") / "seed_kernels.py"
+    path.write_text(runnable_program("a2a3sim"))
+    argv, sys.argv = sys.argv, [str(path)]
+    try:
+        return runpy.run_path(str(path), run_name="seed_kernels")
+    finally:
+        sys.argv = argv
+
+
+def seed_report(seed, name, **config):
+    out = torch.zeros(512, 128)
+    report = seed[name].compile(seed["A"], out, config=RunConfig(**config)).run(seed["A"], out)
+    assert torch.equal(out, torch.exp(seed["A"]))
+    return report
+
+
+def overlaps(a, b) -> bool:
+    return any(s1 < e2 and s2 < e1 for s1, e1 in a for s2, e2 in b)
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_double_buffering_overlaps_mte2_with_vector_and_saves_cycles(seed, planner):
+    single = seed_report(seed, "single_buffer", memory_planner=planner)
+    for name in ("pipelined", "explicit_slots"):
+        report = seed_report(seed, name, memory_planner=planner)
+        assert report.cycles <= 0.8 * single.cycles, (name, report.cycles, single.cycles)
+        assert overlaps(report.busy("MTE2"), report.busy("VECTOR")), name
+    assert not overlaps(single.busy("MTE2"), single.busy("VECTOR"))
+
+
+def test_run_report_counts_cycles_pipes_and_instructions(seed):
+    report = seed_report(seed, "single_buffer")
+    assert report.launches == 1
+    assert report.instructions == 8 * 3  # load, exp, store per tile
+    assert set(report.pipe_cycles) == {"aiv0"}
+    busy = report.pipe_cycles["aiv0"]
+    assert set(busy) == {"MTE2", "VECTOR", "MTE3"}
+    assert max(busy.values()) < report.cycles <= sum(busy.values()) + 200
+    ref = seed["single_buffer"].compile(seed["A"], torch.zeros(512, 128), config=RunConfig(platform="ref"))
+    assert ref.run(seed["A"], torch.zeros(512, 128)).cycles == 0
+
+
+# ----------------------------------------------------------------------------- syncs
+
+
+def without_edge(kernel: Kernel, edge: int) -> Kernel:
+    def strip(body):
+        out = []
+        for node in body:
+            if isinstance(node, (SetFlag, WaitFlag)) and node.edge == edge:
+                continue
+            if isinstance(node, Loop):
+                node = attrs.evolve(node, body=strip(node.body))
+            elif isinstance(node, Cond):
+                node = attrs.evolve(node, then_body=strip(node.then_body), else_body=strip(node.else_body))
+            out.append(node)
+        return tuple(out)
+
+    return attrs.evolve(kernel, programs=tuple(attrs.evolve(p, body=strip(p.body)) for p in kernel.programs))
+
+
+def edges_of(kernel: Kernel) -> list[int]:
+    return sorted({x.edge for p in kernel.programs for x in walk(p.body) if isinstance(x, (SetFlag, WaitFlag))})
+
+
+def assert_every_sync_is_needed(kernel: Kernel, args) -> int:
+    edges = edges_of(kernel)
+    for edge in edges:
+        with pytest.raises(SimulatorHazard):
+            run_kernel(without_edge(kernel, edge), tuple(a.clone() if isinstance(a, torch.Tensor) else a
+                                                          for a in args), A2A3)
+    return len(edges)
+
+
+@pytest.mark.parametrize("name", ["single_buffer", "pipelined", "explicit_slots"])
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_every_inserted_sync_of_the_seed_kernels_is_needed(seed, name, planner):
+    compiled = seed[name].compile(seed["A"], torch.zeros(512, 128), config=RunConfig(memory_planner=planner))
+    (kernel,) = compiled.kernels.values()
+    assert assert_every_sync_is_needed(kernel, (seed["A"], torch.zeros(512, 128))) >= 3
+
+
+def test_a_missing_sync_names_both_instructions_and_their_lines(seed):
+    compiled = seed["single_buffer"].compile(seed["A"], torch.zeros(512, 128))
+    (kernel,) = compiled.kernels.values()
+    first = edges_of(kernel)[0]
+    with pytest.raises(SimulatorHazard) as info:
+        run_kernel(without_edge(kernel, first), (seed["A"], torch.zeros(512, 128)), A2A3)
+    text = str(info.value)
+    assert "and no sync orders them" in text
+    assert text.count("seed_kernels.py:") >= 2
+
+
+def test_a_wait_without_its_set_deadlocks(seed):
+    compiled = seed["single_buffer"].compile(seed["A"], torch.zeros(512, 128))
+    (kernel,) = compiled.kernels.values()
+    program = kernel.programs[0]
+    body = tuple(x for x in program.body if not isinstance(x, SetFlag))  # drop the prologue sets
+    broken = attrs.evolve(kernel, programs=(attrs.evolve(program, body=body),))
+    with pytest.raises(SimulatorDeadlock, match="wait"):
+        run_kernel(broken, (seed["A"], torch.zeros(512, 128)), A2A3)
+
+
+# ----------------------------------------------------------------------------- PTOAS co-live slots
+
+NT, TR, TC = 8, 64, 128
+
+
+@pl.jit
+def colive(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(NT):
+            x: pl.Tile[[TR, TC], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * TR, 0], [TR, TC])
+            y: pl.Tile[[TR, TC], pl.FP32, pl.MemRef("ub", slots=2)[(i + 1) % 2], pl.Mem.Vec] = pl.load(b, [i * TR, 0], [TR, TC])  # noqa: E501  MARK-second-slot
+            pl.store(pl.add(x, y), [i * TR, 0], out)
+    return out
+
+
+def colive_args():
+    g = torch.Generator().manual_seed(7)
+    return torch.randn(NT * TR, TC, generator=g), torch.randn(NT * TR, TC, generator=g), torch.zeros(NT * TR, TC)
+
+
+def test_two_colive_slots_are_rejected_at_codegen_under_ptoas():
+    with pytest.raises(CodegenError) as info:
+        colive.compile(*colive_args(), config=RunConfig(memory_planner="PTOAS"))
+    text = str(info.value)
+    assert "two of its slots are live at once inside a loop ('x' and 'y')" in text
+    assert "ptoas guards only the first slot selected in an iteration" in text
+    assert "the second would be read while the next iteration overwrites it" in text
+    assert "MARK-second-slot" in text and f"{__file__}:" in text
+    assert 'memory_planner="PYPTO"' in text
+
+
+def test_the_unsafe_switch_shows_the_corruption_and_pypto_gets_it_right():
+    a, b, out = colive_args()
+    colive(a, b, out, config=RunConfig(memory_planner="PTOAS", unsafe_allow_colive_slots=True))
+    assert not torch.equal(out, a + b)
+    out.zero_()
+    colive(a, b, out, config=RunConfig(memory_planner="PYPTO"))
+    assert torch.equal(out, a + b)
+
+
+def test_without_the_unsafe_switch_the_same_races_are_hazards():
+    a, b, out = colive_args()
+    compiled = colive.compile(a, b, out, config=RunConfig(memory_planner="PTOAS", unsafe_allow_colive_slots=True))
+    (kernel,) = compiled.kernels.values()
+    with pytest.raises(SimulatorHazard):
+        run_kernel(kernel, (a, b, out), A2A3)
+
+
+# ----------------------------------------------------------------------------- properties
+
+FAMILIES = st.one_of(ps.elementwise_programs(), ps.reduction_programs(), ps.matmul_programs(), ps.carried_programs(),
+                     ps.slotted_programs())
+
+
+@settings(max_examples=30)
+@given(FAMILIES, st.sampled_from(["PYPTO", "PTOAS"]))
+def test_property_simulator_is_bit_identical_to_the_interpreter(case, planner):
+    if planner == "PTOAS" and "colive=True" in case.recipe:
+        with pytest.raises(CodegenError):
+            compile_case(case, planner=planner)
+        return
+    expected = run_case(case)
+    got, report = run_on(case, planner=planner)
+    for x, y in zip(got, expected):
+        assert ps.bits_equal(x, y), f"{case.recipe} on {planner}"
+    assert_matches_oracle(case, got)
+    assert report.cycles > 0 and report.instructions > 0
+
+
+@settings(max_examples=10)
+@given(st.one_of(ps.elementwise_programs(max_steps=3), ps.matmul_programs(), ps.slotted_programs(colive=False)))
+def test_property_every_sync_is_needed(case):
+    compiled = compile_case(case)
+    for kernel in compiled.kernels.values():
+        args = case.args()
+        assert_every_sync_is_needed(kernel, args)
