@@ -2,6 +2,7 @@
 
 import textwrap
 
+import pytest
 import torch
 
 import pypto.language as pl
@@ -9,7 +10,15 @@ from pypto.ir import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 
-REF = RunConfig(platform="ref")
+PLATFORMS = ["ref", "a2a3sim"]
+
+
+@pytest.fixture(params=PLATFORMS)
+def cfg(request):
+    """Every kernel test runs on the interpreter and on the simulator."""
+    return RunConfig(platform=request.param)
+
+
 ROWS = 64
 
 
@@ -32,7 +41,7 @@ def roundtrips(program):
     return program
 
 
-def test_rebinding_becomes_fresh_ssa_names():
+def test_rebinding_becomes_fresh_ssa_names(cfg):
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -52,11 +61,11 @@ def test_rebinding_becomes_fresh_ssa_names():
             pl.tile.store(t_2, [0, 0], out)
         return out
     """)
-    k(a, out, config=REF)
+    k(a, out, config=cfg)
     assert torch.equal(out, torch.exp(a) + torch.exp(a))
 
 
-def test_rebinding_in_a_loop_is_loop_carried():
+def test_rebinding_in_a_loop_is_loop_carried(cfg):
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -79,7 +88,7 @@ def test_rebinding_in_a_loop_is_loop_carried():
             pl.tile.store(acc_3, [0, 0], out)
         return out
     """)
-    k(a, out, config=REF)
+    k(a, out, config=cfg)
     want = a[:16] + a[16:32] + a[32:48] + a[48:64]
     assert torch.equal(out, ((a[:16] + a[16:32]) + a[32:48]) + a[48:64]) and torch.allclose(out, want)
 
@@ -99,7 +108,7 @@ def test_a_name_rebound_in_a_loop_but_never_read_again_is_not_carried():
     assert "init_values" not in program.as_python()
 
 
-def test_branch_results_from_rebinding_in_an_if():
+def test_branch_results_from_rebinding_in_an_if(cfg):
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -114,7 +123,7 @@ def test_branch_results_from_rebinding_in_an_if():
     a = torch.randn(16, 128)
     for n, want in ((3, torch.exp(a)), (1, -a)):
         out = torch.zeros(16, 128)
-        k(a, out, n, config=REF)
+        k(a, out, n, config=cfg)
         assert torch.equal(out, want)
     program = roundtrips(k.specialize(a, out, 3))
     text = body_of(program)
@@ -135,7 +144,7 @@ def test_static_if_on_module_constants_keeps_one_branch():
     assert "if " not in program.as_python() and "pl.tile.exp" in program.as_python()
 
 
-def test_explicit_iter_args_and_yield_parse_as_written():
+def test_explicit_iter_args_and_yield_parse_as_written(cfg):
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -149,11 +158,11 @@ def test_explicit_iter_args_and_yield_parse_as_written():
 
     a, out = torch.randn(ROWS, 128), torch.zeros(16, 128)
     roundtrips(k.specialize(a, out))
-    k(a, out, config=REF)
+    k(a, out, config=cfg)
     assert torch.equal(out, a.reshape(4, 16, 128).amax(dim=0))
 
 
-def test_incore_function_called_from_the_entry():
+def test_incore_function_called_from_the_entry(cfg):
     @pl.jit.incore
     def body(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         t = pl.load(a, [0, 0], [16, 128])
@@ -170,11 +179,11 @@ def test_incore_function_called_from_the_entry():
     assert [f.name for f in program.functions] == ["body", "entry"]
     assert "out_1 = self.body(a, out)" in program.as_python()
     assert "@pl.function(type=pl.FunctionType.InCore)" in program.as_python()
-    entry(a, out, config=REF)
+    entry(a, out, config=cfg)
     assert torch.equal(out, torch.relu(a))
 
 
-def test_inline_function_is_spliced_into_the_caller():
+def test_inline_function_is_spliced_into_the_caller(cfg):
     @pl.jit.inline
     def twice(x):
         return pl.add(x, x)
@@ -189,7 +198,7 @@ def test_inline_function_is_spliced_into_the_caller():
     a, out = torch.randn(16, 128), torch.zeros(16, 128)
     program = roundtrips(entry.specialize(a, out))
     assert len(program.functions) == 1
-    entry(a, out, config=REF)
+    entry(a, out, config=cfg)
     assert torch.equal(out, a + a)
 
 
@@ -218,7 +227,7 @@ def test_program_class_form_and_self_calls():
     assert torch.equal(out, a + b)
 
 
-def test_tensor_level_ops_slices_and_window_assignment():
+def test_tensor_level_ops_slices_and_window_assignment(cfg):
     @pl.jit
     def k(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -230,11 +239,11 @@ def test_tensor_level_ops_slices_and_window_assignment():
 
     a, b, out = torch.randn(32, 64), torch.randn(32, 64), torch.zeros(32, 64)
     roundtrips(k.specialize(a, b, out))
-    k(a, b, out, config=REF)
+    k(a, b, out, config=cfg)
     assert torch.equal(out[:16], a[:16] + b[:16]) and torch.equal(out[16:], a[16:] * 2.0)
 
 
-def test_operators_on_tiles_are_the_unified_ops():
+def test_operators_on_tiles_are_the_unified_ops(cfg):
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -243,11 +252,11 @@ def test_operators_on_tiles_are_the_unified_ops():
         return out
 
     a, out = torch.randn(16, 128), torch.zeros(16, 128)
-    k(a, out, config=REF)
+    k(a, out, config=cfg)
     assert torch.equal(out, a * a + a / 2.0 - 1.0)
 
 
-def test_closure_constants_and_full_annotations():
+def test_closure_constants_and_full_annotations(cfg):
     tr = 8
 
     @pl.jit
@@ -261,7 +270,7 @@ def test_closure_constants_and_full_annotations():
     a, out = torch.randn(32, 16).half(), torch.zeros(32, 16).half()
     program = roundtrips(k.specialize(a, out))
     assert "pl.pipeline(4, stage=3)" in program.as_python()
-    k(a, out, config=REF)
+    k(a, out, config=cfg)
     assert torch.equal(out, torch.sqrt(torch.abs(a)))
 
 
@@ -279,7 +288,7 @@ def test_specializations_are_cached_per_argument_types():
     assert p2 is not p1 and p2 != p1
 
 
-def test_reductions_matmul_and_broadcasts_in_one_kernel():
+def test_reductions_matmul_and_broadcasts_in_one_kernel(cfg):
     @pl.jit
     def k(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor], rowmax: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -296,13 +305,13 @@ def test_reductions_matmul_and_broadcasts_in_one_kernel():
     x, w = torch.randn(16, 32).half(), torch.randn(32, 16).half()
     out, rowmax = torch.zeros(16, 16), torch.zeros(16, 1)
     roundtrips(k.specialize(x, w, out, rowmax))
-    k(x, w, out, rowmax, config=REF)
+    k(x, w, out, rowmax, config=cfg)
     ref = x.double() @ w.double()
     assert torch.allclose(rowmax.double(), ref.amax(dim=1, keepdim=True), atol=1e-4)
     assert torch.allclose(out.double(), torch.exp(ref - ref.amax(dim=1, keepdim=True)), atol=1e-4)
 
 
-def test_dynamic_scalar_loop_bounds_and_parallel_loops():
+def test_dynamic_scalar_loop_bounds_and_parallel_loops(cfg):
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
         with pl.at(level=pl.Level.CORE_GROUP):
@@ -314,14 +323,14 @@ def test_dynamic_scalar_loop_bounds_and_parallel_loops():
     a = torch.randn(32, 32)
     for n in (2, 4):
         out = torch.zeros(32, 32)
-        k(a, out, n, config=REF)
+        k(a, out, n, config=cfg)
         assert torch.equal(out[: n * 8], a[: n * 8] * 3.0) and not out[n * 8:].any()
     program = roundtrips(k.specialize(a, out, 4))
     assert "for i in pl.parallel(n):" in program.as_python()
     assert "n: pl.Scalar[pl.INT32]" in program.as_python()
 
 
-def test_runtime_out_of_range_is_an_execution_error():
+def test_runtime_out_of_range_is_an_execution_error(cfg):
     from pypto.errors import ExecutionError
 
     @pl.jit
@@ -332,8 +341,6 @@ def test_runtime_out_of_range_is_an_execution_error():
                 pl.store(t, [i * 8, 0], out)
         return out
 
-    import pytest
-
     with pytest.raises(ExecutionError, match=r"load region \[32, 40\) on axis 0 is outside the tensor's \[0, 32\)") as info:
-        k(torch.zeros(32, 32), torch.zeros(32, 32), 5, config=REF)
+        k(torch.zeros(32, 32), torch.zeros(32, 32), 5, config=cfg)
     assert info.value.span.line > 0 and "MARK-runtime-oob" in str(info.value)

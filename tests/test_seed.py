@@ -15,7 +15,7 @@ def test_seed_has_the_kernel_blocks():
         assert f"check({name})" in text
 
 
-@pytest.mark.parametrize("platform", ["ref"])
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
 def test_seed_kernels_run(platform, tmp_path, monkeypatch):
     # Written to a file: kernels are parsed from their source, which must be on disk.
     path = tmp_path / "seed_kernels.py"

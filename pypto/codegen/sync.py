@@ -197,62 +197,67 @@ class SyncInserter:
         return out
 
     def implied(self, nodes) -> list[tuple]:
-        """(u, v) node pairs a nested loop's own syncs already order: a loop that waits
-        for pipe A before some of its pipe-B work has waited for everything A did before
-        the loop; a loop whose last A work precedes a set towards B lets B's next work
-        after the loop know it all."""
+        """(a, x) pairs where a nested loop's own syncs make x's completion imply a's: if
+        the loop waits for pipe A before its pipe-B work x, everything A did before the
+        loop (a) has landed by the time x is done; and if its last A work precedes a set
+        towards B, its A work (a) has landed by the time its B work (x) is done."""
         out = []
         for x in nodes:
             edges = self.carried[x.j]
-            if not edges:
-                continue
             group = [y for y in nodes if (y.t, y.j) == (x.t, x.j)]
-            first, last = min(y.seq for y in group), max(y.seq for y in group)
+            first = min(y.seq for y in group)
             for e in edges:
-                if e.dst == x.key:
-                    before = [y for y in nodes if y.key == e.src and y.seq < first]
-                    if before:
-                        out.append((before[-1], x))
-                if e.src == x.key:
-                    indices = [k for _, _, k in x.accesses if k is not None]
-                    if indices and max(indices) <= max(f.u for f in edges if (f.src, f.dst) == (e.src, e.dst)):
-                        after = [y for y in nodes if y.key == e.dst and y.seq > last]
-                        if after:
-                            out.append((x, after[0]))
+                if e.dst != x.key:
+                    continue
+                before = [y for y in nodes if y.key == e.src and y.seq < first]
+                if before:
+                    out.append((before[-1], x))
+                a = next((y for y in group if y.key == e.src), None)
+                indices = [k for _, _, k in a.accesses if k is not None] if a is not None else []
+                last_set = max(f.u for f in edges if (f.src, f.dst) == (e.src, e.dst))
+                if a is not None and all(k <= last_set for k in indices):
+                    out.append((a, x))
         return out
 
     def known(self, nodes, pattern) -> dict[int, dict]:
-        """What each node knows has completed when it starts: key -> latest seq."""
+        """What each node knows has landed when it starts (key -> latest seq); what it
+        knows once it is done also covers its own work and what ``implied`` adds."""
         by_pos = {(x.t, x.j, x.key): x for x in nodes}
         preds: dict[int, list] = {}
-        for u, v in self.implicit:
-            preds.setdefault(v.seq, []).append(u)
         for (uj, ukey, vj, vkey, d) in pattern:
             for x in nodes:
                 if x.j == vj and x.key == vkey and x.t - d >= 0:
                     u = by_pos.get((x.t - d, uj, ukey))
                     if u is not None:
                         preds.setdefault(x.seq, []).append(u)
-        known: dict[int, dict] = {}
+        after: dict[int, list] = {}
+        for a, x in self.implicit:
+            after.setdefault(x.seq, []).append(a)
+        start: dict[int, dict] = {}
+        end: dict[int, dict] = {}
         last_on: dict[tuple, _Node] = {}
-        for x in nodes:
-            k: dict = {}
-            p = last_on.get(x.key)
-            if p is not None:
-                k = dict(known[p.seq])
-                k[p.key] = max(k.get(p.key, -1), p.seq)
-            for u in preds.get(x.seq, []):
-                for key, seq in known[u.seq].items():
-                    k[key] = max(k.get(key, -1), seq)
-                k[u.key] = max(k.get(u.key, -1), u.seq)
-            known[x.seq] = k
-            last_on[x.key] = x
-        return known
+        for _, group in itertools.groupby(nodes, key=lambda y: (y.t, y.j)):
+            group = list(group)
+            for x in group:
+                k: dict = {}
+                sources = [last_on[x.key]] if x.key in last_on else []
+                for u in sources + preds.get(x.seq, []):
+                    _merge(k, end[u.seq])
+                start[x.seq] = k
+            for x in group:
+                end[x.seq] = {**start[x.seq], x.key: x.seq}
+            for _ in group:  # a compound's parts may vouch for each other
+                for x in group:
+                    for a in after.get(x.seq, []):
+                        if a.seq in end:
+                            _merge(end[x.seq], end[a.seq])
+            for x in group:
+                last_on[x.key] = x
+        return start
 
     def covered(self, nodes, pattern, conflicts, last) -> bool:
         known = self.known(nodes, pattern)
-        return all(known[v][u.key] >= u.seq if u.key in known[v] else False
-                   for v, pairs in conflicts.items() for u, _ in pairs)
+        return all(known[v].get(u.key, -1) >= u.seq for v, pairs in conflicts.items() for u, _ in pairs)
 
     def conflict(self, u: _Node, v: _Node):
         """The first conflicting access pair (as the body spells them) that nothing orders
@@ -333,6 +338,12 @@ class SyncInserter:
             at = n.BinOp("+", loop.start, n.BinOp("*", n.BinOp("-", _trip(loop), n.Const(1 + k)), loop.step))
             slot = e.slot_u
         return simplify(n.BinOp("+", n.Const(e.base), substitute(slot, {loop.var: at})))
+
+
+def _merge(into: dict, other: dict) -> None:
+    for key, seq in other.items():
+        if seq > into.get(key, -1):
+            into[key] = seq
 
 
 def _rank(key: tuple) -> tuple:

@@ -60,15 +60,13 @@ def buffers(fn: n.Function, align_of) -> dict[str, Buffer]:
         if not isinstance(t, TileType) or t.memref is None:
             continue
         m = t.memref
-        start, loop_starts, span = walker.defs[name]
+        _, loop_starts, span = walker.defs[name]
         loops = [walker.loop_by_start[s] for s in loop_starts]
-        end = max(walker.uses.get(name, [start]) + [start])
-        # Crossing a loop's back edge: defined before a loop that uses it, or carried by it.
-        for pos in walker.uses.get(name, []):
-            for loop in walker.loops_at(pos):
-                if start < loop.start or name in walker.carried.get(loop.start, ()):
-                    start = min(start, loop.start)
-                    end = max(end, loop.end)
+        start, end = walker.interval(name)
+        if m.slots > 1 and not isinstance(m.index, n.Const) and loops:
+            # A rotating slot keeps its data until the iteration that comes back to it:
+            # the region is in use for the whole loop.
+            start, end = min(start, loops[-1].start), max(end, loops[-1].end)
         size = aligned(t.nbytes, align_of(t.space))
         b = out.get(m.name)
         if b is None:
@@ -95,7 +93,22 @@ class Walker:
         self.carried: dict[int, set] = {}  # loop start -> its iter args and results
 
     def loops_at(self, pos: int):
-        return [loop for loop in self.loops if loop.start <= pos <= loop.end]
+        """The loops whose body holds ``pos`` (a loop's header, at its start, is outside it)."""
+        return [loop for loop in self.loops if loop.start < pos <= loop.end]
+
+    def interval(self, name: str, carry: bool = True) -> tuple[int, int]:
+        """Where a value is live: definition to last use, and a whole loop when it crosses
+        the loop's back edge (defined before a loop that uses it, or — with ``carry`` —
+        carried by it; without, a carried value lives from its iter arg to its yield, the
+        chain one iteration passes on in place)."""
+        start = self.defs[name][0]
+        end = max(self.uses.get(name, [start]) + [start])
+        for pos in self.uses.get(name, []):
+            for loop in self.loops_at(pos):
+                if start < loop.start or carry and name in self.carried.get(loop.start, ()):
+                    start = min(start, loop.start)
+                    end = max(end, loop.end)
+        return start, end
 
     def define(self, name: str, loops: tuple[int, ...], span) -> None:
         self.order.append(name)

@@ -69,7 +69,8 @@ IN_PLACE = frozenset(
                           "maximums", "minimums", "neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "recip",
                           "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div",
                           "row_expand_expdif", "col_expand_add", "col_expand_sub", "col_expand_mul",
-                          "col_expand_div", "sel", "fillpad", "set_validshape", "reshape", "cast"))
+                          "col_expand_div", "sel", "fillpad", "set_validshape", "reshape", "cast",
+                          "matmul_acc"))  # the cube accumulates into L0C where the accumulator is
 
 
 def _donate(fn: n.Function) -> n.Function:
@@ -84,7 +85,7 @@ def _donate(fn: n.Function) -> n.Function:
     types = n.symbols(fn)
     walker = Walker()
     walker.block(fn.body, ())
-    last_use = {name: max(walker.uses.get(name, [walker.defs[name][0]])) for name in walker.defs}
+    live = {name: walker.interval(name, carry=False) for name in walker.defs}
     by_memref: dict[str, list[str]] = {}
     for name, t in types.items():
         if isinstance(t, TileType) and t.memref is not None:
@@ -100,16 +101,18 @@ def _donate(fn: n.Function) -> n.Function:
         dst = types[stmt.target]
         if dst.memref is None or not dst.memref.name.startswith("mem_") or len(by_memref[dst.memref.name]) != 1:
             continue
-        here = walker.defs[stmt.target][0]
+        here, end = live[stmt.target]
         for arg in stmt.value.args:
             if not (isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)):
                 continue
             src = types[arg.name]
             m = memref(arg.name)
-            if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or last_use[arg.name] != here:
+            if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or live[arg.name][1] != here:
                 continue
+            # Nothing else in that buffer may be live while the result is (a next in-place
+            # op may write it exactly where the result dies).
             sharers = [x for x in by_memref[m.name] if x != arg.name and memref(x) == m]
-            if any(last_use[x] > here or walker.defs[x][0] > here for x in sharers):
+            if any(live[x][0] < end and live[x][1] > here for x in sharers):
                 continue
             new[stmt.target] = m
             by_memref[m.name].append(stmt.target)

@@ -105,7 +105,8 @@ class _Dyn:
     pipe: Pipe
     order: tuple  # program order: (loop pos, iteration, ...) then the node's pos
     scalar_cost: int
-    cost: int = 1
+    cost: int = 1  # cycles it occupies its pipe
+    latency: int = 0  # cycles after that until its data lands
     args: dict = attrs.Factory(dict)
     accesses: list = attrs.Factory(list)  # (space key, lo, hi, write)
     flag: tuple | None = None  # (src core, src pipe, dst core, dst pipe, event)
@@ -235,7 +236,7 @@ class _Issuer:
         elif ins.op == "tile.store":
             src = args["tile"]
             d.accesses.extend(self.gm(args["output_tensor"].name, args["offsets"], src.valid, True))
-        d.cost, d.detail = _cost(ins, d.args, dst, self)
+        d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
 
     def gm(self, tensor: str, offsets, extents, write: bool) -> list:
         """Byte ranges of a GM window, one per row (the tensor is row-major)."""
@@ -260,7 +261,8 @@ def _rows(offsets, extents):
 
 
 def _cost(ins: Instr, args: dict, dst, issuer: _Issuer):
-    """Cycles of one instruction, and what the trace shows about it."""
+    """(occupancy, latency, trace detail) of one instruction: cycles it holds its pipe, and
+    further cycles until its data lands (transfer pipes only)."""
     c = issuer.costs
     soc = issuer.soc
     if ins.op in ("tile.load", "tile.store"):
@@ -277,23 +279,24 @@ def _cost(ins: Instr, args: dict, dst, issuer: _Issuer):
         row_bytes = extents[-1] * esize
         contiguous = len(extents) == 1 or extents[-1] == t.shape[-1]
         bpc = c.fixpipe_bytes_per_cycle if ins.pipe is Pipe.FIXPIPE else c.gm_bytes_per_cycle
-        if contiguous:
-            cycles = c.gm_latency + math.ceil(rows * row_bytes / bpc)
+        if contiguous or row_bytes >= soc.l2_cache_line:
+            moved = rows * row_bytes
         else:
-            per_row = math.ceil(row_bytes / bpc) + (c.short_row_cycles if row_bytes < soc.l2_cache_line else 0)
-            cycles = c.gm_latency + rows * per_row
-        return cycles, (("address", buf.addr), ("bytes", rows * row_bytes), ("rows", rows), ("row_bytes", row_bytes))
+            moved = rows * max(row_bytes, c.short_row_bytes)
+        occupancy = max(1, math.ceil(moved / bpc))
+        return occupancy, c.gm_latency, (("address", buf.addr), ("bytes", rows * row_bytes), ("rows", rows),
+                                         ("row_bytes", row_bytes))
     if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
         src = args["tile"]
         bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
-        return c.mte1_latency + math.ceil(src.nbytes / bpc), (("address", dst.addr), ("bytes", src.nbytes))
+        return max(1, math.ceil(src.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", src.nbytes))
     if ins.pipe is Pipe.CUBE:
         lhs, rhs = args["lhs"], args["rhs"]
         m, k = lhs.shape
         nn = rhs.shape[1]
         fractals = math.ceil(m / 16) * math.ceil(k / 16) * math.ceil(nn / 16)
-        return c.cube_startup + fractals * c.cube_cycles_per_fractal, (("address", dst.addr),
-                                                                       ("fractals", fractals))
+        return c.cube_startup + fractals * c.cube_cycles_per_fractal, 0, (("address", dst.addr),
+                                                                          ("fractals", fractals))
     # the vector unit: 256 B repeats over the region it works on, masked at row tails
     work = dst
     if ins.op in ("tile.row_sum", "tile.row_max", "tile.row_min", "tile.col_sum", "tile.col_max", "tile.col_min"):
@@ -310,8 +313,8 @@ def _cost(ins: Instr, args: dict, dst, issuer: _Issuer):
         total = rows * valid[-1]
     per = c.vector_cycles.get(ins.op.split(".")[-1], 1)
     utilization = round(100.0 * total / (repeats * lanes), 2)
-    return c.vector_startup + repeats * per, (("address", dst.addr), ("repeats", repeats),
-                                              ("vector_utilization_percentage", utilization))
+    return c.vector_startup + repeats * per, 0, (("address", dst.addr), ("repeats", repeats),
+                                                 ("vector_utilization_percentage", utilization))
 
 
 # ----------------------------------------------------------------------------- machine
@@ -354,7 +357,8 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
     cursor = {c: 0 for c in streams}  # next item to issue, per core
     scalar_time = {c: 0 for c in streams}
     queues: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
-    busy = collections.defaultdict(int)
+    busy = collections.defaultdict(int)  # when each pipe can start its next instruction
+    landed = collections.defaultdict(int)  # when everything each pipe started has landed
     tokens: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
     events = report.events
     while True:
@@ -371,7 +375,9 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
                 continue
             d = q[0]
             t = max(d.issue, busy[key])
-            if isinstance(d.node, WaitFlag):
+            if isinstance(d.node, SetFlag):
+                t = max(t, landed[key])
+            elif isinstance(d.node, WaitFlag):
                 pending = tokens[d.flag]
                 if not pending:
                     continue
@@ -394,8 +400,9 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
             queues[(key, d.pipe)].append(d)
         else:
             d = queues[key].popleft()
-            d.start, d.end = t, t + d.cost
-            busy[key] = d.end
+            d.start, d.end = t, t + d.cost + d.latency
+            busy[key] = t + d.cost
+            landed[key] = max(landed[key], d.end)
             if isinstance(d.node, SetFlag):
                 tokens[d.flag].append((d.end, d))
             elif isinstance(d.node, WaitFlag):
@@ -403,10 +410,10 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
             events.append(TraceEvent(names[key[0]], key[1].value, _name(d), d.start, d.end,
                                      getattr(d.node, "span", None), d.detail))
     report.cycles = max([e.end for e in events] + [0])
-    for e in events:
-        if e.pipe != Pipe.SCALAR.value:
-            report.pipe_cycles.setdefault(e.core, {}).setdefault(e.pipe, 0)
-            report.pipe_cycles[e.core][e.pipe] += e.end - e.start
+    for s in streams.values():
+        for d in s:
+            core = report.pipe_cycles.setdefault(names[d.core], {})
+            core[d.pipe.value] = core.get(d.pipe.value, 0) + d.cost
     report.instructions = sum(1 for s in streams.values() for d in s if isinstance(d.node, Instr))
     report.sync_instructions = sum(1 for s in streams.values() for d in s if not isinstance(d.node, Instr))
     return [(k, len(v)) for k, v in tokens.items() if v]

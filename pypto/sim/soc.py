@@ -49,26 +49,34 @@ class Pipe(enum.Enum):
 class Costs:
     """Cycle costs of the modeled AI core. These are model parameters, not measurements:
     each is an assumption, chosen so the model reproduces the effects the reference
-    documentation reports (see the calibration test and bench/simulator.py).
+    documentation reports (``tests/test_calibration.py``, ``bench/simulator.py``).
 
-    - A GM transfer (MTE2 in, MTE3/FIXPIPE out) pays ``gm_latency`` once, then moves each
-      row in whole bursts of ``gm_bytes_per_cycle``; a row shorter than the L2 line also
-      pays ``short_row_cycles`` (the rest of the line it occupies): why rows under 512 B
-      cost more per byte.
-    - MTE1 moves L1 -> L0 at ``l1_bytes_per_cycle`` after ``mte1_latency``.
+    Every instruction occupies its pipe for some cycles; the transfer pipes (MTE2, MTE1,
+    FIXPIPE, MTE3) also have a latency after that before their data lands, during which
+    the pipe already starts its next transfer. A set_flag waits for its pipe's earlier
+    work to land.
+
+    - GM transfers (MTE2 in; MTE3, FIXPIPE out) move ``gm_bytes_per_cycle``, with
+      ``gm_latency``. A window whose rows are whole tensor rows is one contiguous burst;
+      otherwise each row is a burst, and a row shorter than the L2 line occupies the link
+      as if it were ``short_row_bytes`` long (the unused rest of the line it costs). Why
+      rows under 512 B cost more per byte: calibrated to the seed's 16-25 % (the b_trans
+      matmul, ``pypto.examples.b_trans_matmul``).
+    - MTE1 moves L1 -> L0 at ``l1_bytes_per_cycle``, latency ``mte1_latency``; the
+      fixpipe drains L0C at ``fixpipe_bytes_per_cycle``.
     - The cube does one 16x16x16 fractal per ``cube_cycles_per_fractal`` after
       ``cube_startup``.
-    - A vector instruction costs ``vector_startup`` plus, per 256 B repeat, the op's
-      cycles from ``vector_cycles`` (default 1).
+    - A vector instruction costs ``vector_startup`` plus, per 256 B repeat, the op's cycles
+      from ``vector_cycles`` (1 when not listed).
     - The scalar unit issues one instruction per ``scalar_issue`` cycles, pays
       ``loop_iteration`` per loop trip and ``branch`` per if; a pipe queue holds at most
       ``queue_depth`` issued instructions before the scalar unit stalls.
-    - set_flag / wait_flag / pipe_barrier take ``sync_cycles`` on their pipe.
+    - set_flag / wait_flag take ``sync_cycles`` on their pipe.
     """
 
     gm_latency: int = 120
     gm_bytes_per_cycle: int = 128
-    short_row_cycles: int = 3
+    short_row_bytes: int = 224
     l1_bytes_per_cycle: int = 256
     mte1_latency: int = 16
     fixpipe_bytes_per_cycle: int = 128

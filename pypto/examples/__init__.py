@@ -1,0 +1,1 @@
+"""Worked kernels the documentation, the tests and the benchmarks share."""
