@@ -11,6 +11,8 @@ from pypto.ir.ops import UNIFIED, all_ops, lookup
 from pypto.ir.types import DataType as D
 from pypto.ir.types import FunctionType, PadValue, ParamDirection, TensorType
 from pypto.ir.verifier import verify
+from pypto.runtime import RunConfig
+from pypto.runtime.compiled import compile_program
 from pypto.sim import interpreter
 from pypto.sim.semantics import IMPLS
 from pypto.sim.soc import MemorySpace as M
@@ -151,14 +153,19 @@ def _program(build, inputs, out_shape, out_dtype):
     return n.Program("zoo", (b.build(),))
 
 
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
 @pytest.mark.parametrize("build, expect, inputs, out_shape, out_dtype", CASES)
-def test_op(build, expect, inputs, out_shape, out_dtype):
+def test_op(build, expect, inputs, out_shape, out_dtype, platform):
     program = _program(build, inputs, out_shape, out_dtype)
     verify(program)
     for explicit in (False, True):
         assert parse(program.as_python(explicit=explicit)) == program
     out = torch.zeros(out_shape, dtype=out_dtype)
-    interpreter.run(program, "k", (*(x.clone() for x in inputs), out))
+    args = (*(x.clone() for x in inputs), out)
+    if platform == "ref":
+        interpreter.run(program, "k", args)
+    else:  # through the whole compiler: passes, codegen, the simulated core
+        compile_program(program, ("a", "c", "out"), RunConfig(platform=platform), write=False).run(*args)
     want = expect(*inputs)
     if want.dtype == torch.float64:
         torch.testing.assert_close(out.double(), want, rtol=1e-3, atol=1e-3)

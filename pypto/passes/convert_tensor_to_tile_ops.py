@@ -209,7 +209,7 @@ class _Converter:
             tiles[name] = var
             return var
 
-        if not nodes:
+        if all(self.defs[x][0].op == "tensor.slice" for x in nodes):  # a copy of a window
             leaf_tile(source.name)
             return body
         for name in nodes:
