@@ -10,7 +10,8 @@ import ast
 from pypto.errors import SpecializationError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, type_name
-from pypto.lang.converter import Callee, FunctionConverter, ProgramHooks
+from pypto.lang.calls import Callee, ProgramHooks
+from pypto.lang.converter import FunctionConverter
 from pypto.lang.program import check_call_types, source_of
 
 

@@ -16,7 +16,8 @@ from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang import names as N
-from pypto.lang.converter import Callee, FunctionConverter, ProgramHooks
+from pypto.lang.calls import Callee, ProgramHooks
+from pypto.lang.converter import FunctionConverter
 from pypto.lang.exprs import Source
 
 

@@ -16,30 +16,22 @@ would. Vector clocks carried through the flags decide "ordered".
 
 from __future__ import annotations
 
-import bisect
 import collections
-import math
 import time
 
 import attrs
 import torch
 
-from pypto.codegen.isa import Buf, Cond, Instr, Kernel, Loop, Program, ScalarAssign, SetFlag, TensorArg, WaitFlag
-from pypto.errors import ExecutionError, PyptoError, Span
-from pypto.ir import nodes as n
-from pypto.ir.simplify import OPERATORS
+from pypto.codegen.isa import Instr, Kernel, SetFlag, TensorArg, WaitFlag
+from pypto.errors import ExecutionError, Span
 from pypto.ir.types import TensorType
 from pypto.sim import numerics as num
+from pypto.sim.hazards import SimulatorHazard, check_races, clocks
+from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
-from pypto.sim.soc import CoreKind, MemorySpace, Pipe, SoC
+from pypto.sim.soc import CoreKind, Pipe, SoC
 
-
-class SimulatorError(PyptoError):
-    """A kernel the modeled hardware cannot run as written."""
-
-
-class SimulatorHazard(SimulatorError):
-    """Two pipes touch the same bytes without a sync ordering them."""
+__all__ = ["RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "TraceEvent", "run_kernel"]
 
 
 class SimulatorDeadlock(SimulatorError):
@@ -93,230 +85,6 @@ class RunReport:
                                                                                                    "wait_flag"))]
 
 
-# ----------------------------------------------------------------------------- issue
-
-
-@attrs.define(eq=False)
-class _Dyn:
-    """One issued instruction: the static node, and everything the scalar unit evaluated."""
-
-    node: object
-    core: CoreKind
-    pipe: Pipe
-    order: tuple  # program order: (loop pos, iteration, ...) then the node's pos
-    scalar_cost: int
-    cost: int = 1  # cycles it occupies its pipe
-    latency: int = 0  # cycles after that until its data lands
-    args: dict = attrs.Factory(dict)
-    accesses: list = attrs.Factory(list)  # (space key, lo, hi, write)
-    flag: tuple | None = None  # (src core, src pipe, dst core, dst pipe, event)
-    detail: tuple = ()
-    issue: int = 0
-    start: int = 0
-    end: int = 0
-    seq: int = 0
-    vc: dict | None = None
-    token_from: _Dyn | None = None
-
-
-@attrs.frozen
-class _ConcreteBuf:
-    space: MemorySpace
-    addr: int
-    shape: tuple
-    dtype: object
-    valid: tuple
-    tile: str
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.nbytes
-
-
-class _Issuer:
-    """A core's scalar unit: runs the control flow and evaluates what each node needs."""
-
-    def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, core_name: str):
-        self.program = program
-        self.env = dict(scalars)
-        self.tensors = tensors
-        self.soc = soc
-        self.costs = soc.costs
-        self.core = program.core
-        self.core_name = core_name
-        self.out: list[_Dyn] = []
-
-    def run(self) -> list[_Dyn]:
-        self.pending = 0
-        self.block(self.program.body, ())
-        return self.out
-
-    def eval(self, e):
-        if isinstance(e, n.Var):
-            return self.env[e.name]
-        if isinstance(e, n.Const):
-            return e.value
-        if isinstance(e, n.BinOp):
-            if e.op == "and":
-                return self.eval(e.lhs) and self.eval(e.rhs)
-            if e.op == "or":
-                return self.eval(e.lhs) or self.eval(e.rhs)
-            a, b = self.eval(e.lhs), self.eval(e.rhs)
-            if e.op in ("//", "%") and b == 0:
-                raise SimulatorError(f"division by zero in '{e.op}' on the scalar unit")
-            return OPERATORS[e.op](a, b)
-        if isinstance(e, n.UnaryOp):
-            v = self.eval(e.operand)
-            return -v if e.op == "-" else not v
-        raise TypeError(e)
-
-    def block(self, body, path: tuple) -> None:
-        for node in body:
-            if isinstance(node, ScalarAssign):
-                self.env[node.name] = self.eval(node.value)
-                self.pending += self.costs.scalar_issue
-            elif isinstance(node, Loop):
-                start, stop, step = self.eval(node.start), self.eval(node.stop), self.eval(node.step)
-                if step <= 0:
-                    raise SimulatorError(f"loop step {step} is not positive", span=node.span)
-                for k, i in enumerate(range(start, stop, step)):
-                    self.env[node.var] = i
-                    self.pending += self.costs.loop_iteration
-                    self.block(node.body, path + (node.pos, k))
-            elif isinstance(node, Cond):
-                self.pending += self.costs.branch
-                self.block(node.then_body if self.eval(node.cond) else node.else_body, path)
-            else:
-                self.issue(node, path + (node.pos,))
-
-    def issue(self, node, order: tuple) -> None:
-        cost = self.pending + self.costs.scalar_issue
-        self.pending = 0
-        d = _Dyn(node, self.core, node.pipe, order, cost)
-        if isinstance(node, (SetFlag, WaitFlag)):
-            d.flag = (node.src_core, node.src, node.dst_core, node.dst, int(self.eval(node.event)))
-            d.cost = self.costs.sync_cycles
-        else:
-            self.prepare(node, d)
-        self.out.append(d)
-
-    # ------------------------------------------------------------------ instructions
-
-    def buf(self, b: Buf) -> _ConcreteBuf:
-        valid = b.shape if b.valid is None else tuple(int(self.eval(v)) for v in b.valid)
-        return _ConcreteBuf(b.space, int(self.eval(b.addr)), tuple(b.shape), b.dtype, valid, b.tile)
-
-    def prepare(self, ins: Instr, d: _Dyn) -> None:
-        args = {}
-        from pypto.ir.ops import lookup
-
-        op = lookup(ins.op)
-        for p, a in zip(op.params, ins.args):
-            if isinstance(a, Buf):
-                args[p.name] = self.buf(a)
-            elif isinstance(a, TensorArg):
-                args[p.name] = a
-            elif isinstance(a, tuple):
-                args[p.name] = tuple(self.eval(x) for x in a)
-            elif isinstance(a, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
-                args[p.name] = self.eval(a)
-            else:
-                args[p.name] = a
-        d.args = args
-        bufs = [v for v in args.values() if isinstance(v, _ConcreteBuf)]
-        dst = self.buf(ins.dst) if ins.dst is not None else None
-        for b in bufs:
-            d.accesses.append(((self.core_name, b.space), b.addr, b.addr + b.nbytes, False))
-        if dst is not None:
-            d.accesses.append(((self.core_name, dst.space), dst.addr, dst.addr + dst.nbytes, True))
-            d.args["__dst__"] = dst
-        if ins.op == "tile.load":
-            d.accesses.extend(self.gm(args["tensor"].name, args["offsets"],
-                                      args["shapes"] if args["valid_shape"] is None else args["valid_shape"], False))
-        elif ins.op == "tile.store":
-            src = args["tile"]
-            d.accesses.extend(self.gm(args["output_tensor"].name, args["offsets"], src.valid, True))
-        d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
-
-    def gm(self, tensor: str, offsets, extents, write: bool) -> list:
-        """Byte ranges of a GM window, one per row (the tensor is row-major)."""
-        t = self.tensors[tensor]
-        shape, esize = t.shape, t.element_size()
-        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
-        out = []
-        rows = list(_rows(offsets[:-1], extents[:-1]))
-        for row in rows:
-            base = sum(o * s for o, s in zip(row, strides[:-1])) + offsets[-1]
-            out.append((("gm", tensor), base * esize, (base + extents[-1]) * esize, write))
-        return out
-
-
-def _rows(offsets, extents):
-    if not offsets:
-        yield ()
-        return
-    for o in range(offsets[0], offsets[0] + extents[0]):
-        for rest in _rows(offsets[1:], extents[1:]):
-            yield (o, *rest)
-
-
-def _cost(ins: Instr, args: dict, dst, issuer: _Issuer):
-    """(occupancy, latency, trace detail) of one instruction: cycles it holds its pipe, and
-    further cycles until its data lands (transfer pipes only)."""
-    c = issuer.costs
-    soc = issuer.soc
-    if ins.op in ("tile.load", "tile.store"):
-        if ins.op == "tile.load":
-            t = issuer.tensors[args["tensor"].name]
-            extents = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
-            buf = dst
-        else:
-            t = issuer.tensors[args["output_tensor"].name]
-            buf = args["tile"]
-            extents = buf.valid
-        esize = t.element_size()
-        rows = math.prod(extents[:-1]) if len(extents) > 1 else 1
-        row_bytes = extents[-1] * esize
-        contiguous = len(extents) == 1 or extents[-1] == t.shape[-1]
-        bpc = c.fixpipe_bytes_per_cycle if ins.pipe is Pipe.FIXPIPE else c.gm_bytes_per_cycle
-        if contiguous or row_bytes >= soc.l2_cache_line:
-            moved = rows * row_bytes
-        else:
-            moved = rows * max(row_bytes, c.short_row_bytes)
-        occupancy = max(1, math.ceil(moved / bpc))
-        return occupancy, c.gm_latency, (("address", buf.addr), ("bytes", rows * row_bytes), ("rows", rows),
-                                         ("row_bytes", row_bytes))
-    if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
-        src = args["tile"]
-        bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
-        return max(1, math.ceil(src.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", src.nbytes))
-    if ins.pipe is Pipe.CUBE:
-        lhs, rhs = args["lhs"], args["rhs"]
-        m, k = lhs.shape
-        nn = rhs.shape[1]
-        fractals = math.ceil(m / 16) * math.ceil(k / 16) * math.ceil(nn / 16)
-        return c.cube_startup + fractals * c.cube_cycles_per_fractal, 0, (("address", dst.addr),
-                                                                          ("fractals", fractals))
-    # the vector unit: 256 B repeats over the region it works on, masked at row tails
-    work = dst
-    if ins.op in ("tile.row_sum", "tile.row_max", "tile.row_min", "tile.col_sum", "tile.col_max", "tile.col_min"):
-        work = args["tile"]
-    elem = work.dtype.nbytes
-    lanes = c.vector_repeat_bytes // elem
-    valid = work.valid
-    if tuple(valid) == tuple(work.shape):
-        total = math.prod(valid)
-        repeats = max(1, math.ceil(total / lanes))
-    else:
-        rows = math.prod(valid[:-1]) if len(valid) > 1 else 1
-        repeats = max(1, rows * math.ceil(valid[-1] / lanes))
-        total = rows * valid[-1]
-    per = c.vector_cycles.get(ins.op.split(".")[-1], 1)
-    utilization = round(100.0 * total / (repeats * lanes), 2)
-    return c.vector_startup + repeats * per, 0, (("address", dst.addr), ("repeats", repeats),
-                                                 ("vector_utilization_percentage", utilization))
-
-
 # ----------------------------------------------------------------------------- machine
 
 
@@ -332,7 +100,7 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
     names = {CoreKind.AIC: "aic0", CoreKind.AIV: "aiv0"}
     streams = {}
     for program in kernel.programs:
-        streams[program.core] = _Issuer(program, scalars, tensors, soc, names[program.core]).run()
+        streams[program.core] = Issuer(program, scalars, tensors, soc, names[program.core]).run()
     report = RunReport(launches=1)
     leftover = _schedule(streams, soc, names, report)
     if leftover and not unsafe:
@@ -341,9 +109,9 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
     dyns = [d for s in streams.values() for d in s]
-    _clocks(dyns)
+    clocks(dyns)
     if not unsafe:
-        _check_races(dyns, names)
+        check_races(dyns, names)
     memories = {(names[c], space): torch.zeros(spec.physical or spec.capacity, dtype=torch.uint8)
                 for space, spec in soc.spaces.items() for c in streams if spec.core is c}
     _execute(dyns, memories, tensors, names)
@@ -394,7 +162,7 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
             d = streams[key][cursor[key]]
             cursor[key] += 1
             d.issue = t
-            events.append(TraceEvent(names[key], Pipe.SCALAR.value, f"issue {_name(d)}", t - d.scalar_cost, t,
+            events.append(TraceEvent(names[key], Pipe.SCALAR.value, f"issue {d.name()}", t - d.scalar_cost, t,
                                      getattr(d.node, "span", None)))
             scalar_time[key] = t
             queues[(key, d.pipe)].append(d)
@@ -407,7 +175,7 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
                 tokens[d.flag].append((d.end, d))
             elif isinstance(d.node, WaitFlag):
                 d.token_from = tokens[d.flag].popleft()[1]
-            events.append(TraceEvent(names[key[0]], key[1].value, _name(d), d.start, d.end,
+            events.append(TraceEvent(names[key[0]], key[1].value, d.name(), d.start, d.end,
                                      getattr(d.node, "span", None), d.detail))
     report.cycles = max([e.end for e in events] + [0])
     for s in streams.values():
@@ -422,99 +190,10 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
 _PIPE_RANK = {p: k for k, p in enumerate(Pipe)}
 
 
-def _name(d: _Dyn) -> str:
-    node = d.node
-    if isinstance(node, (SetFlag, WaitFlag)):
-        kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag"
-        return f"{kind}({node.src.value}->{node.dst.value}, {d.flag[4]})"
-    return f"{node.mnemonic} {node.note}".strip()
-
-
 def _deadlock(stuck, names) -> SimulatorDeadlock:
-    waits = ", ".join(f"{names[d.core]}.{d.pipe.value} {_name(d)}" for d in stuck[:4])
+    waits = ", ".join(f"{names[d.core]}.{d.pipe.value} {d.name()}" for d in stuck[:4])
     return SimulatorDeadlock(f"the kernel deadlocks: {waits} wait(s) for flags nobody sets",
                              hint="a wait_flag without its set_flag: the sync program is broken")
-
-
-def _clocks(dyns: list) -> None:
-    """Vector clocks at each instruction's start: its pipe's history, and through every
-    wait_flag, the history of the set_flag it consumed."""
-    clocks: dict[tuple, dict] = collections.defaultdict(dict)
-    counters: dict[tuple, int] = collections.defaultdict(int)
-    for d in sorted(dyns, key=lambda x: (x.start, 0 if isinstance(x.node, SetFlag) else 1, x.order)):
-        key = (d.core, d.pipe)
-        counters[key] += 1
-        d.seq = counters[key]
-        vc = clocks[key]
-        if d.token_from is not None:
-            for k, v in d.token_from.vc.items():
-                if v > vc.get(k, 0):
-                    vc[k] = v
-        vc[key] = d.seq
-        d.vc = dict(vc)
-
-
-class _Shadow:
-    """Per address space: for each byte segment, its last writer and readers since."""
-
-    def __init__(self):
-        self.bounds: list[int] = []
-        self.info: list = []  # info[k] covers [bounds[k], bounds[k+1])
-
-    def _split(self, x: int) -> int:
-        k = bisect.bisect_left(self.bounds, x)
-        if k < len(self.bounds) and self.bounds[k] == x:
-            return k
-        prev = self.info[k - 1] if k > 0 else None
-        self.bounds.insert(k, x)
-        self.info.insert(k, None if prev is None or k == len(self.info) else (prev[0], dict(prev[1])))
-        return k
-
-    def access(self, lo: int, hi: int):
-        """The segment indices covering [lo, hi), created as needed."""
-        a = self._split(lo)
-        b = self._split(hi)
-        return range(a, b)
-
-
-def _check_races(dyns: list, names: dict) -> None:
-    shadows: dict = collections.defaultdict(_Shadow)
-    for d in sorted(dyns, key=lambda x: x.order):
-        if not isinstance(d.node, Instr):
-            continue
-        key = (d.core, d.pipe)
-        for space, lo, hi, write in d.accesses:
-            if hi <= lo:
-                continue
-            sh = shadows[space]
-            for k in sh.access(lo, hi):
-                info = sh.info[k] or (None, {})
-                writer, readers = info
-                others = [writer] if writer is not None else []
-                if write:
-                    others += list(readers.values())
-                for u in others:
-                    if u is d or (u.core, u.pipe) == key:
-                        continue
-                    if d.vc.get((u.core, u.pipe), 0) < u.seq:
-                        raise _hazard(u, d, space, sh.bounds[k], sh.bounds[k + 1], names)
-                sh.info[k] = (d, {}) if write else (writer, {**readers, key: d})
-
-
-def _hazard(u: _Dyn, v: _Dyn, space, lo: int, hi: int, names: dict) -> SimulatorHazard:
-    def who(d):
-        where = f" at {d.node.span}" if getattr(d.node, "span", None) is not None else ""
-        return f"{names[d.core]}.{d.pipe.value} `{_name(d)}`{where}"
-
-    overlapped = u.start < v.end and v.start < u.end
-    place = f"GM tensor '{space[1]}'" if space[0] == "gm" else f"{space[0]} {space[1].name}"
-    u_writes = any(w for s, a, b, w in u.accesses if s == space and a < hi and lo < b)
-    return SimulatorHazard(
-        f"{who(v)} {'writes' if any(w for s, a, b, w in v.accesses if s == space) else 'reads'} bytes "
-        f"[{lo}, {hi}) of {place} that {who(u)} {'writes' if u_writes else 'reads'}, and no sync orders them "
-        f"(they {'overlapped' if overlapped else 'did not overlap'} in time in this run)",
-        span=getattr(v.node, "span", None),
-        hint="the sync program misses a set_flag/wait_flag between these pipes")
 
 
 def _execute(dyns: list, memories: dict, tensors: dict, names: dict) -> None:
@@ -534,20 +213,20 @@ def _execute(dyns: list, memories: dict, tensors: dict, names: dict) -> None:
             _commit(pending.pop(id(d)), memories, core)
 
 
-def _read(memories, core, b: _ConcreteBuf) -> TileVal:
+def _read(memories, core, b: ConcreteBuf) -> TileVal:
     mem = memories[(core, b.space)]
     raw = mem[b.addr: b.addr + b.nbytes].clone()
     data = raw.view(num.TORCH[b.dtype]).reshape(b.shape)
     return TileVal(data, tuple(b.valid))
 
 
-def _begin(d: _Dyn, memories, tensors, core):
+def _begin(d: Dyn, memories, tensors, core):
     ins: Instr = d.node
     kwargs = {}
     for name, v in d.args.items():
         if name == "__dst__":
             continue
-        if isinstance(v, _ConcreteBuf):
+        if isinstance(v, ConcreteBuf):
             kwargs[name] = _read(memories, core, v)
         elif isinstance(v, TensorArg):
             kwargs[name] = tensors[v.name]

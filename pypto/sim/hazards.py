@@ -1,0 +1,96 @@
+"""Hazards: vector clocks carried through the flags say which instructions are ordered;
+two instructions on different pipes touching the same bytes (one writing) that are not
+ordered are a ``SimulatorHazard`` — whatever this run's timing did with them."""
+
+from __future__ import annotations
+
+import bisect
+import collections
+
+from pypto.codegen.isa import Instr, SetFlag
+from pypto.sim.issue import Dyn, SimulatorError
+
+
+class SimulatorHazard(SimulatorError):
+    """Two pipes touch the same bytes without a sync ordering them."""
+
+
+def clocks(dyns: list) -> None:
+    """Vector clocks at each instruction's start: its pipe's history, and through every
+    wait_flag, the history of the set_flag it consumed."""
+    clocks: dict[tuple, dict] = collections.defaultdict(dict)
+    counters: dict[tuple, int] = collections.defaultdict(int)
+    for d in sorted(dyns, key=lambda x: (x.start, 0 if isinstance(x.node, SetFlag) else 1, x.order)):
+        key = (d.core, d.pipe)
+        counters[key] += 1
+        d.seq = counters[key]
+        vc = clocks[key]
+        if d.token_from is not None:
+            for k, v in d.token_from.vc.items():
+                if v > vc.get(k, 0):
+                    vc[k] = v
+        vc[key] = d.seq
+        d.vc = dict(vc)
+
+
+class _Shadow:
+    """Per address space: for each byte segment, its last writer and readers since."""
+
+    def __init__(self):
+        self.bounds: list[int] = []
+        self.info: list = []  # info[k] covers [bounds[k], bounds[k+1])
+
+    def _split(self, x: int) -> int:
+        k = bisect.bisect_left(self.bounds, x)
+        if k < len(self.bounds) and self.bounds[k] == x:
+            return k
+        prev = self.info[k - 1] if k > 0 else None
+        self.bounds.insert(k, x)
+        self.info.insert(k, None if prev is None or k == len(self.info) else (prev[0], dict(prev[1])))
+        return k
+
+    def access(self, lo: int, hi: int):
+        """The segment indices covering [lo, hi), created as needed."""
+        a = self._split(lo)
+        b = self._split(hi)
+        return range(a, b)
+
+
+def check_races(dyns: list, names: dict) -> None:
+    shadows: dict = collections.defaultdict(_Shadow)
+    for d in sorted(dyns, key=lambda x: x.order):
+        if not isinstance(d.node, Instr):
+            continue
+        key = (d.core, d.pipe)
+        for space, lo, hi, write in d.accesses:
+            if hi <= lo:
+                continue
+            sh = shadows[space]
+            for k in sh.access(lo, hi):
+                info = sh.info[k] or (None, {})
+                writer, readers = info
+                others = [writer] if writer is not None else []
+                if write:
+                    others += list(readers.values())
+                for u in others:
+                    if u is d or (u.core, u.pipe) == key:
+                        continue
+                    if d.vc.get((u.core, u.pipe), 0) < u.seq:
+                        raise _hazard(u, d, space, sh.bounds[k], sh.bounds[k + 1], names)
+                sh.info[k] = (d, {}) if write else (writer, {**readers, key: d})
+
+
+def _hazard(u: Dyn, v: Dyn, space, lo: int, hi: int, names: dict) -> SimulatorHazard:
+    def who(d):
+        where = f" at {d.node.span}" if getattr(d.node, "span", None) is not None else ""
+        return f"{names[d.core]}.{d.pipe.value} `{d.name()}`{where}"
+
+    overlapped = u.start < v.end and v.start < u.end
+    place = f"GM tensor '{space[1]}'" if space[0] == "gm" else f"{space[0]} {space[1].name}"
+    u_writes = any(w for s, a, b, w in u.accesses if s == space and a < hi and lo < b)
+    return SimulatorHazard(
+        f"{who(v)} {'writes' if any(w for s, a, b, w in v.accesses if s == space) else 'reads'} bytes "
+        f"[{lo}, {hi}) of {place} that {who(u)} {'writes' if u_writes else 'reads'}, and no sync orders them "
+        f"(they {'overlapped' if overlapped else 'did not overlap'} in time in this run)",
+        span=getattr(v.node, "span", None),
+        hint="the sync program misses a set_flag/wait_flag between these pipes")

@@ -1,0 +1,246 @@
+"""A core's scalar unit: it walks its program in order, runs the control flow, and for
+each instruction it issues evaluates what the pipes will need — concrete addresses and
+valid extents, the byte ranges it touches, and its cost from the SoC table."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from pypto.codegen.isa import Buf, Cond, Instr, Loop, Program, ScalarAssign, SetFlag, TensorArg, WaitFlag
+from pypto.errors import PyptoError
+from pypto.ir import nodes as n
+from pypto.ir.ops import lookup
+from pypto.ir.simplify import OPERATORS
+from pypto.sim.soc import CoreKind, MemorySpace, Pipe, SoC
+
+
+class SimulatorError(PyptoError):
+    """A kernel the modeled hardware cannot run as written."""
+
+
+@attrs.define(eq=False)
+class Dyn:
+    """One issued instruction: the static node, and everything the scalar unit evaluated."""
+
+    node: object
+    core: CoreKind
+    pipe: Pipe
+    order: tuple  # program order: (loop pos, iteration, ...) then the node's pos
+    scalar_cost: int
+    cost: int = 1  # cycles it occupies its pipe
+    latency: int = 0  # cycles after that until its data lands
+    args: dict = attrs.Factory(dict)
+    accesses: list = attrs.Factory(list)  # (space key, lo, hi, write)
+    flag: tuple | None = None  # (src core, src pipe, dst core, dst pipe, event)
+    detail: tuple = ()
+    issue: int = 0
+    start: int = 0
+    end: int = 0
+    seq: int = 0
+    vc: dict | None = None
+    token_from: Dyn | None = None
+
+    def name(self) -> str:
+        node = self.node
+        if isinstance(node, (SetFlag, WaitFlag)):
+            kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag"
+            return f"{kind}({node.src.value}->{node.dst.value}, {self.flag[4]})"
+        return f"{node.mnemonic} {node.note}".strip()
+
+
+@attrs.frozen
+class ConcreteBuf:
+    space: MemorySpace
+    addr: int
+    shape: tuple
+    dtype: object
+    valid: tuple
+    tile: str
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.nbytes
+
+
+class Issuer:
+    """A core's scalar unit: runs the control flow and evaluates what each node needs."""
+
+    def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, core_name: str):
+        self.program = program
+        self.env = dict(scalars)
+        self.tensors = tensors
+        self.soc = soc
+        self.costs = soc.costs
+        self.core = program.core
+        self.core_name = core_name
+        self.out: list[Dyn] = []
+        self.pending = 0  # scalar cycles spent since the last issue
+
+    def run(self) -> list[Dyn]:
+        self.block(self.program.body, ())
+        return self.out
+
+    def eval(self, e):
+        if isinstance(e, n.Var):
+            return self.env[e.name]
+        if isinstance(e, n.Const):
+            return e.value
+        if isinstance(e, n.BinOp):
+            if e.op == "and":
+                return self.eval(e.lhs) and self.eval(e.rhs)
+            if e.op == "or":
+                return self.eval(e.lhs) or self.eval(e.rhs)
+            a, b = self.eval(e.lhs), self.eval(e.rhs)
+            if e.op in ("//", "%") and b == 0:
+                raise SimulatorError(f"division by zero in '{e.op}' on the scalar unit")
+            return OPERATORS[e.op](a, b)
+        if isinstance(e, n.UnaryOp):
+            v = self.eval(e.operand)
+            return -v if e.op == "-" else not v
+        raise TypeError(e)
+
+    def block(self, body, path: tuple) -> None:
+        for node in body:
+            if isinstance(node, ScalarAssign):
+                self.env[node.name] = self.eval(node.value)
+                self.pending += self.costs.scalar_issue
+            elif isinstance(node, Loop):
+                start, stop, step = self.eval(node.start), self.eval(node.stop), self.eval(node.step)
+                if step <= 0:
+                    raise SimulatorError(f"loop step {step} is not positive", span=node.span)
+                for k, i in enumerate(range(start, stop, step)):
+                    self.env[node.var] = i
+                    self.pending += self.costs.loop_iteration
+                    self.block(node.body, path + (node.pos, k))
+            elif isinstance(node, Cond):
+                self.pending += self.costs.branch
+                self.block(node.then_body if self.eval(node.cond) else node.else_body, path)
+            else:
+                self.issue(node, path + (node.pos,))
+
+    def issue(self, node, order: tuple) -> None:
+        cost = self.pending + self.costs.scalar_issue
+        self.pending = 0
+        d = Dyn(node, self.core, node.pipe, order, cost)
+        if isinstance(node, (SetFlag, WaitFlag)):
+            d.flag = (node.src_core, node.src, node.dst_core, node.dst, int(self.eval(node.event)))
+            d.cost = self.costs.sync_cycles
+        else:
+            self.prepare(node, d)
+        self.out.append(d)
+
+    # ------------------------------------------------------------------ instructions
+
+    def buf(self, b: Buf) -> ConcreteBuf:
+        valid = b.shape if b.valid is None else tuple(int(self.eval(v)) for v in b.valid)
+        return ConcreteBuf(b.space, int(self.eval(b.addr)), tuple(b.shape), b.dtype, valid, b.tile)
+
+    def prepare(self, ins: Instr, d: Dyn) -> None:
+        args = {}
+        op = lookup(ins.op)
+        for p, a in zip(op.params, ins.args):
+            if isinstance(a, Buf):
+                args[p.name] = self.buf(a)
+            elif isinstance(a, TensorArg):
+                args[p.name] = a
+            elif isinstance(a, tuple):
+                args[p.name] = tuple(self.eval(x) for x in a)
+            elif isinstance(a, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+                args[p.name] = self.eval(a)
+            else:
+                args[p.name] = a
+        d.args = args
+        bufs = [v for v in args.values() if isinstance(v, ConcreteBuf)]
+        dst = self.buf(ins.dst) if ins.dst is not None else None
+        for b in bufs:
+            d.accesses.append(((self.core_name, b.space), b.addr, b.addr + b.nbytes, False))
+        if dst is not None:
+            d.accesses.append(((self.core_name, dst.space), dst.addr, dst.addr + dst.nbytes, True))
+            d.args["__dst__"] = dst
+        if ins.op == "tile.load":
+            d.accesses.extend(self.gm(args["tensor"].name, args["offsets"],
+                                      args["shapes"] if args["valid_shape"] is None else args["valid_shape"], False))
+        elif ins.op == "tile.store":
+            src = args["tile"]
+            d.accesses.extend(self.gm(args["output_tensor"].name, args["offsets"], src.valid, True))
+        d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
+
+    def gm(self, tensor: str, offsets, extents, write: bool) -> list:
+        """Byte ranges of a GM window, one per row (the tensor is row-major)."""
+        t = self.tensors[tensor]
+        shape, esize = t.shape, t.element_size()
+        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+        out = []
+        rows = list(_rows(offsets[:-1], extents[:-1]))
+        for row in rows:
+            base = sum(o * s for o, s in zip(row, strides[:-1])) + offsets[-1]
+            out.append((("gm", tensor), base * esize, (base + extents[-1]) * esize, write))
+        return out
+
+
+def _rows(offsets, extents):
+    if not offsets:
+        yield ()
+        return
+    for o in range(offsets[0], offsets[0] + extents[0]):
+        for rest in _rows(offsets[1:], extents[1:]):
+            yield (o, *rest)
+
+
+def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
+    """(occupancy, latency, trace detail) of one instruction: cycles it holds its pipe, and
+    further cycles until its data lands (transfer pipes only)."""
+    c = issuer.costs
+    soc = issuer.soc
+    if ins.op in ("tile.load", "tile.store"):
+        if ins.op == "tile.load":
+            t = issuer.tensors[args["tensor"].name]
+            extents = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
+            buf = dst
+        else:
+            t = issuer.tensors[args["output_tensor"].name]
+            buf = args["tile"]
+            extents = buf.valid
+        esize = t.element_size()
+        rows = math.prod(extents[:-1]) if len(extents) > 1 else 1
+        row_bytes = extents[-1] * esize
+        contiguous = len(extents) == 1 or extents[-1] == t.shape[-1]
+        bpc = c.fixpipe_bytes_per_cycle if ins.pipe is Pipe.FIXPIPE else c.gm_bytes_per_cycle
+        if contiguous or row_bytes >= soc.l2_cache_line:
+            moved = rows * row_bytes
+        else:
+            moved = rows * max(row_bytes, c.short_row_bytes)
+        occupancy = max(1, math.ceil(moved / bpc))
+        return occupancy, c.gm_latency, (("address", buf.addr), ("bytes", rows * row_bytes), ("rows", rows),
+                                         ("row_bytes", row_bytes))
+    if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
+        src = args["tile"]
+        bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
+        return max(1, math.ceil(src.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", src.nbytes))
+    if ins.pipe is Pipe.CUBE:
+        lhs, rhs = args["lhs"], args["rhs"]
+        m, k = lhs.shape
+        nn = rhs.shape[1]
+        fractals = math.ceil(m / 16) * math.ceil(k / 16) * math.ceil(nn / 16)
+        return c.cube_startup + fractals * c.cube_cycles_per_fractal, 0, (("address", dst.addr),
+                                                                          ("fractals", fractals))
+    # the vector unit: 256 B repeats over the region it works on, masked at row tails
+    work = dst
+    if ins.op in ("tile.row_sum", "tile.row_max", "tile.row_min", "tile.col_sum", "tile.col_max", "tile.col_min"):
+        work = args["tile"]
+    elem = work.dtype.nbytes
+    lanes = c.vector_repeat_bytes // elem
+    valid = work.valid
+    if tuple(valid) == tuple(work.shape):
+        total = math.prod(valid)
+        repeats = max(1, math.ceil(total / lanes))
+    else:
+        rows = math.prod(valid[:-1]) if len(valid) > 1 else 1
+        repeats = max(1, rows * math.ceil(valid[-1] / lanes))
+        total = rows * valid[-1]
+    per = c.vector_cycles.get(ins.op.split(".")[-1], 1)
+    utilization = round(100.0 * total / (repeats * lanes), 2)
+    return c.vector_startup + repeats * per, 0, (("address", dst.addr), ("repeats", repeats),
+                                                 ("vector_utilization_percentage", utilization))
