@@ -35,9 +35,10 @@ _PREC = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4,
 _ATOM = 10
 
 
-def print_program(program: n.Program, *, explicit: bool = False) -> str:
-    lines = [f"# pypto.program: {program.name}", "import pypto.language as pl", "", "", "@pl.program",
-             f"class {program.name}:"]
+def print_program(program: n.Program, *, explicit: bool = False, notes: tuple = ()) -> str:
+    """``notes``: extra ``# key: value`` header lines (the parser reads past comments)."""
+    lines = [f"# pypto.program: {program.name}", *(f"# {note}" for note in notes), "import pypto.language as pl",
+             "", "", "@pl.program", f"class {program.name}:"]
     for i, fn in enumerate(program.functions):
         if i:
             lines.append("")

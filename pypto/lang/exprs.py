@@ -405,8 +405,8 @@ class ExprConverter:
         if unknown:
             raise self.error(TypeCheckError, call, f"pl.MemRef got an unexpected keyword '{sorted(unknown)[0]}'",
                              hint='pl.MemRef("name", slots=N)')
-        if not args or not isinstance(args[0], str) or not args[0].isidentifier():
-            raise self.error(TypeCheckError, call, "pl.MemRef needs a name (an identifier string) first",
+        if not args or not isinstance(args[0], str) or not args[0]:
+            raise self.error(TypeCheckError, call, "pl.MemRef needs a name (a non-empty string) first",
                              hint='pl.MemRef("ub", slots=2)[i % 2]')
         if len(args) not in (1, 3) or not all(isinstance(a, int) for a in args[1:]):
             raise self.error(TypeCheckError, call, "pl.MemRef takes (name) or (name, address, size)")

@@ -109,15 +109,17 @@ def dump_name(index: int, stage: str) -> str:
     return "00_frontend.py" if index == 0 else f"{index:02d}_after_{stage}.py"
 
 
-def write_dumps(lowering: Lowering, directory: Path, level: PassDumpLevel) -> list[Path]:
-    """``passes_dump/NN_after_<Pass>.py`` per stage; EXPLICIT prints every tile's full type."""
+def write_dumps(lowering: Lowering, directory: Path, level: PassDumpLevel, notes: tuple = ()) -> list[Path]:
+    """``passes_dump/NN_after_<Pass>.py`` per stage; EXPLICIT prints every tile's full type;
+    ``notes`` head each file (``memory_planner: PTOAS``, say)."""
     if level is PassDumpLevel.NONE:
         return []
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for i, (stage, program) in enumerate(lowering.stages):
         path = directory / dump_name(i, stage)
-        path.write_text(print_program(program, explicit=level is PassDumpLevel.EXPLICIT))
+        path.write_text(print_program(program, explicit=level is PassDumpLevel.EXPLICIT,
+                                      notes=(f"after: {stage}", *notes)))
         paths.append(path)
     return paths
 

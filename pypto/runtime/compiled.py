@@ -4,6 +4,7 @@ hold the result (``CompiledProgram``) ready to run on its platform."""
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from pypto.codegen import generate
 from pypto.codegen.listing import listing
 from pypto.runtime.dispatch import execute
 from pypto.sim.simulator import RunReport
+from pypto.sim.trace import chrome_trace, instruction_metrics
+from pypto.tools.insight import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
 from pypto.sim.soc import backend
 
 
@@ -55,9 +58,24 @@ class CompiledProgram:
         """Run on the configured platform (Out tensors are written in place); the report
         has the simulated cycles, busy cycles per pipe and core, and instruction counts
         (zeros on ``ref``), and ``outputs``, what the entry returned."""
-        values, report = execute(self.lowered, self.entry, args, self.config, self.kernels)
+        on_launch = self._write_l0_trace if self.config.enable_l0_trace and self.output_dir is not None else None
+        values, report = execute(self.lowered, self.entry, args, self.config, self.kernels, on_launch)
         report.outputs = values
         return report
+
+    def _write_l0_trace(self, kernel, launch) -> None:
+        directory = _unique(self.output_dir / "sim" / f"OPPROF_{kernel.name}_{_stamp()}") / "simulator"
+        directory.mkdir(parents=True)
+        trace = chrome_trace(launch)
+        blocks = [encode_block(SOURCE, path.read_bytes(), path=str(path))
+                  for path in sorted({Path(e.span.file) for e in launch.events if e.span is not None})
+                  if path.is_file()]
+        blocks.append(encode_block(TRACE, trace))
+        blocks.append(encode_block(API_INSTR, instruction_metrics(launch)))
+        (directory / "visualize_data.bin").write_bytes(write_blocks(blocks))
+        (directory / "trace.json").write_text(json.dumps(trace))
+        launch.trace_dirs.append(directory.parent)
+        print(f"[l0_trace] {kernel.name}: wrote {directory / 'visualize_data.bin'}", file=sys.stderr)
 
     def __call__(self, *args):
         values = self.run(*args).outputs
@@ -75,7 +93,8 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
         compiled.kernels = generate(lowering.program, ctx, unsafe_colive=config.unsafe_allow_colive_slots)
     if write:
         compiled.output_dir = _output_dir(config, program.name)
-        write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes)
+        write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes,
+                    notes=(f"memory_planner: {config.memory_planner.value}", f"backend: {config.backend}"))
         for kernel in compiled.kernels.values():
             for p in kernel.programs:
                 path = compiled.output_dir / "kernels" / p.core.value / f"{kernel.name}.pto"
@@ -85,17 +104,24 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     return compiled
 
 
+def _stamp() -> str:
+    return datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
+
+
+def _unique(path: Path) -> Path:
+    """``path``, or ``path_1``, ``path_2``, ...: the first that does not exist yet."""
+    candidate, k = path, 0
+    while candidate.exists():
+        k += 1
+        candidate = path.with_name(f"{path.name}_{k}")
+    return candidate
+
+
 def _output_dir(config: RunConfig, name: str) -> Path:
     if config.output_dir is not None:
         path = config.output_dir
     else:
-        base = Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
-        stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
-        path = base / f"{name}_{stamp}"
-        k = 0
-        while path.exists():
-            k += 1
-            path = base / f"{name}_{stamp}_{k}"
+        path = _unique(Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output") / f"{name}_{_stamp()}")
     (path / "report").mkdir(parents=True, exist_ok=True)
     return path.resolve()
 

@@ -74,8 +74,11 @@ class RunConfig:
     # of one PTOAS region, and the simulator reports no hazards, so the data races
     # corrupt the result the way the hardware would.
     unsafe_allow_colive_slots: bool = False
+    # Write each simulated launch's L0 instruction trace to
+    # <output_dir>/sim/OPPROF_<fn>_<timestamp>/simulator/ (visualize_data.bin, trace.json).
+    enable_l0_trace: bool = False
 
     @property
     def writes_artifacts(self) -> bool:
         """Whether a plain kernel call writes an output directory (compile() always does)."""
-        return self.dump_passes is not PassDumpLevel.NONE or self.output_dir is not None
+        return self.dump_passes is not PassDumpLevel.NONE or self.output_dir is not None or self.enable_l0_trace

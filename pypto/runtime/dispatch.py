@@ -10,8 +10,10 @@ from pypto.sim.simulator import RunReport, run_kernel
 from pypto.sim.soc import backend
 
 
-def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None):
-    """(values the entry returns, RunReport)."""
+def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None,
+            on_launch=None):
+    """(values the entry returns, RunReport). ``on_launch(kernel, report)`` sees each
+    simulated launch's own report (the L0 trace writer does)."""
     report = RunReport()
     if config.platform == "ref":
         return interpreter.run(program, entry, args), report
@@ -20,6 +22,8 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
     def kernel_call(fn: n.Function, fargs):
         kernel = kernels[fn.name]
         _, launch = run_kernel(kernel, fargs, soc, unsafe=config.unsafe_allow_colive_slots)
+        if on_launch is not None:
+            on_launch(kernel, launch)
         report.merge(launch)
         by_name = {name: value for (name, _), value in zip(kernel.params, fargs)}
         return tuple(by_name[name] for name in kernel.returns)

@@ -52,6 +52,9 @@ class TraceEvent:
     end: int
     span: Span | None = attrs.field(default=None, eq=False)
     detail: tuple = ()  # (key, value) pairs: address, bytes, repeats, utilization, ...
+    kind: str = "instr"  # "instr", "set_flag", "wait_flag" or "issue"
+    pos: int = -1  # the instruction's position in its kernel's program
+    flag: tuple = ()  # (src core, src pipe, dst core, dst pipe, event) of a flag
 
 
 @attrs.define
@@ -63,8 +66,13 @@ class RunReport:
     launches: int = 0
     events: list = attrs.Factory(list)  # TraceEvent, every launch, shifted to its start
     wall_seconds: float = 0.0
-    trace_dir: object = None  # set when the L0 trace was written
+    trace_dirs: list = attrs.Factory(list)  # OPPROF_* directories of the L0 traces written
     outputs: tuple = ()  # what the entry function returned
+
+    @property
+    def trace_dir(self):
+        """The last launch's L0 trace directory (``RunConfig(enable_l0_trace=True)``)."""
+        return self.trace_dirs[-1] if self.trace_dirs else None
 
     def merge(self, other: RunReport) -> None:
         shift = self.cycles
@@ -78,11 +86,11 @@ class RunReport:
         self.sync_instructions += other.sync_instructions
         self.launches += other.launches
         self.wall_seconds += other.wall_seconds
+        self.trace_dirs.extend(other.trace_dirs)
 
     def busy(self, pipe: str) -> list[tuple[int, int]]:
         """(start, end) of every instruction on a pipe, all cores."""
-        return [(e.start, e.end) for e in self.events if e.pipe == pipe and not e.name.startswith(("set_flag",
-                                                                                                   "wait_flag"))]
+        return [(e.start, e.end) for e in self.events if e.pipe == pipe and e.kind == "instr"]
 
 
 # ----------------------------------------------------------------------------- machine
@@ -163,7 +171,7 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
             cursor[key] += 1
             d.issue = t
             events.append(TraceEvent(names[key], Pipe.SCALAR.value, f"issue {d.name()}", t - d.scalar_cost, t,
-                                     getattr(d.node, "span", None)))
+                                     getattr(d.node, "span", None), kind="issue", pos=d.node.pos))
             scalar_time[key] = t
             queues[(key, d.pipe)].append(d)
         else:
@@ -175,8 +183,12 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
                 tokens[d.flag].append((d.end, d))
             elif isinstance(d.node, WaitFlag):
                 d.token_from = tokens[d.flag].popleft()[1]
+            kind = "set_flag" if isinstance(d.node, SetFlag) else "wait_flag" if isinstance(d.node, WaitFlag) \
+                else "instr"
+            flag = () if d.flag is None else (names[d.flag[0]], d.flag[1].value, names[d.flag[2]], d.flag[3].value,
+                                              d.flag[4])
             events.append(TraceEvent(names[key[0]], key[1].value, d.name(), d.start, d.end,
-                                     getattr(d.node, "span", None), d.detail))
+                                     getattr(d.node, "span", None), d.detail, kind, d.node.pos, flag))
     report.cycles = max([e.end for e in events] + [0])
     for s in streams.values():
         for d in s:

@@ -1,0 +1,299 @@
+"""Draw the on-chip memory of a pass dump: address across, lifetime (dump line) down.
+
+    python -m pypto.tools.memory_map <dump.py | passes_dump/ | output_dir/>
+        [-o OUTPUT] [-p PASS_NAME] [-b BACKEND]
+
+One self-contained HTML page (no network): a collapsible card per compute function; per
+memory space a pill with its high-water mark, capacity and usage (red at >= 95 %); one box
+per tile over the lines it is live, chains of tiles computed in place into one slot merged
+(``name +N``), dashed boxes for views, red boxes where two allocations overlap in address
+and lifetime; one byte scale across spaces, zoom, a limit/used x-axis switch, per-space
+toggles; the IR alongside, line for line, and click-to-pin highlighting a tile's
+mentions. The dump is parsed, never run; every string from it is escaped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from pypto.errors import PyptoError
+from pypto.ir import nodes as n
+from pypto.ir.parser import parse
+from pypto.ir.printer import expr
+from pypto.ir.types import FunctionType, TileType
+from pypto.sim.soc import BACKENDS, MemorySpace
+from pypto.tools.memory_map_page import PAGE
+
+COMPUTE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+SPACE_ORDER = [MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
+               MemorySpace.Bias]
+NOTE = re.compile(r"^# ([\w ]+): (.*)$")
+
+
+class MapError(Exception):
+    """Why there is no map to draw: one line."""
+
+
+# ----------------------------------------------------------------------------- finding the dump
+
+
+def find_dump(path: Path, pass_name: str) -> Path:
+    if not path.exists():
+        raise MapError(f"{path}: no such file or directory")
+    if path.is_file():
+        return path
+    for directory in (path, path / "passes_dump"):
+        dumps = sorted(directory.glob(f"*_after_{pass_name}.py"))
+        if dumps:
+            return dumps[-1]
+    for directory in (path, path / "passes_dump"):
+        for other in sorted(directory.glob("*.py")):
+            if notes(other.read_text()).get("memory_planner") == "PTOAS":
+                raise MapError(_ptoas(path))
+    raise MapError(f"no '*_after_{pass_name}.py' dump under {path}. Compile with dump_passes enabled, or pass the "
+                   "dump file directly.")
+
+
+def notes(text: str) -> dict:
+    """The ``# key: value`` lines heading a dump."""
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        m = NOTE.match(line)
+        if m:
+            out[m.group(1).strip()] = m.group(2).strip()
+    return out
+
+
+def _ptoas(where) -> str:
+    return (f"{where}: compiled with memory_planner=PTOAS, which skips AllocateMemoryAddr: the assembler places "
+            "the tiles, so the dump carries no offsets and there is nothing to draw. Compare end to end instead.")
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def model(dump: Path, backend: str = "a2a3") -> dict:
+    """The page's data: functions, their spaces and boxes, and the dump's text."""
+    text = dump.read_text()
+    header = notes(text)
+    if header.get("memory_planner") == "PTOAS":
+        raise MapError(_ptoas(dump))
+    try:
+        program = parse(text, filename=str(dump))
+    except PyptoError as exc:
+        raise MapError(f"{dump}: not a pass dump this tool can read: {exc.message} at {exc.span}") from None
+    soc = BACKENDS[backend]
+    functions = []
+    for fn in program.functions:
+        if fn.type in COMPUTE:
+            tiles = _tiles(fn)
+            if tiles:
+                functions.append((fn, tiles))
+    if not any(t["addr"] is not None for _, tiles in functions for t in tiles):
+        has_tiles = any(isinstance(t, TileType) for fn in program.functions for t in n.symbols(fn).values())
+        if not has_tiles:
+            raise MapError(f"{dump}: no compute function has on-chip tiles, so there is nothing to draw")
+        raise MapError(f"{dump}: no tile has an address yet: this dump is from before AllocateMemoryAddr. Use a "
+                       "dump at or after AllocateMemoryAddr.")
+    lines = text.splitlines()
+    out = []
+    for fn, tiles in functions:
+        tiles = [t for t in tiles if t["addr"] is not None]
+        boxes = _boxes(tiles)
+        spaces = []
+        for space in SPACE_ORDER:
+            mine = [b for b in boxes if b["space"] == space.name]
+            if not mine:
+                continue
+            hwm = max(b["addr"] + b["size"] for b in mine)
+            capacity = soc.spec(space).capacity
+            spaces.append({"name": space.name, "hwm": hwm, "capacity": capacity,
+                           "usage": round(100.0 * hwm / capacity, 1)})
+        first = fn.span.line if fn.span else 1
+        last = max([t["end"] for t in tiles] + [first])
+        last = max(last, _last_line(fn, first))
+        out.append({"name": fn.name, "type": fn.type.name, "first": first, "last": last,
+                    "source": lines[first - 1:last], "spaces": spaces, "boxes": boxes})
+    return {"dump": str(dump), "pass": _pass_of(dump), "backend": soc.name, "notes": header, "functions": out}
+
+
+def _pass_of(dump: Path) -> str:
+    m = re.match(r"^\d+_after_(\w+)\.py$", dump.name)
+    return m.group(1) if m else dump.stem
+
+
+def _last_line(fn: n.Function, default: int) -> int:
+    return max([s.span.end_line for s in n.walk_stmts(fn.body) if getattr(s, "span", None)] + [default])
+
+
+def _tiles(fn: n.Function) -> list[dict]:
+    """Every tile bound in ``fn`` with its MemRef, and the dump lines it is live over (a
+    tile read in a loop it was defined before, or carried by, lives over the whole loop)."""
+    defs, uses, loops = {}, {}, []
+
+    def line(stmt):
+        return stmt.span.line if stmt.span else 0
+
+    def read(stmt, names):
+        for name in names:
+            uses.setdefault(name, []).append(line(stmt))
+
+    def walk(body, enclosing):
+        for stmt in body:
+            if isinstance(stmt, n.Assign):
+                read(stmt, _names(stmt.value))
+                defs[stmt.target] = (line(stmt), stmt.type, _op(stmt.value), enclosing)
+            elif isinstance(stmt, n.Eval):
+                read(stmt, _names(stmt.value))
+            elif isinstance(stmt, (n.Yield, n.Return)):
+                read(stmt, [v.name for v in stmt.values if isinstance(v, n.Var)])
+            elif isinstance(stmt, n.For):
+                read(stmt, [a.init.name for a in stmt.iter_args if isinstance(a.init, n.Var)])
+                end = max([s.span.end_line for s in n.walk_stmts(stmt.body) if s.span] + [line(stmt)])
+                loop = (line(stmt), end, {a.name for a in stmt.iter_args} | {b.name for b in stmt.results})
+                loops.append(loop)
+                for a in stmt.iter_args:
+                    defs[a.name] = (line(stmt), a.type, "iter_arg", enclosing)
+                walk(stmt.body, (*enclosing, loop))
+                for b in stmt.results:
+                    defs[b.name] = (end, b.type, "loop result", enclosing)
+            elif isinstance(stmt, n.If):
+                read(stmt, [])
+                walk(stmt.then_body, enclosing)
+                walk(stmt.else_body, enclosing)
+                for b in stmt.results:
+                    defs[b.name] = (line(stmt), b.type, "if result", enclosing)
+            elif isinstance(stmt, n.Scope):
+                walk(stmt.body, enclosing)
+
+    walk(fn.body, ())
+    tiles = []
+    for name, (start, t, op, enclosing) in defs.items():
+        if not isinstance(t, TileType) or t.memref is None:
+            continue
+        end = max(uses.get(name, [start]) + [start])
+        for lo, hi, carried in loops:
+            touched = [u for u in uses.get(name, []) if lo < u <= hi]
+            if touched and (start < lo or name in carried):
+                start, end = min(start, lo), max(end, hi)
+        m = t.memref
+        slot = None if m.size is None else m.size // m.slots
+        addr, size, dynamic = None, slot, False
+        if m.addr is not None:
+            if m.slots > 1 and not isinstance(m.index, n.Const):
+                addr, size, dynamic = m.addr, m.size, True
+            else:
+                index = m.index.value if isinstance(m.index, n.Const) else 0
+                addr = m.addr + index * slot
+        tiles.append({"name": name, "space": t.space.name, "memref": m.name, "slots": m.slots,
+                      "index": None if m.index is None else expr(m.index), "dynamic": dynamic, "addr": addr,
+                      "size": size, "bytes": t.nbytes, "shape": list(t.shape), "dtype": t.dtype.short, "op": op,
+                      "start": start, "end": end})
+    return tiles
+
+
+def _names(value) -> list[str]:
+    out = []
+    if isinstance(value, (n.Call, n.FuncCall)):
+        for arg in value.args:
+            for e in arg if isinstance(arg, tuple) else (arg,):
+                if isinstance(e, (n.Var, n.BinOp, n.UnaryOp)):
+                    out.extend(sorted(n.expr_vars(e)))
+    elif isinstance(value, (n.Var, n.BinOp, n.UnaryOp)):
+        out.extend(sorted(n.expr_vars(value)))
+    return out
+
+
+def _op(value) -> str:
+    if isinstance(value, n.Call):
+        return value.op
+    if isinstance(value, n.FuncCall):
+        return value.callee
+    return "value"
+
+
+def _boxes(tiles: list[dict]) -> list[dict]:
+    """Tiles of one slot whose lifetimes touch become one box (a chain computed in place);
+    boxes of different allocations overlapping in address and lifetime are conflicts; a
+    box inside a larger one of the same allocation, live at the same time, is a view."""
+    groups: dict[tuple, list] = {}
+    for t in sorted(tiles, key=lambda t: (t["start"], t["name"])):
+        key = (t["space"], t["memref"], t["addr"], t["index"] if t["dynamic"] else None)
+        chains = groups.setdefault(key, [])
+        for chain in chains:
+            if t["start"] <= chain[-1]["end"] and t["size"] == chain[0]["size"]:
+                chain.append(t)
+                break
+        else:
+            chains.append([t])
+    boxes = []
+    for chains in groups.values():
+        for chain in chains:
+            head = chain[0]
+            boxes.append({"name": head["name"], "aliases": [t["name"] for t in chain[1:]], "space": head["space"],
+                          "memref": head["memref"], "addr": head["addr"], "size": head["size"],
+                          "start": min(t["start"] for t in chain), "end": max(t["end"] for t in chain),
+                          "slots": head["slots"], "index": head["index"], "dynamic": head["dynamic"],
+                          "shape": head["shape"], "dtype": head["dtype"], "op": head["op"], "kind": "tile"})
+    for a in boxes:
+        for b in boxes:
+            if a is b or a["space"] != b["space"]:
+                continue
+            overlap = a["addr"] < b["addr"] + b["size"] and b["addr"] < a["addr"] + a["size"] and \
+                a["start"] <= b["end"] and b["start"] <= a["end"]
+            if not overlap:
+                continue
+            if a["memref"] != b["memref"]:
+                a["kind"] = "conflict"
+            elif a["size"] < b["size"] and a["kind"] != "conflict":
+                a["kind"] = "view"
+    return sorted(boxes, key=lambda b: (SPACE_ORDER.index(MemorySpace[b["space"]]), b["addr"], b["start"]))
+
+
+# ----------------------------------------------------------------------------- the page
+
+
+def render(data: dict) -> str:
+    """The self-contained page. The data goes in as JSON whose every '<' is escaped, and
+    the page's script writes every string with textContent: nothing from the dump is markup."""
+    payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
+    title = json.dumps(f"memory map: {Path(data['dump']).name}").replace("<", "\\u003c")
+    return PAGE.replace("/*__DATA__*/null", payload).replace("/*__TITLE__*/\"\"", title)
+
+
+def run(argv=None) -> Path:
+    parser = argparse.ArgumentParser(prog="python -m pypto.tools.memory_map", description=__doc__.splitlines()[0])
+    parser.add_argument("path", help="a pass dump, a passes_dump/ directory or an output directory")
+    parser.add_argument("-o", "--output", help="the HTML file (default: <dump>.memory_map.html)")
+    parser.add_argument("-p", "--pass-name", default="AllocateMemoryAddr", help="which pass's dump, in a directory")
+    parser.add_argument("-b", "--backend", default=None, help=f"one of: {', '.join(sorted(BACKENDS))}")
+    parser.error = lambda message: (_ for _ in ()).throw(MapError(message))
+    args = parser.parse_args(argv)
+    dump = find_dump(Path(args.path), args.pass_name)
+    backend = args.backend or notes(dump.read_text()).get("backend", "a2a3")
+    if backend not in BACKENDS:
+        raise MapError(f"unknown backend {backend!r}; known backends: {', '.join(sorted(BACKENDS))}")
+    page = render(model(dump, backend))
+    out = Path(args.output) if args.output else dump.with_suffix(".memory_map.html")
+    out.write_text(page)
+    print(f"wrote {out}")
+    return out
+
+
+def main(argv=None) -> int:
+    try:
+        run(argv)
+    except (MapError, OSError, UnicodeDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
