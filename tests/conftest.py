@@ -23,3 +23,20 @@ def _builds_in_tmp(tmp_path_factory, monkeypatch):
     """compile() without an output_dir writes under $PYPTO_PROG_BUILD_DIR: keep it out of the tree."""
     if "PYPTO_PROG_BUILD_DIR" not in os.environ:
         monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path_factory.getbasetemp() / "builds"))
+
+
+@pytest.fixture(scope="session")
+def seed(tmp_path_factory):
+    """The seed document's kernels, from the document's own code (run once, on the
+    simulated core, which checks each against torch as it defines it)."""
+    import runpy
+
+    from seed import runnable_program
+
+    path = tmp_path_factory.mktemp("seed") / "seed_kernels.py"
+    path.write_text(runnable_program("a2a3sim"))
+    argv, sys.argv = sys.argv, [str(path)]
+    try:
+        return runpy.run_path(str(path), run_name="seed_kernels")
+    finally:
+        sys.argv = argv

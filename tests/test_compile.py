@@ -1,15 +1,12 @@
 """kernel.compile / kernel.lower, the per-pass dumps, and what the seed promises of them."""
 
 import re
-import runpy
-import sys
 
 import pytest
 import torch
 from helpers import assert_matches_oracle, run_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seed import runnable_program
 
 from pypto.errors import ConfigError, MemorySpaceError
 from pypto.fuzz import strategies as ps
@@ -18,17 +15,6 @@ from pypto.passes.context import PassContext, Planner
 from pypto.passes.pipeline import lower
 from pypto.runtime import CompiledProgram, RunConfig
 from pypto.sim import interpreter
-
-
-@pytest.fixture(scope="module")
-def seed(tmp_path_factory):
-    path = tmp_path_factory.mktemp("seed") / "seed_kernels.py"
-    path.write_text(runnable_program("ref"))
-    argv, sys.argv = sys.argv, [str(path)]
-    try:
-        return runpy.run_path(str(path), run_name="seed_kernels")
-    finally:
-        sys.argv = argv
 
 
 def compile_seed(seed, name, tmp_path, **config):

@@ -1,35 +1,21 @@
 """The cycle-level simulator: bit-identical to the interpreter, overlap where the seed
 says there is, hazards when a sync is missing, and the PTOAS co-live rule."""
 
-import runpy
-import sys
 
 import attrs
 import pytest
 import torch
+from helpers import assert_matches_oracle, compile_case, run_case, run_on
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pypto.language as pl
-from helpers import assert_matches_oracle, compile_case, run_case, run_on
 from pypto.codegen import CodegenError
 from pypto.codegen.isa import Cond, Kernel, Loop, SetFlag, WaitFlag, walk
 from pypto.fuzz import strategies as ps
 from pypto.runtime import RunConfig
 from pypto.sim.simulator import SimulatorDeadlock, SimulatorHazard, run_kernel
 from pypto.sim.soc import A2A3
-from seed import runnable_program
-
-
-@pytest.fixture(scope="module")
-def seed(tmp_path_factory):
-    path = tmp_path_factory.mktemp("seed") / "seed_kernels.py"
-    path.write_text(runnable_program("a2a3sim"))
-    argv, sys.argv = sys.argv, [str(path)]
-    try:
-        return runpy.run_path(str(path), run_name="seed_kernels")
-    finally:
-        sys.argv = argv
 
 
 def seed_report(seed, name, **config):

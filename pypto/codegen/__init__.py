@@ -4,7 +4,17 @@ insertion and the split into per-core programs. ``listing`` writes them as text.
 
 from __future__ import annotations
 
-from pypto.codegen.isa import Cond, Instr, Kernel, Loop, Program, ScalarAssign, SetFlag, WaitFlag
+from pypto.codegen.isa import (
+    Cond,
+    Instr,
+    Kernel,
+    Loop,
+    Program,
+    ScalarAssign,
+    SetFlag,
+    WaitFlag,
+    walk,
+)
 from pypto.codegen.select import CodegenError, select
 from pypto.codegen.sync import insert_syncs
 from pypto.ir import nodes as n
@@ -26,7 +36,7 @@ def generate_function(fn: n.Function, ctx: PassContext, *, unsafe_colive: bool =
     body, _ = insert_syncs(body, ctx.soc)
     body = number(body)
     params = tuple((p.name, p.type) for p in fn.params)
-    cores = [c for c in CoreKind if any(isinstance(x, Instr) and x.core is c for x in _walk(body))]
+    cores = [c for c in CoreKind if any(isinstance(x, Instr) and x.core is c for x in walk(body))]
     programs = tuple(Program(fn.name, c, params, tuple(a for a in allocs if _core_of(a.space) is c),
                              _project(body, c)) for c in cores)
     return Kernel(fn.name, params, programs, returns)
@@ -36,16 +46,6 @@ def _core_of(space) -> CoreKind:
     from pypto.sim.soc import A2A3
 
     return A2A3.spec(space).core
-
-
-def _walk(body):
-    for node in body:
-        yield node
-        if isinstance(node, Loop):
-            yield from _walk(node.body)
-        elif isinstance(node, Cond):
-            yield from _walk(node.then_body)
-            yield from _walk(node.else_body)
 
 
 def number(body, counter=None) -> tuple:

@@ -4,8 +4,19 @@ source line it came from; flags as ``set_flag(SRC -> DST, event)``."""
 
 from __future__ import annotations
 
-from pypto.codegen.isa import (Buf, Cond, Instr, Kernel, Loop, Program, ScalarAssign, SetFlag, TensorArg, WaitFlag,
-                               expr_text)
+from pypto.codegen.isa import (
+    Buf,
+    Cond,
+    Instr,
+    Kernel,
+    Loop,
+    Program,
+    ScalarAssign,
+    SetFlag,
+    TensorArg,
+    WaitFlag,
+    expr_text,
+)
 from pypto.ir.types import type_name
 from pypto.passes.context import Planner
 from pypto.sim.soc import MemorySpace

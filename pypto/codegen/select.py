@@ -13,14 +13,26 @@ from __future__ import annotations
 
 import attrs
 
+from pypto.codegen.isa import (
+    Alloc,
+    Buf,
+    BufLoc,
+    Cond,
+    GmLoc,
+    Instr,
+    Loop,
+    Region,
+    ScalarAssign,
+    TensorArg,
+)
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.simplify import simplify
 from pypto.ir.types import ScalarType, TensorType, TileType
-from pypto.codegen.isa import Alloc, Buf, BufLoc, Cond, GmLoc, Instr, Loop, Region, ScalarAssign, TensorArg
 from pypto.passes.context import PassContext, Planner
-from pypto.sim.soc import CoreKind, MemorySpace as M, Pipe
+from pypto.sim.soc import CoreKind, Pipe
+from pypto.sim.soc import MemorySpace as M
 
 
 class CodegenError(PyptoError):

@@ -19,7 +19,18 @@ import itertools
 
 import attrs
 
-from pypto.codegen.isa import BufLoc, Cond, GmLoc, Instr, Loop, Region, ScalarAssign, SetFlag, WaitFlag
+from pypto.codegen.isa import (
+    BufLoc,
+    Cond,
+    GmLoc,
+    Instr,
+    Loop,
+    Region,
+    ScalarAssign,
+    SetFlag,
+    WaitFlag,
+    walk,
+)
 from pypto.ir import nodes as n
 from pypto.ir.affine import static_difference
 from pypto.ir.rewrite import substitute
@@ -110,20 +121,20 @@ class SyncInserter:
         inside it made unknown; ``index`` is the loop-body statement an access is in."""
         out: dict[tuple, list] = {}
         for node in group:  # a compound's syncs occupy pipes too, accessing nothing
-            for x in _walk([node]):
+            for x in walk([node]):
                 if isinstance(x, (SetFlag, WaitFlag, Instr)):
                     out.setdefault((x.core, x.pipe), [])
         if isinstance(original, Instr):
             parts = [(None, [original])]
         elif isinstance(original, Loop):
-            parts = [(k, [x for x in _walk([child]) if isinstance(x, Instr)]) for k, child in enumerate(original.body)]
+            parts = [(k, [x for x in walk([child]) if isinstance(x, Instr)]) for k, child in enumerate(original.body)]
         elif isinstance(original, Cond):
-            parts = [(None, [x for x in _walk([original]) if isinstance(x, Instr)])]
+            parts = [(None, [x for x in walk([original]) if isinstance(x, Instr)])]
         else:
             parts = []
         inner_names = set()
         if isinstance(original, (Loop, Cond)):
-            for x in _walk([original]):
+            for x in walk([original]):
                 if isinstance(x, Loop):
                     inner_names.add(x.var)
                 elif isinstance(x, ScalarAssign):
@@ -365,16 +376,6 @@ def _trip(loop: Loop):
     if loop.step == n.Const(1):
         return simplify(span)
     return simplify(n.BinOp("//", n.BinOp("+", span, n.BinOp("-", loop.step, n.Const(1))), loop.step))
-
-
-def _walk(body):
-    for node in body:
-        yield node
-        if isinstance(node, Loop):
-            yield from _walk(node.body)
-        elif isinstance(node, Cond):
-            yield from _walk(node.then_body)
-            yield from _walk(node.else_body)
 
 
 def _map_exprs(loc, f):

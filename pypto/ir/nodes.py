@@ -311,6 +311,21 @@ def symbols(function: Function) -> dict:
     return table
 
 
+def value_exprs(value):
+    """The expressions a value reads: a call's operands (lists flattened) or the value."""
+    if isinstance(value, (Call, FuncCall)):
+        for arg in value.args:
+            if isinstance(arg, tuple):
+                yield from arg
+            elif isinstance(arg, (Var, Const, BinOp, UnaryOp)):
+                yield arg
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from value_exprs(v)
+    elif isinstance(value, (Var, Const, BinOp, UnaryOp)):
+        yield value
+
+
 def expr_vars(expr) -> set[str]:
     if isinstance(expr, Var):
         return {expr.name}

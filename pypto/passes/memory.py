@@ -115,7 +115,7 @@ class Walker:
         self.defs[name] = (self.pos, tuple(loops), span)
 
     def use(self, expr_or_args) -> None:
-        for e in _exprs(expr_or_args):
+        for e in n.value_exprs(expr_or_args):
             for name in n.expr_vars(e):
                 self.uses.setdefault(name, []).append(self.pos)
 
@@ -150,20 +150,6 @@ class Walker:
                     self.define(b.name, loops, stmt.span)
             elif isinstance(stmt, n.Scope):
                 self.block(stmt.body, loops)
-
-
-def _exprs(value):
-    if isinstance(value, (n.Call, n.FuncCall)):
-        for arg in value.args:
-            if isinstance(arg, tuple):
-                yield from arg
-            elif isinstance(arg, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
-                yield arg
-    elif isinstance(value, tuple):
-        for v in value:
-            yield from _exprs(v)
-    elif isinstance(value, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
-        yield value
 
 
 def retype(fn: n.Function, new_type) -> n.Function:

@@ -131,7 +131,7 @@ def _first_pos(e):
 def _stmt_exprs(stmt):
     """Every expression a statement reads itself (types included: valid shapes, slot indices)."""
     if isinstance(stmt, (n.Assign, n.Eval)):
-        yield from _value_exprs(stmt.value)
+        yield from n.value_exprs(stmt.value)
         if isinstance(stmt, n.Assign):
             yield from _type_exprs(stmt.type)
     elif isinstance(stmt, n.For):
@@ -142,17 +142,6 @@ def _stmt_exprs(stmt):
         yield stmt.cond
     elif isinstance(stmt, (n.Yield, n.Return)):
         yield from stmt.values
-
-
-def _value_exprs(v):
-    if isinstance(v, (n.Call, n.FuncCall)):
-        for arg in v.args:
-            if isinstance(arg, tuple):
-                yield from arg
-            elif isinstance(arg, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
-                yield arg
-    else:
-        yield v
 
 
 def _type_exprs(t):

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import attrs
 
+from pypto.codegen import generate
+from pypto.codegen.listing import listing
 from pypto.ir import nodes as n
 from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.config import RunConfig
-from pypto.codegen import generate
-from pypto.codegen.listing import listing
 from pypto.runtime.dispatch import execute
 from pypto.sim.simulator import RunReport
+from pypto.sim.soc import backend
 from pypto.sim.trace import chrome_trace, instruction_metrics
 from pypto.tools.insight import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
-from pypto.sim.soc import backend
 
 
 def pass_context(config: RunConfig) -> PassContext:

@@ -10,9 +10,8 @@ from __future__ import annotations
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
-from pypto.ir.types import FunctionType
 from pypto.ir.simplify import OPERATORS
-from pypto.ir.types import TileType
+from pypto.ir.types import FunctionType, TileType
 from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 

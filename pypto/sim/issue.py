@@ -8,7 +8,17 @@ import math
 
 import attrs
 
-from pypto.codegen.isa import Buf, Cond, Instr, Loop, Program, ScalarAssign, SetFlag, TensorArg, WaitFlag
+from pypto.codegen.isa import (
+    Buf,
+    Cond,
+    Instr,
+    Loop,
+    Program,
+    ScalarAssign,
+    SetFlag,
+    TensorArg,
+    WaitFlag,
+)
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup

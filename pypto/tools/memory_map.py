@@ -199,15 +199,7 @@ def _tiles(fn: n.Function) -> list[dict]:
 
 
 def _names(value) -> list[str]:
-    out = []
-    if isinstance(value, (n.Call, n.FuncCall)):
-        for arg in value.args:
-            for e in arg if isinstance(arg, tuple) else (arg,):
-                if isinstance(e, (n.Var, n.BinOp, n.UnaryOp)):
-                    out.extend(sorted(n.expr_vars(e)))
-    elif isinstance(value, (n.Var, n.BinOp, n.UnaryOp)):
-        out.extend(sorted(n.expr_vars(value)))
-    return out
+    return [name for e in n.value_exprs(value) for name in sorted(n.expr_vars(e))]
 
 
 def _op(value) -> str:

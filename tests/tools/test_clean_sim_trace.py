@@ -2,7 +2,6 @@
 visualize_data.bin)."""
 
 import json
-import runpy
 import subprocess
 import sys
 
@@ -14,18 +13,6 @@ from hypothesis import strategies as st
 from pypto.runtime import RunConfig
 from pypto.tools import clean_sim_trace as cst
 from pypto.tools.insight import API_INSTR, SOURCE, TRACE, encode_block, read_blocks
-from seed import runnable_program
-
-
-@pytest.fixture(scope="module")
-def seed(tmp_path_factory):
-    path = tmp_path_factory.mktemp("seed") / "seed_kernels.py"
-    path.write_text(runnable_program("a2a3sim"))
-    argv, sys.argv = sys.argv, [str(path)]
-    try:
-        return runpy.run_path(str(path), run_name="seed_kernels")
-    finally:
-        sys.argv = argv
 
 
 def traced(seed, name, tmp_path):

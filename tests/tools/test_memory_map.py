@@ -1,30 +1,17 @@
 """The memory map of pass dumps: what it draws for the seed's kernels, what it refuses, and
 that nothing in a dump becomes markup — checked in the page's own DOM, in Chromium."""
 
-import runpy
 import subprocess
 import sys
 
 import pytest
 import torch
+from browser import Elements, dom, screenshot
 
 import pypto.language as pl
-from browser import Elements, dom, screenshot
 from pypto.ir import PassDumpLevel
 from pypto.runtime import RunConfig
 from pypto.tools.memory_map import MapError, model, run
-from seed import runnable_program
-
-
-@pytest.fixture(scope="module")
-def seed(tmp_path_factory):
-    path = tmp_path_factory.mktemp("seed") / "seed_kernels.py"
-    path.write_text(runnable_program("a2a3sim"))
-    argv, sys.argv = sys.argv, [str(path)]
-    try:
-        return runpy.run_path(str(path), run_name="seed_kernels")
-    finally:
-        sys.argv = argv
 
 
 def dumped(seed, name, tmp_path, planner="PYPTO"):
