@@ -6,6 +6,7 @@ from __future__ import annotations
 from pypto.ir import nodes as n
 from pypto.runtime.config import RunConfig
 from pypto.sim import interpreter
+from pypto.sim.numerics import one_thread
 from pypto.sim.simulator import RunReport, run_kernel
 from pypto.sim.soc import backend
 
@@ -14,6 +15,11 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
             on_launch=None):
     """(values the entry returns, RunReport). ``on_launch(kernel, report)`` sees each
     simulated launch's own report (the L0 trace writer does)."""
+    with one_thread():
+        return _execute(program, entry, args, config, kernels, on_launch)
+
+
+def _execute(program, entry, args, config, kernels, on_launch):
     report = RunReport()
     if config.platform == "ref":
         return interpreter.run(program, entry, args), report

@@ -13,6 +13,8 @@ and the simulator compute the same bits.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from pypto.ir.types import DataType, PadValue
@@ -34,6 +36,21 @@ FROM_TORCH = {v: k for k, v in TORCH.items() if k is not DataType.INDEX}
 
 class ArithmeticError_(Exception):
     """A value the hardware model does not define (integer division by zero)."""
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Tile-sized torch ops run fastest on one thread (and far faster than on a thread pool
+    competing with other processes); the caller's setting is restored afterwards."""
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def scalar(value, dtype: DataType) -> torch.Tensor:
