@@ -68,8 +68,6 @@ class SyncInserter:
     def __init__(self, soc: SoC):
         self.soc = soc
         self.edges: list[Edge] = []
-        self.events: dict[tuple, int] = {}  # (src key, dst key) -> next free event id
-        self.block_events: dict[tuple, dict] = {}  # this block's: pair -> event id -> edges using it
         self._ids = itertools.count()
 
     # ------------------------------------------------------------------ blocks
@@ -83,7 +81,9 @@ class SyncInserter:
             if isinstance(stmt, Loop):
                 inner, pro, epi, inner_carried = self.block(stmt.body, stmt)
                 groups.append([*pro, attrs.evolve(stmt, body=inner), *epi])
-                carried.append(inner_carried)
+                # A loop's own syncs vouch for its parent only if its body surely runs.
+                trip = _trip(stmt)
+                carried.append(inner_carried if isinstance(trip, n.Const) and trip.value >= 1 else [])
             elif isinstance(stmt, Cond):
                 then_b, _, _, _ = self.block(stmt.then_body)
                 else_b, _, _, _ = self.block(stmt.else_body)
@@ -93,9 +93,7 @@ class SyncInserter:
                 groups.append([stmt])
                 carried.append([])
         summaries = [self.summary(g, original) for g, original in zip(groups, body)]
-        saved, self.block_events = self.block_events, {}
         edges = self.analyse(summaries, loop, carried)
-        self.block_events = saved
         before = [[] for _ in groups]
         after = [[] for _ in groups]
         prologue, epilogue = [], []
@@ -306,33 +304,14 @@ class SyncInserter:
                 and la.region.slot is not UNKNOWN and lb.region.slot is not UNKNOWN \
                 and loop.var in n.expr_vars(la.region.slot):
             region = la.region
-        width = region.slots if region is not None else 1
-        pair = (ukey, vkey)
-        base = self._share(pair, uj, vj, d, width)
-        if base is None:
-            base = self.events.get(pair, 0)
-            if base + width > self.soc.event_ids:
-                raise _too_many(pair, self.soc.event_ids)
-            self.events[pair] = base + width
-        edge = Edge(next(self._ids), uj, vj, ukey, vkey, d, base, region,
+        edge = Edge(next(self._ids), uj, vj, ukey, vkey, d, 0, region,
                     la.region.slot if region else None, lb.region.slot if region else None)
         self.edges.append(edge)
-        self.block_events.setdefault(pair, {}).setdefault(base, []).append(edge)
         return edge
 
-    def _share(self, pair, uj: int, vj: int, d: int, width: int):
-        """An event id already used in this block by syncs whose sets and waits all come
-        before this one's, in the same order — so flags matched first-in first-out still
-        pair each wait with its own set. None when there is none."""
-        if d != 0 or width != 1:
-            return None
-        for base, edges in sorted(self.block_events.get(pair, {}).items()):
-            if all(e.distance == 0 and e.u < uj and e.v < vj and e.v <= uj for e in edges):
-                return base
-        return None
-
     def event_exprs(self, e: Edge):
-        """(set event, wait event): one id, or one per slot of a rotating region."""
+        """(set event, wait event): one id, or one per slot of a rotating region (relative
+        to the edge's base, which ``assign_events`` fills in once the kernel is whole)."""
         if e.region is None:
             return n.Const(e.base), n.Const(e.base)
         return (simplify(n.BinOp("+", n.Const(e.base), e.slot_u)),
@@ -450,4 +429,46 @@ def insert_syncs(body, soc: SoC) -> tuple[list, list[Edge]]:
     """``body`` with its syncs, and the edges they implement."""
     inserter = SyncInserter(soc)
     out, prologue, epilogue, _ = inserter.block(body)
-    return [*prologue, *out, *epilogue], inserter.edges
+    return assign_events([*prologue, *out, *epilogue], inserter.edges, soc.event_ids)
+
+
+def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]]:
+    """Event ids per pipe pair by interval colouring: an edge holds its ids (one, or one per
+    slot) from its first set or wait in program order to its last, so syncs of sequential
+    loops or branches reuse ids that earlier ones have drained."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for pos, x in enumerate(walk(body)):
+        if isinstance(x, (SetFlag, WaitFlag)):
+            first.setdefault(x.edge, pos)
+            last[x.edge] = pos
+    busy: dict[tuple, list] = {}  # pair -> (last position, base, width) of edges holding ids
+    bases: dict[int, int] = {}
+    for e in sorted(edges, key=lambda e: first[e.id]):
+        width = e.region.slots if e.region is not None else 1
+        held = [(b, w) for end, b, w in busy.get((e.src, e.dst), []) if end >= first[e.id]]
+        base = 0
+        while any(b < base + width and base < b + w for b, w in held):
+            base += 1
+        if base + width > limit:
+            raise _too_many((e.src, e.dst), limit)
+        busy.setdefault((e.src, e.dst), []).append((last[e.id], base, width))
+        bases[e.id] = base
+
+    def shifted(x):
+        if isinstance(x, (SetFlag, WaitFlag)) and bases[x.edge]:
+            return attrs.evolve(x, event=simplify(n.BinOp("+", n.Const(bases[x.edge]), x.event)))
+        return x
+
+    return _map_flags(body, shifted), [attrs.evolve(e, base=bases[e.id]) for e in edges]
+
+
+def _map_flags(body, f) -> list:
+    out = []
+    for x in body:
+        if isinstance(x, Loop):
+            x = attrs.evolve(x, body=_map_flags(x.body, f))
+        elif isinstance(x, Cond):
+            x = attrs.evolve(x, then_body=_map_flags(x.then_body, f), else_body=_map_flags(x.else_body, f))
+        out.append(f(x))
+    return out

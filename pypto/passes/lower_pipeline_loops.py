@@ -21,7 +21,7 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
 from pypto.ir.rewrite import clone_block, rename, substitute
-from pypto.ir.simplify import simplify
+from pypto.ir.simplify import fold, simplify
 from pypto.ir.types import ForKind, MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
 
@@ -151,12 +151,13 @@ def _split_yield(body):
 
 
 def _trip(start, stop, step):
+    """Iterations of ``range(start, stop, step)`` for a positive step; never negative, so an
+    empty dynamic range runs neither the main loop nor the tail."""
     if all(isinstance(x, n.Const) for x in (start, stop, step)):
         return n.Const(max(0, -(-(stop.value - start.value) // step.value)))
     span = stop if start == n.Const(0) else n.BinOp("-", stop, start)
-    if step == n.Const(1):
-        return span
-    return n.BinOp("//", n.BinOp("+", span, n.BinOp("-", step, n.Const(1))), step)
+    count = span if step == n.Const(1) else n.BinOp("//", _add(span, fold(n.BinOp("-", step, n.Const(1)))), step)
+    return n.BinOp("max", count, n.Const(0))
 
 
 def _add(a, b):

@@ -54,6 +54,9 @@ def _reuse(fn: n.Function, ctx: PassContext):
         target = merged.get(m.name, m.name)
         if m.pipeline:
             d = depths[m.name]
+            if d == 1:  # every stage shares the one buffer: a plain MemRef
+                return attrs.evolve(t, memref=attrs.evolve(m, slots=1, size=m.size // m.slots, index=None,
+                                                           pipeline=False))
             index = n.Const(m.index.value % d) if isinstance(m.index, n.Const) else m.index
             return attrs.evolve(t, memref=attrs.evolve(m, slots=d, size=d * (m.size // m.slots), index=index,
                                                        pipeline=False))
@@ -156,38 +159,50 @@ def _after_merge(bufs: dict[str, Buffer], merged: dict[str, str]) -> dict[str, B
 
 
 def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
-    """Depth per pipeline buffer: the most slots (<= requested) that fit beside the rest."""
-    groups: dict[tuple, list[Buffer]] = {}
+    """Depth per pipeline buffer (one group per operand): the most slots (<= requested)
+    that fit beside everything else live during its loop. The groups of one loop compete
+    for the same bytes; while they over-subscribe, the group whose next slot frees the most
+    bytes gives one up (ties: the lowest group id)."""
+    loops: dict[tuple, list[Buffer]] = {}
     for b in live.values():
         if b.pipeline:
-            groups.setdefault((b.space, b.start, b.end), []).append(b)
+            loops.setdefault((b.space, b.loop_span or (b.start, b.end)), []).append(b)
+    ordered = sorted((sorted(g, key=lambda b: (b.start, b.name)) for g in loops.values()),
+                     key=lambda g: (g[0].start, g[0].space.name))
+    gids = {b.name: i for i, b in enumerate(b for g in ordered for b in g)}
     depths, diagnostics = {}, []
-    gid = 0
-    for (space, start, end), pipes in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0].name)):
-        capacity = ctx.soc.spec(space).capacity
+    for pipes in ordered:
+        space = pipes[0].space
+        start, end = min(b.start for b in pipes), max(b.end for b in pipes)
         others = [b for b in live.values() if b.space is space and b not in pipes]
-        co = max((peak(others, p) for p in range(start, end + 1)), default=0)
-        free = capacity - co
-        per_stage = sum(b.slot_size for b in pipes)
-        requested = max(b.slots for b in pipes)
-        achieved = max(1, min(requested, free // per_stage if per_stage else requested))
-        for b in pipes:
-            depths[b.name] = min(b.slots, achieved)
-            if achieved < b.slots and ctx.enabled("PipelineDepth"):
-                diagnostics.append(_hint(b, gid, space, achieved, free, per_stage, len(pipes)))
-            gid += 1
+        reserved = max((peak(others, p) for p in range(start, end + 1)), default=0)
+        free = ctx.soc.spec(space).capacity - reserved
+        depth = {b.name: max(1, min(b.slots, free // b.slot_size)) for b in pipes}
+        while sum(depth[b.name] * b.slot_size for b in pipes) > free:
+            shed = [b for b in pipes if depth[b.name] > 1]
+            if not shed:
+                break
+            victim = max(shed, key=lambda b: (b.slot_size, -gids[b.name]))
+            depth[victim.name] -= 1
+        depths.update(depth)
+        if ctx.enabled("PipelineDepth"):
+            diagnostics.extend(_hint(b, gids[b.name], depth[b.name], free, reserved)
+                               for b in pipes if depth[b.name] < b.slots)
     return depths, diagnostics
 
 
-def _hint(b: Buffer, gid: int, space, achieved: int, free: int, per_stage: int, groups: int) -> Diagnostic:
+def _hint(b: Buffer, gid: int, achieved: int, free: int, reserved: int) -> Diagnostic:
     req, slot = b.slots, b.slot_size
-    text = (f"software pipelining requested depth {req} for pipeline group {gid} in {space.name}, but only "
-            f"{achieved} of {req} buffers fit ({slot} B per stage, {max(free, 0)} B free) \u2014 stages {achieved} "
-            "apart share storage and serialize. ")
-    if slot * req > free or groups == 1:
-        budget = max(free, 0) // req // max(1, groups)
+    after = f" after {reserved} B reserved" if reserved else ""
+    text = (f"software pipelining requested depth {req} for pipeline group {gid} in {b.space.name}, but only "
+            f"{achieved} of {req} buffers fit ({slot} B per stage, {max(free, 0)} B free{after}) \u2014 stages "
+            f"{achieved} apart share storage and serialize. ")
+    if free < slot:
+        text += ("Co-resident buffers leave no room for even one stage; relieve them (smaller or fewer co-live "
+                 "tiles) or move work out of this loop.")
+    elif slot * req > free:
         text += (f"This operand alone needs {slot * req} B for depth {req}; shrink the per-stage tile to "
-                 f"<= {budget} B, or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) to {achieved}.")
+                 f"<= {free // req} B, or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) to {achieved}.")
     else:
         text += (f"The operand would fit depth {req} on its own, but co-resident buffers / other pipeline groups "
                  "over-subscribe the space; relieve the co-residents (smaller or fewer co-live tiles) or reduce "

@@ -45,7 +45,7 @@ def test_dynamic_trip_count_threads_carried_values_through_a_tail_dispatch():
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]], n: pl.Scalar[pl.INT32]):
             acc = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
-            for i, (s,) in pl.range(1, 1 + (n - 1) // 3 * 3, 3, init_values=(acc,)):
+            for i, (s,) in pl.range(1, 1 + pl.max(n - 1, 0) // 3 * 3, 3, init_values=(acc,)):
                 t: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=3, pipeline=True)[0], pl.Mem.Vec] = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
                 s2 = pl.tile.add(s, t)
                 t_1: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=3, pipeline=True)[1], pl.Mem.Vec] = pl.tile.load(a, [(i + 1) * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
@@ -53,15 +53,15 @@ def test_dynamic_trip_count_threads_carried_values_through_a_tail_dispatch():
                 t_2: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=3, pipeline=True)[2], pl.Mem.Vec] = pl.tile.load(a, [(i + 2) * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
                 s2_2 = pl.tile.add(s2_1, t_2)
                 r_1 = pl.yield_(s2_2)
-            rem = (n - 1) % 3
+            rem = pl.max(n - 1, 0) % 3
             if rem > 0:
-                t_3: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=3, pipeline=True)[0], pl.Mem.Vec] = pl.tile.load(a, [(1 + (n - 1) // 3 * 3) * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                t_3: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=3, pipeline=True)[0], pl.Mem.Vec] = pl.tile.load(a, [(1 + pl.max(n - 1, 0) // 3 * 3) * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
                 s2_3 = pl.tile.add(r_1, t_3)
                 r_2 = pl.yield_(s2_3)
             else:
                 r_2 = pl.yield_(r_1)
             if rem > 1:
-                t_4: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=3, pipeline=True)[1], pl.Mem.Vec] = pl.tile.load(a, [(1 + (n - 1) // 3 * 3 + 1) * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                t_4: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=3, pipeline=True)[1], pl.Mem.Vec] = pl.tile.load(a, [(1 + pl.max(n - 1, 0) // 3 * 3 + 1) * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
                 s2_4 = pl.tile.add(r_2, t_4)
                 r_3 = pl.yield_(s2_4)
             else:
