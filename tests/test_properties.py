@@ -48,6 +48,12 @@ def test_property_loop_carried_values_exact(case):
     assert_matches_oracle(case, run_case(case))
 
 
+@given(ps.shuffled_carry_programs())
+def test_property_carried_tiles_that_trade_places_exact(case):
+    verify(case.program)
+    assert_matches_oracle(case, run_case(case))
+
+
 @given(ps.tile_programs())
 def test_property_print_parse_roundtrip(case):
     _roundtrip(case.program)

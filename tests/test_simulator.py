@@ -163,7 +163,7 @@ def test_without_the_unsafe_switch_the_same_races_are_hazards():
 # ----------------------------------------------------------------------------- properties
 
 FAMILIES = st.one_of(ps.elementwise_programs(), ps.reduction_programs(), ps.matmul_programs(), ps.carried_programs(),
-                     ps.slotted_programs())
+                     ps.shuffled_carry_programs(), ps.slotted_programs())
 
 
 @settings(max_examples=30)

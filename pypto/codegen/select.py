@@ -261,6 +261,8 @@ class _Selector:
                 core, pipe, mnemonic = CoreKind.AIC, Pipe.FIXPIPE, "FIXMOV"
             elif src.space is M.Mat:
                 core, pipe, mnemonic = CoreKind.AIC, Pipe.MTE1, "TMOV"
+            elif src.space is M.Vec and dst.space is M.Vec:
+                core, pipe, mnemonic = CoreKind.AIV, Pipe.VECTOR, "VCOPY"
             else:
                 raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
         elif call.op in ("tile.matmul", "tile.matmul_acc"):

@@ -347,6 +347,67 @@ def carried_programs(draw):
                 (want,), recipe=f"carried {f} {dtype.name}[{rows}x{cols}] x{trips}")
 
 
+@st.composite
+def shuffled_carry_programs(draw):
+    """A loop carrying several tiles that trade places, start from one shared tile, or
+    whose initial tiles are read again after the loop: one buffer per carried value is
+    InitMemRef's plan, and each live value must still keep bytes of its own."""
+    dtype = draw(st.sampled_from([D.FP32, D.INT32, D.FP16]))
+    rows, cols = draw(st.sampled_from([(1, 64), (4, 64), (8, 128)]))
+    k = draw(st.integers(2, 3))
+    trips = draw(st.integers(0, 4))
+    n_init = draw(st.integers(1, k))
+    init_of = [draw(st.integers(0, n_init - 1)) for _ in range(k)]
+    ops = st.sampled_from(["add", "sub", "maximum", "minimum"])
+    slot = st.integers(0, k - 1)
+    recipe = [draw(st.one_of(st.tuples(st.just("keep"), slot), st.tuples(st.just("op"), ops, slot, slot),
+                             st.tuples(st.just("load"), ops, slot))) for _ in range(k)]
+    reread = draw(st.booleans())  # the first initial tile is read again after the loop
+    seed = draw(st.integers(0, 2**31 - 1))
+    x = random_tensor((rows * (n_init + max(trips, 1)), cols), dtype, seed)
+    if dtype is D.FP16:  # keep sums of a few steps finite and exact-comparable
+        x = (x * 4).round() / 4
+
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    a = b.param("a", TensorType(x.shape, dtype))
+    out = b.param("out", TensorType((rows * k, cols), dtype), ParamDirection.Out)
+    inits = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"i{j}") for j in range(n_init)]
+    with b.loop(0, trips, carried=[inits[init_of[j]] for j in range(k)]) as loop:
+        cur = loop.iter_vars
+        new = []
+        for j, step in enumerate(recipe):
+            if step[0] == "keep":
+                new.append(cur[step[1]])
+            elif step[0] == "op":
+                new.append(b.op(f"tile.{step[1]}", cur[step[2]], cur[step[3]], name=f"v{j}"))
+            else:
+                t = b.op("tile.load", a, [(loop.var + n_init) * rows, 0], [rows, cols], name=f"t{j}")
+                new.append(b.op(f"tile.{step[1]}", cur[step[2]], t, name=f"v{j}"))
+        loop.yield_(*new)
+    for j, r in enumerate(loop.results):
+        value = b.op("tile.add", r, inits[0], name=f"o{j}") if reread else r
+        b.eval("tile.store", value, [j * rows, 0], out)
+    b.ret(out)
+
+    blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
+    vals = [blocks[init_of[j]] for j in range(k)]
+    for i in range(trips):
+        nxt = []
+        for step in recipe:
+            if step[0] == "keep":
+                nxt.append(vals[step[1]])
+            elif step[0] == "op":
+                nxt.append(BINARY[step[1]][0](vals[step[2]], vals[step[3]]))
+            else:
+                nxt.append(BINARY[step[1]][0](vals[step[2]], blocks[n_init + i]))
+        vals = nxt
+    want = torch.cat([v + blocks[0] if reread else v for v in vals])
+    text = " ".join(":".join(map(str, s)) for s in recipe)
+    return Case(n.Program("shuffled", (b.build(),)), "kernel", (x,), (torch.zeros(rows * k, cols, dtype=TORCH[dtype]),),
+                (want,), recipe=f"shuffled carry {dtype.name}[{rows}x{cols}] x{trips} inits {init_of} [{text}]"
+                + (" reread" if reread else ""))
+
+
 # ----------------------------------------------------------------------------- explicit slots
 
 
@@ -400,4 +461,4 @@ def tile_programs():
     """Any of the program families here (explicit slots without co-live ones, so that every
     program compiles under both planners)."""
     return st.one_of(elementwise_programs(), reduction_programs(), matmul_programs(), carried_programs(),
-                     slotted_programs(colive=False))
+                     shuffled_carry_programs(), slotted_programs(colive=False))

@@ -6,7 +6,8 @@
 A declared MemRef (``pl.MemRef("ub", slots=2)``, or a pipeline's stage slots) is sized
 slots x its largest tile. A loop-carried tile is one buffer through the loop: its initial
 value, the iter arg, the value yielded and the loop's result share a MemRef (likewise an
-if's result and what its branches yield). Sizes round up to the space's alignment.
+if's result and what its branches yield) — InsertAliasCopies has made sure none of them
+is live while another is written. Sizes round up to the space's alignment.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
-from pypto.passes.memory import Walker, aligned, retype
+from pypto.passes.memory import UnionFind, aligned, alias_edges, retype
 
 
 def init_mem_ref(program: n.Program, ctx: PassContext) -> PassResult:
@@ -30,49 +31,13 @@ def init_mem_ref(program: n.Program, ctx: PassContext) -> PassResult:
     return result(n.Program(program.name, tuple(functions)))
 
 
-class _UnionFind:
-    """Groups of tile names that must share a buffer; the earliest-bound name leads."""
-
-    def __init__(self, rank: dict[str, int]):
-        self.parent: dict[str, str] = {}
-        self.rank = rank
-
-    def find(self, x: str) -> str:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            first, second = sorted((ra, rb), key=lambda x: self.rank.get(x, len(self.rank)))
-            self.parent[second] = first
-
-
 def _init(fn: n.Function, types: dict, ctx: PassContext) -> n.Function:
     tiles = [name for name, t in types.items() if isinstance(t, TileType)]
-    groups = _UnionFind({name: i for i, name in enumerate(types)})
+    groups = UnionFind({name: i for i, name in enumerate(types)})
     for name in tiles:
         groups.find(name)
-    for stmt in n.walk_stmts(fn.body):
-        if isinstance(stmt, n.For):
-            yields = stmt.body[-1].values if stmt.iter_args and isinstance(stmt.body[-1], n.Yield) else ()
-            for a, b, y in zip(stmt.iter_args, stmt.results, yields or (None,) * len(stmt.iter_args)):
-                if isinstance(a.type, TileType):
-                    for other in (a.init, y):
-                        if isinstance(other, n.Var):
-                            groups.union(a.name, other.name)
-                    groups.union(a.name, b.name)
-        elif isinstance(stmt, n.If) and stmt.results:
-            for body in (stmt.then_body, stmt.else_body):
-                if body and isinstance(body[-1], n.Yield):
-                    for b, v in zip(stmt.results, body[-1].values):
-                        if isinstance(b.type, TileType) and isinstance(v, n.Var):
-                            groups.union(b.name, v.name)
-
-    _check_overwrites(fn, groups, tiles)
+    for edge in alias_edges(fn):
+        groups.union(edge.a, edge.b)
 
     # One MemRef per group (or per declared name): sized by its largest tile.
     declared: dict[str, list[str]] = {}
@@ -119,32 +84,7 @@ def _init(fn: n.Function, types: dict, ctx: PassContext) -> n.Function:
     return retype(fn, lambda name, t: attrs.evolve(t, memref=memref_of(name, t)) if isinstance(t, TileType) else t)
 
 
-def _check_overwrites(fn: n.Function, groups: _UnionFind, tiles) -> None:
-    """A loop carries its tile in the buffer of the tile it starts from: that tile must
-    not be read once the loop has begun (the loop writes over it)."""
-    walker = Walker()
-    walker.block(fn.body, ())
-    members = _members(groups, tiles)
-    for stmt in n.walk_stmts(fn.body):
-        if not isinstance(stmt, n.For) or not stmt.iter_args:
-            continue
-        loop = walker.loop_of[id(stmt)]
-        start, end = loop.start, loop.end
-        results = {b.name for b in stmt.results}
-        for a in stmt.iter_args:
-            if not isinstance(a.type, TileType):
-                continue
-            for m in members[groups.find(a.name)]:
-                if m in results or start <= walker.defs[m][0] <= end:
-                    continue
-                if any(u > start for u in walker.uses.get(m, [])):
-                    raise MemorySpaceError(
-                        f"the loop carries '{a.name}' in the buffer of '{m}', which is read after the loop begins "
-                        "(each iteration writes over it)", span=stmt.span,
-                        hint=f"read '{m}' before the loop, or start the loop from a fresh tile (e.g. pl.muls({m}, 1))")
-
-
-def _members(groups: _UnionFind, tiles) -> dict[str, list[str]]:
+def _members(groups: UnionFind, tiles) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for name in tiles:
         out.setdefault(groups.find(name), []).append(name)

@@ -169,3 +169,72 @@ def retype(fn: n.Function, new_type) -> n.Function:
 
 def peak(bufs, position: int) -> int:
     return sum(b.size for b in bufs if b.start <= position <= b.end)
+
+
+@attrs.frozen
+class AliasEdge:
+    """Two tiles InitMemRef puts in one buffer, and why: a loop's initial value, the value
+    its body yields, or its result, each with the iter arg of ``slot``; or an if's result
+    with what ``branch`` ("then"/"else") yields. ``stmt`` is the loop or if."""
+
+    a: str
+    b: str
+    kind: str  # "init" | "yield" | "result" | "branch"
+    stmt: object
+    slot: int
+    branch: str = ""
+
+
+def alias_edges(fn: n.Function) -> list[AliasEdge]:
+    """Every tile pair a carried loop or an if joins, in a fixed order (statements in
+    pre-order; per loop: inits, yields, results) that InitMemRef and the pass that makes
+    the joins safe both follow."""
+    out = []
+    for stmt in n.walk_stmts(fn.body):
+        if isinstance(stmt, n.For) and stmt.iter_args:
+            yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()
+            tiles = [k for k, a in enumerate(stmt.iter_args) if isinstance(a.type, TileType)]
+            for k in tiles:
+                init = stmt.iter_args[k].init
+                if isinstance(init, n.Var):
+                    out.append(AliasEdge(init.name, stmt.iter_args[k].name, "init", stmt, k))
+            for k in tiles:
+                if k < len(yields) and isinstance(yields[k], n.Var):
+                    out.append(AliasEdge(stmt.iter_args[k].name, yields[k].name, "yield", stmt, k))
+            for k in tiles:
+                out.append(AliasEdge(stmt.iter_args[k].name, stmt.results[k].name, "result", stmt, k))
+        elif isinstance(stmt, n.If) and stmt.results:
+            for branch, body in (("then", stmt.then_body), ("else", stmt.else_body)):
+                if body and isinstance(body[-1], n.Yield):
+                    for k, (b, v) in enumerate(zip(stmt.results, body[-1].values)):
+                        if isinstance(b.type, TileType) and isinstance(v, n.Var):
+                            out.append(AliasEdge(b.name, v.name, "branch", stmt, k, branch))
+    return out
+
+
+class UnionFind:
+    """Groups of tile names that share a buffer; the earliest-bound name leads."""
+
+    def __init__(self, rank: dict[str, int]):
+        self.parent: dict[str, str] = {}
+        self.rank = rank
+        self.members: dict[str, list[str]] = {}
+
+    def find(self, x: str) -> str:
+        if x not in self.parent:
+            self.parent[x] = x
+            self.members[x] = [x]
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            first, second = sorted((ra, rb), key=lambda x: self.rank.get(x, len(self.rank)))
+            self.parent[second] = first
+            self.members[first] += self.members.pop(second)
+
+    def group(self, x: str) -> list[str]:
+        return self.members[self.find(x)]

@@ -147,6 +147,7 @@ A2A3 = SoC(
     legal_moves=frozenset(
         {
             (M.DDR, M.Vec),
+            (M.Vec, M.Vec),  # a vector copy within UB
             (M.DDR, M.Mat),
             (M.Vec, M.DDR),
             (M.Mat, M.Left),

@@ -49,18 +49,3 @@ def test_one_declared_allocation_in_two_spaces_is_rejected():
     """))
     with pytest.raises(MemorySpaceError, match=r'pl.MemRef\("buf"\) disagree on its memory space'):
         init_mem_ref(program, PassContext())
-
-
-def test_a_tile_read_after_its_loop_overwrites_it_is_rejected():
-    program = parse(program_text("""
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-            acc = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
-            for i, (s,) in pl.range(1, 4, init_values=(acc,)):
-                t = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
-                s2 = pl.tile.add(s, t)
-                r = pl.yield_(s2)
-            pl.tile.store(pl.tile.add(r, acc), [0, 0], out)
-    """))
-    with pytest.raises(MemorySpaceError, match="the loop carries 's' in the buffer of 'acc', which is read after"):
-        init_mem_ref(program, PassContext())

@@ -1,0 +1,221 @@
+import pytest
+import torch
+from helpers import check_pass, program_text
+
+import pypto.language as pl
+from pypto.errors import MemorySpaceError
+from pypto.ir import parse
+from pypto.passes.context import PassContext
+from pypto.passes.insert_alias_copies import insert_alias_copies
+from pypto.runtime import RunConfig
+
+PLATFORMS = ("ref", "a2a3sim")
+
+
+def test_a_value_computed_while_the_one_it_replaces_is_read_is_copied_before_the_yield():
+    # z takes y's buffer, but muls still reads y after z is computed.
+    check_pass(insert_alias_copies, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[8, 128], pl.FP32]]):
+            x0 = pl.tile.load(a, [0, 0], [8, 128], target_memory=pl.Mem.Vec)
+            y0 = pl.tile.load(a, [8, 0], [8, 128], target_memory=pl.Mem.Vec)
+            for i, (x, y) in pl.range(4, init_values=(x0, y0)):
+                z = pl.tile.add(x, y)
+                x2 = pl.tile.muls(y, 1.0)
+                x_1, y_1 = pl.yield_(x2, z)
+            pl.tile.store(y_1, [0, 0], out)
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[8, 128], pl.FP32]]):
+            x0 = pl.tile.load(a, [0, 0], [8, 128], target_memory=pl.Mem.Vec)
+            y0 = pl.tile.load(a, [8, 0], [8, 128], target_memory=pl.Mem.Vec)
+            for i, (x, y) in pl.range(4, init_values=(x0, y0)):
+                z = pl.tile.add(x, y)
+                x2 = pl.tile.muls(y, 1.0)
+                z_copy = pl.tile.move(z, target_memory=pl.Mem.Vec)
+                x_1, y_1 = pl.yield_(x2, z_copy)
+            pl.tile.store(y_1, [0, 0], out)
+    """)
+
+
+def test_swapped_carried_tiles_are_copied_out_then_back():
+    check_pass(insert_alias_copies, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[8, 128], pl.FP32]]):
+            x0 = pl.tile.load(a, [0, 0], [8, 128], target_memory=pl.Mem.Vec)
+            y0 = pl.tile.load(a, [8, 0], [8, 128], target_memory=pl.Mem.Vec)
+            for i, (x, y) in pl.range(3, init_values=(x0, y0)):
+                x_1, y_1 = pl.yield_(y, x)
+            pl.tile.store(pl.tile.sub(x_1, y_1), [0, 0], out)
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[8, 128], pl.FP32]]):
+            x0 = pl.tile.load(a, [0, 0], [8, 128], target_memory=pl.Mem.Vec)
+            y0 = pl.tile.load(a, [8, 0], [8, 128], target_memory=pl.Mem.Vec)
+            for i, (x, y) in pl.range(3, init_values=(x0, y0)):
+                y_tmp = pl.tile.move(y, target_memory=pl.Mem.Vec)
+                x_tmp = pl.tile.move(x, target_memory=pl.Mem.Vec)
+                y_next = pl.tile.move(y_tmp, target_memory=pl.Mem.Vec)
+                x_next = pl.tile.move(x_tmp, target_memory=pl.Mem.Vec)
+                x_1, y_1 = pl.yield_(y_next, x_next)
+            sub = pl.tile.sub(x_1, y_1)
+            pl.tile.store(sub, [0, 0], out)
+    """)
+
+
+def test_an_initial_tile_read_after_the_loop_is_copied_before_it():
+    check_pass(insert_alias_copies, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+            acc = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            for i, (s,) in pl.range(1, 4, init_values=(acc,)):
+                t = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                s2 = pl.tile.add(s, t)
+                r = pl.yield_(s2)
+            pl.tile.store(pl.tile.add(r, acc), [0, 0], out)
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+            acc = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            acc_copy = pl.tile.move(acc, target_memory=pl.Mem.Vec)
+            for i, (s,) in pl.range(1, 4, init_values=(acc_copy,)):
+                t = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                s2 = pl.tile.add(s, t)
+                r = pl.yield_(s2)
+            add = pl.tile.add(r, acc)
+            pl.tile.store(add, [0, 0], out)
+    """)
+
+
+def test_branches_yielding_tiles_that_stay_live_yield_copies():
+    check_pass(insert_alias_copies, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[8, 128], pl.FP32]], n: pl.Scalar[pl.INT32]):
+            x = pl.tile.load(a, [0, 0], [8, 128], target_memory=pl.Mem.Vec)
+            y = pl.tile.load(a, [8, 0], [8, 128], target_memory=pl.Mem.Vec)
+            if n > 0:
+                z = pl.yield_(x)
+            else:
+                z = pl.yield_(y)
+            pl.tile.store(pl.tile.add(pl.tile.add(z, x), y), [0, 0], out)
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[8, 128], pl.FP32]], n: pl.Scalar[pl.INT32]):
+            x = pl.tile.load(a, [0, 0], [8, 128], target_memory=pl.Mem.Vec)
+            y = pl.tile.load(a, [8, 0], [8, 128], target_memory=pl.Mem.Vec)
+            if n > 0:
+                x_copy = pl.tile.move(x, target_memory=pl.Mem.Vec)
+                z = pl.yield_(x_copy)
+            else:
+                y_copy = pl.tile.move(y, target_memory=pl.Mem.Vec)
+                z = pl.yield_(y_copy)
+            add = pl.tile.add(z, x)
+            add_1 = pl.tile.add(add, y)
+            pl.tile.store(add_1, [0, 0], out)
+    """, scalars={"n": 1})
+
+
+def test_an_in_place_chain_needs_no_copy():
+    text = program_text("""
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+            acc = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            for i, (s,) in pl.range(1, 4, init_values=(acc,)):
+                t = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                s2 = pl.tile.add(s, t)
+                r = pl.yield_(s2)
+            pl.tile.store(r, [0, 0], out)
+    """)
+    program = parse(text)
+    assert insert_alias_copies(program, PassContext()).program == program
+
+
+def test_an_accumulator_that_cannot_be_copied_is_an_error_at_the_loop():
+    program = parse(program_text("""
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+            x = pl.tile.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+            xl = pl.tile.move(x, target_memory=pl.Mem.Left)
+            xr = pl.tile.move(x, target_memory=pl.Mem.Right)
+            c = pl.tile.matmul(xl, xr)
+            for i, (s,) in pl.range(2, init_values=(c,)):
+                s2 = pl.tile.matmul_acc(s, xl, xr)
+                r = pl.yield_(s2)
+            pl.tile.store(r, [0, 0], out)
+            pl.tile.store(c, [0, 0], out)
+    """))
+    with pytest.raises(MemorySpaceError, match="Acc tiles cannot be copied on chip") as info:
+        insert_alias_copies(program, PassContext())
+    assert "the loop starts 's' from 'c'" in str(info.value)
+
+
+# ----------------------------------------------------------------------------- end to end
+
+@pl.jit
+def fibonacci(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [8, 128])
+        y = pl.load(a, [8, 0], [8, 128])
+        for i in pl.range(5):
+            z = pl.add(x, y)
+            x = pl.muls(y, 1.0)
+            y = z
+        pl.store(y, [0, 0], out)
+    return out
+
+
+@pl.jit
+def two_sums_from_one_start(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        start = pl.load(a, [0, 0], [8, 128])
+        s = start
+        for i in pl.range(1, 4):
+            s = pl.add(s, pl.load(a, [i * 8, 0], [8, 128]))
+        m = start
+        for j in pl.range(1, 4):
+            m = pl.maximum(m, pl.load(a, [j * 8, 0], [8, 128]))
+        pl.store(pl.sub(s, m), [0, 0], out)
+    return out
+
+
+@pl.jit
+def pick(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [8, 128])
+        y = pl.load(a, [8, 0], [8, 128])
+        for i in pl.range(3):
+            if n > i:
+                z = x
+            else:
+                z = y
+            x = pl.add(z, y)
+        pl.store(pl.add(x, y), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_carried_tiles_that_trade_buffers_compute_what_torch_does(platform):
+    a = torch.randn(32, 128)
+    out = torch.zeros(8, 128)
+    fibonacci(a, out, config=RunConfig(platform=platform))
+    x, y = a[:8], a[8:16]
+    for _ in range(5):
+        x, y = y * 1.0, x + y
+    assert torch.equal(out, y)
+
+    out = torch.zeros(8, 128)
+    two_sums_from_one_start(a, out, config=RunConfig(platform=platform))
+    blocks = a.view(4, 8, 128)
+    assert torch.equal(out, blocks[0] + blocks[1] + blocks[2] + blocks[3] - blocks.amax(0))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("n", [0, 2, 3])
+def test_an_if_choosing_between_live_tiles_in_a_loop(platform, n):
+    a = torch.randn(16, 128)
+    out = torch.zeros(8, 128)
+    pick(a, out, n, config=RunConfig(platform=platform))
+    x, y = a[:8], a[8:16]
+    for i in range(3):
+        x = (x if n > i else y) + y
+    assert torch.equal(out, x + y)
