@@ -143,6 +143,25 @@ def test_two_colive_slots_are_rejected_at_codegen_under_ptoas():
     assert 'memory_planner="PYPTO"' in text
 
 
+@pl.jit
+def colive_in_branch(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(NT):
+            if n > 0:
+                x: pl.Tile[[TR, TC], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * TR, 0], [TR, TC])
+                y: pl.Tile[[TR, TC], pl.FP32, pl.MemRef("ub", slots=2)[(i + 1) % 2], pl.Mem.Vec] = pl.load(b, [i * TR, 0], [TR, TC])  # noqa: E501
+                pl.store(pl.add(x, y), [i * TR, 0], out)
+    return out
+
+
+def test_two_colive_slots_inside_a_branch_are_rejected_too():
+    a, b, out = colive_args()
+    with pytest.raises(CodegenError, match="two of its slots are live at once inside a loop"):
+        colive_in_branch.compile(a, b, out, 1, config=RunConfig(memory_planner="PTOAS"))
+    colive_in_branch(a, b, out, 1)
+    assert torch.equal(out, a + b)
+
+
 def test_the_unsafe_switch_shows_the_corruption_and_pypto_gets_it_right():
     a, b, out = colive_args()
     colive(a, b, out, config=RunConfig(memory_planner="PTOAS", unsafe_allow_colive_slots=True))
@@ -158,6 +177,51 @@ def test_without_the_unsafe_switch_the_same_races_are_hazards():
     (kernel,) = compiled.kernels.values()
     with pytest.raises(SimulatorHazard):
         run_kernel(kernel, (a, b, out), A2A3)
+
+
+@pl.jit
+def three_pipelines(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(4, stage=3):
+            t = pl.load(a, [i * 16, 0], [16, 128])
+            pl.store(pl.relu(t), [i * 16, 0], out)
+        for j in pl.pipeline(4, stage=3):
+            t2 = pl.load(a, [64 + j * 16, 0], [16, 128])
+            pl.store(pl.exp(t2), [64 + j * 16, 0], out)
+        for m in pl.pipeline(4, stage=3):
+            t3 = pl.load(a, [128 + m * 16, 0], [16, 128])
+            pl.store(pl.neg(t3), [128 + m * 16, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_sequential_loops_reuse_event_ids(planner):
+    a, out = torch.randn(192, 128), torch.zeros(192, 128)
+    compiled = three_pipelines.compile(a, out, config=RunConfig(memory_planner=planner))
+    (kernel,) = compiled.kernels.values()
+    flags = [x for p in kernel.programs for x in walk(p.body) if isinstance(x, (SetFlag, WaitFlag))]
+    events = {(x.src, x.dst, str(x.event)) for x in flags}
+    assert len({e.edge for e in flags}) > 8  # more syncs than one pipe pair has ids ...
+    assert all(len({ev for s, d, ev in events if (s, d) == pair}) <= 8 for pair in {(s, d) for s, d, _ in events})
+    compiled.run(a, out)  # ... yet each wait still pairs with its own set
+    assert torch.equal(out, torch.cat([torch.relu(a[:64]), torch.exp(a[64:128]), -a[128:]]))
+
+
+@pl.jit
+def sum_rows(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.load(a, [0, 0], [16, 128])
+        for i in pl.range(1, n):
+            acc = pl.add(acc, pl.load(a, [i * 16, 0], [16, 128]))
+        pl.store(acc, [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_loop_that_may_not_run_does_not_stand_in_for_a_sync(n):
+    a, out = torch.randn(64, 128), torch.zeros(16, 128)
+    sum_rows(a, out, n)  # a hazard would raise here
+    assert torch.equal(out, a[:16 * max(n, 1)].view(-1, 16, 128).sum(0))
 
 
 # ----------------------------------------------------------------------------- properties

@@ -81,7 +81,7 @@ def _ptoas_colive(fn: n.Function, unsafe: bool) -> set[str]:
     for loop in (s for s in n.walk_stmts(fn.body) if isinstance(s, n.For)):
         gets: dict[str, list[str]] = {}  # region -> tiles in order, one per distinct slot
         slots_seen: dict[str, list] = {}
-        for stmt in loop.body:
+        for stmt in _one_iteration(loop.body):
             if not isinstance(stmt, n.Assign) or not isinstance(stmt.type, TileType):
                 continue
             m = stmt.type.memref
@@ -108,6 +108,15 @@ def _ptoas_colive(fn: n.Function, unsafe: bool) -> set[str]:
                                  "or compile with the default memory_planner=\"PYPTO\"")
                     unguarded.add(other)
     return unguarded
+
+
+def _one_iteration(body):
+    """The statements of a loop body, branches included; nested loops iterate on their own."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, n.If):
+            yield from _one_iteration(stmt.then_body)
+            yield from _one_iteration(stmt.else_body)
 
 
 def _colive(walker, a: str, b: str) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import operator
 
+import attrs
+
 from pypto.ir import nodes as n
 
 # IR operator -> what it computes on Python numbers
@@ -46,3 +48,31 @@ def simplify(node):
         return _identity(e)
 
     return rewrite(node, {n.BinOp: rule})
+
+
+def inline_static_ifs(body: tuple) -> tuple[tuple, dict]:
+    """``body`` with each if whose condition is a constant replaced by the branch it takes,
+    and the if's results renamed to what that branch yields; also the renaming, for the
+    values the block itself passes on (its yield is part of it, but a caller's is not)."""
+    from pypto.ir.rewrite import substitute
+
+    out: list = []
+    mapping: dict[str, object] = {}
+    for stmt in body:
+        stmt = substitute(stmt, mapping)
+        if isinstance(stmt, n.If) and isinstance(stmt.cond, n.Const):
+            taken, _ = inline_static_ifs(stmt.then_body if stmt.cond.value else stmt.else_body)
+            if taken and isinstance(taken[-1], n.Yield):
+                *taken, last = taken
+                mapping.update({b.name: v for b, v in zip(stmt.results, last.values)})
+            out.extend(taken)
+            continue
+        if isinstance(stmt, n.For):
+            stmt = attrs.evolve(stmt, body=inline_static_ifs(stmt.body)[0])
+        elif isinstance(stmt, n.If):
+            stmt = attrs.evolve(stmt, then_body=inline_static_ifs(stmt.then_body)[0],
+                                else_body=inline_static_ifs(stmt.else_body)[0])
+        elif isinstance(stmt, n.Scope):
+            stmt = attrs.evolve(stmt, body=inline_static_ifs(stmt.body)[0])
+        out.append(stmt)
+    return tuple(out), mapping

@@ -55,7 +55,10 @@ def first_conflict(fn: n.Function) -> AliasEdge | None:
         # Two iter args of one loop part ways after the first iteration, whatever their uses.
         if x in loop_of and loop_of.get(y) == loop_of[x]:
             return True
-        return _overlap(live(x), live(y))
+        (sx, ex), (sy, ey) = live(x), live(y)
+        if sx == sy:  # one statement defines both (a loop's or an if's results): both used?
+            return ex > sx and ey > sy
+        return walker.live_after(x, sy) if sx < sy else walker.live_after(y, sx)
 
     groups = UnionFind({name: i for i, name in enumerate(walker.order)})
     for edge in alias_edges(fn):
@@ -65,16 +68,6 @@ def first_conflict(fn: n.Function) -> AliasEdge | None:
             return edge
         groups.union(edge.a, edge.b)
     return None
-
-
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """One is written while the other still has a use to come; two that one statement
-    defines at once (a loop's or an if's results) clash if both are used. A value whose
-    last use is the statement defining the other hands its buffer over (in place)."""
-    (s1, e1), (s2, e2) = a, b
-    if s1 == s2:
-        return e1 > s1 and e2 > s2
-    return s1 < s2 < e1 or s2 < s1 < e2
 
 
 class _Copier:

@@ -21,7 +21,7 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
 from pypto.ir.rewrite import clone_block, rename, substitute
-from pypto.ir.simplify import fold, simplify
+from pypto.ir.simplify import fold, inline_static_ifs, simplify
 from pypto.ir.types import ForKind, MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
 
@@ -115,11 +115,15 @@ class _Lowering:
         return out
 
     def slot_names(self, loop: n.For) -> dict[str, str]:
-        """The top-level loads of the body that get a stage slot: load name -> MemRef name."""
+        """The top-level loads of the body that get a stage slot: load name -> MemRef name.
+        A load the loop carries on (a sliding window's ``prev = cur``) keeps the carried
+        value's buffer instead."""
+        _, yielded = _split_yield(loop.body)
+        carried = {v.name for v in yielded if isinstance(v, n.Var)}
         out = {}
         for s in loop.body:
             if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "tile.load" \
-                    and s.type.memref is None:
+                    and s.type.memref is None and s.target not in carried:
                 out[s.target] = n.fresh_name(f"pipe_{s.target}", self.memrefs)
         return out
 
@@ -140,8 +144,9 @@ class _Lowering:
                                 pipeline=True)
                 s = attrs.evolve(s, type=attrs.evolve(s.type, memref=memref))
             tagged.append(s)
-        out_values = tuple(substitute(rename(v, mapping), subst) for v in yielded)
-        return list(simplify(tuple(tagged))), out_values
+        stmts, folded = inline_static_ifs(simplify(tuple(tagged)))  # a tail copy's `if i % 2 == 0` is static
+        out_values = tuple(substitute(substitute(rename(v, mapping), subst), folded) for v in yielded)
+        return list(stmts), out_values
 
 
 def _split_yield(body):

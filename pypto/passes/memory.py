@@ -91,6 +91,7 @@ class Walker:
         self.loop_by_start: dict[int, _Loop] = {}
         self.loop_of: dict[int, _Loop] = {}  # id(For statement) -> its loop
         self.carried: dict[int, set] = {}  # loop start -> its iter args and results
+        self.branches: list[tuple[int, int, int]] = []  # per if: first then, first else, last position
 
     def loops_at(self, pos: int):
         """The loops whose body holds ``pos`` (a loop's header, at its start, is outside it)."""
@@ -109,6 +110,21 @@ class Walker:
                     start = min(start, loop.start)
                     end = max(end, loop.end)
         return start, end
+
+    def live_after(self, name: str, pos: int) -> bool:
+        """Whether a value is still needed after position ``pos``: a use to come on a path
+        from ``pos`` (not in the other branch of an if), or a loop it spans."""
+        start, end = self.interval(name, carry=False)
+        if not start <= pos < end:
+            return False
+        uses = self.uses.get(name, [])
+        if end > max(uses, default=start):
+            return True  # live across a loop's back edge
+        return any(u > pos and not self.exclusive(pos, u) for u in uses)
+
+    def exclusive(self, a: int, b: int) -> bool:
+        """Positions in the two branches of one if (no path runs through both)."""
+        return any(then <= min(a, b) < other <= max(a, b) <= last for then, other, last in self.branches)
 
     def define(self, name: str, loops: tuple[int, ...], span) -> None:
         self.order.append(name)
@@ -144,8 +160,11 @@ class Walker:
                     self.define(b.name, loops, stmt.span)
             elif isinstance(stmt, n.If):
                 self.use((stmt.cond,))
+                then_start = self.pos + 1
                 self.block(stmt.then_body, loops)
+                else_start = self.pos + 1
                 self.block(stmt.else_body, loops)
+                self.branches.append((then_start, else_start, self.pos))
                 for b in stmt.results:
                     self.define(b.name, loops, stmt.span)
             elif isinstance(stmt, n.Scope):

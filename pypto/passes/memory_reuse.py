@@ -161,8 +161,8 @@ def _after_merge(bufs: dict[str, Buffer], merged: dict[str, str]) -> dict[str, B
 def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
     """Depth per pipeline buffer (one group per operand): the most slots (<= requested)
     that fit beside everything else live during its loop. The groups of one loop compete
-    for the same bytes; while they over-subscribe, the group whose next slot frees the most
-    bytes gives one up (ties: the lowest group id)."""
+    for the same bytes; while they over-subscribe, the group holding the most bytes gives
+    up a slot (ties: the lowest group id), so the operands keep balanced depths."""
     loops: dict[tuple, list[Buffer]] = {}
     for b in live.values():
         if b.pipeline:
@@ -182,7 +182,7 @@ def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
             shed = [b for b in pipes if depth[b.name] > 1]
             if not shed:
                 break
-            victim = max(shed, key=lambda b: (b.slot_size, -gids[b.name]))
+            victim = max(shed, key=lambda b: (depth[b.name] * b.slot_size, -gids[b.name]))
             depth[victim.name] -= 1
         depths.update(depth)
         if ctx.enabled("PipelineDepth"):

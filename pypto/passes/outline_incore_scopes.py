@@ -53,7 +53,7 @@ class _Outliner:
             if isinstance(stmt, n.Scope):
                 out.extend(self.outline(stmt, rest))
             elif isinstance(stmt, n.For):
-                out.append(attrs.evolve(stmt, body=self.block(stmt.body, (stmt, *rest))))
+                out.append(attrs.evolve(stmt, body=self.block(stmt.body, rest)))
             elif isinstance(stmt, n.If):
                 out.append(attrs.evolve(stmt, then_body=self.block(stmt.then_body, rest),
                                         else_body=self.block(stmt.else_body, rest)))

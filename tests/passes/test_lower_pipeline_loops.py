@@ -1,8 +1,12 @@
+import pytest
+import torch
 from helpers import check_pass, program_text, same_results
 
+import pypto.language as pl
 from pypto.ir import parse
 from pypto.passes.context import PassContext
 from pypto.passes.lower_pipeline_loops import lower_pipeline_loops
+from pypto.runtime import RunConfig
 
 
 def test_static_trip_count_replicates_and_unrolls_the_tail():
@@ -75,3 +79,76 @@ def test_every_trip_count_computes_the_same():
     after = lower_pipeline_loops(before, PassContext()).program
     for n in range(1, 5):
         same_results(before, after, "k", seeds=(n,), scalars={"n": n})
+
+
+# ----------------------------------------------------------------------------- end to end
+
+PLATFORMS = [("ref", "PYPTO"), ("a2a3sim", "PYPTO"), ("a2a3sim", "PTOAS")]
+
+
+@pl.jit
+def sliding_difference(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        prev = pl.load(a, [0, 0], [16, 128])
+        for i in pl.pipeline(1, 8, stage=2):
+            cur = pl.load(a, [i * 16, 0], [16, 128])
+            pl.store(pl.sub(cur, prev), [i * 16, 0], out)
+            prev = cur
+    return out
+
+
+@pl.jit
+def exp_rows(a: pl.Tensor, out: pl.Out[pl.Tensor], s: pl.Scalar[pl.INT32], e: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(s, e, stage=3):
+            t = pl.load(a, [i * 8, 0], [8, 128])
+            pl.store(pl.exp(t), [i * 8, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform,planner", PLATFORMS)
+def test_a_loaded_tile_carried_to_the_next_stage_is_a_sliding_window(platform, planner):
+    a = torch.randn(128, 128)
+    out = torch.zeros(128, 128)
+    sliding_difference(a, out, config=RunConfig(platform=platform, memory_planner=planner,
+                                                verification_level="ROUNDTRIP"))
+    want = torch.zeros(128, 128)
+    want[16:] = a[16:] - a[:-16]
+    assert torch.equal(out, want)
+
+
+@pytest.mark.parametrize("platform,planner", PLATFORMS)
+@pytest.mark.parametrize("start,stop", [(7, 5), (3, 3), (2, 7), (0, 8)])
+def test_a_dynamic_pipeline_runs_exactly_its_iterations(platform, planner, start, stop):
+    a = torch.randn(64, 128)
+    out = torch.zeros(64, 128)
+    exp_rows(a, out, start, stop, config=RunConfig(platform=platform, memory_planner=planner))
+    want = torch.zeros(64, 128)
+    for i in range(start, stop):
+        want[i * 8:(i + 1) * 8] = torch.exp(a[i * 8:(i + 1) * 8])
+    assert torch.equal(out, want)
+
+
+@pl.jit
+def exp_even_rows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(5, stage=2):
+            t = pl.load(a, [i * 4, 0], [4, 128])
+            if i % 2 == 0:
+                t = pl.exp(t)
+            pl.store(t, [i * 4, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform,planner", PLATFORMS)
+def test_a_branch_over_a_stage_slot_keeps_the_slot_and_the_tail_takes_its_branch_statically(platform, planner):
+    a, out = torch.randn(20, 128), torch.zeros(20, 128)
+    config = RunConfig(platform=platform, memory_planner=planner)
+    compiled = exp_even_rows.compile(a, out, config=config)
+    text = compiled.lowered.as_python()
+    assert "if True" not in text and "if False" not in text
+    assert "pl.tile.move" not in text  # the branch that keeps t needs no copy of it
+    exp_even_rows(a, out, config=config)
+    want = a.clone()
+    want[0:4], want[8:12], want[16:20] = torch.exp(a[0:4]), torch.exp(a[8:12]), torch.exp(a[16:20])
+    assert torch.equal(out, want)

@@ -77,3 +77,49 @@ def test_the_depth_hint_can_be_disabled_by_code(tmp_path):
     a, out = torch.randn(512, 256), torch.zeros(512, 256)
     compiled = deep.compile(a, out, config=RunConfig(output_dir=tmp_path, disabled_diagnostics=["PH-MR-001"]))
     assert compiled.perf_hints == ()
+
+
+@pl.jit
+def two_operands(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(8, stage=4):  # two 32 KiB loads per stage: depth 4 needs 256 KiB, 5 slots fit
+            t = pl.load(a, [i * 16, 0], [16, 512])
+            u = pl.load(a, [i * 16 + 128, 0], [16, 512])
+            pl.store(pl.add(t, u), [i * 16, 0], out)
+    return out
+
+
+@pl.jit
+def too_wide(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(7, stage=3):  # two 64 KiB loads per stage: only one stage fits
+            t = pl.load(a, [i * 16, 0], [16, 1024])
+            u = pl.load(a, [i * 16 + 112, 0], [16, 1024])
+            pl.store(pl.add(t, u), [i * 16, 0], out)
+    return out
+
+
+def test_the_operands_of_one_pipeline_share_the_space_and_shed_slots_jointly(tmp_path):
+    a, out = torch.randn(256, 512), torch.zeros(128, 512)
+    compiled = two_operands.compile(a, out, config=RunConfig(output_dir=tmp_path))
+    text = compiled.lowered.as_python()
+    # 5 of the 8 slots fit; the group holding more bytes sheds first.
+    assert 'slots=2)' in text and 'pl.MemRef("pipe_u", 0, 98304, slots=3)' in text
+    hints = [h.line() for h in compiled.perf_hints]
+    assert len(hints) == 2
+    assert "pipeline group 0 in Vec, but only 2 of 4 buffers fit (32768 B per stage, 188416 B free)" in hints[0]
+    assert "pipeline group 1 in Vec, but only 3 of 4 buffers fit" in hints[1]
+    assert "The operand would fit depth 4 on its own, but co-resident buffers / other pipeline groups" in hints[0]
+    compiled.run(a, out)
+    assert torch.equal(out, a[:128] + a[128:])
+
+
+def test_a_pipeline_that_fits_once_becomes_plain_buffers(tmp_path):
+    a, out = torch.randn(224, 1024), torch.zeros(112, 1024)
+    config = RunConfig(output_dir=tmp_path, verification_level="ROUNDTRIP", disabled_diagnostics=["PH001"])
+    compiled = too_wide.compile(a, out, config=config)
+    text = compiled.lowered.as_python()
+    assert "slots=" not in text and "pipe_t" in text
+    assert all("only 1 of 3 buffers fit" in h.line() for h in compiled.perf_hints)
+    compiled.run(a, out)
+    assert torch.equal(out, a[:112] + a[112:])

@@ -1,10 +1,13 @@
 import pytest
+import torch
 from helpers import check_pass, program_text
 
+import pypto.language as pl
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import parse
 from pypto.passes.context import PassContext
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
+from pypto.runtime import RunConfig
 
 
 def test_scope_becomes_an_incore_function_with_in_and_out_params():
@@ -70,3 +73,19 @@ def test_a_tile_cannot_leave_its_scope():
     """))
     with pytest.raises(UnsupportedSyntaxError, match=r"'t' \(Tile\[16x128 fp32 Vec\]\) is bound inside a pl.at scope"):
         outline_incore_scopes(program, PassContext())
+
+
+@pl.jit
+def scope_per_iteration(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    for i in pl.range(4):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            u = pl.load(a, [i * 16, 0], [16, 128])
+            pl.store(pl.exp(u), [i * 16, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_scope_inside_an_orchestration_loop_is_launched_each_iteration(platform):
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    scope_per_iteration(a, out, config=RunConfig(platform=platform))
+    assert torch.equal(out, torch.exp(a))
