@@ -252,3 +252,20 @@ def test_property_every_sync_is_needed(case):
     for kernel in compiled.kernels.values():
         args = case.args()
         assert_every_sync_is_needed(kernel, args)
+
+
+@pl.jit
+def runaway_slot(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(3):
+            t: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])
+            pl.store(t, [i * 16, 0], out)
+    return out
+
+
+def test_a_slot_index_that_runs_past_its_memref_stops_the_simulation():
+    from pypto.sim.issue import SimulatorError
+
+    a, out = torch.randn(48, 128), torch.zeros(48, 128)
+    with pytest.raises(SimulatorError, match=r"tile 't' takes slot 2 of pl.MemRef\(\"ub\", slots=2\), which has slots 0..1"):
+        runaway_slot(a, out)

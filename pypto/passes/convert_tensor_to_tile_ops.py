@@ -102,6 +102,7 @@ class _Converter:
         for stmt in body:
             call = _tensor_call(stmt)
             if call is None:
+                stmt = self.through_slices(stmt)
                 if isinstance(stmt, n.For):
                     stmt = attrs.evolve(stmt, body=self.block(stmt.body))
                 elif isinstance(stmt, n.If):
@@ -230,6 +231,27 @@ class _Converter:
             args += [q.default for q in tile_op.params[len(args):]]
             tiles[name] = self.bind(body, name, n.Call(tile_op.name, tuple(args)), span)
         return body
+
+    def through_slices(self, stmt):
+        """A tile load from (or store into) a slice addresses the sliced tensor itself, at
+        the slice's offset plus its own: slices have no storage of their own."""
+        call = getattr(stmt, "value", None)
+        if not (isinstance(call, n.Call) and call.op in ("tile.load", "tile.store")):
+            return stmt
+        k = 0 if call.op == "tile.load" else 2
+        x = call.args[k]
+        if not (isinstance(x, n.Var) and x.name in self.defs and self.defs[x.name][0].op == "tensor.slice"):
+            return stmt
+        base, base_off = self.window(x.name)
+        offsets = tuple(simplify(b if o == n.Const(0) else (o if b == n.Const(0) else n.BinOp("+", b, o)))
+                        for b, o in zip(base_off, call.args[1]))
+        args = list(call.args)
+        args[k], args[1] = n.Var(base), offsets
+        stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=tuple(args)))
+        if isinstance(stmt, n.Assign) and call.op == "tile.store":  # the store's result is the tensor written
+            self.types[stmt.target] = self.types[base]
+            stmt = attrs.evolve(stmt, type=self.types[base])
+        return stmt
 
     def window(self, name: str):
         """(base GM tensor, offsets) of a tensor that may be a chain of slices."""

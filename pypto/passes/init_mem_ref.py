@@ -18,7 +18,9 @@ from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
-from pypto.passes.memory import UnionFind, aligned, alias_edges, retype
+from pypto.ir.printer import expr
+from pypto.ir.simplify import simplify
+from pypto.passes.memory import UnionFind, Walker, aligned, alias_edges, retype
 
 
 def init_mem_ref(program: n.Program, ctx: PassContext) -> PassResult:
@@ -45,19 +47,8 @@ def _init(fn: n.Function, types: dict, ctx: PassContext) -> n.Function:
         m = types[name].memref
         if m is not None:
             declared.setdefault(m.name, []).append(name)
-    for names in declared.values():
-        spaces = {types[x].space for x in names}
-        slots = {types[x].memref.slots for x in names}
-        if len(spaces) > 1 or len(slots) > 1:
-            raise MemorySpaceError(
-                f"the tiles bound to pl.MemRef(\"{types[names[0]].memref.name}\") disagree on its "
-                + ("memory space" if len(spaces) > 1 else "slot count"),
-                hint="bind one declared allocation to tiles of one space and one slot count")
     members = _members(groups, tiles)
-    for root_members in members.values():
-        named = {types[x].memref.name for x in root_members if types[x].memref is not None}
-        if len(named) > 1:
-            raise MemorySpaceError(f"a loop-carried tile is bound to two declared allocations: {sorted(named)}")
+    _check_declared(fn, types, declared, groups)
 
     align = {s: ctx.soc.spec(s).align for s in ctx.soc.spaces}
     size_of = {}
@@ -82,6 +73,70 @@ def _init(fn: n.Function, types: dict, ctx: PassContext) -> n.Function:
         return MemRef(name=fresh[root], size=size_of[root])
 
     return retype(fn, lambda name, t: attrs.evolve(t, memref=memref_of(name, t)) if isinstance(t, TileType) else t)
+
+
+def _check_declared(fn: n.Function, types: dict, declared: dict[str, list[str]], groups: UnionFind) -> None:
+    """What a kernel author declares with pl.MemRef must be one allocation that holds its
+    tiles apart: one space, one slot count, slot indexes in range, no two tiles live in
+    one slot at once, and one declared name per carried value."""
+    walker = Walker()
+    walker.block(fn.body, ())
+
+    def where(name):
+        return walker.defs[name][2] if name in walker.defs else None
+
+    for mname, names in declared.items():
+        first = types[names[0]]
+        for x in names[1:]:
+            t = types[x]
+            if t.space is not first.space or t.memref.slots != first.memref.slots:
+                what = "memory space" if t.space is not first.space else "slot count"
+                raise MemorySpaceError(
+                    f"the tiles bound to pl.MemRef(\"{mname}\") disagree on its {what}: '{names[0]}' has "
+                    f"{first.space.name}, slots={first.memref.slots}; '{x}' has {t.space.name}, "
+                    f"slots={t.memref.slots}", span=where(x),
+                    hint="bind one declared allocation to tiles of one space and one slot count")
+        for x in names:
+            m = types[x].memref
+            if m.pipeline or m.index is None:
+                continue
+            top = _largest_slot(m.index)
+            if top is not None and not (0 <= _smallest_slot(m.index) and top < m.slots):
+                raise MemorySpaceError(
+                    f"'{x}' takes slot {expr(m.index)} of pl.MemRef(\"{mname}\", slots={m.slots}), which has slots "
+                    f"0..{m.slots - 1}", span=where(x), hint=f"index the MemRef within range, e.g. i % {m.slots}")
+        for i, x in enumerate(names):
+            for y in names[i + 1:]:
+                mx, my = types[x].memref, types[y].memref
+                if mx.pipeline or groups.find(x) == groups.find(y) or simplify(mx.index) != simplify(my.index):
+                    continue
+                (sx, _), (sy, _) = walker.interval(x, carry=False), walker.interval(y, carry=False)
+                early, late = (x, y) if sx <= sy else (y, x)
+                if walker.live_after(early, max(sx, sy)):
+                    slot = "" if mx.index is None else f" slot {expr(mx.index)} of"
+                    raise MemorySpaceError(
+                        f"'{late}' is written to{slot} pl.MemRef(\"{mname}\") while '{early}', which is in the same "
+                        "bytes, is still to be read", span=where(late),
+                        hint="give one of them another slot or its own pl.MemRef")
+    for root_members in _members(groups, list(types)).values():
+        named = {types[x].memref.name for x in root_members if isinstance(types[x], TileType) and types[x].memref}
+        if len(named) > 1:
+            raise MemorySpaceError(f"a loop-carried tile is bound to two declared allocations: {sorted(named)}",
+                                   span=where(root_members[0]),
+                                   hint="declare one pl.MemRef for a carried value and what it is carried from")
+
+
+def _largest_slot(index):
+    """The largest slot an index can take, when it is known: a constant, or ``e % c``."""
+    if isinstance(index, n.Const):
+        return index.value
+    if isinstance(index, n.BinOp) and index.op == "%" and isinstance(index.rhs, n.Const):
+        return index.rhs.value - 1
+    return None
+
+
+def _smallest_slot(index):
+    return index.value if isinstance(index, n.Const) else 0
 
 
 def _members(groups: UnionFind, tiles) -> dict[str, list[str]]:

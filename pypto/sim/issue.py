@@ -143,7 +143,14 @@ class Issuer:
 
     # ------------------------------------------------------------------ instructions
 
-    def buf(self, b: Buf) -> ConcreteBuf:
+    def buf(self, b: Buf, span=None) -> ConcreteBuf:
+        if b.region is not None:
+            slot = int(self.eval(b.region.slot))
+            if not 0 <= slot < b.region.slots:  # it would land in a neighbour's bytes
+                raise SimulatorError(
+                    f"tile '{b.tile}' takes slot {slot} of pl.MemRef(\"{b.region.name}\", slots={b.region.slots}), "
+                    f"which has slots 0..{b.region.slots - 1}",
+                    span=span, hint="index the MemRef with a value in range, e.g. i % slots")
         valid = b.shape if b.valid is None else tuple(int(self.eval(v)) for v in b.valid)
         return ConcreteBuf(b.space, int(self.eval(b.addr)), tuple(b.shape), b.dtype, valid, b.tile)
 
@@ -152,7 +159,7 @@ class Issuer:
         op = lookup(ins.op)
         for p, a in zip(op.params, ins.args):
             if isinstance(a, Buf):
-                args[p.name] = self.buf(a)
+                args[p.name] = self.buf(a, ins.span)
             elif isinstance(a, TensorArg):
                 args[p.name] = a
             elif isinstance(a, tuple):
@@ -163,7 +170,7 @@ class Issuer:
                 args[p.name] = a
         d.args = args
         bufs = [v for v in args.values() if isinstance(v, ConcreteBuf)]
-        dst = self.buf(ins.dst) if ins.dst is not None else None
+        dst = self.buf(ins.dst, ins.span) if ins.dst is not None else None
         for b in bufs:
             d.accesses.append(((self.core_name, b.space), b.addr, b.addr + b.nbytes, False))
         if dst is not None:

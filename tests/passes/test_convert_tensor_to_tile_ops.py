@@ -1,10 +1,13 @@
 import pytest
+import torch
 from helpers import check_pass, program_text, same_results
 
+import pypto.language as pl
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import parse
 from pypto.passes.context import PassContext
 from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
+from pypto.runtime import RunConfig
 
 
 def test_row_local_chain_blocks_along_rows_to_fit_vec():
@@ -128,3 +131,25 @@ def test_jit_tensor_level_kernel_end_to_end():
     softmax_rows(x, out, config=RunConfig(platform="ref"))
     torch.testing.assert_close(out, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-6)
     same_results(softmax_rows.specialize(x, out), lowered, "softmax_rows")
+
+
+@pl.jit
+def through_windows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        s = a[8:16, :]
+        t = pl.load(s, [0, 64], [8, 64])
+        u = pl.load(a[0:8, :], [0, 0], [8, 64])
+        pl.store(pl.add(pl.exp(t), u), [0, 0], out[6:14, 64:128])
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_tile_loads_and_stores_address_slices_through_their_tensor(platform):
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    config = RunConfig(platform=platform, verification_level="ROUNDTRIP", disabled_diagnostics=["PH001"])
+    through_windows(a, out, config=config)
+    want = torch.zeros(16, 128)
+    want[6:14, 64:] = torch.exp(a[8:16, 64:]) + a[:8, :64]
+    assert torch.equal(out, want)
+    text = through_windows.lower(a, out, config=config).as_python()
+    assert "tensor.slice" not in text and "pl.tile.load(a, [8, 64], [8, 64]" in text

@@ -1,6 +1,8 @@
 import pytest
+import torch
 from helpers import check_pass, program_text
 
+import pypto.language as pl
 from pypto.errors import MemorySpaceError
 from pypto.ir import parse
 from pypto.passes.context import PassContext
@@ -49,3 +51,72 @@ def test_one_declared_allocation_in_two_spaces_is_rejected():
     """))
     with pytest.raises(MemorySpaceError, match=r'pl.MemRef\("buf"\) disagree on its memory space'):
         init_mem_ref(program, PassContext())
+
+
+def _line_of(fn, marker: str) -> int:
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, text in enumerate(lines) if marker in text)
+
+
+@pl.jit
+def slot_out_of_range(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            t: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 3], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501  MARK
+            pl.store(t, [i * 16, 0], out)
+    return out
+
+
+@pl.jit
+def one_slot_two_tiles(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501
+            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501  MARK
+            pl.store(pl.add(x, y), [i * 16, 0], out)
+    return out
+
+
+@pl.jit
+def in_place_in_one_slot(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501
+            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.exp(x)
+            pl.store(y, [i * 16, 0], out)
+    return out
+
+
+@pl.jit
+def two_slot_counts(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501
+            pl.store(x, [i * 16, 0], out)
+        for j in pl.range(2):
+            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=4)[j % 4], pl.Mem.Vec] = pl.load(a, [j * 16, 0], [16, 128])  # noqa: E501  MARK
+            pl.store(y, [j * 16, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("kernel,message", [
+    (slot_out_of_range, "'t' takes slot i % 3 of pl.MemRef(\"ub\", slots=2), which has slots 0..1"),
+    (one_slot_two_tiles, "'y' is written to slot i % 2 of pl.MemRef(\"ub\") while 'x', which is in the same bytes, "
+                         "is still to be read"),
+    (two_slot_counts, "the tiles bound to pl.MemRef(\"ub\") disagree on its slot count: 'x' has Vec, slots=2; 'y' "
+                      "has Vec, slots=4"),
+])
+def test_declared_allocations_that_cannot_hold_their_tiles_apart_are_errors_at_the_tile(kernel, message):
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    with pytest.raises(MemorySpaceError) as info:
+        kernel(a, out)
+    assert message in str(info.value)
+    assert f"{__file__}:{_line_of(kernel.fn, 'MARK')}:" in str(info.value)
+
+
+def test_a_result_written_over_its_dying_operand_in_one_slot_is_fine():
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    in_place_in_one_slot(a, out)
+    assert torch.equal(out, torch.exp(a))
