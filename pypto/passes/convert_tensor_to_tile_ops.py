@@ -38,6 +38,10 @@ ROW_LOCAL = frozenset(
                              "row_sum", "row_max", "row_min", "row_expand", "row_expand_add", "row_expand_sub",
                              "row_expand_mul", "row_expand_div", "row_expand_expdif", "cast", "full", "create")]
     + [f"tensor.col_expand_{x}" for x in ("add", "sub", "mul", "div")])
+ELEMENTWISE = ROW_LOCAL - {f"tensor.{x}" for x in ("row_sum", "row_max", "row_min", "row_expand", "row_expand_add",
+                                                   "row_expand_sub", "row_expand_mul", "row_expand_div",
+                                                   "row_expand_expdif", "col_expand_add", "col_expand_sub",
+                                                   "col_expand_mul", "col_expand_div")}
 WHOLE = frozenset({"tensor.col_sum", "tensor.col_max", "tensor.col_min", "tensor.col_expand", "tensor.reshape",
                    "tensor.transpose"})
 TILE_OP = {"tensor.create": "tile.create"}
@@ -125,18 +129,53 @@ class _Converter:
         shape = self.types[source.name].shape
         whole = any(self.defs[x][0].op in WHOLE for x in nodes)
         rows = shape[0] if len(shape) == 2 else 1
-        block_rows = rows if whole else self.block_rows(nodes, source, rows, span)
-        stmts: list = []
-        r = n.fresh_name("r", self.used)
-        self.types[r] = INDEX
-        body = self.emit_block(nodes, source, n.Var(r), block_rows, rows, span)
-        store_off = (n.BinOp("+", offset[0], n.Var(r)) if offset[0] != n.Const(0) else n.Var(r),) + tuple(offset[1:])
-        body.append(n.Eval(n.Call("tile.store", (body_result(body), store_off, target)), span=span))
-        if rows // block_rows > 1:
-            stmts.append(n.For(r, n.Const(0), n.Const(rows), n.Const(block_rows), body, ForKind.Sequential, span=span))
+        cols = shape[-1]
+        block_cols = None
+        if whole:
+            block_rows = rows
+        elif self.elementwise(nodes, source) and self.row_bytes(nodes, source, rows) > self.capacity:
+            block_rows, block_cols = self.block_2d(nodes, source, rows, cols)
         else:
-            stmts.extend(_subst(body, r))
-        return stmts
+            block_rows = self.block_rows(nodes, source, rows, span)
+        r, c = n.fresh_name("r", self.used), n.fresh_name("c", self.used)
+        self.types[r] = self.types[c] = INDEX
+        body = self.emit_block(nodes, source, n.Var(r), block_rows, rows, span, n.Var(c), block_cols)
+        store_off = list(offset)
+        if len(shape) == 2:
+            store_off[0] = _plus(offset[0], n.Var(r))
+        if block_cols is not None:
+            store_off[-1] = _plus(offset[-1], n.Var(c))
+        body.append(n.Eval(n.Call("tile.store", (body_result(body), tuple(store_off), target)), span=span))
+        if block_cols is not None:
+            if cols // block_cols > 1:
+                body = [n.For(c, n.Const(0), n.Const(cols), n.Const(block_cols), body, ForKind.Sequential, span=span)]
+            else:
+                body = _subst(body, c)
+        if rows // block_rows > 1:
+            return [n.For(r, n.Const(0), n.Const(rows), n.Const(block_rows), body, ForKind.Sequential, span=span)]
+        return _subst(body, r)
+
+    @property
+    def capacity(self) -> int:
+        return self.ctx.soc.spec(M.Vec).capacity
+
+    def elementwise(self, nodes, source) -> bool:
+        """Every op maps element to element over one shape: blocks may split any axis."""
+        shape = self.types[source.name].shape
+        return all(self.defs[x][0].op in ELEMENTWISE for x in nodes) and all(
+            self.types[x].shape == shape for x in [*nodes, *self.leaves(nodes, source)])
+
+    def row_bytes(self, nodes, source, rows: int) -> int:
+        return sum(math.prod(self.types[x].shape) * self.types[x].dtype.nbytes
+                   for x in [*nodes, *self.leaves(nodes, source)]) // max(rows, 1)
+
+    def block_2d(self, nodes, source, rows: int, cols: int) -> tuple[int, int]:
+        """(rows, columns) per block when not even one whole row fits: the widest column
+        block that fits (a divisor of the width), then as many rows of it as fit."""
+        per_elem = self.row_bytes(nodes, source, rows) // cols
+        block_cols = _largest_divisor(cols, lambda d: d * per_elem <= self.capacity)
+        block_rows = _largest_divisor(rows, lambda d: d * block_cols * per_elem <= self.capacity)
+        return block_rows, block_cols
 
     def dag(self, source, span) -> list[str]:
         """Tensor-op results feeding ``source``, producers first."""
@@ -186,14 +225,18 @@ class _Converter:
                     out.append(arg.name)
         return out
 
-    def emit_block(self, nodes, source, r: n.Var, block_rows: int, rows: int, span) -> list:
+    def emit_block(self, nodes, source, r: n.Var, block_rows: int, rows: int, span, c: n.Var | None = None,
+                   block_cols: int | None = None) -> list:
         body: list = []
         tiles: dict[str, n.Var] = {}
 
         def block_shape(t: TensorType):
-            if len(t.shape) == 2 and t.shape[0] == rows:
-                return (block_rows, t.shape[1])
-            return t.shape
+            shape = t.shape
+            if len(shape) == 2 and shape[0] == rows:
+                shape = (block_rows, shape[1])
+            if block_cols is not None:
+                shape = (*shape[:-1], block_cols)
+            return shape
 
         def leaf_tile(name: str):
             if name in tiles:
@@ -202,8 +245,10 @@ class _Converter:
             t = self.types[name]
             shape = block_shape(t)
             offs = list(offsets)
-            if shape != t.shape:
-                offs[0] = r if offs[0] == n.Const(0) else n.BinOp("+", offs[0], r)
+            if len(shape) == 2 and shape[0] != t.shape[0]:
+                offs[0] = _plus(offs[0], r)
+            if block_cols is not None:
+                offs[-1] = _plus(offs[-1], c)
             var = self.bind(body, f"{name}_tile", n.Call("tile.load", (n.Var(base), tuple(offs),
                                                                      tuple(n.Const(s) for s in shape), None, None,
                                                                      False)), span)
@@ -335,6 +380,10 @@ class _Converter:
 def body_result(body: list) -> n.Var:
     last = body[-1]
     return n.Var(last.target)
+
+
+def _plus(a, b):
+    return b if a == n.Const(0) else n.BinOp("+", a, b)
 
 
 def _subst(stmts, name: str) -> list:

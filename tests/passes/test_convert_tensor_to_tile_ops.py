@@ -153,3 +153,37 @@ def test_tile_loads_and_stores_address_slices_through_their_tensor(platform):
     assert torch.equal(out, want)
     text = through_windows.lower(a, out, config=config).as_python()
     assert "tensor.slice" not in text and "pl.tile.load(a, [8, 64], [8, 64]" in text
+
+
+def test_an_elementwise_chain_wider_than_vec_blocks_its_columns_too():
+    # 3 x 65536 x 4 B per element does not fit one 184 KiB row: blocks of 8192 columns do.
+    check_pass(convert_tensor_to_tile_ops, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[65536], pl.FP32], b: pl.Tensor[[65536], pl.FP32], out: pl.Out[pl.Tensor[[65536], pl.FP32]]):
+            s = pl.tensor.add(a, b)
+            out_1 = pl.tensor.assemble(out, s, [0])
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[65536], pl.FP32], b: pl.Tensor[[65536], pl.FP32], out: pl.Out[pl.Tensor[[65536], pl.FP32]]):
+            for c in pl.range(0, 65536, 8192):
+                a_tile = pl.tile.load(a, [c], [8192], target_memory=None)
+                b_tile = pl.tile.load(b, [c], [8192], target_memory=None)
+                s_1 = pl.tile.add(a_tile, b_tile)
+                pl.tile.store(s_1, [c], out)
+            out_1: pl.Tensor[[65536], pl.FP32] = out
+    """)
+
+
+@pl.jit
+def wide_exp_sum(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(pl.add(a, b))
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+@pytest.mark.parametrize("shape", [(65536,), (3, 40000)])
+def test_wide_tensor_expressions_compute_what_torch_does(platform, shape):
+    a, b, out = torch.randn(shape), torch.randn(shape), torch.zeros(shape)
+    wide_exp_sum(a, b, out, config=RunConfig(platform=platform, verification_level="ROUNDTRIP"))
+    assert torch.equal(out, torch.exp(a + b))
