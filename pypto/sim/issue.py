@@ -190,10 +190,13 @@ class Issuer:
         shape, esize = t.shape, t.element_size()
         strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
         out = []
-        rows = list(_rows(offsets[:-1], extents[:-1]))
-        for row in rows:
+        for row in _rows(offsets[:-1], extents[:-1]):
             base = sum(o * s for o, s in zip(row, strides[:-1])) + offsets[-1]
-            out.append((("gm", tensor), base * esize, (base + extents[-1]) * esize, write))
+            lo, hi = base * esize, (base + extents[-1]) * esize
+            if out and out[-1][2] == lo:  # rows that continue each other: one range
+                out[-1] = (out[-1][0], out[-1][1], hi, write)
+            else:
+                out.append((("gm", tensor), lo, hi, write))
         return out
 
 
