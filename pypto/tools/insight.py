@@ -13,6 +13,7 @@ Reading never evaluates anything: payloads are bytes, parsed as JSON by the call
 from __future__ import annotations
 
 import json
+import math
 import struct
 
 import attrs
@@ -20,6 +21,7 @@ import attrs
 HEADER = struct.Struct("<QBBBB")
 MAGIC = 0x5A
 SOURCE, TRACE, API_FILE, API_INSTR = 1, 2, 3, 4
+KINDS = {SOURCE: "SOURCE", TRACE: "TRACE", API_FILE: "API_FILE", API_INSTR: "API_INSTR"}
 PATH_BYTES = 4096
 
 
@@ -35,10 +37,29 @@ class Block:
     path: str = ""  # SOURCE only
 
     def json(self):
+        """The payload as strict JSON: NaN, Infinity and numbers too large for a double are
+        refused here, so whatever is read can be written back as strict JSON."""
+        what = f"{KINDS.get(self.type, f'type {self.type}')} block"
         try:
-            return json.loads(self.payload.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InsightFormatError(f"block of type {self.type} does not hold JSON: {exc}") from None
+            return json.loads(self.payload.decode("utf-8"), parse_constant=_not_json, parse_float=_finite)
+        except UnicodeDecodeError:
+            raise InsightFormatError(f"{what} is not UTF-8 text") from None
+        except RecursionError:  # the C scanner recurses once per '[' or '{'
+            raise InsightFormatError(f"{what} nests arrays or objects too deeply to read") from None
+        except ValueError as exc:  # JSONDecodeError, ours, and int() refusing thousands of digits
+            reason = str(exc).split("; use sys.set_int_max_str_digits", 1)[0]  # advice for programmers, not users
+            raise InsightFormatError(f"{what} does not hold strict JSON: {reason}") from None
+
+
+def _not_json(constant: str):
+    raise InsightFormatError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InsightFormatError(f"{text[:40]} does not fit in a double")
+    return value
 
 
 def read_blocks(data: bytes) -> list[Block]:

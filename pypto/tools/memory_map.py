@@ -52,10 +52,25 @@ def find_dump(path: Path, pass_name: str) -> Path:
             return dumps[-1]
     for directory in (path, path / "passes_dump"):
         for other in sorted(directory.glob("*.py")):
-            if notes(other.read_text()).get("memory_planner") == "PTOAS":
+            if notes(_text_or_empty(other)).get("memory_planner") == "PTOAS":
                 raise MapError(_ptoas(path))
     raise MapError(f"no '*_after_{pass_name}.py' dump under {path}. Compile with dump_passes enabled, or pass the "
                    "dump file directly.")
+
+
+def read_dump(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise MapError(f"{path}: not a pass dump (not UTF-8 text)") from None
+
+
+def _text_or_empty(path: Path) -> str:
+    """A file's text when it is UTF-8, else nothing: for a look at headers while searching."""
+    try:
+        return read_dump(path)
+    except MapError:
+        return ""
 
 
 def notes(text: str) -> dict:
@@ -80,14 +95,18 @@ def _ptoas(where) -> str:
 
 def model(dump: Path, backend: str = "a2a3") -> dict:
     """The page's data: functions, their spaces and boxes, and the dump's text."""
-    text = dump.read_text()
+    text = read_dump(dump)
     header = notes(text)
     if header.get("memory_planner") == "PTOAS":
         raise MapError(_ptoas(dump))
     try:
         program = parse(text, filename=str(dump))
     except PyptoError as exc:
-        raise MapError(f"{dump}: not a pass dump this tool can read: {exc.message} at {exc.span}") from None
+        where = f" at {exc.span}" if exc.span is not None else ""
+        reason = exc.message.split("; use sys.set_int_max_str_digits", 1)[0]  # advice for programmers, not users
+        raise MapError(f"{dump}: not a pass dump this tool can read: {reason}{where}") from None
+    except RecursionError:
+        raise MapError(f"{dump}: not a pass dump this tool can read: nested too deeply") from None
     soc = BACKENDS[backend]
     functions = []
     for fn in program.functions:
@@ -95,6 +114,17 @@ def model(dump: Path, backend: str = "a2a3") -> dict:
             tiles = _tiles(fn)
             if tiles:
                 functions.append((fn, tiles))
+    for _, tiles in functions:
+        placed = {}
+        for t in (t for t in tiles if t["alloc_addr"] is not None):
+            problem = impossible(t, soc)
+            where = (t["space"], t["alloc_addr"], t["alloc_size"], t["slots"])
+            first = placed.setdefault(t["memref"], (t["name"], where))
+            if not problem and first[1] != where:
+                problem = (f"MemRef {t['memref']!r} is {_where(where)} here but {_where(first[1])} for tile "
+                           f"{first[0]!r}")
+            if problem:
+                raise MapError(f"{dump}: tile {t['name']!r}: {problem}")
     if not any(t["addr"] is not None for _, tiles in functions for t in tiles):
         has_tiles = any(isinstance(t, TileType) for fn in program.functions for t in n.symbols(fn).values())
         if not has_tiles:
@@ -113,19 +143,48 @@ def model(dump: Path, backend: str = "a2a3") -> dict:
                 continue
             hwm = max(b["addr"] + b["size"] for b in mine)
             capacity = soc.spec(space).capacity
+            for b in mine:
+                b["over"] = b["addr"] + b["size"] > capacity
             spaces.append({"name": space.name, "hwm": hwm, "capacity": capacity,
-                           "usage": round(100.0 * hwm / capacity, 1)})
+                           "usage": round(100.0 * hwm / capacity, 1), "over": hwm > capacity})
         first = fn.span.line if fn.span else 1
         last = max([t["end"] for t in tiles] + [first])
         last = max(last, _last_line(fn, first))
         out.append({"name": fn.name, "type": fn.type.name, "first": first, "last": last,
                     "source": lines[first - 1:last], "spaces": spaces, "boxes": boxes})
-    return {"dump": str(dump), "pass": _pass_of(dump), "backend": soc.name, "notes": header, "functions": out}
+    # The pass comes from the dump's own "# after:" line: a file name can be anything.
+    return {"dump": str(dump), "pass": header.get("after"), "backend": soc.name, "notes": header, "functions": out}
 
 
-def _pass_of(dump: Path) -> str:
-    m = re.match(r"^\d+_after_(\w+)\.py$", dump.name)
-    return m.group(1) if m else dump.stem
+def _where(placement) -> str:
+    space, addr, size, slots = placement
+    return f"{size} B at {addr:#x} in {space}" + (f" in {slots} slots" if slots > 1 else "")
+
+
+def impossible(tile: dict, soc) -> str | None:
+    """Why no memory could hold this tile as its dump places it, or None. A tile running
+    past the end of its space is possible to draw (and flagged); one starting past it, or
+    larger than the space, is not."""
+    m, where = f"MemRef {tile['memref']!r}", tile["space"]
+    space = MemorySpace[where]
+    if space not in SPACE_ORDER or space not in soc.spaces:
+        return f"{m} is in {where}, which is not an on-chip space of {soc.name}"
+    capacity = soc.spec(space).capacity
+    if tile["alloc_size"] <= 0:
+        return f"{m} has size {tile['alloc_size']}"
+    if tile["alloc_addr"] < 0:
+        return f"{m} at negative address {tile['alloc_addr']}"
+    if tile["alloc_addr"] >= capacity:
+        return f"{m} at address {tile['alloc_addr']:#x} starts past the end of {where} ({capacity} B)"
+    if tile["alloc_size"] > capacity:
+        return f"{m} of {tile['alloc_size']} B is larger than all of {where} ({capacity} B)"
+    if tile["alloc_size"] % tile["slots"]:
+        return f"{m} of {tile['alloc_size']} B does not split into {tile['slots']} equal slots"
+    if tile["const_index"] is not None and not 0 <= tile["const_index"] < tile["slots"]:
+        return f"slot index {tile['const_index']} of {m} with {tile['slots']} slot{'s' * (tile['slots'] > 1)}"
+    if tile["bytes"] > tile["alloc_size"] // tile["slots"]:
+        return f"needs {tile['bytes']} B, but its slot of {m} holds only {tile['alloc_size'] // tile['slots']} B"
+    return None
 
 
 def _last_line(fn: n.Function, default: int) -> int:
@@ -136,6 +195,7 @@ def _tiles(fn: n.Function) -> list[dict]:
     """Every tile bound in ``fn`` with its MemRef, and the dump lines it is live over (a
     tile read in a loop it was defined before, or carried by, lives over the whole loop)."""
     defs, uses, loops = {}, {}, []
+    named: dict[str, list] = {}  # lines printing a loop's or if's result: its yields
 
     def line(stmt):
         return stmt.span.line if stmt.span else 0
@@ -163,39 +223,51 @@ def _tiles(fn: n.Function) -> list[dict]:
                 walk(stmt.body, (*enclosing, loop))
                 for b in stmt.results:
                     defs[b.name] = (end, b.type, "loop result", enclosing)
+                    named.setdefault(b.name, []).extend(_yield_lines(stmt.body))  # printed `b = pl.yield_(...)`
             elif isinstance(stmt, n.If):
                 read(stmt, [])
                 walk(stmt.then_body, enclosing)
                 walk(stmt.else_body, enclosing)
                 for b in stmt.results:
                     defs[b.name] = (line(stmt), b.type, "if result", enclosing)
+                    named.setdefault(b.name, []).extend(_yield_lines(stmt.then_body) + _yield_lines(stmt.else_body))
             elif isinstance(stmt, n.Scope):
                 walk(stmt.body, enclosing)
 
     walk(fn.body, ())
     tiles = []
     for name, (start, t, op, enclosing) in defs.items():
-        if not isinstance(t, TileType) or t.memref is None:
+        if not isinstance(t, TileType) or t.memref is None or t.space is None:
             continue
+        # The lines naming this tile, from the IR: what the page highlights when it is pinned.
+        mentions = sorted({start, *uses.get(name, []), *named.get(name, [])} - {0})
         end = max(uses.get(name, [start]) + [start])
         for lo, hi, carried in loops:
             touched = [u for u in uses.get(name, []) if lo < u <= hi]
             if touched and (start < lo or name in carried):
                 start, end = min(start, lo), max(end, hi)
         m = t.memref
+        const = m.index.value if isinstance(m.index, n.Const) and isinstance(m.index.value, int) else None
+        # A constant slot index places the tile in its slot; a dynamic one (i % 2) rotates
+        # through all of them, so the tile is drawn over the whole allocation.
+        dynamic = m.index is not None and const is None
         slot = None if m.size is None else m.size // m.slots
-        addr, size, dynamic = None, slot, False
+        addr, size = None, slot
         if m.addr is not None:
-            if m.slots > 1 and not isinstance(m.index, n.Const):
-                addr, size, dynamic = m.addr, m.size, True
+            if dynamic:
+                addr, size = m.addr, m.size
             else:
-                index = m.index.value if isinstance(m.index, n.Const) else 0
-                addr = m.addr + index * slot
+                addr = m.addr + (const or 0) * slot
         tiles.append({"name": name, "space": t.space.name, "memref": m.name, "slots": m.slots,
-                      "index": None if m.index is None else expr(m.index), "dynamic": dynamic, "addr": addr,
+                      "index": None if m.index is None else expr(m.index), "const_index": const,
+                      "dynamic": dynamic, "alloc_addr": m.addr, "alloc_size": m.size, "addr": addr,
                       "size": size, "bytes": t.nbytes, "shape": list(t.shape), "dtype": t.dtype.short, "op": op,
-                      "start": start, "end": end})
+                      "start": start, "end": end, "lines": mentions})
     return tiles
+
+
+def _yield_lines(body) -> list[int]:
+    return [s.span.line for s in body if isinstance(s, n.Yield) and s.span]
 
 
 def _names(value) -> list[str]:
@@ -232,7 +304,8 @@ def _boxes(tiles: list[dict]) -> list[dict]:
                           "memref": head["memref"], "addr": head["addr"], "size": head["size"],
                           "start": min(t["start"] for t in chain), "end": max(t["end"] for t in chain),
                           "slots": head["slots"], "index": head["index"], "dynamic": head["dynamic"],
-                          "shape": head["shape"], "dtype": head["dtype"], "op": head["op"], "kind": "tile"})
+                          "shape": head["shape"], "dtype": head["dtype"], "op": head["op"], "kind": "tile",
+                          "lines": sorted({x for t in chain for x in t["lines"]})})
     for a in boxes:
         for b in boxes:
             if a is b or a["space"] != b["space"]:
@@ -243,8 +316,8 @@ def _boxes(tiles: list[dict]) -> list[dict]:
                 continue
             if a["memref"] != b["memref"]:
                 a["kind"] = "conflict"
-            elif a["size"] < b["size"] and a["kind"] != "conflict":
-                a["kind"] = "view"
+            elif a["size"] < b["size"] and a["kind"] != "conflict" and not (a["dynamic"] or b["dynamic"]):
+                a["kind"] = "view"  # a rotating allocation covers its slots: not a view of them
     return sorted(boxes, key=lambda b: (SPACE_ORDER.index(MemorySpace[b["space"]]), b["addr"], b["start"]))
 
 
@@ -268,7 +341,7 @@ def run(argv=None) -> Path:
     parser.error = lambda message: (_ for _ in ()).throw(MapError(message))
     args = parser.parse_args(argv)
     dump = find_dump(Path(args.path), args.pass_name)
-    backend = args.backend or notes(dump.read_text()).get("backend", "a2a3")
+    backend = args.backend or notes(read_dump(dump)).get("backend", "a2a3")
     if backend not in BACKENDS:
         raise MapError(f"unknown backend {backend!r}; known backends: {', '.join(sorted(BACKENDS))}")
     page = render(model(dump, backend))
@@ -281,7 +354,7 @@ def run(argv=None) -> Path:
 def main(argv=None) -> int:
     try:
         run(argv)
-    except (MapError, OSError, UnicodeDecodeError) as exc:
+    except (MapError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

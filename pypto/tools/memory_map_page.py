@@ -36,6 +36,9 @@ PAGE = r"""<!doctype html>
   .box { position: absolute; background: rgba(37, 99, 235, .18); border: 1px solid rgba(37, 99, 235, .8); border-radius: 3px; overflow: hidden; font: 11px/1.2 ui-monospace, Menlo, Consolas, monospace; padding: 1px 3px; cursor: pointer; white-space: nowrap; }
   .box.view { border-style: dashed; background: rgba(37, 99, 235, .08); }
   .box.conflict { border-color: #dc2626; background: rgba(220, 38, 38, .25); }
+  .box.rotating { background: repeating-linear-gradient(135deg, rgba(37, 99, 235, .22) 0 4px, rgba(37, 99, 235, .06) 4px 8px); border-style: dotted; }
+  .box.over { border-color: #dc2626; border-width: 2px; }
+  .capacity { position: absolute; top: 0; bottom: 0; border-left: 2px solid #dc2626; }
   .box.pinned { outline: 3px solid #f59e0b; z-index: 3; }
   .slot { position: absolute; top: 0; bottom: 0; border-left: 1px dashed rgba(37, 99, 235, .8); }
   .hwm { position: absolute; top: 0; bottom: 0; border-left: 1px dashed #64748b; }
@@ -90,7 +93,7 @@ function render() {
     summary.append(el("span", "fname", fn.name), el("span", "ftype", fn.type));
     for (const s of fn.spaces) {
       const pill = el("span", "pill" + (s.usage >= 95 ? " full" : ""),
-        `${s.name} ${kib(s.hwm)} / ${kib(s.capacity)} (${s.usage}%)`);
+        `${s.name} ${kib(s.hwm)} / ${kib(s.capacity)} (${s.usage}%)` + (s.over ? " over capacity" : ""));
       pill.dataset.space = s.name;
       pill.title = `high-water mark ${s.hwm} B of ${s.capacity} B`;
       summary.append(pill);
@@ -110,24 +113,28 @@ function render() {
       const panel = el("div", "space" + (hidden.has(s.name) ? " hidden" : ""));
       panel.dataset.space = s.name;
       const limit = axis === "limit" ? s.capacity : s.hwm;
-      panel.append(el("div", "space-title", `${s.name} (${kib(limit)})`));
+      panel.append(el("div", "space-title", `${s.name} (${kib(limit)})` + (s.over ? " OVER CAPACITY" : "")));
       const lane = el("div", "lane");
-      const width = Math.max(72, limit * px);
+      // Wide enough for every box: one past the capacity is drawn where it is, not clamped.
+      const width = Math.max(72, Math.max(limit, s.hwm) * px);
       lane.style.width = width + "px";
       lane.style.height = (fn.source.length * LINE) + "px";
       for (const b of fn.boxes.filter(b => b.space === s.name)) {
-        const box = el("div", "box" + (b.kind === "view" ? " view" : b.kind === "conflict" ? " conflict" : ""));
+        const box = el("div", "box" + (b.kind === "view" ? " view" : b.kind === "conflict" ? " conflict" : "") +
+          (b.dynamic ? " rotating" : "") + (b.over ? " over" : ""));
         const label = b.aliases.length ? `${b.name} +${b.aliases.length}` : b.name;
-        box.append(el("span", "label", b.dynamic ? `${label} [${b.index}] x${b.slots}` : label));
+        box.append(el("span", "label", b.dynamic ? `${label} [${b.index}] rotating x${b.slots}` : label));
         Object.assign(box.dataset, { name: b.name, space: b.space, addr: b.addr, size: b.size, memref: b.memref,
-          kind: b.kind, slots: b.slots, start: b.start, end: b.end });
-        box.style.left = Math.min(b.addr * px, width - 2) + "px";
+          kind: b.kind, slots: b.slots, start: b.start, end: b.end, rotating: b.dynamic, over: b.over });
+        box.style.left = (b.addr * px) + "px";
         box.style.width = Math.max(2, b.size * px) + "px";
         box.style.top = ((b.start - fn.first) * LINE) + "px";
         box.style.height = Math.max(LINE - 2, (b.end - b.start + 1) * LINE - 2) + "px";
         box.title = [`${[b.name, ...b.aliases].join(", ")}`, `${b.dtype}[${b.shape.join("x")}] ${b.op}`,
           `${b.memref}${b.slots > 1 ? ` (${b.slots} slots, slot ${b.index})` : ""} @ ${hex(b.addr)} +${b.size} B`,
-          `lines ${b.start}-${b.end}${b.kind !== "tile" ? " (" + b.kind + ")" : ""}`].join("\n");
+          `lines ${b.start}-${b.end}${b.kind !== "tile" ? " (" + b.kind + ")" : ""}`,
+          ...(b.dynamic ? [`rotating: slot ${b.index} of ${b.slots}, so drawn over the whole allocation`] : []),
+          ...(b.over ? [`runs past the end of ${b.space} (${s.capacity} B)`] : [])].join("\n");
         for (let k = 1; b.dynamic && k < b.slots; k++) {  // slot boundaries of a rotating allocation
           const slot = el("div", "slot");
           slot.style.left = (k * b.size / b.slots * px) + "px";
@@ -140,6 +147,12 @@ function render() {
       rule.style.left = Math.min(s.hwm * px, width - 1) + "px";
       rule.title = `high-water mark ${s.hwm} B`;
       lane.append(rule);
+      if (s.over) {
+        const end = el("div", "capacity");
+        end.style.left = (s.capacity * px) + "px";
+        end.title = `capacity ${s.capacity} B`;
+        lane.append(end);
+      }
       const ticks = el("div", "axis");
       ticks.style.width = width + "px";
       ticks.append(el("span", "", "0"), el("span", "", kib(limit)));
@@ -163,16 +176,16 @@ function highlight() {
   document.querySelectorAll(".src-line.hit").forEach(l => l.classList.remove("hit"));
   const chip = document.getElementById("pin-chip");
   if (!pinned) { chip.hidden = true; return; }
-  const names = [pinned.box.name, ...pinned.box.aliases];
   const card = [...document.querySelectorAll("details.card")].find(d => d.dataset.function === pinned.fn);
   if (!card) return;
   card.querySelectorAll(".box").forEach(b => {
     if (b.dataset.name === pinned.box.name && b.dataset.addr === String(pinned.box.addr)) b.classList.add("pinned");
   });
-  const words = names.map(name => new RegExp("(^|[^\\w])" + name.replace(/[^\w]/g, "") + "($|[^\\w])"));
+  // The lines come from the IR (where each tile of the box is defined, used or yielded),
+  // not from matching its name in the text: `pl.tile.load(` never mentions tile `load`.
+  const lines = new Set(pinned.box.lines.map(String));
   card.querySelectorAll(".src-line").forEach(line => {
-    const code = line.querySelector(".code").textContent;
-    if (words.some(w => w.test(code))) line.classList.add("hit");
+    if (lines.has(line.dataset.line)) line.classList.add("hit");
   });
   chip.textContent = `pinned ${pinned.box.name} \u00d7`;
   chip.hidden = false;
@@ -181,7 +194,8 @@ function highlight() {
 document.title = TITLE;
 document.getElementById("title").textContent = TITLE;
 document.getElementById("meta").textContent =
-  `${DATA.dump} \u2014 after ${DATA.pass}, backend ${DATA.backend}; address across, dump line down; one byte scale for every space`;
+  `${DATA.dump} \u2014 ${DATA.pass ? "after " + DATA.pass : "no \"# after:\" line"}, backend ${DATA.backend}; ` +
+  "address across, dump line down; one byte scale for every space";
 const toggles = document.getElementById("toggles");
 for (const name of [...new Set(DATA.functions.flatMap(f => f.spaces.map(s => s.name)))]) {
   const label = el("label");

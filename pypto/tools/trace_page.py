@@ -52,12 +52,25 @@ for (const e of events) {
   if (e.ph === "M" && e.name === "thread_name") threads.set(e.pid + "/" + e.tid, { pid: e.pid, tid: e.tid, name: e.args.name });
 }
 const slices = events.filter(e => e.ph === "X");
-const t0 = Math.min(...slices.map(e => e.ts)), t1 = Math.max(...slices.map(e => e.ts + e.dur));
+// A loop, not Math.min(...spread): a spread of a long trace overflows the call stack.
+let t0 = Infinity, t1 = -Infinity;
+for (const e of slices) { t0 = Math.min(t0, e.ts); t1 = Math.max(t1, e.ts + e.dur); }
+if (!slices.length) { t0 = 0; t1 = 0; }
 const px = WIDTH / Math.max(1, t1 - t0);
+const byTrack = new Map();  // "pid/tid" -> slices, built once rather than filtered per lane
+for (const e of slices) {
+  const key = e.pid + "/" + e.tid;
+  if (!byTrack.has(key)) byTrack.set(key, []);
+  byTrack.get(key).push(e);
+}
 const where = new Map();
 document.title = TITLE;
 document.getElementById("title").textContent = TITLE;
-document.getElementById("meta").textContent = `${slices.length} instructions, cycles ${t0}..${t1}`;
+document.getElementById("meta").textContent = slices.length
+  ? `${slices.length} instructions, cycles ${t0}..${t1}`
+  : "no instructions in this trace: nothing ran on a pipe lane";
+const starts = new Map(events.filter(e => e.ph === "s").map(e => [e.id, e]));
+const finishes = events.filter(e => e.ph === "f");
 const main = document.getElementById("cores");
 for (const [pid, proc] of [...procs].sort((a, b) => a[1].order - b[1].order)) {
   const core = el("section", "core");
@@ -70,7 +83,7 @@ for (const [pid, proc] of [...procs].sort((a, b) => a[1].order - b[1].order)) {
     lane.dataset.lane = t.name;
     lane.append(el("span", "lane-name", t.name));
     const track = el("div", "track");
-    for (const e of slices.filter(e => e.pid === pid && e.tid === t.tid)) {
+    for (const e of byTrack.get(pid + "/" + t.tid) || []) {
       const s = el("div", "slice " + t.name.split("#")[0], e.name);
       Object.assign(s.dataset, { ts: e.ts, dur: e.dur, lane: t.name });
       s.style.left = ((e.ts - t0) * px) + "px";
@@ -93,8 +106,7 @@ for (const [pid, proc] of [...procs].sort((a, b) => a[1].order - b[1].order)) {
   const tip = document.createElementNS(svg.namespaceURI, "path");
   tip.setAttribute("d", "M0,0 L6,3 L0,6 z"); tip.setAttribute("fill", "#dc2626");
   marker.append(tip); defs.append(marker); svg.append(defs);
-  const starts = new Map(events.filter(e => e.ph === "s").map(e => [e.id, e]));
-  for (const f of events.filter(e => e.ph === "f" && e.pid === pid)) {
+  for (const f of finishes.filter(e => e.pid === pid)) {
     const s = starts.get(f.id);
     if (!s || s.pid !== pid) continue;
     const line = document.createElementNS(svg.namespaceURI, "line");

@@ -7,11 +7,13 @@ import sys
 import pytest
 import torch
 from browser import Elements, dom, screenshot
+from hypothesis import given, settings
 
 import pypto.language as pl
+from pypto.fuzz import strategies as ps
 from pypto.ir import PassDumpLevel
 from pypto.runtime import RunConfig
-from pypto.tools.memory_map import MapError, model, run
+from pypto.tools.memory_map import MapError, main, model, run
 
 
 def dumped(seed, name, tmp_path, planner="PYPTO"):
@@ -53,7 +55,7 @@ def test_cli_defaults_next_to_the_dump_and_picks_the_allocation_dump(seed, tmp_p
     out = dumped(seed, "pipelined", tmp_path)
     done = cli(out)
     assert done.returncode == 0, done.stderr
-    page = out / "passes_dump" / "07_after_AllocateMemoryAddr.memory_map.html"
+    page = out / "passes_dump" / "08_after_AllocateMemoryAddr.memory_map.html"
     assert page.is_file() and done.stdout.strip() == f"wrote {page}"
     assert cli(out / "passes_dump", "-p", "MemoryReuse", "-o", tmp_path / "reuse.html").returncode == 1  # no addresses
     assert cli(out / "passes_dump", "-o", tmp_path / "x.html", "-b", "a2a3").returncode == 0
@@ -64,7 +66,7 @@ def test_refusals_are_one_line_with_the_reason(seed, tmp_path, what):
     out = dumped(seed, "pipelined", tmp_path, "PTOAS" if what == "ptoas" else "PYPTO")
     dumps = out / "passes_dump"
     args, reason = {
-        "pre-allocation": ([dumps / "05_after_InitMemRef.py"], "this dump is from before AllocateMemoryAddr"),
+        "pre-allocation": ([dumps / "06_after_InitMemRef.py"], "this dump is from before AllocateMemoryAddr"),
         "ptoas": ([out], "memory_planner=PTOAS, which skips AllocateMemoryAddr"),
         "missing": ([tmp_path / "nope.py"], "no such file or directory"),
         "not a dump": ([__file__], "not a pass dump this tool can read"),
@@ -93,7 +95,7 @@ def test_the_page_in_chromium_shows_cards_boxes_and_pills(seed, tmp_path):
     pills = html.select("span", "pill")
     assert [p["attrs"]["data-space"] for p in pills] == ["Vec"]
     assert "64.0 KiB / 184.0 KiB (34.8%)" in pills[0]["text"]
-    assert len(html.select("div", "src-line")) == len(model(out / "passes_dump" / "07_after_AllocateMemoryAddr.py")
+    assert len(html.select("div", "src-line")) == len(model(out / "passes_dump" / "08_after_AllocateMemoryAddr.py")
                                                       ["functions"][0]["source"])
     png = screenshot(page, tmp_path / "pipelined.png", tmp_path / "profile")
     assert png.stat().st_size > 10_000
@@ -118,3 +120,204 @@ def test_a_hostile_memref_name_is_text_not_markup(tmp_path):
     (box,) = html.select("div", "box")
     assert box["attrs"]["data-memref"] == "</script><script>alert(1)</script>"
     assert any("</script><script>alert(1)</script>" in line["text"] for line in html.select("div", "src-line"))
+
+
+# ----------------------------------------------------------------------------- what a pin highlights
+
+
+def allocation_dump(seed, name, tmp_path, planner="PYPTO"):
+    return next((dumped(seed, name, tmp_path, planner) / "passes_dump").glob("*_after_AllocateMemoryAddr.py"))
+
+
+def clicked(page, box_name, tmp_path):
+    """The page's DOM after a click on the box named ``box_name``."""
+    html = page.read_text().replace(
+        "</body>", f"<script>document.querySelector('.box[data-name=\"{box_name}\"]').click()</script></body>")
+    copy = tmp_path / f"clicked_{box_name}.html"
+    copy.write_text(html)
+    return Elements(dom(copy, tmp_path / "profile"))
+
+
+def hit_lines(html):
+    return sorted(int(e["attrs"]["data-line"]) for e in html.select("div", "src-line")
+                  if "hit" in e["attrs"]["class"].split())
+
+
+def lines_matching(dump, *patterns):
+    return sorted(k for k, text in enumerate(dump.read_text().splitlines(), 1) if any(p in text for p in patterns))
+
+
+def test_pinning_tile_highlights_its_own_lines_not_every_pl_tile_op(seed, tmp_path):
+    dump = allocation_dump(seed, "pipelined", tmp_path)
+    want = lines_matching(dump, " tile: ", " exp: ", "store(exp,")  # `tile +1`: tile and exp, computed in place
+    boxes = {b["name"]: b for b in model(dump)["functions"][0]["boxes"]}
+    assert boxes["tile"]["lines"] == want
+    assert boxes["tile_1"]["lines"] == lines_matching(dump, " tile_1: ", " exp_1: ", "store(exp_1,")
+    page = run([str(dump), "-o", str(tmp_path / "p.html")])
+    assert hit_lines(clicked(page, "tile", tmp_path)) == want  # not the `pl.tile.load(` of tile_1
+
+
+def test_pinning_a_tile_named_like_an_op(tmp_path):
+    @pl.jit
+    def ops_as_names(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            load = pl.load(a, [0, 0], [16, 128])
+            other = pl.load(a, [16, 0], [16, 128])
+            pl.store(pl.add(load, other), [0, 0], out)
+        return out
+
+    ops_as_names.compile(torch.randn(32, 128), torch.zeros(16, 128),
+                         config=RunConfig(dump_passes=PassDumpLevel.EXPLICIT, output_dir=tmp_path / "o"))
+    dump = next((tmp_path / "o" / "passes_dump").glob("*_after_AllocateMemoryAddr.py"))
+    (box,) = [b for b in model(dump)["functions"][0]["boxes"] if b["name"] == "load"]
+    assert box["aliases"] == ["add"]  # the add runs in place: `load +1`
+    want = lines_matching(dump, " load: ", " add: ", "store(add,")
+    assert len(want) == 3 and box["lines"] == want
+    page = run([str(dump), "-o", str(tmp_path / "p.html")])
+    hits = hit_lines(clicked(page, "load", tmp_path))
+    assert hits == want and not set(hits) & set(lines_matching(dump, " other: "))  # not `other = pl.tile.load(`
+
+
+# ----------------------------------------------------------------------------- impossible dumps
+
+
+def cli_here(capsys, *args):
+    """``cli`` in this process: the same exit code and output, without a Python start-up."""
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+def edited(dump, tmp_path, old, new, name="edited.py"):
+    text = dump.read_text()
+    assert old in text
+    path = tmp_path / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+SLOT_1 = 'pl.MemRef("pipe_tile", 0, 65536, slots=2)[1]'
+SLOTS = 'pl.MemRef("pipe_tile", 0, 65536, slots=2)'
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    (SLOT_1, 'pl.MemRef("pipe_tile", 0, 65536, slots=2)[7]', "tile 'tile_1': slot index 7 of MemRef 'pipe_tile' with 2 slots"),
+    (SLOT_1, 'pl.MemRef("pipe_tile", 0, 65536, slots=2)[-1]', "tile 'tile_1': slot index -1 of MemRef 'pipe_tile'"),
+    (SLOTS, 'pl.MemRef("pipe_tile", -4096, 65536, slots=2)', "tile 'tile': MemRef 'pipe_tile' at negative address -4096"),
+    (SLOTS, f'pl.MemRef("pipe_tile", {10 ** 26}, 65536, slots=2)', "starts past the end of Vec (188416 B)"),
+    (SLOTS, f'pl.MemRef("pipe_tile", 0, {10 ** 30}, slots=2)', "is larger than all of Vec (188416 B)"),
+    (SLOTS, 'pl.MemRef("pipe_tile", 0, 65535, slots=2)', "MemRef 'pipe_tile' of 65535 B does not split into 2 equal"),
+    (SLOT_1, 'pl.MemRef("pipe_tile", 0, 131072, slots=2)[1]', "MemRef 'pipe_tile' is 131072 B at 0x0 in Vec in 2 slots"),
+    (SLOTS, 'pl.MemRef("pipe_tile", 0, 32768, slots=2)', "needs 32768 B, but its slot of MemRef 'pipe_tile' holds only"),
+], ids=["index-7", "index-negative", "address-negative", "address-absurd", "size-absurd", "size-odd",
+        "memref-disagrees", "slot-too-small"])
+def test_impossible_dumps_are_refused_naming_the_file_and_the_tile(seed, tmp_path, capsys, old, new, reason):
+    path = edited(allocation_dump(seed, "pipelined", tmp_path), tmp_path, old, new)
+    done = cli_here(capsys, path, "-o", tmp_path / "x.html")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"error: {path}: ") and done.stderr.count("\n") == 1, done.stderr
+    assert reason in done.stderr, done.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_a_tile_past_the_end_of_its_space_is_drawn_where_it_is_and_flagged(seed, tmp_path):
+    path = edited(allocation_dump(seed, "pipelined", tmp_path), tmp_path, SLOTS,
+                  'pl.MemRef("pipe_tile", 150016, 65536, slots=2)')  # slot 1 ends at 215552 > 188416
+    data = model(path)
+    (space,) = data["functions"][0]["spaces"]
+    assert space["over"] and space["hwm"] == 215552
+    assert {b["name"]: b["over"] for b in data["functions"][0]["boxes"]} == {"tile": False, "tile_1": True}
+    html = Elements(dom(run([str(path), "-o", str(tmp_path / "over.html")]), tmp_path / "profile"))
+    (lane,) = html.select("div", "lane")
+    (box,) = [b for b in html.select("div", "box") if b["attrs"]["data-name"] == "tile_1"]
+    style = {k.strip(): v for k, v in (part.split(":") for part in box["attrs"]["style"].replace("px", "").split(";")
+                                       if part.strip())}
+    lane_width = float(lane["attrs"]["style"].split("width:")[1].split("px")[0])
+    assert float(style["left"]) == pytest.approx(182784 * 640 / 188416)  # where it is, not clamped
+    assert float(style["left"]) + float(style["width"]) <= lane_width + 0.01  # and the lane holds all of it
+    assert box["attrs"]["data-over"] == "true" and "over" in box["attrs"]["class"].split()
+    assert "over capacity" in html.select("span", "pill")[0]["text"]
+    assert html.select("div", "capacity")
+
+
+# ----------------------------------------------------------------------------- labels and bad files
+
+
+def test_the_after_label_comes_from_the_dump_not_its_file_name(seed, tmp_path):
+    dump = allocation_dump(seed, "pipelined", tmp_path)
+    renamed = tmp_path / "03_after_Bogus.py"
+    renamed.write_text(dump.read_text())
+    assert model(renamed)["pass"] == "AllocateMemoryAddr"
+    html = Elements(dom(run([str(renamed), "-o", str(tmp_path / "r.html")]), tmp_path / "profile"))
+    (meta,) = [e for e in html.found if e["attrs"].get("id") == "meta"]
+    assert "after AllocateMemoryAddr" in meta["text"] and "Bogus" not in meta["text"].split("\u2014")[1]
+    headless = tmp_path / "headless.py"
+    headless.write_text("\n".join(x for x in dump.read_text().splitlines() if not x.startswith("# after:")))
+    assert model(headless)["pass"] is None
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"# \xff\xfe latin-1\nimport pypto.language as pl\n", "not a pass dump (not UTF-8 text)"),
+    (bytes(range(256)) * 4, "not a pass dump (not UTF-8 text)"),
+    (b"", "not a pass dump this tool can read: expected one @pl.program class, found 0"),
+], ids=["latin-1", "random-bytes", "empty"])
+def test_files_that_are_not_dumps_get_one_clear_line(tmp_path, capsys, content, reason):
+    path = tmp_path / "x.py"
+    path.write_bytes(content)
+    done = cli_here(capsys, path)
+    assert done.returncode == 1 and done.stderr == f"error: {path}: {reason}\n"
+
+
+def test_a_visualize_data_bin_is_not_a_dump(seed, tmp_path):
+    out = torch.zeros(512, 128)
+    compiled = seed["single_buffer"].compile(seed["A"], out, config=RunConfig(enable_l0_trace=True,
+                                                                               output_dir=tmp_path / "t"))
+    path = compiled.run(seed["A"], out).trace_dir / "simulator" / "visualize_data.bin"
+    done = cli(path)
+    assert done.returncode == 1 and done.stderr == f"error: {path}: not a pass dump (not UTF-8 text)\n"
+
+
+# ----------------------------------------------------------------------------- rotating slots
+
+
+def test_co_live_rotating_slots_are_drawn_hatched_over_the_allocation(tmp_path):
+    @pl.jit
+    def colive(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(4):
+                x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ring", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)  # noqa: E501
+                y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ring", slots=2)[(i + 1) % 2], pl.Mem.Vec] = pl.load(a, [i * 16 + 64, 0], [16, 128], target_memory=pl.Mem.Vec)  # noqa: E501
+                pl.store(pl.add(x, y), [i * 16, 0], out)
+        return out
+
+    colive.compile(torch.randn(128, 128), torch.zeros(64, 128),
+                   config=RunConfig(dump_passes=PassDumpLevel.EXPLICIT, output_dir=tmp_path / "c"))
+    page = run([str(tmp_path / "c"), "-o", str(tmp_path / "c.html")])
+    drawn = {b["name"]: b for b in model(next((tmp_path / "c" / "passes_dump").glob("*_after_AllocateMemoryAddr.py")))
+             ["functions"][0]["boxes"]}
+    assert {(b["addr"], b["size"], b["dynamic"], b["kind"]) for b in drawn.values()} == {(0, 16384, True, "tile")}
+    html = Elements(dom(page, tmp_path / "profile"))
+    boxes = html.select("div", "box")
+    assert len(boxes) == 2 and all("rotating" in b["attrs"]["class"].split() for b in boxes)
+    assert all("rotating x2" in b["text"] for b in boxes)
+    assert not any({"conflict", "view"} & set(b["attrs"]["class"].split()) for b in boxes)
+
+
+@settings(max_examples=12)
+@given(ps.tile_programs())
+def test_property_every_allocation_dump_the_compiler_writes_is_drawn(case):
+    """The refusals above never fire on the compiler's own output."""
+    import tempfile
+    from pathlib import Path
+
+    from pypto.runtime.compiled import compile_program
+
+    with tempfile.TemporaryDirectory() as tmp:
+        params = [p.name for p in case.program.function(case.entry).params]
+        compile_program(case.program, params, RunConfig(platform="ref", dump_passes=PassDumpLevel.EXPLICIT,
+                                                        output_dir=tmp), write=True)
+        dumps = sorted(Path(tmp, "passes_dump").glob("*_after_AllocateMemoryAddr.py"))
+        assert dumps
+        data = model(dumps[-1])
+        assert data["pass"] == "AllocateMemoryAddr"
+        assert not any(s["over"] for fn in data["functions"] for s in fn["spaces"])
