@@ -363,6 +363,7 @@ def shuffled_carry_programs(draw):
     recipe = [draw(st.one_of(st.tuples(st.just("keep"), slot), st.tuples(st.just("op"), ops, slot, slot),
                              st.tuples(st.just("load"), ops, slot))) for _ in range(k)]
     reread = draw(st.booleans())  # the first initial tile is read again after the loop
+    stage = draw(st.sampled_from([None, 2, 3]))  # a pl.pipeline: its stages thread the carried tiles
     seed = draw(st.integers(0, 2**31 - 1))
     x = random_tensor((rows * (n_init + max(trips, 1)), cols), dtype, seed)
     if dtype is D.FP16:  # keep sums of a few steps finite and exact-comparable
@@ -372,7 +373,8 @@ def shuffled_carry_programs(draw):
     a = b.param("a", TensorType(x.shape, dtype))
     out = b.param("out", TensorType((rows * k, cols), dtype), ParamDirection.Out)
     inits = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"i{j}") for j in range(n_init)]
-    with b.loop(0, trips, carried=[inits[init_of[j]] for j in range(k)]) as loop:
+    kind = ForKind.Pipeline if stage else ForKind.Sequential
+    with b.loop(0, trips, kind=kind, stage=stage, carried=[inits[init_of[j]] for j in range(k)]) as loop:
         cur = loop.iter_vars
         new = []
         for j, step in enumerate(recipe):
@@ -404,7 +406,8 @@ def shuffled_carry_programs(draw):
     want = torch.cat([v + blocks[0] if reread else v for v in vals])
     text = " ".join(":".join(map(str, s)) for s in recipe)
     return Case(n.Program("shuffled", (b.build(),)), "kernel", (x,), (torch.zeros(rows * k, cols, dtype=TORCH[dtype]),),
-                (want,), recipe=f"shuffled carry {dtype.name}[{rows}x{cols}] x{trips} inits {init_of} [{text}]"
+                (want,), recipe=f"shuffled carry {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
+                f"inits {init_of} [{text}]"
                 + (" reread" if reread else ""))
 
 
