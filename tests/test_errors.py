@@ -343,3 +343,426 @@ def test_dump_text_is_never_executed(tmp_path):
 def test_calling_an_op_outside_a_kernel_explains_itself():
     with pytest.raises(PyptoError, match="only has meaning inside a @pl.jit"):
         pl.exp(torch.zeros(2))
+
+
+# ----------------------------------------------------------------------------- indices are integers
+
+
+def test_float_offsets_are_rejected_where_written():
+    @pl.jit
+    def literal(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0.0, 0], [16, 128])  # MARK-float-literal
+            pl.store(t, [0, 0], out)
+        return out
+
+    @pl.jit
+    def scalar(a: pl.Tensor, s: pl.Scalar[pl.FP32], out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(t, [s // 2, 0], out)  # MARK-float-floordiv
+        return out
+
+    err = raises(TypeCheckError, literal, *a_out(), match=r"tile.load's 'offsets' must be integers, but '0.0' is Scalar\[fp32\]")
+    located(err, "MARK-float-literal", "0.0")
+    with pytest.raises(TypeCheckError, match=r"tile.store's 'offsets' must be integers, but 's // 2'") as info:
+        scalar(torch.zeros(128, 128), 1.5, torch.zeros(128, 128), config=REF)
+    located(info.value, "MARK-float-floordiv", "s // 2")
+
+
+def test_float_valid_extents_are_rejected_where_written():
+    @pl.jit
+    def valid(a: pl.Tensor, s: pl.Scalar[pl.FP32], out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128], valid_shape=[s, 128])  # MARK-float-valid
+            pl.store(t, [0, 0], out)
+        return out
+
+    @pl.jit
+    def rows(a: pl.Tensor, s: pl.Scalar[pl.FP32], out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            u = pl.set_validshape(t, s, 128)  # MARK-float-rows
+            pl.store(u, [0, 0], out)
+        return out
+
+    for kernel, marker, match in ((valid, "MARK-float-valid", "tile.load's 'valid_shape' must be integers"),
+                                  (rows, "MARK-float-rows", "tile.set_validshape's 'valid_rows' must be an integer")):
+        with pytest.raises(TypeCheckError, match=match) as info:
+            kernel(torch.zeros(16, 128), 1.5, torch.zeros(16, 128), config=REF)
+        located(info.value, marker, "s,")
+
+
+def test_integer_scalar_floor_division_is_an_offset():
+    @pl.jit
+    def k(a: pl.Tensor, n: pl.Scalar[pl.INT64], out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [n // 2, 0], [8, 128])
+            pl.store(t, [0, 0], out)
+        return out
+
+    a, out = torch.randn(16, 128), torch.zeros(8, 128)
+    for platform in ("ref", "a2a3sim"):
+        k(a, 9, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, a[4:12])
+
+
+# ----------------------------------------------------------------------------- statements that do nothing
+
+
+@pytest.mark.parametrize("op", ["exp", "row_sum", "load"])
+def test_a_discarded_op_result_is_rejected(op):
+    @pl.jit
+    def k_exp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.exp(t)  # MARK-discard-exp
+            pl.store(t, [0, 0], out)
+        return out
+
+    @pl.jit
+    def k_row_sum(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.row_sum(t)  # MARK-discard-row_sum
+            pl.store(t, [0, 0], out)
+        return out
+
+    @pl.jit
+    def k_load(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.load(a, [0, 0], [16, 128])  # MARK-discard-load
+        return out
+
+    kernel = {"exp": k_exp, "row_sum": k_row_sum, "load": k_load}[op]
+    err = raises(UnsupportedSyntaxError, kernel, torch.zeros(16, 128), torch.zeros(16, 128),
+                 match=f"the result of pl.{op} is discarded; assign it to a name")
+    located(err, f"MARK-discard-{op}", f"pl.{op}(")
+
+
+def test_ops_with_effects_stay_statements():
+    from pypto.ir.ops import all_ops
+
+    effects = {op.name for op in all_ops() if op.has_effect}
+    assert effects == {"tile.store", "tensor.assemble"}
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], out)
+            pl.assemble(out, pl.exp(a[0:8, :]), [8, 0])
+        return out
+
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    k(a, out, config=REF)
+    assert torch.equal(out, torch.cat([a[:8], torch.exp(a[:8])]))
+
+
+def test_a_kernel_that_calls_itself_is_reported():
+    @pl.jit
+    def again(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        out = again(a, out)  # MARK-recursion
+        return out
+
+    err = raises(UnsupportedSyntaxError, again, *a_out(), match=r"function 'again' calls itself \(recursion is not supported\)")
+    located(err, "MARK-recursion", "again(a")
+
+
+@pl.jit.inline
+def _spliced_forever(t: pl.Tile):
+    u = _spliced_forever(t)  # MARK-inline-recursion
+    return u
+
+
+def test_an_inline_kernel_that_calls_itself_is_reported():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(_spliced_forever(pl.load(a, [0, 0], [16, 128])), [0, 0], out)
+        return out
+
+    err = raises(UnsupportedSyntaxError, k, *a_out(16), match="function '_spliced_forever' calls itself")
+    located(err, "MARK-inline-recursion", "_spliced_forever(t)")
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def test_config_may_be_a_mapping_of_run_config_fields():
+    from pypto.errors import ConfigError
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.exp(pl.load(a, [0, 0], [16, 128])), [0, 0], out)
+        return out
+
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    k(a, out, config={"platform": "ref"})
+    assert torch.equal(out, torch.exp(a))
+    with pytest.raises(ConfigError, match="config has no field 'platfrom'"):
+        k(a, out, config={"platfrom": "ref"})
+    with pytest.raises(ConfigError, match="is not a RunConfig"):
+        k(a, out, config="ref")
+    with pytest.raises(ConfigError, match="Invalid platform 'npu'"):
+        k.lower(a, out, config={"platform": "npu"})
+
+
+# ----------------------------------------------------------------------------- parameter directions
+
+
+def test_storing_into_an_input_parameter_names_it_and_the_fix():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(pl.exp(t), [0, 0], a)  # MARK-store-input
+        return out
+
+    err = raises(TypeCheckError, k, *a_out(16), match="tile.store writes its 'output_tensor', which is the input parameter 'a'")
+    text = located(err, "MARK-store-input", "pl.store(")
+    assert "pl.Out[" in text and "pl.InOut[" in text
+
+
+def test_an_input_carried_through_a_loop_is_still_read_only():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(2):
+                t = pl.load(a, [i * 8, 0], [8, 128])
+                a = pl.store(t, [i * 8, 0], a)  # MARK-store-carried-input
+            pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], out)
+        return out
+
+    err = raises(TypeCheckError, k, *a_out(16), match="which is the input parameter 'a'")
+    located(err, "MARK-store-carried-input", "pl.store(")
+
+
+@pl.jit.incore
+def _writes_second(a: pl.Tensor, o: pl.Out[pl.Tensor]):
+    pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], o)
+    return o
+
+
+def test_passing_an_input_where_the_callee_writes_is_reported():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        b = _writes_second(a, b)  # MARK-call-writes-input
+        return b
+
+    with pytest.raises(TypeCheckError, match=r"'_writes_second' writes its parameter 'o' \(pl.Out\), and this argument "
+                                             "is the input parameter 'b'") as info:
+        k(torch.zeros(16, 128), torch.zeros(16, 128), torch.zeros(16, 128), config=REF)
+    located(info.value, "MARK-call-writes-input", "b)")
+
+
+def test_inout_and_out_parameters_are_written():
+    @pl.jit
+    def k(a: pl.InOut[pl.Tensor], out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(pl.exp(t), [0, 0], a)
+            pl.store(t, [0, 0], out)
+        return out
+
+    a = torch.randn(16, 128)
+    a0, out = a.clone(), torch.zeros(16, 128)
+    k(a, out, config=REF)
+    assert torch.equal(a, torch.exp(a0)) and torch.equal(out, a0)
+
+
+def test_nested_directions_are_rejected():
+    @pl.jit
+    def k(a: pl.Out[pl.Out[pl.Tensor]]):  # MARK-out-out
+        return a
+
+    err = raises(TypeCheckError, k, torch.zeros(4, 4), match=r"'pl.Out\[pl.Out\[pl.Tensor\]\]' nests two parameter directions")
+    located(err, "MARK-out-out", "pl.Out[pl.Out")
+
+
+# ----------------------------------------------------------------------------- names a kernel cannot bind
+
+
+def test_a_local_named_like_the_language_module_is_rejected():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):  # noqa: F823  (the kernel is parsed, never run)
+            pl = 3  # MARK-shadow-pl
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(t, [0, 0], out)
+        return out
+
+    err = raises(ParseError, k, *a_out(16), match="'pl' is the kernel language module here")
+    located(err, "MARK-shadow-pl", "pl = 3")
+
+
+def test_a_local_named_self_is_a_front_end_error():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            self = pl.load(a, [0, 0], [16, 128])  # MARK-self-local
+            pl.store(self, [0, 0], out)
+        return out
+
+    err = raises(ParseError, k, *a_out(16), match="'self' cannot name a value in a kernel")
+    located(err, "MARK-self-local", "self =")
+
+
+
+# ----------------------------------------------------------------------------- unified op keywords
+
+
+def _mm_kernel_args():
+    return torch.randn(32, 64).half(), torch.randn(64, 32).half(), torch.zeros(32, 32)
+
+
+def test_tile_matmul_out_dtype_must_be_the_accumulators():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            x = pl.move(pl.load(a, [0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            y = pl.move(pl.load(b, [0, 0], [64, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            c = pl.matmul(x, y, out_dtype=pl.FP16)  # MARK-mm-out-dtype
+            pl.store(c, [0, 0], out)
+        return out
+
+    err = raises(TypeCheckError, k, *_mm_kernel_args(),
+                 match="pl.matmul: out_dtype=pl.FP16 on Tile operands, but the Cube accumulator fixes the result dtype to FP32")
+    located(err, "MARK-mm-out-dtype", "out_dtype=")
+
+
+def test_tile_matmul_transposes_are_explained():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            x = pl.move(pl.load(a, [0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            y = pl.move(pl.load(b, [0, 0], [64, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            c = pl.matmul(x, y, b_trans=True)  # MARK-mm-b-trans
+            pl.store(c, [0, 0], out)
+        return out
+
+    err = raises(TypeCheckError, k, *_mm_kernel_args(), match="pl.matmul: b_trans=True is not supported for Tile operands")
+    text = located(err, "MARK-mm-b-trans", "b_trans=")
+    assert "transpose=True" in text
+
+
+def test_tile_only_ops_on_tensors_do_not_promise_a_tensor_form():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, acc: pl.InOut[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc[:] = pl.matmul_acc(acc, a, b)  # MARK-mm-acc-tensor
+        return acc
+
+    err = raises(TypeCheckError, k, *_mm_kernel_args(), match="tile.matmul_acc requires 'acc' to be a Tile")
+    text = located(err, "MARK-mm-acc-tensor", "pl.matmul_acc(")
+    assert "there is no tensor-level form" in text and "use the tensor-level" not in text
+
+
+# ----------------------------------------------------------------------------- names and operators
+
+
+@pytest.mark.parametrize("case", ["level", "mem", "dtype"])
+def test_unknown_members_of_the_language_list_the_known_ones(case):
+    @pl.jit
+    def k_level(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.FOO):  # MARK-unknown-level
+            pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], out)
+        return out
+
+    @pl.jit
+    def k_mem(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Foo)  # MARK-unknown-mem
+            pl.store(t, [0, 0], out)
+        return out
+
+    @pl.jit
+    def k_dtype(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.cast(pl.load(a, [0, 0], [16, 128]), target_type=pl.FP64), [0, 0], out)  # MARK-unknown-dtype
+        return out
+
+    kernel, match, token = {
+        "level": (k_level, r"unknown member 'FOO' of pl.Level \(known: AIV, AIC, CORE_GROUP", "pl.Level.FOO"),
+        "mem": (k_mem, r"unknown member 'Foo' of pl.Mem \(known: DDR, Vec, Mat", "pl.Mem.Foo"),
+        "dtype": (k_dtype, r"unknown dtype pl.FP64 \(known: BOOL, INT8", "pl.FP64"),
+    }[case]
+    err = raises(ParseError, kernel, *a_out(16), match=match)
+    located(err, f"MARK-unknown-{case}", token)
+
+
+@pytest.mark.parametrize("case", ["neg", "rsub", "rdiv", "pow"])
+def test_operator_forms_with_no_tile_op_say_what_to_write(case):
+    @pl.jit
+    def k_neg(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(-t, [0, 0], out)  # MARK-op-neg
+        return out
+
+    @pl.jit
+    def k_rsub(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(1 - t, [0, 0], out)  # MARK-op-rsub
+        return out
+
+    @pl.jit
+    def k_rdiv(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(2.0 / t, [0, 0], out)  # MARK-op-rdiv
+        return out
+
+    @pl.jit
+    def k_pow(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(t ** 2, [0, 0], out)  # MARK-op-pow
+        return out
+
+    kernel, match, token, fix = {
+        "neg": (k_neg, "unary '-' on a tile or tensor is not supported", "-t", "pl.neg(t)"),
+        "rsub": (k_rsub, "a scalar on the left of '-'", "1 - t", "pl.adds(pl.neg(t), 1)"),
+        "rdiv": (k_rdiv, "a scalar on the left of '/'", "2.0 / t", "pl.muls(pl.recip(t), 2.0)"),
+        "pow": (k_pow, r"operator '\*\*' is not an op on tiles", "t ** 2", "pl.mul(t, t)"),
+    }[case]
+    err = raises(UnsupportedSyntaxError, kernel, *a_out(16), match=match)
+    assert fix in located(err, f"MARK-op-{case}", token)
+
+
+def test_scalar_on_the_left_of_a_commutative_operator():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            pl.store(2.0 * (1.0 + t), [0, 0], out)
+        return out
+
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    for platform in ("ref", "a2a3sim"):
+        k(a, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, (a + 1.0) * 2.0)
+
+
+def test_a_zero_extent_load_prints_the_shape_as_written():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [0, 128])  # MARK-zero-extent
+            pl.store(t, [0, 0], out)
+        return out
+
+    err = raises(TypeCheckError, k, *a_out(16), match=r"requires static positive tile shapes, but got \[0, 128\]\n")
+    located(err, "MARK-zero-extent", "pl.load(")
+
+
+def test_a_kernel_cannot_return_a_scalar():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], out)
+        return 3  # MARK-return-scalar
+
+    err = raises(TypeCheckError, k, *a_out(16), match="A task cannot return a scalar")
+    located(err, "MARK-return-scalar", "3")

@@ -25,6 +25,9 @@ ride on statements and functions and take no part in equality.
 
 from __future__ import annotations
 
+import math
+import struct
+
 import attrs
 
 from pypto.errors import Span
@@ -73,9 +76,17 @@ class Var(_Arith):
     name: str
 
 
+def _const_key(value):
+    """Floats compare by their bits: every NaN equals every NaN (so a printed and re-read NaN
+    is the same constant) and -0.0 differs from 0.0 (they compute differently: 1 / -0.0)."""
+    if isinstance(value, float):
+        return ("float", "nan") if math.isnan(value) else ("float", struct.pack("<d", value))
+    return value
+
+
 @attrs.frozen
 class Const(_Arith):
-    value: int | float | bool
+    value: int | float | bool = attrs.field(eq=_const_key)
     # Python's 1 == 1.0 == True would make these structurally equal; the value's own type
     # is part of the constant.
     kind: str = attrs.field(default=attrs.Factory(lambda self: type(self.value).__name__, takes_self=True))

@@ -43,6 +43,8 @@ def print_program(program: n.Program, *, explicit: bool = False, notes: tuple = 
         if i:
             lines.append("")
         lines.extend(_Printer(program, fn, explicit).function())
+    if not program.functions:
+        lines.append(INDENT + "pass")  # a class body cannot be empty
     return "\n".join(lines) + "\n"
 
 
@@ -202,13 +204,19 @@ class _Printer:
             self.for_(s, depth)
         elif isinstance(s, n.If):
             self.emit(depth, f"if {expr(s.cond)}:")
-            self.block(s.then_body, depth + 1, s.results)
+            self.block(s.then_body, depth + 1, _BranchResults(s.results))
             if s.else_body:
                 self.emit(depth, "else:")
-                self.block(s.else_body, depth + 1, s.results)
+                self.block(s.else_body, depth + 1, _BranchResults(s.results))
         elif isinstance(s, n.Yield):
             values = ", ".join(expr(v) for v in s.values)
-            if results:
+            if results and isinstance(results, _BranchResults) and len(results) == 1 and (
+                    (self.types.get(s.values[0].name) if isinstance(s.values[0], n.Var)
+                     else self.inferred(s.values[0])) != results[0].type):
+                # A branch result's type is read from its yields; say it where this one differs
+                # (a placed tile joining an unplaced result, say).
+                self.emit(depth, f"{results[0].name}: {type_(results[0].type)} = pl.yield_({values})")
+            elif results:
                 self.emit(depth, f"{', '.join(b.name for b in results)} = pl.yield_({values})")
             else:
                 self.emit(depth, f"pl.yield_({values})")
@@ -279,6 +287,10 @@ class _Printer:
             return scalar_type(v, self.types)
         except (PyptoError, KeyError, TypeError):
             return None
+
+
+class _BranchResults(tuple):
+    """The results of an If, as the yields of its branches see them."""
 
 
 # Compile-time choices read better named: pl.tile.move(t, target_memory=pl.Mem.Left).

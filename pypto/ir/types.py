@@ -180,6 +180,27 @@ class TileType:
 Type = ScalarType | TensorType | TileType
 
 
+def joins(value, result) -> bool:
+    """A yielded value fits the loop or branch result it becomes: the same type, or — before
+    InitMemRef places every tile — the same but for a MemRef only one side names."""
+    if value == result:
+        return True
+    if isinstance(value, TileType) and isinstance(result, TileType) and (value.memref is None) != (
+            result.memref is None):
+        return attrs.evolve(value, memref=None) == attrs.evolve(result, memref=None)
+    return False
+
+
+def join(a, b):
+    """The result type two branch values make: their type, or the unplaced one when only a
+    MemRef tells them apart; None when they do not join."""
+    if a == b:
+        return a
+    if joins(a, b):
+        return a if a.memref is None else b
+    return None
+
+
 def type_name(t) -> str:
     """A short human description for messages: ``Tile[64x128 fp32 Vec]``."""
     if isinstance(t, ScalarType):

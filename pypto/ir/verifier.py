@@ -8,14 +8,12 @@ failure is a compiler bug; the error names the function and shows the statement.
 
 from __future__ import annotations
 
-import attrs
-
 import keyword
 
 from pypto.errors import PyptoError, VerificationError
 from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
-from pypto.ir.types import INDEX, ScalarType, TileType, type_name
+from pypto.ir.types import INDEX, ScalarType, TileType, joins, type_name
 
 
 def verify(program: n.Program, *, stage: str = "") -> None:
@@ -67,7 +65,7 @@ class _FunctionChecker:
                 self.uses(stmt.values, scope, stmt)
                 got = tuple(self.type_of(v) for v in stmt.values)
                 want = tuple(b.type for b in results)
-                if not all(map(_joins, got, want)):
+                if not all(map(joins, got, want)):
                     raise self.fail(f"yields {_types(got)} where {_types(want)} is expected", stmt)
                 continue
             if isinstance(stmt, n.Return):
@@ -174,18 +172,6 @@ class _FunctionChecker:
             return callee.returns[0] if len(callee.returns) == 1 else None
         self.uses((v,), scope, stmt)
         return self.type_of(v)
-
-
-def _joins(value, result) -> bool:
-    """A yielded value fits the result it becomes: the same type, or — before InitMemRef
-    places every tile — the same but for a MemRef only one side names (the join puts both
-    in it)."""
-    if value == result:
-        return True
-    if isinstance(value, TileType) and isinstance(result, TileType) and (value.memref is None) != (
-            result.memref is None):
-        return attrs.evolve(value, memref=None) == attrs.evolve(result, memref=None)
-    return False
 
 
 def _compatible(declared, inferred) -> bool:

@@ -11,7 +11,13 @@ from collections.abc import Callable
 
 import attrs
 
-from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import (
+    ParseError,
+    PyptoError,
+    SpecializationError,
+    TypeCheckError,
+    UnsupportedSyntaxError,
+)
 from pypto.ir import nodes as n
 from pypto.ir.affine import interval
 from pypto.ir.ops import UNIFIED, Kind, all_ops, infer_type, lookup
@@ -21,17 +27,24 @@ from pypto.ir.types import (
     DataType,
     FunctionType,
     PadValue,
+    ParamDirection,
     ScalarType,
     TensorType,
     TileType,
     type_name,
 )
+from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.exprs import ExprConverter
 from pypto.sim.soc import MemorySpace
 
 # Older spellings of keyword names the reference language accepted.
 _KEYWORD_ALIASES = {"valid_shapes": "valid_shape"}
+# Keywords of a unified op's signature that its tile form has no parameter for.
+_TILE_OPTIONS = {
+    "tile.matmul": ("out_dtype", "a_trans", "b_trans", "c_matrix_nz"),
+    "tile.matmul_acc": ("a_trans", "b_trans"),
+}
 
 
 @attrs.frozen
@@ -40,6 +53,25 @@ class Callee:
 
     name: str
     returns: tuple
+    params: tuple = ()  # the callee's Params: their directions say which arguments it writes
+    # Per returned value, the index of the parameter it is (a kernel returns the tensors it
+    # was handed to write), or None.
+    returned_params: tuple = ()
+
+    @classmethod
+    def of(cls, fn: n.Function) -> Callee:
+        index = {p.name: k for k, p in enumerate(fn.params)}
+        ret = fn.body[-1] if fn.body and isinstance(fn.body[-1], n.Return) else None
+        returned = tuple(index.get(v.name) if isinstance(v, n.Var) else None for v in ret.values) if ret else ()
+        return cls(fn.name, fn.returns, fn.params, returned)
+
+
+@attrs.frozen
+class Several:
+    """What a call returning several values gives: only ``a, b = f(...)`` takes it apart."""
+
+    callee: Callee
+    args: tuple  # the argument Exprs, which the returned parameters name
 
 
 class ProgramHooks:
@@ -133,10 +165,14 @@ class CallConverter(ExprConverter):
             raise self.error(UnsupportedSyntaxError, node, "kernel functions take positional arguments")
         args = [self.operand(a) for a in node.args]
         callee: Callee = resolve(tuple(t for _, t in args))
+        for (e, _), p, arg_node in zip(args, callee.params, node.args):
+            if p.direction is not ParamDirection.In:
+                self.check_writable(e, arg_node, f"'{callee.name}' writes its parameter '{p.name}' "
+                                                 f"(pl.{p.direction.name}), and this argument is")
+        call = n.FuncCall(callee.name, tuple(e for e, _ in args))
         if len(callee.returns) > 1:
-            raise self.error(UnsupportedSyntaxError, node, "functions returning several values are not supported yet")
-        t = callee.returns[0] if callee.returns else None
-        return n.FuncCall(callee.name, tuple(e for e, _ in args)), t
+            return call, Several(callee, call.args)
+        return call, callee.returns[0] if callee.returns else None
 
     def kernel_call(self, kernel, node: ast.Call):
         if getattr(kernel, "function_type", None) is FunctionType.Inline:
@@ -149,32 +185,65 @@ class CallConverter(ExprConverter):
     def inline_call(self, kernel, node: ast.Call):
         """Splice an inline kernel's body here, its parameters bound to the arguments."""
         source, fdef = self.hooks.inline_source(kernel, node, self)
-        params = [a.arg for a in fdef.args.args]
+        if any(k is kernel for k in self.inlining):
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"function '{fdef.name}' calls itself (recursion is not supported)",
+                             hint="inline functions are spliced in at compile time; "
+                                  "write the repetition as a pl.range loop")
+        params = fdef.args.args
         if node.keywords or len(node.args) != len(params):
             raise self.error(TypeCheckError, node,
                              f"'{fdef.name}' takes {len(params)} arguments, got {len(node.args)}")
         args = [self.operand(a) for a in node.args]
+        caller = self.source
         saved = (self.source, self.env, self.dropped)
         self.source, self.env, self.dropped = source, {}, {}
+        self.inlining.append(kernel)
         try:
-            for name, (e, t) in zip(params, args):
+            for p, arg_node, (e, t) in zip(params, node.args, args):
+                if p.annotation is not None:
+                    self._check_inline_arg(fdef.name, p, t, caller.span(arg_node))
                 if isinstance(e, n.Var):
-                    self.env[name] = e.name
+                    self.env[p.arg] = e.name
                 else:
-                    self.bind(name, t, e, node)
+                    self.bind(p.arg, t, e, node)
             body = self._body_statements(fdef.body)
             ret = None
             if body and isinstance(body[-1], ast.Return):
                 body, ret = body[:-1], body[-1]
-            for stmt in body:
+            for i, stmt in enumerate(body):
                 if isinstance(stmt, ast.Return):
                     raise self.error(UnsupportedSyntaxError, stmt, "an inline function returns only at its end")
-                self.statement(stmt, frozenset(), top=False)
+                later = liveness.reads(body[i + 1:] + ([ret] if ret is not None else []))
+                self.statement(stmt, frozenset(later), top=False)
             if ret is None or ret.value is None:
                 return n.Const(0), INDEX  # a value nobody reads: the call is a statement
+            if isinstance(ret.value, ast.Tuple):
+                raise self.error(UnsupportedSyntaxError, ret, "an inline function returns one value")
             return self.operand(ret.value)
         finally:
+            self.inlining.pop()
             self.source, self.env, self.dropped = saved
+
+    def _check_inline_arg(self, fname: str, param: ast.arg, t, where) -> None:
+        """An argument against its parameter's annotation, reported at the call."""
+        try:
+            self.annotation(param.annotation, given=t, param=param.arg)
+        except SpecializationError as err:
+            declared = f" (declared at {err.span})" if err.span is not None else ""
+            raise TypeCheckError(f"'{fname}': {err.message}{declared}", span=where,
+                                 hint=f"pass a value of the declared type, or annotate '{param.arg}' with a bare "
+                                      "pl.Tile / pl.Tensor to take any") from None
+
+    def check_writable(self, value, node, what: str) -> None:
+        """A kernel writes only the tensors its caller hands it to write: pl.Out / pl.InOut
+        parameters. (Dump text is read as printed: passes answer for what they produce.)"""
+        if self.source.exact or not isinstance(value, n.Var) or value.name not in self.inputs:
+            return
+        param = self.inputs[value.name]
+        raise self.error(TypeCheckError, node, f"{what} the input parameter '{param}'",
+                         hint=f"declare it written: '{param}: pl.Out[pl.Tensor[...]]' (written only) or "
+                              f"'{param}: pl.InOut[pl.Tensor[...]]' (read and written)")
 
     def require_incore(self, node, opname: str) -> None:
         if not self.incore:
@@ -193,8 +262,45 @@ class CallConverter(ExprConverter):
             keywords[_KEYWORD_ALIASES.get(k.arg, k.arg)] = (ArgThunk(self, k.value), k)
         op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
         self.require_incore(node, op.name)
+        options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
         values, types = self.bind_args(op, thunks, keywords, node)
-        return self.checked_call(op, values, types, node)
+        call, t = self.checked_call(op, values, types, node)
+        if "out_dtype" in options:
+            want, where = options["out_dtype"]
+            if want is not None and want is not t.dtype:
+                raise self.error(TypeCheckError, where,
+                                 f"pl.{meaning.name}: out_dtype=pl.{want.name} on Tile operands, but the Cube "
+                                 f"accumulator fixes the result dtype to {t.dtype.name}",
+                                 hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
+                                      "converts to the output tensor's dtype")
+        return call, t
+
+    def unified_options(self, meaning: N.Op, op: OpDef, keywords: dict) -> dict:
+        """Keywords the unified ``pl.<op>`` takes for every level but a tile op has no
+        parameter for (``pl.matmul(l, r, out_dtype=pl.FP32, b_trans=False)``): their
+        defaults are what the tile op does; anything else is explained, not ignored."""
+        names = _TILE_OPTIONS.get(op.name, ())
+        options = {}
+        for key in names:
+            if key not in keywords:
+                continue
+            thunk, where = keywords.pop(key)
+            if key == "out_dtype":
+                value = None if isinstance(thunk.node, ast.Constant) and thunk.node.value is None else \
+                    self.static_of(thunk.node, DataType, f"pl.{meaning.name}'s out_dtype")
+                options[key] = (value, where)
+                continue
+            if self.static_of(thunk.node, bool, f"pl.{meaning.name}'s {key}"):
+                hint = {"a_trans": "transpose on the way into L1 instead: pl.load(..., target_memory=pl.Mem.Mat, "
+                                   "transpose=True), then pl.move it to pl.Mem.Left; or use the tensor-level "
+                                   f"pl.{meaning.name}(a, b, a_trans=True)",
+                        "b_trans": "transpose on the way into L1 instead: pl.load(..., target_memory=pl.Mem.Mat, "
+                                   "transpose=True), then pl.move it to pl.Mem.Right; or use the tensor-level "
+                                   f"pl.{meaning.name}(a, b, b_trans=True)",
+                        "c_matrix_nz": "the accumulator's layout is not selectable here"}[key]
+                raise self.error(TypeCheckError, where, f"pl.{meaning.name}: {key}=True is not supported for Tile "
+                                                        "operands", hint=hint)
+        return options
 
     def pick_op(self, meaning: N.Op, thunks, keywords, node) -> OpDef:
         forms = UNIFIED[meaning.name]
@@ -254,13 +360,15 @@ class CallConverter(ExprConverter):
         what = f"{op.name}'s '{p.name}'"
         if p.optional and isinstance(thunk.node, ast.Constant) and thunk.node.value is None:
             return None, None
+        if p.kind is Kind.SCALAR and p.integer:
+            return self.index(thunk.node, what, "an integer"), None
         if p.kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR):
             e, t = thunk.operand()
             return e, t
         if p.kind is Kind.INDEX_LIST:
             if not isinstance(thunk.node, (ast.List, ast.Tuple)):
                 raise self.error(TypeCheckError, thunk.node, f"{what} is a list of indices", hint="[i * 64, 0]")
-            return tuple(self.scalar(e) for e in thunk.node.elts), None
+            return tuple(self.index(e, what) for e in thunk.node.elts), None
         if p.kind is Kind.SHAPE:
             return tuple(n.Const(v) for v in self.static_ints(thunk.node, what)), None
         kinds = {Kind.DTYPE: DataType, Kind.SPACE: MemorySpace, Kind.PAD: PadValue, Kind.BOOL: bool,
@@ -274,6 +382,8 @@ class CallConverter(ExprConverter):
             t = infer_type(op, OpArgs(op.name, values, types), self.source.soc)
         except PyptoError as err:
             raise err.with_span(self.span(node)) from None
+        if op.writes_operand is not None:
+            self.check_writable(values[op.writes_operand], node, f"{op.name} writes its '{op.writes_operand}', which is")
         self.check_bounds(op, values, types, node)
         return n.Call(op.name, tuple(values[p.name] for p in op.params)), t
 

@@ -8,6 +8,7 @@ against the op registry where they are written, so every mistake names the user'
 from __future__ import annotations
 
 import ast
+import keyword
 
 import attrs
 
@@ -20,18 +21,24 @@ from pypto.ir.types import (
     ForKind,
     FunctionType,
     Level,
+    ParamDirection,
     ScalarType,
     TensorType,
     TileType,
+    join,
+    joins,
     type_name,
 )
 from pypto.lang import liveness
 from pypto.lang import names as N
-from pypto.lang.calls import CallConverter, ProgramHooks
+from pypto.lang.calls import CallConverter, ProgramHooks, Several
 from pypto.lang.exprs import Dropped, NotStatic, Source
 
 INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
 _ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
+_OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<",
+                  ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.USub: "-",
+                  ast.Not: "not", ast.Invert: "~"}
 
 
 @attrs.define
@@ -42,6 +49,7 @@ class _Frame:
     explicit: bool
     yield_targets: tuple[str, ...] | None = None
     yield_types: tuple | None = None
+    declared: object = None  # the annotated type of a single yield target (``x: T = pl.yield_(v)``)
 
 
 class FunctionConverter(CallConverter):
@@ -97,13 +105,14 @@ class FunctionConverter(CallConverter):
                                  hint=f"Add a type annotation like: {arg.arg}: pl.Tensor[[64], pl.FP32]")
             given = None if self.given is None else self.given.get(arg.arg)
             t, direction = self.annotation(arg.annotation, given=given, param=arg.arg)
-            if isinstance(given, ScalarType) and isinstance(t, ScalarType) and given.dtype.is_int != t.dtype.is_int:
-                raise self.error(TypeCheckError, arg, f"argument '{arg.arg}' is a {given.dtype} scalar but the kernel declares {t.dtype}")
             if isinstance(t, TileType):
                 raise self.error(TypeCheckError, arg, f"parameter '{arg.arg}' is a Tile: kernels take GM tensors",
                                  hint="take a pl.Tensor and pl.load the tile inside the kernel")
+            self.check_local_name(arg.arg, arg)
             name = self.fresh(arg.arg)
             self.env[arg.arg] = name
+            if direction is ParamDirection.In and isinstance(t, TensorType):
+                self.inputs[name] = arg.arg
             params.append(n.Param(name, t, direction))
         return tuple(params)
 
@@ -167,12 +176,26 @@ class FunctionConverter(CallConverter):
 
     # ------------------------------------------------------------------ assignments
 
+    def check_local_name(self, pyname: str, node) -> None:
+        """Names a kernel cannot bind: the language module itself, and 'self'."""
+        if pyname == "self":
+            raise self.error(ParseError, node, "'self' cannot name a value in a kernel",
+                             hint="rename it: program dumps print every function as a method, "
+                                  "where 'self' is the program")
+        if self.source.resolver.resolve(pyname) == N.Path(()) and pyname not in self.env:
+            raise self.error(ParseError, node,
+                             f"'{pyname}' is the kernel language module here; binding a value to it would hide "
+                             f"every {pyname}.* name after it",
+                             hint="rename the value")
+
     def bind(self, pyname: str, t, value, node) -> str:
+        self.check_local_name(pyname, node)
         ssa = self.fresh(pyname)
         self.types[ssa] = t
         self.env[pyname] = ssa
-        self.statics.pop(pyname, None)
         self.dropped.pop(pyname, None)
+        if isinstance(value, n.Const):
+            self.known[ssa] = value.value
         self.emit(n.Assign(ssa, t, value, span=self.span(node)))
         return ssa
 
@@ -183,13 +206,11 @@ class FunctionConverter(CallConverter):
         if self._is_builtin_call(node.value, "yield_"):
             return self.yield_(node.value, target)
         if isinstance(target, ast.Name):
-            if isinstance(node.value, ast.Name) and isinstance(self.local_type(node.value), TileType):
-                # `b = a` names the same on-chip buffer: no copy exists to make, so no statement.
-                self.env[target.id] = self.env[node.value.id]
-                self.statics.pop(target.id, None)
-                self.dropped.pop(target.id, None)
-                return
             value, t = self.value(node.value, hint=target.id)
+            self.single(t, node.value)
+            if isinstance(value, n.Var) and isinstance(t, TileType):
+                self.alias(target.id, value, target)
+                return
             self.bind(target.id, t, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target, node.value)
@@ -202,10 +223,43 @@ class FunctionConverter(CallConverter):
         if not isinstance(node.target, ast.Name) or node.value is None:
             raise self.error(UnsupportedSyntaxError, node, "annotated assignments bind one name to a value")
         if self._is_builtin_call(node.value, "yield_"):
-            return self.yield_(node.value, node.target)
+            return self.yield_(node.value, node.target, self.annotation(node.annotation)[0])
         value, inferred = self.value(node.value, hint=node.target.id)
+        self.single(inferred, node.value)
         declared, _ = self.annotation(node.annotation)
-        self.bind(node.target.id, self.merge_declared(declared, inferred, node.annotation), value, node)
+        if isinstance(value, n.Const) and isinstance(declared, ScalarType) and isinstance(inferred, ScalarType):
+            value = self.typed_constant(value, declared, node)
+            inferred = declared
+        merged = self.merge_declared(declared, inferred, node.annotation)
+        if isinstance(value, n.Var) and isinstance(inferred, TileType):
+            if merged != inferred:
+                raise self.error(TypeCheckError, node.annotation,
+                                 f"'{node.target.id}' names the existing tile '{ast.unparse(node.value)}', "
+                                 "which the annotation cannot re-place",
+                                 hint="annotate the tile where an op makes it (x: pl.Tile[...] = pl.load(...)), "
+                                      "or make a placed copy with pl.move")
+            self.alias(node.target.id, value, node.target)
+            return
+        self.bind(node.target.id, merged, value, node)
+
+    def alias(self, pyname: str, var: n.Var, node) -> None:
+        """``b = a`` for a tile names the same on-chip buffer: no copy exists to make, so no
+        statement (an op binds every tile)."""
+        self.check_local_name(pyname, node)
+        self.env[pyname] = var.name
+        self.dropped.pop(pyname, None)
+
+    def typed_constant(self, value: n.Const, declared: ScalarType, node) -> n.Const:
+        """A literal for an annotated scalar: ``n: pl.Scalar[pl.INT32] = 3``, ``x: pl.Scalar[pl.FP32] = 1``."""
+        v = value.value
+        if declared.dtype.is_float and isinstance(v, int) and not isinstance(v, bool):
+            return n.Const(float(v))
+        if declared.dtype.is_int and isinstance(v, int) and not isinstance(v, bool):
+            return value
+        if declared.dtype.is_bool and isinstance(v, bool) or declared.dtype.is_float and isinstance(v, float):
+            return value
+        want = "a number" if declared.dtype.is_float else "an int" if declared.dtype.is_int else "True or False"
+        raise self.error(TypeCheckError, node, f"{v!r} is not a {declared.dtype} value", hint=f"write {want}")
 
     def merge_declared(self, declared, inferred, node):
         """The annotated type, checked against (and completed from) the inferred one."""
@@ -222,6 +276,9 @@ class FunctionConverter(CallConverter):
             valid = declared.valid_shape if declared.valid_shape is not None else inferred.valid_shape
             return TileType(shape=declared.shape, dtype=declared.dtype, space=space, memref=declared.memref,
                             valid_shape=valid)
+        if isinstance(declared, ScalarType) and isinstance(inferred, ScalarType) \
+                and declared.dtype.is_int and inferred.dtype.is_int:
+            return declared  # integer widths are a choice of the name's type; the value converts
         if declared != inferred:
             raise self.error(TypeCheckError, node,
                              f"the annotation says {type_name(declared)} but the value is {type_name(inferred)}")
@@ -242,15 +299,52 @@ class FunctionConverter(CallConverter):
         try:
             values = self.static(value_node)
         except NotStatic:
+            if isinstance(value_node, ast.Call):
+                return self.unpack_results(names, value_node)
             raise self.error(UnsupportedSyntaxError, value_node,
-                             "only compile-time tuples (like 'M, N = a.shape') can be unpacked") from None
+                             "only compile-time tuples (like 'M, N = a.shape') and calls returning several values "
+                             "can be unpacked") from None
         if not isinstance(values, list) or len(values) != len(names):
             raise self.error(TypeCheckError, value_node, f"cannot unpack {values!r} into {len(names)} names")
         for name, v in zip(names, values):
             if not isinstance(v, (int, float, bool)):
                 raise self.error(TypeCheckError, value_node, f"cannot bind {v!r} to '{name.id}'")
-            self.env.pop(name.id, None)
-            self.statics[name.id] = v
+            # A compile-time value with no binding statement: uses read the constant. It is
+            # still a name of the environment, so a loop or branch that rebinds it carries it.
+            self.check_local_name(name.id, name)
+            ssa = self.fresh(name.id)
+            self.types[ssa] = self.expr_type(n.Const(v), value_node)
+            self.folded[ssa] = v
+            self.env[name.id] = ssa
+            self.dropped.pop(name.id, None)
+
+    def unpack_results(self, names, call_node: ast.Call) -> None:
+        """``o1, o2 = two(a, o1, o2)``: the kernel writes the tensors it is handed and returns
+        them, so the call is a statement and each name is the argument the callee returns."""
+        value, t = self.value(call_node)
+        if not isinstance(t, Several):
+            count = 1 if t is not None else 0
+            raise self.error(TypeCheckError, call_node,
+                             f"'{ast.unparse(call_node.func)}' returns {count} value{'s' if count != 1 else ''}, "
+                             f"not {len(names)}")
+        callee = t.callee
+        if len(names) != len(callee.returns):
+            raise self.error(TypeCheckError, call_node,
+                             f"'{callee.name}' returns {len(callee.returns)} values, unpacked into {len(names)} names")
+        for k, index in enumerate(callee.returned_params):
+            if index is None:
+                raise self.error(UnsupportedSyntaxError, call_node,
+                                 f"value {k} that '{callee.name}' returns is not one of its parameters",
+                                 hint="a kernel returning several values returns the Out/InOut tensors it writes")
+        self.emit(n.Eval(value, span=self.span(call_node)))
+        for name, index, rt in zip(names, callee.returned_params, callee.returns):
+            arg = t.args[index]
+            if isinstance(arg, n.Var):
+                self.check_local_name(name.id, name)
+                self.env[name.id] = arg.name
+                self.dropped.pop(name.id, None)
+            else:
+                self.bind(name.id, rt, arg, name)
 
     def assemble(self, target: ast.Subscript, value_node, node) -> None:
         """``out[:] = x`` / ``out[a:b, c:d] = x``: write a tensor value into a window of out."""
@@ -278,8 +372,8 @@ class FunctionConverter(CallConverter):
             if not isinstance(item, ast.Slice) or item.step is not None:
                 raise self.error(UnsupportedSyntaxError, item, "tensor windows are written with start:stop slices",
                                  hint="a[i * 64:(i + 1) * 64, :]")
-            lo = self.scalar(item.lower) if item.lower is not None else n.Const(0)
-            hi = self.scalar(item.upper) if item.upper is not None else n.Const(t.shape[axis])
+            lo = self.index(item.lower, "window bounds") if item.lower is not None else n.Const(0)
+            hi = self.index(item.upper, "window bounds") if item.upper is not None else n.Const(t.shape[axis])
             extent = static_difference(hi, lo)
             if extent is None or extent <= 0:
                 raise self.error(TypeCheckError, item, "a window's extent (stop - start) must be a positive constant",
@@ -297,22 +391,68 @@ class FunctionConverter(CallConverter):
             raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",
                              hint="assign its value to a name, or remove it")
         value, t = self.value(node.value)
+        if isinstance(value, n.Call) and not lookup(value.op).has_effect:
+            # Nothing would read the value, and an op without effects does nothing else.
+            what = ast.unparse(node.value.func) if node.value.func is not None else value.op
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"the result of {what} is discarded; assign it to a name",
+                             hint=f"x = {ast.unparse(node.value)}")
         if isinstance(value, (n.Call, n.FuncCall)):
             self.emit(n.Eval(value, span=self.span(node)))
+        elif not self._is_inline_call(node.value):  # an inline body's statements are already in place
+            raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",
+                             hint="assign its value to a name, or remove it")
 
     def value(self, node, hint: str = "v"):
         """(IR value, type): a Call/FuncCall for op and function calls, else an Expr."""
         if isinstance(node, ast.Call):
             return self.call(node)
-        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH and self._is_array(node):
-            fake = ast.copy_location(ast.Call(func=None, args=[node.left, node.right], keywords=[]), node)
-            return self.op_call(N.Op(_ARITH[type(node.op)], unified=True), fake)
+        if isinstance(node, ast.BinOp) and self._is_array(node):
+            return self.array_operator(node)
+        if isinstance(node, ast.UnaryOp) and self._is_array(node.operand):
+            if isinstance(node.op, ast.UAdd):
+                return self.value(node.operand, hint)
+            x = ast.unparse(node.operand)
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"unary '{_OPERATOR_TEXT.get(type(node.op), '?')}' on a tile or tensor is not supported",
+                             hint=f"write pl.neg({x}) (or pl.muls({x}, -1))" if isinstance(node.op, ast.USub)
+                             else "kernels compute on tiles with pl.* ops")
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
             return self.slice(node, self.local_type(node.value))
         if isinstance(node, ast.Name) and node.id in self.env:
             return self.var(node.id)
         e = self.scalar(node)
         return e, self.expr_type(e, node)
+
+    def array_operator(self, node: ast.BinOp):
+        """``a + b``, ``t * 2``, ``2 * t`` on tiles/tensors are the unified ops; the forms
+        with no op behind them are explained."""
+        op = _ARITH.get(type(node.op))
+        left, right = node.left, node.right
+        if op is None:
+            hint = f"write pl.mul({ast.unparse(left)}, {ast.unparse(left)})" if isinstance(node.op, ast.Pow) \
+                else "kernels compute on tiles with pl.* ops (pl.add, pl.mul, ...)"
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"operator '{_OPERATOR_TEXT.get(type(node.op), '?')}' is not an op on tiles or tensors",
+                             hint=hint)
+        if not self._is_array(left):
+            if op in ("add", "mul"):  # commutative: t + 1 computes the same bits as 1 + t
+                left, right = right, left
+            else:
+                s, x = ast.unparse(left), ast.unparse(right)
+                hint = {"sub": f"write pl.adds(pl.neg({x}), {s})",
+                        "div": f"write pl.muls(pl.recip({x}), {s}) (a reciprocal then a scale, which may round "
+                               "differently from a division), or make the scalar a tile with pl.full and pl.div"}[op]
+                raise self.error(UnsupportedSyntaxError, node,
+                                 f"'{ast.unparse(node)}': a scalar on the left of '{'-' if op == 'sub' else '/'}' "
+                                 "with a tile or tensor on the right is not supported (there is no reversed op)",
+                                 hint=hint)
+        fake = ast.copy_location(ast.Call(func=None, args=[left, right], keywords=[]), node)
+        return self.op_call(N.Op(op, unified=True), fake)
+
+    def _is_inline_call(self, node) -> bool:
+        ref = self.resolve_chain(node.func) if isinstance(node, ast.Call) and node.func is not None else None
+        return isinstance(ref, N.Kernel) and getattr(ref.obj, "function_type", None) is FunctionType.Inline
 
     def _is_array(self, node) -> bool:
         """Whether an expression denotes a tile or tensor (so `a + b` is pl.add), decided
@@ -321,6 +461,8 @@ class FunctionConverter(CallConverter):
             return isinstance(self.local_type(node), (TileType, TensorType))
         if isinstance(node, ast.BinOp):
             return self._is_array(node.left) or self._is_array(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self._is_array(node.operand)
         if isinstance(node, ast.Subscript):
             return isinstance(self.local_type(node.value), TensorType)
         if isinstance(node, ast.Call):
@@ -330,9 +472,18 @@ class FunctionConverter(CallConverter):
                 and node.func.value.id == "self")
         return False
 
+    def single(self, t, node) -> None:
+        if isinstance(t, Several):
+            names = ", ".join(t.callee.params[i].name if i is not None else f"r{k}"
+                              for k, i in enumerate(t.callee.returned_params))
+            raise self.error(TypeCheckError, node,
+                             f"'{t.callee.name}' returns {len(t.callee.returns)} values; unpack them into as many names",
+                             hint=f"{names} = {ast.unparse(node)}")
+
     def operand(self, node, hint: str = "t"):
         """An operand Expr: op results are bound to a fresh temporary first."""
         value, t = self.value(node, hint)
+        self.single(t, node)
         if isinstance(value, (n.Call, n.FuncCall)):
             base = value.op.split(".")[-1] if isinstance(value, n.Call) else value.callee
             ssa = self.fresh(base)
@@ -420,6 +571,9 @@ class FunctionConverter(CallConverter):
                              and (x in exposed or x in live_after)]
             inits = [self.var(x) for x in carried_names]
 
+        for name_node in ast.walk(node.target):
+            if isinstance(name_node, ast.Name):
+                self.check_local_name(name_node.id, name_node)
         outer_env = dict(self.env)
         var = self.fresh(loop_name)
         self.types[var] = INDEX
@@ -432,6 +586,8 @@ class FunctionConverter(CallConverter):
             ssa = self.fresh(name)
             self.types[ssa] = t
             self.env[name] = ssa
+            if isinstance(init, n.Var) and init.name in self.inputs:  # still the caller's read-only tensor
+                self.inputs[ssa] = self.inputs[init.name]
             iter_args.append(n.IterArg(ssa, t, init))
 
         frame = _Frame("for", explicit)
@@ -453,7 +609,7 @@ class FunctionConverter(CallConverter):
             if carried_names:
                 body.append(n.Yield(tuple(e for e, _ in values), span=self.span(node)))
         for name, a, t in zip(carried_names, iter_args, yield_types):
-            if t != a.type:
+            if not joins(t, a.type):
                 raise self.error(TypeCheckError, node,
                                  f"loop-carried value '{name}' changes type inside the loop, "
                                  f"from {type_name(a.type)} to {type_name(t)}",
@@ -473,7 +629,7 @@ class FunctionConverter(CallConverter):
             if self.env.get(name) != ssa and name not in self.env:
                 self.dropped[name] = Dropped(node.lineno + self.source.line_offset, where)
 
-    def yield_(self, call: ast.Call, target) -> None:
+    def yield_(self, call: ast.Call, target, declared=None) -> None:
         if not self.frames:
             raise self.error(UnsupportedSyntaxError, call, "pl.yield_ ends a loop or branch body")
         frame = self.frames[-1]
@@ -488,21 +644,30 @@ class FunctionConverter(CallConverter):
             if not all(isinstance(e, ast.Name) for e in elts) or len(elts) != len(values):
                 raise self.error(TypeCheckError, target, f"{len(elts)} names for {len(values)} yielded values")
             names = tuple(e.id for e in elts)
+            for e in elts:
+                self.check_local_name(e.id, e)
         if frame.yield_targets is not None and frame.kind == "for":
             raise self.error(UnsupportedSyntaxError, call, "a loop body yields once, at its end")
         frame.yield_targets = names
         frame.yield_types = tuple(t for _, t in values)
+        if declared is not None:
+            if len(values) != 1:
+                raise self.error(TypeCheckError, target, "only a single yielded value takes an annotation")
+            if not joins(values[0][1], declared):
+                raise self.error(TypeCheckError, target, f"the yielded value is {type_name(values[0][1])}, "
+                                                         f"not the annotated {type_name(declared)}")
+            frame.declared = declared
         self.emit(n.Yield(tuple(e for e, _ in values), span=self.span(call)))
 
     def if_(self, node: ast.If, live_after: frozenset) -> None:
-        try:
-            taken = self.static(node.test)
-        except NotStatic:
-            taken = None
+        taken = None
+        if not self.source.exact:  # dump text keeps every If it prints, so it reads back equal
+            try:
+                taken = self.static(node.test)
+            except NotStatic:
+                pass
         if isinstance(taken, (bool, int)):
-            for stmt in node.body if taken else node.orelse:
-                self.statement(stmt, live_after, False)
-            return
+            return self.static_if(node.body if taken else node.orelse, live_after)
         cond = self.scalar(node.test)
         explicit = self._ends_in_yield(node.body)
         outer_env = dict(self.env)
@@ -521,23 +686,32 @@ class FunctionConverter(CallConverter):
         if explicit:
             if not node.orelse or else_frame.yield_targets != then_frame.yield_targets:
                 raise self.error(TypeCheckError, node, "both branches of an if that yields must yield the same names")
-            names, types = then_frame.yield_targets, then_frame.yield_types
-            if else_frame.yield_types != types:
+            names = then_frame.yield_targets
+            declared = then_frame.declared or else_frame.declared
+            types = (declared,) if declared is not None else tuple(
+                join(a, b) for a, b in zip(then_frame.yield_types, else_frame.yield_types))
+            if len(then_frame.yield_types) != len(else_frame.yield_types) or not all(
+                    t is not None and joins(a, t) and joins(b, t)
+                    for a, b, t in zip(then_frame.yield_types, else_frame.yield_types, types)):
                 raise self.error(TypeCheckError, node, "the branches of this if yield values of different types")
         else:
             names = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse)])
                      if x in live_after and (x in then_env and x in else_env)
                      and (then_env[x] != outer_env.get(x) or else_env[x] != outer_env.get(x))]
+            same = [x for x in names if self._same_constant(then_env[x], else_env[x])]
+            for x in same:  # both branches bind the same compile-time value: it stays one
+                outer_env[x] = then_env[x]
+            names = [x for x in names if x not in same]
             types = []
             for x in names:
-                (tv, tt), (ev, et) = [(n.Var(env[x]), self.types[env[x]]) for env in (then_env, else_env)]
-                if tt != et:
+                (_, tt), (_, et) = [self.ssa_value(env[x]) for env in (then_env, else_env)]
+                if join(tt, et) is None:
                     raise self.error(TypeCheckError, node,
                                      f"'{x}' is {type_name(tt)} after one branch and {type_name(et)} after the other")
-                types.append(tt)
+                types.append(join(tt, et))
             if names:
-                then_body.append(n.Yield(tuple(n.Var(then_env[x]) for x in names), span=self.span(node)))
-                else_body.append(n.Yield(tuple(n.Var(else_env[x]) for x in names), span=self.span(node)))
+                then_body.append(n.Yield(tuple(self.ssa_value(then_env[x])[0] for x in names), span=self.span(node)))
+                else_body.append(n.Yield(tuple(self.ssa_value(else_env[x])[0] for x in names), span=self.span(node)))
         self.env = outer_env
         for env in (then_env, else_env):
             self._drop(env, node, "if")
@@ -548,6 +722,36 @@ class FunctionConverter(CallConverter):
             self.dropped.pop(x, None)
             results.append(n.Binding(ssa, t))
         self.emit(n.If(cond, then_body, else_body, results, span=self.span(node)))
+
+    def static_if(self, stmts, live_after: frozenset) -> None:
+        """The branch a compile-time condition picks, in place; a final ``x = pl.yield_(v)``
+        binds ``x`` to ``v`` as the If's result would have."""
+        final = None
+        if self._ends_in_yield(stmts):
+            stmts, final = stmts[:-1], stmts[-1]
+        for i, stmt in enumerate(stmts):
+            self.statement(stmt, live_after | liveness.reads(stmts[i + 1:] + ([final] if final else [])), False)
+        if final is None:
+            return
+        call = final.value
+        target = final.targets[0] if isinstance(final, ast.Assign) else getattr(final, "target", None)
+        values = [self.operand(a) for a in call.args]
+        if target is None:
+            return
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(e, ast.Name) for e in elts) or len(elts) != len(values):
+            raise self.error(TypeCheckError, target, f"{len(elts)} names for {len(values)} yielded values")
+        for name, (e, t) in zip(elts, values):
+            if isinstance(e, n.Var) and isinstance(t, TileType):
+                self.alias(name.id, e, name)
+            else:
+                self.bind(name.id, t, e, final)
+
+    def _same_constant(self, a: str, b: str) -> bool:
+        if a not in self.folded or b not in self.folded:
+            return False
+        x, y = n.Const(self.folded[a]), n.Const(self.folded[b])
+        return x == y and self.types[a] == self.types[b]
 
     def _ends_in_yield(self, stmts) -> bool:
         if not stmts:
@@ -581,6 +785,12 @@ class FunctionConverter(CallConverter):
             raise self.error(UnsupportedSyntaxError, kw["level"], f"pl.at(level=pl.Level.{level.name}) is not supported yet",
                              hint="use pl.Level.CORE_GROUP for an InCore scope")
         hint = self.static_of(kw["name_hint"], str, "name_hint") if "name_hint" in kw else ""
+        if hint and (not hint.isidentifier() or keyword.iskeyword(hint) or hint in ("pl", "self")):
+            # It names the outlined function, which dumps print as a Python method.
+            raise self.error(TypeCheckError, kw["name_hint"],
+                             f"name_hint={hint!r} must be a Python identifier that is not a keyword",
+                             hint="letters, digits and underscores, not starting with a digit, "
+                                  "e.g. name_hint=\"softmax_rows\"")
         self.incore = True
         try:
             body = self.block(node.body, live_after)
@@ -595,5 +805,12 @@ class FunctionConverter(CallConverter):
         if node.value is not None:
             items = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
             values = [self.operand(v) for v in items]
+        for item, (_, t) in zip(items if node.value is not None else (), values):
+            if not self.source.exact and not isinstance(t, TensorType):
+                # What a kernel hands back is GM it wrote; a tile or a scalar has no home there.
+                what = "scalar" if isinstance(t, ScalarType) else type_name(t)
+                raise self.error(TypeCheckError, item,
+                                 f"A task cannot return a {what}: a kernel returns the tensors it writes",
+                                 hint="store the value into a pl.Out tensor parameter and return that tensor")
         self.emit(n.Return(tuple(e for e, _ in values), span=self.span(node)))
         self.return_types = tuple(t for _, t in values)

@@ -47,6 +47,9 @@ class Source:
     col_offset: int = 0  # columns removed by dedenting
     resolver: N.Resolver = attrs.field(factory=N.Resolver)
     soc: SoC = DEFAULT
+    # Dump text, read back exactly as printed: nothing is folded away (an ``if True:`` the
+    # printer wrote stays an If), so print -> parse gives the same Program.
+    exact: bool = False
 
     def span(self, node) -> Span | None:
         line = getattr(node, "lineno", None)
@@ -85,8 +88,17 @@ class ExprConverter:
         self.used: set[str] = set()  # every SSA name handed out in this function
         self.dropped: dict[str, Dropped] = {}
         self.ranges: dict[str, tuple[int, int]] = {}  # static inclusive ranges of loop vars
-        # Python names bound to compile-time values (``M, N = a.shape``): they fold away.
-        self.statics: dict[str, object] = {}
+        # SSA name -> the In (read-only) tensor parameter it is: what no op may write.
+        self.inputs: dict[str, str] = {}
+        self.inlining: list = []  # inline kernels being spliced in (one inside another is fine, itself is not)
+        # SSA names whose value is known at compile time. ``folded`` ones (bound by
+        # unpacking, ``M, N = a.shape``) have no binding statement: every use is the
+        # constant itself. ``known`` ones (``R = 8``) are bound as usual, so dumps read
+        # back exactly, and their value also serves where a constant is required (a shape).
+        # Both live in ``env`` like any other name, so rebinding one in a loop or a branch
+        # carries it like any other value.
+        self.folded: dict[str, object] = {}
+        self.known: dict[str, object] = {}
 
     # ------------------------------------------------------------------ errors and names
 
@@ -102,6 +114,8 @@ class ExprConverter:
     def resolve_chain(self, node):
         """A Name/Attribute chain resolved to an entity of ``pypto.lang.names``, or None."""
         if isinstance(node, ast.Name):
+            if node.id in self.env:  # a local value hides what the module binds to the name
+                return None
             return self.source.resolver.resolve(node.id)
         if isinstance(node, ast.Attribute):
             base = self.resolve_chain(node.value)
@@ -141,8 +155,13 @@ class ExprConverter:
         return self.error(ParseError, node, f"name '{node.id}' is not defined",
                           hint=f"did you mean '{close[0]}'?" if close else None)
 
-    def var(self, name: str) -> tuple[n.Var, object]:
-        ssa = self.env[name]
+    def var(self, name: str) -> tuple[n.Expr, object]:
+        return self.ssa_value(self.env[name])
+
+    def ssa_value(self, ssa: str) -> tuple[n.Expr, object]:
+        """The Expr reading an SSA name: the constant itself when it has no binding."""
+        if ssa in self.folded:
+            return n.Const(self.folded[ssa]), self.types[ssa]
         return n.Var(ssa), self.types[ssa]
 
     # ------------------------------------------------------------------ static values
@@ -158,16 +177,20 @@ class ExprConverter:
         if isinstance(node, ast.UnaryOp):
             v = self.static(node.operand)
             if isinstance(node.op, ast.USub):
-                return -v
+                return self._evaluate(node, operator.neg, v)
             if isinstance(node.op, ast.UAdd):
-                return +v
+                return self._evaluate(node, operator.pos, v)
             if isinstance(node.op, ast.Not):
                 return not v
             raise NotStatic
         if isinstance(node, ast.BinOp) and type(node.op) in _STATIC_BINOPS:
-            return _STATIC_BINOPS[type(node.op)](self.static(node.left), self.static(node.right))
+            return self._evaluate(node, _STATIC_BINOPS[type(node.op)], self.static(node.left), self.static(node.right))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
-            return OPERATORS[_CMPOPS[type(node.ops[0])]](self.static(node.left), self.static(node.comparators[0]))
+            return self._evaluate(node, OPERATORS[_CMPOPS[type(node.ops[0])]], self.static(node.left),
+                                  self.static(node.comparators[0]))
+        if isinstance(node, ast.BoolOp):
+            values = [self.static(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
         if isinstance(node, ast.Attribute) and node.attr == "shape":
             t = self.local_type(node.value)
             if isinstance(t, (TensorType, TileType)):
@@ -175,24 +198,57 @@ class ExprConverter:
         if isinstance(node, ast.Subscript):
             base = self.static(node.value)
             index = self.static(node.slice)
-            if isinstance(base, list) and isinstance(index, int):
+            if isinstance(base, list) and isinstance(index, int) and not isinstance(index, bool):
+                if not -len(base) <= index < len(base):
+                    raise self.error(TypeCheckError, node, f"index {index} is out of range for {base!r}")
                 return base[index]
             raise NotStatic
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" \
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
-            if node.func.id not in self.env and isinstance(node.args[0].value, str):
-                return float(node.args[0].value)
-        if isinstance(node, ast.Name) and node.id in self.statics and node.id not in self.env:
-            return self.statics[node.id]
+        if isinstance(node, ast.Call):
+            return self._static_call(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Name) and node.id in self.env:
+                ssa = self.env[node.id]
+                for table in (self.folded, self.known):
+                    if ssa in table:
+                        return table[ssa]
                 raise NotStatic
             ref, meaning = self.entity(node)
             if isinstance(ref, N.Alias):
                 raise self.alias_error(node, ref)
             if isinstance(meaning, N.Value):
-                return meaning.value
+                return _as_list(meaning.value)
+            if isinstance(ref, N.Path) and meaning is None:
+                message, hint = N.unknown(ref)
+                raise self.error(ParseError, node, message, hint=hint)
         raise NotStatic
+
+    def _static_call(self, node: ast.Call):
+        """``float("nan")``, and ``min``/``max`` (Python's or pl's) of compile-time values."""
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in self.env:
+            raise NotStatic
+        which = func.id if isinstance(func, ast.Name) and func.id in ("min", "max", "float") else None
+        if which is None:
+            _, meaning = self.entity(func)
+            if isinstance(meaning, N.Builtin) and meaning.name in ("min", "max"):
+                which = meaning.name
+        if which is None or node.keywords:
+            raise NotStatic
+        if which == "float":
+            if len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                return self._evaluate(node, float, node.args[0].value)
+            raise NotStatic
+        args = [self.static(a) for a in node.args]
+        if len(args) < 2 or not all(isinstance(a, (int, float)) for a in args):
+            raise NotStatic
+        return min(args) if which == "min" else max(args)
+
+    def _evaluate(self, node, f, *args):
+        """A Python operator on compile-time values; its failure is the user's mistake."""
+        try:
+            return f(*args)
+        except Exception as exc:  # 1 // 0, "a" - 1, ...
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' could not be evaluated: {exc}") from None
 
     def local_type(self, node):
         if isinstance(node, ast.Name) and node.id in self.env:
@@ -221,6 +277,13 @@ class ExprConverter:
             raise self.error(TypeCheckError, node, f"{what} must be a list of ints, not {value!r}")
         return tuple(value)
 
+    def static_dims(self, node, what: str) -> tuple[int, ...]:
+        shape = self.static_ints(node, what)
+        if not shape or any(d <= 0 for d in shape):
+            raise self.error(TypeCheckError, node, f"{what} has positive extents, not {list(shape)}",
+                             hint="every dimension is at least 1, e.g. [64, 128]")
+        return shape
+
     # ------------------------------------------------------------------ scalar expressions
 
     def scalar(self, node) -> n.Expr:
@@ -229,6 +292,17 @@ class ExprConverter:
         t = self.expr_type(e, node)
         if not isinstance(t, ScalarType):
             raise self.error(TypeCheckError, node, f"expected a scalar here, got {type_name(t)}")
+        return e
+
+    def index(self, node, what: str, noun: str = "integers") -> n.Expr:
+        """An integer scalar expression: an offset, an extent, a valid size."""
+        e = self.scalar(node)
+        t = self.expr_type(e, node)
+        if not (isinstance(t, ScalarType) and t.dtype.is_int):
+            raise self.error(TypeCheckError, node,
+                             f"{what} must be {noun}, but '{ast.unparse(node)}' is {type_name(t)}",
+                             hint="index with integer expressions (loop variables, int scalars, '//' to divide); "
+                                  "a float cannot address elements")
         return e
 
     def expr_type(self, e, node):
@@ -323,10 +397,20 @@ class ExprConverter:
             if not isinstance(node, ast.Subscript):
                 raise self.error(TypeCheckError, node, f"pl.{meaning.name} needs the type it wraps",
                                  hint=f"pl.{meaning.name}[pl.Tensor] or pl.{meaning.name}[pl.Tensor[[64, 128], pl.FP32]]")
+            _, wrapped = self.entity(node.slice.value if isinstance(node.slice, ast.Subscript) else node.slice)
+            if isinstance(wrapped, N.TypeCtor) and wrapped.name in ("Out", "InOut"):
+                raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' nests two parameter directions",
+                                 hint=f"write one: pl.{meaning.name}[pl.Tensor[...]]")
             inner, _ = self.annotation(node.slice, given=given, param=param)
+            if not isinstance(inner, TensorType):
+                raise self.error(TypeCheckError, node, f"pl.{meaning.name} wraps a tensor, not {type_name(inner)}",
+                                 hint="only GM tensors are written by a kernel; pass a scalar as a plain parameter")
             return inner, ParamDirection[meaning.name]
         if isinstance(meaning, N.Value) and isinstance(meaning.value, DataType):
             return ScalarType(meaning.value), ParamDirection.In
+        if isinstance(ref, N.Path) and meaning is None:
+            message, hint = N.unknown(ref)
+            raise self.error(ParseError, node, message, hint=hint)
         if not isinstance(meaning, N.TypeCtor):
             raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is not a type annotation",
                              hint="annotate with pl.Tensor[[shape], dtype], pl.Tile[...] or pl.Scalar[dtype]")
@@ -334,15 +418,45 @@ class ExprConverter:
         if ctor == "Tensor":
             return self._tensor_annotation(node, given, param), ParamDirection.In
         if ctor == "Scalar":
-            if not isinstance(node, ast.Subscript):
-                raise self.error(TypeCheckError, node, "pl.Scalar needs a dtype", hint="pl.Scalar[pl.INT32]")
-            return ScalarType(self._dtype(node.slice)), ParamDirection.In
+            return self._scalar_annotation(node, given, param), ParamDirection.In
         if ctor == "Tile":
             if not isinstance(node, ast.Subscript):
+                if isinstance(given, TileType):  # an inline function's bare pl.Tile
+                    return given, ParamDirection.In
                 raise self.error(TypeCheckError, node, "pl.Tile needs a shape and a dtype",
                                  hint="pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec]")
-            return self._tile_annotation(node), ParamDirection.In
+            declared = self._tile_annotation(node)
+            if given is not None:  # an inline function's argument
+                if not (isinstance(given, TileType) and (given.shape, given.dtype) == (declared.shape, declared.dtype)
+                        and declared.space in (None, given.space)):
+                    raise self.error(SpecializationError, node,
+                                     f"argument '{param}' is {type_name(given)} but the parameter is declared "
+                                     f"{type_name(declared)}")
+                return given, ParamDirection.In
+            return declared, ParamDirection.In
         raise self.error(TypeCheckError, node, f"pl.{ctor} is not a type", hint="use it inside pl.Tile[...]")
+
+    def _scalar_annotation(self, node, given, param) -> ScalarType:
+        if not isinstance(node, ast.Subscript):
+            if isinstance(given, ScalarType):  # a bare pl.Scalar takes the argument's dtype, as pl.Tensor does
+                return given
+            if given is not None:
+                raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)}, not a scalar")
+            raise self.error(TypeCheckError, node, "pl.Scalar needs a dtype", hint="pl.Scalar[pl.INT32]")
+        declared = ScalarType(self._dtype(node.slice))
+        if given is None:
+            return declared
+        # A Python int widens to a float parameter; a float never narrows to an int one.
+        fits = isinstance(given, ScalarType) and (
+            given.dtype.is_int == declared.dtype.is_int and given.dtype.is_bool == declared.dtype.is_bool
+            or given.dtype.is_int and declared.dtype.is_float)
+        if not fits:
+            got = f"a {given.dtype} scalar" if isinstance(given, ScalarType) else type_name(given)
+            raise self.error(SpecializationError, node,
+                             f"argument '{param}' is {got} but the parameter is declared {declared.dtype}",
+                             hint=f"pass a {'number' if declared.dtype.is_float else 'Python int'}, or declare "
+                                  f"the parameter as a bare pl.Scalar")
+        return declared
 
     def _dtype(self, node) -> DataType:
         return self.static_of(node, DataType, "a dtype")
@@ -359,7 +473,7 @@ class ExprConverter:
         if len(items) != 2:
             raise self.error(TypeCheckError, node, "pl.Tensor takes [shape, dtype]",
                              hint="pl.Tensor[[128, 128], pl.FP32]")
-        shape = self.static_ints(items[0], "a tensor shape")
+        shape = self.static_dims(items[0], "a tensor shape")
         declared = TensorType(shape, self._dtype(items[1]))
         if given is not None and given != declared:
             raise self.error(SpecializationError, node,
@@ -371,7 +485,7 @@ class ExprConverter:
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if len(items) < 2:
             raise self.error(TypeCheckError, node, "pl.Tile takes [shape, dtype, memref?, space?, view?]")
-        shape = self.static_ints(items[0], "a tile shape")
+        shape = self.static_dims(items[0], "a tile shape")
         dtype = self._dtype(items[1])
         memref = space = valid = None
         for item in items[2:]:
@@ -386,6 +500,9 @@ class ExprConverter:
                 valid = self._tile_view(item)
             elif isinstance(meaning, N.Value) and isinstance(meaning.value, MemorySpace):
                 space = meaning.value
+            elif isinstance(ref, N.Path) and meaning is None:
+                message, hint = N.unknown(ref)
+                raise self.error(ParseError, item, message, hint=hint)
             else:
                 raise self.error(TypeCheckError, item, f"'{ast.unparse(item)}' does not belong in pl.Tile[...]",
                                  hint="pl.Tile[[shape], dtype, pl.MemRef(...)?, pl.Mem.<space>?, pl.TileView(...)?]")
@@ -433,8 +550,15 @@ class ExprConverter:
         return tuple(self.scalar(e) for e in value.elts)
 
 
+def _as_list(value):
+    """Module-level tuples read like the list literals written in kernels."""
+    if isinstance(value, (tuple, list)):
+        return [_as_list(v) for v in value]
+    return value
+
+
 def _kind_name(kind) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     names = {int: "an int", float: "a number", bool: "a bool", str: "a string", list: "a list", tuple: "a list",
              DataType: "a dtype (pl.FP32, ...)", MemorySpace: "a memory space (pl.Mem.Vec, ...)"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
+    return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))

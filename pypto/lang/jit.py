@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from pypto.errors import SpecializationError
+from pypto.errors import PyptoError, SpecializationError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks
@@ -34,6 +34,28 @@ class KernelSource:
         return tuple(a.arg for a in self.get()[1].args.args)
 
 
+def declared_types(kernel) -> tuple:
+    """The argument types a kernel's own annotations spell out, for specializing it with no
+    arguments (``k.lower()``); every parameter needs a full annotation."""
+    source, fdef = kernel.source.get()
+    conv = FunctionConverter(source, fdef, name=fdef.name, kind=kernel.function_type, hooks=ProgramHooks())
+    out = []
+    for arg in fdef.args.args:
+        if arg.annotation is None:
+            raise SpecializationError(f"'{kernel.__name__}' was called with no arguments, and parameter "
+                                      f"'{arg.arg}' has no annotation to take its type from",
+                                      span=source.span(arg), hint="pass the arguments, or annotate the parameter")
+        try:
+            t, _ = conv.annotation(arg.annotation)
+        except PyptoError as err:
+            raise SpecializationError(
+                f"'{kernel.__name__}' was called with no arguments, and parameter '{arg.arg}' does not spell out "
+                f"its type: {err.message}", span=err.span,
+                hint=f"pass the arguments, or annotate fully: {arg.arg}: pl.Tensor[[128, 128], pl.FP32]") from None
+        out.append(t)
+    return tuple(out)
+
+
 def specialize(kernel, arg_types: tuple) -> n.Program:
     """The Program of ``kernel`` called with arguments of ``arg_types``."""
     return _JitProgram(kernel).build(arg_types)
@@ -45,6 +67,7 @@ class _JitProgram(ProgramHooks):
         self.functions: list[n.Function] = []
         self.specialized: dict[tuple, Callee] = {}
         self.names: set[str] = set()
+        self.active: list = [entry]  # kernels being converted: calling one again is recursion
 
     def build(self, arg_types: tuple) -> n.Program:
         fn = self.convert(self.entry, arg_types, None, None)
@@ -70,11 +93,19 @@ class _JitProgram(ProgramHooks):
         return converter.convert()
 
     def call_kernel(self, kernel, arg_types, node, conv) -> Callee:
+        if any(k is kernel for k in self.active):
+            raise conv.error(UnsupportedSyntaxError, node,
+                             f"function '{kernel.__name__}' calls itself (recursion is not supported)",
+                             hint="kernels are expanded at compile time; write the repetition as a pl.range loop")
         key = (id(kernel), arg_types)
         if key not in self.specialized:
-            fn = self.convert(kernel, arg_types, node, conv)
+            self.active.append(kernel)
+            try:
+                fn = self.convert(kernel, arg_types, node, conv)
+            finally:
+                self.active.pop()
             self.functions.append(fn)
-            self.specialized[key] = Callee(fn.name, fn.returns)
+            self.specialized[key] = Callee.of(fn)
             check_call_types(conv, node, fn, arg_types)
         return self.specialized[key]
 

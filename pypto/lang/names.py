@@ -135,6 +135,27 @@ def interpret(path: Path):
     return None
 
 
+def unknown(path: Path) -> tuple[str, str | None]:
+    """(message, hint) for a path inside the language that names nothing: the known
+    members of the enum it reaches into, or the close names of the language."""
+    import difflib
+
+    parts = path.parts
+    if len(parts) == 2 and parts[0] in ENUMS:
+        known = list(ENUMS[parts[0]].__members__)
+        close = difflib.get_close_matches(parts[1], known, n=1)
+        return (f"unknown member '{parts[1]}' of pl.{parts[0]} (known: {', '.join(known)})",
+                f"did you mean pl.{parts[0]}.{close[0]}?" if close else None)
+    if len(parts) == 1:
+        pool = [*DTYPES, *ENUMS, *UNIFIED, *BUILTINS, *TYPE_CTORS, *DECORATORS, *NAMESPACES]
+        close = difflib.get_close_matches(parts[0], pool, n=1)
+        if close and close[0] in DTYPES or parts[0][:2] in ("FP", "BF", "IN", "UI"):
+            return (f"unknown dtype pl.{parts[0]} (known: {', '.join(DTYPES)})",
+                    f"did you mean pl.{close[0]}?" if close else None)
+        return f"'{path}' is not part of the kernel language", f"did you mean pl.{close[0]}?" if close else None
+    return f"'{path}' is not part of the kernel language", None
+
+
 # ----------------------------------------------------------------------------- resolvers
 
 
@@ -190,11 +211,19 @@ def classify(name: str, obj):
         return Alias(name, obj.__pypto_alias__)
     if getattr(obj, "__pypto_kernel__", False):
         return Kernel(obj)
-    if isinstance(obj, (bool, int, float)) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
+    if _is_constant(obj) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
         return Value(obj)
     if isinstance(obj, types.ModuleType):
         return Value(obj)
     return Unknown(name, f"a {type(obj).__name__}")
+
+
+def _is_constant(obj) -> bool:
+    """A value the kernel can use as a compile-time constant: a number, a string, or a
+    tuple/list of them (``SHAPE = (16, 128)``)."""
+    if isinstance(obj, (bool, int, float, str)):
+        return True
+    return isinstance(obj, (tuple, list)) and all(_is_constant(x) for x in obj)
 
 
 def _is_dsl_enum(obj) -> bool:

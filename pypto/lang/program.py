@@ -67,7 +67,7 @@ class ProgramBuilder(ProgramHooks):
             raise conv.error(ParseError, node, f"'self.{name}' is not a function of program '{self.cls.name}'")
         fn = self.function(name, node)
         check_call_types(conv, node, fn, arg_types)
-        return Callee(fn.name, fn.returns)
+        return Callee.of(fn)
 
 
 def check_call_types(conv, node, fn: n.Function, arg_types) -> None:
@@ -107,7 +107,7 @@ def parse_text(text: str, filename: str = "<string>") -> n.Program:
 
         span = Span(filename, exc.lineno or 1, exc.offset or 1, text=exc.text.rstrip("\n") if exc.text else None)
         raise ParseError(f"invalid syntax: {exc.msg}", span=span) from None
-    source = Source(filename, tuple(text.splitlines()))
+    source = Source(filename, tuple(text.splitlines()), exact=True)
     classes = [s for s in module.body if isinstance(s, ast.ClassDef)]
     others = [s for s in module.body if not isinstance(s, (ast.ClassDef, ast.Import, ast.ImportFrom))
               and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
@@ -117,7 +117,16 @@ def parse_text(text: str, filename: str = "<string>") -> n.Program:
     if len(classes) != 1:
         raise ParseError(f"expected one @pl.program class, found {len(classes)}",
                          span=source.span(classes[1]) if len(classes) > 1 else None)
-    return ProgramBuilder(source, classes[0]).build()
+    cls = classes[0]
+    resolver = source.resolver
+    decorated = [d for d in cls.decorator_list
+                 if isinstance(d, ast.Attribute) and isinstance(d.value, ast.Name)
+                 and resolver.resolve(d.value.id) == N.Path(()) and d.attr == "program"]
+    if len(cls.decorator_list) != 1 or not decorated:
+        raise ParseError(f"class '{cls.name}' is not a program: a program text's class is decorated with "
+                         "@pl.program (and nothing else)", span=source.span(cls),
+                         hint=f"put @pl.program on the line above 'class {cls.name}:'")
+    return ProgramBuilder(source, cls).build()
 
 
 # ----------------------------------------------------------------------------- user source

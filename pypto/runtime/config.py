@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -82,3 +83,20 @@ class RunConfig:
     def writes_artifacts(self) -> bool:
         """Whether a plain kernel call writes an output directory (compile() always does)."""
         return self.dump_passes is not PassDumpLevel.NONE or self.output_dir is not None or self.enable_l0_trace
+
+
+def coerce_config(value) -> RunConfig:
+    """``config=`` as a kernel call takes it: a RunConfig, a mapping of its fields, or None."""
+    if value is None:
+        return RunConfig()
+    if isinstance(value, RunConfig):
+        return value
+    if isinstance(value, Mapping):
+        fields = {f.name for f in attrs.fields(RunConfig)}
+        unknown = sorted(str(k) for k in value if k not in fields)
+        if unknown:
+            raise ConfigError(f"config has no field {unknown[0]!r}",
+                              hint=f"RunConfig fields: {', '.join(sorted(fields))}")
+        return RunConfig(**value)
+    raise ConfigError(f"config={value!r} is not a RunConfig",
+                      hint='pass config=RunConfig(platform="ref", ...) (or a dict of its fields)')

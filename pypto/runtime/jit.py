@@ -7,9 +7,9 @@ import torch
 from pypto.errors import SpecializationError
 from pypto.ir import nodes as n
 from pypto.ir.types import DataType, FunctionType, ScalarType, TensorType
-from pypto.lang.jit import KernelSource, specialize
+from pypto.lang.jit import KernelSource, declared_types, specialize
 from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program
-from pypto.runtime.config import RunConfig
+from pypto.runtime.config import RunConfig, coerce_config
 from pypto.sim.numerics import FROM_TORCH
 
 
@@ -64,30 +64,39 @@ class JitKernel:
         return tuple(arg_type(name, value) for name, value in zip(names, args))
 
     def specialize(self, *args) -> n.Program:
-        """The Program for these arguments, before any pass (cached per argument types)."""
-        key = self.arg_types(args)
+        """The Program for these arguments, before any pass (cached per argument types).
+        With no arguments, the parameters' full annotations give the types."""
+        key = declared_types(self) if not args and self.param_names else self.arg_types(args)
         if key not in self._programs:
             self._programs[key] = specialize(self, key)
         return self._programs[key]
 
     def lower(self, *args, config: RunConfig | None = None) -> n.Program:
-        """The Program after the pass pipeline. Writes nothing."""
-        return lower_program(self.specialize(*args), config or RunConfig()).program
+        """The Program after the pass pipeline. Writes nothing. With no arguments, the
+        parameters' full annotations give the types."""
+        return lower_program(self.specialize(*args), coerce_config(config)).program
 
     def compile(self, *args, config: RunConfig | None = None) -> CompiledProgram:
-        """Specialize, run the passes, and write the output directory (dumps, report)."""
-        config = config or RunConfig()
-        return compile_program(self.specialize(*args), self.param_names, config, write=True)
+        """Specialize, run the passes, and write the output directory (dumps, report).
+        With no arguments, the parameters' full annotations give the types."""
+        return compile_program(self.specialize(*args), self.param_names, coerce_config(config), write=True)
 
     def __call__(self, *args, config: RunConfig | None = None):
-        config = config or RunConfig()
+        config = coerce_config(config)
         key = (self.arg_types(args), config)
         compiled = self._compiled.get(key)
         if compiled is None:
             compiled = compile_program(self.specialize(*args), self.param_names, config,
                                        write=config.writes_artifacts)
             self._compiled[key] = compiled
-        return compiled(*args)
+        return compiled(*_as_declared(compiled.program, args))
+
+
+def _as_declared(program: n.Program, args) -> tuple:
+    """A Python int passed for a float scalar parameter, as the float the kernel declares."""
+    params = program.function(program.name).params
+    return tuple(float(a) if isinstance(a, int) and not isinstance(a, bool) and isinstance(p.type, ScalarType)
+                 and p.type.dtype.is_float else a for a, p in zip(args, params))
 
 
 class _JitDecorator:

@@ -55,6 +55,9 @@ class ParamSpec:
     optional: bool = False  # may be None (an absent tile operand, say)
     spaces: tuple = ()  # legal memory spaces of a TILE operand; () = any
     show: bool = False  # print even when equal to the default (reads better in dumps)
+    # A SCALAR that indexes or counts elements (a valid extent): it must be an integer.
+    # INDEX_LIST elements always are.
+    integer: bool = False
 
     @property
     def required(self) -> bool:
@@ -87,6 +90,11 @@ class OpDef:
     doc: str = ""
     # An op whose result is its first operand updated in place on GM (store, assemble).
     writes_operand: str | None = None
+
+    @property
+    def has_effect(self) -> bool:
+        """Whether a call does something besides computing its result (writes GM)."""
+        return self.writes_operand is not None
 
     @property
     def level(self) -> str:
@@ -151,7 +159,15 @@ def fail(op: str, requirement: str, got: str, hint: str | None = None) -> TypeCh
 
 
 def fmt_shape(shape) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
+    """``[16, 128]``: ints as ints and IR expressions as the source would spell them."""
+    def one(s):
+        if isinstance(s, (Const, Var)) or type(s).__name__ in ("BinOp", "UnaryOp"):
+            from pypto.ir.printer import expr
+
+            return expr(s)
+        return str(s)
+
+    return "[" + ", ".join(one(s) for s in shape) + "]"
 
 
 def same_shape_dtype(op: str, a, b) -> None:
@@ -232,11 +248,25 @@ def _describe(value, t) -> str:
     return type(value).__name__
 
 
+# What to write instead of a tile-only op on tensors (no tensor form exists to name).
+_TENSOR_INSTEAD = {
+    "matmul_acc": "at tensor level pl.matmul(a, b) accumulates over the whole K itself; "
+                  "pl.matmul_acc accumulates into an Acc tile (acc = pl.matmul(l, r), then "
+                  "acc = pl.matmul_acc(acc, l2, r2) on Left/Right tiles)",
+}
+
+
 def _level_hint(op: OpDef, t) -> str | None:
     if op.level == "tile" and isinstance(t, TensorType):
-        return f"load the tensor into a tile first (pl.load), or use the tensor-level pl.{op.short}"
+        if lookup(f"tensor.{op.short}") is not None:
+            return f"load the tensor into a tile first (pl.load), or use the tensor-level pl.{op.short}"
+        instead = _TENSOR_INSTEAD.get(op.short, "")
+        return (f"pl.{op.short} works on tiles only (there is no tensor-level form): load the operands with "
+                f"pl.load first" + (f"; {instead}" if instead else ""))
     if op.level == "tensor" and isinstance(t, TileType):
-        return f"use the tile-level pl.tile.{op.short}"
+        if lookup(f"tile.{op.short}") is not None:
+            return f"use the tile-level pl.tile.{op.short}"
+        return f"pl.tensor.{op.short} works on tensors only"
     return None
 
 

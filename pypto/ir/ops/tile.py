@@ -483,7 +483,8 @@ def _infer_set_validshape(a: OpArgs, soc: SoC) -> TileType:
                     valid_shape=None if sv == t.shape else valid)
 
 
-register("tile.set_validshape", [P("tile", Kind.TILE), P("valid_rows", Kind.SCALAR), P("valid_cols", Kind.SCALAR)],
+register("tile.set_validshape", [P("tile", Kind.TILE), P("valid_rows", Kind.SCALAR, integer=True),
+                                  P("valid_cols", Kind.SCALAR, integer=True)],
          _infer_set_validshape, doc="change the valid region (metadata only; contents outside stay as they are)")
 
 
