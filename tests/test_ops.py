@@ -109,6 +109,7 @@ CASES = [
                                                              target_type=D.INT32, mode="floor"), target_type=D.FP32),
          lambda x, y: torch.floor(x)),
     case("tensor.cast", tensor1("tensor.cast", target_type=D.FP16), lambda x, y: x.half(), out_dtype=torch.float16),
+    case("tensor.fillpad", tensor1("tensor.fillpad"), lambda x, y: x),
     case("tile.reshape", tile1("tile.reshape", [C, R]), lambda x, y: x.reshape(C, R), out_shape=(C, R)),
     case("tensor.reshape", tensor1("tensor.reshape", [C, R]), lambda x, y: x.reshape(C, R), out_shape=(C, R)),
     case("tile.transpose", tile1("tile.transpose", 0, 1), lambda x, y: x.T, out_shape=(C, R)),

@@ -36,7 +36,8 @@ ROW_LOCAL = frozenset(
     [f"tensor.{x}" for x in ("add", "sub", "mul", "div", "maximum", "minimum", "adds", "subs", "muls", "divs",
                              "maximums", "minimums", "neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "recip",
                              "row_sum", "row_max", "row_min", "row_expand", "row_expand_add", "row_expand_sub",
-                             "row_expand_mul", "row_expand_div", "row_expand_expdif", "cast", "full", "create")]
+                             "row_expand_mul", "row_expand_div", "row_expand_expdif", "cast", "full", "create",
+                             "fillpad")]
     + [f"tensor.col_expand_{x}" for x in ("add", "sub", "mul", "div")])
 ELEMENTWISE = ROW_LOCAL - {f"tensor.{x}" for x in ("row_sum", "row_max", "row_min", "row_expand", "row_expand_add",
                                                    "row_expand_sub", "row_expand_mul", "row_expand_div",

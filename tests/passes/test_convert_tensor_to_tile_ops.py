@@ -187,3 +187,18 @@ def test_wide_tensor_expressions_compute_what_torch_does(platform, shape):
     a, b, out = torch.randn(shape), torch.randn(shape), torch.zeros(shape)
     wide_exp_sum(a, b, out, config=RunConfig(platform=platform, verification_level="ROUNDTRIP"))
     assert torch.equal(out, torch.exp(a + b))
+
+
+@pl.jit
+def padded_exp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(pl.fillpad(a))
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_tensor_fillpad_lowers_to_the_tile_form(platform):
+    a, out = torch.randn(32, 128), torch.zeros(32, 128)
+    padded_exp(a, out, config=RunConfig(platform=platform, verification_level="ROUNDTRIP"))
+    assert torch.equal(out, torch.exp(a))
+    assert "pl.tile.fillpad(" in padded_exp.lower(a, out).as_python()

@@ -27,7 +27,7 @@ from pypto.ir.ops.tile import (
     acc_dtype,
     check_region,
 )
-from pypto.ir.types import DataType, TensorType
+from pypto.ir.types import DataType, PadValue, TensorType
 from pypto.sim.soc import SoC
 
 
@@ -125,6 +125,10 @@ def _cast(a: OpArgs, soc: SoC) -> TensorType:
 
 register("tensor.cast", [P("x", Kind.TENSOR), P("target_type", Kind.DTYPE), P("mode", Kind.STR, default="round")],
          _cast, doc="convert each element")
+
+
+register("tensor.fillpad", [P("x", Kind.TENSOR), P("pad_value", Kind.PAD, default=PadValue.zero)],
+         lambda a, soc: a.type("x"), doc="a tensor is valid everywhere: the same values (the tile form pads)")
 
 
 def _matmul(a: OpArgs, soc: SoC) -> TensorType:

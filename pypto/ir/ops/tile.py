@@ -566,8 +566,9 @@ for _f in ("add", "sub", "mul", "div"):
     unify(f"col_expand_{_f}", tile=f"tile.col_expand_{_f}", tensor=f"tensor.col_expand_{_f}")
 unify("cmp", tile="tile.cmp", tile_scalar="tile.cmps")
 unify("cmps", tile_scalar="tile.cmps")
-for _n in ("load", "store", "move", "sel", "set_validshape", "fillpad", "matmul_acc"):
+for _n in ("load", "store", "move", "sel", "set_validshape", "matmul_acc"):
     unify(_n, tile=f"tile.{_n}")
+unify("fillpad", tile="tile.fillpad", tensor="tensor.fillpad")
 unify("create_tile", tile="tile.create")
 unify("create", tile="tile.create")
 unify("full", tensor="tensor.full")  # pl.tile.full spells the tile form
