@@ -29,6 +29,7 @@ from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.simplify import simplify
+from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.passes.context import PassContext, Planner
 from pypto.sim.soc import CoreKind, Pipe
@@ -136,16 +137,26 @@ class _Selector:
         self.fn = fn
         self.types = n.symbols(fn)
         self.unguarded = unguarded
-        self.tensor_of: dict[str, str] = {p.name: p.name for p in fn.params if isinstance(p.type, TensorType)}
+        self.roots = tensor_roots(fn)
+        self.tensor_params = {p.name for p in fn.params if isinstance(p.type, TensorType)}
         self.allocs: dict[str, Alloc] = {}
 
     def run(self):
         body = self.block(self.fn.body)
         ret = next((s for s in self.fn.body if isinstance(s, n.Return)), None)
-        returns = tuple(self.tensor_of[v.name] for v in ret.values) if ret is not None else ()
+        returns = tuple(self.tensor(v.name, ret.span) for v in ret.values) if ret is not None else ()
         allocs = tuple(self.allocs[k] for k in sorted(self.allocs, key=lambda k: (self.allocs[k].space.name,
                                                                                     self.allocs[k].addr or 0, k)))
         return body, allocs, returns
+
+    def tensor(self, name: str, span) -> str:
+        """The GM tensor (a parameter) a tensor name stands for."""
+        root = self.roots.get(name)
+        if root is None or root not in self.tensor_params:
+            raise CodegenError(f"'{name}' is not one GM tensor throughout this InCore function (a loop or an if "
+                               "hands on different tensors under it)", span=span,
+                               hint="store into each tensor by its own name")
+        return root
 
     def buf(self, name: str) -> Buf:
         t: TileType = self.types[name]
@@ -177,8 +188,7 @@ class _Selector:
             if isinstance(s.value, n.Call):
                 return self.call(s.value, s.target, s.span)
             if isinstance(s.type, TensorType) and isinstance(s.value, n.Var):
-                self.tensor_of[s.target] = self.tensor_of[s.value.name]
-                return []
+                return []  # another name of the same GM tensor
             if isinstance(s.type, ScalarType):
                 return [ScalarAssign(s.target, s.value)]
             raise CodegenError(f"cannot lower '{s.target}' in an InCore function", span=s.span)
@@ -242,7 +252,7 @@ class _Selector:
             if p.kind is Kind.TILE and isinstance(arg, n.Var):
                 args.append(self.buf(arg.name))
             elif p.kind is Kind.TENSOR:
-                args.append(TensorArg(self.tensor_of[arg.name]))
+                args.append(TensorArg(self.tensor(arg.name, span)))
             else:
                 args.append(arg)
         bufs = [a for a in args if isinstance(a, Buf)]
@@ -250,16 +260,15 @@ class _Selector:
         if call.op == "tile.load":
             dst = self.buf(target)
             core = CoreKind.AIC if dst.space is M.Mat else CoreKind.AIV
-            gm = GmLoc(self.tensor_of[values["tensor"].name], values["offsets"], tuple(c.value for c in values["shapes"]))
+            gm = GmLoc(self.tensor(values["tensor"].name, span), values["offsets"],
+                       tuple(c.value for c in values["shapes"]))
             return [Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm,), (self.loc(dst, core),), span, target,
                           dst)]
         if call.op == "tile.store":
             src = bufs[0]
             core, pipe, mnemonic = (CoreKind.AIC, Pipe.FIXPIPE, "FIXSTORE") if src.space is M.Acc else \
                 (CoreKind.AIV, Pipe.MTE3, "TSTORE")
-            tensor = self.tensor_of[values["output_tensor"].name]
-            if target is not None:
-                self.tensor_of[target] = tensor
+            tensor = self.tensor(values["output_tensor"].name, span)
             extents = tuple(src.shape)
             gm = GmLoc(tensor, values["offsets"], extents)
             return [Instr(mnemonic, pipe, core, call.op, tuple(args), (self.loc(src, core),), (gm,), span, "")]

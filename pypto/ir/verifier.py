@@ -100,9 +100,9 @@ class _FunctionChecker:
                 raise self.fail(f"pipeline stage {s.stage} must be positive", s)
             self.uses(tuple(a.init for a in s.iter_args), scope, s)
             for a in s.iter_args:
-                if self.type_of(a.init) != a.type:
-                    raise self.fail(f"iter arg '{a.name}' is {type_name(a.type)} but starts from "
-                                    f"{type_name(self.type_of(a.init))}", s)
+                if not joins(self.type_of(a.init), a.type):
+                    raise self.fail(f"iter arg '{a.name}' is {_described(a.type)} but starts from "
+                                    f"{_described(self.type_of(a.init))}", s)
             if len(s.results) != len(s.iter_args):
                 raise self.fail("a loop has one result per iter arg", s)
             inner = set(scope)

@@ -116,10 +116,12 @@ class _Lowering:
 
     def slot_names(self, loop: n.For) -> dict[str, str]:
         """The top-level loads of the body that get a stage slot: load name -> MemRef name.
-        A load the loop carries on (a sliding window's ``prev = cur``) keeps the carried
-        value's buffer instead."""
+        A load the loop carries on (a sliding window's ``prev = cur``), or an inner loop
+        starts from, keeps the carried value's buffer instead."""
         _, yielded = _split_yield(loop.body)
         carried = {v.name for v in yielded if isinstance(v, n.Var)}
+        carried |= {a.init.name for s in n.walk_stmts(loop.body) if isinstance(s, n.For) for a in s.iter_args
+                    if isinstance(a.init, n.Var)}  # an inner loop carries it on in a buffer of its own
         out = {}
         for s in loop.body:
             if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "tile.load" \

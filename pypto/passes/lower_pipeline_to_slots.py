@@ -8,8 +8,8 @@ allocation, which the assembler turns into a multi-tile region.
 
 A loop is left for LowerPipelineLoops when a slot cannot express it: a stage outside
 2..16, a step other than 1, a start not a multiple of F, a loaded tile that is carried
-out of the loop, has a runtime valid shape or already names its MemRef — or nothing to
-slot at all.
+out of the loop or into an inner one, has a runtime valid shape or already names its
+MemRef — or nothing to slot at all.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def _slot(loop: n.For, names: set) -> n.For | None:
     if not (isinstance(loop.start, n.Const) and loop.start.value % f == 0):
         return None
     carried = {v.name for s in loop.body if isinstance(s, n.Yield) for v in s.values if isinstance(v, n.Var)}
+    carried |= {a.init.name for s in n.walk_stmts(loop.body) if isinstance(s, n.For) for a in s.iter_args
+                if isinstance(a.init, n.Var)}
     candidates = [s for s in loop.body if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
                   and s.value.op == "tile.load"]
     if not candidates:

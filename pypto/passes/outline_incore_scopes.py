@@ -20,6 +20,7 @@ import attrs
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
+from pypto.ir.tensors import block_roots
 from pypto.ir.types import FunctionType, ParamDirection, TensorType, TileType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 
@@ -64,7 +65,8 @@ class _Outliner:
     def outline(self, scope: n.Scope, rest: tuple) -> list:
         bound = set(_bound(scope.body))
         reads = [v for v in _reads(scope.body) if v not in bound]
-        written = _written(scope.body)
+        roots = block_roots(scope.body, {x: x for x in reads if isinstance(self.types.get(x), TensorType)})
+        written = {roots.get(x, x) for x in _written(scope.body)}
         read_later = set(_reads(rest))
         exported = [name for name in n.visible_after(scope) if name in read_later]
         for name in exported:
@@ -83,7 +85,8 @@ class _Outliner:
             t = self.types[name]
             direction = ParamDirection.In
             if name in written:
-                direction = ParamDirection.InOut if _reads_before_write(scope.body, name) else ParamDirection.Out
+                direction = ParamDirection.InOut if _reads_before_write(scope.body, name, roots) else \
+                    ParamDirection.Out
             params.append(n.Param(name, t, direction))
         fname = n.fresh_name(scope.name_hint or f"{self.fn.name}_incore_{len(self.functions)}", self.names)
         returns = tuple(self.types[name] for name in exported)
@@ -165,13 +168,15 @@ def _written(body) -> set[str]:
     return out
 
 
-def _reads_before_write(body, name: str) -> bool:
+def _reads_before_write(body, name: str, roots: dict) -> bool:
+    """Whether the block's first access to the tensor ``name`` (under any of its SSA
+    names) reads it."""
     for stmt in n.walk_stmts(body):
         call = getattr(stmt, "value", None)
         if isinstance(call, n.Call):
             op = lookup(call.op)
             values = dict(zip((p.name for p in op.params), call.args))
             for pname, arg in values.items():
-                if isinstance(arg, n.Var) and arg.name == name:
+                if isinstance(arg, n.Var) and roots.get(arg.name, arg.name) == name:
                     return pname != op.writes_operand
     return False

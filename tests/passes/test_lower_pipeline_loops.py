@@ -152,3 +152,23 @@ def test_a_branch_over_a_stage_slot_keeps_the_slot_and_the_tail_takes_its_branch
     want = a.clone()
     want[0:4], want[8:12], want[16:20] = torch.exp(a[0:4]), torch.exp(a[8:12]), torch.exp(a[16:20])
     assert torch.equal(out, want)
+
+
+@pl.jit
+def pairs_summed_in_an_inner_loop(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(3, stage=2):
+            acc = pl.load(a, [i * 32, 0], [16, 128])
+            for j in pl.range(1, 2):
+                t = pl.load(a, [i * 32 + j * 16, 0], [16, 128])
+                acc = pl.add(acc, t)
+            pl.store(acc, [i * 16, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform,planner", PLATFORMS)
+def test_a_stage_load_an_inner_loop_starts_from(platform, planner):
+    a, out = torch.randn(96, 128), torch.zeros(48, 128)
+    pairs_summed_in_an_inner_loop(a, out, config=RunConfig(platform=platform, memory_planner=planner,
+                                                           verification_level="ROUNDTRIP"))
+    assert torch.equal(out, torch.cat([a[i * 32:i * 32 + 16] + a[i * 32 + 16:i * 32 + 32] for i in range(3)]))

@@ -89,3 +89,36 @@ def test_a_scope_inside_an_orchestration_loop_is_launched_each_iteration(platfor
     a, out = torch.randn(64, 128), torch.zeros(64, 128)
     scope_per_iteration(a, out, config=RunConfig(platform=platform))
     assert torch.equal(out, torch.exp(a))
+
+
+@pl.jit
+def store_carried(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            t = pl.load(a, [i * 16, 0], [16, 128])
+            out = pl.store(pl.exp(t), [i * 16, 0], out)
+    return out
+
+
+@pl.jit
+def store_in_branches(a: pl.Tensor, out: pl.Out[pl.Tensor], s: pl.Scalar[pl.INT64]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 128])
+        if s > 0:
+            out = pl.store(t, [0, 0], out)
+        else:
+            out = pl.store(pl.neg(t), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_tensor_threaded_through_a_loop_or_an_if_is_the_one_it_started_as(platform):
+    config = RunConfig(platform=platform, verification_level="ROUNDTRIP")
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    store_carried(a, out, config=config)
+    assert torch.equal(out, torch.exp(a))
+    assert "out: pl.Out[" in store_carried.lower(a, out).as_python()  # written, so not an In param
+    for s, want in ((1, a[:16]), (0, -a[:16])):
+        out = torch.zeros(16, 128)
+        store_in_branches(a[:16].clone(), out, s, config=config)
+        assert torch.equal(out, want)
