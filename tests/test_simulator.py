@@ -269,3 +269,103 @@ def test_a_slot_index_that_runs_past_its_memref_stops_the_simulation():
     a, out = torch.randn(48, 128), torch.zeros(48, 128)
     with pytest.raises(SimulatorError, match=r"tile 't' takes slot 2 of pl.MemRef\(\"ub\", slots=2\), which has slots 0..1"):
         runaway_slot(a, out)
+
+
+@pl.jit
+def rolling_rows(buf: pl.InOut[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        row = n
+        for i in pl.range(6):
+            t = pl.load(buf, [row * 8, 0], [8, 128])
+            pl.store(pl.add(pl.exp(t), t), [(row + 1) * 8, 0], buf)  # the next iteration loads this
+            row = row + 1
+    return buf
+
+
+@pl.jit
+def rolling_slots(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor], out2: pl.Out[pl.Tensor],
+                  n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        k = n
+        for i in pl.range(6):
+            x: pl.Tile[[8, 128], pl.FP32, pl.MemRef("ub", slots=2)[k % 2], pl.Mem.Vec] = pl.load(a, [i * 8, 0], [8, 128])
+            y: pl.Tile[[8, 128], pl.FP32, pl.MemRef("ub", slots=2)[(k + 1) % 2], pl.Mem.Vec] = pl.load(b, [i * 8, 0], [8, 128])  # noqa: E501
+            pl.store(pl.exp(x), [i * 8, 0], out)
+            pl.store(pl.exp(y), [i * 8, 0], out2)
+            k = k + 1
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_scalars_the_loop_body_updates_are_new_each_iteration_for_sync(planner):
+    buf = torch.randn(64, 128) * 0.01
+    want = buf.clone()
+    rolling_rows(want, 0, config=RunConfig(platform="ref"))
+    got = buf.clone()
+    rolling_rows(got, 0, config=RunConfig(memory_planner=planner))  # a hazard would raise
+    assert torch.equal(got, want)
+    if planner == "PYPTO":  # PTOAS rejects the co-live slots
+        a, b = torch.randn(48, 128), torch.randn(48, 128)
+        out, out2 = torch.zeros(48, 128), torch.zeros(48, 128)
+        rolling_slots(a, b, out, out2, 1)
+        assert torch.equal(out, torch.exp(a)) and torch.equal(out2, torch.exp(b))
+
+
+@pl.jit
+def slots_by_step(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32], s: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(0, n, s):
+            t: pl.Tile[[8, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 8, 0], [8, 128])
+            pl.store(pl.exp(t), [i * 8, 0], out)
+    return out
+
+
+@pl.jit
+def slots_in_pairs(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(6):
+            t: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[(i // 2) % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501
+            pl.store(pl.exp(t), [i * 16, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_slots_that_do_not_rotate_once_per_iteration_share_one_event(planner):
+    config = RunConfig(memory_planner=planner)
+    a = torch.randn(96, 128)
+    for n, s in ((0, 1), (2, 1), (5, 3), (5, 2)):
+        out = torch.zeros(64, 128)
+        slots_by_step(a[:64], out, n, s, config=config)  # a deadlock or hazard would raise
+        want = torch.zeros(64, 128)
+        for i in range(0, n, s):
+            want[i * 8:(i + 1) * 8] = torch.exp(a[i * 8:(i + 1) * 8])
+        assert torch.equal(out, want), (n, s)
+    out = torch.zeros(96, 128)
+    slots_in_pairs(a, out, config=config)
+    assert torch.equal(out, torch.exp(a))
+
+
+@pl.jit
+def nine_stages(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(18, stage=9):
+            t = pl.load(a, [i * 8, 0], [8, 128])
+            pl.store(pl.exp(t), [i * 8, 0], out)
+    return out
+
+
+@pl.jit
+def nine_slots(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(18):
+            t: pl.Tile[[8, 128], pl.FP32, pl.MemRef("ub", slots=9)[i % 9], pl.Mem.Vec] = pl.load(a, [i * 8, 0], [8, 128])
+            pl.store(pl.exp(t), [i * 8, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("kernel", [nine_stages, nine_slots])
+def test_more_stages_than_event_ids_share_ids_in_order(kernel, planner):
+    a, out = torch.randn(144, 128), torch.zeros(144, 128)
+    kernel(a, out, config=RunConfig(memory_planner=planner))  # ran out of event ids before
+    assert torch.equal(out, torch.exp(a))

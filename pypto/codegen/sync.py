@@ -52,6 +52,7 @@ class Edge:
     region: Region | None = None  # set when the conflict is one slot of a rotating region
     slot_u: object = None  # the slot expressions, as the body spells them
     slot_v: object = None
+    block: int = 0  # which block (function body, branch, loop body) u and v index
 
 
 @attrs.define
@@ -69,6 +70,7 @@ class SyncInserter:
         self.soc = soc
         self.edges: list[Edge] = []
         self._ids = itertools.count()
+        self._blocks = itertools.count()
 
     # ------------------------------------------------------------------ blocks
 
@@ -149,6 +151,7 @@ class SyncInserter:
     # ------------------------------------------------------------------ analysis
 
     def analyse(self, summaries, loop: Loop | None, carried) -> list[Edge]:
+        self.block_id = next(self._blocks)
         window = 1
         if loop is not None:
             depth = max((a[0].region.slots for s in summaries for accs in s.values() for a in accs
@@ -159,6 +162,7 @@ class SyncInserter:
             if isinstance(trip, n.Const):  # distances a loop never reaches need no sync
                 window = max(1, min(window, trip.value))
         self.carried = carried
+        self.variant = {x.name for x in walk(loop.body) if isinstance(x, ScalarAssign)} if loop is not None else set()
         nodes = []
         for t in range(window):
             for j, summary in enumerate(summaries):
@@ -287,10 +291,13 @@ class SyncInserter:
         return None
 
     def at(self, loc, loop: Loop | None, t: int):
-        """``loc`` as seen in window iteration t (the loop variable advanced t steps)."""
+        """``loc`` as seen in window iteration t: the loop variable advanced t steps, and each
+        scalar the body assigns (a carried offset, ``row = i + n``) an unknown of that
+        iteration's own, so no access of another iteration is proved apart from it."""
         if loop is None or t == 0:
             return loc
         shift = {loop.var: simplify(n.BinOp("+", n.Var(loop.var), n.BinOp("*", n.Const(t), loop.step)))}
+        shift.update({name: n.Var(f"{name}@{t}") for name in self.variant})
         return _map_exprs(loc, lambda e: simplify(substitute(e, shift)) if e is not UNKNOWN else e)
 
     # ------------------------------------------------------------------ events
@@ -302,10 +309,11 @@ class SyncInserter:
         if d >= 1 and loop is not None and isinstance(la, BufLoc) and isinstance(lb, BufLoc) \
                 and la.region is not None and lb.region is not None and la.region.name == lb.region.name \
                 and la.region.slot is not UNKNOWN and lb.region.slot is not UNKNOWN \
-                and loop.var in n.expr_vars(la.region.slot):
+                and loop.var in n.expr_vars(la.region.slot) \
+                and _rotates(la.region.slot, loop, la.region.slots) and _rotates(lb.region.slot, loop, lb.region.slots):
             region = la.region
         edge = Edge(next(self._ids), uj, vj, ukey, vkey, d, 0, region,
-                    la.region.slot if region else None, lb.region.slot if region else None)
+                    la.region.slot if region else None, lb.region.slot if region else None, self.block_id)
         self.edges.append(edge)
         return edge
 
@@ -328,6 +336,26 @@ class SyncInserter:
             at = n.BinOp("+", loop.start, n.BinOp("*", n.BinOp("-", _trip(loop), n.Const(1 + k)), loop.step))
             slot = e.slot_u
         return simplify(n.BinOp("+", n.Const(e.base), substitute(slot, {loop.var: at})))
+
+
+def _rotates(slot, loop: Loop, slots: int) -> bool:
+    """Whether ``slot`` visits every slot once per ``slots`` iterations, in a fixed cycle
+    (``i % 2`` with a constant step of 1 or 3; not ``(i // 2) % 2``, nor a runtime step):
+    only then can each slot have its own event, set by one iteration and waited by the
+    iteration that comes back to the slot."""
+    if not (isinstance(loop.step, n.Const) and isinstance(slot, n.BinOp) and slot.op == "%"
+            and slot.rhs == n.Const(slots)):
+        return False
+    inner = slot.lhs
+    seen = set()
+    for t in range(slots + 1):
+        shifted = substitute(inner, {loop.var: n.BinOp("+", n.Var(loop.var), n.Const(t * loop.step.value))})
+        d = static_difference(simplify(shifted), inner)
+        if d is None:
+            return False
+        if t < slots:
+            seen.add(d % slots)
+    return len(seen) == slots and d % slots == 0
 
 
 def _merge(into: dict, other: dict) -> None:
@@ -435,32 +463,90 @@ def insert_syncs(body, soc: SoC) -> tuple[list, list[Edge]]:
 def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]]:
     """Event ids per pipe pair by interval colouring: an edge holds its ids (one, or one per
     slot) from its first set or wait in program order to its last, so syncs of sequential
-    loops or branches reuse ids that earlier ones have drained."""
+    loops or branches reuse ids that earlier ones have drained. When a pair runs out (a deep
+    pipeline), edges whose sets and waits come in the same order share an id."""
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for pos, x in enumerate(walk(body)):
         if isinstance(x, (SetFlag, WaitFlag)):
             first.setdefault(x.edge, pos)
             last[x.edge] = pos
-    busy: dict[tuple, list] = {}  # pair -> (last position, base, width) of edges holding ids
-    bases: dict[int, int] = {}
-    for e in sorted(edges, key=lambda e: first[e.id]):
-        width = e.region.slots if e.region is not None else 1
-        held = [(b, w) for end, b, w in busy.get((e.src, e.dst), []) if end >= first[e.id]]
-        base = 0
-        while any(b < base + width and base < b + w for b, w in held):
-            base += 1
-        if base + width > limit:
-            raise _too_many((e.src, e.dst), limit)
-        busy.setdefault((e.src, e.dst), []).append((last[e.id], base, width))
-        bases[e.id] = base
+    try:
+        bases, shared = _colour(edges, first, last, limit, {e.id: e.id for e in edges})
+    except _OutOfIds:
+        bases, shared = _colour(edges, first, last, limit, _chains(edges))
 
     def shifted(x):
-        if isinstance(x, (SetFlag, WaitFlag)) and bases[x.edge]:
+        if not isinstance(x, (SetFlag, WaitFlag)):
+            return x
+        if x.edge in shared:
+            return attrs.evolve(x, event=n.Const(bases[x.edge]))
+        if bases[x.edge]:
             return attrs.evolve(x, event=simplify(n.BinOp("+", n.Const(bases[x.edge]), x.event)))
         return x
 
-    return _map_flags(body, shifted), [attrs.evolve(e, base=bases[e.id]) for e in edges]
+    out = [attrs.evolve(e, base=bases[e.id], region=None if e.id in shared else e.region) for e in edges]
+    return _map_flags(body, shifted), out
+
+
+class _OutOfIds(Exception):
+    pass
+
+
+def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[dict, set]:
+    """Edge id -> base id, and the per-slot edges folded onto one id. Edges with one
+    ``leader`` hold one id together, over the union of their spans."""
+    span: dict[int, list] = {}
+    for e in edges:
+        lo, hi = span.setdefault(leader[e.id], [first[e.id], last[e.id]])
+        span[leader[e.id]] = [min(lo, first[e.id]), max(hi, last[e.id])]
+    busy: dict[tuple, list] = {}  # pair -> (last position, base, width) of edges holding ids
+    bases: dict[int, int] = {}
+    shared: set[int] = set()
+    for e in sorted((e for e in edges if leader[e.id] == e.id), key=lambda e: span[e.id][0]):
+        start, end = span[e.id]
+        held = [(b, w) for stop, b, w in busy.get((e.src, e.dst), []) if stop >= start]
+        base = width = None
+        # One id per slot when the ids are there; else one id for all slots: flags pair
+        # first in, first out, so each wait still meets its own set, only later.
+        for want in dict.fromkeys((e.region.slots if e.region is not None else 1, 1)):
+            base = next((b for b in range(limit - want + 1)
+                         if not any(h < b + want and b < h + w for h, w in held)), None)
+            if base is not None:
+                width = want
+                break
+        if base is None:
+            raise _OutOfIds() if len(set(leader.values())) == len(leader) else _too_many((e.src, e.dst), limit)
+        if e.region is not None and width == 1:
+            shared.add(e.id)
+        busy.setdefault((e.src, e.dst), []).append((end, base, width))
+        bases[e.id] = base
+    for e in edges:
+        bases[e.id] = bases[leader[e.id]]
+    return bases, shared
+
+
+def _chains(edges) -> dict[int, int]:
+    """Edge id -> the edge whose id it may share: edges of one block and pipe pair, with one
+    distance and no slot rotation, whose sets come in the order of their waits — the k-th
+    wait then always meets the k-th set, of its own edge."""
+    leader: dict[int, int] = {}
+    chains: list[list] = []
+    for e in sorted(edges, key=lambda e: (e.u, e.v, e.id)):
+        if e.region is None:
+            for chain in chains:
+                head = chain[0]
+                if (head.src, head.dst, head.block, head.distance) == (e.src, e.dst, e.block, e.distance) \
+                        and all(x.u < e.u and x.v < e.v for x in chain):
+                    chain.append(e)
+                    leader[e.id] = head.id
+                    break
+            else:
+                chains.append([e])
+                leader[e.id] = e.id
+        else:
+            leader[e.id] = e.id
+    return leader
 
 
 def _map_flags(body, f) -> list:

@@ -18,6 +18,7 @@ from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
+from pypto.ir.affine import static_difference
 from pypto.ir.printer import expr
 from pypto.ir.simplify import simplify
 from pypto.passes.memory import UnionFind, Walker, aligned, alias_edges, retype
@@ -108,12 +109,13 @@ def _check_declared(fn: n.Function, types: dict, declared: dict[str, list[str]],
         for i, x in enumerate(names):
             for y in names[i + 1:]:
                 mx, my = types[x].memref, types[y].memref
-                if mx.pipeline or groups.find(x) == groups.find(y) or simplify(mx.index) != simplify(my.index):
+                if mx.pipeline or groups.find(x) == groups.find(y) or not _same_slot(mx.index, my.index, mx.slots):
                     continue
                 (sx, _), (sy, _) = walker.interval(x, carry=False), walker.interval(y, carry=False)
                 early, late = (x, y) if sx <= sy else (y, x)
                 if walker.live_after(early, max(sx, sy)):
-                    slot = "" if mx.index is None else f" slot {expr(mx.index)} of"
+                    index = types[late].memref.index
+                    slot = "" if index is None else f" slot {expr(index)} of"
                     raise MemorySpaceError(
                         f"'{late}' is written to{slot} pl.MemRef(\"{mname}\") while '{early}', which is in the same "
                         "bytes, is still to be read", span=where(late),
@@ -124,6 +126,23 @@ def _check_declared(fn: n.Function, types: dict, declared: dict[str, list[str]],
             raise MemorySpaceError(f"a loop-carried tile is bound to two declared allocations: {sorted(named)}",
                                    span=where(root_members[0]),
                                    hint="declare one pl.MemRef for a carried value and what it is carried from")
+
+
+def _same_slot(a, b, slots: int) -> bool:
+    """Whether two slot indexes surely pick the same slot: the same position modulo the
+    slot count (``i % 2`` and ``(i + 2) % 2`` do; ``i % 2`` and ``(i + 1) % 2`` do not)."""
+    if a is None or b is None:
+        return a is b
+
+    def position(e):  # what the slot is, modulo ``slots``
+        if isinstance(e, n.BinOp) and e.op == "%" and e.rhs == n.Const(slots):
+            return e.lhs
+        return e
+
+    diff = static_difference(position(a), position(b))
+    if diff is not None:
+        return diff % slots == 0
+    return simplify(a) == simplify(b)
 
 
 def _largest_slot(index):

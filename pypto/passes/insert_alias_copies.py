@@ -44,7 +44,10 @@ def first_conflict(fn: n.Function) -> AliasEdge | None:
     walker = Walker()
     walker.block(fn.body, ())
     cache: dict[str, tuple[int, int]] = {}
-    loop_of = {a.name: id(s) for s in n.walk_stmts(fn.body) if isinstance(s, n.For) for a in s.iter_args}
+    # Iter args of one loop, and results of one if, part ways on the paths that set them
+    # apart (a later iteration, the other branch), whatever their uses.
+    parted = {a.name: id(s) for s in n.walk_stmts(fn.body) if isinstance(s, n.For) for a in s.iter_args}
+    parted.update({b.name: id(s) for s in n.walk_stmts(fn.body) if isinstance(s, n.If) for b in s.results})
 
     def live(name):
         if name not in cache:
@@ -52,8 +55,7 @@ def first_conflict(fn: n.Function) -> AliasEdge | None:
         return cache[name]
 
     def interfere(x, y):
-        # Two iter args of one loop part ways after the first iteration, whatever their uses.
-        if x in loop_of and loop_of.get(y) == loop_of[x]:
+        if x in parted and parted.get(y) == parted[x]:
             return True
         (sx, ex), (sy, ey) = live(x), live(y)
         if sx == sy:  # one statement defines both (a loop's or an if's results): both used?

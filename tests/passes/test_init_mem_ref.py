@@ -80,6 +80,16 @@ def one_slot_two_tiles(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 @pl.jit
+def one_slot_spelled_two_ways(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(4):
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501
+            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("ub", slots=2)[(i + 2) % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501  MARK
+            pl.store(pl.add(x, y), [i * 16, 0], out)
+    return out
+
+
+@pl.jit
 def in_place_in_one_slot(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         for i in pl.range(4):
@@ -105,6 +115,7 @@ def two_slot_counts(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     (slot_out_of_range, "'t' takes slot i % 3 of pl.MemRef(\"ub\", slots=2), which has slots 0..1"),
     (one_slot_two_tiles, "'y' is written to slot i % 2 of pl.MemRef(\"ub\") while 'x', which is in the same bytes, "
                          "is still to be read"),
+    (one_slot_spelled_two_ways, "'y' is written to slot (i + 2) % 2 of pl.MemRef(\"ub\") while 'x'"),
     (two_slot_counts, "the tiles bound to pl.MemRef(\"ub\") disagree on its slot count: 'x' has Vec, slots=2; 'y' "
                       "has Vec, slots=4"),
 ])

@@ -219,3 +219,25 @@ def test_an_if_choosing_between_live_tiles_in_a_loop(platform, n):
     for i in range(3):
         x = (x if n > i else y) + y
     assert torch.equal(out, x + y)
+
+
+@pl.jit
+def one_tile_two_results(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [8, 128])
+        y = pl.load(a, [8, 0], [8, 128])
+        if n > 0:
+            x = y
+        else:
+            y = pl.exp(y)
+        pl.store(pl.add(x, y), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("n", [0, 1])
+def test_a_branch_yielding_one_tile_as_two_results(platform, n):
+    a, out = torch.randn(16, 128), torch.zeros(8, 128)
+    one_tile_two_results(a, out, n, config=RunConfig(platform=platform))
+    x, y = (a[8:], a[8:]) if n > 0 else (a[:8], torch.exp(a[8:]))
+    assert torch.equal(out, x + y)
