@@ -50,6 +50,9 @@ class _Lowering:
     def block(self, body) -> tuple:
         out = []
         for stmt in body:
+            # A pipelined loop lowered earlier in this block has new result names; whatever
+            # follows it here (and is cloned with it by an outer pipeline) reads those.
+            stmt = substitute(stmt, self.renamed)
             if isinstance(stmt, n.For):
                 stmt = attrs.evolve(stmt, body=self.block(stmt.body))
                 if stmt.kind is ForKind.Pipeline:

@@ -172,3 +172,38 @@ def test_a_stage_load_an_inner_loop_starts_from(platform, planner):
     pairs_summed_in_an_inner_loop(a, out, config=RunConfig(platform=platform, memory_planner=planner,
                                                            verification_level="ROUNDTRIP"))
     assert torch.equal(out, torch.cat([a[i * 32:i * 32 + 16] + a[i * 32 + 16:i * 32 + 32] for i in range(3)]))
+
+
+@pl.jit
+def nested_pipelines(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.load(a, [0, 0], [8, 128])
+        for i in pl.pipeline(4, stage=2):
+            for j in pl.pipeline(3, stage=2):
+                acc = pl.add(acc, pl.load(a, [8 + j * 8, 0], [8, 128]))
+            pl.store(acc, [i * 8, 0], out)
+    return out
+
+
+@pl.jit
+def last_of_inner(a: pl.Tensor, out: pl.Out[pl.Tensor], m: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [8, 128])
+        for i in pl.pipeline(4, stage=3):
+            for j in pl.pipeline(m, stage=2):
+                t = pl.load(a, [j * 8, 0], [8, 128])
+        pl.store(t, [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform,planner", PLATFORMS)
+def test_each_stage_copy_of_an_outer_pipeline_reads_its_own_inner_results(platform, planner):
+    config = RunConfig(platform=platform, memory_planner=planner, verification_level="ROUNDTRIP")
+    a = torch.randint(-4, 5, (32, 128)).float()
+    out = torch.zeros(32, 128)
+    nested_pipelines(a, out, config=config)
+    step = a[8:16] + a[16:24] + a[24:32]
+    assert torch.equal(out, torch.cat([a[:8] + (i + 1) * step for i in range(4)]))
+    out = torch.zeros(8, 128)
+    last_of_inner(a, out, 3, config=config)
+    assert torch.equal(out, a[16:24])
