@@ -40,11 +40,13 @@ class PyptoError(Exception):
 
     kind = "error"
 
-    def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None,
+                 notes: tuple[str, ...] = ()):
         super().__init__(message)
         self.message = message
         self.span = span
         self.hint = hint
+        self.notes = tuple(notes)  # where the located code was reached from (an inlined call, say)
 
     def with_span(self, span: Span | None) -> PyptoError:
         """The same error located at ``span`` unless it already names a place."""
@@ -56,11 +58,19 @@ class PyptoError(Exception):
         clone.span = span
         return clone
 
+    def with_note(self, note: str) -> PyptoError:
+        """The same error with one more line of context."""
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        Exception.__init__(clone, self.message)
+        clone.notes = (*getattr(self, "notes", ()), note)
+        return clone
+
     def __str__(self) -> str:
-        return format_message(self.message, self.span, self.hint)
+        return format_message(self.message, self.span, self.hint, getattr(self, "notes", ()))
 
 
-def format_message(message: str, span: Span | None, hint: str | None) -> str:
+def format_message(message: str, span: Span | None, hint: str | None, notes=()) -> str:
     parts = [message]
     if span is not None:
         parts.append(f"  --> {span}")
@@ -73,6 +83,7 @@ def format_message(message: str, span: Span | None, hint: str | None) -> str:
             parts.append(f"{gutter} |")
             parts.append(f"{span.line} | {text}")
             parts.append(f"{gutter} | {' ' * (span.col - 1)}{'^' * width}")
+    parts.extend(f"  note: {note}" for note in notes)
     if hint:
         parts.append(f"  help: {hint}")
     return "\n".join(parts)

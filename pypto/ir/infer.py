@@ -34,7 +34,11 @@ def scalar_type(e, types) -> ScalarType:
         lhs, rhs = scalar_type(e.lhs, types), scalar_type(e.rhs, types)
         if lhs.dtype.is_float:
             return lhs
-        return rhs if rhs.dtype.is_float else lhs
+        if rhs.dtype.is_float:
+            return rhs
+        if lhs.dtype.is_bool and rhs.dtype.is_bool:  # True + True is 2; min(True, False) is a bool
+            return lhs if e.op in ("min", "max") else ScalarType(DataType.INDEX)
+        return rhs if lhs.dtype.is_bool else lhs  # arithmetic on a bool is on the int it is
     if isinstance(e, n.UnaryOp):
         return BOOL if e.op == "not" else scalar_type(e.operand, types)
     raise TypeError(f"not an expression: {e!r}")

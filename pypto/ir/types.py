@@ -48,6 +48,15 @@ class DataType(enum.Enum):
         return (self.bits + 7) // 8
 
     @property
+    def int_range(self) -> tuple[int, int] | None:
+        """(least, greatest) value of an integer dtype; None for the others."""
+        if not self.is_int:
+            return None
+        if self.value[2] == "u":
+            return 0, 2 ** self.bits - 1
+        return -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+
+    @property
     def is_float(self) -> bool:
         return self.value[2] == "f"
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Callable
 
 import attrs
 
 from pypto.errors import (
+    OutOfBoundsError,
     ParseError,
     PyptoError,
     SpecializationError,
@@ -23,7 +25,6 @@ from pypto.ir.affine import interval
 from pypto.ir.ops import UNIFIED, Kind, all_ops, infer_type, lookup
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (
-    INDEX,
     DataType,
     FunctionType,
     PadValue,
@@ -36,6 +37,7 @@ from pypto.ir.types import (
 from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.exprs import ExprConverter
+from pypto.lang.reach import Unknown, reach
 from pypto.sim.soc import MemorySpace
 
 # Older spellings of keyword names the reference language accepted.
@@ -57,13 +59,22 @@ class Callee:
     # Per returned value, the index of the parameter it is (a kernel returns the tensors it
     # was handed to write), or None.
     returned_params: tuple = ()
+    # The name the user calls it by (a specialization's IR name may be 'two_1').
+    display: str = attrs.field(default=attrs.Factory(lambda self: self.name, takes_self=True))
 
     @classmethod
-    def of(cls, fn: n.Function) -> Callee:
+    def of(cls, fn: n.Function, display: str | None = None) -> Callee:
         index = {p.name: k for k, p in enumerate(fn.params)}
         ret = fn.body[-1] if fn.body and isinstance(fn.body[-1], n.Return) else None
         returned = tuple(index.get(v.name) if isinstance(v, n.Var) else None for v in ret.values) if ret else ()
-        return cls(fn.name, fn.returns, fn.params, returned)
+        return cls(fn.name, fn.returns, fn.params, returned, display or fn.name)
+
+
+@attrs.frozen
+class Nothing:
+    """The type of a call of a function that returns nothing: only a statement takes it."""
+
+    callee: str
 
 
 @attrs.frozen
@@ -165,14 +176,24 @@ class CallConverter(ExprConverter):
             raise self.error(UnsupportedSyntaxError, node, "kernel functions take positional arguments")
         args = [self.operand(a) for a in node.args]
         callee: Callee = resolve(tuple(t for _, t in args))
+        for k, ((e, t), p) in enumerate(zip(args, callee.params)):
+            if isinstance(t, ScalarType) and t != p.type:  # an integer the call converts (check_call_types)
+                ssa = self.fresh(p.name)
+                self.types[ssa] = p.type
+                self.emit(n.Assign(ssa, p.type, e, span=self.span(node.args[k])))
+                args[k] = (n.Var(ssa), p.type)
         for (e, _), p, arg_node in zip(args, callee.params, node.args):
             if p.direction is not ParamDirection.In:
-                self.check_writable(e, arg_node, f"'{callee.name}' writes its parameter '{p.name}' "
+                self.check_writable(e, arg_node, f"'{callee.display}' writes its parameter '{p.name}' "
                                                  f"(pl.{p.direction.name}), and this argument is")
         call = n.FuncCall(callee.name, tuple(e for e, _ in args))
+        if not callee.returns:
+            return call, Nothing(callee.display)
+        if len(callee.returns) == 1 and callee.returned_params and callee.returned_params[0] is not None:
+            self.returned_args[call] = call.args[callee.returned_params[0]]
         if len(callee.returns) > 1:
             return call, Several(callee, call.args)
-        return call, callee.returns[0] if callee.returns else None
+        return call, callee.returns[0]
 
     def kernel_call(self, kernel, node: ast.Call):
         if getattr(kernel, "function_type", None) is FunctionType.Inline:
@@ -180,7 +201,31 @@ class CallConverter(ExprConverter):
         if self.incore:
             raise self.error(ParseError, node, f"an InCore function cannot call the kernel '{kernel.__name__}'",
                              hint="call it from the @pl.jit entry, or make it @pl.jit.inline")
+        if node.keywords:  # bound by the kernel's signature, as a Python call binds them
+            node = ast.copy_location(ast.Call(node.func, self._by_position(node, kernel.param_names, kernel.__name__),
+                                              []), node)
         return self.function_call(node, lambda types: self.hooks.call_kernel(kernel, types, node, self))
+
+    def _by_position(self, node: ast.Call, names, fname: str) -> list:
+        """A call's argument nodes in parameter order (keywords placed by name)."""
+        if len(node.args) > len(names):
+            raise self.error(TypeCheckError, node, f"'{fname}' takes {len(names)} arguments, got {len(node.args)}")
+        given = dict(zip(names, node.args))
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in kernel calls")
+            if k.arg not in names:
+                close = difflib.get_close_matches(k.arg, names, n=1)
+                raise self.error(TypeCheckError, k, f"'{fname}' got an unexpected keyword '{k.arg}'",
+                                 hint=f"did you mean '{close[0]}'?" if close else f"its parameters are: {', '.join(names)}")
+            if k.arg in given:
+                raise self.error(TypeCheckError, k, f"'{fname}' got '{k.arg}' twice")
+            given[k.arg] = k.value
+        missing = [x for x in names if x not in given]
+        if missing:
+            raise self.error(TypeCheckError, node, f"'{fname}' is missing its '{missing[0]}' argument",
+                             hint=f"{fname}({', '.join(names)})")
+        return [given[x] for x in names]
 
     def inline_call(self, kernel, node: ast.Call):
         """Splice an inline kernel's body here, its parameters bound to the arguments."""
@@ -190,23 +235,21 @@ class CallConverter(ExprConverter):
                              f"function '{fdef.name}' calls itself (recursion is not supported)",
                              hint="inline functions are spliced in at compile time; "
                                   "write the repetition as a pl.range loop")
-        params = fdef.args.args
-        if node.keywords or len(node.args) != len(params):
-            raise self.error(TypeCheckError, node,
-                             f"'{fdef.name}' takes {len(params)} arguments, got {len(node.args)}")
-        args = [self.operand(a) for a in node.args]
         caller = self.source
-        saved = (self.source, self.env, self.dropped)
-        self.source, self.env, self.dropped = source, {}, {}
+        bound = self._bind_inline_args(fdef, source, node)
+        saved = (self.source, self.env, self.dropped, self.local_names, self.frames)
+        self.source, self.env, self.dropped, self.frames = source, {}, {}, []
+        self.local_names = liveness.first_bindings(fdef.body)
         self.inlining.append(kernel)
         try:
-            for p, arg_node, (e, t) in zip(params, node.args, args):
+            for p, (e, t), where in bound:
+                self.check_local_name(p.arg, p)
                 if p.annotation is not None:
-                    self._check_inline_arg(fdef.name, p, t, caller.span(arg_node))
+                    self._check_inline_arg(fdef.name, p, t, where)
                 if isinstance(e, n.Var):
                     self.env[p.arg] = e.name
                 else:
-                    self.bind(p.arg, t, e, node)
+                    self.bind(p.arg, t, e, p, span=where)
             body = self._body_statements(fdef.body)
             ret = None
             if body and isinstance(body[-1], ast.Return):
@@ -216,14 +259,84 @@ class CallConverter(ExprConverter):
                     raise self.error(UnsupportedSyntaxError, stmt, "an inline function returns only at its end")
                 later = liveness.reads(body[i + 1:] + ([ret] if ret is not None else []))
                 self.statement(stmt, frozenset(later), top=False)
-            if ret is None or ret.value is None:
-                return n.Const(0), INDEX  # a value nobody reads: the call is a statement
-            if isinstance(ret.value, ast.Tuple):
+            if ret is not None and isinstance(ret.value, ast.Tuple):
                 raise self.error(UnsupportedSyntaxError, ret, "an inline function returns one value")
-            return self.operand(ret.value)
+            result = (None, Nothing(fdef.name)) if ret is None or ret.value is None else self.operand(ret.value)
+            self._check_inline_return(fdef, ret, result[1])
+            return result
+        except PyptoError as err:
+            # Which call of the helper went wrong is half the story.
+            raise err.with_note(f"in '{fdef.name}', inlined at {caller.span(node)}") from None
         finally:
             self.inlining.pop()
-            self.source, self.env, self.dropped = saved
+            self.source, self.env, self.dropped, self.local_names, self.frames = saved
+
+    def _bind_inline_args(self, fdef: ast.FunctionDef, source, node: ast.Call) -> list:
+        """(parameter, (Expr, type), span) per parameter of an inline kernel, bound the way
+        Python binds a call: positions, then keywords, then the defaults."""
+        a = fdef.args
+        if a.vararg or a.kwarg or a.posonlyargs:
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"'{fdef.name}' takes *args, **kwargs or positional-only parameters, which inline "
+                             "functions do not support", hint="give it plain named parameters")
+        params = [*a.args, *a.kwonlyargs]
+        names = [p.arg for p in params]
+        defaults = dict(zip([p.arg for p in a.args[len(a.args) - len(a.defaults):]], a.defaults))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        if len(node.args) > len(a.args):
+            raise self.error(TypeCheckError, node, f"'{fdef.name}' takes {len(a.args)} positional argument"
+                                                   f"{'s' if len(a.args) != 1 else ''}, got {len(node.args)}")
+        given = {p.arg: arg for p, arg in zip(a.args, node.args)}
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in kernel calls")
+            if k.arg not in names:
+                close = difflib.get_close_matches(k.arg, names, n=1)
+                raise self.error(TypeCheckError, k, f"'{fdef.name}' got an unexpected keyword '{k.arg}'",
+                                 hint=f"did you mean '{close[0]}'?" if close else f"its parameters are: {', '.join(names)}")
+            if k.arg in given:
+                raise self.error(TypeCheckError, k, f"'{fdef.name}' got '{k.arg}' twice")
+            given[k.arg] = k.value
+        missing = [x for x in names if x not in given and x not in defaults]
+        if missing:
+            raise self.error(TypeCheckError, node, f"'{fdef.name}' is missing its '{missing[0]}' argument",
+                             hint=f"{fdef.name}({', '.join(names)})")
+        bound = []
+        for p in params:  # call-site arguments convert where they are written, in order
+            if p.arg in given:
+                bound.append((p, self.operand(given[p.arg]), self.span(given[p.arg])))
+        saved = (self.source, self.env, self.dropped, self.local_names)
+        self.source, self.env, self.dropped, self.local_names = source, {}, {}, {}  # read where it is written
+        try:
+            for p in params:
+                if p.arg not in given:
+                    bound.append((p, self.operand(defaults[p.arg]), self.span(defaults[p.arg])))
+        finally:
+            self.source, self.env, self.dropped, self.local_names = saved
+        order = {p.arg: k for k, p in enumerate(params)}
+        return sorted(bound, key=lambda b: order[b[0].arg])
+
+    def _check_inline_return(self, fdef: ast.FunctionDef, ret, t) -> None:
+        """The value an inline kernel returns against its return annotation."""
+        if fdef.returns is None:
+            return
+        where = fdef.returns
+        if isinstance(where, ast.Constant) and where.value is None:
+            if not isinstance(t, Nothing):
+                raise self.error(TypeCheckError, ret, f"'{fdef.name}' is annotated '-> None' but returns {type_name(t)}",
+                                 hint="drop the annotation, or the returned value")
+            return
+        if isinstance(t, Nothing):
+            raise self.error(TypeCheckError, where, f"'{fdef.name}' is annotated to return "
+                                                    f"{ast.unparse(where)} but returns nothing",
+                             hint="return the value at the end of the function")
+        try:
+            self.annotation(where, given=t, param="the returned value")
+        except SpecializationError:
+            raise self.error(TypeCheckError, ret, f"'{fdef.name}' returns {type_name(t)}, but its annotation says "
+                                                  f"{ast.unparse(where)}",
+                             hint="make the annotation match the value, or convert the value (pl.cast) "
+                                  "before returning it") from None
 
     def _check_inline_arg(self, fname: str, param: ast.arg, t, where) -> None:
         """An argument against its parameter's annotation, reported at the call."""
@@ -237,13 +350,64 @@ class CallConverter(ExprConverter):
 
     def check_writable(self, value, node, what: str) -> None:
         """A kernel writes only the tensors its caller hands it to write: pl.Out / pl.InOut
-        parameters. (Dump text is read as printed: passes answer for what they produce.)"""
-        if self.source.exact or not isinstance(value, n.Var) or value.name not in self.inputs:
+        parameters, under whatever name they reach the write. (Dump text is read as
+        printed: passes answer for what they produce.)"""
+        if self.source.exact or not isinstance(value, n.Var):
             return
-        param = self.inputs[value.name]
-        raise self.error(TypeCheckError, node, f"{what} the input parameter '{param}'",
-                         hint=f"declare it written: '{param}: pl.Out[pl.Tensor[...]]' (written only) or "
-                              f"'{param}: pl.InOut[pl.Tensor[...]]' (read and written)")
+        name = next((k for k, v in self.env.items() if v == value.name), None)  # the user's name for it
+        self.writes.append((value.name, name, node, what))
+        self._check_write(value.name, name, node, what)
+
+    def recheck_writes(self) -> None:
+        for write in self.writes:
+            self._check_write(*write)
+
+    def _check_write(self, ssa: str, name: str | None, node, what: str) -> None:
+        leaves = self.leaves(ssa)
+        params = [self.inputs[x] for x in leaves if x in self.inputs]
+        if not params:
+            return
+        param = params[0]
+        hint = (f"declare it written: '{param}: pl.Out[pl.Tensor[...]]' (written only) or "
+                f"'{param}: pl.InOut[pl.Tensor[...]]' (read and written)")
+        if ssa in self.inputs or name == param and len(leaves) == 1:
+            message = f"{what} the input parameter '{param}'"
+        elif name is None:
+            message = f"{what} {'' if len(leaves) == 1 else 'on some path '}the input parameter '{param}'"
+        elif len(leaves) == 1:
+            message = f"{what} '{name}', another name for the input parameter '{param}'"
+        else:
+            message = f"{what} '{name}', and on some path '{name}' is the input parameter '{param}'"
+        raise self.error(TypeCheckError, node, message, hint=hint)
+
+    def derive(self, ssa: str, value) -> None:
+        """Record which tensors ``ssa`` may be when it is bound to ``value``."""
+        if isinstance(value, n.Var):
+            if isinstance(self.types.get(value.name), TensorType):
+                self.sources.setdefault(ssa, set()).add(value.name)
+        elif isinstance(value, n.Call):
+            op = lookup(value.op)
+            args = dict(zip((p.name for p in op.params), value.args))
+            # A window is a view of its tensor; a store's result is the tensor it wrote.
+            key = "x" if op.name == "tensor.slice" else op.writes_operand
+            if key is not None:
+                self.derive(ssa, args[key])
+        elif isinstance(value, n.FuncCall) and value in self.returned_args:
+            self.derive(ssa, self.returned_args[value])
+
+    def leaves(self, ssa: str) -> set[str]:
+        """The tensors with no source of their own (parameters, op results) ``ssa`` may be."""
+        out, seen, todo = set(), set(), [ssa]
+        while todo:
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            more = self.sources.get(x, set()) - {x}
+            if not more:
+                out.add(x)
+            todo.extend(more)
+        return out
 
     def require_incore(self, node, opname: str) -> None:
         if not self.incore:
@@ -384,11 +548,34 @@ class CallConverter(ExprConverter):
             raise err.with_span(self.span(node)) from None
         if op.writes_operand is not None:
             self.check_writable(values[op.writes_operand], node, f"{op.name} writes its '{op.writes_operand}', which is")
+        self.check_scalar_constants(op, values, types, t, node)
         self.check_bounds(op, values, types, node)
         return n.Call(op.name, tuple(values[p.name] for p in op.params)), t
 
+    def check_scalar_constants(self, op: OpDef, values: dict, types: dict, result, node) -> None:
+        """An integer constant an op narrows to its operand's integer dtype (pl.adds on an
+        INT32 tile, pl.full of an INT8 tile) must fit it: a constant that does not is a
+        mistake, caught where it is written rather than wrapped at run time."""
+        operand = next((types[p.name] for p in op.params if p.kind in (Kind.TILE, Kind.TENSOR)
+                        and isinstance(types.get(p.name), (TileType, TensorType))), result)
+        dtype = getattr(operand, "dtype", None)
+        if dtype is None or not dtype.is_int:
+            return
+        lo, hi = dtype.int_range
+        for p in op.params:
+            v = values.get(p.name)
+            if p.kind is Kind.SCALAR and not p.integer and isinstance(v, n.Const) \
+                    and isinstance(v.value, int) and not isinstance(v.value, bool) and not lo <= v.value <= hi:
+                raise self.error(TypeCheckError, node,
+                                 f"{op.name}'s '{p.name}' is {v.value}, which does not fit the {dtype.name} values "
+                                 f"it applies to ({lo}..{hi})",
+                                 hint=f"use a constant in {lo}..{hi}, or compute in a wider dtype (pl.cast the tile "
+                                      "first)")
+
     def check_bounds(self, op: OpDef, values: dict, types: dict, node) -> None:
-        """Offsets that loop bounds make go out of range, e.g. a load at i * 64 for i up to 8."""
+        """Offsets that loop bounds make go out of range, e.g. a load at i * 64 for i up to 8,
+        on the iterations the enclosing conditions let through to the op (``if i < 4:``). What
+        depends on a runtime value is left to the run, which checks every access."""
         tensor_key = {"tile.load": "tensor", "tile.store": "output_tensor", "tensor.slice": "x",
                       "tensor.assemble": "target"}.get(op.name)
         if tensor_key is None:
@@ -405,20 +592,41 @@ class CallConverter(ExprConverter):
             moved = getattr(src, "valid_shape", None)
             extents = list(src.shape) if moved is None else [c.value if isinstance(c, n.Const) else None for c in moved]
         for axis, (off, extent, dim) in enumerate(zip(offsets, extents, tensor_t.shape)):
-            span = interval(off, self.ranges)
-            if span is None or extent is None or isinstance(off, n.Const):
+            if extent is None or isinstance(off, n.Const):
                 continue
-            lo, hi = span
+            span = interval(off, self.ranges)
+            if span is not None and span[0] >= 0 and span[1] + extent <= dim:
+                continue  # in range on every iteration, reached or not
+            witness = None
+            try:
+                found = reach(off, self.guards, self.domains, self.scalar_defs)
+            except Unknown:
+                if self.guards or span is None:
+                    continue  # under a condition decided at run time: checked when it runs
+                lo, hi = span
+            else:
+                if found is None:
+                    continue  # no iteration gets past the enclosing conditions to this op
+                lo, lo_at, hi, hi_at = found
+                witness = hi_at if hi + extent > dim else lo_at
             if lo < 0 or hi + extent > dim:
-                from pypto.errors import OutOfBoundsError
-
                 bad = hi if hi + extent > dim else lo
+                at = ", ".join(f"{self.user_name(k)} = {v}" for k, v in (witness or {}).items())
                 raise self.error(
                     OutOfBoundsError, node,
-                    f"{op.name} region on axis {axis} reaches [{bad}, {bad + extent}) but the tensor's axis is [0, {dim})",
+                    f"{op.name} region on axis {axis} reaches [{bad}, {bad + extent}) but the tensor's axis is [0, {dim})"
+                    + (f" (when {at})" if at else ""),
                     hint="check the loop bounds against the tensor shape (the offset spans "
-                         f"{lo}..{hi} over the loop)",
+                         f"{lo}..{hi} over the loop"
+                         + (", on the iterations that reach it)" if self.guards else ")"),
                 )
+
+    def user_name(self, ssa: str) -> str:
+        """The Python name an SSA name stands for, for messages."""
+        for k, v in self.env.items():
+            if v == ssa:
+                return k
+        return re.sub(r"_\d+$", "", ssa)
 
 
 def _ops_of(module: str):

@@ -12,12 +12,13 @@ import keyword
 
 import attrs
 
-from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.affine import static_difference
+from pypto.ir.affine import interval, static_difference
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
     INDEX,
+    DataType,
     ForKind,
     FunctionType,
     Level,
@@ -31,7 +32,7 @@ from pypto.ir.types import (
 )
 from pypto.lang import liveness
 from pypto.lang import names as N
-from pypto.lang.calls import CallConverter, ProgramHooks, Several
+from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.exprs import Dropped, NotStatic, Source
 
 INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
@@ -47,6 +48,8 @@ class _Frame:
 
     kind: str  # "for" | "if"
     explicit: bool
+    last: object = None  # the body's last statement: the only place for its pl.yield_
+    header: tuple[str, ...] = ()  # an explicit loop's carried names: what its pl.yield_ hands on
     yield_targets: tuple[str, ...] | None = None
     yield_types: tuple | None = None
     declared: object = None  # the annotated type of a single yield target (``x: T = pl.yield_(v)``)
@@ -70,6 +73,7 @@ class FunctionConverter(CallConverter):
         self.out: list = []  # statements of the block being converted
         self.frames: list[_Frame] = []
         self.return_types: tuple | None = None
+        self.local_names = liveness.first_bindings(fdef.body)
 
     # ------------------------------------------------------------------ function
 
@@ -104,7 +108,11 @@ class FunctionConverter(CallConverter):
                 raise self.error(TypeCheckError, arg, f"Parameter '{arg.arg}' missing type annotation",
                                  hint=f"Add a type annotation like: {arg.arg}: pl.Tensor[[64], pl.FP32]")
             given = None if self.given is None else self.given.get(arg.arg)
-            t, direction = self.annotation(arg.annotation, given=given, param=arg.arg)
+            try:
+                t, direction = self.annotation(arg.annotation, given=given, param=arg.arg)
+            except SpecializationError as err:
+                err.param = arg.arg  # which argument: a caller reports it where it is passed
+                raise
             if isinstance(t, TileType):
                 raise self.error(TypeCheckError, arg, f"parameter '{arg.arg}' is a Tile: kernels take GM tensors",
                                  hint="take a pl.Tensor and pl.load the tile inside the kernel")
@@ -188,15 +196,18 @@ class FunctionConverter(CallConverter):
                              f"every {pyname}.* name after it",
                              hint="rename the value")
 
-    def bind(self, pyname: str, t, value, node) -> str:
+    def bind(self, pyname: str, t, value, node, span=None) -> str:
         self.check_local_name(pyname, node)
         ssa = self.fresh(pyname)
         self.types[ssa] = t
         self.env[pyname] = ssa
         self.dropped.pop(pyname, None)
+        self.derive(ssa, value)
+        if isinstance(t, ScalarType) and isinstance(value, (n.Const, n.Var, n.BinOp, n.UnaryOp)):
+            self.scalar_defs[ssa] = value
         if isinstance(value, n.Const):
             self.known[ssa] = value.value
-        self.emit(n.Assign(ssa, t, value, span=self.span(node)))
+        self.emit(n.Assign(ssa, t, value, span=span or self.span(node)))
         return ssa
 
     def assign(self, node: ast.Assign) -> None:
@@ -230,6 +241,9 @@ class FunctionConverter(CallConverter):
         if isinstance(value, n.Const) and isinstance(declared, ScalarType) and isinstance(inferred, ScalarType):
             value = self.typed_constant(value, declared, node)
             inferred = declared
+        elif isinstance(declared, ScalarType) and isinstance(inferred, ScalarType) and declared.dtype.is_int \
+                and inferred.dtype.is_int:
+            self.check_narrowing(value, inferred, declared, node)
         merged = self.merge_declared(declared, inferred, node.annotation)
         if isinstance(value, n.Var) and isinstance(inferred, TileType):
             if merged != inferred:
@@ -255,11 +269,34 @@ class FunctionConverter(CallConverter):
         if declared.dtype.is_float and isinstance(v, int) and not isinstance(v, bool):
             return n.Const(float(v))
         if declared.dtype.is_int and isinstance(v, int) and not isinstance(v, bool):
+            lo, hi = declared.dtype.int_range
+            if not lo <= v <= hi:
+                wider = _wider(v)
+                raise self.error(TypeCheckError, node, f"{v} does not fit {declared.dtype.name} ({lo}..{hi})",
+                                 hint=f"declare a wider integer dtype (pl.{wider}), or use a value in range" if wider
+                                 else "no integer dtype holds it: use a value in range")
             return value
         if declared.dtype.is_bool and isinstance(v, bool) or declared.dtype.is_float and isinstance(v, float):
             return value
         want = "a number" if declared.dtype.is_float else "an int" if declared.dtype.is_int else "True or False"
         raise self.error(TypeCheckError, node, f"{v!r} is not a {declared.dtype} value", hint=f"write {want}")
+
+    def check_narrowing(self, value, inferred: ScalarType, declared: ScalarType, node) -> None:
+        """An integer value bound to a narrower integer dtype is accepted where its range is
+        known to fit: nothing converts it at run time, so a value out of range would keep
+        its wider meaning under the narrow name."""
+        lo, hi = declared.dtype.int_range
+        have = inferred.dtype.int_range
+        if have[0] >= lo and have[1] <= hi:
+            return  # widening
+        span = interval(value, self.ranges) if isinstance(value, n.Expr) else None
+        if span is not None and lo <= span[0] and span[1] <= hi:
+            return
+        what = ast.unparse(node.value)
+        why = f"it ranges over {span[0]}..{span[1]}" if span is not None else "its range is not known at compile time"
+        raise self.error(TypeCheckError, node,
+                         f"'{what}' is {type_name(inferred)} and may not fit {declared.dtype.name} ({lo}..{hi}): {why}",
+                         hint=f"declare it pl.Scalar[pl.{_wider_dtype(inferred.dtype)}] (or leave the annotation off)")
 
     def merge_declared(self, declared, inferred, node):
         """The annotated type, checked against (and completed from) the inferred one."""
@@ -278,7 +315,7 @@ class FunctionConverter(CallConverter):
                             valid_shape=valid)
         if isinstance(declared, ScalarType) and isinstance(inferred, ScalarType) \
                 and declared.dtype.is_int and inferred.dtype.is_int:
-            return declared  # integer widths are a choice of the name's type; the value converts
+            return declared  # integer widths are a choice of the name's type (narrowing is checked first)
         if declared != inferred:
             raise self.error(TypeCheckError, node,
                              f"the annotation says {type_name(declared)} but the value is {type_name(inferred)}")
@@ -323,18 +360,18 @@ class FunctionConverter(CallConverter):
         them, so the call is a statement and each name is the argument the callee returns."""
         value, t = self.value(call_node)
         if not isinstance(t, Several):
-            count = 1 if t is not None else 0
+            count = 0 if isinstance(t, Nothing) else 1
             raise self.error(TypeCheckError, call_node,
                              f"'{ast.unparse(call_node.func)}' returns {count} value{'s' if count != 1 else ''}, "
                              f"not {len(names)}")
         callee = t.callee
         if len(names) != len(callee.returns):
             raise self.error(TypeCheckError, call_node,
-                             f"'{callee.name}' returns {len(callee.returns)} values, unpacked into {len(names)} names")
+                             f"'{callee.display}' returns {len(callee.returns)} values, unpacked into {len(names)} names")
         for k, index in enumerate(callee.returned_params):
             if index is None:
                 raise self.error(UnsupportedSyntaxError, call_node,
-                                 f"value {k} that '{callee.name}' returns is not one of its parameters",
+                                 f"value {k} that '{callee.display}' returns is not one of its parameters",
                                  hint="a kernel returning several values returns the Out/InOut tensors it writes")
         self.emit(n.Eval(value, span=self.span(call_node)))
         for name, index, rt in zip(names, callee.returned_params, callee.returns):
@@ -390,7 +427,13 @@ class FunctionConverter(CallConverter):
         if not isinstance(node.value, ast.Call):
             raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",
                              hint="assign its value to a name, or remove it")
+        before = len(self.out)
         value, t = self.value(node.value)
+        if self._is_inline_call(node.value) and not isinstance(t, Nothing) and not _has_effect(self.out[before:]):
+            # The helper's statements compute only the value nobody reads.
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"the result of {ast.unparse(node.value.func)} is discarded; assign it to a name",
+                             hint=f"x = {ast.unparse(node.value)}")
         if isinstance(value, n.Call) and not lookup(value.op).has_effect:
             # Nothing would read the value, and an op without effects does nothing else.
             what = ast.unparse(node.value.func) if node.value.func is not None else value.op
@@ -419,6 +462,8 @@ class FunctionConverter(CallConverter):
                              else "kernels compute on tiles with pl.* ops")
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
             return self.slice(node, self.local_type(node.value))
+        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
+            raise self.tile_slice_error(node)
         if isinstance(node, ast.Name) and node.id in self.env:
             return self.var(node.id)
         e = self.scalar(node)
@@ -473,12 +518,16 @@ class FunctionConverter(CallConverter):
         return False
 
     def single(self, t, node) -> None:
+        """A value that is one value: not a call returning several, nor one returning nothing."""
         if isinstance(t, Several):
             names = ", ".join(t.callee.params[i].name if i is not None else f"r{k}"
                               for k, i in enumerate(t.callee.returned_params))
             raise self.error(TypeCheckError, node,
-                             f"'{t.callee.name}' returns {len(t.callee.returns)} values; unpack them into as many names",
-                             hint=f"{names} = {ast.unparse(node)}")
+                             f"'{t.callee.display}' returns {len(t.callee.returns)} values; unpack them into as many "
+                             "names", hint=f"{names} = {ast.unparse(node)}")
+        if isinstance(t, Nothing):
+            raise self.error(TypeCheckError, node, f"'{t.callee}' returns nothing, so there is no value to use here",
+                             hint=f"call it as a statement: {ast.unparse(node)}")
 
     def operand(self, node, hint: str = "t"):
         """An operand Expr: op results are bound to a fresh temporary first."""
@@ -488,6 +537,7 @@ class FunctionConverter(CallConverter):
             base = value.op.split(".")[-1] if isinstance(value, n.Call) else value.callee
             ssa = self.fresh(base)
             self.types[ssa] = t
+            self.derive(ssa, value)
             self.emit(n.Assign(ssa, t, value, span=self.span(node)))
             return n.Var(ssa), t
         return value, t
@@ -550,79 +600,132 @@ class FunctionConverter(CallConverter):
             raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
         kind, start, stop, step, stage, inits = self.loop_header(node)
         explicit = inits is not None
+        target = node.target
         if explicit:
-            target = node.target
             if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name)
                     and isinstance(target.elts[1], (ast.Tuple, ast.List))
                     and all(isinstance(e, ast.Name) for e in target.elts[1].elts)):
                 raise self.error(UnsupportedSyntaxError, target, "a loop with init_values binds 'i, (a, b)'",
                                  hint="for i, (acc,) in pl.range(n, init_values=(acc0,)):")
             loop_name = target.elts[0].id
-            carried_names = [e.id for e in target.elts[1].elts]
-            if len(carried_names) != len(inits):
-                raise self.error(TypeCheckError, target, f"{len(carried_names)} loop-carried names for {len(inits)} init_values")
+            header = [e.id for e in target.elts[1].elts]
+            if len(header) != len(inits):
+                raise self.error(TypeCheckError, target, f"{len(header)} loop-carried names for {len(inits)} init_values")
         else:
-            if not isinstance(node.target, ast.Name):
-                raise self.error(UnsupportedSyntaxError, node.target, "the loop variable is a single name")
-            loop_name = node.target.id
-            body_assigned = liveness.assigned(node.body)
-            exposed = liveness.upward_exposed(node.body)
-            carried_names = [x for x in body_assigned if x in self.env and x != loop_name
-                             and (x in exposed or x in live_after)]
-            inits = [self.var(x) for x in carried_names]
-
-        for name_node in ast.walk(node.target):
+            if not isinstance(target, ast.Name):
+                raise self.error(UnsupportedSyntaxError, target, "the loop variable is a single name")
+            loop_name, header, inits = target.id, [], []
+        for name_node in ast.walk(target):
             if isinstance(name_node, ast.Name):
                 self.check_local_name(name_node.id, name_node)
+        yield_names = set(self._yield_names(node.body[-1])) if explicit else set()
+        body_assigned = liveness.assigned(node.body)
+        exposed = liveness.upward_exposed(node.body)
+        # Every other name the body rebinds that is read again (by the next iteration or after
+        # the loop) is carried, with or without explicit init_values, as Python would see it.
+        implicit = [x for x in body_assigned if x in self.env and x != loop_name and x not in header
+                    and x not in yield_names and (x in exposed or x in live_after)]
+        last = _last_value(start, stop, step)
+        after = None  # how the loop variable reads after the loop, when something reads it
+        if loop_name in live_after and loop_name not in yield_names and last != "empty":
+            if last is not None and loop_name not in body_assigned:
+                after = "last"  # its last value, known here
+            elif loop_name in self.env:
+                after = "carried"  # the value the last iteration leaves it (or its own, if none runs)
+
         outer_env = dict(self.env)
         var = self.fresh(loop_name)
         self.types[var] = INDEX
         self.env[loop_name] = var
-        if all(isinstance(b, n.Const) for b in (start, stop, step)) and stop.value > start.value:
-            last = start.value + (stop.value - 1 - start.value) // step.value * step.value
+        if isinstance(last, int):
             self.ranges[var] = (start.value, last)
+            self.domains[var] = range(start.value, stop.value, step.value)
         iter_args = []
-        for name, (init, t) in zip(carried_names, inits):
+
+        def carry(name: str, init, t) -> str:
             ssa = self.fresh(name)
             self.types[ssa] = t
-            self.env[name] = ssa
-            if isinstance(init, n.Var) and init.name in self.inputs:  # still the caller's read-only tensor
-                self.inputs[ssa] = self.inputs[init.name]
             iter_args.append(n.IterArg(ssa, t, init))
+            self.derive(ssa, init)
+            return ssa
 
-        frame = _Frame("for", explicit)
+        for name, (init, t) in zip(header, inits):
+            self.env[name] = carry(name, init, t)
+        for name in implicit:
+            self.env[name] = carry(name, *self.ssa_value(outer_env[name]))
+        if after == "carried":  # not a name in the body, where the loop variable is
+            init, t = self.ssa_value(outer_env[loop_name])
+            if isinstance(t, ScalarType) and t.dtype.is_int and t != INDEX:  # an int converts to the index it becomes
+                converted = self.fresh(loop_name)
+                self.types[converted] = INDEX
+                self.emit(n.Assign(converted, INDEX, init, span=self.span(node)))
+                init, t = n.Var(converted), INDEX
+            carry(loop_name, init, t)
+
+        frame = _Frame("for", explicit, last=node.body[-1], header=tuple(header))
         self.frames.append(frame)
-        body_live = live_after | liveness.upward_exposed(node.body) | frozenset(carried_names)
+        body_live = live_after | exposed | frozenset(header) | frozenset(implicit)
         try:
             body = list(self.block(node.body, body_live))
         finally:
             self.frames.pop()
         body_env = self.env
+        if explicit and frame.yield_targets is None:
+            raise self.error(TypeCheckError, node, "a loop with init_values must end with 'x = pl.yield_(...)'",
+                             hint=f"end the body with {', '.join(header) or 'x'} = pl.yield_(...)")
+        others = [*implicit, *([loop_name] if after == "carried" else [])]
+        values = [self.ssa_value(self.available(body_env, x, node)) for x in others]
         if explicit:
-            if frame.yield_targets is None:
-                raise self.error(TypeCheckError, node, "a loop with init_values must end with 'x = pl.yield_(...)'")
-            result_names, yield_types = frame.yield_targets, frame.yield_types
+            done = body.pop()  # the user's yield: the implicit values join it
+            body.append(attrs.evolve(done, values=done.values + tuple(e for e, _ in values)))
+            names = [*frame.yield_targets, *others]
+            yield_types = [*frame.yield_types, *(t for _, t in values)]
         else:
-            values = [self.var(x) if x in body_env else None for x in carried_names]
-            yield_types = tuple(t for _, t in values)
-            result_names = tuple(carried_names)
-            if carried_names:
+            names, yield_types = others, [t for _, t in values]
+            if values:
                 body.append(n.Yield(tuple(e for e, _ in values), span=self.span(node)))
-        for name, a, t in zip(carried_names, iter_args, yield_types):
+        for name, a, t in zip([*header, *others], iter_args, yield_types):
             if not joins(t, a.type):
+                what = "the loop variable" if name == loop_name and name not in header else "loop-carried value"
                 raise self.error(TypeCheckError, node,
-                                 f"loop-carried value '{name}' changes type inside the loop, "
-                                 f"from {type_name(a.type)} to {type_name(t)}",
+                                 f"{what} '{name}' is {type_name(a.type)} before the loop and {type_name(t)} "
+                                 "at the end of its body",
                                  hint="keep the shape, dtype and memory space of a value the loop carries")
+        for a, e in zip(iter_args, body[-1].values if iter_args else ()):
+            self.derive(a.name, e)  # the next iteration may see the value the body leaves
+        self.recheck_writes()
         self.env = outer_env
         self._drop(body_env, node, "loop")
+        line = node.lineno + self.source.line_offset
+        for name in header:
+            if name not in names:  # the header names are scoped to the body (as the reference has it)
+                self.env.pop(name, None)
+                self.dropped[name] = Dropped(
+                    line, "loop",
+                    message=f"'{name}' names a carried value in the header of the loop at line {line}, "
+                            "and is not available after it",
+                    hint="read the loop's result: the name its pl.yield_ assigns"
+                         + (f" ('{frame.yield_targets[header.index(name)]}')" if frame.yield_targets else ""))
         results = []
-        for name, a in zip(result_names, iter_args):
+        for name, a in zip(names, iter_args):
             ssa = self.fresh(name)
             self.types[ssa] = a.type
+            self.derive(ssa, n.Var(a.name))
             self.env[name] = ssa
+            self.dropped.pop(name, None)
             results.append(n.Binding(ssa, a.type))
         self.emit(n.For(var, start, stop, step, body, kind, stage, iter_args, results, span=self.span(node)))
+        if after == "last":
+            self.bind(loop_name, INDEX, n.Const(last), node)
+
+    def available(self, env: dict, name: str, node) -> str:
+        """The SSA name a value the loop carries has at the end of its body, or the error
+        saying why it has none there."""
+        if name in env:
+            return env[name]
+        err = self.undefined(ast.copy_location(ast.Name(name, ast.Load()), node))
+        raise self.error(type(err), node, f"this loop carries '{name}' to its next iteration, but at the end of "
+                                          f"its body: {err.message}", hint=err.hint)
 
     def _drop(self, inner_env: dict, node, where: str) -> None:
         for name, ssa in inner_env.items():
@@ -637,6 +740,18 @@ class FunctionConverter(CallConverter):
             raise self.error(UnsupportedSyntaxError, call,
                              "pl.yield_ belongs to a loop with init_values (or an if whose branches yield)",
                              hint="rebinding a name in the loop carries it implicitly")
+        body = "loop body" if frame.kind == "for" else "branch"
+        if getattr(frame.last, "value", None) is not call:
+            raise self.error(UnsupportedSyntaxError, call, f"pl.yield_ must be the last statement of its {body}",
+                             hint=f"end the {body} with one 'x = pl.yield_(...)' and move what follows it before it")
+        if frame.kind == "for" and len(call.args) != len(frame.header):
+            raise self.error(TypeCheckError, call,
+                             f"pl.yield_ hands on {len(call.args)} value{'s' if len(call.args) != 1 else ''}, but the "
+                             f"loop carries {len(frame.header)} ({', '.join(frame.header)})",
+                             hint="yield one value per name in the loop header's (...), in the same order")
+        if target is None and call.args:
+            raise self.error(UnsupportedSyntaxError, call, _unnamed_yield(call, "loop" if frame.kind == "for" else "if"),
+                             hint=f"x = {ast.unparse(call)}")
         values = [self.operand(a) for a in call.args]
         names = ()
         if target is not None:
@@ -646,8 +761,6 @@ class FunctionConverter(CallConverter):
             names = tuple(e.id for e in elts)
             for e in elts:
                 self.check_local_name(e.id, e)
-        if frame.yield_targets is not None and frame.kind == "for":
-            raise self.error(UnsupportedSyntaxError, call, "a loop body yields once, at its end")
         frame.yield_targets = names
         frame.yield_types = tuple(t for _, t in values)
         if declared is not None:
@@ -669,59 +782,78 @@ class FunctionConverter(CallConverter):
         if isinstance(taken, (bool, int)):
             return self.static_if(node.body if taken else node.orelse, live_after)
         cond = self.scalar(node.test)
-        explicit = self._ends_in_yield(node.body)
+        explicit = self._ends_in_yield(node.body) or self._ends_in_yield(node.orelse)
+        yield_names = {x for stmts in (node.body, node.orelse) if stmts for x in self._yield_names(stmts[-1])}
         outer_env = dict(self.env)
         branches = []
-        for stmts in (node.body, node.orelse):
+        for stmts, holds in ((node.body, True), (node.orelse, False)):
             self.env = dict(outer_env)
-            frame = _Frame("if", explicit)
+            frame = _Frame("if", explicit, last=stmts[-1] if stmts else None)
             self.frames.append(frame)
+            self.guards.append((cond, holds))
             try:
                 body = list(self.block(stmts, live_after))
             finally:
                 self.frames.pop()
+                self.guards.pop()
             branches.append((body, self.env, frame))
         (then_body, then_env, then_frame), (else_body, else_env, else_frame) = branches
-        results = []
+        names, types = [], []
         if explicit:
             if not node.orelse or else_frame.yield_targets != then_frame.yield_targets:
-                raise self.error(TypeCheckError, node, "both branches of an if that yields must yield the same names")
-            names = then_frame.yield_targets
+                raise self.error(TypeCheckError, node, "both branches of an if that yields must yield the same names",
+                                 hint="end each branch with the same 'x = pl.yield_(...)' names")
+            names = list(then_frame.yield_targets)
             declared = then_frame.declared or else_frame.declared
-            types = (declared,) if declared is not None else tuple(
-                join(a, b) for a, b in zip(then_frame.yield_types, else_frame.yield_types))
+            types = [declared] if declared is not None else [
+                join(a, b) for a, b in zip(then_frame.yield_types, else_frame.yield_types)]
             if len(then_frame.yield_types) != len(else_frame.yield_types) or not all(
                     t is not None and joins(a, t) and joins(b, t)
                     for a, b, t in zip(then_frame.yield_types, else_frame.yield_types, types)):
                 raise self.error(TypeCheckError, node, "the branches of this if yield values of different types")
-        else:
-            names = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse)])
-                     if x in live_after and (x in then_env and x in else_env)
-                     and (then_env[x] != outer_env.get(x) or else_env[x] != outer_env.get(x))]
-            same = [x for x in names if self._same_constant(then_env[x], else_env[x])]
-            for x in same:  # both branches bind the same compile-time value: it stays one
-                outer_env[x] = then_env[x]
-            names = [x for x in names if x not in same]
-            types = []
-            for x in names:
-                (_, tt), (_, et) = [self.ssa_value(env[x]) for env in (then_env, else_env)]
-                if join(tt, et) is None:
-                    raise self.error(TypeCheckError, node,
-                                     f"'{x}' is {type_name(tt)} after one branch and {type_name(et)} after the other")
-                types.append(join(tt, et))
-            if names:
-                then_body.append(n.Yield(tuple(self.ssa_value(then_env[x])[0] for x in names), span=self.span(node)))
-                else_body.append(n.Yield(tuple(self.ssa_value(else_env[x])[0] for x in names), span=self.span(node)))
+        # Every other name a branch rebinds that is read afterwards is the if's result too.
+        others = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse)])
+                  if x in live_after and x not in yield_names and (x in then_env and x in else_env)
+                  and (then_env[x] != outer_env.get(x) or else_env[x] != outer_env.get(x))]
+        same = [x for x in others if self._same_constant(then_env[x], else_env[x])]
+        rebound = []  # both branches bind the same compile-time value: it stays one
+        for x in same:
+            if then_env[x] in self.folded and else_env[x] in self.folded:
+                outer_env[x] = then_env[x]  # no statement binds it: every use is the constant
+            else:
+                rebound.append(x)  # bound by a statement in each branch: bound again after the if
+        others = [x for x in others if x not in same]
+        for x in others:
+            (_, tt), (_, et) = [self.ssa_value(env[x]) for env in (then_env, else_env)]
+            if join(tt, et) is None:
+                raise self.error(TypeCheckError, node,
+                                 f"'{x}' is {type_name(tt)} after one branch and {type_name(et)} after the other")
+            types.append(join(tt, et))
+        if others:
+            for body, env in ((then_body, then_env), (else_body, else_env)):
+                extra = tuple(self.ssa_value(env[x])[0] for x in others)
+                if explicit:
+                    done = body.pop()
+                    body.append(attrs.evolve(done, values=done.values + extra))
+                else:
+                    body.append(n.Yield(extra, span=self.span(node)))
+        names += others
         self.env = outer_env
         for env in (then_env, else_env):
             self._drop(env, node, "if")
-        for x, t in zip(names, types):
+        branch_values = [b[-1].values if names else () for b in (then_body, else_body)]
+        for k, (x, t) in enumerate(zip(names, types)):
             ssa = self.fresh(x)
             self.types[ssa] = t
+            for values in branch_values:
+                self.derive(ssa, values[k])
             self.env[x] = ssa
             self.dropped.pop(x, None)
-            results.append(n.Binding(ssa, t))
+        results = [n.Binding(self.env[x], t) for x, t in zip(names, types)]
         self.emit(n.If(cond, then_body, else_body, results, span=self.span(node)))
+        for x in rebound:
+            ssa = then_env[x]
+            self.bind(x, self.types[ssa], n.Const(self._constant_of(ssa)), node)
 
     def static_if(self, stmts, live_after: frozenset) -> None:
         """The branch a compile-time condition picks, in place; a final ``x = pl.yield_(v)``
@@ -729,12 +861,18 @@ class FunctionConverter(CallConverter):
         final = None
         if self._ends_in_yield(stmts):
             stmts, final = stmts[:-1], stmts[-1]
-        for i, stmt in enumerate(stmts):
-            self.statement(stmt, live_after | liveness.reads(stmts[i + 1:] + ([final] if final else [])), False)
+        self.frames.append(_Frame("if", True))  # any other pl.yield_ in the branch is misplaced
+        try:
+            for i, stmt in enumerate(stmts):
+                self.statement(stmt, live_after | liveness.reads(stmts[i + 1:] + ([final] if final else [])), False)
+        finally:
+            self.frames.pop()
         if final is None:
             return
         call = final.value
         target = final.targets[0] if isinstance(final, ast.Assign) else getattr(final, "target", None)
+        if target is None and call.args:
+            raise self.error(UnsupportedSyntaxError, call, _unnamed_yield(call, "if"), hint=f"x = {ast.unparse(call)}")
         values = [self.operand(a) for a in call.args]
         if target is None:
             return
@@ -747,11 +885,22 @@ class FunctionConverter(CallConverter):
             else:
                 self.bind(name.id, t, e, final)
 
+    def _constant_of(self, ssa: str):
+        return self.folded[ssa] if ssa in self.folded else self.known.get(ssa)
+
     def _same_constant(self, a: str, b: str) -> bool:
-        if a not in self.folded or b not in self.folded:
+        x, y = self._constant_of(a), self._constant_of(b)
+        if x is None or y is None:
             return False
-        x, y = n.Const(self.folded[a]), n.Const(self.folded[b])
-        return x == y and self.types[a] == self.types[b]
+        return n.Const(x) == n.Const(y) and self.types[a] == self.types[b]
+
+    def _yield_names(self, stmt) -> list[str]:
+        """The names ``x, y = pl.yield_(...)`` binds, when ``stmt`` is such a statement."""
+        if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and self._is_builtin_call(stmt.value, "yield_")):
+            return []
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        return [e.id for e in elts if isinstance(e, ast.Name)]
 
     def _ends_in_yield(self, stmts) -> bool:
         if not stmts:
@@ -814,3 +963,44 @@ class FunctionConverter(CallConverter):
                                  hint="store the value into a pl.Out tensor parameter and return that tensor")
         self.emit(n.Return(tuple(e for e, _ in values), span=self.span(node)))
         self.return_types = tuple(t for _, t in values)
+
+
+def _wider(v: int) -> str | None:
+    """The narrowest signed integer dtype holding ``v`` (None: none does)."""
+    for dtype in (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64):
+        lo, hi = dtype.int_range
+        if lo <= v <= hi:
+            return dtype.name
+    return None
+
+
+def _wider_dtype(dtype: DataType) -> str:
+    return "INT64" if dtype is DataType.INDEX else dtype.name
+
+
+def _has_effect(stmts) -> bool:
+    """Whether running ``stmts`` does anything besides computing values: a GM write, or a
+    call of another function."""
+    for s in stmts:
+        value = getattr(s, "value", None)
+        if isinstance(value, n.FuncCall) or isinstance(value, n.Call) and lookup(value.op).has_effect:
+            return True
+        if any(_has_effect(getattr(s, f, ())) for f in ("body", "then_body", "else_body")):
+            return True
+    return False
+
+
+def _unnamed_yield(call: ast.Call, where: str) -> str:
+    count = len(call.args)
+    return (f"pl.yield_ hands {count} value{'s' if count != 1 else ''} out of the {where}, and "
+            f"{'it needs a name' if count == 1 else 'they need names'} there")
+
+
+def _last_value(start, stop, step):
+    """The loop variable's last value when the bounds are constants ("empty" when the loop
+    never runs), else None."""
+    if not all(isinstance(b, n.Const) for b in (start, stop, step)):
+        return None
+    if stop.value <= start.value:
+        return "empty"
+    return start.value + (stop.value - 1 - start.value) // step.value * step.value

@@ -65,7 +65,9 @@ class Source:
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-_STATIC_BINOPS = {**{k: OPERATORS[v] for k, v in _BINOPS.items()}, ast.Div: operator.truediv, ast.Pow: operator.pow}
+_STATIC_BINOPS = {**{k: OPERATORS[v] for k, v in _BINOPS.items()}, ast.Div: operator.truediv, ast.Pow: operator.pow,
+                  ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
+                  ast.BitOr: operator.or_, ast.BitXor: operator.xor}
 
 
 class NotStatic(Exception):
@@ -78,6 +80,9 @@ class Dropped:
 
     line: int
     where: str
+    # A reason other than "bound only inside" (a loop header's names are scoped to its body).
+    message: str | None = None
+    hint: str | None = None
 
 
 class ExprConverter:
@@ -87,9 +92,26 @@ class ExprConverter:
         self.types: dict[str, object] = {}  # SSA name -> type
         self.used: set[str] = set()  # every SSA name handed out in this function
         self.dropped: dict[str, Dropped] = {}
+        # Python names the function body assigns anywhere, with the line of the first
+        # assignment: as in Python, such a name is local throughout the body, so where it
+        # has no value yet it is undefined, not the module-level name it shadows.
+        self.local_names: dict[str, int] = {}
         self.ranges: dict[str, tuple[int, int]] = {}  # static inclusive ranges of loop vars
-        # SSA name -> the In (read-only) tensor parameter it is: what no op may write.
+        # For the static bounds check: the values of loop indices with constant bounds, the
+        # scalar names bound to index expressions, and the conditions (cond, holds) of the
+        # branches being converted.
+        self.domains: dict[str, range] = {}
+        self.scalar_defs: dict[str, n.Expr] = {}
+        self.guards: list[tuple[n.Expr, bool]] = []
+        # SSA name of an In (read-only) tensor parameter -> its Python name: what no op may
+        # write, under any name. ``sources`` says which tensors another tensor may be (an
+        # alias, a window, an if's or a loop's result, a kernel's returned argument), and
+        # ``writes`` keeps every checked write, rechecked when a loop's carried value turns
+        # out to be able to hold an input on a later iteration.
         self.inputs: dict[str, str] = {}
+        self.sources: dict[str, set[str]] = {}
+        self.writes: list = []
+        self.returned_args: dict = {}  # FuncCall -> the argument Expr the callee returns
         self.inlining: list = []  # inline kernels being spliced in (one inside another is fine, itself is not)
         # SSA names whose value is known at compile time. ``folded`` ones (bound by
         # unpacking, ``M, N = a.shape``) have no binding statement: every use is the
@@ -116,7 +138,11 @@ class ExprConverter:
         if isinstance(node, ast.Name):
             if node.id in self.env:  # a local value hides what the module binds to the name
                 return None
-            return self.source.resolver.resolve(node.id)
+            ref = self.source.resolver.resolve(node.id)
+            if (node.id in self.dropped or node.id in self.local_names) and ref != N.Path(()):
+                # 'pl' bound locally is its own error, where it is bound.
+                raise self.undefined(node)
+            return ref
         if isinstance(node, ast.Attribute):
             base = self.resolve_chain(node.value)
             if isinstance(base, N.Path):
@@ -147,8 +173,18 @@ class ExprConverter:
             d = self.dropped[node.id]
             return self.error(
                 ParseError, node,
-                f"'{node.id}' is bound inside the {d.where} at line {d.line} and is not available after it",
-                hint=f"give '{node.id}' a value before the {d.where} so it is carried out of it",
+                d.message or f"'{node.id}' is bound inside the {d.where} at line {d.line} and is not available after it",
+                hint=d.hint or f"give '{node.id}' a value before the {d.where} so it is carried out of it",
+            )
+        if node.id in self.local_names:
+            shadows = isinstance(self.source.resolver.resolve(node.id), (N.Value, N.Kernel))
+            line = self.local_names[node.id] + self.source.line_offset
+            return self.error(
+                ParseError, node,
+                f"'{node.id}' has no value here: it is assigned at line {line}, which makes it (as in Python) "
+                "a local name of the whole function" + (f", hiding the module-level '{node.id}'" if shadows else ""),
+                hint=f"rename the local so it does not hide the module's '{node.id}'" if shadows
+                else f"assign '{node.id}' before this line",
             )
         candidates = list(self.env) + ["pl"]
         close = difflib.get_close_matches(node.id, candidates, n=1)
@@ -220,6 +256,11 @@ class ExprConverter:
             if isinstance(ref, N.Path) and meaning is None:
                 message, hint = N.unknown(ref)
                 raise self.error(ParseError, node, message, hint=hint)
+            if isinstance(ref, N.Unknown):
+                raise self.error(ParseError, node, f"'{ast.unparse(node)}' is {ref.what}, which kernel source cannot "
+                                                   "use as a value",
+                                 hint="module-level constants are numbers, strings, dtypes and tuples of them; "
+                                      "pass tensors and runtime values as kernel arguments")
         raise NotStatic
 
     def _static_call(self, node: ast.Call):
@@ -320,7 +361,12 @@ class ExprConverter:
             raise self.error(TypeCheckError, node, f"{node.value!r} is not a number")
         if isinstance(node, ast.Name):
             if node.id in self.env:
-                return self.var(node.id)[0]
+                e, t = self.var(node.id)
+                if not isinstance(t, ScalarType):
+                    raise self.error(TypeCheckError, node, f"'{node.id}' is {type_name(t)}, not a scalar",
+                                     hint="scalar expressions (conditions, offsets, bounds) read loop indices, scalar "
+                                          "parameters and constants; compare tiles elementwise with pl.cmp / pl.cmps")
+                return e
             return self._static_const(node)
         if isinstance(node, ast.BinOp):
             op = _BINOPS.get(type(node.op))
@@ -328,8 +374,20 @@ class ExprConverter:
                 if isinstance(node.op, ast.Div):
                     raise self.error(UnsupportedSyntaxError, node, "'/' is not an index operation",
                                      hint="use '//' for integer division")
-                raise self.error(UnsupportedSyntaxError, node, f"unsupported operator {type(node.op).__name__}")
+                symbol = {ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+                          ast.BitXor: "^", ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)
+                try:  # compile-time operands: Python computes it here (2 ** 4)
+                    return self._static_const(node)
+                except PyptoError:
+                    pass
+                raise self.error(UnsupportedSyntaxError, node,
+                                 f"'{symbol}' is computed only on compile-time values, and "
+                                 f"'{ast.unparse(node)}' depends on a runtime value",
+                                 hint="write it with + - * // % (e.g. i * i for i ** 2)" if symbol == "**"
+                                 else "index arithmetic has + - * // % and min/max")
             return fold(n.BinOp(op, self._scalar(node.left), self._scalar(node.right)))
+        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
+            raise self.tile_slice_error(node)
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.error(UnsupportedSyntaxError, node, "chained comparisons are not supported",
@@ -371,9 +429,19 @@ class ExprConverter:
                 which = meaning.name
         if which is None:
             return None
-        if len(node.args) != 2 or node.keywords:
-            raise self.error(TypeCheckError, node, f"pl.{which} takes exactly two scalars")
-        return fold(n.BinOp(which, self._scalar(node.args[0]), self._scalar(node.args[1])))
+        if len(node.args) < 2 or node.keywords:
+            raise self.error(TypeCheckError, node, f"{ast.unparse(node.func)} takes two or more scalars")
+        out = self._scalar(node.args[0])
+        for arg in node.args[1:]:  # min(a, b, c) is min(min(a, b), c), as Python folds it
+            out = fold(n.BinOp(which, out, self._scalar(arg)))
+        return out
+
+    def tile_slice_error(self, node: ast.Subscript) -> PyptoError:
+        name = ast.unparse(node.value)
+        return self.error(UnsupportedSyntaxError, node,
+                          f"tiles cannot be sliced: '{name}' is {type_name(self.local_type(node.value))}",
+                          hint="load just the region you need: pl.load(tensor, [row, col], [rows, cols]) "
+                               "(the reference's pl.tile.slice is not supported here yet)")
 
     def _static_const(self, node) -> n.Const:
         try:

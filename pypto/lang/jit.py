@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from pypto.errors import PyptoError, SpecializationError, UnsupportedSyntaxError
+from pypto.errors import PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks
@@ -90,7 +90,16 @@ class _JitProgram(ProgramHooks):
         self.names.add(name)
         converter = FunctionConverter(source, fdef, name=name, kind=kernel.function_type, hooks=self,
                                       given=dict(zip(names, arg_types)))
-        return converter.convert()
+        try:
+            return converter.convert()
+        except SpecializationError as err:
+            param = getattr(err, "param", None)
+            if conv is None or param is None:
+                raise
+            # The argument is the mistake, at the call; the declaration is the context.
+            at = node.args[names.index(param)] if names.index(param) < len(node.args) else node
+            raise conv.error(TypeCheckError, at, f"'{kernel.__name__}': {err.message}",
+                             hint=err.hint).with_note(f"the parameter is declared at {err.span}") from None
 
     def call_kernel(self, kernel, arg_types, node, conv) -> Callee:
         if any(k is kernel for k in self.active):
@@ -105,8 +114,8 @@ class _JitProgram(ProgramHooks):
             finally:
                 self.active.pop()
             self.functions.append(fn)
-            self.specialized[key] = Callee.of(fn)
-            check_call_types(conv, node, fn, arg_types)
+            self.specialized[key] = Callee.of(fn, kernel.__name__)
+            check_call_types(conv, node, fn, arg_types, kernel.__name__)
         return self.specialized[key]
 
     def inline_source(self, kernel, node, conv):

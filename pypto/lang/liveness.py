@@ -18,6 +18,16 @@ def assigned(stmts) -> list[str]:
     return list(seen)
 
 
+def first_bindings(stmts) -> dict[str, int]:
+    """Each name (re)bound anywhere in ``stmts`` -> the line of its first binding."""
+    seen: dict[str, int] = {}
+    for stmt in stmts:
+        for node in _walk_stmt(stmt):
+            for name in _targets(node):
+                seen.setdefault(name, node.lineno)
+    return seen
+
+
 def reads(nodes) -> set[str]:
     """Names read anywhere in the given statements or expressions."""
     out: set[str] = set()

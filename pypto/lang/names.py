@@ -12,6 +12,7 @@ import enum
 import types
 
 import attrs
+import numpy
 
 from pypto.ir.ops import UNIFIED, lookup
 from pypto.ir.types import DataType, FunctionType, Level, PadValue
@@ -211,6 +212,9 @@ def classify(name: str, obj):
         return Alias(name, obj.__pypto_alias__)
     if getattr(obj, "__pypto_kernel__", False):
         return Kernel(obj)
+    if isinstance(obj, (numpy.bool_, numpy.integer, numpy.floating)):
+        # A numpy scalar is the number it holds (its value is exact as a Python number).
+        return Value(obj.item())
     if _is_constant(obj) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
         return Value(obj)
     if isinstance(obj, types.ModuleType):

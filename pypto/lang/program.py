@@ -14,7 +14,7 @@ import textwrap
 
 from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.types import FunctionType, type_name
+from pypto.ir.types import FunctionType, ScalarType, type_name
 from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
@@ -70,13 +70,25 @@ class ProgramBuilder(ProgramHooks):
         return Callee.of(fn)
 
 
-def check_call_types(conv, node, fn: n.Function, arg_types) -> None:
+def check_call_types(conv, node, fn: n.Function, arg_types, display: str | None = None) -> None:
+    """Each argument has its parameter's type, or an integer scalar the call converts to the
+    parameter's integer dtype (a loop index passed for a pl.Scalar[pl.INT64])."""
+    name = display or fn.name
     if len(arg_types) != len(fn.params):
-        raise conv.error(TypeCheckError, node, f"'{fn.name}' takes {len(fn.params)} arguments, got {len(arg_types)}")
-    for p, t in zip(fn.params, arg_types):
-        if p.type != t:
-            raise conv.error(TypeCheckError, node,
-                             f"argument '{p.name}' of '{fn.name}' is {type_name(p.type)}, got {type_name(t)}")
+        raise conv.error(TypeCheckError, node, f"'{name}' takes {len(fn.params)} arguments, got {len(arg_types)}")
+    args = getattr(node, "args", None) or []
+    for k, (p, t) in enumerate(zip(fn.params, arg_types)):
+        if p.type == t or widens(t, p.type):
+            continue
+        where = args[k] if k < len(args) else node
+        raise conv.error(TypeCheckError, where, f"argument '{p.name}' of '{name}' is {type_name(p.type)}, got {type_name(t)}",
+                         hint=f"pass a value of type {type_name(p.type)}")
+
+
+def widens(given, declared) -> bool:
+    """An integer scalar converts to any integer parameter dtype, as Python ints do."""
+    return isinstance(given, ScalarType) and isinstance(declared, ScalarType) \
+        and given.dtype.is_int and declared.dtype.is_int
 
 
 def function_type(source: Source, fdef: ast.FunctionDef) -> FunctionType:

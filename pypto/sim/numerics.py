@@ -54,13 +54,17 @@ def one_thread():
 
 
 def scalar(value, dtype: DataType) -> torch.Tensor:
-    """A Python scalar as a 0-d tensor of ``dtype`` (narrowed the way a cast with 'rint' would)."""
+    """A Python scalar as a 0-d tensor of ``dtype``: a float rounds to nearest; an integer
+    wraps modulo 2**bits, as torch narrows a Python int operand (int32 + 2**31 gives
+    -2**31 + 1) and as a scalar register is truncated to the tile's width. (Constants that
+    do not fit are rejected where they are written; this is for runtime scalars.)"""
     if dtype.is_float:
         return torch.tensor(float(value), dtype=torch.float64).to(TORCH[dtype])
     if dtype.is_bool:
         return torch.tensor(bool(value))
     info = torch.iinfo(TORCH[dtype])
-    return torch.tensor(max(info.min, min(info.max, int(value))), dtype=TORCH[dtype])
+    span = info.max - info.min + 1
+    return torch.tensor((int(value) - info.min) % span + info.min, dtype=TORCH[dtype])
 
 
 # ----------------------------------------------------------------------------- elementwise

@@ -1,0 +1,134 @@
+"""An In (read-only) tensor parameter is never written, under whatever name the write
+reaches it: an alias, a window, an if's or a loop's result, an inline helper's result, an
+argument to an InCore kernel's Out parameter."""
+
+import inspect
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.errors import TypeCheckError
+from pypto.runtime import RunConfig
+
+R, C = 16, 128
+
+
+def error_at(kernel, *args, match: str, marker: str, token: str):
+    with pytest.raises(TypeCheckError, match=match) as info:
+        kernel(*args, config=RunConfig(platform="ref"))
+    err = info.value
+    lines, _ = inspect.getsourcelines(inspect.getmodule(error_at))
+    line = next(k for k, text in enumerate(lines, start=1) if marker in text and "marker=" not in text)
+    assert (err.span.file, err.span.line, err.span.col) == (__file__, line, lines[line - 1].index(token) + 1), err.span
+    assert "a: pl.InOut[pl.Tensor[...]]" in str(err)  # the fix
+    return err
+
+
+def args():
+    return torch.zeros(R, C), torch.zeros(R, C)
+
+
+def test_a_plain_alias_of_an_input():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        b = a
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [R, C])
+            pl.store(pl.exp(t), [0, 0], b)  # MARK-alias
+        return out
+
+    error_at(k, *args(), match="writes its 'output_tensor', which is 'b', another name for the input parameter 'a'",
+             marker="MARK-alias", token="pl.store")
+
+
+def test_a_window_of_an_input():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            w = a[0:R, :]
+            t = pl.load(a, [0, 0], [R, C])
+            pl.store(pl.exp(t), [0, 0], w)  # MARK-window
+        return out
+
+    error_at(k, *args(), match="'w', another name for the input parameter 'a'", marker="MARK-window", token="pl.store")
+
+
+def test_an_if_that_may_pick_an_input():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], s: pl.Scalar[pl.INT64]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            if s > 0:
+                d = a
+            else:
+                d = out
+            t = pl.load(a, [0, 0], [R, C])
+            pl.store(pl.exp(t), [0, 0], d)  # MARK-if
+        return out
+
+    error_at(k, *args(), 1, match="'d', and on some path 'd' is the input parameter 'a'", marker="MARK-if",
+             token="pl.store")
+
+
+@pl.jit.inline
+def _same(x):
+    return x
+
+
+def test_an_inline_helper_returning_an_input():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            b = _same(a)
+            t = pl.load(a, [0, 0], [R, C])
+            pl.store(pl.exp(t), [0, 0], b)  # MARK-inline
+        return out
+
+    error_at(k, *args(), match="'b', another name for the input parameter 'a'", marker="MARK-inline", token="pl.store")
+
+
+@pl.jit.incore
+def _writer(x: pl.Tensor, o: pl.Out[pl.Tensor]):
+    t = pl.load(x, [0, 0], [R, C])
+    pl.store(pl.exp(t), [0, 0], o)
+    return o
+
+
+def test_an_alias_of_an_input_passed_where_an_incore_kernel_writes():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        b = a
+        b = _writer(out, b)  # MARK-call
+        return out
+
+    error_at(k, *args(), match=r"'_writer' writes its parameter 'o' \(pl.Out\), and this argument is 'b', another "
+                               "name for the input parameter 'a'", marker="MARK-call", token="b)")
+
+
+def test_a_loop_that_makes_a_carried_tensor_an_input_on_its_next_iteration():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            d = out
+            t = pl.load(a, [0, 0], [R, C])
+            for i in pl.range(2):
+                pl.store(t, [0, 0], d)  # MARK-loop
+                d = a
+        return out
+
+    error_at(k, *args(), match="and on some path 'd' is the input parameter 'a'", marker="MARK-loop", token="pl.store")
+
+
+def test_the_result_of_a_kernel_that_returns_its_out_argument_is_writable():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        b = _writer(a, out)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            w = b[0:8, :]
+            pl.store(pl.load(a, [0, 0], [8, C]), [0, 0], w)
+        return out
+
+    for platform in ("ref", "a2a3sim"):
+        a, out = torch.randn(R, C), torch.zeros(R, C)
+        k(a, out, config=RunConfig(platform=platform))
+        assert torch.equal(out[8:], torch.exp(a[8:])) and torch.equal(out[:8], a[:8])
