@@ -304,10 +304,15 @@ def visible_after(stmt) -> tuple[str, ...]:
 
 def symbols(function: Function) -> dict:
     """name -> type for every binding of a function."""
+    return {**{p.name: p.type for p in function.params}, **block_symbols(function.body)}
+
+
+def block_symbols(body) -> dict:
+    """name -> type for every binding made in a block, nested blocks included."""
     from pypto.ir.types import INDEX
 
-    table = {p.name: p.type for p in function.params}
-    for stmt in walk_stmts(function.body):
+    table = {}
+    for stmt in walk_stmts(body):
         if isinstance(stmt, Assign):
             table[stmt.target] = stmt.type
         elif isinstance(stmt, For):

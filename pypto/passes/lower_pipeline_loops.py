@@ -22,7 +22,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
 from pypto.ir.rewrite import clone_block, rename, substitute
 from pypto.ir.simplify import fold, inline_static_ifs, simplify
-from pypto.ir.types import ForKind, MemRef, TileType
+from pypto.ir.types import ForKind, MemRef, ScalarType, TileType
 from pypto.passes.context import PassContext, PassResult, result
 
 
@@ -151,7 +151,23 @@ class _Lowering:
             tagged.append(s)
         stmts, folded = inline_static_ifs(simplify(tuple(tagged)))  # a tail copy's `if i % 2 == 0` is static
         out_values = tuple(substitute(substitute(rename(v, mapping), subst), folded) for v in yielded)
-        return list(stmts), out_values
+        stmts, out_values = self.typed(list(stmts), out_values, loop)
+        return stmts, out_values
+
+    def typed(self, stmts: list, values: tuple, loop: n.For):
+        """Carried scalars keep their iter arg's type: a copy that yields its loop index
+        (``main_end + j`` over an INT64 bound) binds it as the index it stands for."""
+        types = dict(self.types)
+        types.update(n.block_symbols(stmts))  # names the copy bound afresh
+        out = []
+        for a, v in zip(loop.iter_args, values):
+            if isinstance(a.type, ScalarType) and not isinstance(v, n.Const) and scalar_type(v, types) != a.type:
+                name = n.fresh_name(a.name, self.used)
+                self.types[name] = a.type
+                stmts.append(n.Assign(name, a.type, v, span=loop.span))
+                v = n.Var(name)
+            out.append(v)
+        return stmts, tuple(out) + tuple(values[len(out):])
 
 
 def _split_yield(body):

@@ -207,3 +207,25 @@ def test_each_stage_copy_of_an_outer_pipeline_reads_its_own_inner_results(platfo
     out = torch.zeros(8, 128)
     last_of_inner(a, out, 3, config=config)
     assert torch.equal(out, a[16:24])
+
+
+@pl.jit
+def last_row_again(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT64]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        i = 0
+        for i in pl.pipeline(n, stage=2):
+            t = pl.load(a, [i * 8, 0], [8, 128])
+            pl.store(pl.exp(t), [i * 8, 0], out)
+        pl.store(pl.load(a, [i * 8, 0], [8, 128]), [56, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform,planner", PLATFORMS)
+@pytest.mark.parametrize("n", [0, 3, 4])
+def test_a_pipeline_index_over_an_int64_bound_is_carried_out_as_an_index(platform, planner, n):
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    last_row_again(a, out, n, config=RunConfig(platform=platform, memory_planner=planner,
+                                               verification_level="ROUNDTRIP"))
+    last = max(n - 1, 0)
+    assert torch.equal(out[56:], a[last * 8:last * 8 + 8])
+    assert torch.equal(out[:n * 8], torch.exp(a[:n * 8]))
