@@ -369,3 +369,23 @@ def test_more_stages_than_event_ids_share_ids_in_order(kernel, planner):
     a, out = torch.randn(144, 128), torch.zeros(144, 128)
     kernel(a, out, config=RunConfig(memory_planner=planner))  # ran out of event ids before
     assert torch.equal(out, torch.exp(a))
+
+
+@pl.jit
+def two_ahead(a: pl.Tensor, b: pl.InOut[pl.Tensor], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0], [8, 128])
+        t = pl.load(a, [8, 0], [8, 128])
+        for i in pl.range(4):
+            pl.store(x, [(i + 2) * 8, 0], b)  # loaded back two iterations later
+            t = pl.load(b, [i * 8, 0], [8, 128])
+        pl.store(t, [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_a_gm_dependence_farther_than_the_window_is_synced(planner):
+    a, out = torch.randn(16, 128), torch.zeros(8, 128)
+    b = torch.randn(48, 128)
+    two_ahead(a, b, out, config=RunConfig(memory_planner=planner))  # a hazard would raise
+    assert torch.equal(out, a[:8])

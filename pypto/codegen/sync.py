@@ -16,6 +16,7 @@ after them.
 from __future__ import annotations
 
 import itertools
+import math
 
 import attrs
 
@@ -32,7 +33,7 @@ from pypto.codegen.isa import (
     walk,
 )
 from pypto.ir import nodes as n
-from pypto.ir.affine import static_difference
+from pypto.ir.affine import linear, static_difference
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
 from pypto.sim.soc import Pipe, SoC
@@ -162,6 +163,7 @@ class SyncInserter:
             if isinstance(trip, n.Const):  # distances a loop never reaches need no sync
                 window = max(1, min(window, trip.value))
         self.carried = carried
+        self.loop, self.reach = loop, max(window - 1, 1) if loop is not None else -1
         self.variant = {x.name for x in walk(loop.body) if isinstance(x, ScalarAssign)} if loop is not None else set()
         nodes = []
         for t in range(window):
@@ -286,9 +288,43 @@ class SyncInserter:
             for ib, (lb, wb, kb) in enumerate(v.accesses):
                 if into and kb is not None and kb >= min(into):
                     continue
-                if (wa or wb) and _may_overlap(la, lb):
+                if not (wa or wb):
+                    continue
+                if _may_overlap(la, lb) or v.t - u.t == self.reach and self.beyond(u.original[ia][0],
+                                                                                   v.original[ib][0]):
                     return u.original[ia][0], v.original[ib][0]
         return None
+
+    def beyond(self, la, lb) -> bool:
+        """Whether GM accesses ``la`` and then ``lb``, ``self.reach`` or more iterations
+        later, can touch the same bytes (``out[(i + 2) * 8]`` stored, ``out[i * 8]`` loaded):
+        dependences farther than the window are ordered at its widest distance, which in-order
+        pipes carry on to every later iteration."""
+        loop = self.loop
+        if not (isinstance(la, GmLoc) and isinstance(lb, GmLoc) and la.tensor == lb.tensor
+                and isinstance(loop.step, n.Const)):
+            return False
+        trip = _trip(loop)
+        lo, hi = self.reach, trip.value - 1 if isinstance(trip, n.Const) else None
+        for oa, ea, ob, eb in zip(la.offsets, la.extents, lb.offsets, lb.extents):
+            a, b = linear(oa) if oa is not UNKNOWN else None, linear(ob) if ob is not UNKNOWN else None
+            if a is None or b is None or self.variant & (set(a[1]) | set(b[1])):
+                return False  # not provably apart at any distance: the window saw it
+            ca, cb = a[1].pop(loop.var, 0), b[1].pop(loop.var, 0)
+            if ca != cb or a[1] != b[1]:
+                return False
+            # lb's offset minus la's, k iterations later: d + slope * k, overlapping in (-eb, ea)
+            d, slope = b[0] - a[0], ca * loop.step.value
+            if slope == 0:
+                if not -eb < d < ea:
+                    return False
+                continue
+            first, last = sorted(((-eb - d) / slope, (ea - d) / slope))
+            lo = max(lo, math.floor(first) + 1)
+            hi = math.ceil(last) - 1 if hi is None else min(hi, math.ceil(last) - 1)
+            if lo > hi:
+                return False
+        return True
 
     def at(self, loc, loop: Loop | None, t: int):
         """``loc`` as seen in window iteration t: the loop variable advanced t steps, and each

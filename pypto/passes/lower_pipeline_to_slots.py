@@ -9,7 +9,8 @@ allocation, which the assembler turns into a multi-tile region.
 A loop is left for LowerPipelineLoops when a slot cannot express it: a stage outside
 2..16, a step other than 1, a start not a multiple of F, a loaded tile that is carried
 out of the loop or into an inner one, has a runtime valid shape or already names its
-MemRef — or nothing to slot at all.
+MemRef — or nothing to slot at all. When the space cannot hold F slots of the loads, they get the slots that fit
+(PH-MR-001).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.types import ForKind, MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, Planner, result
+from pypto.passes.memory import Buffer, aligned
+from pypto.passes.memory_reuse import depth_hint
 from pypto.sim.soc import MemorySpace as M
 
 PLANNERS = frozenset({Planner.PTOAS})
@@ -26,50 +29,77 @@ SLOTTED_SPACES = (M.Vec, M.Mat, M.Acc)
 
 
 def lower_pipeline_to_slots(program: n.Program, ctx: PassContext) -> PassResult:
-    functions = []
+    functions, diagnostics = [], []
     for fn in program.functions:
         names = {t.memref.name for t in n.symbols(fn).values() if isinstance(t, TileType) and t.memref}
-        functions.append(attrs.evolve(fn, body=_block(fn.body, names)))
-    return result(n.Program(program.name, tuple(functions)))
+        slotter = _Slotter(names, ctx)
+        functions.append(attrs.evolve(fn, body=slotter.block(fn.body)))
+        diagnostics.extend(slotter.diagnostics)
+    return result(n.Program(program.name, tuple(functions)), diagnostics)
 
 
-def _block(body, names: set) -> tuple:
-    out = []
-    for stmt in body:
-        if isinstance(stmt, n.For):
-            stmt = attrs.evolve(stmt, body=_block(stmt.body, names))
-            if stmt.kind is ForKind.Pipeline:
-                stmt = _slot(stmt, names) or stmt
-        elif isinstance(stmt, n.If):
-            stmt = attrs.evolve(stmt, then_body=_block(stmt.then_body, names),
-                                else_body=_block(stmt.else_body, names))
-        out.append(stmt)
-    return tuple(out)
+class _Slotter:
+    def __init__(self, names: set, ctx: PassContext):
+        self.names = names
+        self.ctx = ctx
+        self.diagnostics: list = []
+        self.groups = 0
 
+    def block(self, body) -> tuple:
+        out = []
+        for stmt in body:
+            if isinstance(stmt, n.For):
+                stmt = attrs.evolve(stmt, body=self.block(stmt.body))
+                if stmt.kind is ForKind.Pipeline:
+                    stmt = self.slot(stmt) or stmt
+            elif isinstance(stmt, n.If):
+                stmt = attrs.evolve(stmt, then_body=self.block(stmt.then_body), else_body=self.block(stmt.else_body))
+            out.append(stmt)
+        return tuple(out)
 
-def _slot(loop: n.For, names: set) -> n.For | None:
-    f = loop.stage
-    if not 2 <= f <= 16 or loop.step != n.Const(1):
-        return None
-    if not (isinstance(loop.start, n.Const) and loop.start.value % f == 0):
-        return None
-    carried = {v.name for s in loop.body if isinstance(s, n.Yield) for v in s.values if isinstance(v, n.Var)}
-    carried |= {a.init.name for s in n.walk_stmts(loop.body) if isinstance(s, n.For) for a in s.iter_args
-                if isinstance(a.init, n.Var)}
-    candidates = [s for s in loop.body if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
-                  and s.value.op == "tile.load"]
-    if not candidates:
-        return None
-    for s in candidates:
-        t = s.type
-        if (t.memref is not None or t.valid_shape is not None or t.space not in SLOTTED_SPACES
-                or s.target in carried):
+    def slot(self, loop: n.For) -> n.For | None:
+        f = loop.stage
+        if not 2 <= f <= 16 or loop.step != n.Const(1):
             return None
-    index = n.BinOp("%", n.Var(loop.var), n.Const(f))
-    body = []
-    for s in loop.body:
-        if s in candidates:
-            memref = MemRef(name=n.fresh_name(f"pipe_{s.target}", names), slots=f, index=index)
-            s = attrs.evolve(s, type=attrs.evolve(s.type, memref=memref))
-        body.append(s)
-    return attrs.evolve(loop, body=tuple(body), kind=ForKind.Sequential, stage=None)
+        if not (isinstance(loop.start, n.Const) and loop.start.value % f == 0):
+            return None
+        carried = {v.name for s in loop.body if isinstance(s, n.Yield) for v in s.values if isinstance(v, n.Var)}
+        carried |= {a.init.name for s in n.walk_stmts(loop.body) if isinstance(s, n.For) for a in s.iter_args
+                    if isinstance(a.init, n.Var)}
+        candidates = [s for s in loop.body if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
+                      and s.value.op == "tile.load"]
+        if not candidates:
+            return None
+        for s in candidates:
+            t = s.type
+            if (t.memref is not None or t.valid_shape is not None or t.space not in SLOTTED_SPACES
+                    or s.target in carried):
+                return None
+        depth = self.depth(loop, candidates)
+        body = []
+        for s in loop.body:
+            if s in candidates:
+                name = n.fresh_name(f"pipe_{s.target}", self.names)
+                index = n.BinOp("%", n.Var(loop.var), n.Const(depth[s.target])) if depth[s.target] > 1 else None
+                memref = MemRef(name=name, slots=depth[s.target], index=index)
+                s = attrs.evolve(s, type=attrs.evolve(s.type, memref=memref))
+            body.append(s)
+        return attrs.evolve(loop, body=tuple(body), kind=ForKind.Sequential, stage=None)
+
+    def depth(self, loop: n.For, loads) -> dict[str, int]:
+        """Slots per load: the stage count, or as many as the space holds for these loads
+        (PH-MR-001 says so) — a region larger than the space could never be placed."""
+        out = {}
+        for space in dict.fromkeys(s.type.space for s in loads):
+            mine = [s for s in loads if s.type.space is space]
+            spec = self.ctx.soc.spec(space)
+            sizes = {s.target: aligned(s.type.nbytes, spec.align) for s in mine}
+            fit = max(1, min(loop.stage, spec.capacity // max(1, sum(sizes.values()))))
+            for s in mine:
+                out[s.target] = fit
+                if fit < loop.stage and self.ctx.enabled("PipelineDepth"):
+                    b = Buffer(s.target, space, loop.stage, sizes[s.target], 0, 0, [s.target], loop.span, s.span)
+                    self.diagnostics.append(depth_hint(b, self.groups, fit, spec.capacity, 0,
+                                                       rule="LowerPipelineToSlots"))
+                self.groups += 1
+        return out

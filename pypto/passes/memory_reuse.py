@@ -186,12 +186,13 @@ def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
             depth[victim.name] -= 1
         depths.update(depth)
         if ctx.enabled("PipelineDepth"):
-            diagnostics.extend(_hint(b, gids[b.name], depth[b.name], free, reserved)
+            diagnostics.extend(depth_hint(b, gids[b.name], depth[b.name], free, reserved)
                                for b in pipes if depth[b.name] < b.slots)
     return depths, diagnostics
 
 
-def _hint(b: Buffer, gid: int, achieved: int, free: int, reserved: int) -> Diagnostic:
+def depth_hint(b: Buffer, gid: int, achieved: int, free: int, reserved: int,
+               rule: str = "MemoryReuse") -> Diagnostic:
     req, slot = b.slots, b.slot_size
     after = f" after {reserved} B reserved" if reserved else ""
     text = (f"software pipelining requested depth {req} for pipeline group {gid} in {b.space.name}, but only "
@@ -207,4 +208,4 @@ def _hint(b: Buffer, gid: int, achieved: int, free: int, reserved: int) -> Diagn
         text += (f"The operand would fit depth {req} on its own, but co-resident buffers / other pipeline groups "
                  "over-subscribe the space; relieve the co-residents (smaller or fewer co-live tiles) or reduce "
                  f"the pipeline depth to {achieved}.")
-    return Diagnostic(Severity.PerfHint, "MemoryReuse", "PH-MR-001", text, b.loop_span or b.first_span)
+    return Diagnostic(Severity.PerfHint, rule, "PH-MR-001", text, b.loop_span or b.first_span)

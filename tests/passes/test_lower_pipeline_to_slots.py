@@ -1,8 +1,11 @@
+import torch
 from helpers import check_pass, program_text
+from test_memory_reuse import deep  # 64 KiB per stage, stage=4: two fit
 
 from pypto.ir import parse
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.lower_pipeline_to_slots import lower_pipeline_to_slots
+from pypto.runtime import RunConfig
 
 PTOAS = PassContext(planner=Planner.PTOAS)
 
@@ -34,3 +37,14 @@ def test_loops_a_slot_cannot_express_are_left_alone():
                     pl.tile.store(t, [i * 16, 0], out)
         """))
         assert lower_pipeline_to_slots(program, PTOAS).program == program
+
+
+def test_under_ptoas_a_pipeline_deeper_than_fits_gets_the_slots_that_fit(tmp_path):
+    a, out = torch.randn(512, 256), torch.zeros(512, 256)
+    compiled = deep.compile(a, out, config=RunConfig(memory_planner="PTOAS", output_dir=tmp_path))
+    (hint,) = compiled.perf_hints
+    assert hint.code == "PH-MR-001" and hint.rule == "LowerPipelineToSlots"
+    assert "requested depth 4" in hint.line() and "only 2 of 4 buffers fit" in hint.line()
+    assert "slots=2)[i % 2]" in compiled.lowered.as_python()
+    compiled.run(a, out)
+    assert torch.equal(out, torch.exp(a))
