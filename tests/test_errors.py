@@ -766,3 +766,56 @@ def test_a_kernel_cannot_return_a_scalar():
 
     err = raises(TypeCheckError, k, *a_out(16), match="A task cannot return a scalar")
     located(err, "MARK-return-scalar", "3")
+
+
+# ----------------------------------------------------------------------------- external kernels
+
+
+@pl.function(type=pl.FunctionType.AIV, external_source="kernels/my_kernel.cpp")
+def my_kernel(x: pl.Tensor[[128, 128], pl.FP16], out: pl.Out[pl.Tensor[[128, 128], pl.FP16]]):  # ext-def
+    ...
+
+
+def test_an_external_kernel_is_declared_with_its_source_beside_the_defining_file():
+    from pathlib import Path
+
+    assert my_kernel.external_source == Path(__file__).resolve().parent / "kernels" / "my_kernel.cpp"
+    assert my_kernel.type is pl.FunctionType.AIV
+
+
+def test_an_external_kernel_cannot_run_here_and_says_so():
+    from pypto.errors import ExecutionError
+
+    with pytest.raises(ExecutionError, match=r"external kernel .*my_kernel.cpp.*no vendor toolkit") as info:
+        my_kernel(torch.zeros(128, 128), torch.zeros(128, 128))
+    assert info.value.span.file == __file__ and info.value.span.line == where("# ext-def", "def")[0]
+
+
+def test_an_external_kernel_body_is_a_bare_ellipsis():
+    with pytest.raises(ParseError, match="its body is a bare '...'") as info:
+        @pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")
+        def body(x: pl.Tensor[[16, 16], pl.FP16]):
+            return x  # ext-body
+    located(info.value, "# ext-body", "return")
+
+
+def test_an_external_kernel_in_a_program_is_refused_at_the_keyword():
+    with pytest.raises(UnsupportedSyntaxError, match="external kernels") as info:
+        @pl.program
+        class WithExternal:
+            @pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")  # ext-prog
+            def k(self, x: pl.Tensor[[16, 16], pl.FP16]):
+                ...
+    located(info.value, "# ext-prog", '"k.cpp"')
+
+
+def test_a_program_method_called_on_its_own_says_how_to_run_it():
+    from pypto.errors import ExecutionError
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def lone(x: pl.Tensor[[16, 16], pl.FP32]):  # lone-def
+        return x
+
+    with pytest.raises(ExecutionError, match="runs as a method of a @pl.program class") as info:
+        lone(torch.zeros(16, 16))
+    assert info.value.span.line == where("# lone-def", "def")[0]

@@ -227,7 +227,7 @@ def test_a_loop_that_may_not_run_does_not_stand_in_for_a_sync(n):
 # ----------------------------------------------------------------------------- properties
 
 FAMILIES = st.one_of(ps.elementwise_programs(), ps.reduction_programs(), ps.matmul_programs(), ps.carried_programs(),
-                     ps.shuffled_carry_programs(), ps.slotted_programs())
+                     ps.shuffled_carry_programs(), ps.loop_body_programs(), ps.slotted_programs())
 
 
 @settings(max_examples=30)
@@ -389,3 +389,22 @@ def test_a_gm_dependence_farther_than_the_window_is_synced(planner):
     b = torch.randn(48, 128)
     two_ahead(a, b, out, config=RunConfig(memory_planner=planner))  # a hazard would raise
     assert torch.equal(out, a[:8])
+
+
+@pl.jit
+def dead_last(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [8, 0], [8, 128])
+        t = pl.relu(pl.load(a, [0, 0], [8, 128]))
+        for i in pl.range(n):
+            pl.store(t, [i * 8, 0], out)
+            unused = pl.add(x, t)  # its operands die at the loop's end, yet every iteration reads them
+        pl.store(x, [24, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_a_tile_read_by_every_iteration_does_not_lend_its_buffer_at_the_loops_end(planner):
+    a, out = torch.randn(16, 128), torch.zeros(32, 128)
+    dead_last(a, out, 3, config=RunConfig(memory_planner=planner))
+    assert torch.equal(out, torch.cat([torch.relu(a[:8]).repeat(3, 1), a[8:]]))

@@ -212,26 +212,27 @@ class SyncInserter:
         return out
 
     def implied(self, nodes) -> list[tuple]:
-        """(a, x) pairs where a nested loop's own syncs make x's completion imply a's: if
-        the loop waits for pipe A before its pipe-B work x, everything A did before the
-        loop (a) has landed by the time x is done; and if its last A work precedes a set
-        towards B, its A work (a) has landed by the time its B work (x) is done."""
+        """(a, x, whole) where a nested loop's own syncs make x's completion imply a's start
+        — pipe A's work before the loop, when the loop's syncs lead from A to x's pipe
+        (``_entered``) — or, with ``whole``, all of a: A's part of the loop, when it ends
+        before syncs that lead to x's pipe within the last iteration (``_exited``)."""
         out = []
+        groups: dict[tuple, list] = {}
+        for y in nodes:
+            groups.setdefault((y.t, y.j), []).append(y)
         for x in nodes:
             edges = self.carried[x.j]
-            group = [y for y in nodes if (y.t, y.j) == (x.t, x.j)]
-            first = min(y.seq for y in group)
-            for e in edges:
-                if e.dst != x.key:
+            if not edges:
+                continue
+            exited = _exited(edges, x.key)
+            for a in groups[(x.t, x.j)]:
+                if a.key == x.key:
                     continue
-                before = [y for y in nodes if y.key == e.src and y.seq < first]
-                if before:
-                    out.append((before[-1], x))
-                a = next((y for y in group if y.key == e.src), None)
-                indices = [k for _, _, k in a.accesses if k is not None] if a is not None else []
-                last_set = max(f.u for f in edges if (f.src, f.dst) == (e.src, e.dst))
-                if a is not None and all(k <= last_set for k in indices):
-                    out.append((a, x))
+                if x.key in _entered(edges, a.key):
+                    out.append((a, x, False))
+                busy = [k for _, _, k in a.accesses if k is not None] + [e.v for e in edges if e.dst == a.key]
+                if a.key in exited and all(k <= exited[a.key] for k in busy):
+                    out.append((a, x, True))
         return out
 
     def known(self, nodes, pattern) -> dict[int, dict]:
@@ -246,8 +247,8 @@ class SyncInserter:
                     if u is not None:
                         preds.setdefault(x.seq, []).append(u)
         after: dict[int, list] = {}
-        for a, x in self.implicit:
-            after.setdefault(x.seq, []).append(a)
+        for a, x, whole in self.implicit:
+            after.setdefault(x.seq, []).append((a, whole))
         start: dict[int, dict] = {}
         end: dict[int, dict] = {}
         last_on: dict[tuple, _Node] = {}
@@ -263,9 +264,8 @@ class SyncInserter:
                 end[x.seq] = {**start[x.seq], x.key: x.seq}
             for _ in group:  # a compound's parts may vouch for each other
                 for x in group:
-                    for a in after.get(x.seq, []):
-                        if a.seq in end:
-                            _merge(end[x.seq], end[a.seq])
+                    for a, whole in after.get(x.seq, []):
+                        _merge(end[x.seq], end[a.seq] if whole else start[a.seq])
             for x in group:
                 last_on[x.key] = x
         return start
@@ -280,13 +280,13 @@ class SyncInserter:
         (fed in the first iteration by a set after earlier work, or by a prologue set)
         orders what precedes the loop before statement k onwards, and the last such
         wait (or an epilogue wait) orders what follows the loop after the set's statement."""
-        into = [e.v for e in self.carried[v.j] if (e.src, e.dst) == (u.key, v.key)] if v.j != u.j else []
-        out_of = [e.u for e in self.carried[u.j] if (e.src, e.dst) == (u.key, v.key)] if v.j != u.j else []
+        into = _entered(self.carried[v.j], u.key).get(v.key) if v.j != u.j else None
+        out_of = _exited(self.carried[u.j], v.key).get(u.key) if v.j != u.j else None
         for ia, (la, wa, ka) in enumerate(u.accesses):
-            if out_of and ka is not None and ka <= max(out_of):
+            if out_of is not None and ka is not None and ka <= out_of:
                 continue
             for ib, (lb, wb, kb) in enumerate(v.accesses):
-                if into and kb is not None and kb >= min(into):
+                if into is not None and kb is not None and kb >= into:
                     continue
                 if not (wa or wb):
                     continue
@@ -372,6 +372,40 @@ class SyncInserter:
             at = n.BinOp("+", loop.start, n.BinOp("*", n.BinOp("-", _trip(loop), n.Const(1 + k)), loop.step))
             slot = e.slot_u
         return simplify(n.BinOp("+", n.Const(e.base), substitute(slot, {loop.var: at})))
+
+
+def _entered(edges, pipe) -> dict[tuple, int]:
+    """For a loop whose body surely runs, with its own ``edges``: per pipe, the first body
+    statement from which that pipe's work is ordered after everything ``pipe`` did before
+    the loop — directly (a wait fed in the first iteration by a set after earlier work, or
+    by a prologue set) or through a chain of same-iteration syncs."""
+    first = {pipe: 0}
+    changed = True
+    while changed:
+        changed = False
+        for e in edges:
+            fed = e.src == pipe if e.distance else e.src in first and e.u >= first[e.src]
+            if fed and e.v < first.get(e.dst, e.v + 1):
+                first[e.dst] = e.v
+                changed = True
+    return first
+
+
+def _exited(edges, pipe) -> dict[tuple, int]:
+    """The mirror of ``_entered``: per pipe, the last body statement up to which that
+    pipe's work (of the last iteration, hence of all) is ordered before what ``pipe`` does
+    after the loop — by an epilogue wait, or a chain of same-iteration syncs to a wait on
+    ``pipe`` in the body."""
+    last = {pipe: float("inf")}
+    changed = True
+    while changed:
+        changed = False
+        for e in edges:
+            drains = e.dst == pipe if e.distance else e.dst in last and last[e.dst] >= e.v
+            if drains and e.u > last.get(e.src, -1):
+                last[e.src] = e.u
+                changed = True
+    return last
 
 
 def _rotates(slot, loop: Loop, slots: int) -> bool:

@@ -411,6 +411,65 @@ def shuffled_carry_programs(draw):
                 + (" reread" if reread else ""))
 
 
+@st.composite
+def loop_body_programs(draw):
+    """A loop whose body mixes tiles loaded before it (read by every iteration), tiles it
+    loads, and values it computes — some stored mid-body, some never read again: the
+    lifetimes MemoryReuse packs, with a back edge through them."""
+    dtype = draw(st.sampled_from([D.FP32, D.INT32, D.FP16]))
+    rows, cols = draw(st.sampled_from([(1, 64), (4, 64), (8, 128)]))
+    n_inv = draw(st.integers(1, 3))
+    trips = draw(st.integers(0, 4))
+    stage = draw(st.sampled_from([None, 2, 3]))
+    ops = st.sampled_from(["add", "sub", "maximum", "minimum"])
+    steps = []  # ("load",) or (op, a, b) over the pool: invariants, then this body's values
+    for k in range(draw(st.integers(1, 5))):
+        pool = n_inv + k
+        steps.append(draw(st.one_of(st.just(("load",)),
+                                    st.tuples(ops, st.integers(0, pool - 1), st.integers(0, pool - 1)))))
+    stored = draw(st.integers(0, n_inv + len(steps) - 1))
+    at = draw(st.integers(max(stored - n_inv, -1) + 1, len(steps)))  # store after that many steps
+    seed = draw(st.integers(0, 2**31 - 1))
+    x = random_tensor((rows * (n_inv + max(trips, 1)), cols), dtype, seed)
+    if dtype is D.FP16:  # keep a few sums finite and exact-comparable
+        x = (x * 4).round() / 4
+
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    a = b.param("a", TensorType(x.shape, dtype))
+    out = b.param("out", TensorType((rows * max(trips, 1), cols), dtype), ParamDirection.Out)
+    keep = b.param("keep", TensorType((rows * n_inv, cols), dtype), ParamDirection.Out)
+    pool = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"c{j}") for j in range(n_inv)]
+    kind = ForKind.Pipeline if stage else ForKind.Sequential
+    with b.loop(0, trips, kind=kind, stage=stage) as loop:
+        body = list(pool)
+        for k, step in enumerate([*steps, None]):
+            if k == at:
+                b.eval("tile.store", body[stored], [loop.var * rows, 0], out)
+            if step is None:
+                break
+            if step[0] == "load":
+                body.append(b.op("tile.load", a, [(loop.var + n_inv) * rows, 0], [rows, cols], name=f"t{k}"))
+            else:
+                body.append(b.op(f"tile.{step[0]}", body[step[1]], body[step[2]], name=f"v{k}"))
+    for j, c in enumerate(pool):
+        b.eval("tile.store", c, [j * rows, 0], keep)
+    b.ret(out)
+
+    blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
+    want = torch.zeros(rows * max(trips, 1), cols, dtype=TORCH[dtype])
+    for i in range(trips):
+        vals = blocks[:n_inv]
+        for step in steps:
+            vals = vals + [blocks[n_inv + i] if step[0] == "load" else BINARY[step[0]][0](vals[step[1]], vals[step[2]])]
+        want[i * rows:(i + 1) * rows] = vals[stored]
+    text = " ".join(":".join(map(str, s)) for s in steps)
+    return Case(n.Program("loop_body", (b.build(),)), "kernel", (x,),
+                (torch.zeros_like(want), torch.zeros(rows * n_inv, cols, dtype=TORCH[dtype])),
+                (want, torch.cat(blocks[:n_inv])),
+                recipe=f"loop body {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
+                f"{n_inv} invariant [{text}] store {stored} after {at}")
+
+
 # ----------------------------------------------------------------------------- explicit slots
 
 
@@ -464,4 +523,4 @@ def tile_programs():
     """Any of the program families here (explicit slots without co-live ones, so that every
     program compiles under both planners)."""
     return st.one_of(elementwise_programs(), reduction_programs(), matmul_programs(), carried_programs(),
-                     shuffled_carry_programs(), slotted_programs(colive=False))
+                     shuffled_carry_programs(), loop_body_programs(), slotted_programs(colive=False))

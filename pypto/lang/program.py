@@ -11,8 +11,9 @@ import ast
 import inspect
 import linecache
 import textwrap
+from pathlib import Path
 
-from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import ExecutionError, ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, ScalarType, type_name
 from pypto.lang import names as N
@@ -101,6 +102,12 @@ def function_type(source: Source, fdef: ast.FunctionDef) -> FunctionType:
             raise conv.error(ParseError, deco, "program methods are decorated with @pl.function(type=...)")
         if isinstance(deco, ast.Call):
             kw = {k.arg: k.value for k in deco.keywords}
+            if "external_source" in kw:
+                raise conv.error(UnsupportedSyntaxError, kw["external_source"],
+                                 "external kernels (external_source=) cannot run here: a hand-written AscendC "
+                                 "source needs the vendor toolkit, which this implementation does without",
+                                 hint=f"write '{fdef.name}' in PyPTO (type=pl.FunctionType.InCore) to run it on "
+                                      "ref or a2a3sim")
             if deco.args or set(kw) - {"type"}:
                 raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type= here")
             if "type" in kw:
@@ -178,20 +185,47 @@ def source_of(obj) -> tuple[Source, ast.AST]:
 
 
 class FunctionDecl:
-    """What ``@pl.function`` leaves on a method; ``@pl.program`` reads the class source."""
+    """What ``@pl.function`` leaves on a method; ``@pl.program`` reads the class source.
+    With ``external_source``, the hand-written C++ file behind it, resolved against the
+    defining file's directory."""
 
-    def __init__(self, fn, type: FunctionType):
+    def __init__(self, fn, type: FunctionType, external_source=None):
         self.fn = fn
         self.type = type
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
+        self.external_source = None
+        if external_source is not None:
+            path = Path(external_source)
+            if not path.is_absolute():
+                path = Path(inspect.getsourcefile(fn) or ".").resolve().parent / path
+            self.external_source = path
+            source, node = source_of(fn)
+            if not (len(node.body) == 1 and isinstance(node.body[0], ast.Expr)
+                    and isinstance(node.body[0].value, ast.Constant) and node.body[0].value.value is Ellipsis):
+                raise ParseError(f"'{fn.__name__}' is backed by {external_source}: its body is a bare '...' "
+                                 "(signature only)", span=source.span(node.body[0]),
+                                 hint="replace the body with ...")
+
+    def __call__(self, *args, **kwargs):
+        source, node = source_of(self.fn)
+        if self.external_source is not None:
+            raise ExecutionError(
+                f"'{self.__name__}' is an external kernel ({self.external_source}): hand-written AscendC sources "
+                "cannot be compiled or simulated here, which has no vendor toolkit", span=source.span(node),
+                hint="write the kernel in PyPTO (an InCore function) to run it on ref or a2a3sim")
+        raise ExecutionError(f"'{self.__name__}' is a @pl.function: it runs as a method of a @pl.program class, "
+                             "not on its own", span=source.span(node),
+                             hint="call it from the program's orchestration function, or use @pl.jit for a "
+                                  "kernel you call directly")
 
 
-def function(fn=None, *, type: FunctionType = FunctionType.Opaque):
-    """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)``."""
+def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None):
+    """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)`` /
+    ``@pl.function(type=pl.FunctionType.AIV, external_source="kernels/k.cpp")``."""
     if fn is None:
-        return lambda f: FunctionDecl(f, type)
-    return FunctionDecl(fn, type)
+        return lambda f: FunctionDecl(f, type, external_source)
+    return FunctionDecl(fn, type, external_source)
 
 
 def program(cls) -> n.Program:

@@ -112,6 +112,8 @@ def _donate(fn: n.Function) -> n.Function:
             m = memref(arg.name)
             if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or live[arg.name][1] != here:
                 continue
+            if any(walker.defs[arg.name][0] < loop.start for loop in walker.loops_at(here)):
+                continue  # dies at the loop's end, but the next iteration reads it again
             # Nothing else in that buffer may be live while the result is (a next in-place
             # op may write it exactly where the result dies).
             sharers = [x for x in by_memref[m.name] if x != arg.name and memref(x) == m]
@@ -186,13 +188,17 @@ def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
             depth[victim.name] -= 1
         depths.update(depth)
         if ctx.enabled("PipelineDepth"):
-            diagnostics.extend(depth_hint(b, gids[b.name], depth[b.name], free, reserved)
+            diagnostics.extend(depth_hint(b, gids[b.name], depth[b.name], free, reserved,
+                                          others=sum(o.slots * o.slot_size for o in pipes if o is not b))
                                for b in pipes if depth[b.name] < b.slots)
     return depths, diagnostics
 
 
 def depth_hint(b: Buffer, gid: int, achieved: int, free: int, reserved: int,
-               rule: str = "MemoryReuse") -> Diagnostic:
+               rule: str = "MemoryReuse", others: int = 0) -> Diagnostic:
+    """The reference compiler's PH-MR-001, whose budget also leaves room for the other
+    pipeline groups of the loop (``others``: their bytes at the depths they request), so
+    that following the lever makes the hint go away."""
     req, slot = b.slots, b.slot_size
     after = f" after {reserved} B reserved" if reserved else ""
     text = (f"software pipelining requested depth {req} for pipeline group {gid} in {b.space.name}, but only "
@@ -202,8 +208,16 @@ def depth_hint(b: Buffer, gid: int, achieved: int, free: int, reserved: int,
         text += ("Co-resident buffers leave no room for even one stage; relieve them (smaller or fewer co-live "
                  "tiles) or move work out of this loop.")
     elif slot * req > free:
-        text += (f"This operand alone needs {slot * req} B for depth {req}; shrink the per-stage tile to "
-                 f"<= {free // req} B, or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) to {achieved}.")
+        text += f"This operand alone needs {slot * req} B for depth {req}; "
+        if not others:
+            text += f"shrink the per-stage tile to <= {free // req} B"
+        elif free - others >= req:
+            text += (f"shrink the per-stage tile to <= {(free - others) // req} B (the other pipeline groups of "
+                     f"this loop keeping the {others} B their depths request)")
+        else:
+            text += (f"shrink the per-stage tile to <= {free // req} B and relieve the other pipeline groups of "
+                     f"this loop, which request {others} B")
+        text += f", or reduce the pipeline depth (e.g. `pl.pipeline(stage=)`) to {achieved}."
     else:
         text += (f"The operand would fit depth {req} on its own, but co-resident buffers / other pipeline groups "
                  "over-subscribe the space; relieve the co-residents (smaller or fewer co-live tiles) or reduce "

@@ -127,9 +127,11 @@ def _output_dir(config: RunConfig, name: str) -> Path:
 
 
 def report(compiled: CompiledProgram) -> None:
-    """Perf hints into report/perf_hints.log with one summary line on stderr, or, with no
+    """Perf hints into report/perf_hints.log (empty when there are none) with one summary line on stderr, or, with no
     output directory, each hint on stderr. PYPTO_LOG_LEVEL=warn (or error) keeps stderr quiet."""
     hints = compiled.perf_hints
+    if compiled.output_dir is not None:  # an empty log says the build had no hints
+        (compiled.output_dir / "report" / "perf_hints.log").touch()
     if not hints:
         return
     quiet = os.environ.get("PYPTO_LOG_LEVEL", "info").lower() in ("warn", "warning", "error")

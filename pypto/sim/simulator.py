@@ -60,7 +60,9 @@ class TraceEvent:
 @attrs.define
 class RunReport:
     cycles: int = 0  # simulated cycles, all launches
-    pipe_cycles: dict = attrs.Factory(dict)  # core -> pipe -> busy cycles
+    # core -> pipe -> cycles the pipe was occupied. A transfer holds its pipe for its bytes;
+    # its landing latency overlaps the next transfer, so trace slices (issue to landing) are longer.
+    pipe_cycles: dict = attrs.Factory(dict)
     instructions: int = 0  # executed compute/transfer instructions
     sync_instructions: int = 0  # executed set_flag / wait_flag
     launches: int = 0

@@ -123,3 +123,38 @@ def test_a_pipeline_that_fits_once_becomes_plain_buffers(tmp_path):
     assert all("only 1 of 3 buffers fit" in h.line() for h in compiled.perf_hints)
     compiled.run(a, out)
     assert torch.equal(out, a[:112] + a[112:])
+
+
+def two_groups(rows: int):
+    """A stage=4 pipeline with a 16 KiB and a ``rows`` x 512 B load per stage, beside a 16 KiB bias."""
+    @pl.jit
+    def kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor], out2: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            bias = pl.load(b, [0, 0], [32, 128])
+            for i in pl.pipeline(4, stage=4):
+                small = pl.load(a, [i * 128, 0], [32, 128])
+                big = pl.load(a, [i * 128, 0], [rows, 128])
+                pl.store(pl.exp(big), [i * 128, 0], out)
+                pl.store(pl.add(small, bias), [i * 32, 0], out2)
+        return out
+    return kernel
+
+
+def test_the_depth_lever_leaves_room_for_the_loops_other_pipeline_groups(tmp_path):
+    import re
+
+    a, b = torch.randn(512, 128), torch.randn(32, 128)
+    out, out2 = torch.zeros(512, 128), torch.zeros(128, 128)
+    (hint,) = two_groups(128).compile(a, b, out, out2, config=RunConfig(output_dir=tmp_path / "a")).perf_hints
+    line = hint.line()
+    assert "(65536 B per stage, 172032 B free after 16384 B reserved)" in line
+    budget = int(re.search(r"shrink the per-stage tile to <= (\d+) B \(the other pipeline groups of this loop "
+                           r"keeping the 65536 B their depths request\)", line)[1])
+    assert budget == (172032 - 4 * 16384) // 4
+    shrunk = two_groups(budget // 512)  # follow the lever: the hint is gone, the answer unchanged
+    compiled = shrunk.compile(a, b, out, out2, config=RunConfig(output_dir=tmp_path / "b"))
+    assert compiled.perf_hints == () and (tmp_path / "b" / "report" / "perf_hints.log").read_text() == ""
+    compiled.run(a, b, out, out2)
+    rows = budget // 512
+    assert torch.equal(out.view(4, 128, 128)[:, :rows], torch.exp(a.view(4, 128, 128)[:, :rows]))
+    assert torch.equal(out2, (a.view(4, 128, 128)[:, :32] + b).reshape(128, 128))
