@@ -246,9 +246,10 @@ def test_property_simulator_is_bit_identical_to_the_interpreter(case, planner):
 
 
 @settings(max_examples=10)
-@given(st.one_of(ps.elementwise_programs(max_steps=3), ps.matmul_programs(), ps.slotted_programs(colive=False)))
-def test_property_every_sync_is_needed(case):
-    compiled = compile_case(case)
+@given(st.one_of(ps.elementwise_programs(max_steps=3), ps.matmul_programs(), ps.slotted_programs(colive=False),
+                 ps.loop_body_programs()), st.sampled_from(["PYPTO", "PTOAS"]))
+def test_property_every_sync_is_needed(case, planner):
+    compiled = compile_case(case, planner=planner)
     for kernel in compiled.kernels.values():
         args = case.args()
         assert_every_sync_is_needed(kernel, args)
