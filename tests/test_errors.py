@@ -819,3 +819,21 @@ def test_a_program_method_called_on_its_own_says_how_to_run_it():
     with pytest.raises(ExecutionError, match="runs as a method of a @pl.program class") as info:
         lone(torch.zeros(16, 16))
     assert info.value.span.line == where("# lone-def", "def")[0]
+
+
+def test_a_carried_tile_that_changes_slot_says_where_it_is_placed():
+    @pl.jit
+    def window(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            prev: pl.Tile[[16, 128], pl.FP32, pl.MemRef("w", slots=2)[0], pl.Mem.Vec] = pl.load(a, [0, 0], [16, 128])
+            for i in pl.range(1, 4):  # slot-carry
+                cur: pl.Tile[[16, 128], pl.FP32, pl.MemRef("w", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501
+                pl.store(pl.sub(cur, prev), [i * 16, 0], out)
+                prev = cur
+        return out
+
+    err = raises(TypeCheckError, window, torch.randn(64, 128), torch.zeros(64, 128),
+                 match=r"'prev' is Tile\[16x128 fp32 Vec\] in pl.MemRef\(\"w\", slots=2\)\[0\] before the loop and "
+                       r"Tile\[16x128 fp32 Vec\] in pl.MemRef\(\"w\", slots=2\)\[i % 2\] at the end of its body")
+    text = located(err, "# slot-carry", "for")
+    assert "a carried tile keeps one place" in text

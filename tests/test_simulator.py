@@ -409,3 +409,68 @@ def test_a_tile_read_by_every_iteration_does_not_lend_its_buffer_at_the_loops_en
     a, out = torch.randn(16, 128), torch.zeros(32, 128)
     dead_last(a, out, 3, config=RunConfig(memory_planner=planner))
     assert torch.equal(out, torch.cat([torch.relu(a[:8]).repeat(3, 1), a[8:]]))
+
+
+@pl.jit
+def three_k_steps(x: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.matmul(pl.move(pl.load(x, [0, 0], [16, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left),
+                        pl.move(pl.load(w, [0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right))
+        for i in pl.pipeline(n, stage=2):  # six rotating Mat regions: more per-slot events than ids
+            a = pl.move(pl.load(x, [i * 16, 0], [16, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            b = pl.move(pl.load(w, [0, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            acc = pl.matmul_acc(acc, a, b)
+            c = pl.move(pl.load(x, [i * 16, 32], [16, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            d = pl.move(pl.load(w, [32, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            acc = pl.matmul_acc(acc, c, d)
+            e = pl.move(pl.load(x, [i * 16, 64], [16, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            f = pl.move(pl.load(w, [64, 0], [32, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            acc = pl.matmul_acc(acc, e, f)
+        pl.store(acc, [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_rotating_regions_beyond_the_event_ids_share_ids_in_order(planner):
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randint(-3, 4, (128, 96), generator=g).half(), torch.randint(-3, 4, (96, 64), generator=g).half()
+    want, out = torch.zeros(16, 64), torch.zeros(16, 64)
+    three_k_steps(x, w, want, 5, config=RunConfig(platform="ref"))
+    three_k_steps(x, w, out, 5, config=RunConfig(memory_planner=planner))
+    assert torch.equal(out, want)
+
+
+@pl.jit
+def last_of_loop(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        last = pl.load(a, [0, 0], [16, 128])
+        for i in pl.range(2):
+            t = pl.load(a, [i * 16, 0], [16, 128])
+            last = pl.muls(t, 0.5)
+            pl.store(t, [64 + i * 16, 0], out)
+        pl.store(last, [0, 0], out)  # MTE2's waits at the loop's end do not order VECTOR's work
+    return out
+
+
+@pl.jit
+def cast_after_loop(a: pl.Tensor, out: pl.Out[pl.Tensor], half: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t1 = pl.load(a, [0, 0], [16, 128])
+        t3 = pl.muls(t1, -1.0)
+        for i in pl.range(3):
+            t6 = pl.load(a, [i * 16, 0], [16, 128])  # noqa: F841 — a dead load, still synced
+            pl.store(pl.relu(t3), [64, 0], out)
+        pl.store(pl.cast(t3, target_type=pl.FP16), [0, 0], half)  # may reuse the bytes the store reads
+        pl.store(t1, [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_work_after_a_loop_waits_for_each_pipe_it_depends_on(planner):
+    a = torch.randn(128, 128)
+    for kernel, outs in ((last_of_loop, [torch.zeros(128, 128)]),
+                         (cast_after_loop, [torch.zeros(128, 128), torch.zeros(16, 128, dtype=torch.float16)])):
+        want = [o.clone() for o in outs]
+        kernel(a, *want, config=RunConfig(platform="ref"))
+        kernel(a, *outs, config=RunConfig(memory_planner=planner))  # a hazard would raise
+        assert all(torch.equal(x, y) for x, y in zip(outs, want))

@@ -15,6 +15,7 @@ after them.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 
@@ -174,6 +175,9 @@ class SyncInserter:
         for seq, node in enumerate(nodes):
             node.seq = seq
         last = window - 1
+        self.groups: dict[tuple, list] = {}
+        for node in nodes:
+            self.groups.setdefault((node.t, node.j), []).append(node)
         self.implicit = self.implied(nodes)
         conflicts = self.conflicts(nodes, last)
         pattern: dict[tuple, tuple] = {}  # (u.j, u.key, v.j, v.key, d) -> (u, v, access pair)
@@ -181,8 +185,8 @@ class SyncInserter:
             known = self.known(nodes, pattern)
             added = False
             for v in (x for x in nodes if x.t == last):
-                for u, pair in sorted(conflicts.get(v.seq, []), key=lambda c: -c[0].seq):
-                    if known[v.seq].get(u.key, -1) >= u.seq:
+                for u, pair, first, last_k in sorted(conflicts.get(v.seq, []), key=lambda c: -c[0].seq):
+                    if self.ordered(known, u, v, first, last_k):
                         continue
                     pattern[(u.j, u.key, v.j, v.key, v.t - u.t)] = (u, v, pair)
                     known = self.known(nodes, pattern)
@@ -198,46 +202,47 @@ class SyncInserter:
 
     def conflicts(self, nodes, last: int) -> dict[int, list]:
         """For each node of the last window iteration: the nearest conflicting node of each
-        other pipe, with the access pair that conflicts."""
+        other pipe, with the access pair that conflicts and where in the bodies (see
+        ``conflict``)."""
         out: dict[int, list] = {}
         for v in (x for x in nodes if x.t == last):
             nearest: dict[tuple, tuple] = {}
             for u in reversed(nodes[: v.seq]):
                 if u.key == v.key or u.key in nearest or (u.t, u.j) == (v.t, v.j):
                     continue
-                pair = self.conflict(u, v)
-                if pair is not None:
-                    nearest[u.key] = (u, pair)
+                found = self.conflict(u, v)
+                if found is not None:
+                    nearest[u.key] = (u, *found)
             out[v.seq] = list(nearest.values())
         return out
 
     def implied(self, nodes) -> list[tuple]:
         """(a, x, whole) where a nested loop's own syncs make x's completion imply a's start
         — pipe A's work before the loop, when the loop's syncs lead from A to x's pipe
-        (``_entered``) — or, with ``whole``, all of a: A's part of the loop, when it ends
-        before syncs that lead to x's pipe within the last iteration (``_exited``)."""
+        (``_entered``) — or, with ``whole``, also A's own work in the loop, when it ends
+        before syncs that lead to x's pipe within the last iteration (``_exited``; chains
+        through other pipes are followed there, not through their knowledge)."""
         out = []
-        groups: dict[tuple, list] = {}
-        for y in nodes:
-            groups.setdefault((y.t, y.j), []).append(y)
         for x in nodes:
             edges = self.carried[x.j]
             if not edges:
                 continue
             exited = _exited(edges, x.key)
-            for a in groups[(x.t, x.j)]:
+            for a in self.groups[(x.t, x.j)]:
                 if a.key == x.key:
                     continue
                 if x.key in _entered(edges, a.key):
                     out.append((a, x, False))
-                busy = [k for _, _, k in a.accesses if k is not None] + [e.v for e in edges if e.dst == a.key]
-                if a.key in exited and all(k <= exited[a.key] for k in busy):
+                own = [k for _, _, k in a.accesses if k is not None]
+                if a.key in exited and all(k <= exited[a.key] for k in own):
                     out.append((a, x, True))
         return out
 
     def known(self, nodes, pattern) -> dict[int, dict]:
         """What each node knows has landed when it starts (key -> latest seq); what it
-        knows once it is done also covers its own work and what ``implied`` adds."""
+        knows once it is done also covers its own work and what ``implied`` adds. Under
+        ``("done", key)``, the nodes known to have finished as a whole — a loop's waits
+        included, which the landing of its work alone does not imply."""
         by_pos = {(x.t, x.j, x.key): x for x in nodes}
         preds: dict[int, list] = {}
         for (uj, ukey, vj, vkey, d) in pattern:
@@ -261,27 +266,54 @@ class SyncInserter:
                     _merge(k, end[u.seq])
                 start[x.seq] = k
             for x in group:
-                end[x.seq] = {**start[x.seq], x.key: x.seq}
+                end[x.seq] = {**start[x.seq], x.key: x.seq, ("done", x.key): x.seq}
             for _ in group:  # a compound's parts may vouch for each other
                 for x in group:
                     for a, whole in after.get(x.seq, []):
-                        _merge(end[x.seq], end[a.seq] if whole else start[a.seq])
+                        # Never a's end: that holds what a learns after the body (its
+                        # epilogue waits), which x's completion does not imply.
+                        _merge(end[x.seq], {**start[a.seq], a.key: a.seq} if whole else start[a.seq])
             for x in group:
                 last_on[x.key] = x
         return start
 
     def covered(self, nodes, pattern, conflicts, last) -> bool:
         known = self.known(nodes, pattern)
-        return all(known[v].get(u.key, -1) >= u.seq for v, pairs in conflicts.items() for u, _ in pairs)
+        return all(self.ordered(known, u, nodes[v], first, last_k)
+                   for v, found in conflicts.items() for u, _, first, last_k in found)
+
+    def ordered(self, known, u: _Node, v: _Node, first, last) -> bool:
+        """Whether u's conflicting work has landed before v's: v knows u when it starts; or
+        v is a loop, another pipe knows u at the loop's start, and the loop's own syncs
+        carry that to v's pipe by body statement ``first`` (v's first in conflict); or u is
+        a loop whose syncs pass u's work up to statement ``last`` (u's last in conflict) to
+        another pipe within the last iteration, and v knows that pipe finished the loop."""
+        if known[v.seq].get(u.key, -1) >= u.seq:
+            return True
+        if first is not None and self.carried[v.j]:
+            for p in self.groups[(v.t, v.j)]:
+                if p.key != v.key and known[p.seq].get(u.key, -1) >= u.seq:
+                    reach = _entered(self.carried[v.j], p.key).get(v.key)
+                    if reach is not None and first >= reach:
+                        return True
+        if last is not None and self.carried[u.j]:
+            for p in self.groups[(u.t, u.j)]:
+                if p.key != u.key and known[v.seq].get(("done", p.key), -1) >= p.seq:
+                    reach = _exited(self.carried[u.j], p.key).get(u.key)
+                    if reach is not None and last <= reach:
+                        return True
+        return False
 
     def conflict(self, u: _Node, v: _Node):
-        """The first conflicting access pair (as the body spells them) that nothing orders
-        yet. A loop's own syncs already order across it: a wait before body statement k
+        """(The first conflicting access pair, as the body spells them, that nothing orders
+        yet; the first of v's body statements in conflict and the last of u's, None where
+        not in a loop body), or None. A loop's own syncs already order across it: a wait before body statement k
         (fed in the first iteration by a set after earlier work, or by a prologue set)
         orders what precedes the loop before statement k onwards, and the last such
         wait (or an epilogue wait) orders what follows the loop after the set's statement."""
         into = _entered(self.carried[v.j], u.key).get(v.key) if v.j != u.j else None
         out_of = _exited(self.carried[u.j], v.key).get(u.key) if v.j != u.j else None
+        pair, first, last = None, float("inf"), -1
         for ia, (la, wa, ka) in enumerate(u.accesses):
             if out_of is not None and ka is not None and ka <= out_of:
                 continue
@@ -292,8 +324,10 @@ class SyncInserter:
                     continue
                 if _may_overlap(la, lb) or v.t - u.t == self.reach and self.beyond(u.original[ia][0],
                                                                                    v.original[ib][0]):
-                    return u.original[ia][0], v.original[ib][0]
-        return None
+                    pair = pair or (u.original[ia][0], v.original[ib][0])
+                    first = None if first is None or kb is None else min(first, kb)
+                    last = None if last is None or ka is None else max(last, ka)
+        return None if pair is None else (pair, first, last)
 
     def beyond(self, la, lb) -> bool:
         """Whether GM accesses ``la`` and then ``lb``, ``self.reach`` or more iterations
@@ -572,14 +606,17 @@ def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[d
         span[leader[e.id]] = [min(lo, first[e.id]), max(hi, last[e.id])]
     busy: dict[tuple, list] = {}  # pair -> (last position, base, width) of edges holding ids
     bases: dict[int, int] = {}
+    widths: dict[int, int] = {}
     shared: set[int] = set()
+    size = collections.Counter(leader.values())
     for e in sorted((e for e in edges if leader[e.id] == e.id), key=lambda e: span[e.id][0]):
         start, end = span[e.id]
         held = [(b, w) for stop, b, w in busy.get((e.src, e.dst), []) if stop >= start]
         base = width = None
         # One id per slot when the ids are there; else one id for all slots: flags pair
         # first in, first out, so each wait still meets its own set, only later.
-        for want in dict.fromkeys((e.region.slots if e.region is not None else 1, 1)):
+        slots = e.region.slots if e.region is not None and size[e.id] == 1 else 1
+        for want in dict.fromkeys((slots, 1)):
             base = next((b for b in range(limit - want + 1)
                          if not any(h < b + want and b < h + w for h, w in held)), None)
             if base is not None:
@@ -587,34 +624,31 @@ def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[d
                 break
         if base is None:
             raise _OutOfIds() if len(set(leader.values())) == len(leader) else _too_many((e.src, e.dst), limit)
-        if e.region is not None and width == 1:
-            shared.add(e.id)
         busy.setdefault((e.src, e.dst), []).append((end, base, width))
-        bases[e.id] = base
+        bases[e.id], widths[e.id] = base, width
     for e in edges:
         bases[e.id] = bases[leader[e.id]]
+        if e.region is not None and widths[leader[e.id]] == 1:
+            shared.add(e.id)
     return bases, shared
 
 
 def _chains(edges) -> dict[int, int]:
     """Edge id -> the edge whose id it may share: edges of one block and pipe pair, with one
-    distance and no slot rotation, whose sets come in the order of their waits — the k-th
-    wait then always meets the k-th set, of its own edge."""
+    distance, whose sets come in the order of their waits — the k-th wait then always meets
+    the k-th set, of its own edge. A rotating edge that shares gives up its per-slot ids."""
     leader: dict[int, int] = {}
     chains: list[list] = []
     for e in sorted(edges, key=lambda e: (e.u, e.v, e.id)):
-        if e.region is None:
-            for chain in chains:
-                head = chain[0]
-                if (head.src, head.dst, head.block, head.distance) == (e.src, e.dst, e.block, e.distance) \
-                        and all(x.u < e.u and x.v < e.v for x in chain):
-                    chain.append(e)
-                    leader[e.id] = head.id
-                    break
-            else:
-                chains.append([e])
-                leader[e.id] = e.id
+        for chain in chains:
+            head = chain[0]
+            if (head.src, head.dst, head.block, head.distance) == (e.src, e.dst, e.block, e.distance) \
+                    and all(x.u < e.u and x.v < e.v for x in chain):
+                chain.append(e)
+                leader[e.id] = head.id
+                break
         else:
+            chains.append([e])
             leader[e.id] = e.id
     return leader
 

@@ -414,8 +414,9 @@ def shuffled_carry_programs(draw):
 @st.composite
 def loop_body_programs(draw):
     """A loop whose body mixes tiles loaded before it (read by every iteration), tiles it
-    loads, and values it computes — some stored mid-body, some never read again: the
-    lifetimes MemoryReuse packs, with a back edge through them."""
+    loads, and values it computes — some stored mid-body, some never read again, one
+    carried out and used after the loop: the lifetimes MemoryReuse packs, with a back edge
+    through them, and the syncs at the loop's ends."""
     dtype = draw(st.sampled_from([D.FP32, D.INT32, D.FP16]))
     rows, cols = draw(st.sampled_from([(1, 64), (4, 64), (8, 128)]))
     n_inv = draw(st.integers(1, 3))
@@ -429,6 +430,9 @@ def loop_body_programs(draw):
                                     st.tuples(ops, st.integers(0, pool - 1), st.integers(0, pool - 1)))))
     stored = draw(st.integers(0, n_inv + len(steps) - 1))
     at = draw(st.integers(max(stored - n_inv, -1) + 1, len(steps)))  # store after that many steps
+    carried = draw(st.integers(n_inv, n_inv + len(steps) - 1))  # a body value the loop passes out
+    init = draw(st.integers(0, n_inv - 1))  # ... starting from an invariant
+    post = draw(st.tuples(ops, st.integers(0, n_inv)))  # then op(result, invariant or result) after the loop
     seed = draw(st.integers(0, 2**31 - 1))
     x = random_tensor((rows * (n_inv + max(trips, 1)), cols), dtype, seed)
     if dtype is D.FP16:  # keep a few sums finite and exact-comparable
@@ -438,9 +442,10 @@ def loop_body_programs(draw):
     a = b.param("a", TensorType(x.shape, dtype))
     out = b.param("out", TensorType((rows * max(trips, 1), cols), dtype), ParamDirection.Out)
     keep = b.param("keep", TensorType((rows * n_inv, cols), dtype), ParamDirection.Out)
+    after = b.param("after", TensorType((rows * 2, cols), dtype), ParamDirection.Out)
     pool = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"c{j}") for j in range(n_inv)]
     kind = ForKind.Pipeline if stage else ForKind.Sequential
-    with b.loop(0, trips, kind=kind, stage=stage) as loop:
+    with b.loop(0, trips, kind=kind, stage=stage, carried=[pool[init]]) as loop:
         body = list(pool)
         for k, step in enumerate([*steps, None]):
             if k == at:
@@ -451,23 +456,32 @@ def loop_body_programs(draw):
                 body.append(b.op("tile.load", a, [(loop.var + n_inv) * rows, 0], [rows, cols], name=f"t{k}"))
             else:
                 body.append(b.op(f"tile.{step[0]}", body[step[1]], body[step[2]], name=f"v{k}"))
+        loop.yield_(body[carried])
+    result = loop.results[0]
+    b.eval("tile.store", result, [0, 0], after)
+    other = pool[post[1]] if post[1] < n_inv else result
+    b.eval("tile.store", b.op(f"tile.{post[0]}", result, other, name="p"), [rows, 0], after)
     for j, c in enumerate(pool):
         b.eval("tile.store", c, [j * rows, 0], keep)
     b.ret(out)
 
     blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
     want = torch.zeros(rows * max(trips, 1), cols, dtype=TORCH[dtype])
+    last = blocks[init]
     for i in range(trips):
         vals = blocks[:n_inv]
         for step in steps:
             vals = vals + [blocks[n_inv + i] if step[0] == "load" else BINARY[step[0]][0](vals[step[1]], vals[step[2]])]
         want[i * rows:(i + 1) * rows] = vals[stored]
+        last = vals[carried]
+    then = BINARY[post[0]][0](last, blocks[post[1]] if post[1] < n_inv else last)
     text = " ".join(":".join(map(str, s)) for s in steps)
-    return Case(n.Program("loop_body", (b.build(),)), "kernel", (x,),
-                (torch.zeros_like(want), torch.zeros(rows * n_inv, cols, dtype=TORCH[dtype])),
-                (want, torch.cat(blocks[:n_inv])),
+    zeros = [torch.zeros(rows * k, cols, dtype=TORCH[dtype]) for k in (n_inv, 2)]
+    return Case(n.Program("loop_body", (b.build(),)), "kernel", (x,), (torch.zeros_like(want), *zeros),
+                (want, torch.cat(blocks[:n_inv]), torch.cat([last, then])),
                 recipe=f"loop body {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
-                f"{n_inv} invariant [{text}] store {stored} after {at}")
+                f"{n_inv} invariant [{text}] store {stored} after {at}; carry {carried} from {init}, then "
+                f"{post[0]}:{post[1]}")
 
 
 # ----------------------------------------------------------------------------- explicit slots

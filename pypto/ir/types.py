@@ -210,6 +210,19 @@ def join(a, b):
     return None
 
 
+def placed_name(t) -> str:
+    """``type_name`` with the tile's declared placement: ``Tile[16x128 fp32 Vec] in
+    pl.MemRef("w", slots=2)[i % 2]``."""
+    m = getattr(t, "memref", None)
+    if m is None:
+        return f"{type_name(t)} (not placed)" if isinstance(t, TileType) else type_name(t)
+    from pypto.ir.printer import expr
+
+    slots = f", slots={m.slots}" if m.slots != 1 else ""
+    index = f"[{expr(m.index)}]" if m.index is not None else ""
+    return f'{type_name(t)} in pl.MemRef("{m.name}"{slots}){index}'
+
+
 def type_name(t) -> str:
     """A short human description for messages: ``Tile[64x128 fp32 Vec]``."""
     if isinstance(t, ScalarType):

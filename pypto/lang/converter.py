@@ -28,6 +28,7 @@ from pypto.ir.types import (
     TileType,
     join,
     joins,
+    placed_name,
     type_name,
 )
 from pypto.lang import liveness
@@ -687,10 +688,15 @@ class FunctionConverter(CallConverter):
         for name, a, t in zip([*header, *others], iter_args, yield_types):
             if not joins(t, a.type):
                 what = "the loop variable" if name == loop_name and name not in header else "loop-carried value"
+                before, end = type_name(a.type), type_name(t)
+                hint = "keep the shape, dtype and memory space of a value the loop carries"
+                if before == end:  # they differ in placement only
+                    before, end = placed_name(a.type), placed_name(t)
+                    hint = ("a carried tile keeps one place: give it the same slot before the loop and at the "
+                            "end of the body, or leave it undeclared and let the compiler place it")
                 raise self.error(TypeCheckError, node,
-                                 f"{what} '{name}' is {type_name(a.type)} before the loop and {type_name(t)} "
-                                 "at the end of its body",
-                                 hint="keep the shape, dtype and memory space of a value the loop carries")
+                                 f"{what} '{name}' is {before} before the loop and {end} at the end of its body",
+                                 hint=hint)
         for a, e in zip(iter_args, body[-1].values if iter_args else ()):
             self.derive(a.name, e)  # the next iteration may see the value the body leaves
         self.recheck_writes()

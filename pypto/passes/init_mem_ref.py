@@ -120,12 +120,28 @@ def _check_declared(fn: n.Function, types: dict, declared: dict[str, list[str]],
                         f"'{late}' is written to{slot} pl.MemRef(\"{mname}\") while '{early}', which is in the same "
                         "bytes, is still to be read", span=where(late),
                         hint="give one of them another slot or its own pl.MemRef")
+    scope = _loop_vars(fn.body, frozenset())
+    loop_vars = set().union(*scope.values()) if scope else set()
     for root_members in _members(groups, list(types)).values():
         named = {types[x].memref.name for x in root_members if isinstance(types[x], TileType) and types[x].memref}
         if len(named) > 1:
             raise MemorySpaceError(f"a loop-carried tile is bound to two declared allocations: {sorted(named)}",
                                    span=where(root_members[0]),
                                    hint="declare one pl.MemRef for a carried value and what it is carried from")
+        for x in root_members:
+            m = types[x].memref if isinstance(types[x], TileType) else None
+            if m is None or m.pipeline or m.index is None:
+                continue
+            needs = n.expr_vars(m.index) & loop_vars
+            for y in root_members:
+                missing = needs - scope.get(y, frozenset())
+                if missing:
+                    raise MemorySpaceError(
+                        f"this tile is carried out of its loop (as '{y}'), but its slot {expr(m.index)} of "
+                        f"pl.MemRef(\"{m.name}\", slots={m.slots}) changes with '{sorted(missing)[0]}', which the "
+                        "value outside the loop does not have: a carried tile keeps one place",
+                        span=where(x), hint="store the tile inside the loop, or copy it (pl.move) into a tile of "
+                                             "its own before it leaves the loop")
 
 
 def _same_slot(a, b, slots: int) -> bool:
@@ -162,4 +178,24 @@ def _members(groups: UnionFind, tiles) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for name in tiles:
         out.setdefault(groups.find(name), []).append(name)
+    return out
+
+
+def _loop_vars(body, loops: frozenset) -> dict[str, frozenset]:
+    """The loop variables in scope where each name is bound."""
+    out: dict[str, frozenset] = {}
+    for stmt in body:
+        if isinstance(stmt, n.For):
+            inner = loops | {stmt.var}
+            out.update({a.name: inner for a in stmt.iter_args})
+            out.update(_loop_vars(stmt.body, inner))
+            out.update({b.name: loops for b in stmt.results})
+        elif isinstance(stmt, n.If):
+            out.update(_loop_vars(stmt.then_body, loops))
+            out.update(_loop_vars(stmt.else_body, loops))
+            out.update({b.name: loops for b in stmt.results})
+        elif isinstance(stmt, n.Scope):
+            out.update(_loop_vars(stmt.body, loops))
+        else:
+            out.update({name: loops for name in n.bound_names(stmt)})
     return out

@@ -63,9 +63,7 @@ class _Slotter:
             return None
         if not (isinstance(loop.start, n.Const) and loop.start.value % f == 0):
             return None
-        carried = {v.name for s in loop.body if isinstance(s, n.Yield) for v in s.values if isinstance(v, n.Var)}
-        carried |= {a.init.name for s in n.walk_stmts(loop.body) if isinstance(s, n.For) for a in s.iter_args
-                    if isinstance(a.init, n.Var)}
+        carried = _carried(loop.body)
         candidates = [s for s in loop.body if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
                       and s.value.op == "tile.load"]
         if not candidates:
@@ -103,3 +101,26 @@ class _Slotter:
                                                        rule="LowerPipelineToSlots"))
                 self.groups += 1
         return out
+
+
+def _carried(body) -> set[str]:
+    """Names whose value may leave an iteration: yielded by the loop, starting an inner
+    loop, or reaching either through an if's or an inner loop's results."""
+    out = {v.name for s in body if isinstance(s, n.Yield) for v in s.values if isinstance(v, n.Var)}
+    out |= {a.init.name for s in n.walk_stmts(body) if isinstance(s, n.For) for a in s.iter_args
+            if isinstance(a.init, n.Var)}
+    while True:
+        more = set()
+        for s in n.walk_stmts(body):
+            if isinstance(s, (n.If, n.For)):
+                blocks = (s.then_body, s.else_body) if isinstance(s, n.If) else (s.body,)
+                for k, r in enumerate(s.results):
+                    if r.name not in out:
+                        continue
+                    more |= {y.values[k].name for b in blocks for y in b if isinstance(y, n.Yield)
+                             and isinstance(y.values[k], n.Var)}
+                    if isinstance(s, n.For) and isinstance(s.iter_args[k].init, n.Var):
+                        more.add(s.iter_args[k].init.name)
+        if more <= out:
+            return out
+        out |= more

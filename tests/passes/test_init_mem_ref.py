@@ -131,3 +131,22 @@ def test_a_result_written_over_its_dying_operand_in_one_slot_is_fine():
     a, out = torch.randn(64, 128), torch.zeros(64, 128)
     in_place_in_one_slot(a, out)
     assert torch.equal(out, torch.exp(a))
+
+
+def test_a_declared_rotating_slot_cannot_follow_its_tile_out_of_the_loop():
+    from pypto.runtime import RunConfig
+
+    @pl.jit
+    def escapes(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [0, 0], [16, 128])
+            for i in pl.range(3):
+                t: pl.Tile[[16, 128], pl.FP32, pl.MemRef("s", slots=2)[i % 2], pl.Mem.Vec] = pl.load(a, [i * 16, 0], [16, 128])  # noqa: E501
+            pl.store(t, [0, 0], out)
+        return out
+
+    for platform in ("ref", "a2a3sim"):
+        with pytest.raises(MemorySpaceError, match=r"carried out of its loop \(as 't'\), but its slot i % 2 of "
+                                                   r"pl.MemRef\(\"s\", slots=2\) changes with 'i'") as info:
+            escapes(torch.randn(64, 128), torch.zeros(16, 128), config=RunConfig(platform=platform))
+        assert info.value.span.line == escapes.fn.__code__.co_firstlineno + 5

@@ -2,6 +2,7 @@ import torch
 from helpers import check_pass, program_text
 from test_memory_reuse import deep  # 64 KiB per stage, stage=4: two fit
 
+import pypto.language as pl
 from pypto.ir import parse
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.lower_pipeline_to_slots import lower_pipeline_to_slots
@@ -48,3 +49,25 @@ def test_under_ptoas_a_pipeline_deeper_than_fits_gets_the_slots_that_fit(tmp_pat
     assert "slots=2)[i % 2]" in compiled.lowered.as_python()
     compiled.run(a, out)
     assert torch.equal(out, torch.exp(a))
+
+
+@pl.jit
+def reload_or_scale(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 128])
+        for i in pl.pipeline(4, stage=2):
+            t = pl.load(a, [i * 16, 0], [16, 128])  # carried out through the if's result
+            if n == 0:
+                t = pl.muls(t, 2.0)
+        pl.store(t, [0, 0], out)
+    return out
+
+
+def test_a_load_carried_out_through_an_if_keeps_one_place():
+    a = torch.randn(64, 128)
+    for n in (0, 1):
+        want = a[48:] * 2 if n == 0 else a[48:]
+        for planner in ("PYPTO", "PTOAS"):
+            out = torch.zeros(16, 128)
+            reload_or_scale(a, out, n, config=RunConfig(memory_planner=planner))
+            assert torch.equal(out, want), (n, planner)
