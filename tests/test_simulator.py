@@ -474,3 +474,27 @@ def test_work_after_a_loop_waits_for_each_pipe_it_depends_on(planner):
         kernel(a, *want, config=RunConfig(platform="ref"))
         kernel(a, *outs, config=RunConfig(memory_planner=planner))  # a hazard would raise
         assert all(torch.equal(x, y) for x, y in zip(outs, want))
+
+
+@pl.jit
+def update_then_pipeline(b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t1 = pl.load(b, [48, 0], [8, 128])
+        t2 = pl.load(b, [32, 0], [8, 128])
+        for i in pl.range(3):
+            t1 = pl.add(t1, t1)  # needs t1's load; the loop's own syncs only order what follows
+            for j in pl.pipeline(4, stage=3):
+                pl.store(t2, [j * 8, 0], out)
+                r = pl.row_sum(t2)
+                pl.store(pl.row_expand_sub(t2, r), [32 + j * 8, 0], out)
+        pl.store(t1, [64, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_an_earlier_load_a_loop_reads_sooner_is_synced_too(planner):
+    b = torch.randn(64, 128)
+    want, got = torch.zeros(72, 128), torch.zeros(72, 128)
+    update_then_pipeline(b, want, config=RunConfig(platform="ref"))
+    update_then_pipeline(b, got, config=RunConfig(memory_planner=planner))  # a hazard would raise
+    assert torch.equal(got, want)

@@ -203,17 +203,26 @@ class SyncInserter:
     def conflicts(self, nodes, last: int) -> dict[int, list]:
         """For each node of the last window iteration: the nearest conflicting node of each
         other pipe, with the access pair that conflicts and where in the bodies (see
-        ``conflict``)."""
+        ``conflict``) — and earlier ones of that pipe that conflict with an earlier statement
+        of v's loop body, which a chain of the loop's syncs ordering the nearest may miss."""
         out: dict[int, list] = {}
         for v in (x for x in nodes if x.t == last):
-            nearest: dict[tuple, tuple] = {}
+            found_for: dict[tuple, list] = {}
+            earliest: dict[tuple, object] = {}  # per pipe: the first statement of v kept conflicts reach
             for u in reversed(nodes[: v.seq]):
-                if u.key == v.key or u.key in nearest or (u.t, u.j) == (v.t, v.j):
+                if u.key == v.key or (u.t, u.j) == (v.t, v.j):
                     continue
+                if u.key in earliest and (earliest[u.key] is None or earliest[u.key] == 0):
+                    continue  # ordering the later conflict orders this one (in-order pipe)
                 found = self.conflict(u, v)
-                if found is not None:
-                    nearest[u.key] = (u, *found)
-            out[v.seq] = list(nearest.values())
+                if found is None:
+                    continue
+                first = found[1]
+                if u.key in earliest and first is not None and first >= earliest[u.key]:
+                    continue  # a loop's syncs that order the later conflict order this one too
+                found_for.setdefault(u.key, []).append((u, *found))
+                earliest[u.key] = first if u.key not in earliest or first is None else min(first, earliest[u.key])
+            out[v.seq] = [c for cs in found_for.values() for c in cs]
         return out
 
     def implied(self, nodes) -> list[tuple]:

@@ -1,40 +1,37 @@
-"""One kernel function's source (``ast``) to an IR ``Function``, in SSA form.
+"""One kernel function's source (``ast``) to an IR ``Function``, in SSA form: parameters,
+assignments, expression statements and returns; loops, ifs and scopes are ``ControlFlow``.
 
-Rebinding a Python name makes a fresh SSA name; a name rebound in a loop (or an ``if``)
-and read afterwards becomes a loop-carried value (a branch result). Op calls are checked
-against the op registry where they are written, so every mistake names the user's line.
+Rebinding a Python name makes a fresh SSA name. Op calls are checked against the op
+registry where they are written, so every mistake names the user's line.
 """
 
 from __future__ import annotations
 
 import ast
-import keyword
 
-import attrs
-
-from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import (
+    ParseError,
+    SpecializationError,
+    TypeCheckError,
+    UnsupportedSyntaxError,
+)
 from pypto.ir import nodes as n
 from pypto.ir.affine import interval, static_difference
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
-    INDEX,
     DataType,
-    ForKind,
     FunctionType,
-    Level,
     ParamDirection,
     ScalarType,
     TensorType,
     TileType,
-    join,
-    joins,
-    placed_name,
     type_name,
 )
 from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
-from pypto.lang.exprs import Dropped, NotStatic, Source
+from pypto.lang.control import ControlFlow, Frame, has_effect
+from pypto.lang.exprs import NotStatic, Source
 
 INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
 _ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -43,20 +40,7 @@ _OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: 
                   ast.Not: "not", ast.Invert: "~"}
 
 
-@attrs.define
-class _Frame:
-    """An open loop/branch body: where an explicit ``pl.yield_`` lands."""
-
-    kind: str  # "for" | "if"
-    explicit: bool
-    last: object = None  # the body's last statement: the only place for its pl.yield_
-    header: tuple[str, ...] = ()  # an explicit loop's carried names: what its pl.yield_ hands on
-    yield_targets: tuple[str, ...] | None = None
-    yield_types: tuple | None = None
-    declared: object = None  # the annotated type of a single yield target (``x: T = pl.yield_(v)``)
-
-
-class FunctionConverter(CallConverter):
+class FunctionConverter(ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
                  returns=None):
@@ -72,7 +56,7 @@ class FunctionConverter(CallConverter):
         self.incore = kind in INCORE_TYPES and not (
             kind is FunctionType.Opaque and any(isinstance(x, ast.With) for x in ast.walk(fdef)))
         self.out: list = []  # statements of the block being converted
-        self.frames: list[_Frame] = []
+        self.frames: list[Frame] = []
         self.return_types: tuple | None = None
         self.local_names = liveness.first_bindings(fdef.body)
 
@@ -430,7 +414,7 @@ class FunctionConverter(CallConverter):
                              hint="assign its value to a name, or remove it")
         before = len(self.out)
         value, t = self.value(node.value)
-        if self._is_inline_call(node.value) and not isinstance(t, Nothing) and not _has_effect(self.out[before:]):
+        if self._is_inline_call(node.value) and not isinstance(t, Nothing) and not has_effect(self.out[before:]):
             # The helper's statements compute only the value nobody reads.
             raise self.error(UnsupportedSyntaxError, node,
                              f"the result of {ast.unparse(node.value.func)} is discarded; assign it to a name",
@@ -553,406 +537,6 @@ class FunctionConverter(CallConverter):
 
     # ------------------------------------------------------------------ control flow
 
-    def loop_header(self, node: ast.For):
-        it = node.iter
-        if not isinstance(it, ast.Call):
-            raise self.error(UnsupportedSyntaxError, it, "kernel loops iterate over pl.range / pl.pipeline / pl.parallel")
-        _, meaning = self.entity(it.func)
-        if isinstance(it.func, ast.Name) and it.func.id == "range" and not isinstance(meaning, N.Builtin):
-            raise self.error(UnsupportedSyntaxError, it, "Python's range() is not a kernel loop",
-                             hint="use pl.range(...) (or pl.pipeline / pl.parallel)")
-        if not isinstance(meaning, N.Builtin) or meaning.name not in ("range", "pipeline", "parallel"):
-            raise self.error(UnsupportedSyntaxError, it, "kernel loops iterate over pl.range / pl.pipeline / pl.parallel")
-        kind = {"range": ForKind.Sequential, "pipeline": ForKind.Pipeline, "parallel": ForKind.Parallel}[meaning.name]
-        if not 1 <= len(it.args) <= 3:
-            raise self.error(TypeCheckError, it, f"pl.{meaning.name}() takes 1 to 3 positional arguments")
-        bounds = [self.scalar(a) for a in it.args]
-        start, stop, step = (n.Const(0), bounds[0], n.Const(1)) if len(bounds) == 1 else \
-            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else n.Const(1))
-        for b, a in zip(bounds, it.args):
-            t = self.expr_type(b, a)
-            if not (isinstance(t, ScalarType) and t.dtype.is_int):
-                raise self.error(TypeCheckError, a, f"loop bounds are integers, not {type_name(t)}")
-        if isinstance(step, n.Const) and step.value <= 0:
-            raise self.error(TypeCheckError, it, f"the loop step must be positive, not {step.value}")
-        kw = {k.arg: k for k in it.keywords}
-        stage = None
-        if kind is ForKind.Pipeline:
-            if "stage" not in kw:
-                raise self.error(TypeCheckError, it, "pl.pipeline needs stage=F (the depth, usually 2-4)",
-                                 hint="for i in pl.pipeline(n, stage=2):")
-            stage = self.static_of(kw["stage"].value, int, "pl.pipeline's stage")
-            if stage < 1:
-                raise self.error(TypeCheckError, kw["stage"], f"stage must be a positive int, not {stage}")
-        unknown = set(kw) - {"stage", "init_values"} if kind is ForKind.Pipeline else set(kw) - {"init_values"}
-        if unknown:
-            raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
-                             f"pl.{meaning.name} got an unexpected keyword '{sorted(unknown)[0]}'")
-        inits = None
-        if "init_values" in kw:
-            value = kw["init_values"].value
-            if not isinstance(value, (ast.Tuple, ast.List)):
-                raise self.error(TypeCheckError, value, "init_values is a tuple of initial values", hint="init_values=(acc,)")
-            inits = [self.operand(e) for e in value.elts]
-        return kind, start, stop, step, stage, inits
-
-    def for_(self, node: ast.For, live_after: frozenset) -> None:
-        if node.orelse:
-            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
-        kind, start, stop, step, stage, inits = self.loop_header(node)
-        explicit = inits is not None
-        target = node.target
-        if explicit:
-            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name)
-                    and isinstance(target.elts[1], (ast.Tuple, ast.List))
-                    and all(isinstance(e, ast.Name) for e in target.elts[1].elts)):
-                raise self.error(UnsupportedSyntaxError, target, "a loop with init_values binds 'i, (a, b)'",
-                                 hint="for i, (acc,) in pl.range(n, init_values=(acc0,)):")
-            loop_name = target.elts[0].id
-            header = [e.id for e in target.elts[1].elts]
-            if len(header) != len(inits):
-                raise self.error(TypeCheckError, target, f"{len(header)} loop-carried names for {len(inits)} init_values")
-        else:
-            if not isinstance(target, ast.Name):
-                raise self.error(UnsupportedSyntaxError, target, "the loop variable is a single name")
-            loop_name, header, inits = target.id, [], []
-        for name_node in ast.walk(target):
-            if isinstance(name_node, ast.Name):
-                self.check_local_name(name_node.id, name_node)
-        yield_names = set(self._yield_names(node.body[-1])) if explicit else set()
-        body_assigned = liveness.assigned(node.body)
-        exposed = liveness.upward_exposed(node.body)
-        # Every other name the body rebinds that is read again (by the next iteration or after
-        # the loop) is carried, with or without explicit init_values, as Python would see it.
-        implicit = [x for x in body_assigned if x in self.env and x != loop_name and x not in header
-                    and x not in yield_names and (x in exposed or x in live_after)]
-        last = _last_value(start, stop, step)
-        after = None  # how the loop variable reads after the loop, when something reads it
-        if loop_name in live_after and loop_name not in yield_names and last != "empty":
-            if last is not None and loop_name not in body_assigned:
-                after = "last"  # its last value, known here
-            elif loop_name in self.env:
-                after = "carried"  # the value the last iteration leaves it (or its own, if none runs)
-
-        outer_env = dict(self.env)
-        var = self.fresh(loop_name)
-        self.types[var] = INDEX
-        self.env[loop_name] = var
-        if isinstance(last, int):
-            self.ranges[var] = (start.value, last)
-            self.domains[var] = range(start.value, stop.value, step.value)
-        iter_args = []
-
-        def carry(name: str, init, t) -> str:
-            ssa = self.fresh(name)
-            self.types[ssa] = t
-            iter_args.append(n.IterArg(ssa, t, init))
-            self.derive(ssa, init)
-            return ssa
-
-        for name, (init, t) in zip(header, inits):
-            self.env[name] = carry(name, init, t)
-        for name in implicit:
-            self.env[name] = carry(name, *self.ssa_value(outer_env[name]))
-        if after == "carried":  # not a name in the body, where the loop variable is
-            init, t = self.ssa_value(outer_env[loop_name])
-            if isinstance(t, ScalarType) and t.dtype.is_int and t != INDEX:  # an int converts to the index it becomes
-                converted = self.fresh(loop_name)
-                self.types[converted] = INDEX
-                self.emit(n.Assign(converted, INDEX, init, span=self.span(node)))
-                init, t = n.Var(converted), INDEX
-            carry(loop_name, init, t)
-
-        frame = _Frame("for", explicit, last=node.body[-1], header=tuple(header))
-        self.frames.append(frame)
-        body_live = live_after | exposed | frozenset(header) | frozenset(implicit)
-        try:
-            body = list(self.block(node.body, body_live))
-        finally:
-            self.frames.pop()
-        body_env = self.env
-        if explicit and frame.yield_targets is None:
-            raise self.error(TypeCheckError, node, "a loop with init_values must end with 'x = pl.yield_(...)'",
-                             hint=f"end the body with {', '.join(header) or 'x'} = pl.yield_(...)")
-        others = [*implicit, *([loop_name] if after == "carried" else [])]
-        values = [self.ssa_value(self.available(body_env, x, node)) for x in others]
-        if explicit:
-            done = body.pop()  # the user's yield: the implicit values join it
-            body.append(attrs.evolve(done, values=done.values + tuple(e for e, _ in values)))
-            names = [*frame.yield_targets, *others]
-            yield_types = [*frame.yield_types, *(t for _, t in values)]
-        else:
-            names, yield_types = others, [t for _, t in values]
-            if values:
-                body.append(n.Yield(tuple(e for e, _ in values), span=self.span(node)))
-        for name, a, t in zip([*header, *others], iter_args, yield_types):
-            if not joins(t, a.type):
-                what = "the loop variable" if name == loop_name and name not in header else "loop-carried value"
-                before, end = type_name(a.type), type_name(t)
-                hint = "keep the shape, dtype and memory space of a value the loop carries"
-                if before == end:  # they differ in placement only
-                    before, end = placed_name(a.type), placed_name(t)
-                    hint = ("a carried tile keeps one place: give it the same slot before the loop and at the "
-                            "end of the body, or leave it undeclared and let the compiler place it")
-                raise self.error(TypeCheckError, node,
-                                 f"{what} '{name}' is {before} before the loop and {end} at the end of its body",
-                                 hint=hint)
-        for a, e in zip(iter_args, body[-1].values if iter_args else ()):
-            self.derive(a.name, e)  # the next iteration may see the value the body leaves
-        self.recheck_writes()
-        self.env = outer_env
-        self._drop(body_env, node, "loop")
-        line = node.lineno + self.source.line_offset
-        for name in header:
-            if name not in names:  # the header names are scoped to the body (as the reference has it)
-                self.env.pop(name, None)
-                self.dropped[name] = Dropped(
-                    line, "loop",
-                    message=f"'{name}' names a carried value in the header of the loop at line {line}, "
-                            "and is not available after it",
-                    hint="read the loop's result: the name its pl.yield_ assigns"
-                         + (f" ('{frame.yield_targets[header.index(name)]}')" if frame.yield_targets else ""))
-        results = []
-        for name, a in zip(names, iter_args):
-            ssa = self.fresh(name)
-            self.types[ssa] = a.type
-            self.derive(ssa, n.Var(a.name))
-            self.env[name] = ssa
-            self.dropped.pop(name, None)
-            results.append(n.Binding(ssa, a.type))
-        self.emit(n.For(var, start, stop, step, body, kind, stage, iter_args, results, span=self.span(node)))
-        if after == "last":
-            self.bind(loop_name, INDEX, n.Const(last), node)
-
-    def available(self, env: dict, name: str, node) -> str:
-        """The SSA name a value the loop carries has at the end of its body, or the error
-        saying why it has none there."""
-        if name in env:
-            return env[name]
-        err = self.undefined(ast.copy_location(ast.Name(name, ast.Load()), node))
-        raise self.error(type(err), node, f"this loop carries '{name}' to its next iteration, but at the end of "
-                                          f"its body: {err.message}", hint=err.hint)
-
-    def _drop(self, inner_env: dict, node, where: str) -> None:
-        for name, ssa in inner_env.items():
-            if self.env.get(name) != ssa and name not in self.env:
-                self.dropped[name] = Dropped(node.lineno + self.source.line_offset, where)
-
-    def yield_(self, call: ast.Call, target, declared=None) -> None:
-        if not self.frames:
-            raise self.error(UnsupportedSyntaxError, call, "pl.yield_ ends a loop or branch body")
-        frame = self.frames[-1]
-        if not frame.explicit:
-            raise self.error(UnsupportedSyntaxError, call,
-                             "pl.yield_ belongs to a loop with init_values (or an if whose branches yield)",
-                             hint="rebinding a name in the loop carries it implicitly")
-        body = "loop body" if frame.kind == "for" else "branch"
-        if getattr(frame.last, "value", None) is not call:
-            raise self.error(UnsupportedSyntaxError, call, f"pl.yield_ must be the last statement of its {body}",
-                             hint=f"end the {body} with one 'x = pl.yield_(...)' and move what follows it before it")
-        if frame.kind == "for" and len(call.args) != len(frame.header):
-            raise self.error(TypeCheckError, call,
-                             f"pl.yield_ hands on {len(call.args)} value{'s' if len(call.args) != 1 else ''}, but the "
-                             f"loop carries {len(frame.header)} ({', '.join(frame.header)})",
-                             hint="yield one value per name in the loop header's (...), in the same order")
-        if target is None and call.args:
-            raise self.error(UnsupportedSyntaxError, call, _unnamed_yield(call, "loop" if frame.kind == "for" else "if"),
-                             hint=f"x = {ast.unparse(call)}")
-        values = [self.operand(a) for a in call.args]
-        names = ()
-        if target is not None:
-            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-            if not all(isinstance(e, ast.Name) for e in elts) or len(elts) != len(values):
-                raise self.error(TypeCheckError, target, f"{len(elts)} names for {len(values)} yielded values")
-            names = tuple(e.id for e in elts)
-            for e in elts:
-                self.check_local_name(e.id, e)
-        frame.yield_targets = names
-        frame.yield_types = tuple(t for _, t in values)
-        if declared is not None:
-            if len(values) != 1:
-                raise self.error(TypeCheckError, target, "only a single yielded value takes an annotation")
-            if not joins(values[0][1], declared):
-                raise self.error(TypeCheckError, target, f"the yielded value is {type_name(values[0][1])}, "
-                                                         f"not the annotated {type_name(declared)}")
-            frame.declared = declared
-        self.emit(n.Yield(tuple(e for e, _ in values), span=self.span(call)))
-
-    def if_(self, node: ast.If, live_after: frozenset) -> None:
-        taken = None
-        if not self.source.exact:  # dump text keeps every If it prints, so it reads back equal
-            try:
-                taken = self.static(node.test)
-            except NotStatic:
-                pass
-        if isinstance(taken, (bool, int)):
-            return self.static_if(node.body if taken else node.orelse, live_after)
-        cond = self.scalar(node.test)
-        explicit = self._ends_in_yield(node.body) or self._ends_in_yield(node.orelse)
-        yield_names = {x for stmts in (node.body, node.orelse) if stmts for x in self._yield_names(stmts[-1])}
-        outer_env = dict(self.env)
-        branches = []
-        for stmts, holds in ((node.body, True), (node.orelse, False)):
-            self.env = dict(outer_env)
-            frame = _Frame("if", explicit, last=stmts[-1] if stmts else None)
-            self.frames.append(frame)
-            self.guards.append((cond, holds))
-            try:
-                body = list(self.block(stmts, live_after))
-            finally:
-                self.frames.pop()
-                self.guards.pop()
-            branches.append((body, self.env, frame))
-        (then_body, then_env, then_frame), (else_body, else_env, else_frame) = branches
-        names, types = [], []
-        if explicit:
-            if not node.orelse or else_frame.yield_targets != then_frame.yield_targets:
-                raise self.error(TypeCheckError, node, "both branches of an if that yields must yield the same names",
-                                 hint="end each branch with the same 'x = pl.yield_(...)' names")
-            names = list(then_frame.yield_targets)
-            declared = then_frame.declared or else_frame.declared
-            types = [declared] if declared is not None else [
-                join(a, b) for a, b in zip(then_frame.yield_types, else_frame.yield_types)]
-            if len(then_frame.yield_types) != len(else_frame.yield_types) or not all(
-                    t is not None and joins(a, t) and joins(b, t)
-                    for a, b, t in zip(then_frame.yield_types, else_frame.yield_types, types)):
-                raise self.error(TypeCheckError, node, "the branches of this if yield values of different types")
-        # Every other name a branch rebinds that is read afterwards is the if's result too.
-        others = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse)])
-                  if x in live_after and x not in yield_names and (x in then_env and x in else_env)
-                  and (then_env[x] != outer_env.get(x) or else_env[x] != outer_env.get(x))]
-        same = [x for x in others if self._same_constant(then_env[x], else_env[x])]
-        rebound = []  # both branches bind the same compile-time value: it stays one
-        for x in same:
-            if then_env[x] in self.folded and else_env[x] in self.folded:
-                outer_env[x] = then_env[x]  # no statement binds it: every use is the constant
-            else:
-                rebound.append(x)  # bound by a statement in each branch: bound again after the if
-        others = [x for x in others if x not in same]
-        for x in others:
-            (_, tt), (_, et) = [self.ssa_value(env[x]) for env in (then_env, else_env)]
-            if join(tt, et) is None:
-                raise self.error(TypeCheckError, node,
-                                 f"'{x}' is {type_name(tt)} after one branch and {type_name(et)} after the other")
-            types.append(join(tt, et))
-        if others:
-            for body, env in ((then_body, then_env), (else_body, else_env)):
-                extra = tuple(self.ssa_value(env[x])[0] for x in others)
-                if explicit:
-                    done = body.pop()
-                    body.append(attrs.evolve(done, values=done.values + extra))
-                else:
-                    body.append(n.Yield(extra, span=self.span(node)))
-        names += others
-        self.env = outer_env
-        for env in (then_env, else_env):
-            self._drop(env, node, "if")
-        branch_values = [b[-1].values if names else () for b in (then_body, else_body)]
-        for k, (x, t) in enumerate(zip(names, types)):
-            ssa = self.fresh(x)
-            self.types[ssa] = t
-            for values in branch_values:
-                self.derive(ssa, values[k])
-            self.env[x] = ssa
-            self.dropped.pop(x, None)
-        results = [n.Binding(self.env[x], t) for x, t in zip(names, types)]
-        self.emit(n.If(cond, then_body, else_body, results, span=self.span(node)))
-        for x in rebound:
-            ssa = then_env[x]
-            self.bind(x, self.types[ssa], n.Const(self._constant_of(ssa)), node)
-
-    def static_if(self, stmts, live_after: frozenset) -> None:
-        """The branch a compile-time condition picks, in place; a final ``x = pl.yield_(v)``
-        binds ``x`` to ``v`` as the If's result would have."""
-        final = None
-        if self._ends_in_yield(stmts):
-            stmts, final = stmts[:-1], stmts[-1]
-        self.frames.append(_Frame("if", True))  # any other pl.yield_ in the branch is misplaced
-        try:
-            for i, stmt in enumerate(stmts):
-                self.statement(stmt, live_after | liveness.reads(stmts[i + 1:] + ([final] if final else [])), False)
-        finally:
-            self.frames.pop()
-        if final is None:
-            return
-        call = final.value
-        target = final.targets[0] if isinstance(final, ast.Assign) else getattr(final, "target", None)
-        if target is None and call.args:
-            raise self.error(UnsupportedSyntaxError, call, _unnamed_yield(call, "if"), hint=f"x = {ast.unparse(call)}")
-        values = [self.operand(a) for a in call.args]
-        if target is None:
-            return
-        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-        if not all(isinstance(e, ast.Name) for e in elts) or len(elts) != len(values):
-            raise self.error(TypeCheckError, target, f"{len(elts)} names for {len(values)} yielded values")
-        for name, (e, t) in zip(elts, values):
-            if isinstance(e, n.Var) and isinstance(t, TileType):
-                self.alias(name.id, e, name)
-            else:
-                self.bind(name.id, t, e, final)
-
-    def _constant_of(self, ssa: str):
-        return self.folded[ssa] if ssa in self.folded else self.known.get(ssa)
-
-    def _same_constant(self, a: str, b: str) -> bool:
-        x, y = self._constant_of(a), self._constant_of(b)
-        if x is None or y is None:
-            return False
-        return n.Const(x) == n.Const(y) and self.types[a] == self.types[b]
-
-    def _yield_names(self, stmt) -> list[str]:
-        """The names ``x, y = pl.yield_(...)`` binds, when ``stmt`` is such a statement."""
-        if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and self._is_builtin_call(stmt.value, "yield_")):
-            return []
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
-        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-        return [e.id for e in elts if isinstance(e, ast.Name)]
-
-    def _ends_in_yield(self, stmts) -> bool:
-        if not stmts:
-            return False
-        last = stmts[-1]
-        value = getattr(last, "value", None)
-        return isinstance(last, (ast.Assign, ast.AnnAssign, ast.Expr)) and self._is_builtin_call(value, "yield_")
-
-    def with_(self, node: ast.With, live_after: frozenset) -> None:
-        if len(node.items) != 1:
-            raise self.error(UnsupportedSyntaxError, node, "a with statement opens one pl.at(...) scope")
-        item = node.items[0]
-        call = item.context_expr
-        if not self._is_builtin_call(call, "at"):
-            raise self.error(UnsupportedSyntaxError, call, "kernels open scopes with pl.at(level=pl.Level.CORE_GROUP)")
-        if item.optional_vars is not None:
-            raise self.error(UnsupportedSyntaxError, item.optional_vars, "'with pl.at(...) as x' is not supported yet")
-        if self.incore:
-            raise self.error(ParseError, call, "pl.at inside an InCore function: its body is already InCore",
-                             hint="remove the with statement")
-        if call.args:
-            raise self.error(TypeCheckError, call, "pl.at takes keywords: pl.at(level=pl.Level.CORE_GROUP)")
-        kw = {k.arg: k.value for k in call.keywords}
-        unknown = set(kw) - {"level", "name_hint"}
-        if unknown:
-            raise self.error(TypeCheckError, call, f"pl.at got an unexpected keyword '{sorted(unknown)[0]}'")
-        if "level" not in kw:
-            raise self.error(TypeCheckError, call, "pl.at needs level=", hint="pl.at(level=pl.Level.CORE_GROUP)")
-        level = self.static_of(kw["level"], Level, "pl.at's level")
-        if level is not Level.CORE_GROUP:
-            raise self.error(UnsupportedSyntaxError, kw["level"], f"pl.at(level=pl.Level.{level.name}) is not supported yet",
-                             hint="use pl.Level.CORE_GROUP for an InCore scope")
-        hint = self.static_of(kw["name_hint"], str, "name_hint") if "name_hint" in kw else ""
-        if hint and (not hint.isidentifier() or keyword.iskeyword(hint) or hint in ("pl", "self")):
-            # It names the outlined function, which dumps print as a Python method.
-            raise self.error(TypeCheckError, kw["name_hint"],
-                             f"name_hint={hint!r} must be a Python identifier that is not a keyword",
-                             hint="letters, digits and underscores, not starting with a digit, "
-                                  "e.g. name_hint=\"softmax_rows\"")
-        self.incore = True
-        try:
-            body = self.block(node.body, live_after)
-        finally:
-            self.incore = False
-        self.emit(n.Scope(body, level, hint, span=self.span(node)))
-
     def return_(self, node: ast.Return, top: bool) -> None:
         if not top or self.frames:
             raise self.error(UnsupportedSyntaxError, node, "return is only supported at the end of the function body")
@@ -982,31 +566,3 @@ def _wider(v: int) -> str | None:
 
 def _wider_dtype(dtype: DataType) -> str:
     return "INT64" if dtype is DataType.INDEX else dtype.name
-
-
-def _has_effect(stmts) -> bool:
-    """Whether running ``stmts`` does anything besides computing values: a GM write, or a
-    call of another function."""
-    for s in stmts:
-        value = getattr(s, "value", None)
-        if isinstance(value, n.FuncCall) or isinstance(value, n.Call) and lookup(value.op).has_effect:
-            return True
-        if any(_has_effect(getattr(s, f, ())) for f in ("body", "then_body", "else_body")):
-            return True
-    return False
-
-
-def _unnamed_yield(call: ast.Call, where: str) -> str:
-    count = len(call.args)
-    return (f"pl.yield_ hands {count} value{'s' if count != 1 else ''} out of the {where}, and "
-            f"{'it needs a name' if count == 1 else 'they need names'} there")
-
-
-def _last_value(start, stop, step):
-    """The loop variable's last value when the bounds are constants ("empty" when the loop
-    never runs), else None."""
-    if not all(isinstance(b, n.Const) for b in (start, stop, step)):
-        return None
-    if stop.value <= start.value:
-        return "empty"
-    return start.value + (stop.value - 1 - start.value) // step.value * step.value

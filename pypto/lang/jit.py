@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import ast
 
-from pypto.errors import PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import (
+    PyptoError,
+    SpecializationError,
+    TypeCheckError,
+    UnsupportedSyntaxError,
+)
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks

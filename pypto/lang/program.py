@@ -13,7 +13,12 @@ import linecache
 import textwrap
 from pathlib import Path
 
-from pypto.errors import ExecutionError, ParseError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import (
+    ExecutionError,
+    ParseError,
+    TypeCheckError,
+    UnsupportedSyntaxError,
+)
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, ScalarType, type_name
 from pypto.lang import names as N
