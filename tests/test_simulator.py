@@ -227,7 +227,8 @@ def test_a_loop_that_may_not_run_does_not_stand_in_for_a_sync(n):
 # ----------------------------------------------------------------------------- properties
 
 FAMILIES = st.one_of(ps.elementwise_programs(), ps.reduction_programs(), ps.matmul_programs(), ps.carried_programs(),
-                     ps.shuffled_carry_programs(), ps.loop_body_programs(), ps.slotted_programs())
+                     ps.shuffled_carry_programs(), ps.loop_body_programs(), ps.nested_loop_programs(),
+                     ps.slotted_programs())
 
 
 @settings(max_examples=30)
@@ -247,7 +248,7 @@ def test_property_simulator_is_bit_identical_to_the_interpreter(case, planner):
 
 @settings(max_examples=10)
 @given(st.one_of(ps.elementwise_programs(max_steps=3), ps.matmul_programs(), ps.slotted_programs(colive=False),
-                 ps.loop_body_programs()), st.sampled_from(["PYPTO", "PTOAS"]))
+                 ps.loop_body_programs(), ps.nested_loop_programs()), st.sampled_from(["PYPTO", "PTOAS"]))
 def test_property_every_sync_is_needed(case, planner):
     compiled = compile_case(case, planner=planner)
     for kernel in compiled.kernels.values():

@@ -484,6 +484,98 @@ def loop_body_programs(draw):
                 f"{post[0]}:{post[1]}")
 
 
+@st.composite
+def nested_loop_programs(draw):
+    """A loop nest: tiles loaded before the outer loop read deep inside it, an inner loop
+    (range or pipeline, possibly empty) storing per iteration and passing a value out, and
+    the outer loop carrying a tile through each of its iterations and out — the syncs that
+    enter and leave loops through the loops' own syncs."""
+    dtype = draw(st.sampled_from([D.FP32, D.INT32, D.FP16]))
+    rows, cols = draw(st.sampled_from([(1, 64), (4, 64), (8, 128)]))
+    n_inv = draw(st.integers(1, 2))
+    outer, inner = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    kinds = st.sampled_from([None, 2, 3])  # None: pl.range, else pl.pipeline(stage=...)
+    outer_stage, inner_stage = draw(kinds), draw(kinds)
+    ops = st.sampled_from(["add", "sub", "maximum", "minimum"])
+    # Values: 0..n_inv-1 invariants, n_inv the outer carried tile, then the outer body's own.
+    pre = [draw(st.one_of(st.just(("load",)), st.tuples(ops, st.integers(0, n_inv + k), st.integers(0, n_inv + k))))
+           for k in range(draw(st.integers(0, 2)))]
+    outer_pool = n_inv + 1 + len(pre)
+    # The inner body sees the outer pool, then its carried tile, then its own values.
+    body = [draw(st.one_of(st.just(("load",)), st.tuples(ops, st.integers(0, outer_pool + k),
+                                                          st.integers(0, outer_pool + k))))
+            for k in range(draw(st.integers(1, 3)))]
+    inner_pool = outer_pool + 1 + len(body)
+    stored = draw(st.integers(0, inner_pool - 1))  # stored every inner iteration
+    carried_in = draw(st.integers(outer_pool + 1, inner_pool - 1))  # the inner loop passes this on
+    inner_init = draw(st.integers(0, outer_pool - 1))
+    post = draw(st.tuples(ops, st.integers(0, outer_pool)))  # op(inner result, outer value or itself)
+    seed = draw(st.integers(0, 2**31 - 1))
+    width = max(outer, 1) * max(inner, 1)
+    x = random_tensor((rows * (n_inv + 2 * width), cols), dtype, seed)
+    if dtype is D.FP16:  # keep a few sums finite and exact-comparable
+        x = (x * 4).round() / 4
+
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    a = b.param("a", TensorType(x.shape, dtype))
+    out = b.param("out", TensorType((rows * width, cols), dtype), ParamDirection.Out)
+    last = b.param("last", TensorType((rows * 2, cols), dtype), ParamDirection.Out)
+    invariants = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"c{j}") for j in range(n_inv)]
+
+    def loop(trips, stage, carried, var):
+        kind = ForKind.Pipeline if stage else ForKind.Sequential
+        return b.loop(0, trips, kind=kind, stage=stage, carried=carried, var=var)
+
+    def step(pool, s, k, row):
+        if s[0] == "load":
+            return b.op("tile.load", a, [row, 0], [rows, cols], name=f"t{k}")
+        return b.op(f"tile.{s[0]}", pool[s[1]], pool[s[2]], name=f"v{k}")
+
+    with loop(outer, outer_stage, [invariants[0]], "i") as lo:
+        pool = [*invariants, lo.iter_vars[0]]
+        for k, s in enumerate(pre):
+            pool.append(step(pool, s, k, (lo.var + n_inv) * rows))
+        with loop(inner, inner_stage, [pool[inner_init]], "j") as li:
+            ipool = [*pool, li.iter_vars[0]]
+            for k, s in enumerate(body):
+                ipool.append(step(ipool, s, 10 + k, (lo.var * max(inner, 1) + li.var + n_inv + width) * rows))
+            b.eval("tile.store", ipool[stored], [(lo.var * max(inner, 1) + li.var) * rows, 0], out)
+            li.yield_(ipool[carried_in])
+        got = li.results[0]
+        other = pool[post[1]] if post[1] < outer_pool else got
+        lo.yield_(b.op(f"tile.{post[0]}", got, other, name="p"))
+    b.eval("tile.store", lo.results[0], [0, 0], last)
+    b.eval("tile.store", invariants[-1], [rows, 0], last)
+    b.ret(out)
+
+    blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
+    f = {name: BINARY[name][0] for name in ("add", "sub", "maximum", "minimum")}
+    want = torch.zeros(rows * width, cols, dtype=TORCH[dtype])
+    acc = blocks[0]
+    for i in range(outer):
+        vals = [*blocks[:n_inv], acc]
+        for s in pre:
+            vals.append(blocks[n_inv + i] if s[0] == "load" else f[s[0]](vals[s[1]], vals[s[2]]))
+        carry = vals[inner_init]
+        for j in range(inner):
+            ivals = [*vals, carry]
+            for s in body:
+                ivals.append(blocks[n_inv + width + i * max(inner, 1) + j] if s[0] == "load"
+                             else f[s[0]](ivals[s[1]], ivals[s[2]]))
+            want[(i * max(inner, 1) + j) * rows:(i * max(inner, 1) + j + 1) * rows] = ivals[stored]
+            carry = ivals[carried_in]
+        acc = f[post[0]](carry, vals[post[1]] if post[1] < outer_pool else carry)
+    text = lambda steps: " ".join(":".join(map(str, s)) for s in steps)  # noqa: E731
+    loops = [f"{'pipeline' if k else 'range'}({t}{f', stage={k}' if k else ''})"
+             for t, k in ((outer, outer_stage), (inner, inner_stage))]
+    return Case(n.Program("nested", (b.build(),)), "kernel", (x,),
+                (torch.zeros_like(want), torch.zeros(rows * 2, cols, dtype=TORCH[dtype])),
+                (want, torch.cat([acc, blocks[n_inv - 1]])),
+                recipe=f"nested {dtype.name}[{rows}x{cols}] {n_inv} invariant; {loops[0]} [{text(pre)}] "
+                f"{loops[1]} [{text(body)}] store {stored}, carry {carried_in} from {inner_init}; "
+                f"then {post[0]}:{post[1]}")
+
+
 # ----------------------------------------------------------------------------- explicit slots
 
 
@@ -537,4 +629,5 @@ def tile_programs():
     """Any of the program families here (explicit slots without co-live ones, so that every
     program compiles under both planners)."""
     return st.one_of(elementwise_programs(), reduction_programs(), matmul_programs(), carried_programs(),
-                     shuffled_carry_programs(), loop_body_programs(), slotted_programs(colive=False))
+                     shuffled_carry_programs(), loop_body_programs(), nested_loop_programs(),
+                     slotted_programs(colive=False))
