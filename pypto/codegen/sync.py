@@ -81,22 +81,28 @@ class SyncInserter:
         blocks first."""
         groups = []  # each statement with what its children needed around it
         carried = []  # per statement: a loop's own edges, which also order what precedes and follows it
+        runs = []  # per statement: whether it is a loop whose body surely runs
         for stmt in body:
             if isinstance(stmt, Loop):
                 inner, pro, epi, inner_carried = self.block(stmt.body, stmt)
                 groups.append([*pro, attrs.evolve(stmt, body=inner), *epi])
-                # A loop's own syncs vouch for its parent only if its body surely runs.
+                # A loop's own syncs vouch for its parent when its body surely runs; else
+                # only those set before it (prologue) and waited after it (epilogue) do.
                 trip = _trip(stmt)
-                carried.append(inner_carried if isinstance(trip, n.Const) and trip.value >= 1 else [])
+                runs.append(isinstance(trip, n.Const) and trip.value >= 1)
+                carried.append(inner_carried if runs[-1] else [e for e in inner_carried if e.distance])
             elif isinstance(stmt, Cond):
                 then_b, _, _, _ = self.block(stmt.then_body)
                 else_b, _, _, _ = self.block(stmt.else_body)
                 groups.append([attrs.evolve(stmt, then_body=then_b, else_body=else_b)])
                 carried.append([])
+                runs.append(False)
             else:
                 groups.append([stmt])
                 carried.append([])
+                runs.append(False)
         summaries = [self.summary(g, original) for g, original in zip(groups, body)]
+        self.runs = runs
         edges = self.analyse(summaries, loop, carried)
         before = [[] for _ in groups]
         after = [[] for _ in groups]
@@ -226,11 +232,13 @@ class SyncInserter:
         return out
 
     def implied(self, nodes) -> list[tuple]:
-        """(a, x, whole) where a nested loop's own syncs make x's completion imply a's start
-        — pipe A's work before the loop, when the loop's syncs lead from A to x's pipe
-        (``_entered``) — or, with ``whole``, also A's own work in the loop, when it ends
-        before syncs that lead to x's pipe within the last iteration (``_exited``; chains
-        through other pipes are followed there, not through their knowledge)."""
+        """(a, x, start, own) where a nested loop's own syncs make x's completion imply a's
+        start — pipe A's work before the loop, when the loop's syncs lead from A to x's pipe
+        (``_entered``; with a body that may not run, only a prologue set from A drained on
+        x's pipe after the loop does) — and/or A's own work in the loop, when it ends before
+        syncs that lead to x's pipe within the last iteration (``_exited``; chains through
+        other pipes are followed there, not through their knowledge; a loop that does not
+        run has no such work)."""
         out = []
         for x in nodes:
             edges = self.carried[x.j]
@@ -240,11 +248,15 @@ class SyncInserter:
             for a in self.groups[(x.t, x.j)]:
                 if a.key == x.key:
                     continue
-                if x.key in _entered(edges, a.key):
-                    out.append((a, x, False))
-                own = [k for _, _, k in a.accesses if k is not None]
-                if a.key in exited and all(k <= exited[a.key] for k in own):
-                    out.append((a, x, True))
+                mine = [k for _, _, k in a.accesses if k is not None]
+                if self.runs[x.j]:
+                    own = a.key in exited and all(k <= exited[a.key] for k in mine)
+                    start = own or x.key in _entered(edges, a.key)  # a's sets carry what it knew
+                else:  # a prologue set from a drained after the loop: whether or not the body ran
+                    sets = [e.u for e in edges if (e.src, e.dst) == (a.key, x.key)]
+                    start, own = bool(sets), bool(sets) and all(k <= max(sets) for k in mine)
+                if start or own:
+                    out.append((a, x, start, own))
         return out
 
     def known(self, nodes, pattern) -> dict[int, dict]:
@@ -261,8 +273,8 @@ class SyncInserter:
                     if u is not None:
                         preds.setdefault(x.seq, []).append(u)
         after: dict[int, list] = {}
-        for a, x, whole in self.implicit:
-            after.setdefault(x.seq, []).append((a, whole))
+        for a, x, start, own in self.implicit:
+            after.setdefault(x.seq, []).append((a, start, own))
         start: dict[int, dict] = {}
         end: dict[int, dict] = {}
         last_on: dict[tuple, _Node] = {}
@@ -278,10 +290,13 @@ class SyncInserter:
                 end[x.seq] = {**start[x.seq], x.key: x.seq, ("done", x.key): x.seq}
             for _ in group:  # a compound's parts may vouch for each other
                 for x in group:
-                    for a, whole in after.get(x.seq, []):
+                    for a, at_start, own in after.get(x.seq, []):
                         # Never a's end: that holds what a learns after the body (its
                         # epilogue waits), which x's completion does not imply.
-                        _merge(end[x.seq], {**start[a.seq], a.key: a.seq} if whole else start[a.seq])
+                        if at_start:
+                            _merge(end[x.seq], start[a.seq])
+                        if own:
+                            _merge(end[x.seq], {a.key: a.seq})
             for x in group:
                 last_on[x.key] = x
         return start
@@ -299,13 +314,13 @@ class SyncInserter:
         another pipe within the last iteration, and v knows that pipe finished the loop."""
         if known[v.seq].get(u.key, -1) >= u.seq:
             return True
-        if first is not None and self.carried[v.j]:
+        if first is not None and self.runs[v.j]:
             for p in self.groups[(v.t, v.j)]:
                 if p.key != v.key and known[p.seq].get(u.key, -1) >= u.seq:
                     reach = _entered(self.carried[v.j], p.key).get(v.key)
                     if reach is not None and first >= reach:
                         return True
-        if last is not None and self.carried[u.j]:
+        if last is not None and self.runs[u.j]:
             for p in self.groups[(u.t, u.j)]:
                 if p.key != u.key and known[v.seq].get(("done", p.key), -1) >= p.seq:
                     reach = _exited(self.carried[u.j], p.key).get(u.key)
