@@ -10,7 +10,9 @@ and stores, blocked along rows so that each block's tiles fit in Vec.
 Each ``tensor.assemble`` (``out[...] = x``) is a sink; the tensor ops that feed it are
 computed block by block at the sink (an intermediate feeding two sinks is computed in
 both). Row-local ops (elementwise, row reductions and broadcasts, casts) block along
-rows; anything else (column reductions, reshape, transpose) takes the whole tensor as one
+rows; a column reduction of a row-local expression too large for Vec folds its blocks of
+rows into a result carried by a loop (sum, max or min of the blocks' reductions); anything
+else (reshape, transpose, a column reduction that fits) takes the whole tensor as one
 block, which must fit. A ``tensor.matmul`` feeding a sink becomes the cube chain over M/N
 blocks with a K loop carrying the accumulator. Loads leave the memory space to
 InferTileMemorySpace.
@@ -46,6 +48,7 @@ ELEMENTWISE = ROW_LOCAL - {f"tensor.{x}" for x in ("row_sum", "row_max", "row_mi
 WHOLE = frozenset({"tensor.col_sum", "tensor.col_max", "tensor.col_min", "tensor.col_expand", "tensor.reshape",
                    "tensor.transpose"})
 TILE_OP = {"tensor.create": "tile.create"}
+COL_REDUCE = {"tensor.col_sum": "tile.add", "tensor.col_max": "tile.maximum", "tensor.col_min": "tile.minimum"}
 
 
 def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResult:
@@ -128,6 +131,8 @@ class _Converter:
             return self.matmul(target, source, offset, span)
         nodes = self.dag(source, span)
         shape = self.types[source.name].shape
+        if self.too_large_col_reduction(nodes, source):
+            return self.col_reduction(target, source, offset, nodes[:-1], span)
         whole = any(self.defs[x][0].op in WHOLE for x in nodes)
         rows = shape[0] if len(shape) == 2 else 1
         cols = shape[-1]
@@ -155,6 +160,59 @@ class _Converter:
         if rows // block_rows > 1:
             return [n.For(r, n.Const(0), n.Const(rows), n.Const(block_rows), body, ForKind.Sequential, span=span)]
         return _subst(body, r)
+
+    def too_large_col_reduction(self, nodes, source) -> bool:
+        """A column reduction of a row-local expression whose tiles do not fit at once."""
+        if not (nodes and nodes[-1] == source.name and self.defs[source.name][0].op in COL_REDUCE):
+            return False
+        x = self.defs[source.name][0].args[0]
+        inner = nodes[:-1]
+        if not isinstance(x, n.Var) or len(self.types[x.name].shape) != 2 \
+                or any(self.defs[y][0].op not in ROW_LOCAL | {"tensor.slice"} for y in inner):
+            return False
+        rows = self.types[x.name].shape[0]
+        return self.row_bytes(inner, x, rows) * rows > self.capacity
+
+    def col_reduction(self, target: n.Var, source: n.Var, offset, inner, span) -> list:
+        """``out = col_sum(x)`` over blocks of rows that fit, folded into a running
+        result carried by a loop — the first block starts it:
+
+            acc = col_sum(x[0:B]);  for r in range(B, R, B): acc = add(acc, col_sum(x[r:r + B]))
+        """
+        call, _ = self.defs[source.name]
+        x = call.args[0]
+        rows, cols = self.types[x.name].shape
+        reserve = 2 * cols * self.types[source.name].dtype.nbytes  # the running result and one block's
+        block = self.block_rows(inner, x, rows, span, reserve=reserve)
+        reduce, combine = "tile." + call.op.removeprefix("tensor."), COL_REDUCE[call.op]
+
+        def reduced(r) -> tuple[list, n.Var]:
+            body = self.emit_block(inner, x, r, block, rows, span)
+            return body, self.tile_call(body, source.name, reduce, (body_result(body),), span)
+
+        stmts, acc = reduced(n.Const(0))
+        stmts = list(simplify(tuple(stmts)))  # the first block's offsets, + 0 folded
+        if rows > block:
+            r = n.fresh_name("r", self.used)
+            self.types[r] = INDEX
+            body, part = reduced(n.Var(r))
+            carried = n.fresh_name(f"{source.name}_acc", self.used)
+            self.types[carried] = self.types[acc.name]
+            folded = self.tile_call(body, source.name, combine, (n.Var(carried), part), span)
+            body.append(n.Yield((folded,), span=span))
+            out = n.fresh_name(f"{source.name}_total", self.used)
+            self.types[out] = self.types[acc.name]
+            stmts.append(n.For(r, n.Const(block), n.Const(rows), n.Const(block), body, ForKind.Sequential, None,
+                               (n.IterArg(carried, self.types[acc.name], acc),), (n.Binding(out, self.types[out]),),
+                               span=span))
+            acc = n.Var(out)
+        stmts.append(n.Eval(n.Call("tile.store", (acc, tuple(offset), target)), span=span))
+        return stmts
+
+    def tile_call(self, body: list, base: str, op: str, args: tuple, span) -> n.Var:
+        tile_op = lookup(op)
+        args = (*args, *(q.default for q in tile_op.params[len(args):]))
+        return self.bind(body, base, n.Call(tile_op.name, args), span)
 
     @property
     def capacity(self) -> int:
@@ -199,8 +257,9 @@ class _Converter:
         visit(source)
         return order
 
-    def block_rows(self, nodes, source, rows: int, span) -> int:
-        """The most rows per block whose tiles all fit in Vec (a divisor of the row count)."""
+    def block_rows(self, nodes, source, rows: int, span, reserve: int = 0) -> int:
+        """The most rows per block whose tiles all fit in Vec (a divisor of the row count),
+        beside ``reserve`` bytes of other tiles."""
         capacity = self.ctx.soc.spec(M.Vec).capacity
         per_row = 0
         for name in [*nodes, *self.leaves(nodes, source)]:
@@ -210,7 +269,7 @@ class _Converter:
             else:
                 per_row += math.prod(t.shape) * t.dtype.nbytes / max(rows, 1)
         for block in sorted((d for d in range(1, rows + 1) if rows % d == 0), reverse=True):
-            if block * per_row <= capacity:
+            if block * per_row + reserve <= capacity:
                 return block
         raise MemorySpaceError(f"a single row of this tensor expression needs {per_row:.0f} B of Vec, more than "
                                f"its {capacity} B", span=span, hint="split the columns yourself with slices")

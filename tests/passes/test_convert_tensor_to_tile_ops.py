@@ -202,3 +202,47 @@ def test_tensor_fillpad_lowers_to_the_tile_form(platform):
     padded_exp(a, out, config=RunConfig(platform=platform, verification_level="ROUNDTRIP"))
     assert torch.equal(out, torch.exp(a))
     assert "pl.tile.fillpad(" in padded_exp.lower(a, out).as_python()
+
+
+@pl.jit
+def col_sum_exp(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.col_sum(pl.exp(a))
+    return out
+
+
+@pl.jit
+def col_max_of(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.col_max(a)
+    return out
+
+
+@pl.jit
+def col_min_of(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.col_min(a)
+    return out
+
+
+def test_a_column_reduction_too_large_for_vec_folds_blocks_of_rows():
+    a = torch.randn(1024, 128)  # 512 KiB: no whole tile fits
+    text = col_sum_exp.lower(a, torch.zeros(1, 128)).as_python()
+    assert "pl.range(128, 1024, 128, init_values=(col_sum_1,))" in text  # the first block starts the fold
+    assert "pl.tile.add(col_sum_acc, col_sum_2)" in text
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(1, 128)
+        col_sum_exp(a, out, config=RunConfig(platform=platform))
+        torch.testing.assert_close(out, torch.exp(a).sum(0, keepdim=True), rtol=1e-5, atol=1e-3)
+        for kernel, want in ((col_max_of, a.max(0, keepdim=True).values), (col_min_of, a.min(0, keepdim=True).values)):
+            out = torch.zeros(1, 128)
+            kernel(a, out, config=RunConfig(platform=platform))
+            assert torch.equal(out, want)  # max and min fold exactly
+
+
+def test_the_folded_column_sum_is_the_same_on_the_interpreter_and_the_simulator():
+    a = torch.randn(2048, 64)
+    ref, sim = torch.zeros(1, 64), torch.zeros(1, 64)
+    col_sum_exp(a, ref, config=RunConfig(platform="ref"))
+    col_sum_exp(a, sim, config=RunConfig(memory_planner="PTOAS"))
+    assert torch.equal(ref, sim)
