@@ -55,6 +55,7 @@ class Edge:
     slot_u: object = None  # the slot expressions, as the body spells them
     slot_v: object = None
     block: int = 0  # which block (function body, branch, loop body) u and v index
+    passage: str | None = None  # "entry"/"exit": no sync, what a nested loop's syncs pass on (``_passages``)
 
 
 @attrs.define
@@ -121,7 +122,7 @@ class SyncInserter:
             out.extend(pre)
             out.extend(group)
             out.extend(post)
-        return out, prologue, epilogue, edges
+        return out, prologue, epilogue, edges + _passages(carried, runs)
 
     def summary(self, group, original) -> dict[tuple, list]:
         """key -> accesses (loc, write, index) of one statement: an instruction's own, or
@@ -251,7 +252,8 @@ class SyncInserter:
                 mine = [k for _, _, k in a.accesses if k is not None]
                 if self.runs[x.j]:
                     own = a.key in exited and all(k <= exited[a.key] for k in mine)
-                    start = own or x.key in _entered(edges, a.key)  # a's sets carry what it knew
+                    # Any set of a's that reaches x carries what a knew at the loop's start.
+                    start = a.key in exited or x.key in _entered(edges, a.key)
                 else:  # a prologue set from a drained after the loop: whether or not the body ran
                     sets = [e.u for e in edges if (e.src, e.dst) == (a.key, x.key)]
                     start, own = bool(sets), bool(sets) and all(k <= max(sets) for k in mine)
@@ -432,6 +434,24 @@ class SyncInserter:
         return simplify(n.BinOp("+", n.Const(e.base), substitute(slot, {loop.var: at})))
 
 
+def _passages(carried, runs) -> list[Edge]:
+    """What the nested loops of a body order on their own, as edges of the body for its
+    parent's chains: when the loop at statement k surely runs and its syncs order pipe P's
+    earlier work before pipe Q's work in it (``_entered``), P's work up to statement k - 1
+    is ordered before Q's from statement k on, and P's from k before Q's from k + 1."""
+    out = []
+    for k, (edges, surely) in enumerate(zip(carried, runs)):
+        if not (surely and edges):
+            continue
+        for p in dict.fromkeys(x for e in edges for x in (e.src, e.dst)):
+            for q in _entered(edges, p):
+                if q != p:
+                    out.append(Edge(-1, k, k + 1, p, q, 0, 0, passage="entry"))
+                    if k:
+                        out.append(Edge(-1, k - 1, k, p, q, 0, 0, passage="exit"))
+    return out
+
+
 def _entered(edges, pipe) -> dict[tuple, int]:
     """For a loop whose body surely runs, with its own ``edges``: per pipe, the first body
     statement from which that pipe's work is ordered after everything ``pipe`` did before
@@ -442,6 +462,8 @@ def _entered(edges, pipe) -> dict[tuple, int]:
     while changed:
         changed = False
         for e in edges:
+            if e.passage == "exit":
+                continue
             fed = e.src == pipe if e.distance else e.src in first and e.u >= first[e.src]
             if fed and e.v < first.get(e.dst, e.v + 1):
                 first[e.dst] = e.v
@@ -459,6 +481,8 @@ def _exited(edges, pipe) -> dict[tuple, int]:
     while changed:
         changed = False
         for e in edges:
+            if e.passage == "entry":
+                continue
             drains = e.dst == pipe if e.distance else e.dst in last and last[e.dst] >= e.v
             if drains and e.u > last.get(e.src, -1):
                 last[e.src] = e.u
