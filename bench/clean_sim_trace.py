@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 from pypto.tools import clean_sim_trace, trace_page
 from pypto.tools.insight import TRACE, encode_block
+from timing import median_time  # bench/timing.py: scripts run as python bench/<name>.py
 
 
 def synthetic(n: int) -> dict:
@@ -39,14 +38,6 @@ def synthetic(n: int) -> dict:
         ]
     return {"traceEvents": events}
 
-
-def median_time(fn, repeat: int):
-    samples, result = [], None
-    for _ in range(repeat):
-        began = time.perf_counter()
-        result = fn()
-        samples.append(time.perf_counter() - began)
-    return statistics.median(samples), result
 
 
 def row(n: int, repeat: int, tmp: Path) -> str:

@@ -10,7 +10,6 @@ lowered statement, so growth that is worse than linear stands out.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import torch
@@ -21,15 +20,11 @@ from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType, ForKind, FunctionType, ParamDirection, TensorType
 from pypto.passes.context import PassContext
 from pypto.passes.pipeline import lower
+from timing import median_time  # bench/timing.py: scripts run as python bench/<name>.py
 
 
 def timed(fn, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - began)
-    return statistics.median(samples)
+    return median_time(fn, repeat)[0]
 
 
 def statements(program: n.Program) -> int:

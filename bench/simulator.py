@@ -8,23 +8,14 @@ own cycles: no schedule can beat it); then the b_trans matmul case.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 
 from pypto.demo import KERNELS, ROWS, TC
 from pypto.examples import b_trans_matmul
 from pypto.runtime import RunConfig
+from timing import median_time  # bench/timing.py: scripts run as python bench/<name>.py
 
-
-def median_time(fn, repeat: int):
-    samples, result = [], None
-    for _ in range(repeat):
-        began = time.perf_counter()
-        result = fn()
-        samples.append(time.perf_counter() - began)
-    return statistics.median(samples), result
 
 
 def roofline(report) -> int:

@@ -171,6 +171,7 @@ class SyncInserter:
             if isinstance(trip, n.Const):  # distances a loop never reaches need no sync
                 window = max(1, min(window, trip.value))
         self.carried = carried
+        self._reach: dict[tuple, dict] = {}
         self.loop, self.reach = loop, max(window - 1, 1) if loop is not None else -1
         self.variant = {x.name for x in walk(loop.body) if isinstance(x, ScalarAssign)} if loop is not None else set()
         nodes = []
@@ -245,7 +246,7 @@ class SyncInserter:
             edges = self.carried[x.j]
             if not edges:
                 continue
-            exited = _exited(edges, x.key)
+            exited = self.exited(x.j, x.key)
             for a in self.groups[(x.t, x.j)]:
                 if a.key == x.key:
                     continue
@@ -253,7 +254,7 @@ class SyncInserter:
                 if self.runs[x.j]:
                     own = a.key in exited and all(k <= exited[a.key] for k in mine)
                     # Any set of a's that reaches x carries what a knew at the loop's start.
-                    start = a.key in exited or x.key in _entered(edges, a.key)
+                    start = a.key in exited or x.key in self.entered(x.j, a.key)
                 else:  # a prologue set from a drained after the loop: whether or not the body ran
                     sets = [e.u for e in edges if (e.src, e.dst) == (a.key, x.key)]
                     start, own = bool(sets), bool(sets) and all(k <= max(sets) for k in mine)
@@ -290,15 +291,14 @@ class SyncInserter:
                 start[x.seq] = k
             for x in group:
                 end[x.seq] = {**start[x.seq], x.key: x.seq, ("done", x.key): x.seq}
-            for _ in group:  # a compound's parts may vouch for each other
-                for x in group:
-                    for a, at_start, own in after.get(x.seq, []):
-                        # Never a's end: that holds what a learns after the body (its
-                        # epilogue waits), which x's completion does not imply.
-                        if at_start:
-                            _merge(end[x.seq], start[a.seq])
-                        if own:
-                            _merge(end[x.seq], {a.key: a.seq})
+            for x in group:  # a compound's parts vouch for each other
+                for a, at_start, own in after.get(x.seq, []):
+                    # Never a's end: that holds what a learns after the body (its
+                    # epilogue waits), which x's completion does not imply.
+                    if at_start:
+                        _merge(end[x.seq], start[a.seq])
+                    if own:
+                        _merge(end[x.seq], {a.key: a.seq})
             for x in group:
                 last_on[x.key] = x
         return start
@@ -319,13 +319,13 @@ class SyncInserter:
         if first is not None and self.runs[v.j]:
             for p in self.groups[(v.t, v.j)]:
                 if p.key != v.key and known[p.seq].get(u.key, -1) >= u.seq:
-                    reach = _entered(self.carried[v.j], p.key).get(v.key)
+                    reach = self.entered(v.j, p.key).get(v.key)
                     if reach is not None and first >= reach:
                         return True
         if last is not None and self.runs[u.j]:
             for p in self.groups[(u.t, u.j)]:
                 if p.key != u.key and known[v.seq].get(("done", p.key), -1) >= p.seq:
-                    reach = _exited(self.carried[u.j], p.key).get(u.key)
+                    reach = self.exited(u.j, p.key).get(u.key)
                     if reach is not None and last <= reach:
                         return True
         return False
@@ -333,12 +333,12 @@ class SyncInserter:
     def conflict(self, u: _Node, v: _Node):
         """(The first conflicting access pair, as the body spells them, that nothing orders
         yet; the first of v's body statements in conflict and the last of u's, None where
-        not in a loop body), or None. A loop's own syncs already order across it: a wait before body statement k
-        (fed in the first iteration by a set after earlier work, or by a prologue set)
+        not in a loop body), or None. A loop's own syncs already order across it: a wait
+        before body statement k (fed in the first iteration by a set after earlier work, or by a prologue set)
         orders what precedes the loop before statement k onwards, and the last such
         wait (or an epilogue wait) orders what follows the loop after the set's statement."""
-        into = _entered(self.carried[v.j], u.key).get(v.key) if v.j != u.j else None
-        out_of = _exited(self.carried[u.j], v.key).get(u.key) if v.j != u.j else None
+        into = self.entered(v.j, u.key).get(v.key) if v.j != u.j else None
+        out_of = self.exited(u.j, v.key).get(u.key) if v.j != u.j else None
         pair, first, last = None, float("inf"), -1
         for ia, (la, wa, ka) in enumerate(u.accesses):
             if out_of is not None and ka is not None and ka <= out_of:
@@ -354,6 +354,19 @@ class SyncInserter:
                     first = None if first is None or kb is None else min(first, kb)
                     last = None if last is None or ka is None else max(last, ka)
         return None if pair is None else (pair, first, last)
+
+    def entered(self, j: int, pipe) -> dict:
+        """``_entered`` of statement j's loop, once per block (the analysis asks often)."""
+        key = ("in", j, pipe)
+        if key not in self._reach:
+            self._reach[key] = _entered(self.carried[j], pipe)
+        return self._reach[key]
+
+    def exited(self, j: int, pipe) -> dict:
+        key = ("out", j, pipe)
+        if key not in self._reach:
+            self._reach[key] = _exited(self.carried[j], pipe)
+        return self._reach[key]
 
     def beyond(self, la, lb) -> bool:
         """Whether GM accesses ``la`` and then ``lb``, ``self.reach`` or more iterations

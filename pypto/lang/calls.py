@@ -210,7 +210,15 @@ class CallConverter(ExprConverter):
         """A call's argument nodes in parameter order (keywords placed by name)."""
         if len(node.args) > len(names):
             raise self.error(TypeCheckError, node, f"'{fname}' takes {len(names)} arguments, got {len(node.args)}")
-        given = dict(zip(names, node.args))
+        given = self._with_keywords(node, dict(zip(names, node.args)), names, fname)
+        missing = [x for x in names if x not in given]
+        if missing:
+            raise self.error(TypeCheckError, node, f"'{fname}' is missing its '{missing[0]}' argument",
+                             hint=f"{fname}({', '.join(names)})")
+        return [given[x] for x in names]
+
+    def _with_keywords(self, node: ast.Call, given: dict, names, fname: str) -> dict:
+        """``given`` (parameter -> argument node, from positions) with the call's keywords."""
         for k in node.keywords:
             if k.arg is None:
                 raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in kernel calls")
@@ -221,11 +229,7 @@ class CallConverter(ExprConverter):
             if k.arg in given:
                 raise self.error(TypeCheckError, k, f"'{fname}' got '{k.arg}' twice")
             given[k.arg] = k.value
-        missing = [x for x in names if x not in given]
-        if missing:
-            raise self.error(TypeCheckError, node, f"'{fname}' is missing its '{missing[0]}' argument",
-                             hint=f"{fname}({', '.join(names)})")
-        return [given[x] for x in names]
+        return given
 
     def inline_call(self, kernel, node: ast.Call):
         """Splice an inline kernel's body here, its parameters bound to the arguments."""
@@ -286,17 +290,7 @@ class CallConverter(ExprConverter):
         if len(node.args) > len(a.args):
             raise self.error(TypeCheckError, node, f"'{fdef.name}' takes {len(a.args)} positional argument"
                                                    f"{'s' if len(a.args) != 1 else ''}, got {len(node.args)}")
-        given = {p.arg: arg for p, arg in zip(a.args, node.args)}
-        for k in node.keywords:
-            if k.arg is None:
-                raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in kernel calls")
-            if k.arg not in names:
-                close = difflib.get_close_matches(k.arg, names, n=1)
-                raise self.error(TypeCheckError, k, f"'{fdef.name}' got an unexpected keyword '{k.arg}'",
-                                 hint=f"did you mean '{close[0]}'?" if close else f"its parameters are: {', '.join(names)}")
-            if k.arg in given:
-                raise self.error(TypeCheckError, k, f"'{fdef.name}' got '{k.arg}' twice")
-            given[k.arg] = k.value
+        given = self._with_keywords(node, {p.arg: arg for p, arg in zip(a.args, node.args)}, names, fdef.name)
         missing = [x for x in names if x not in given and x not in defaults]
         if missing:
             raise self.error(TypeCheckError, node, f"'{fdef.name}' is missing its '{missing[0]}' argument",

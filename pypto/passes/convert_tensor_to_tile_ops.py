@@ -210,6 +210,7 @@ class _Converter:
         return stmts
 
     def tile_call(self, body: list, base: str, op: str, args: tuple, span) -> n.Var:
+        """``op(*args)`` bound to a fresh name, its trailing parameters at their defaults."""
         tile_op = lookup(op)
         args = (*args, *(q.default for q in tile_op.params[len(args):]))
         return self.bind(body, base, n.Call(tile_op.name, args), span)
@@ -333,8 +334,7 @@ class _Converter:
                     args.append(tuple(n.Const(s) for s in block_shape(self.types[name])))
                 else:
                     args.append(arg)
-            args += [q.default for q in tile_op.params[len(args):]]
-            tiles[name] = self.bind(body, name, n.Call(tile_op.name, tuple(args)), span)
+            tiles[name] = self.tile_call(body, name, tile_op.name, tuple(args), span)
         return body
 
     def through_slices(self, stmt):
