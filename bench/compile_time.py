@@ -54,6 +54,22 @@ def chain_program(length: int) -> n.Program:
     return n.Program("chain", (b.build(),))
 
 
+def tensor_program(shape, length: int, reduce: str | None = None) -> n.Program:
+    """Tensor-level code ConvertTensorToTileOps must block: a chain of ``length`` ops on a
+    tensor larger than Vec, then (``reduce``) a broadcast of its reduction along an axis."""
+    b = FunctionBuilder("k", FunctionType.InCore)
+    a = b.param("a", TensorType(shape, DataType.FP32))
+    out = b.param("out", TensorType(shape, DataType.FP32), ParamDirection.Out)
+    v = a
+    for k in range(length):
+        v = b.op(("tensor.exp", "tensor.neg", "tensor.abs")[k % 3], v)
+    if reduce is not None:
+        v = b.op(f"tensor.{reduce}_expand_sub", v, b.op(f"tensor.{reduce}_max", v))
+    b.eval("tensor.assemble", out, v, [0, 0])
+    b.ret(out)
+    return n.Program("tensor", (b.build(),))
+
+
 def table(title: str, rows) -> None:
     print(f"\n{title}")
     print(f"{'size':>14} {'stmts':>7} {'compile ms':>11} {'us/stmt':>8}")
@@ -93,6 +109,14 @@ def main() -> None:
         program = chain_program(length)
         rows.append((f"chain {length}", lower(program, ctx).program, timed(lambda: lower(program, ctx), args.repeat)))
     table("elementwise chains", rows)
+
+    rows = []
+    for label, shape, length, reduce in (("chain 4", (2048, 128), 4, None), ("chain 16", (2048, 128), 16, None),
+                                         ("chain 64", (2048, 128), 64, None), ("col-centred", (2048, 128), 2, "col"),
+                                         ("row-centred", (4, 65536), 2, "row"), ("wide chain", (3, 40000), 8, None)):
+        program = tensor_program(shape, length, reduce)
+        rows.append((f"{label}", lower(program, ctx).program, timed(lambda: lower(program, ctx), args.repeat)))
+    table("tensor code past Vec, planned into blocks (ConvertTensorToTileOps)", rows)
 
 
 if __name__ == "__main__":

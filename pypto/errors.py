@@ -121,5 +121,10 @@ class VerificationError(PyptoError):
     """An IR invariant broken between passes: always a compiler bug, reported with the node."""
 
 
+class CodegenError(PyptoError):
+    """A program the modeled assembler cannot lower (under memory_planner="PTOAS", found
+    by the pass pipeline, so every platform refuses it alike)."""
+
+
 class ExecutionError(PyptoError):
     """A program that fails while running (a dynamic index out of range, say)."""

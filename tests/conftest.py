@@ -7,8 +7,13 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# `ci` keeps the suite inside its time budget on 2 cores; `fuzz` is for campaigns:
+# `ci` keeps the suite inside its time budget on 2 cores (derandomized: the same draws each
+# run, so a red run reproduces); `fuzz` is for campaigns:
 #   HYPOTHESIS_PROFILE=fuzz python -m pytest tests -k property
+# No test pins max_examples: one that must cost less than the rest takes a share of the
+# active profile's budget (`settings().max_examples // k`), so `fuzz` scales it too. Strong
+# draws come from the strategies (every family, dtype and special value drawn), not from
+# more examples.
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("dev", max_examples=100, deadline=None,

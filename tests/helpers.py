@@ -48,7 +48,7 @@ def random_args(program, entry: str, seed: int = 0, scalars: dict | None = None)
     for k, p in enumerate(fn.params):
         if isinstance(p.type, TensorType):
             t = ps.random_tensor(p.type.shape, p.type.dtype, seed + k)
-            args.append(torch.zeros_like(t) if p.direction is ParamDirection.Out else t)
+            args.append(ps.sentinel(t.shape, t.dtype) if p.direction is ParamDirection.Out else t)
         elif isinstance(p.type, ScalarType):
             args.append((scalars or {}).get(p.name, 3))
     return tuple(args)

@@ -156,7 +156,7 @@ def test_tiles_that_do_not_fit_are_reported_at_the_users_line():
     assert "x = pl.load(a, [0, 0], [256, 128])  # 128 KiB" in str(info.value)
 
 
-@settings(max_examples=25)
+@settings(max_examples=max(5, settings().max_examples * 5 // 8))  # a share of the profile's budget
 @given(ps.tile_programs(), st.sampled_from(list(Planner)))
 def test_property_every_pass_roundtrips_and_preserves_results(case, planner):
     lowering = lower(case.program, PassContext(planner=planner), verification=VerificationLevel.ROUNDTRIP)

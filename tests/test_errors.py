@@ -41,7 +41,9 @@ def raises(cls, kernel, *args, match: str):
     with pytest.raises(cls, match=match) as info:
         kernel(*args, config=REF)
     err = info.value
-    assert isinstance(err, PyptoError)
+    assert err.span is not None, f"{type(err).__name__} names no place: {err}"
+    assert f"{err.span.file}:{err.span.line}:" in str(err), err  # and the message says it
+    assert err.hint, f"{type(err).__name__} says no fix: {err}"
     return err
 
 
@@ -646,16 +648,16 @@ def test_tile_matmul_transposes_are_explained():
     assert "transpose=True" in text
 
 
-def test_tile_only_ops_on_tensors_do_not_promise_a_tensor_form():
+def test_a_gm_tensor_is_not_an_on_chip_accumulator():
     @pl.jit
     def k(a: pl.Tensor, b: pl.Tensor, acc: pl.InOut[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
             acc[:] = pl.matmul_acc(acc, a, b)  # MARK-mm-acc-tensor
         return acc
 
-    err = raises(TypeCheckError, k, *_mm_kernel_args(), match="tile.matmul_acc requires 'acc' to be a Tile")
+    err = raises(UnsupportedSyntaxError, k, *_mm_kernel_args(), match="'acc' is GM storage")
     text = located(err, "MARK-mm-acc-tensor", "pl.matmul_acc(")
-    assert "there is no tensor-level form" in text and "use the tensor-level" not in text
+    assert "pl.create_tensor" in text and "pl.matmul(" in text
 
 
 # ----------------------------------------------------------------------------- names and operators

@@ -127,6 +127,9 @@ CASES = [
          out_shape=(4, C)),
     case("tensor.matmul", lambda b, a, c: b.op("tensor.matmul", a, c, out_dtype=D.FP32, a_trans=False, b_trans=True),
          lambda x, y: x.double() @ y.double().T, inputs=(X.half(), Y.half()), out_shape=(R, R)),
+    case("tensor.matmul_acc", lambda b, a, c: b.op("tensor.matmul_acc", b.op("tensor.matmul", a, c, b_trans=True),
+                                                   a, c, b_trans=True),
+         lambda x, y: 2 * (x.double() @ y.double().T), inputs=(X.half(), Y.half()), out_shape=(R, R)),
     case("tile.move+matmul+matmul_acc", lambda b, a, c: _mm(b, a, c),
          lambda x, y: 2 * (x.double() @ y.double()), inputs=(X.half(), Y.T.contiguous().half()), out_shape=(R, R)),
 ]

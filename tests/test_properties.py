@@ -1,19 +1,19 @@
 """Property tests over generated tile programs: the verifier accepts them, they print and
 parse back to equal programs, and the interpreter computes what torch computes."""
 
+import pytest
 from helpers import assert_matches_oracle, run_case
-from hypothesis import given
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from pypto.fuzz import strategies as ps
 from pypto.ir import parse
 from pypto.ir.verifier import verify
 
-FAMILIES = {
-    "elementwise": ps.elementwise_programs(),
-    "reduction": ps.reduction_programs(),
-    "matmul": ps.matmul_programs(),
-    "carried": ps.carried_programs(),
-}
+FAMILIES = ps.families()
+# Each family is its own test so that every one is drawn; together they take about the
+# profile's budget.
+PER_FAMILY = settings(max_examples=max(3, settings().max_examples // len(FAMILIES)))
 
 
 def _roundtrip(program):
@@ -24,14 +24,24 @@ def _roundtrip(program):
         assert again.as_python(explicit=explicit) == text
 
 
-@given(ps.elementwise_programs())
-def test_property_elementwise_bit_exact_with_torch(case):
+ELEMENT_DTYPES = ps.FLOATS + ps.INTS
+
+
+# One test per dtype: fp16 and bf16, where a tile-scalar op must round its scalar, are
+# always drawn.
+@pytest.mark.parametrize("dtype", ELEMENT_DTYPES, ids=lambda d: d.name)
+@settings(max_examples=max(3, settings().max_examples // len(ELEMENT_DTYPES)))
+@given(data=st.data())
+def test_property_elementwise_bit_exact_with_torch(dtype, data):
+    case = data.draw(ps.elementwise_programs(dtypes=(dtype,)), label="case")
+    event("specials" if "specials" in case.recipe else "ordinary values")
     verify(case.program)
     assert_matches_oracle(case, run_case(case))
 
 
 @given(ps.reduction_programs())
 def test_property_reductions_with_tails_within_bound(case):
+    event(case.recipe.split()[0] + (" with specials" if "specials" in case.recipe else ""))
     verify(case.program)
     assert_matches_oracle(case, run_case(case))
 
@@ -54,12 +64,17 @@ def test_property_carried_tiles_that_trade_places_exact(case):
     assert_matches_oracle(case, run_case(case))
 
 
-@given(ps.tile_programs())
-def test_property_print_parse_roundtrip(case):
-    _roundtrip(case.program)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@PER_FAMILY
+@given(data=st.data())
+def test_property_print_parse_roundtrip(family, data):
+    _roundtrip(data.draw(FAMILIES[family], label="case").program)
 
 
-@given(ps.tile_programs())
-def test_property_parsed_program_computes_the_same(case):
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@PER_FAMILY
+@given(data=st.data())
+def test_property_parsed_program_computes_the_same(family, data):
+    case = data.draw(FAMILIES[family], label="case")
     again = parse(case.program.as_python())
     assert_matches_oracle(case, run_case(case, again))

@@ -25,14 +25,14 @@ from pypto.sim.soc import CoreKind
 KERNEL_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
 
-def generate(program: n.Program, ctx: PassContext, *, unsafe_colive: bool = False) -> dict[str, Kernel]:
+def generate(program: n.Program, ctx: PassContext) -> dict[str, Kernel]:
     """name -> Kernel for every InCore function of ``program``."""
-    return {fn.name: generate_function(fn, ctx, unsafe_colive=unsafe_colive)
+    return {fn.name: generate_function(fn, ctx)
             for fn in program.functions if fn.type in KERNEL_TYPES}
 
 
-def generate_function(fn: n.Function, ctx: PassContext, *, unsafe_colive: bool = False) -> Kernel:
-    body, allocs, returns = select(fn, ctx, unsafe_colive=unsafe_colive)
+def generate_function(fn: n.Function, ctx: PassContext) -> Kernel:
+    body, allocs, returns = select(fn, ctx)
     body, _ = insert_syncs(body, ctx.soc)
     body = number(body)
     params = tuple((p.name, p.type) for p in fn.params)

@@ -4,14 +4,15 @@ ranges it reads and writes. Sync insertion and the split into per-core programs 
 
 Tiles map to their MemRef's bytes: a fixed address, or ``base + slot * slot_size`` for a
 slotted MemRef. Under PTOAS the modeled assembler plans addresses itself (the same
-reuse and first-fit placement) and turns each slotted MemRef into a multi-tile region,
-which it guards only at the first slot taken in an iteration: a second slot live at the
-same time is rejected here.
+reuse and first-fit placement, ``assembler_plan``) and turns each slotted MemRef into a
+multi-tile region, which it guards only at the first slot taken in an iteration. What it
+cannot lower (a second slot live at the same time, tiles that do not fit) PlanPtoasMemory
+has refused in the pass pipeline already; the rest of what is refused here (a tensor name
+that is not one GM tensor, more syncs than event ids) is refused on ``ref`` too, which
+compiles through codegen as well.
 """
 
 from __future__ import annotations
-
-import attrs
 
 from pypto.codegen.isa import (
     Alloc,
@@ -25,108 +26,33 @@ from pypto.codegen.isa import (
     ScalarAssign,
     TensorArg,
 )
-from pypto.errors import PyptoError
+from pypto.errors import CodegenError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.passes.context import PassContext, Planner
+from pypto.passes.plan_ptoas_memory import assembler_plan, unguarded_slots
 from pypto.sim.soc import CoreKind, Pipe
 from pypto.sim.soc import MemorySpace as M
-
-
-class CodegenError(PyptoError):
-    """A program the modeled assembler cannot lower."""
 
 
 VECTOR_MNEMONIC = {"create": "VDUP", "full": "VDUP", "cast": "VCONV", "set_validshape": "VCOPY",
                    "reshape": "VCOPY", "cmp": "VCMP", "cmps": "VCMPS", "sel": "VSEL"}
 
 
-def select(fn: n.Function, ctx: PassContext, *, unsafe_colive: bool = False):
+def select(fn: n.Function, ctx: PassContext):
     """(body, allocs, returned parameters) for ``fn``: structured instructions for the
     cluster, with the bytes each accesses."""
     if ctx.planner is Planner.PTOAS:
-        unguarded = _ptoas_colive(fn, unsafe_colive)
-        fn = _assembler_plan(fn, ctx)
+        # PlanPtoasMemory has refused co-live slots unless the unsafe switch is on: then
+        # they are what the sync inserter leaves unguarded, as ptoas does.
+        unguarded = unguarded_slots(fn, ctx.unsafe_colive_slots)
+        fn = assembler_plan(fn, ctx)
     else:
         unguarded = set()
     return _Selector(fn, unguarded).run()
-
-
-# ----------------------------------------------------------------------------- PTOAS
-
-
-def _assembler_plan(fn: n.Function, ctx: PassContext) -> n.Function:
-    """ptoas plans memory itself (level2): reuse and addresses, slotted MemRefs as regions."""
-    from pypto.passes.allocate_memory_addr import allocate_memory_addr
-    from pypto.passes.memory_reuse import memory_reuse
-
-    program = n.Program("plan", (fn,))
-    quiet = attrs.evolve(ctx, disabled=ctx.disabled | {"PipelineDepth"}, planner=Planner.PYPTO)
-    program = memory_reuse(program, quiet).program
-    return allocate_memory_addr(program, quiet).program.functions[0]
-
-
-def _ptoas_colive(fn: n.Function, unsafe: bool) -> set[str]:
-    """Tiles taken from a second slot of one region while the first is live, in one loop
-    iteration. Rejected, unless ``unsafe``; then returned, for the sync inserter to leave
-    unguarded as ptoas does."""
-    from pypto.passes.memory import Walker
-
-    walker = Walker()
-    walker.block(fn.body, ())
-    types = n.symbols(fn)
-    unguarded = set()
-    for loop in (s for s in n.walk_stmts(fn.body) if isinstance(s, n.For)):
-        gets: dict[str, list[str]] = {}  # region -> tiles in order, one per distinct slot
-        slots_seen: dict[str, list] = {}
-        for stmt in _one_iteration(loop.body):
-            if not isinstance(stmt, n.Assign) or not isinstance(stmt.type, TileType):
-                continue
-            m = stmt.type.memref
-            if m is None or m.slots < 2 or m.index is None:
-                continue
-            if m.index not in slots_seen.setdefault(m.name, []):
-                slots_seen[m.name].append(m.index)
-                gets.setdefault(m.name, []).append(stmt.target)
-        for region, tiles in gets.items():
-            first = tiles[0]
-            for other in tiles[1:]:
-                if _colive(walker, first, other):
-                    if not unsafe:
-                        stmt = next(s for s in n.walk_stmts(fn.body) if isinstance(s, n.Assign) and s.target == other)
-                        slots = types[other].memref.slots
-                        raise CodegenError(
-                            f"The declared allocation 'pl.MemRef(\"{region}\", slots={slots})' cannot be lowered to a "
-                            "ptoas multi-buffer region because two of its slots are live at once inside a loop "
-                            f"('{first}' and '{other}'), and ptoas guards only the first slot selected in an "
-                            "iteration \u2014 the second would be read while the next iteration overwrites it. Under "
-                            "memory_planner=PTOAS the slots have no other way to stay apart.",
-                            span=stmt.span,
-                            hint="take one slot per iteration (index every tile of the region with the same slot), "
-                                 "or compile with the default memory_planner=\"PYPTO\"")
-                    unguarded.add(other)
-    return unguarded
-
-
-def _one_iteration(body):
-    """The statements of a loop body, branches included; nested loops iterate on their own."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, n.If):
-            yield from _one_iteration(stmt.then_body)
-            yield from _one_iteration(stmt.else_body)
-
-
-def _colive(walker, a: str, b: str) -> bool:
-    def span(name):
-        start = walker.defs[name][0]
-        return start, max(walker.uses.get(name, [start]) + [start])
-
-    (s1, e1), (s2, e2) = span(a), span(b)
-    return s1 <= e2 and s2 <= e1
 
 
 # ----------------------------------------------------------------------------- selection
@@ -285,6 +211,9 @@ class _Selector:
                 raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
         elif call.op in ("tile.matmul", "tile.matmul_acc"):
             core, pipe, mnemonic = CoreKind.AIC, Pipe.CUBE, "MMAD"
+        elif call.op == "tile.create" and dst.space is not M.Vec:
+            # zeros written where the cube core keeps them: by the cube into Acc, by MTE1 into L1/L0
+            core, pipe, mnemonic = CoreKind.AIC, Pipe.CUBE if dst.space is M.Acc else Pipe.MTE1, "TZERO"
         else:
             core, pipe = CoreKind.AIV, Pipe.VECTOR
             mnemonic = VECTOR_MNEMONIC.get(short, "V" + short.replace("_", "").upper())

@@ -1,10 +1,15 @@
 """Hypothesis strategies for tile programs, each with the result torch computes directly.
 
 Every strategy draws a ``Case``: a Program (built with ``pypto.ir.builder``), its input
-tensors, and the expected outputs computed from the same recipe by plain torch calls —
-an oracle that shares nothing with the interpreter but torch itself. ``Case.check``
-says how to compare: ``exact`` (bit for bit) or ``bounded`` (per-element error bounds,
-for reductions and matmuls whose summation order differs from torch's).
+tensors, the Out tensors as they start (``sentinel``: a value no op computes, so an
+element a kernel fails to store shows), and the expected outputs computed from the same
+recipe by plain torch calls. The oracle shares the product's *rules* and nothing else:
+the rules that torch leaves open are written once in ``pypto.sim.numerics`` and used from
+there — min/max on signed zeros, the pairwise reduction order, the canonical NaN, the
+scalar's conversion to the tile's dtype, the cast modes. ``Case.check`` says how to
+compare: ``exact`` (bit for bit, NaNs included) or ``bounded`` (per-element error bounds,
+for the reductions and matmuls checked against float64 results rather than in the
+product's order).
 
     from hypothesis import given
     from pypto.fuzz import strategies as ps
@@ -25,12 +30,12 @@ from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind, FunctionType, ParamDirection, TensorType
+from pypto.sim import numerics as num
+from pypto.sim.numerics import TORCH
 from pypto.sim.soc import MemorySpace as M
 
 FLOATS = (D.FP32, D.FP16, D.BF16)
 INTS = (D.INT32, D.INT16, D.INT8)
-TORCH = {D.FP32: torch.float32, D.FP16: torch.float16, D.BF16: torch.bfloat16, D.INT32: torch.int32,
-         D.INT16: torch.int16, D.INT8: torch.int8, D.UINT8: torch.uint8}
 
 
 @attrs.frozen
@@ -38,32 +43,72 @@ class Case:
     program: n.Program
     entry: str
     inputs: tuple  # tensors for the In parameters, in order
-    outputs: tuple  # zero tensors for the Out parameters, in order
-    expected: tuple  # what the Out tensors must hold afterwards
+    outputs: tuple  # the Out parameters as they start (``sentinel`` tensors), in order
+    expected: tuple  # what the Out tensors must hold afterwards (sentinels where nothing is stored)
     check: str = "exact"  # or "bounded"
     bounds: tuple = ()  # per-output absolute error bounds (tensors) when bounded
     recipe: str = ""  # a one-line description, shown when a case fails
 
     def args(self) -> tuple:
-        """Fresh copies: inputs, then zeroed outputs (runs write into them)."""
-        return tuple(t.clone() for t in self.inputs) + tuple(torch.zeros_like(t) for t in self.outputs)
+        """Fresh copies: inputs, then the outputs as they start (runs write into them)."""
+        return tuple(t.clone() for t in self.inputs) + tuple(t.clone() for t in self.outputs)
 
 
 # ----------------------------------------------------------------------------- data
 
+# Bit patterns no op computes: a quiet NaN with a payload (computed NaNs are canonical, see
+# pypto.sim.numerics) and, for integers, bytes of 0xA5.
+_SENTINEL_BITS = {torch.float32: 0x7FE5A5A5, torch.float16: 0x7EA5, torch.bfloat16: 0x7FE5,
+                  torch.float64: 0x7FFCA5A5A5A5A5A5, torch.int64: -0x5A5A5A5A5A5A5A5B,
+                  torch.int32: -0x5A5A5A5B, torch.int16: -0x5A5B, torch.int8: -0x5B, torch.uint8: 0xA5}
+_BITS_OF = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16,
+            torch.float64: torch.int64}
 
-def random_tensor(shape, dtype: D, seed: int) -> torch.Tensor:
-    """Values that exercise the dtype: mostly moderate, some exact small integers, a few zeros."""
+
+def sentinel(shape, dtype=torch.float32) -> torch.Tensor:
+    """A tensor for an Out parameter to start as (``dtype``: a torch dtype or a DataType):
+    an element still holding it after a run was never stored, which zeros cannot show."""
+    dtype = TORCH[dtype] if isinstance(dtype, D) else dtype
+    if dtype is torch.bool:
+        return torch.ones(shape, dtype=torch.bool)
+    bits = _SENTINEL_BITS[dtype]
+    if dtype.is_floating_point:
+        return torch.full(shape, bits, dtype=_BITS_OF[dtype]).view(dtype)
+    return torch.full(shape, bits, dtype=dtype)
+
+
+def _raw_nan(dtype) -> torch.Tensor:
+    """A NaN that is not the canonical one (sign set, payload 1): loads and stores must keep
+    its bits, every op that computes must turn it canonical."""
+    bits = {torch.float32: -0x3FFFFF, torch.float16: -0x1FF, torch.bfloat16: -0x3F}[dtype]
+    return torch.tensor([bits], dtype=_BITS_OF[dtype]).view(dtype)[0]
+
+
+def random_tensor(shape, dtype: D, seed: int, specials: bool = False) -> torch.Tensor:
+    """Values that exercise the dtype: mostly moderate, some exact small integers, a few zeros.
+    With ``specials``, about one element in eight is a special value instead: +0, -0, +-inf,
+    the canonical NaN or another NaN for floats; 0, -1 and the extremes for integers."""
     g = torch.Generator().manual_seed(seed)
     if dtype.is_float:
         base = torch.randn(shape, generator=g, dtype=torch.float64) * 4
         small = torch.randint(-4, 5, shape, generator=g).to(torch.float64)
         pick = torch.rand(shape, generator=g)
-        values = torch.where(pick < 0.25, small, base)
-        return values.to(TORCH[dtype])
+        values = torch.where(pick < 0.25, small, base).to(TORCH[dtype])
+        if specials:
+            dt = TORCH[dtype]
+            table = torch.stack([torch.tensor(v, dtype=dt) for v in (0.0, -0.0, float("inf"), float("-inf"))]
+                                + [num.canonical_nan(torch.tensor(float("nan"), dtype=dt)), _raw_nan(dt)])
+            which = torch.randint(0, len(table), shape, generator=g)
+            values = torch.where(torch.rand(shape, generator=g) < 0.125, table[which], values)
+        return values
     info = torch.iinfo(TORCH[dtype])
     lo, hi = max(info.min, -1000), min(info.max, 1000)
-    return torch.randint(lo, hi + 1, shape, generator=g).to(TORCH[dtype])
+    values = torch.randint(lo, hi + 1, shape, generator=g).to(TORCH[dtype])
+    if specials:
+        table = torch.tensor([0, -1, info.min, info.max], dtype=TORCH[dtype])
+        which = torch.randint(0, len(table), shape, generator=g)
+        values = torch.where(torch.rand(shape, generator=g) < 0.125, table[which], values)
+    return values
 
 
 def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -85,23 +130,42 @@ def within_bounds(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor) ->
 
 # ----------------------------------------------------------------------------- elementwise
 
-# name -> (torch oracle, dtypes it takes)
-UNARY = {
+# name -> (torch oracle, dtypes it takes). Each computes, so its NaNs are made canonical
+# (num.arith); min/max take the product's signed-zero rule (num.minimum / num.maximum).
+UNARY = {name: (num.arith(fn), dtypes) for name, (fn, dtypes) in {
     "neg": (torch.neg, FLOATS + INTS), "abs": (torch.abs, FLOATS + INTS),
     "relu": (lambda x: torch.clamp_min(x, 0), FLOATS + INTS), "exp": (torch.exp, FLOATS),
     "log": (torch.log, FLOATS), "sqrt": (torch.sqrt, FLOATS), "rsqrt": (torch.rsqrt, FLOATS),
     "recip": (torch.reciprocal, FLOATS),
-}
+}.items()}
 BINARY = {
-    "add": (torch.add, FLOATS + INTS), "sub": (torch.sub, FLOATS + INTS), "mul": (torch.mul, FLOATS + INTS),
-    "div": (torch.div, FLOATS), "maximum": (torch.maximum, FLOATS + INTS), "minimum": (torch.minimum, FLOATS + INTS),
+    "add": (num.arith(torch.add), FLOATS + INTS), "sub": (num.arith(torch.sub), FLOATS + INTS),
+    "mul": (num.arith(torch.mul), FLOATS + INTS), "div": (num.arith(torch.div), FLOATS),
+    "maximum": (num.maximum, FLOATS + INTS), "minimum": (num.minimum, FLOATS + INTS),
 }
 SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maximums": "maximum", "minimums": "minimum"}
-CMP = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
+REDUCE = {"row": num.reduce_last, "col": num.reduce_first}
+
+# Tile-scalar operands: a few exact in every float dtype, more that fp16/bf16 must round
+# (the op converts the scalar to the tile's dtype first: fp16 x 0.1 is x * fp16(0.1)).
+EXACT_SCALARS = (0.5, 1.5, -2.0, 3.0, 0.25, -0.125, 7.0)
+INEXACT_SCALARS = (0.1, -0.3, 1 / 3, 2.718281828459045, -1e-3, 3.14159, 1.0009765625 + 2**-14,
+                   1 + 2**-11 + 2**-40)  # the last: torch's float64 -> fp16 would round it twice
+
+
+def _float_scalar():
+    return st.one_of(st.sampled_from(INEXACT_SCALARS), st.sampled_from(EXACT_SCALARS), st.sampled_from(INEXACT_SCALARS),
+                     st.floats(-8, 8, allow_nan=False, allow_subnormal=False).filter(bool))
 
 
 def _same(dtypes: list, dtype: D) -> list[int]:
     return [k for k, d in enumerate(dtypes) if d is dtype]
+
+
+# Draw weights: tile-scalar steps twice as often as the other kinds, and the arithmetic
+# ones (where a scalar kept wider than the tile changes the result) before max/min.
+_KINDS = ("unary", "binary", "scalar", "scalar", "select", "broadcast", "cast")
+_SCALAR_DRAWS = ("muls", "adds", "divs", "subs", "muls", "adds", "divs", "subs", "maximums", "minimums")
 
 
 @st.composite
@@ -110,24 +174,23 @@ def _plan(draw, dtypes: list, max_steps: int):
     steps = []
     for _ in range(draw(st.integers(1, max_steps))):
         cur = dtypes[-1]
-        kind = draw(st.sampled_from(["unary", "binary", "scalar", "select", "broadcast", "cast"]))
+        kind = draw(st.sampled_from(_KINDS))
         if kind == "unary":
             step = (kind, draw(st.sampled_from(sorted(k for k, (_, ds) in UNARY.items() if cur in ds))))
         elif kind == "binary":
             name = draw(st.sampled_from(sorted(k for k, (_, ds) in BINARY.items() if cur in ds)))
             step = (kind, name, draw(st.sampled_from(_same(dtypes, cur))), draw(st.booleans()))
         elif kind == "scalar":
-            name = draw(st.sampled_from(sorted(k for k, base in SCALAR.items() if cur in BINARY[base][1])))
-            value = draw(st.sampled_from([0.5, 1.5, -2.0, 3.0, 0.25, -0.125, 7.0])) if cur.is_float \
-                else draw(st.integers(-9, 9).filter(bool))
+            name = draw(st.sampled_from([k for k in _SCALAR_DRAWS if cur in BINARY[SCALAR[k]][1]]))
+            value = draw(_float_scalar()) if cur.is_float else draw(st.integers(-100, 100).filter(bool))
             step = (kind, name, value)
         elif kind == "select":
             step = (kind, draw(st.sampled_from(_same(dtypes, cur))), draw(st.integers(0, 5)))
         elif kind == "broadcast":
-            # max/min reductions keep the oracle bit-exact
+            # the oracle reduces in the product's order (num.reduce_*), so sums are bit-exact too
             fs = ["add", "sub", "mul"] + (["div"] if cur.is_float else [])
             step = (kind, draw(st.sampled_from(_same(dtypes, cur))), draw(st.sampled_from(["row", "col"])),
-                    draw(st.sampled_from(["max", "min"])), draw(st.sampled_from(fs)))
+                    draw(st.sampled_from(["max", "min", "sum"])), draw(st.sampled_from(fs)))
         else:
             target = draw(st.sampled_from([d for d in FLOATS + INTS if d is not cur]))
             mode = "rint" if target.is_float else draw(st.sampled_from(["round", "rint", "floor", "ceil", "trunc"]))
@@ -171,16 +234,14 @@ def _run_torch(steps, values: list) -> torch.Tensor:
             lhs, rhs = (cur, values[step[2]]) if step[3] else (values[step[2]], cur)
             out = BINARY[step[1]][0](lhs, rhs)
         elif kind == "scalar":
-            out = BINARY[SCALAR[step[1]]][0](cur, torch.tensor(step[2], dtype=cur.dtype))
-        elif kind == "select":
-            out = torch.where(CMP[step[2]](cur, values[step[1]]), cur, values[step[1]])
+            out = BINARY[SCALAR[step[1]]][0](cur, num.scalar(step[2], num.FROM_TORCH[cur.dtype]))
+        elif kind == "select":  # moves bits: no NaN is made canonical
+            out = torch.where(num.CMP[step[2]](cur, values[step[1]]), cur, values[step[1]])
         elif kind == "broadcast":
             _, other, axis, red, f = step
-            vec = (torch.amax if red == "max" else torch.amin)(values[other], dim=1 if axis == "row" else 0,
-                                                               keepdim=True)
-            out = BINARY[f][0](cur, vec)
+            out = BINARY[f][0](cur, REDUCE[axis](values[other], red))
         else:
-            out = _oracle_cast(cur, step[1], step[2])
+            out = num.cast(cur, step[1], step[2])
         values.append(out)
     return values[-1]
 
@@ -190,21 +251,23 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6):
     """A loop over row tiles of 1-3 input tensors applying a chain of elementwise ops
     (unary, binary, scalar, compare+select, row/col broadcasts of exact reductions, casts)
     and storing the last value. The loop is a range, a parallel or a pipeline whose trip
-    count need not divide by its stage; the function is InCore or a pl.at scope."""
+    count need not divide by its stage; the function is InCore or a pl.at scope. Inputs may
+    hold special values (signed zeros, infinities, NaNs, integer extremes)."""
     dtype = draw(st.sampled_from(dtypes))
-    rows = draw(st.sampled_from([1, 2, 4, 8, 16]))
-    cols = draw(st.sampled_from([8, 16, 32, 64, 128]))
+    rows = draw(st.sampled_from([4, 8, 16, 2, 1]))
+    cols = draw(st.sampled_from([16, 32, 64, 128, 8]))
     trips = draw(st.integers(1, 5))
     kind = draw(st.sampled_from([ForKind.Sequential, ForKind.Parallel, ForKind.Pipeline]))
     stage = draw(st.integers(2, 4)) if kind is ForKind.Pipeline else None
     orchestrated = draw(st.booleans())
     n_in = draw(st.integers(1, 3))
     seed = draw(st.integers(0, 2**31 - 1))
+    specials = draw(st.booleans())
     value_dtypes = [dtype] * n_in
     steps = draw(_plan(value_dtypes, max_steps))
     out_dtype = value_dtypes[-1]
     shape = (rows * trips, cols)
-    inputs = [random_tensor(shape, dtype, seed + k) for k in range(n_in)]
+    inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
 
     b = FunctionBuilder("kernel", FunctionType.Orchestration if orchestrated else FunctionType.InCore)
     params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
@@ -216,25 +279,10 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6):
             b.eval("tile.store", _run_ir(b, steps, loaded), [loop.var * rows, 0], out)
     b.ret(out)
     tiles = [_run_torch(steps, [x[i * rows:(i + 1) * rows] for x in inputs]) for i in range(trips)]
-    recipe = (f"{dtype.name}[{rows}x{cols}] x{trips} {kind.name}{'/' + str(stage) if stage else ''}: "
-              + ", ".join(str(s[:2]) for s in steps))
+    recipe = (f"{dtype.name}[{rows}x{cols}] x{trips} {kind.name}{'/' + str(stage) if stage else ''}"
+              f"{' specials' if specials else ''}: " + ", ".join(map(str, steps)))
     return Case(n.Program("elementwise", (b.build(),)), "kernel", tuple(inputs),
-                (torch.zeros(shape, dtype=TORCH[out_dtype]),), (torch.cat(tiles),), recipe=recipe)
-
-
-def _oracle_cast(x: torch.Tensor, target: D, mode: str) -> torch.Tensor:
-    dst = TORCH[target]
-    if target.is_float:
-        return x.to(torch.float64).to(dst) if not x.dtype.is_floating_point else x.to(dst)
-    if not x.dtype.is_floating_point:
-        info = torch.iinfo(dst)
-        return x.to(torch.int64).clamp(info.min, info.max).to(dst)
-    v = x.to(torch.float64)
-    r = {"round": lambda t: torch.sign(t) * torch.floor(t.abs() + 0.5), "rint": torch.round,
-         "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc}[mode](v)
-    info = torch.iinfo(dst)
-    r = torch.nan_to_num(r, nan=0.0, posinf=float(info.max), neginf=float(info.min))
-    return r.clamp(info.min, info.max).to(dst)
+                (sentinel(shape, out_dtype),), (torch.cat(tiles),), recipe=recipe)
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -242,15 +290,16 @@ def _oracle_cast(x: torch.Tensor, target: D, mode: str) -> torch.Tensor:
 
 @st.composite
 def reduction_programs(draw):
-    """One reduction over a tile whose valid region may be smaller than the tile (a tail)."""
-    dtype = draw(st.sampled_from((D.FP32, D.FP16, D.INT32)))
-    rows = draw(st.sampled_from([1, 4, 8, 16]))
-    cols = draw(st.sampled_from([8, 16, 64, 128]))
-    vr = draw(st.integers(1, rows))
-    vc = draw(st.integers(1, cols))
+    """One reduction over a tile whose valid region may be smaller than the tile (a tail).
+    Max/min inputs may hold special values (their ties between -0 and +0, NaNs)."""
+    dtype = draw(st.sampled_from((D.FP32, D.FP16, D.BF16, D.INT32)))
+    rows = draw(st.sampled_from([8, 16, 4, 32, 1]))
+    cols = draw(st.sampled_from([64, 128, 16, 8]))
+    vr, vc = draw(_extent(rows)), draw(_extent(cols))
     name = draw(st.sampled_from(["row_sum", "row_max", "row_min", "col_sum", "col_max", "col_min"]))
+    specials = not name.endswith("sum") and draw(st.booleans())
     seed = draw(st.integers(0, 2**31 - 1))
-    x = random_tensor((vr, vc), dtype, seed)
+    x = random_tensor((vr, vc), dtype, seed, specials)
     axis_last = name.startswith("row")
     b = FunctionBuilder("kernel", FunctionType.InCore)
     a = b.param("a", TensorType((vr, vc), dtype))
@@ -269,11 +318,20 @@ def reduction_programs(draw):
         check = "bounded" if dtype.is_float else "exact"
         want = want.to(TORCH[dtype]) if check == "exact" else want
     else:
-        want = (torch.amax if kind == "max" else torch.amin)(x, dim=dim, keepdim=True)
+        want = (num.reduce_last if axis_last else num.reduce_first)(x, kind)
         bound, check = None, "exact"
     return Case(n.Program("reduction", (b.build(),)), "kernel", (x,),
-                (torch.zeros((vr, 1) if axis_last else (1, vc), dtype=TORCH[dtype]),), (want,), check,
-                (bound,) if bound is not None else (), recipe=f"{name} {dtype.name}[{rows}x{cols}] valid {vr}x{vc}")
+                (sentinel((vr, 1) if axis_last else (1, vc), dtype),), (want,), check,
+                (bound,) if bound is not None else (),
+                recipe=f"{name} {dtype.name}[{rows}x{cols}] valid {vr}x{vc}{' specials' if specials else ''}")
+
+
+def _extent(full: int):
+    """A valid extent within ``full``: all of it, or a tail of at least 2 (at least 1 when
+    ``full`` is 2 or less) — a one-element reduction reduces nothing."""
+    if full <= 2:
+        return st.integers(1, full)
+    return st.one_of(st.just(full), st.integers(2, full - 1))
 
 
 # ----------------------------------------------------------------------------- matmul
@@ -314,7 +372,7 @@ def matmul_programs(draw):
     a64, w64 = a.to(torch.float64), w.to(torch.float64)
     want = a64 @ w64
     bound = (a64.abs() @ w64.abs()) * torch.finfo(torch.float32).eps * (k * ksteps) + 1e-30
-    return Case(n.Program("matmul", (b.build(),)), "kernel", (a, w), (torch.zeros(m, nn),), (want,),
+    return Case(n.Program("matmul", (b.build(),)), "kernel", (a, w), (sentinel((m, nn), D.FP32),), (want,),
                 "bounded", (bound,), recipe=f"matmul {dtype.name} {m}x{k * ksteps}x{nn} in {ksteps} k-steps")
 
 
@@ -330,7 +388,8 @@ def carried_programs(draw):
     trips = draw(st.integers(2, 6))
     f = draw(st.sampled_from(["add", "maximum", "minimum", "mul"]))
     seed = draw(st.integers(0, 2**31 - 1))
-    x = random_tensor((rows * trips, cols), dtype, seed)
+    specials = draw(st.booleans())
+    x = random_tensor((rows * trips, cols), dtype, seed, specials)
     b = FunctionBuilder("kernel", FunctionType.InCore)
     a = b.param("a", TensorType(x.shape, dtype))
     out = b.param("out", TensorType((rows, cols), dtype), ParamDirection.Out)
@@ -343,8 +402,8 @@ def carried_programs(draw):
     want = x[:rows]
     for i in range(1, trips):
         want = BINARY[f][0](want, x[i * rows:(i + 1) * rows])
-    return Case(n.Program("carried", (b.build(),)), "kernel", (x,), (torch.zeros(rows, cols, dtype=TORCH[dtype]),),
-                (want,), recipe=f"carried {f} {dtype.name}[{rows}x{cols}] x{trips}")
+    return Case(n.Program("carried", (b.build(),)), "kernel", (x,), (sentinel((rows, cols), dtype),),
+                (want,), recipe=f"carried {f} {dtype.name}[{rows}x{cols}] x{trips}{' specials' if specials else ''}")
 
 
 @st.composite
@@ -405,7 +464,7 @@ def shuffled_carry_programs(draw):
         vals = nxt
     want = torch.cat([v + blocks[0] if reread else v for v in vals])
     text = " ".join(":".join(map(str, s)) for s in recipe)
-    return Case(n.Program("shuffled", (b.build(),)), "kernel", (x,), (torch.zeros(rows * k, cols, dtype=TORCH[dtype]),),
+    return Case(n.Program("shuffled", (b.build(),)), "kernel", (x,), (sentinel((rows * k, cols), dtype),),
                 (want,), recipe=f"shuffled carry {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
                 f"inits {init_of} [{text}]"
                 + (" reread" if reread else ""))
@@ -466,7 +525,7 @@ def loop_body_programs(draw):
     b.ret(out)
 
     blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
-    want = torch.zeros(rows * max(trips, 1), cols, dtype=TORCH[dtype])
+    want = sentinel((rows * max(trips, 1), cols), dtype)  # stays so when the loop never runs
     last = blocks[init]
     for i in range(trips):
         vals = blocks[:n_inv]
@@ -476,8 +535,8 @@ def loop_body_programs(draw):
         last = vals[carried]
     then = BINARY[post[0]][0](last, blocks[post[1]] if post[1] < n_inv else last)
     text = " ".join(":".join(map(str, s)) for s in steps)
-    zeros = [torch.zeros(rows * k, cols, dtype=TORCH[dtype]) for k in (n_inv, 2)]
-    return Case(n.Program("loop_body", (b.build(),)), "kernel", (x,), (torch.zeros_like(want), *zeros),
+    starts = [sentinel((rows * k, cols), dtype) for k in (max(trips, 1), n_inv, 2)]
+    return Case(n.Program("loop_body", (b.build(),)), "kernel", (x,), tuple(starts),
                 (want, torch.cat(blocks[:n_inv]), torch.cat([last, then])),
                 recipe=f"loop body {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
                 f"{n_inv} invariant [{text}] store {stored} after {at}; carry {carried} from {init}, then "
@@ -550,7 +609,7 @@ def nested_loop_programs(draw):
 
     blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
     f = {name: BINARY[name][0] for name in ("add", "sub", "maximum", "minimum")}
-    want = torch.zeros(rows * width, cols, dtype=TORCH[dtype])
+    want = sentinel((rows * width, cols), dtype)  # rows of iterations that never run stay so
     acc = blocks[0]
     for i in range(outer):
         vals = [*blocks[:n_inv], acc]
@@ -569,7 +628,7 @@ def nested_loop_programs(draw):
     loops = [f"{'pipeline' if k else 'range'}({t}{f', stage={k}' if k else ''})"
              for t, k in ((outer, outer_stage), (inner, inner_stage))]
     return Case(n.Program("nested", (b.build(),)), "kernel", (x,),
-                (torch.zeros_like(want), torch.zeros(rows * 2, cols, dtype=TORCH[dtype])),
+                (sentinel(want.shape, dtype), sentinel((rows * 2, cols), dtype)),
                 (want, torch.cat([acc, blocks[n_inv - 1]])),
                 recipe=f"nested {dtype.name}[{rows}x{cols}] {n_inv} invariant; {loops[0]} [{text(pre)}] "
                 f"{loops[1]} [{text(body)}] store {stored}, carry {carried_in} from {inner_init}; "
@@ -595,12 +654,13 @@ def slotted_programs(draw, colive: bool | None = None):
     shift = draw(st.integers(0, slots - 1))
     colive = draw(st.booleans()) if colive is None else colive
     seed = draw(st.integers(0, 2**31 - 1))
+    specials = draw(st.booleans())
     n_in = 2 if colive else 1
     value_dtypes = [dtype]  # with two inputs, the chain starts from their sum: both slots live at once
     steps = draw(_plan(value_dtypes, 3))
     out_dtype = value_dtypes[-1]
     shape = (rows * trips, cols)
-    inputs = [random_tensor(shape, dtype, seed + k) for k in range(n_in)]
+    inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
     b = FunctionBuilder("kernel", FunctionType.InCore)
     params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
     out = b.param("out", TensorType(shape, out_dtype), ParamDirection.Out)
@@ -616,18 +676,24 @@ def slotted_programs(draw, colive: bool | None = None):
 
     def per_tile(i):
         xs = [x[i * rows:(i + 1) * rows] for x in inputs]
-        return _run_torch(steps, [torch.add(*xs) if colive else xs[0]])
+        return _run_torch(steps, [BINARY["add"][0](*xs) if colive else xs[0]])
 
     tiles = [per_tile(i) for i in range(trips)]
-    recipe = f"slots={slots} shift={shift} colive={colive} {dtype.name}[{rows}x{cols}] x{trips}: " + \
-        ", ".join(str(s[:2]) for s in steps)
+    recipe = f"slots={slots} shift={shift} colive={colive} {dtype.name}[{rows}x{cols}] x{trips}" \
+        f"{' specials' if specials else ''}: " + ", ".join(map(str, steps))
     return Case(n.Program("slotted", (b.build(),)), "kernel", tuple(inputs),
-                (torch.zeros(shape, dtype=TORCH[out_dtype]),), (torch.cat(tiles),), recipe=recipe)
+                (sentinel(shape, out_dtype),), (torch.cat(tiles),), recipe=recipe)
+
+
+def families() -> dict:
+    """name -> strategy for each program family here (``Case.program.name`` is the name),
+    explicit slots without co-live ones, so that every program compiles under both planners.
+    A test that must see every family within a small budget takes them one by one."""
+    return {"elementwise": elementwise_programs(), "reduction": reduction_programs(), "matmul": matmul_programs(),
+            "carried": carried_programs(), "shuffled": shuffled_carry_programs(), "loop_body": loop_body_programs(),
+            "nested": nested_loop_programs(), "slotted": slotted_programs(colive=False)}
 
 
 def tile_programs():
-    """Any of the program families here (explicit slots without co-live ones, so that every
-    program compiles under both planners)."""
-    return st.one_of(elementwise_programs(), reduction_programs(), matmul_programs(), carried_programs(),
-                     shuffled_carry_programs(), loop_body_programs(), nested_loop_programs(),
-                     slotted_programs(colive=False))
+    """Any of the program families (``families``)."""
+    return st.one_of(*families().values())

@@ -32,6 +32,23 @@ class Loop:
         self.yielded = tuple(n.as_expr(v) for v in values)
 
 
+class Branch:
+    def __init__(self, builder: FunctionBuilder):
+        self.builder = builder
+        self.yielded: list = [None, None]
+        self.part = 0
+        self.results: tuple = ()
+
+    def yield_(self, *values) -> None:
+        """What the branch being built yields (one value per result, alike on both)."""
+        self.yielded[self.part] = tuple(n.as_expr(v) for v in values)
+
+    def else_(self) -> None:
+        """Build the else branch from here on."""
+        self.builder.blocks.append([])
+        self.part = 1
+
+
 class FunctionBuilder:
     def __init__(self, name: str, type: FunctionType = FunctionType.InCore):
         self.name = name
@@ -117,6 +134,28 @@ class FunctionBuilder:
         loop.results = tuple(n.Var(b.name) for b in results)
         self.emit(n.For(iv, n.as_expr(start), n.as_expr(stop), n.as_expr(step), body, kind, stage,
                         iter_args, results))
+
+    @contextlib.contextmanager
+    def if_(self, cond):
+        """An if: build the then branch in the block, call ``branch.else_()`` to build the
+        else branch; ``branch.yield_(...)`` in each gives its results, ``branch.results``
+        after the block."""
+        branch = Branch(self)
+        self.blocks.append([])
+        yield branch
+        else_body = self.blocks.pop() if branch.part == 1 else []
+        then_body = self.blocks.pop()
+        results = []
+        if branch.yielded[0] is not None:
+            then_body.append(n.Yield(branch.yielded[0]))
+            else_body.append(n.Yield(branch.yielded[1]))
+            for v in branch.yielded[0]:
+                t = self.types[v.name] if isinstance(v, n.Var) else scalar_type(v, self.types)
+                name = self.fresh((v.name if isinstance(v, n.Var) else "c") + "_if")
+                self.types[name] = t
+                results.append(n.Binding(name, t))
+        branch.results = tuple(n.Var(b.name) for b in results)
+        self.emit(n.If(n.as_expr(cond), then_body, else_body, results))
 
     @contextlib.contextmanager
     def scope(self, name_hint: str = ""):

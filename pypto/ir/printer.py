@@ -146,6 +146,8 @@ def memref(m: MemRef) -> str:
         args.append(f"slots={m.slots}")
     if m.pipeline:
         args.append("pipeline=True")
+    if m.reusable:
+        args.append("reusable=True")
     text = f"pl.MemRef({', '.join(args)})"
     if m.index is not None:
         text += f"[{expr(m.index)}]"

@@ -4,12 +4,14 @@
     Type      = ScalarType(dtype)
               | TensorType(shape: int*, dtype)          a GM (DDR) tensor
               | TileType(shape: int*, dtype, space?, memref?, valid_shape: Expr*?)
-    MemRef    = (name, slots, index: Expr?, addr: int?, size: int?)
+    MemRef    = (name, slots, index: Expr?, addr: int?, size: int?, pipeline: bool, reusable: bool)
 
 A tile's ``space`` is None only between ConvertTensorToTileOps and InferTileMemorySpace.
 A MemRef is *declared* (name/slots only, from ``pl.MemRef("ub", slots=2)[i % 2]``),
 *sized* by InitMemRef (``size`` = bytes of the whole allocation) and *placed* by
-AllocateMemoryAddr (``addr`` = byte address of slot 0 in its space).
+AllocateMemoryAddr (``addr`` = byte address of slot 0 in its space). Who made a MemRef
+is in its flags, never in its name: ``pipeline`` (a pipeline's stage slots) and
+``reusable`` (InitMemRef's buffer for one value); a declaration has neither.
 """
 
 from __future__ import annotations
@@ -155,9 +157,14 @@ class MemRef:
     index: object = None  # Expr selecting the slot; None when slots == 1
     addr: int | None = None
     size: int | None = None
-    # Declared by LowerPipelineLoops for one pipeline's stage buffers: MemoryReuse may
-    # lower the slot count to the depth that fits (PH-MR-001), then clears the flag.
+    # Made by LowerPipelineLoops / LowerPipelineToSlots for one pipeline's stage buffers:
+    # the memory planning may lower the slot count to the depth that fits (PH-MR-001),
+    # then clears the flag.
     pipeline: bool = False
+    # Made by InitMemRef for one value (or one carried chain): the planner may merge it
+    # with others and rename it. MemoryReuse clears the flag once the buffers are final;
+    # a declared MemRef never has it, so it keeps its name and its tiles.
+    reusable: bool = False
 
     @property
     def slot_size(self) -> int | None:

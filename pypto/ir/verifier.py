@@ -13,13 +13,16 @@ import keyword
 from pypto.errors import PyptoError, VerificationError
 from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
+from pypto.ir.ops import lookup
 from pypto.ir.types import INDEX, ScalarType, TileType, joins, type_name
 
 
 def verify(program: n.Program, *, stage: str = "") -> None:
     names = [f.name for f in program.functions]
-    if len(set(names)) != len(names):
-        raise VerificationError(f"{_where(stage)}program '{program.name}' defines a function twice")
+    twice = sorted({x for x in names if names.count(x) > 1})
+    if twice:
+        raise VerificationError(f"{_where(stage)}program '{program.name}' defines a function twice: "
+                                f"{', '.join(repr(x) for x in twice)}")
     for fn in program.functions:
         _FunctionChecker(program, fn, stage).check()
 
@@ -47,7 +50,26 @@ class _FunctionChecker:
             raise self.fail(f"'{name}' is not a usable name", stmt)
         if name in self.bound:
             raise self.fail(f"'{name}' is bound twice (SSA)", stmt)
+        self.slot_index(name, t, stmt)
         self.bound[name] = t
+
+    def slot_index(self, name: str, t, stmt) -> None:
+        """A tile's slot of a multi-slot MemRef is an integer expression of bound names: a
+        float or a bool would select a slot the planners and the simulator read apart."""
+        index = t.memref.index if isinstance(t, TileType) and t.memref is not None else None
+        if index is None:
+            return
+        from pypto.ir.printer import expr
+
+        for var in sorted(n.expr_vars(index)):
+            if var not in self.bound:
+                raise self.fail(f"'{name}' takes slot {expr(index)} of MemRef '{t.memref.name}', and '{var}' is not "
+                                "bound there", stmt)
+        got = self.type_of(index)
+        if not _is_int(got):
+            raise self.fail(f"'{name}' takes slot {expr(index)} of MemRef '{t.memref.name}', which is "
+                            f"{_described(got) if got is not None else 'not a scalar'}: a slot index is an integer",
+                            stmt)
 
     def check(self) -> None:
         for p in self.fn.params:
@@ -153,12 +175,12 @@ class _FunctionChecker:
                     self.uses(arg, scope, stmt)
                 elif isinstance(arg, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
                     self.uses((arg,), scope, stmt)
+            if lookup(v.op) is None:
+                raise self.fail(f"unknown op '{v.op}'", stmt)
             try:
                 return call_type(v, self.bound)
             except PyptoError as err:
                 raise self.fail(f"{v.op}: {err.message}", stmt) from None
-            except KeyError:
-                raise self.fail(f"unknown op '{v.op}'", stmt) from None
         if isinstance(v, n.FuncCall):
             self.uses(v.args, scope, stmt)
             try:

@@ -151,7 +151,7 @@ class CallConverter(ExprConverter):
             raise self.error(ParseError, func, what,
                              hint=f"did you mean {'pl.' + module + '.' if module else 'pl.'}{close[0]}?" if close
                              else f"Check if '{opname}' is a valid {module or 'pl'} operation")
-        if isinstance(func, ast.Name) and func.id in ("min", "max", "float"):
+        if isinstance(meaning, N.Pure):  # abs, math.sqrt, Python's min/max of scalars
             e = self.scalar(node)
             return e, self.expr_type(e, node)
         if isinstance(func, ast.Name) and func.id == "range":
@@ -278,11 +278,7 @@ class CallConverter(ExprConverter):
     def _bind_inline_args(self, fdef: ast.FunctionDef, source, node: ast.Call) -> list:
         """(parameter, (Expr, type), span) per parameter of an inline kernel, bound the way
         Python binds a call: positions, then keywords, then the defaults."""
-        a = fdef.args
-        if a.vararg or a.kwarg or a.posonlyargs:
-            raise self.error(UnsupportedSyntaxError, node,
-                             f"'{fdef.name}' takes *args, **kwargs or positional-only parameters, which inline "
-                             "functions do not support", hint="give it plain named parameters")
+        a = fdef.args  # its signature was checked where the source was read (check_signature)
         params = [*a.args, *a.kwonlyargs]
         names = [p.arg for p in params]
         defaults = dict(zip([p.arg for p in a.args[len(a.args) - len(a.defaults):]], a.defaults))
@@ -549,10 +545,20 @@ class CallConverter(ExprConverter):
     def check_scalar_constants(self, op: OpDef, values: dict, types: dict, result, node) -> None:
         """An integer constant an op narrows to its operand's integer dtype (pl.adds on an
         INT32 tile, pl.full of an INT8 tile) must fit it: a constant that does not is a
-        mistake, caught where it is written rather than wrapped at run time."""
+        mistake, caught where it is written rather than wrapped at run time. On a float
+        operand, an integer constant must be a number some float holds (10 ** 400 is not)."""
         operand = next((types[p.name] for p in op.params if p.kind in (Kind.TILE, Kind.TENSOR)
                         and isinstance(types.get(p.name), (TileType, TensorType))), result)
         dtype = getattr(operand, "dtype", None)
+        if dtype is not None and dtype.is_float:
+            for p in op.params:
+                v = values.get(p.name)
+                if p.kind is Kind.SCALAR and not p.integer and isinstance(v, n.Const) \
+                        and isinstance(v.value, int) and not _float_holds(v.value):
+                    raise self.error(TypeCheckError, node,
+                                     f"{op.name}'s '{p.name}' is an integer of {v.value.bit_length()} bits, which no "
+                                     f"float holds (the {dtype.name} values it applies to)",
+                                     hint="use a constant a float can hold (a float64 reaches about 1.8e308)")
         if dtype is None or not dtype.is_int:
             return
         lo, hi = dtype.int_range
@@ -621,6 +627,14 @@ class CallConverter(ExprConverter):
             if v == ssa:
                 return k
         return re.sub(r"_\d+$", "", ssa)
+
+
+def _float_holds(v: int) -> bool:
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
 
 
 def _ops_of(module: str):

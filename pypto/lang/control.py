@@ -33,7 +33,7 @@ from pypto.ir.types import (
 )
 from pypto.lang import liveness
 from pypto.lang import names as N
-from pypto.lang.exprs import Dropped, NotStatic
+from pypto.lang.exprs import RUNTIME, Dropped
 
 
 @attrs.define
@@ -279,12 +279,9 @@ class ControlFlow:
         self.emit(n.Yield(tuple(e for e, _ in values), span=self.span(call)))
 
     def if_(self, node: ast.If, live_after: frozenset) -> None:
-        taken = None
+        taken = RUNTIME
         if not self.source.exact:  # dump text keeps every If it prints, so it reads back equal
-            try:
-                taken = self.static(node.test)
-            except NotStatic:
-                pass
+            taken = self.maybe_static(node.test)
         if isinstance(taken, (bool, int)):
             return self.static_if(node.body if taken else node.orelse, live_after)
         cond = self.scalar(node.test)

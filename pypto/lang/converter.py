@@ -31,7 +31,7 @@ from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
-from pypto.lang.exprs import NotStatic, Source
+from pypto.lang.exprs import RUNTIME, Source
 
 INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
 _ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -78,11 +78,8 @@ class FunctionConverter(ControlFlow, CallConverter):
         return n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef))
 
     def params(self) -> tuple[n.Param, ...]:
-        a = self.fdef.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
-            raise self.error(UnsupportedSyntaxError, self.fdef,
-                             "kernel parameters are plain positional names (no defaults, *args or **kwargs)")
-        args = list(a.args)
+        check_signature(self.source, self.fdef, spliced=False)
+        args = list(self.fdef.args.args)
         if self.has_self:
             if not args or args[0].arg != "self":
                 raise self.error(ParseError, self.fdef, f"method '{self.fdef.name}' of a @pl.program needs 'self' first")
@@ -318,14 +315,13 @@ class FunctionConverter(ControlFlow, CallConverter):
         names = [e for e in target.elts]
         if not all(isinstance(e, ast.Name) for e in names):
             raise self.error(UnsupportedSyntaxError, target, f"Tuple unpacking target must be a variable name, got {ast.unparse(target)}")
-        try:
-            values = self.static(value_node)
-        except NotStatic:
+        values = self.maybe_static(value_node)
+        if values is RUNTIME:
             if isinstance(value_node, ast.Call):
                 return self.unpack_results(names, value_node)
             raise self.error(UnsupportedSyntaxError, value_node,
                              "only compile-time tuples (like 'M, N = a.shape') and calls returning several values "
-                             "can be unpacked") from None
+                             "can be unpacked")
         if not isinstance(values, list) or len(values) != len(names):
             raise self.error(TypeCheckError, value_node, f"cannot unpack {values!r} into {len(names)} names")
         for name, v in zip(names, values):
@@ -553,6 +549,54 @@ class FunctionConverter(ControlFlow, CallConverter):
                                  hint="store the value into a pl.Out tensor parameter and return that tensor")
         self.emit(n.Return(tuple(e for e, _ in values), span=self.span(node)))
         self.return_types = tuple(t for _, t in values)
+
+
+def check_signature(source: Source, fdef: ast.FunctionDef, *, spliced: bool) -> None:
+    """A kernel's parameters are a fixed list of names, each bound by every call: a
+    parameter form the compiler would not honour (``*rest``, ``**kw``, ``/``, and, but for
+    ``@pl.jit.inline`` helpers (``spliced``: their calls bind as Python binds them),
+    keyword-only parameters and defaults) is refused where it is written, not ignored
+    until a call's argument count is off."""
+    a = fdef.args
+    what = "an inline function" if spliced else "a kernel"
+    fixed = "its parameters are fixed when it is compiled, one value per parameter at every call"
+    if a.posonlyargs:
+        p = a.posonlyargs[-1]
+        raise UnsupportedSyntaxError(f"'{fdef.name}' has positional-only parameters (up to '{p.arg}', then '/'), "
+                                     f"which {what} does not support", span=source.span(p),
+                                     hint="remove the '/': arguments bind by position or by name")
+    for star, p in (("*", a.vararg), ("**", a.kwarg)):
+        if p is not None:
+            collects = "extra positional arguments" if star == "*" else "extra keyword arguments"
+            raise UnsupportedSyntaxError(f"'{star}{p.arg}' of '{fdef.name}' collects {collects}, which {what} cannot "
+                                         f"take: {fixed}", span=source.span(p),
+                                         hint=f"replace '{star}{p.arg}' with one named, annotated parameter per "
+                                              "argument (e.g. b: pl.Tensor)")
+    if spliced:
+        return  # keyword-only parameters and defaults bind as in Python (calls._bind_inline_args)
+    if a.kwonlyargs:
+        p = a.kwonlyargs[0]
+        raise UnsupportedSyntaxError(f"parameter '{p.arg}' of '{fdef.name}' is keyword-only (it follows '*'), which "
+                                     f"{what} does not support", span=source.span(p),
+                                     hint="remove the '*' before it: every kernel parameter binds by position or by "
+                                          "name")
+    if a.defaults:
+        d = a.defaults[0]
+        p = a.args[len(a.args) - len(a.defaults)]
+        raise UnsupportedSyntaxError(f"parameter '{p.arg}' of '{fdef.name}' has a default value "
+                                     f"({ast.unparse(d)}), which {what} does not support: {fixed}",
+                                     span=source.span(_spanning(p, d)),
+                                     hint=f"remove '= {ast.unparse(d)}' and pass '{p.arg}' at every call, or read a "
+                                          "module-level constant in the body instead (inline helpers, "
+                                          "@pl.jit.inline, may have defaults)")
+
+
+def _spanning(first, last):
+    """A node covering ``first`` through ``last`` (a parameter and its default), for its span."""
+    node = ast.arg(arg="")
+    node.lineno, node.col_offset = first.lineno, first.col_offset
+    node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
+    return node
 
 
 def _wider(v: int) -> str | None:

@@ -1,5 +1,6 @@
 """Expressions of kernel source: names, compile-time constants, index arithmetic and type
-annotations, converted from ``ast`` without evaluating anything.
+annotations, converted from ``ast`` without running any of it (a constant expression is
+computed on its values, as Python computes it: ``pypto.lang.folding``).
 
 ``ExprConverter`` holds what a function body's conversion needs to look names up (the SSA
 environment and the module's resolver) and is extended by the statement converter.
@@ -8,6 +9,7 @@ environment and the module's resolver) and is extended by the statement converte
 from __future__ import annotations
 
 import ast
+import builtins
 import difflib
 import operator
 
@@ -23,7 +25,7 @@ from pypto.errors import (
 )
 from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
-from pypto.ir.simplify import OPERATORS, fold
+from pypto.ir.simplify import fold
 from pypto.ir.types import (
     DataType,
     MemRef,
@@ -33,6 +35,7 @@ from pypto.ir.types import (
     TileType,
     type_name,
 )
+from pypto.lang import folding
 from pypto.lang import names as N
 from pypto.sim.soc import DEFAULT, MemorySpace, SoC
 
@@ -64,14 +67,27 @@ class Source:
 
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+# Expressions that may be constant as a whole though they are not literals.
+_COMPOUND = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-_STATIC_BINOPS = {**{k: OPERATORS[v] for k, v in _BINOPS.items()}, ast.Div: operator.truediv, ast.Pow: operator.pow,
-                  ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
-                  ast.BitOr: operator.or_, ast.BitXor: operator.xor}
 
 
-class NotStatic(Exception):
-    """An expression whose value is not known at compile time."""
+class _NotStatic(Exception):
+    """An expression whose value is not known at compile time; ``node`` is the part that
+    is not (a loop variable, a scalar parameter, a call). Internal to this module: every
+    caller turns it into a located error or reads ``RUNTIME`` from ``maybe_static``."""
+
+    def __init__(self, node=None):
+        super().__init__()
+        self.node = node
+
+
+class _Runtime:
+    def __repr__(self) -> str:
+        return "RUNTIME"
+
+
+RUNTIME = _Runtime()  # what ``maybe_static`` gives for a value known only when the kernel runs
 
 
 @attrs.frozen
@@ -186,6 +202,9 @@ class ExprConverter:
                 hint=f"rename the local so it does not hide the module's '{node.id}'" if shadows
                 else f"assign '{node.id}' before this line",
             )
+        if node.id in vars(builtins):
+            return self.error(ParseError, node, f"'{node.id}' is a Python builtin, used here as a value",
+                              hint=f"call it where a value is needed, e.g. {node.id}(x)")
         candidates = list(self.env) + ["pl"]
         close = difflib.get_close_matches(node.id, candidates, n=1)
         return self.error(ParseError, node, f"name '{node.id}' is not defined",
@@ -202,43 +221,78 @@ class ExprConverter:
 
     # ------------------------------------------------------------------ static values
 
-    def static(self, node):
-        """The compile-time value of an expression (raises NotStatic)."""
+    def maybe_static(self, node):
+        """The compile-time value of an expression, or ``RUNTIME`` when part of it is known
+        only when the kernel runs. A constant part that Python cannot compute (``1 / 0``)
+        is the user's mistake, reported where it is written."""
+        try:
+            return self._static(node)
+        except _NotStatic:
+            return RUNTIME
+
+    def required(self, node, what: str, why: str | None = None):
+        """The compile-time value of an expression that must have one: anything known only
+        at run time is a located error saying what must be static (``what``) and why."""
+        try:
+            return self._static(node)
+        except _NotStatic as exc:
+            raise self.not_static(node, exc.node, what, why) from None
+
+    def not_static(self, node, part, what: str, why: str | None) -> PyptoError:
+        part = node if part is None else part
+        if isinstance(part, ast.Name) and part.id not in self.env:
+            err = self.undefined(part)  # a name that is nothing at all says so first
+            return self.error(type(err), part, f"{what} must be a compile-time constant: {err.message}",
+                              hint=err.hint)
+        text = ast.unparse(part)
+        if isinstance(part, ast.Name):
+            reason = f"'{text}' is known only when the kernel runs"
+        elif isinstance(part, ast.Call):
+            reason = f"'{text}' is a call the compiler does not run"
+        else:
+            reason = f"'{text}' is not a compile-time value"
+        return self.error(TypeCheckError, part, f"{what} must be a compile-time constant"
+                                                + (f" ({why})" if why else "") + f", but {reason}",
+                          hint="write it with literals, module-level constants and arithmetic on them")
+
+    def _static(self, node):
+        """The compile-time value of an expression, as Python computes it (raises _NotStatic
+        naming the part that is not static; only this module sees _NotStatic)."""
         if isinstance(node, ast.Constant):
             if node.value is Ellipsis:
-                raise NotStatic
+                raise _NotStatic(node)
             return node.value
         if isinstance(node, (ast.List, ast.Tuple)):
-            return [self.static(e) for e in node.elts]
+            return [self._static(e) for e in node.elts]
         if isinstance(node, ast.UnaryOp):
-            v = self.static(node.operand)
+            v = self._static(node.operand)
             if isinstance(node.op, ast.USub):
                 return self._evaluate(node, operator.neg, v)
             if isinstance(node.op, ast.UAdd):
                 return self._evaluate(node, operator.pos, v)
             if isinstance(node.op, ast.Not):
                 return not v
-            raise NotStatic
-        if isinstance(node, ast.BinOp) and type(node.op) in _STATIC_BINOPS:
-            return self._evaluate(node, _STATIC_BINOPS[type(node.op)], self.static(node.left), self.static(node.right))
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMPOPS:
-            return self._evaluate(node, OPERATORS[_CMPOPS[type(node.ops[0])]], self.static(node.left),
-                                  self.static(node.comparators[0]))
+            return self._evaluate(node, operator.invert, v)
+        if isinstance(node, ast.BinOp) and type(node.op) in folding.BINOPS:
+            return self._evaluate(node, folding.BINOPS[type(node.op)], self._static(node.left),
+                                  self._static(node.right))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in folding.COMPARISONS:
+            return self._evaluate(node, folding.COMPARISONS[type(node.ops[0])], self._static(node.left),
+                                  self._static(node.comparators[0]))
         if isinstance(node, ast.BoolOp):
-            values = [self.static(v) for v in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
+            return folding.boolean([lambda v=v: self._static(v) for v in node.values], isinstance(node.op, ast.And))
         if isinstance(node, ast.Attribute) and node.attr == "shape":
             t = self.local_type(node.value)
             if isinstance(t, (TensorType, TileType)):
                 return list(t.shape)
         if isinstance(node, ast.Subscript):
-            base = self.static(node.value)
-            index = self.static(node.slice)
+            base = self._static(node.value)
+            index = self._static(node.slice)
             if isinstance(base, list) and isinstance(index, int) and not isinstance(index, bool):
                 if not -len(base) <= index < len(base):
                     raise self.error(TypeCheckError, node, f"index {index} is out of range for {base!r}")
                 return base[index]
-            raise NotStatic
+            raise _NotStatic(node)
         if isinstance(node, ast.Call):
             return self._static_call(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
@@ -247,7 +301,7 @@ class ExprConverter:
                 for table in (self.folded, self.known):
                     if ssa in table:
                         return table[ssa]
-                raise NotStatic
+                raise _NotStatic(node)
             ref, meaning = self.entity(node)
             if isinstance(ref, N.Alias):
                 raise self.alias_error(node, ref)
@@ -261,51 +315,51 @@ class ExprConverter:
                                                    "use as a value",
                                  hint="module-level constants are numbers, strings, dtypes and tuples of them; "
                                       "pass tensors and runtime values as kernel arguments")
-        raise NotStatic
+        raise _NotStatic(node)
+
+    def pure_function(self, func):
+        """The Python function of numbers a call's callee is (``abs``, ``math.sqrt``, Python's
+        or pl's ``min``), or None."""
+        if isinstance(func, ast.Name) and func.id in self.env:
+            return None
+        _, meaning = self.entity(func)
+        if isinstance(meaning, N.Builtin) and meaning.name in ("min", "max"):
+            return N.Pure(meaning.name)
+        return meaning if isinstance(meaning, N.Pure) else None
 
     def _static_call(self, node: ast.Call):
-        """``float("nan")``, and ``min``/``max`` (Python's or pl's) of compile-time values."""
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in self.env:
-            raise NotStatic
-        which = func.id if isinstance(func, ast.Name) and func.id in ("min", "max", "float") else None
-        if which is None:
-            _, meaning = self.entity(func)
-            if isinstance(meaning, N.Builtin) and meaning.name in ("min", "max"):
-                which = meaning.name
-        if which is None or node.keywords:
-            raise NotStatic
-        if which == "float":
-            if len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                return self._evaluate(node, float, node.args[0].value)
-            raise NotStatic
-        args = [self.static(a) for a in node.args]
-        if len(args) < 2 or not all(isinstance(a, (int, float)) for a in args):
-            raise NotStatic
-        return min(args) if which == "min" else max(args)
+        """A pure function (``float("nan")``, ``abs``, ``min``/``max``, ``math.sqrt``) of
+        compile-time values."""
+        pure = self.pure_function(node.func)
+        if pure is None:
+            raise _NotStatic(node)
+        if node.keywords:
+            raise self.error(TypeCheckError, node, f"{ast.unparse(node.func)}() takes positional arguments here")
+        args = [self._static(a) for a in node.args]
+        if pure.name in ("min", "max") and len(args) < 2:
+            raise self.error(TypeCheckError, node, f"{ast.unparse(node.func)} takes two or more scalars")
+        return self._evaluate(node, pure.fn, *args)
 
     def _evaluate(self, node, f, *args):
         """A Python operator on compile-time values; its failure is the user's mistake."""
         try:
-            return f(*args)
-        except Exception as exc:  # 1 // 0, "a" - 1, ...
-            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' could not be evaluated: {exc}") from None
+            return folding.compute(f, *args)
+        except folding.TooLarge as exc:
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is too large to be a kernel constant: {exc}",
+                             hint="kernel constants fit a 64-bit integer or a float") from None
+        except Exception as exc:  # 1 // 0, "a" - 1, math.sqrt(-1), 10.0 ** 400, ...
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' could not be evaluated: "
+                                                   f"{type(exc).__name__}: {exc}",
+                             hint="constant expressions are computed when the kernel is compiled, as Python "
+                                  "computes them; change the constants so that Python can") from None
 
     def local_type(self, node):
         if isinstance(node, ast.Name) and node.id in self.env:
             return self.types[self.env[node.id]]
         return None
 
-    def static_of(self, node, kind: type | tuple, what: str):
-        try:
-            value = self.static(node)
-        except NotStatic:
-            raise self.error(TypeCheckError, node, f"{what} must be a compile-time constant",
-                             hint="use literals or module-level constants here") from None
-        except PyptoError:
-            raise
-        except Exception as exc:  # a ZeroDivisionError in a constant expression, say
-            raise self.error(TypeCheckError, node, f"{what} could not be evaluated: {exc}") from None
+    def static_of(self, node, kind: type | tuple, what: str, why: str | None = None):
+        value = self.required(node, what, why)
         if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
             raise self.error(TypeCheckError, node, f"{what} must be {_kind_name(kind)}, not {value!r}")
         if not isinstance(value, kind):
@@ -315,7 +369,9 @@ class ExprConverter:
     def static_ints(self, node, what: str) -> tuple[int, ...]:
         value = self.static_of(node, (list, tuple), what)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise self.error(TypeCheckError, node, f"{what} must be a list of ints, not {value!r}")
+            floats = any(isinstance(v, float) for v in value)
+            raise self.error(TypeCheckError, node, f"{what} must be a list of ints, not {value!r}",
+                             hint="divide with // (or round with int(...)): '/' gives a float" if floats else None)
         return tuple(value)
 
     def static_dims(self, node, what: str) -> tuple[int, ...]:
@@ -355,6 +411,13 @@ class ExprConverter:
             raise err.with_span(self.span(node)) from None
 
     def _scalar(self, node) -> n.Expr:
+        if isinstance(node, _COMPOUND) and not self.source.exact:
+            # A constant expression is what Python computes (1.0 / HIDDEN, math.sqrt(2.0));
+            # only expressions of runtime values keep the index rules below. (Dump text is
+            # read as printed: a name bound to a constant stays the name.)
+            value = self.maybe_static(node)
+            if value is not RUNTIME:
+                return self._number(node, value)
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float)):
                 return n.Const(node.value)
@@ -416,19 +479,19 @@ class ExprConverter:
             minmax = self._minmax(node)
             if minmax is not None:
                 return minmax
+            pure = self.pure_function(node.func)
+            if pure is not None and self.maybe_static(node) is RUNTIME:
+                raise self.error(UnsupportedSyntaxError, node,
+                                 f"{ast.unparse(node.func)}() is computed only on compile-time values, and "
+                                 f"'{ast.unparse(node)}' depends on a runtime value",
+                                 hint="index arithmetic has + - * // % and min/max")
         return self._static_const(node)
 
     def _minmax(self, node: ast.Call):
-        func = node.func
-        which = None
-        if isinstance(func, ast.Name) and func.id in ("min", "max") and func.id not in self.env:
-            which = func.id
-        else:
-            _, meaning = self.entity(func)
-            if isinstance(meaning, N.Builtin) and meaning.name in ("min", "max"):
-                which = meaning.name
-        if which is None:
+        pure = self.pure_function(node.func)
+        if pure is None or pure.name not in ("min", "max"):
             return None
+        which = pure.name
         if len(node.args) < 2 or node.keywords:
             raise self.error(TypeCheckError, node, f"{ast.unparse(node.func)} takes two or more scalars")
         out = self._scalar(node.args[0])
@@ -444,15 +507,20 @@ class ExprConverter:
                                "(the reference's pl.tile.slice is not supported here yet)")
 
     def _static_const(self, node) -> n.Const:
-        try:
-            value = self.static(node)
-        except NotStatic:
+        value = self.maybe_static(node)
+        if value is RUNTIME:
             if isinstance(node, ast.Name):
-                raise self.undefined(node) from None
-            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is not a scalar expression") from None
+                raise self.undefined(node)
+            raise self.error(TypeCheckError, node, f"'{_short(ast.unparse(node))}' is not a scalar expression",
+                             hint="write a number, a scalar parameter or loop variable, or arithmetic on them")
+        return self._number(node, value)
+
+    def _number(self, node, value) -> n.Const:
         if isinstance(value, (bool, int, float)):
             return n.Const(value)
-        raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is {value!r}, not a number")
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise self.error(TypeCheckError, node, f"'{_short(ast.unparse(node))}' is {shown}, not a number")
 
     # ------------------------------------------------------------------ annotations
 
@@ -577,37 +645,57 @@ class ExprConverter:
         return TileType(shape=shape, dtype=dtype, space=space, memref=memref, valid_shape=valid)
 
     def _memref(self, node) -> MemRef:
-        index = None
-        call = node
-        if isinstance(node, ast.Subscript):
-            call, index = node.value, self.scalar(node.slice)
+        call = node.value if isinstance(node, ast.Subscript) else node
         if not isinstance(call, ast.Call):
             raise self.error(TypeCheckError, node, "pl.MemRef is called with its name",
                              hint='pl.MemRef("ub", slots=2)[i % 2]')
-        args = [self.static(a) if not isinstance(a, ast.Constant) else a.value for a in call.args]
-        kw = {k.arg: self.static(k.value) for k in call.keywords}
-        unknown = set(kw) - {"slots", "size", "pipeline"}
-        if unknown:
-            raise self.error(TypeCheckError, call, f"pl.MemRef got an unexpected keyword '{sorted(unknown)[0]}'",
-                             hint='pl.MemRef("name", slots=N)')
+        for k in call.keywords:
+            if k.arg is None:
+                raise self.error(UnsupportedSyntaxError, k, "pl.MemRef takes no **keywords",
+                                 hint='pl.MemRef("name", slots=N)')
+            if k.arg not in ("slots", "size", "pipeline", "reusable"):
+                raise self.error(TypeCheckError, k, f"pl.MemRef got an unexpected keyword '{k.arg}'",
+                                 hint='pl.MemRef("name", slots=N)')
+        # Placement is decided before the kernel runs: the planners lay out on-chip memory
+        # from these values, so none of them may come from a runtime value.
+        why = "the compiler lays out on-chip memory before the kernel runs"
+        args = [self.required(a, f"pl.MemRef's {what}", why)
+                for a, what in zip(call.args, ("name", "address", "size", "argument", "argument"))]
+        kw = {k.arg: self.required(k.value, f"pl.MemRef's {k.arg}=", why) for k in call.keywords}
         if not args or not isinstance(args[0], str) or not args[0]:
             raise self.error(TypeCheckError, call, "pl.MemRef needs a name (a non-empty string) first",
                              hint='pl.MemRef("ub", slots=2)[i % 2]')
-        if len(args) not in (1, 3) or not all(isinstance(a, int) for a in args[1:]):
+        if len(args) not in (1, 3) or not all(isinstance(a, int) and not isinstance(a, bool) for a in args[1:]):
             raise self.error(TypeCheckError, call, "pl.MemRef takes (name) or (name, address, size)")
         slots = kw.get("slots", 1)
         if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
             raise self.error(TypeCheckError, call, f"slots must be a positive int, not {slots!r}")
+        index = self._slot_index(node.slice) if isinstance(node, ast.Subscript) else None
         if slots > 1 and index is None:
             raise self.error(TypeCheckError, call, f"a {slots}-slot MemRef needs a slot index",
                              hint=f'select one per use: pl.MemRef("{args[0]}", slots={slots})[i % {slots}]')
         if slots == 1 and index is not None:
             raise self.error(TypeCheckError, node, "only a MemRef with slots > 1 takes a slot index")
         addr, size = (args[1], args[2]) if len(args) == 3 else (None, kw.get("size"))
-        pipeline = kw.get("pipeline", False)
-        if not isinstance(pipeline, bool):
-            raise self.error(TypeCheckError, call, f"pipeline must be True or False, not {pipeline!r}")
-        return MemRef(name=args[0], slots=slots, index=index, addr=addr, size=size, pipeline=pipeline)
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool)):
+            raise self.error(TypeCheckError, call, f"a MemRef's size is a number of bytes, not {size!r}")
+        flags = {k: kw.get(k, False) for k in ("pipeline", "reusable")}  # who made it (dumps print them)
+        for k, v in flags.items():
+            if not isinstance(v, bool):
+                raise self.error(TypeCheckError, call, f"{k} must be True or False, not {v!r}")
+        return MemRef(name=args[0], slots=slots, index=index, addr=addr, size=size, **flags)
+
+    def _slot_index(self, node) -> n.Expr:
+        """Which slot of a multi-slot MemRef a tile takes: an integer expression (a float
+        or a bool would select a slot the planners and the simulator cannot agree on)."""
+        e = self.scalar(node)
+        t = self.expr_type(e, node)
+        if not (isinstance(t, ScalarType) and t.dtype.is_int):
+            raise self.error(TypeCheckError, node,
+                             f"a slot index is an integer, but '{ast.unparse(node)}' is {type_name(t)}",
+                             hint="select the slot with an integer expression, e.g. "
+                                  'pl.MemRef("ub", slots=2)[i % 2] (use // to divide)')
+        return e
 
     def _tile_view(self, node) -> tuple:
         if not isinstance(node, ast.Call) or node.args or [k.arg for k in node.keywords] != ["valid_shape"]:
@@ -630,3 +718,8 @@ def _kind_name(kind) -> str:
     names = {int: "an int", float: "a number", bool: "a bool", str: "a string", list: "a list", tuple: "a list",
              DataType: "a dtype (pl.FP32, ...)", MemorySpace: "a memory space (pl.Mem.Vec, ...)"}
     return " or ".join(dict.fromkeys(names.get(k, k.__name__) for k in kinds))
+
+
+def _short(text: str) -> str:
+    """Source quoted in a message, cut where it would swamp it."""
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -16,15 +16,17 @@ from pypto.errors import (
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks
-from pypto.lang.converter import FunctionConverter
+from pypto.lang.converter import FunctionConverter, check_signature
 from pypto.lang.program import check_call_types, source_of
 
 
 class KernelSource:
-    """A kernel function's parsed source, read once per kernel object."""
+    """A kernel function's parsed source, read once per kernel object. Its signature is
+    checked as it is read, so no call is bound against parameters the kernel cannot have."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, function_type: FunctionType | None = None):
         self.fn = fn
+        self.function_type = function_type
         self._parsed = None
 
     def get(self):
@@ -32,6 +34,7 @@ class KernelSource:
             source, node = source_of(self.fn)
             if not isinstance(node, ast.FunctionDef):
                 raise SpecializationError(f"'{self.fn.__name__}' is not a function", span=source.span(node))
+            check_signature(source, node, spliced=self.function_type is FunctionType.Inline)
             self._parsed = (source, node)
         return self._parsed
 
@@ -80,7 +83,7 @@ class _JitProgram(ProgramHooks):
         return n.Program(self.entry.__name__, tuple(self.functions))
 
     def convert(self, kernel, arg_types: tuple, node, conv) -> n.Function:
-        source, fdef = kernel.source.get()
+        source, fdef = self.source_of(kernel, node, conv)
         names = [a.arg for a in fdef.args.args]
         if len(names) != len(arg_types):
             msg = f"'{kernel.__name__}' takes {len(names)} arguments ({', '.join(names)}), got {len(arg_types)}"
@@ -124,7 +127,17 @@ class _JitProgram(ProgramHooks):
         return self.specialized[key]
 
     def inline_source(self, kernel, node, conv):
-        return kernel.source.get()
+        return self.source_of(kernel, node, conv)
+
+    @staticmethod
+    def source_of(kernel, node, conv):
+        """A called kernel's source; a mistake in its signature also names the call."""
+        try:
+            return kernel.source.get()
+        except PyptoError as err:
+            if conv is None:
+                raise
+            raise err.with_note(f"'{kernel.__name__}' is called at {conv.span(node)}") from None
 
 
 def describe(arg_types) -> str:

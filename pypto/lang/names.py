@@ -8,7 +8,9 @@ chain; ``interpret`` maps a path inside the language to what it means.
 
 from __future__ import annotations
 
+import builtins
 import enum
+import math
 import types
 
 import attrs
@@ -60,6 +62,29 @@ class Alias:
 class Unknown:
     name: str
     what: str
+
+
+@attrs.frozen
+class Pure:
+    """A Python function of numbers the front end computes on compile-time values
+    (``abs``, ``math.sqrt``), recognized by identity, never by spelling: a user's own
+    ``sqrt`` is not ``math.sqrt``."""
+
+    name: str  # its key in PURE_FUNCTIONS
+
+    @property
+    def fn(self):
+        return PURE_FUNCTIONS[self.name]
+
+
+# Python builtins and ``math`` functions a constant expression may call: pure, total on
+# numbers apart from the errors Python raises (a math domain error is the user's mistake).
+_PURE_BUILTINS = ("abs", "min", "max", "float", "int", "round")
+_PURE_MATH = ("sqrt", "exp", "expm1", "log", "log1p", "log2", "log10", "pow", "fabs", "floor", "ceil", "trunc",
+              "sin", "cos", "tan", "tanh", "atan")
+PURE_FUNCTIONS = {**{name: getattr(builtins, name) for name in _PURE_BUILTINS},
+                  **{f"math.{name}": getattr(math, name) for name in _PURE_MATH}}
+_PURE_BY_ID = {id(fn): name for name, fn in PURE_FUNCTIONS.items()}
 
 
 ENUMS = {
@@ -146,26 +171,31 @@ def unknown(path: Path) -> tuple[str, str | None]:
         known = list(ENUMS[parts[0]].__members__)
         close = difflib.get_close_matches(parts[1], known, n=1)
         return (f"unknown member '{parts[1]}' of pl.{parts[0]} (known: {', '.join(known)})",
-                f"did you mean pl.{parts[0]}.{close[0]}?" if close else None)
+                f"did you mean pl.{parts[0]}.{close[0]}?" if close else f"use one of the members listed, e.g. "
+                                                                        f"pl.{parts[0]}.{known[0]}")
     if len(parts) == 1:
         pool = [*DTYPES, *ENUMS, *UNIFIED, *BUILTINS, *TYPE_CTORS, *DECORATORS, *NAMESPACES]
         close = difflib.get_close_matches(parts[0], pool, n=1)
         if close and close[0] in DTYPES or parts[0][:2] in ("FP", "BF", "IN", "UI"):
             return (f"unknown dtype pl.{parts[0]} (known: {', '.join(DTYPES)})",
                     f"did you mean pl.{close[0]}?" if close else None)
-        return f"'{path}' is not part of the kernel language", f"did you mean pl.{close[0]}?" if close else None
-    return f"'{path}' is not part of the kernel language", None
+        return f"'{path}' is not part of the kernel language", f"did you mean pl.{close[0]}?" if close else \
+            "see the README for the ops and types of pl"
+    return f"'{path}' is not part of the kernel language", "see the README for the ops and types of pl"
 
 
 # ----------------------------------------------------------------------------- resolvers
 
 
 class Resolver:
-    """Resolves the first name of a chain. The dump parser knows only ``pl``."""
+    """Resolves the first name of a chain. The dump parser knows only ``pl`` and the
+    ``float`` its constants print with (``float("nan")``)."""
 
     def resolve(self, name: str):
         if name == "pl":
             return Path(())
+        if name == "float":
+            return Pure("float")
         return None
 
     def attribute(self, base, name: str):
@@ -181,8 +211,8 @@ class ModuleResolver(Resolver):
 
     def resolve(self, name: str):
         if name not in self.namespace:
-            import builtins
-
+            if name in _PURE_BUILTINS:
+                return Pure(name)
             if hasattr(builtins, name):
                 return Unknown(name, f"the Python builtin '{name}'")
             return None
@@ -212,6 +242,9 @@ def classify(name: str, obj):
         return Alias(name, obj.__pypto_alias__)
     if getattr(obj, "__pypto_kernel__", False):
         return Kernel(obj)
+    pure = _PURE_BY_ID.get(id(obj))
+    if pure is not None and PURE_FUNCTIONS[pure] is obj:
+        return Pure(pure)
     if isinstance(obj, (numpy.bool_, numpy.integer, numpy.floating)):
         # A numpy scalar is the number it holds (its value is exact as a Python number).
         return Value(obj.item())

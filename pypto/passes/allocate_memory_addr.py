@@ -70,7 +70,7 @@ def _first_fit(group: list[Buffer], align: int, key) -> dict[str, int]:
 
 def _overflow(fn: n.Function, space, group: list[Buffer], capacity: int, top: int) -> MemorySpaceError:
     worst = max(range(min(b.start for b in group), max(b.end for b in group) + 1), key=lambda p: peak(group, p))
-    live = sorted((b for b in group if b.start <= worst <= b.end), key=lambda b: -b.size)
+    live = sorted((b for b in group if b.live_at(worst)), key=lambda b: -b.size)
     need = peak(group, worst)
     tiles = ", ".join(f"{'/'.join(b.tiles[:3])}{'...' if len(b.tiles) > 3 else ''} ({b.size} B"
                       + (f", {b.slots} slots" if b.slots > 1 else "") + ")" for b in live)

@@ -69,7 +69,7 @@ def resolve_disabled(names) -> frozenset[str]:
             out.add(key)
         elif key in by_code:
             out.add(by_code[key])
-        elif key == "MemoryReuse":  # the rule name PH-MR-001 lines carry
+        elif key in ("MemoryReuse", "PlanPtoasMemory"):  # the rule names PH-MR-001 lines carry
             out.add("PipelineDepth")
         else:
             known = ", ".join(f"{name} ({code})" for name, code in CHECKS.items())
@@ -82,6 +82,9 @@ class PassContext:
     soc: SoC = DEFAULT
     planner: Planner = Planner.PYPTO
     disabled: frozenset = frozenset()
+    # RunConfig(unsafe_allow_colive_slots=True): PlanPtoasMemory lets two co-live slots of
+    # one PTOAS region through, so the simulator can show the corruption ptoas would cause.
+    unsafe_colive_slots: bool = False
 
     def enabled(self, check: str) -> bool:
         return check not in self.disabled

@@ -1,10 +1,13 @@
 """InitMemRef: every tile gets a MemRef with its size; no addresses yet.
 
-    t = pl.tile.load(a, ...)       ->   t: pl.Tile[[64, 128], pl.FP32, pl.MemRef("mem_vec_0", size=32768), pl.Mem.Vec] = ...
+    t = pl.tile.load(a, ...)       ->   t: pl.Tile[[64, 128], pl.FP32, pl.MemRef("mem_vec_0", size=32768, reusable=True), pl.Mem.Vec] = ...
     x: ...MemRef("ub", slots=2)[i % 2]...   ->   x: ...MemRef("ub", size=65536, slots=2)[i % 2]...
 
-A declared MemRef (``pl.MemRef("ub", slots=2)``, or a pipeline's stage slots) is sized
-slots x its largest tile. A loop-carried tile is one buffer through the loop: its initial
+The buffers it makes are ``reusable``: MemoryReuse may merge and rename them. Which
+MemRefs are the compiler's is that flag, never a name (a kernel may declare "mem_vec_0";
+the fresh names avoid every declared one). A MemRef named before this pass (declared
+``pl.MemRef("ub", slots=2)``, or a pipeline's stage slots) is sized slots x its largest
+tile. A loop-carried tile is one buffer through the loop: its initial
 value, the iter arg, the value yielded and the loop's result share a MemRef (likewise an
 if's result and what its branches yield) — InsertAliasCopies has made sure none of them
 is live while another is written. Sizes round up to the space's alignment.
@@ -71,7 +74,7 @@ def _init(fn: n.Function, types: dict, ctx: PassContext) -> n.Function:
             return attrs.evolve(member_decl, size=member_decl.slots * size_of[member_decl.name])
         if root not in fresh:
             fresh[root] = n.fresh_name(f"mem_{t.space.name.lower()}_{len(fresh)}", used_names)
-        return MemRef(name=fresh[root], size=size_of[root])
+        return MemRef(name=fresh[root], size=size_of[root], reusable=True)
 
     return retype(fn, lambda name, t: attrs.evolve(t, memref=memref_of(name, t)) if isinstance(t, TileType) else t)
 

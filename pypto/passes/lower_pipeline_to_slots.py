@@ -3,14 +3,17 @@ keeps its shape, and each tile its body loads at top level rotates through F slo
 allocation, which the assembler turns into a multi-tile region.
 
     for i in pl.pipeline(8, stage=2):                  for i in pl.range(8):
-        t = pl.tile.load(a, [i * 64, 0], ...)   ->         t: pl.Tile[..., pl.MemRef("pipe_t", slots=2)[i % 2], pl.Mem.Vec] = pl.tile.load(...)
+        t = pl.tile.load(a, [i * 64, 0], ...)   ->         t: pl.Tile[..., pl.MemRef("pipe_t", slots=2, pipeline=True)[i % 2], pl.Mem.Vec] = pl.tile.load(...)
         ...                                                ...
+
+F is the depth asked for (``pipeline=True``): PlanPtoasMemory gives each region the
+slots that fit beside what else is live in its space once InitMemRef has made the
+buffers, as MemoryReuse does for PYPTO (PH-MR-001 when fewer fit).
 
 A loop is left for LowerPipelineLoops when a slot cannot express it: a stage outside
 2..16, a step other than 1, a start not a multiple of F, a loaded tile that is carried
 out of the loop or into an inner one, has a runtime valid shape or already names its
-MemRef — or nothing to slot at all. When the space cannot hold F slots of the loads, they get the slots that fit
-(PH-MR-001).
+MemRef — or nothing to slot at all.
 """
 
 from __future__ import annotations
@@ -20,8 +23,6 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.types import ForKind, MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, Planner, result
-from pypto.passes.memory import Buffer, aligned
-from pypto.passes.memory_reuse import depth_hint
 from pypto.sim.soc import MemorySpace as M
 
 PLANNERS = frozenset({Planner.PTOAS})
@@ -29,21 +30,16 @@ SLOTTED_SPACES = (M.Vec, M.Mat, M.Acc)
 
 
 def lower_pipeline_to_slots(program: n.Program, ctx: PassContext) -> PassResult:
-    functions, diagnostics = [], []
+    functions = []
     for fn in program.functions:
         names = {t.memref.name for t in n.symbols(fn).values() if isinstance(t, TileType) and t.memref}
-        slotter = _Slotter(names, ctx)
-        functions.append(attrs.evolve(fn, body=slotter.block(fn.body)))
-        diagnostics.extend(slotter.diagnostics)
-    return result(n.Program(program.name, tuple(functions)), diagnostics)
+        functions.append(attrs.evolve(fn, body=_Slotter(names).block(fn.body)))
+    return result(n.Program(program.name, tuple(functions)))
 
 
 class _Slotter:
-    def __init__(self, names: set, ctx: PassContext):
+    def __init__(self, names: set):
         self.names = names
-        self.ctx = ctx
-        self.diagnostics: list = []
-        self.groups = 0
 
     def block(self, body) -> tuple:
         out = []
@@ -73,34 +69,15 @@ class _Slotter:
             if (t.memref is not None or t.valid_shape is not None or t.space not in SLOTTED_SPACES
                     or s.target in carried):
                 return None
-        depth = self.depth(loop, candidates)
         body = []
+        index = n.BinOp("%", n.Var(loop.var), n.Const(f))
         for s in loop.body:
             if s in candidates:
                 name = n.fresh_name(f"pipe_{s.target}", self.names)
-                index = n.BinOp("%", n.Var(loop.var), n.Const(depth[s.target])) if depth[s.target] > 1 else None
-                memref = MemRef(name=name, slots=depth[s.target], index=index)
+                memref = MemRef(name=name, slots=f, index=index, pipeline=True)
                 s = attrs.evolve(s, type=attrs.evolve(s.type, memref=memref))
             body.append(s)
         return attrs.evolve(loop, body=tuple(body), kind=ForKind.Sequential, stage=None)
-
-    def depth(self, loop: n.For, loads) -> dict[str, int]:
-        """Slots per load: the stage count, or as many as the space holds for these loads
-        (PH-MR-001 says so) — a region larger than the space could never be placed."""
-        out = {}
-        for space in dict.fromkeys(s.type.space for s in loads):
-            mine = [s for s in loads if s.type.space is space]
-            spec = self.ctx.soc.spec(space)
-            sizes = {s.target: aligned(s.type.nbytes, spec.align) for s in mine}
-            fit = max(1, min(loop.stage, spec.capacity // max(1, sum(sizes.values()))))
-            for s in mine:
-                out[s.target] = fit
-                if fit < loop.stage and self.ctx.enabled("PipelineDepth"):
-                    b = Buffer(s.target, space, loop.stage, sizes[s.target], 0, 0, [s.target], loop.span, s.span)
-                    self.diagnostics.append(depth_hint(b, self.groups, fit, spec.capacity, 0,
-                                                       rule="LowerPipelineToSlots"))
-                self.groups += 1
-        return out
 
 
 def _carried(body) -> set[str]:

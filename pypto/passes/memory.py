@@ -33,13 +33,41 @@ class Buffer:
     loop_span: Span | None = None  # the innermost loop around its first tile
     first_span: Span | None = None
     pipeline: bool = False
+    reusable: bool = False  # InitMemRef's: MemoryReuse may merge and rename it (never a declared one)
+    # Where it is live, as disjoint (start, end) intervals: buffers merged into one MemRef
+    # are live only where their tiles are, not across the gaps between them.
+    intervals: list = attrs.Factory(list)
 
     @property
     def size(self) -> int:
         return self.slots * self.slot_size
 
+    def live(self) -> list:
+        return self.intervals or [(self.start, self.end)]
+
+    def live_at(self, position: int) -> bool:
+        return any(a <= position <= b for a, b in self.live())
+
     def overlaps(self, other: Buffer) -> bool:
-        return self.start <= other.end and other.start <= self.end
+        if not (self.start <= other.end and other.start <= self.end):
+            return False
+        return any(a <= d and c <= b for a, b in self.live() for c, d in other.live())
+
+    def join(self, start: int, end: int) -> None:
+        """Live over [start, end] too."""
+        self.intervals = union(self.live() + [(start, end)])
+        self.start, self.end = min(self.start, start), max(self.end, end)
+
+
+def union(intervals) -> list:
+    """Disjoint, sorted intervals covering the same positions (touching ones joined)."""
+    out: list = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 @attrs.frozen
@@ -71,10 +99,11 @@ def buffers(fn: n.Function, align_of) -> dict[str, Buffer]:
         b = out.get(m.name)
         if b is None:
             inner = loops[-1].span if loops else None
-            out[m.name] = Buffer(m.name, t.space, m.slots, size, start, end, [name], inner, span, m.pipeline)
+            out[m.name] = Buffer(m.name, t.space, m.slots, size, start, end, [name], inner, span, m.pipeline,
+                                 m.reusable, [(start, end)])
         else:
             b.slot_size = max(b.slot_size, size)
-            b.start, b.end = min(b.start, start), max(b.end, end)
+            b.join(start, end)
             b.tiles.append(name)
     return out
 
@@ -187,7 +216,7 @@ def retype(fn: n.Function, new_type) -> n.Function:
 
 
 def peak(bufs, position: int) -> int:
-    return sum(b.size for b in bufs if b.start <= position <= b.end)
+    return sum(b.size for b in bufs if b.live_at(position))
 
 
 @attrs.frozen

@@ -1,14 +1,18 @@
 """MemoryReuse (memory_planner=PYPTO): buffers whose lifetimes do not overlap share one
 MemRef, and each pipeline's stage slots get the depth that fits.
 
-    a: ...MemRef("mem_vec_0", size=32768)... = ...      a: ...MemRef("mem_vec_0", size=32768)...
-    (a's last use)                                ->    (a's last use)
-    b: ...MemRef("mem_vec_1", size=32768)... = ...      b: ...MemRef("mem_vec_0", size=32768)...
+    a: ...MemRef("mem_vec_0", size=32768, reusable=True)... = ...    a: ...MemRef("mem_vec_0", size=32768)...
+    (a's last use)                                          ->      (a's last use)
+    b: ...MemRef("mem_vec_1", size=32768, reusable=True)... = ...    b: ...MemRef("mem_vec_0", size=32768)...
 
 A ``pipeline=True`` MemRef (LowerPipelineLoops' stage slots) asks for F slots; when the
 space cannot hold F of them beside everything live during the loop, its slots drop to the
 depth D that fits (stage k uses slot k mod D) and PH-MR-001 says so, with the lever.
-Declared allocations keep their names; only compiler-made buffers are merged.
+Only InitMemRef's ``reusable`` buffers change name — merged with one another, or a result
+written over a dying operand's buffer; a declared allocation, whatever its name, keeps it
+and keeps its tiles. The output's buffers are final: no MemRef is ``reusable`` or
+``pipeline`` any more. PlanPtoasMemory (memory_planner=PTOAS) sizes
+pipelines with ``plan_reuse`` too, against the same model of what is live.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import attrs
 
 from pypto.ir import nodes as n
-from pypto.ir.types import TileType
+from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import (
     Diagnostic,
     PassContext,
@@ -34,35 +38,58 @@ def memory_reuse(program: n.Program, ctx: PassContext) -> PassResult:
     functions, diagnostics = [], []
     for fn in program.functions:
         if any(isinstance(t, TileType) and t.memref for t in n.symbols(fn).values()):
-            fn, found = _reuse(fn, ctx)
-            diagnostics.extend(found)
+            plan = plan_reuse(fn, ctx)
+            fn = _apply(plan)
+            diagnostics.extend(plan.diagnostics)
         functions.append(fn)
     return result(n.Program(program.name, tuple(functions)), diagnostics)
 
 
-def _reuse(fn: n.Function, ctx: PassContext):
+@attrs.define
+class ReusePlan:  # a result to read, not an IR node
+    fn: n.Function  # with the in-place results donated their operand's buffer
+    merged: dict  # MemRef name -> the name of the buffer it joins
+    live: dict  # surviving name -> Buffer
+    depths: dict  # pipeline MemRef name -> the depth that fits
+    diagnostics: tuple
+
+
+def plan_reuse(fn: n.Function, ctx: PassContext, rule: str = "MemoryReuse") -> ReusePlan:
+    """Which buffers share bytes (results in place, disjoint lifetimes merged) and how
+    deep each pipeline can be beside them, with PH-MR-001 for each one cut short."""
     fn = _donate(fn)
     bufs = buffers(fn, lambda s: ctx.soc.spec(s).align)
-    merged = _merge(bufs)  # old name -> surviving name
+    merged = _merge(bufs)
     live = _after_merge(bufs, merged)
-    depths, diagnostics = _pipeline_depths(live, ctx)
+    depths, diagnostics = _pipeline_depths(live, ctx, rule)
+    return ReusePlan(fn, merged, live, depths, tuple(diagnostics))
 
+
+def _apply(plan: ReusePlan) -> n.Function:
     def new_type(name, t):
         if not isinstance(t, TileType) or t.memref is None:
             return t
         m = t.memref
-        target = merged.get(m.name, m.name)
         if m.pipeline:
-            d = depths[m.name]
-            if d == 1:  # every stage shares the one buffer: a plain MemRef
-                return attrs.evolve(t, memref=attrs.evolve(m, slots=1, size=m.size // m.slots, index=None,
-                                                           pipeline=False))
-            index = n.Const(m.index.value % d) if isinstance(m.index, n.Const) else m.index
-            return attrs.evolve(t, memref=attrs.evolve(m, slots=d, size=d * (m.size // m.slots), index=index,
-                                                       pipeline=False))
-        return attrs.evolve(t, memref=attrs.evolve(m, name=target, size=live[target].size))
+            return attrs.evolve(t, memref=with_depth(m, plan.depths[m.name]))
+        target = plan.merged.get(m.name, m.name)
+        return attrs.evolve(t, memref=attrs.evolve(m, name=target, size=plan.live[target].size, reusable=False))
 
-    return retype(fn, new_type), diagnostics
+    return retype(plan.fn, new_type)
+
+
+def with_depth(m: MemRef, depth: int) -> MemRef:
+    """A pipeline's MemRef at the depth it gets: stage k in slot k mod depth (a rotating
+    ``i % F`` turns ``i % depth``); one slot is a plain buffer. No longer ``pipeline``."""
+    slot = None if m.size is None else m.size // m.slots
+    if depth == 1:  # every stage shares the one buffer
+        return attrs.evolve(m, slots=1, size=slot, index=None, pipeline=False)
+    index = m.index
+    if isinstance(index, n.Const):
+        index = n.Const(index.value % depth)
+    elif isinstance(index, n.BinOp) and index.op == "%" and index.rhs == n.Const(m.slots):
+        index = attrs.evolve(index, rhs=n.Const(depth))
+    return attrs.evolve(m, slots=depth, size=None if slot is None else depth * slot, index=index, pipeline=False)
 
 
 # Ops that may write their result over an operand that dies with them: they read and
@@ -81,7 +108,7 @@ def _donate(fn: n.Function) -> n.Function:
     whose last use is that op.
 
         t: ...MemRef("pipe_t", ...)[0]... = pl.tile.load(...)
-        e: ...MemRef("mem_vec_0", ...)... = pl.tile.exp(t)     ->   e: ...MemRef("pipe_t", ...)[0]... = pl.tile.exp(t)
+        e: ...MemRef("mem_vec_0", ..., reusable=True)... = pl.tile.exp(t)  ->  e: ...MemRef("pipe_t", ...)[0]... = ...
     """
     from pypto.passes.memory import Walker
 
@@ -102,7 +129,7 @@ def _donate(fn: n.Function) -> n.Function:
         if not (isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and stmt.value.op in IN_PLACE):
             continue
         dst = types[stmt.target]
-        if dst.memref is None or not dst.memref.name.startswith("mem_") or len(by_memref[dst.memref.name]) != 1:
+        if dst.memref is None or not dst.memref.reusable or len(by_memref[dst.memref.name]) != 1:
             continue
         here, end = live[stmt.target]
         for arg in stmt.value.args:
@@ -128,17 +155,18 @@ def _donate(fn: n.Function) -> n.Function:
 
 
 def _merge(bufs: dict[str, Buffer]) -> dict[str, str]:
-    """Greedy interval packing of compiler-made single-slot buffers, per space."""
-    mergeable = [b for b in bufs.values() if b.name.startswith("mem_") and b.slots == 1 and not b.pipeline]
+    """Greedy interval packing of InitMemRef's single-slot buffers, per space and size:
+    a buffer joins one of its own size whose tiles are never live with its own. Buffers of
+    different sizes stay apart — sharing would hold the larger size wherever the smaller
+    is live — and AllocateMemoryAddr lets them share bytes where their lives allow."""
+    mergeable = [b for b in bufs.values() if b.reusable and b.slots == 1 and not b.pipeline]
     mergeable.sort(key=lambda b: (b.start, b.name))
     homes: list[list[Buffer]] = []
     merged: dict[str, str] = {}
     for b in mergeable:
-        fits = [h for h in homes if h[0].space is b.space and not any(x.overlaps(b) for x in h)]
-        if fits:
-            # The home whose size is closest to b's, preferring ones that need not grow.
-            home = min(fits, key=lambda h: (max(x.size for x in h) < b.size,
-                                            abs(max(x.size for x in h) - b.size)))
+        home = next((h for h in homes if h[0].space is b.space and h[0].size == b.size
+                     and not any(x.overlaps(b) for x in h)), None)
+        if home is not None:
             home.append(b)
             merged[b.name] = home[0].name
         else:
@@ -153,14 +181,15 @@ def _after_merge(bufs: dict[str, Buffer], merged: dict[str, str]) -> dict[str, B
         if name in out:
             home = out[name]
             home.slot_size = max(home.slot_size, b.slot_size)
-            home.start, home.end = min(home.start, b.start), max(home.end, b.end)
+            for start, end in b.live():
+                home.join(start, end)
             home.tiles.extend(b.tiles)
         else:
-            out[name] = attrs.evolve(b, name=name, tiles=list(b.tiles))
+            out[name] = attrs.evolve(b, name=name, tiles=list(b.tiles), intervals=list(b.live()))
     return out
 
 
-def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
+def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext, rule: str):
     """Depth per pipeline buffer (one group per operand): the most slots (<= requested)
     that fit beside everything else live during its loop. The groups of one loop compete
     for the same bytes; while they over-subscribe, the group holding the most bytes gives
@@ -188,7 +217,7 @@ def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext):
             depth[victim.name] -= 1
         depths.update(depth)
         if ctx.enabled("PipelineDepth"):
-            diagnostics.extend(depth_hint(b, gids[b.name], depth[b.name], free, reserved,
+            diagnostics.extend(depth_hint(b, gids[b.name], depth[b.name], free, reserved, rule,
                                           others=sum(o.slots * o.slot_size for o in pipes if o is not b))
                                for b in pipes if depth[b.name] < b.slots)
     return depths, diagnostics

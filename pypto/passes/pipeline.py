@@ -27,6 +27,7 @@ from pypto.passes import (
     lower_pipeline_to_slots,
     memory_reuse,
     outline_incore_scopes,
+    plan_ptoas_memory,
     tile_innermost_dim_granularity,
 )
 from pypto.passes.context import PassContext, Planner
@@ -43,6 +44,7 @@ PIPELINE = (
     init_mem_ref,
     memory_reuse,
     allocate_memory_addr,
+    plan_ptoas_memory,
 )
 CHECKS = (tile_innermost_dim_granularity,)
 

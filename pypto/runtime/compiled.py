@@ -13,20 +13,25 @@ import attrs
 
 from pypto.codegen import generate
 from pypto.codegen.listing import listing
+from pypto.errors import ConfigError, SpecializationError
 from pypto.ir import nodes as n
 from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
+from pypto.runtime.arguments import as_declared
+from pypto.runtime.callsite import call_span, located
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.sim.simulator import RunReport
 from pypto.sim.soc import backend
 from pypto.sim.trace import chrome_trace, instruction_metrics
+from pypto.sim.views import check_call
 from pypto.tools.insight import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
 
 
 def pass_context(config: RunConfig) -> PassContext:
     return PassContext(soc=backend(config.backend), planner=config.memory_planner,
-                       disabled=resolve_disabled(config.disabled_diagnostics))
+                       disabled=resolve_disabled(config.disabled_diagnostics),
+                       unsafe_colive_slots=config.unsafe_allow_colive_slots)
 
 
 def lower_program(program: n.Program, config: RunConfig) -> Lowering:
@@ -44,7 +49,7 @@ class CompiledProgram:
     diagnostics: tuple
     timings: tuple  # (pass name, seconds)
     output_dir: Path | None = None
-    kernels: dict = attrs.Factory(dict)  # InCore function -> codegen Kernel (a2a3sim)
+    kernels: dict = attrs.Factory(dict)  # InCore function -> codegen Kernel (generated on every platform)
 
     @property
     def entry(self) -> str:
@@ -54,18 +59,32 @@ class CompiledProgram:
     def perf_hints(self) -> tuple:
         return tuple(d for d in self.diagnostics if d.severity is Severity.PerfHint)
 
+    @property
+    def params(self) -> tuple:
+        """The entry's parameters as specialized: the types and directions ``run`` takes."""
+        return self.program.function(self.entry).params
+
+    @located
     def run(self, *args) -> RunReport:
         """Run on the configured platform (Out tensors are written in place); the report
         has the simulated cycles, busy cycles per pipe and core, and instruction counts
-        (zeros on ``ref``), and ``outputs``, what the entry returned."""
+        (zeros on ``ref``), and ``outputs``, what the entry returned. The arguments are
+        what it was compiled for; a tensor it writes shares no memory with another."""
+        names = self.param_names
+        if len(args) != len(names):
+            raise SpecializationError(f"'{self.name}' was compiled for {len(names)} arguments ({', '.join(names)}), "
+                                      f"got {len(args)}", span=call_span(argument=min(len(args), len(names))))
+        args = as_declared(self.params, names, args, lambda k: k)
+        # unlocated: @located puts the user's call on it, finding the caller only on error
+        check_call(self.name, tuple(attrs.evolve(p, name=x) for p, x in zip(self.params, names)), args, None)
         on_launch = self._write_l0_trace if self.config.enable_l0_trace and self.output_dir is not None else None
         values, report = execute(self.lowered, self.entry, args, self.config, self.kernels, on_launch)
         report.outputs = values
         return report
 
     def _write_l0_trace(self, kernel, launch) -> None:
-        directory = _unique(self.output_dir / "sim" / f"OPPROF_{kernel.name}_{_stamp()}") / "simulator"
-        directory.mkdir(parents=True)
+        directory = fresh_dir(self.output_dir / "sim" / f"OPPROF_{kernel.name}_{_stamp()}") / "simulator"
+        directory.mkdir()
         trace = chrome_trace(launch)
         blocks = [encode_block(SOURCE, path.read_bytes(), path=str(path))
                   for path in sorted({Path(e.span.file) for e in launch.events if e.span is not None})
@@ -77,6 +96,7 @@ class CompiledProgram:
         launch.trace_dirs.append(directory.parent)
         print(f"[l0_trace] {kernel.name}: wrote {directory / 'visualize_data.bin'}", file=sys.stderr)
 
+    @located
     def __call__(self, *args):
         values = self.run(*args).outputs
         if not values:
@@ -88,9 +108,9 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     lowering = lower_program(program, config)
     compiled = CompiledProgram(program.name, program, lowering.program, tuple(param_names), config.platform,
                                config, lowering.diagnostics, lowering.timings)
-    if config.platform != "ref":
-        ctx = pass_context(config)
-        compiled.kernels = generate(lowering.program, ctx, unsafe_colive=config.unsafe_allow_colive_slots)
+    # Code is generated on every platform, so that a program codegen refuses is refused on
+    # `ref` too; `ref` then interprets the IR instead of running the kernels.
+    compiled.kernels = generate(lowering.program, pass_context(config))
     if write:
         compiled.output_dir = _output_dir(config, program.name)
         write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes,
@@ -108,21 +128,34 @@ def _stamp() -> str:
     return datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
 
 
-def _unique(path: Path) -> Path:
-    """``path``, or ``path_1``, ``path_2``, ...: the first that does not exist yet."""
-    candidate, k = path, 0
-    while candidate.exists():
-        k += 1
-        candidate = path.with_name(f"{path.name}_{k}")
-    return candidate
+def fresh_dir(path: Path) -> Path:
+    """A new directory ``path``, or ``path_1``, ``path_2``, ...: the first this call creates.
+    ``mkdir`` either creates or fails, so concurrent builds (threads or processes) never get
+    one directory between them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    k = 0
+    while True:
+        candidate = path if k == 0 else path.with_name(f"{path.name}_{k}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            k += 1
 
 
 def _output_dir(config: RunConfig, name: str) -> Path:
-    if config.output_dir is not None:
-        path = config.output_dir
-    else:
-        path = _unique(Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output") / f"{name}_{_stamp()}")
-    (path / "report").mkdir(parents=True, exist_ok=True)
+    try:
+        if config.output_dir is not None:  # the user's choice, exactly (two builds there share it)
+            path = config.output_dir
+            path.mkdir(parents=True, exist_ok=True)
+        else:
+            path = fresh_dir(Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output") / f"{name}_{_stamp()}")
+        (path / "report").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the output directory {exc.filename or config.output_dir}: "
+                          f"{exc.strerror or exc}",
+                          hint="pass RunConfig(output_dir=...) a directory you can write, or set "
+                               "$PYPTO_PROG_BUILD_DIR") from None
     return path.resolve()
 
 

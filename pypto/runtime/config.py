@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
+from os import PathLike
 from pathlib import Path
 
 import attrs
 
-from pypto.errors import ConfigError
+from pypto.errors import ConfigError, PyptoError
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
+from pypto.runtime.callsite import call_span
 from pypto.sim.soc import BACKENDS
 
 # platform -> what runs the program
@@ -20,7 +23,7 @@ PLATFORMS = {
 
 
 def _platform(value) -> str:
-    if value not in PLATFORMS:
+    if not isinstance(value, str) or value not in PLATFORMS:
         raise ConfigError(f"Invalid platform {value!r}",
                           hint=f"Expected one of: {', '.join(repr(p) for p in PLATFORMS)}")
     return value
@@ -45,32 +48,52 @@ def _verification(value) -> VerificationLevel:
 def _disabled(value) -> tuple:
     if isinstance(value, str):
         value = (value,)
-    names = tuple(value or ())
+    if value is None:
+        return ()
+    if not isinstance(value, (tuple, list, set, frozenset)) or not all(isinstance(x, str) for x in value):
+        raise ConfigError(f"disabled_diagnostics={value!r} is not a list of check names",
+                          hint='e.g. disabled_diagnostics=["PH001"]')
+    names = tuple(value)
     resolve_disabled(names)  # unknown names fail here, where the user wrote them
     return names
 
 
 def _backend(value) -> str:
-    if value not in BACKENDS:
+    if not isinstance(value, str) or value not in BACKENDS:
         raise ConfigError(f"unknown backend {value!r}", hint=f"use one of: {', '.join(sorted(BACKENDS))}")
     return value
 
 
 def _path(value):
-    return None if value is None else Path(value)
+    if value is None:
+        return None
+    if not isinstance(value, (str, PathLike)):
+        raise ConfigError(f"output_dir={value!r} is not a path", hint='e.g. output_dir="build/my_kernel"')
+    return Path(value)
 
 
-@attrs.frozen(kw_only=True)
+def _flag(name: str):
+    def check(value) -> bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name}={value!r} is not a bool", hint=f"{name}=True or {name}=False")
+        return value
+    return check
+
+
+@attrs.frozen(kw_only=True, init=False)
 class RunConfig:
-    platform: str = attrs.field(default="a2a3sim", converter=_platform)
-    dump_passes: PassDumpLevel = attrs.field(default=PassDumpLevel.NONE, converter=_dump_level)
-    memory_planner: Planner = attrs.field(default=Planner.PYPTO, converter=Planner.coerce)
-    disabled_diagnostics: tuple = attrs.field(default=(), converter=_disabled)
-    verification_level: VerificationLevel = attrs.field(default=VerificationLevel.BASIC, converter=_verification)
+    """Built as ``RunConfig(platform="ref", ...)``: fields by name, each checked where it is
+    written (a bad value names the user's line)."""
+
+    platform: str = "a2a3sim"
+    dump_passes: PassDumpLevel = PassDumpLevel.NONE
+    memory_planner: Planner = Planner.PYPTO
+    disabled_diagnostics: tuple = ()
+    verification_level: VerificationLevel = VerificationLevel.BASIC
     # Where compile() writes: this directory exactly; by default
     # $PYPTO_PROG_BUILD_DIR (or ./build_output)/<kernel>_<timestamp>.
-    output_dir: Path | None = attrs.field(default=None, converter=_path)
-    backend: str = attrs.field(default="a2a3", converter=_backend)
+    output_dir: Path | None = None
+    backend: str = "a2a3"
     # UNSAFE, for demonstrating what the check prevents: codegen accepts two co-live slots
     # of one PTOAS region, and the simulator reports no hazards, so the data races
     # corrupt the result the way the hardware would.
@@ -79,24 +102,59 @@ class RunConfig:
     # <output_dir>/sim/OPPROF_<fn>_<timestamp>/simulator/ (visualize_data.bin, trace.json).
     enable_l0_trace: bool = False
 
+    def __init__(self, *args, **fields):
+        try:
+            if args:
+                raise ConfigError(f"RunConfig takes its fields by name, not {len(args)} positional "
+                                  f"argument{'s' * (len(args) != 1)}", hint='e.g. RunConfig(platform="ref")')
+            self.__attrs_init__(**converted(fields))
+        except PyptoError as err:
+            raise err.with_span(call_span(argument=getattr(err, "field", None))) from None
+
     @property
     def writes_artifacts(self) -> bool:
         """Whether a plain kernel call writes an output directory (compile() always does)."""
         return self.dump_passes is not PassDumpLevel.NONE or self.output_dir is not None or self.enable_l0_trace
 
 
+_CONVERTERS = {
+    "platform": _platform, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
+    "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path,
+    "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
+    "enable_l0_trace": _flag("enable_l0_trace"),
+}
+
+
+def converted(fields: Mapping) -> dict:
+    """RunConfig field values as the class holds them; an unknown name or a bad value is a
+    ConfigError (with ``field`` naming the one at fault), not yet located."""
+    out = {}
+    for key, value in fields.items():
+        if key not in _CONVERTERS:
+            close = difflib.get_close_matches(str(key), _CONVERTERS, n=1)
+            err = ConfigError(f"config has no field {str(key)!r}",
+                              hint=f"did you mean {close[0]!r}?" if close
+                              else f"RunConfig fields: {', '.join(sorted(_CONVERTERS))}")
+            err.field = key
+            raise err
+        try:
+            out[key] = _CONVERTERS[key](value)
+        except PyptoError as err:
+            err.field = key
+            raise
+    return out
+
+
 def coerce_config(value) -> RunConfig:
-    """``config=`` as a kernel call takes it: a RunConfig, a mapping of its fields, or None."""
+    """``config=`` as a kernel call takes it: a RunConfig, a mapping of its fields, or None.
+    A mistake is a ConfigError without a place: the caller names its ``config=``."""
     if value is None:
         return RunConfig()
     if isinstance(value, RunConfig):
         return value
     if isinstance(value, Mapping):
-        fields = {f.name for f in attrs.fields(RunConfig)}
-        unknown = sorted(str(k) for k in value if k not in fields)
-        if unknown:
-            raise ConfigError(f"config has no field {unknown[0]!r}",
-                              hint=f"RunConfig fields: {', '.join(sorted(fields))}")
-        return RunConfig(**value)
+        config = RunConfig.__new__(RunConfig)
+        config.__attrs_init__(**converted(value))
+        return config
     raise ConfigError(f"config={value!r} is not a RunConfig",
                       hint='pass config=RunConfig(platform="ref", ...) (or a dict of its fields)')

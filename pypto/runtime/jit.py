@@ -3,38 +3,15 @@
 from __future__ import annotations
 
 import difflib
-import linecache
-import sys
 
-import torch
-
-from pypto.errors import ParseError, Span, SpecializationError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.types import DataType, FunctionType, Level, ScalarType, TensorType
+from pypto.ir.types import FunctionType, Level
 from pypto.lang.jit import KernelSource, declared_types, specialize
+from pypto.runtime.arguments import arg_type, as_declared
+from pypto.runtime.callsite import call_span, located
 from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program
 from pypto.runtime.config import RunConfig, coerce_config
-from pypto.sim.numerics import FROM_TORCH
-
-
-def arg_type(name: str, value):
-    """The IR type a call argument specializes its parameter to."""
-    if isinstance(value, torch.Tensor):
-        if value.dtype not in FROM_TORCH:
-            supported = ", ".join(str(t).replace("torch.", "") for t in FROM_TORCH)
-            raise SpecializationError(f"argument '{name}' has unsupported torch dtype {value.dtype}",
-                                      hint=f"Supported: {supported}")
-        if value.device.type != "cpu":
-            raise SpecializationError(f"argument '{name}' is on {value.device}; kernels run on CPU tensors here",
-                                      hint="pass tensor.cpu()")
-        return TensorType(tuple(value.shape), FROM_TORCH[value.dtype])
-    if isinstance(value, bool):
-        return ScalarType(DataType.BOOL)
-    if isinstance(value, int):
-        return ScalarType(DataType.INT64)
-    if isinstance(value, float):
-        return ScalarType(DataType.FP32)
-    raise SpecializationError(f"argument '{name}' is a {type(value).__name__}; kernels take torch tensors and numbers")
 
 
 class JitKernel:
@@ -45,7 +22,7 @@ class JitKernel:
     def __init__(self, fn, function_type: FunctionType):
         self.fn = fn
         self.function_type = function_type
-        self.source = KernelSource(fn)
+        self.source = KernelSource(fn, function_type)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -61,91 +38,86 @@ class JitKernel:
         return self.source.param_names()
 
     def bind(self, args: tuple, kwargs: dict) -> tuple:
-        """The arguments in parameter order: positions, then keywords by parameter name.
-        A mistake is reported at the user's call."""
+        """(the arguments in parameter order: positions, then keywords by parameter name;
+        where each was written: its position or keyword). A mistake is reported at the user's call."""
         names = self.param_names
-        frame = _user_frame()
         if len(args) > len(names):
             raise SpecializationError(
                 f"@pl.jit function '{self.__name__}' takes {len(names)} arguments ({', '.join(names)}), got {len(args)}",
-                span=_span_at(frame, self.__name__))
+                span=call_span(argument=len(names)))
         bound = dict(zip(names, args))
+        where = {name: k for k, name in enumerate(names[:len(args)])}
         for key, value in kwargs.items():
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
                 raise SpecializationError(f"@pl.jit function '{self.__name__}' got an unexpected keyword argument "
-                                          f"'{key}'", span=_span_at(frame, f"{key}="),
+                                          f"'{key}'", span=call_span(argument=key),
                                           hint=f"did you mean '{close[0]}'?" if close
                                           else f"its parameters are: {', '.join(names)}")
             if key in bound:
                 raise SpecializationError(f"@pl.jit function '{self.__name__}' got multiple values for argument "
-                                          f"'{key}'", span=_span_at(frame, f"{key}="))
+                                          f"'{key}'", span=call_span(argument=key))
             bound[key] = value
+            where[key] = key
         missing = [x for x in names if x not in bound]
         if missing:
             raise SpecializationError(
                 f"@pl.jit function '{self.__name__}' takes {len(names)} arguments ({', '.join(names)}), "
-                f"got {len(bound)}: '{missing[0]}' is missing", span=_span_at(frame, self.__name__))
-        return tuple(bound[x] for x in names)
+                f"got {len(bound)}: '{missing[0]}' is missing", span=call_span())
+        return tuple(bound[x] for x in names), tuple(where[x] for x in names)
 
-    def arg_types(self, args) -> tuple:
-        names = self.param_names
-        if len(args) != len(names):
-            raise SpecializationError(
-                f"@pl.jit function '{self.__name__}' takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
-        return tuple(arg_type(name, value) for name, value in zip(names, args))
+    def arg_types(self, args, where) -> tuple:
+        return tuple(arg_type(name, value, at) for name, value, at in zip(self.param_names, args, where))
 
+    @located
     def specialize(self, *args, **kwargs) -> n.Program:
         """The Program for these arguments, before any pass (cached per argument types).
         With no arguments, the parameters' full annotations give the types."""
+        return self._specialize(args, kwargs)
+
+    def _specialize(self, args, kwargs) -> n.Program:
         if not args and not kwargs and self.param_names:
             key = declared_types(self)
         else:
-            key = self.arg_types(self.bind(args, kwargs))
+            key = self.arg_types(*self.bind(args, kwargs))
         if key not in self._programs:
             self._programs[key] = specialize(self, key)
         return self._programs[key]
 
+    @located
     def lower(self, *args, config: RunConfig | None = None, **kwargs) -> n.Program:
         """The Program after the pass pipeline. Writes nothing. With no arguments, the
         parameters' full annotations give the types."""
-        return lower_program(self.specialize(*args, **kwargs), coerce_config(config)).program
+        config = _config(config)
+        return lower_program(self._specialize(args, kwargs), config).program
 
+    @located
     def compile(self, *args, config: RunConfig | None = None, **kwargs) -> CompiledProgram:
         """Specialize, run the passes, and write the output directory (dumps, report).
         With no arguments, the parameters' full annotations give the types."""
-        return compile_program(self.specialize(*args, **kwargs), self.param_names, coerce_config(config), write=True)
+        config = _config(config)
+        return compile_program(self._specialize(args, kwargs), self.param_names, config, write=True)
 
+    @located
     def __call__(self, *args, config: RunConfig | None = None, **kwargs):
         """Run on torch tensors and numbers, passed by position or by parameter name."""
-        args = self.bind(args, kwargs)
-        config = coerce_config(config)
-        key = (self.arg_types(args), config)
+        args, where = self.bind(args, kwargs)
+        config = _config(config)
+        key = (self.arg_types(args, where), config)
         compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = compile_program(self.specialize(*args), self.param_names, config,
+            compiled = compile_program(self._specialize(args, {}), self.param_names, config,
                                        write=config.writes_artifacts)
             self._compiled[key] = compiled
-        return compiled(*_as_declared(compiled.program, args))
+        return compiled(*as_declared(compiled.params, self.param_names, args, where.__getitem__))
 
 
-def _as_declared(program: n.Program, args) -> tuple:
-    """A Python int passed for a float scalar parameter, as the float the kernel declares;
-    one passed for an integer parameter must fit its dtype (nothing narrows it)."""
-    params = program.function(program.name).params
-    out = []
-    for a, p in zip(args, params):
-        if isinstance(a, int) and not isinstance(a, bool) and isinstance(p.type, ScalarType):
-            if p.type.dtype.is_float:
-                a = float(a)
-            elif p.type.dtype.is_int:
-                lo, hi = p.type.dtype.int_range
-                if not lo <= a <= hi:
-                    raise SpecializationError(f"argument '{p.name}' is {a}, which does not fit the parameter's "
-                                              f"{p.type.dtype.name} ({lo}..{hi})",
-                                              hint="pass a value in range, or declare a wider dtype")
-        out.append(a)
-    return tuple(out)
+def _config(value) -> RunConfig:
+    """``config=`` as given; a mistake in it is reported at the ``config=`` the user wrote."""
+    try:
+        return coerce_config(value)
+    except PyptoError as err:
+        raise err.with_span(call_span(argument="config")) from None
 
 
 class _JitDecorator:
@@ -157,18 +129,18 @@ class _JitDecorator:
 
     def __call__(self, fn=None, **options):
         if fn is None:  # @pl.jit.incore(level=...)
-            self._check_options(options, _user_frame())
+            self._check_options(options)
             return lambda f: JitKernel(f, self.function_type)
         if options:
-            self._check_options(options, _user_frame())
+            self._check_options(options)
         return JitKernel(fn, self.function_type)
 
-    def _check_options(self, options: dict, frame) -> None:
+    def _check_options(self, options: dict) -> None:
         """Options are checked where the decorator is written; what a kernel does not
         support yet is said, not ignored."""
         known = ("level",) if self.function_type is FunctionType.InCore else ()
         for key, value in options.items():
-            span = _span_at(frame, f"{key}=")
+            span = call_span(argument=key)
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1)
                 raise ParseError(f"@{self.name} got an unexpected option '{key}'", span=span,
@@ -184,25 +156,6 @@ class _JitDecorator:
                     f"@{self.name}(level=pl.Level.{value.name}) is not supported: an InCore kernel runs at "
                     "pl.Level.CHIP_DIE, with its vector ops on the AIV cores and its matmuls on the AIC cores",
                     span=span, hint=f"drop the option: @{self.name}")
-
-
-def _user_frame():
-    """The first frame outside this module: the user's call or decorator line."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-    return frame
-
-
-def _span_at(frame, token: str) -> Span | None:
-    """Where ``token`` is written on the line ``frame`` is running (its start if absent)."""
-    if frame is None:
-        return None
-    file, line = frame.f_code.co_filename, frame.f_lineno
-    text = linecache.getline(file, line).rstrip("\n")
-    col = text.find(token) + 1 if token in text else 1
-    width = len(token.rstrip("=")) if token in text else 0
-    return Span(file, line, col, line, col + width, text or None)
 
 
 class _Jit(_JitDecorator):

@@ -1,6 +1,7 @@
 """Hazards: vector clocks carried through the flags say which instructions are ordered;
 two instructions on different pipes touching the same bytes (one writing) that are not
-ordered are a ``SimulatorHazard`` — whatever this run's timing did with them."""
+ordered are a ``SimulatorHazard`` — whatever this run's timing did with them. GM is one
+space at real addresses, so two tensor parameters that are views of one storage meet there."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import bisect
 import collections
 
 from pypto.codegen.isa import Instr, SetFlag
-from pypto.sim.issue import Dyn, SimulatorError
+from pypto.sim.issue import GM, Dyn, SimulatorError
 
 
 class SimulatorHazard(SimulatorError):
@@ -86,11 +87,20 @@ def _hazard(u: Dyn, v: Dyn, space, lo: int, hi: int, names: dict) -> SimulatorHa
         return f"{names[d.core]}.{d.pipe.value} `{d.name()}`{where}"
 
     overlapped = u.start < v.end and v.start < u.end
-    place = f"GM tensor '{space[1]}'" if space[0] == "gm" else f"{space[0]} {space[1].name}"
+    hint = "the sync program misses a set_flag/wait_flag between these pipes"
+    if space == GM:
+        (name, base), (other, other_base) = v.gm, u.gm
+        place = f"[{lo - base}, {hi - base}) of GM tensor '{name}'"
+        if other != name:  # two parameters that are views of one storage
+            place += f", which are bytes [{lo - other_base}, {hi - other_base}) of GM tensor '{other}',"
+            hint = (f"'{name}' and '{other}' are views of one storage: the compiler orders each tensor's own "
+                    "accesses, not one tensor's against another's, so pass tensors that share no memory")
+    else:
+        place = f"[{lo}, {hi}) of {space[0]} {space[1].name}"
     u_writes = any(w for s, a, b, w in u.accesses if s == space and a < hi and lo < b)
     return SimulatorHazard(
         f"{who(v)} {'writes' if any(w for s, a, b, w in v.accesses if s == space) else 'reads'} bytes "
-        f"[{lo}, {hi}) of {place} that {who(u)} {'writes' if u_writes else 'reads'}, and no sync orders them "
+        f"{place} that {who(u)} {'writes' if u_writes else 'reads'}, and no sync orders them "
         f"(they {'overlapped' if overlapped else 'did not overlap'} in time in this run)",
         span=getattr(v.node, "span", None),
-        hint="the sync program misses a set_flag/wait_flag between these pipes")
+        hint=hint)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
+from pypto.ir.printer import expr
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.types import FunctionType, TileType
 from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
+from pypto.sim.views import check_call
 
 
 def run(program: n.Program, entry: str, args, kernel_call=None) -> tuple:
@@ -105,7 +107,10 @@ class _Interpreter:
             return self.call_op(v, result_type, env, stmt)
         if isinstance(v, n.FuncCall):
             fn = self.program.function(v.callee)
-            values = self.call(fn, tuple(self.expr(a, env, stmt) for a in v.args))
+            args = tuple(self.expr(a, env, stmt) for a in v.args)
+            if fn.type in KERNELS:  # what a kernel writes must be its own memory, as at the user's call
+                check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
+            values = self.call(fn, args)
             return values[0] if values else None
         return self.expr(v, env, stmt)
 

@@ -24,6 +24,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS
 from pypto.sim.soc import CoreKind, MemorySpace, Pipe, SoC
+from pypto.sim.views import window_runs
 
 
 class SimulatorError(PyptoError):
@@ -51,6 +52,7 @@ class Dyn:
     seq: int = 0
     vc: dict | None = None
     token_from: Dyn | None = None
+    gm: tuple | None = None  # (parameter, address of its element 0) of the GM tensor a load or store moves
 
     def name(self) -> str:
         node = self.node
@@ -58,6 +60,10 @@ class Dyn:
             kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag"
             return f"{kind}({node.src.value}->{node.dst.value}, {self.flag[4]})"
         return f"{node.mnemonic} {node.note}".strip()
+
+
+# GM is one space at real addresses: a tensor parameter's bytes are where its view puts them.
+GM = ("gm", "memory")
 
 
 @attrs.frozen
@@ -177,36 +183,21 @@ class Issuer:
             d.accesses.append(((self.core_name, dst.space), dst.addr, dst.addr + dst.nbytes, True))
             d.args["__dst__"] = dst
         if ins.op == "tile.load":
-            d.accesses.extend(self.gm(args["tensor"].name, args["offsets"],
+            d.gm = self.gm_tensor(args["tensor"].name)
+            d.accesses.extend(self.gm(d.gm[0], args["offsets"],
                                       args["shapes"] if args["valid_shape"] is None else args["valid_shape"], False))
         elif ins.op == "tile.store":
-            src = args["tile"]
-            d.accesses.extend(self.gm(args["output_tensor"].name, args["offsets"], src.valid, True))
+            d.gm = self.gm_tensor(args["output_tensor"].name)
+            d.accesses.extend(self.gm(d.gm[0], args["offsets"], args["tile"].valid, True))
         d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
 
+    def gm_tensor(self, name: str) -> tuple:
+        return name, self.tensors[name].data_ptr()
+
     def gm(self, tensor: str, offsets, extents, write: bool) -> list:
-        """Byte ranges of a GM window, one per row (the tensor is row-major)."""
-        t = self.tensors[tensor]
-        shape, esize = t.shape, t.element_size()
-        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
-        out = []
-        for row in _rows(offsets[:-1], extents[:-1]):
-            base = sum(o * s for o, s in zip(row, strides[:-1])) + offsets[-1]
-            lo, hi = base * esize, (base + extents[-1]) * esize
-            if out and out[-1][2] == lo:  # rows that continue each other: one range
-                out[-1] = (out[-1][0], out[-1][1], hi, write)
-            else:
-                out.append((("gm", tensor), lo, hi, write))
-        return out
-
-
-def _rows(offsets, extents):
-    if not offsets:
-        yield ()
-        return
-    for o in range(offsets[0], offsets[0] + extents[0]):
-        for rest in _rows(offsets[1:], extents[1:]):
-            yield (o, *rest)
+        """Byte ranges of a GM window at their real addresses: a view's own offset and strides
+        place them, so two parameters that are views of one storage meet in one space."""
+        return [(GM, lo, hi, write) for lo, hi in window_runs(self.tensors[tensor], offsets, extents)]
 
 
 def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
@@ -226,7 +217,8 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         esize = t.element_size()
         rows = math.prod(extents[:-1]) if len(extents) > 1 else 1
         row_bytes = extents[-1] * esize
-        contiguous = len(extents) == 1 or extents[-1] == t.shape[-1]
+        # Full-width rows of a row-major tensor are one stretch; those of a view (x[:, 0:64]) are not.
+        contiguous = len(extents) == 1 or extents[-1] == t.shape[-1] and t.is_contiguous()
         bpc = c.fixpipe_bytes_per_cycle if ins.pipe is Pipe.FIXPIPE else c.gm_bytes_per_cycle
         if contiguous or row_bytes >= soc.l2_cache_line:
             moved = rows * row_bytes
@@ -235,6 +227,9 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         occupancy = max(1, math.ceil(moved / bpc))
         return occupancy, c.gm_latency, (("address", buf.addr), ("bytes", rows * row_bytes), ("rows", rows),
                                          ("row_bytes", row_bytes))
+    if ins.mnemonic == "TZERO":  # a zero fill on the cube core: its bytes at the L1 rate
+        return max(1, math.ceil(dst.nbytes / c.l1_bytes_per_cycle)), 0, (("address", dst.addr),
+                                                                           ("bytes", dst.nbytes))
     if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
         src = args["tile"]
         bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle

@@ -1,19 +1,41 @@
-"""Arithmetic whose order and rounding are defined here once, so the reference interpreter
-and the simulator compute the same bits.
+"""Arithmetic whose order and rounding are defined here once, so the reference interpreter,
+the simulator and the fuzz oracle (``pypto.fuzz``) compute the same bits.
 
 - Every step runs in the op's dtype with torch's elementwise kernels (IEEE, per element).
+- A scalar operand of a tile (or tensor) op is first converted to the tile's dtype, a float
+  rounding once to nearest (ties to even) from its exact value, an integer wrapping
+  (``scalar``); the op then runs in the tile's dtype.
+- ``minimum`` / ``maximum`` follow IEEE 754-2019 ``minimum`` / ``maximum``: -0 is below +0
+  (``min(+0, -0) = -0``, ``max(+0, -0) = +0`` in either operand order) and a NaN operand gives
+  NaN. torch leaves the zero's sign to its kernel (the first operand in its scalar loop, the
+  second in its vector loop), so the rule is written here, not inherited.
 - Reductions combine pairwise: halve the width, carrying an odd last column, until one
-  column remains (the shape of a vector unit's pairwise reduce).
+  column remains (the shape of a vector unit's pairwise reduce). With the min/max rule
+  above, a max/min reduction does not depend on the order; a sum does.
 - Matmul accumulates in FP32 (INT32 for int8) one k at a time, k = 0, 1, ..., K-1; each
   fp16/bf16 product is exact in FP32, so only the accumulation rounds.
 - Casts round as their mode says (``round`` = half away from zero, ``rint`` = half to
   even, ``floor``, ``ceil``, ``trunc``, ``odd`` = to odd, ``none`` = the dtype's default:
   half to even for floats, toward zero for float->int); float->int saturates and NaN -> 0.
+  Every rounding is one rounding from the exact value (torch narrows float64 to fp16/bf16
+  through fp32, which can round twice; ``_round_float`` corrects it).
+
+NaN policy: every op that computes — elementwise arithmetic, tile-scalar ops, row/col
+broadcasts, reductions, matmul, casts, scalar conversion — returns the one canonical NaN
+of its dtype for any NaN result: the positive quiet NaN with an empty payload (fp32
+0x7FC00000, fp16 0x7E00, bf16 0x7FC0; ``canonical_nan``). Ops that only move data — load,
+store, move, reshape, transpose, expand, select, fillpad, slice, assemble — copy bits as
+they are, so a NaN in a kernel's input reaches its output unchanged unless an op computes
+with it. Without the rule a NaN's sign and payload would be whatever torch's kernel and the
+host CPU produce (0.0 / 0.0 is 0xFFC00000 on x86 and 0x7FC00000 on ARM; ``torch.maximum``
+and ``torch.amax`` give 0x7FC00000), so "bit for bit" would depend on the machine. With it,
+the bits of every result — NaNs included — are defined by the program and its inputs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 
@@ -32,6 +54,11 @@ TORCH = {
     DataType.INDEX: torch.int64,
 }
 FROM_TORCH = {v: k for k, v in TORCH.items() if k is not DataType.INDEX}
+
+# The positive quiet NaN with an empty payload, per float dtype (see the module doc).
+CANONICAL_NAN_BITS = {torch.float32: 0x7FC00000, torch.float16: 0x7E00, torch.bfloat16: 0x7FC0,
+                      torch.float64: 0x7FF8000000000000}
+_SAME_WIDTH_INT = {8: torch.int64, 4: torch.int32, 2: torch.int16}
 
 
 class ArithmeticError_(Exception):
@@ -54,12 +81,13 @@ def one_thread():
 
 
 def scalar(value, dtype: DataType) -> torch.Tensor:
-    """A Python scalar as a 0-d tensor of ``dtype``: a float rounds to nearest; an integer
-    wraps modulo 2**bits, as torch narrows a Python int operand (int32 + 2**31 gives
-    -2**31 + 1) and as a scalar register is truncated to the tile's width. (Constants that
-    do not fit are rejected where they are written; this is for runtime scalars.)"""
+    """A Python scalar as a 0-d tensor of ``dtype``: a float rounds once to nearest (ties
+    to even; a NaN is the canonical one); an integer wraps modulo 2**bits, as torch narrows
+    a Python int operand (int32 + 2**31 gives -2**31 + 1) and as a scalar register is
+    truncated to the tile's width. (Constants that do not fit are rejected where they are
+    written; this is for runtime scalars.)"""
     if dtype.is_float:
-        return torch.tensor(float(value), dtype=torch.float64).to(TORCH[dtype])
+        return _float_scalar(float(value).hex(), dtype).clone()
     if dtype.is_bool:
         return torch.tensor(bool(value))
     info = torch.iinfo(TORCH[dtype])
@@ -67,7 +95,72 @@ def scalar(value, dtype: DataType) -> torch.Tensor:
     return torch.tensor((int(value) - info.min) % span + info.min, dtype=TORCH[dtype])
 
 
+@functools.lru_cache(maxsize=1024)
+def _float_scalar(value: str, dtype: DataType) -> torch.Tensor:
+    """Keyed by ``float.hex`` so that -0.0 and 0.0 are two keys (they are equal floats);
+    the rounding is many torch calls, and the same constant is converted at every op."""
+    exact = torch.tensor(float.fromhex(value), dtype=torch.float64)
+    return canonical_nan(_round_float(exact, TORCH[dtype], "rint"))
+
+
+# ----------------------------------------------------------------------------- NaN
+
+
+def canonical_nan(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with every NaN replaced by its dtype's canonical NaN (the module doc's policy)."""
+    if not x.dtype.is_floating_point:
+        return x
+    nan = torch.isnan(x)
+    if not bool(nan.any()):
+        return x
+    return torch.where(nan, _canonical(x.dtype), x)
+
+
+def _canonical(dtype) -> torch.Tensor:
+    bits = CANONICAL_NAN_BITS[dtype]
+    width = torch.empty((), dtype=dtype).element_size()
+    signed = bits - (1 << 8 * width) if bits >= 1 << (8 * width - 1) else bits
+    return torch.tensor([signed], dtype=_SAME_WIDTH_INT[width]).view(dtype)[0]
+
+
+def arith(fn):
+    """``fn`` with the NaN policy applied to its result: for every op that computes."""
+    def computed(*args, **kwargs):
+        return canonical_nan(fn(*args, **kwargs))
+
+    computed.__name__ = computed.__qualname__ = getattr(fn, "__name__", "computed")
+    computed.__doc__ = fn.__doc__
+    return computed
+
+
 # ----------------------------------------------------------------------------- elementwise
+
+
+def minimum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """IEEE 754-2019 minimum: -0 < +0 whichever operand it is; NaN in, canonical NaN out."""
+    r = torch.minimum(a, b)
+    if r.dtype.is_floating_point:
+        r = _signed_zero(r, lambda: torch.signbit(a) | torch.signbit(b))
+    return canonical_nan(r)
+
+
+def maximum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """IEEE 754-2019 maximum: +0 > -0 whichever operand it is; NaN in, canonical NaN out."""
+    r = torch.maximum(a, b)
+    if r.dtype.is_floating_point:
+        r = _signed_zero(r, lambda: torch.signbit(a) & torch.signbit(b))
+    return canonical_nan(r)
+
+
+def _signed_zero(r: torch.Tensor, negative) -> torch.Tensor:
+    """Where ``r`` is a zero, the zero whose sign is ``negative()``. A zero result of min
+    takes -0 when either operand has a set sign bit (the other is then -0 or below zero),
+    of max only when both have (the other is -0 or above)."""
+    zero = r == 0
+    if not bool(zero.any()):
+        return r
+    magnitude = r.abs()
+    return torch.where(zero, torch.where(negative(), -magnitude, magnitude), r)
 
 
 def div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -79,7 +172,9 @@ def div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def relu(a: torch.Tensor) -> torch.Tensor:
-    return torch.clamp_min(a, 0) if not a.dtype.is_floating_point else torch.relu(a)
+    """``a`` unless it is below zero: relu(-0) is -0 and relu(NaN) is NaN (written out, not
+    left to torch.relu's kernel)."""
+    return torch.where(a < 0, torch.zeros((), dtype=a.dtype), a)
 
 
 def rsqrt(a: torch.Tensor) -> torch.Tensor:
@@ -92,7 +187,7 @@ def recip(a: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- reductions
 
-_COMBINE = {"sum": torch.add, "max": torch.maximum, "min": torch.minimum}
+_COMBINE = {"sum": torch.add, "max": maximum, "min": minimum}
 
 
 def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
@@ -103,7 +198,7 @@ def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
         half = width // 2
         merged = combine(x[..., :half], x[..., half:2 * half])
         x = torch.cat([merged, x[..., 2 * half:]], dim=-1) if width % 2 else merged
-    return x.clone()
+    return canonical_nan(x.clone())  # one column is reduced too: a NaN in it comes out canonical
 
 
 def reduce_first(x: torch.Tensor, kind: str) -> torch.Tensor:
@@ -113,6 +208,7 @@ def reduce_first(x: torch.Tensor, kind: str) -> torch.Tensor:
 # ----------------------------------------------------------------------------- matmul
 
 
+@arith
 def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
     """acc + a @ b with FP32 (INT32) accumulation in k order."""
     m, k = a.shape
@@ -154,6 +250,7 @@ CMP = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
 # ----------------------------------------------------------------------------- casts
 
 
+@arith
 def cast(x: torch.Tensor, target: DataType, mode: str = "round") -> torch.Tensor:
     dst = TORCH[target]
     if x.dtype == dst:
@@ -193,18 +290,27 @@ def _float_to_int(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
 
 def _round_float(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
     """Narrow (or widen) floats with the mode's rounding, exactly."""
-    nearest = x.to(dst)  # round half to even
-    if mode in ("rint", "none"):
+    nearest = x.to(dst)  # round half to even; from float64 to fp16/bf16 torch goes through fp32
+    twice = x.dtype == torch.float64 and dst in (torch.float16, torch.bfloat16)
+    if mode in ("rint", "none") and not twice:
         return nearest
     wide = x.to(torch.float64)
     back = nearest.to(torch.float64)
-    exact = back == wide
     toward_up = torch.nextafter(nearest, torch.full_like(nearest, float("inf")))
     toward_down = torch.nextafter(nearest, torch.full_like(nearest, float("-inf")))
     above = back > wide  # nearest rounded up
     # The neighbour on the other side of x.
     other = torch.where(above, toward_down, toward_up)
     finite = torch.isfinite(wide) & torch.isfinite(back)
+    if twice:
+        # Two roundings can land on the farther neighbour when the first makes x a tie.
+        farther = finite & ((other.to(torch.float64) - wide).abs() < (back - wide).abs())
+        nearest, other = torch.where(farther, other, nearest), torch.where(farther, nearest, other)
+        back = nearest.to(torch.float64)
+        above = back > wide
+        if mode in ("rint", "none"):
+            return nearest
+    exact = back == wide
     if mode == "floor":
         pick = finite & ~exact & above
     elif mode == "ceil":

@@ -4,6 +4,9 @@ Functions take the op's arguments by parameter name — tiles as ``TileVal`` (ph
 plus the valid extents), tensors as torch tensors, scalars and index lists as Python
 numbers — and return the result's data (a tile's physical tensor or a GM tensor). The
 interpreter runs them on IR; the simulator runs the same ones on its memories.
+
+Each op that computes goes through ``num.arith`` (or a ``numerics`` function that does), so
+its NaNs are canonical; an op that only moves data copies bits (``numerics``' NaN policy).
 """
 
 from __future__ import annotations
@@ -89,17 +92,18 @@ def create(shape, dtype, target_memory):
 
 @impl("tile.full")
 def full_tile(shape, dtype, value):
-    return torch.full(tuple(shape), num.scalar(value, dtype).item(), dtype=num.TORCH[dtype])
+    return num.scalar(value, dtype).expand(tuple(shape)).clone()
 
 
 # ----------------------------------------------------------------------------- elementwise
 
-_BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": num.div,
-           "maximum": torch.maximum, "minimum": torch.minimum}
+_BINARY = {"add": num.arith(torch.add), "sub": num.arith(torch.sub), "mul": num.arith(torch.mul),
+           "div": num.arith(num.div), "maximum": num.maximum, "minimum": num.minimum}
 _SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maximums": "maximum",
            "minimums": "minimum"}
-_UNARY = {"neg": torch.neg, "abs": torch.abs, "relu": num.relu, "exp": torch.exp, "log": torch.log,
-          "sqrt": torch.sqrt, "rsqrt": num.rsqrt, "recip": num.recip}
+_UNARY = {name: num.arith(fn) for name, fn in {
+    "neg": torch.neg, "abs": torch.abs, "relu": num.relu, "exp": torch.exp, "log": torch.log,
+    "sqrt": torch.sqrt, "rsqrt": num.rsqrt, "recip": num.recip}.items()}
 
 
 def _on_tiles(fn):
@@ -169,14 +173,15 @@ IMPLS["tile.col_min"] = lambda tile: _reduce("min", 0, tile.data, tile.valid)
 
 # ----------------------------------------------------------------------------- broadcast
 
-_EXPAND = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": num.div}
+_EXPAND = {f: _BINARY[f] for f in ("add", "sub", "mul", "div")}
 for _f, _fn in _EXPAND.items():
     IMPLS[f"tile.row_expand_{_f}"] = (lambda fn: lambda tile, row_vec: fn(tile.data, row_vec.data))(_fn)
     IMPLS[f"tile.col_expand_{_f}"] = (lambda fn: lambda tile, col_vec: fn(tile.data, col_vec.data))(_fn)
     IMPLS[f"tensor.row_expand_{_f}"] = (lambda fn: lambda x, row_vec: fn(x, row_vec))(_fn)
     IMPLS[f"tensor.col_expand_{_f}"] = (lambda fn: lambda x, col_vec: fn(x, col_vec))(_fn)
-IMPLS["tile.row_expand_expdif"] = lambda tile, row_vec: torch.exp(torch.sub(tile.data, row_vec.data))
-IMPLS["tensor.row_expand_expdif"] = lambda x, row_vec: torch.exp(torch.sub(x, row_vec))
+_expdif = num.arith(lambda x, row_vec: torch.exp(torch.sub(x, row_vec)))
+IMPLS["tile.row_expand_expdif"] = lambda tile, row_vec: _expdif(tile.data, row_vec.data)
+IMPLS["tensor.row_expand_expdif"] = _expdif
 IMPLS["tile.row_expand"] = lambda target, row_vec: row_vec.data.expand_as(target.data).clone()
 IMPLS["tile.col_expand"] = lambda target, col_vec: col_vec.data.expand_as(target.data).clone()
 IMPLS["tensor.row_expand"] = lambda target, row_vec: row_vec.expand_as(target).clone()
@@ -226,12 +231,19 @@ def matmul_tensor(lhs, rhs, out_dtype, a_trans, b_trans):
     return acc if out_dtype is None else num.cast(acc, out_dtype, "rint")
 
 
+@impl("tensor.matmul_acc")
+def matmul_acc_tensor(acc, lhs, rhs, a_trans, b_trans):
+    a = lhs.transpose(0, 1) if a_trans else lhs
+    b = rhs.transpose(0, 1) if b_trans else rhs
+    return num.matmul(a, b, acc)
+
+
 # ----------------------------------------------------------------------------- tensor level
 
 
 @impl("tensor.full")
 def full_tensor(shape, dtype, value):
-    return torch.full(tuple(shape), num.scalar(value, dtype).item(), dtype=num.TORCH[dtype])
+    return num.scalar(value, dtype).expand(tuple(shape)).clone()
 
 
 @impl("tensor.create")

@@ -118,6 +118,11 @@ class SoC:
     core_pipes: pmap = pmap()
     costs: Costs = Costs()
     event_ids: int = 8  # flags per direction per pipe pair
+    # The M and N extents ConvertTensorToTileOps gives one cube block of a tensor-level
+    # matmul (an assumption: a 128 x 256 FP32 block fills Acc, and its K slices then fit
+    # Left/Right with a useful K). The K slice is the longest the L0/L1 capacities allow.
+    cube_block_m: int = 128
+    cube_block_n: int = 256
 
     def spec(self, space: MemorySpace) -> SpaceSpec:
         return self.spaces[space]

@@ -41,35 +41,69 @@ class MapError(Exception):
 # ----------------------------------------------------------------------------- finding the dump
 
 
+# A pass dump is a few hundred KiB at most; a file far larger is not one, and parsing it
+# would take minutes and gigabytes before saying so.
+MAX_DUMP_BYTES = 16 * 1024 * 1024
+# Pass names are identifiers (they are spliced into a glob: '*' or '/' would be a pattern or a path).
+PASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def find_dump(path: Path, pass_name: str) -> Path:
-    if not path.exists():
+    if not PASS_NAME.fullmatch(pass_name):
+        raise MapError(f"-p {pass_name!r} is not a pass name: one identifier, as in the dump file names "
+                       "(NN_after_<PassName>.py), e.g. -p AllocateMemoryAddr")
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as exc:
+        raise MapError(f"{path}: cannot look at it: {getattr(exc, 'strerror', None) or exc}") from None
+    if not exists:
         raise MapError(f"{path}: no such file or directory")
     if path.is_file():
         return path
-    for directory in (path, path / "passes_dump"):
-        dumps = sorted(directory.glob(f"*_after_{pass_name}.py"))
+    if not path.is_dir():  # a FIFO or a device would be read forever
+        raise MapError(f"{path}: not a regular file or a directory")
+    directories = [d for d in (path, path / "passes_dump") if d.is_dir()]
+    for directory in directories:
+        dumps = sorted(p for p in directory.glob(f"*_after_{pass_name}.py") if p.is_file())
         if dumps:
             return dumps[-1]
-    for directory in (path, path / "passes_dump"):
-        for other in sorted(directory.glob("*.py")):
-            if notes(_text_or_empty(other)).get("memory_planner") == "PTOAS":
-                raise MapError(_ptoas(path))
+    others = sorted(p for d in directories for p in d.glob("*_after_*.py") if p.is_file())
+    for other in others:
+        if notes(_head(other)).get("memory_planner") == "PTOAS":
+            raise MapError(_ptoas(path))
+    if others:
+        have = ", ".join(p.name for p in others[:4]) + (", ..." if len(others) > 4 else "")
+        raise MapError(f"no '*_after_{pass_name}.py' dump under {path} (it has {have}). Pass -p with one of "
+                       "those pass names, or the dump file directly.")
     raise MapError(f"no '*_after_{pass_name}.py' dump under {path}. Compile with dump_passes enabled, or pass the "
                    "dump file directly.")
 
 
 def read_dump(path: Path) -> str:
+    """The dump's text. A file that is not UTF-8 text — binary data is, once it holds a NUL
+    byte, whatever its other bytes happen to be — is not a dump."""
     try:
-        return path.read_bytes().decode("utf-8")
+        if path.stat().st_size > MAX_DUMP_BYTES:
+            raise MapError(f"{path}: not a pass dump: {path.stat().st_size} bytes, more than the "
+                           f"{MAX_DUMP_BYTES // (1024 * 1024)} MiB this tool reads")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MapError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise MapError(f"{path}: not a pass dump (not UTF-8 text)") from None
+        text = None
+    if text is None or "\0" in text:
+        raise MapError(f"{path}: not a pass dump (not UTF-8 text)")
+    return text
 
 
-def _text_or_empty(path: Path) -> str:
-    """A file's text when it is UTF-8, else nothing: for a look at headers while searching."""
+def _head(path: Path) -> str:
+    """The first lines of a file, when they are text: enough for its ``# key: value`` notes."""
     try:
-        return read_dump(path)
-    except MapError:
+        with path.open("rb") as f:
+            return f.read(4096).decode("utf-8", errors="replace")
+    except OSError:
         return ""
 
 
@@ -105,7 +139,7 @@ def model(dump: Path, backend: str = "a2a3") -> dict:
         where = f" at {exc.span}" if exc.span is not None else ""
         reason = exc.message.split("; use sys.set_int_max_str_digits", 1)[0]  # advice for programmers, not users
         raise MapError(f"{dump}: not a pass dump this tool can read: {reason}{where}") from None
-    except RecursionError:
+    except (RecursionError, MemoryError):  # Python's own parser gives up on deep nesting with these
         raise MapError(f"{dump}: not a pass dump this tool can read: nested too deeply") from None
     soc = BACKENDS[backend]
     functions = []
@@ -346,7 +380,10 @@ def run(argv=None) -> Path:
         raise MapError(f"unknown backend {backend!r}; known backends: {', '.join(sorted(BACKENDS))}")
     page = render(model(dump, backend))
     out = Path(args.output) if args.output else dump.with_suffix(".memory_map.html")
-    out.write_text(page)
+    try:
+        out.write_text(page)
+    except OSError as exc:
+        raise MapError(f"{out}: cannot write the page: {exc.strerror or exc}") from None
     print(f"wrote {out}")
     return out
 
@@ -355,9 +392,16 @@ def main(argv=None) -> int:
     try:
         run(argv)
     except (MapError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc))
+    except PyptoError as exc:  # anything the IR layer refuses: its message and place
+        return _fail(exc.message + (f" (at {exc.span})" if exc.span is not None else ""))
     return 0
+
+
+def _fail(message: str) -> int:
+    # One line, whatever a file name or a message holds.
+    print("error: " + message.replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

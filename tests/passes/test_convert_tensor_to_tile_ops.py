@@ -22,8 +22,8 @@ def test_row_local_chain_blocks_along_rows_to_fit_vec():
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[512, 128], pl.FP32], b: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]):
             for r in pl.range(0, 512, 64):
-                a_tile = pl.tile.load(a, [r, 0], [64, 128], target_memory=None)
-                b_tile = pl.tile.load(b, [r, 0], [64, 128], target_memory=None)
+                a_tile = pl.tile.load(a, [r, 0], [64, 128], target_memory=pl.Mem.Vec)
+                b_tile = pl.tile.load(b, [r, 0], [64, 128], target_memory=pl.Mem.Vec)
                 s_1 = pl.tile.add(a_tile, b_tile)
                 m_1 = pl.tile.row_max(s_1)
                 row_expand_sub_1 = pl.tile.row_expand_sub(s_1, m_1)
@@ -42,10 +42,10 @@ def test_small_tensors_become_one_block_and_slices_become_offsets():
     """, """
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[32, 64], pl.FP32], out: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
-            bottom_tile = pl.tile.load(a, [16, 0], [16, 64], target_memory=None)
+            bottom_tile = pl.tile.load(a, [16, 0], [16, 64], target_memory=pl.Mem.Vec)
             muls_1 = pl.tile.muls(bottom_tile, 2.0)
             pl.tile.store(muls_1, [0, 0], out)
-            top_tile = pl.tile.load(a, [0, 0], [16, 64], target_memory=None)
+            top_tile = pl.tile.load(a, [0, 0], [16, 64], target_memory=pl.Mem.Vec)
             exp_1 = pl.tile.exp(top_tile)
             pl.tile.store(exp_1, [16, 0], out)
     """)
@@ -60,9 +60,9 @@ def test_matmul_becomes_the_cube_chain_with_a_k_loop():
     """, """
         @pl.function(type=pl.FunctionType.InCore)
         def mm(self, a: pl.Tensor[[256, 512], pl.FP16], b: pl.Tensor[[256, 512], pl.FP16], out: pl.Out[pl.Tensor[[256, 256], pl.FP32]]):
+            b_tile = pl.tile.load(b, [0, 0], [256, 128], target_memory=None, transpose=True)
             for mi in pl.range(0, 256, 128):
                 a_tile = pl.tile.load(a, [mi, 0], [128, 128], target_memory=None)
-                b_tile = pl.tile.load(b, [0, 0], [256, 128], target_memory=None, transpose=True)
                 acc = pl.tile.matmul(a_tile, b_tile)
                 for ki, (acc_iter,) in pl.range(128, 512, 128, init_values=(acc,)):
                     a_tile_1 = pl.tile.load(a, [mi, ki], [128, 128], target_memory=None)
@@ -82,7 +82,7 @@ def test_whole_tensor_ops_take_one_block():
     """, """
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[1, 32], pl.FP32]]):
-            a_tile = pl.tile.load(a, [0, 0], [16, 32], target_memory=None)
+            a_tile = pl.tile.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Vec)
             abs_1 = pl.tile.abs(a_tile)
             col_sum_1 = pl.tile.col_sum(abs_1)
             pl.tile.store(col_sum_1, [0, 0], out)
@@ -166,8 +166,8 @@ def test_an_elementwise_chain_wider_than_vec_blocks_its_columns_too():
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[65536], pl.FP32], b: pl.Tensor[[65536], pl.FP32], out: pl.Out[pl.Tensor[[65536], pl.FP32]]):
             for c in pl.range(0, 65536, 8192):
-                a_tile = pl.tile.load(a, [c], [8192], target_memory=None)
-                b_tile = pl.tile.load(b, [c], [8192], target_memory=None)
+                a_tile = pl.tile.load(a, [c], [8192], target_memory=pl.Mem.Vec)
+                b_tile = pl.tile.load(b, [c], [8192], target_memory=pl.Mem.Vec)
                 s_1 = pl.tile.add(a_tile, b_tile)
                 pl.tile.store(s_1, [c], out)
             out_1: pl.Tensor[[65536], pl.FP32] = out

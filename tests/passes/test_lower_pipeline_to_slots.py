@@ -22,7 +22,7 @@ def test_top_level_loads_rotate_through_slots_and_the_loop_is_demoted():
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[80, 128], pl.FP32], out: pl.Out[pl.Tensor[[80, 128], pl.FP32]]):
             for i in pl.range(5):
-                t: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=2)[i % 2], pl.Mem.Vec] = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
+                t: pl.Tile[[16, 128], pl.FP32, pl.MemRef("pipe_t", slots=2, pipeline=True)[i % 2], pl.Mem.Vec] = pl.tile.load(a, [i * 16, 0], [16, 128], target_memory=pl.Mem.Vec)
                 exp = pl.tile.exp(t)
                 pl.tile.store(exp, [i * 16, 0], out)
     """, PTOAS)
@@ -44,7 +44,7 @@ def test_under_ptoas_a_pipeline_deeper_than_fits_gets_the_slots_that_fit(tmp_pat
     a, out = torch.randn(512, 256), torch.zeros(512, 256)
     compiled = deep.compile(a, out, config=RunConfig(memory_planner="PTOAS", output_dir=tmp_path))
     (hint,) = compiled.perf_hints
-    assert hint.code == "PH-MR-001" and hint.rule == "LowerPipelineToSlots"
+    assert hint.code == "PH-MR-001" and hint.rule == "PlanPtoasMemory"
     assert "requested depth 4" in hint.line() and "only 2 of 4 buffers fit" in hint.line()
     assert "slots=2)[i % 2]" in compiled.lowered.as_python()
     compiled.run(a, out)

@@ -10,9 +10,9 @@ def test_elementwise_results_take_the_buffer_of_an_operand_that_dies_with_them()
     check_pass(memory_reuse, """
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_0", size=8192), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
-            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_1", size=8192), pl.Mem.Vec] = pl.tile.exp(x)
-            z: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_2", size=8192), pl.Mem.Vec] = pl.tile.add(y, x)
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_0", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_1", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.exp(x)
+            z: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_2", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.add(y, x)
             pl.tile.store(z, [0, 0], out)
     """, """
         @pl.function(type=pl.FunctionType.InCore)
@@ -28,10 +28,10 @@ def test_buffers_with_disjoint_lifetimes_share_one_memref():
     check_pass(memory_reuse, """
         @pl.function(type=pl.FunctionType.InCore)
         def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_0", size=8192), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
-            s: pl.Tile[[16, 1], pl.FP32, pl.MemRef("mem_vec_1", size=128), pl.Mem.Vec] = pl.tile.row_sum(x)
-            z: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_2", size=8192), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
-            w: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_3", size=8192), pl.Mem.Vec] = pl.tile.row_expand_sub(z, s)
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_0", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            s: pl.Tile[[16, 1], pl.FP32, pl.MemRef("mem_vec_1", size=128, reusable=True), pl.Mem.Vec] = pl.tile.row_sum(x)
+            z: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_2", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            w: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_3", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.row_expand_sub(z, s)
             pl.tile.store(w, [0, 0], out)
     """, """
         @pl.function(type=pl.FunctionType.InCore)

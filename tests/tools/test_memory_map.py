@@ -1,13 +1,15 @@
 """The memory map of pass dumps: what it draws for the seed's kernels, what it refuses, and
 that nothing in a dump becomes markup — checked in the page's own DOM, in Chromium."""
 
+import os
 import subprocess
 import sys
 
 import pytest
 import torch
 from browser import Elements, dom, screenshot
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.fuzz import strategies as ps
@@ -277,6 +279,160 @@ def test_a_visualize_data_bin_is_not_a_dump(seed, tmp_path):
     assert done.returncode == 1 and done.stderr == f"error: {path}: not a pass dump (not UTF-8 text)\n"
 
 
+@pytest.mark.parametrize("size", [0x41, 0x7f, 0x80, 0xc3, 0x1234, 0x4141])
+def test_a_container_is_refused_alike_whatever_its_block_sizes_spell(tmp_path, capsys, size):
+    """A block header's size field is valid UTF-8 for some sizes and not for others: what
+    decides is the NUL bytes every container holds, not the length of a path in it."""
+    from pypto.tools.insight import TRACE, encode_block, write_blocks
+
+    path = tmp_path / "visualize_data.bin"
+    path.write_bytes(write_blocks([encode_block(TRACE, b"x" * size)]))
+    done = cli_here(capsys, path)
+    assert done.returncode == 1 and done.stderr == f"error: {path}: not a pass dump (not UTF-8 text)\n"
+
+
+def test_text_with_a_nul_byte_is_not_a_dump(seed, tmp_path, capsys):
+    dump = allocation_dump(seed, "pipelined", tmp_path)
+    path = tmp_path / "nul.py"
+    path.write_text(dump.read_text().replace("\n", "\n\0", 1))
+    done = cli_here(capsys, path)
+    assert done.returncode == 1 and done.stderr == f"error: {path}: not a pass dump (not UTF-8 text)\n"
+
+
+# ----------------------------------------------------------------------------- every bad input: one line
+
+
+def one_line(done, *reasons):
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    for reason in reasons:
+        assert reason in done.stderr, done.stderr
+    return done.stderr
+
+
+def test_a_memref_name_that_is_not_a_literal_is_refused_and_never_run(seed, tmp_path, capsys):
+    dump = allocation_dump(seed, "pipelined", tmp_path)
+    marker = tmp_path / "PWNED"
+    path = edited(dump, tmp_path, SLOTS, f"pl.MemRef(__import__('os').system('touch {marker}'), 0, 65536, slots=2)")
+    one_line(cli_here(capsys, path, "-o", tmp_path / "x.html"), f"error: {path}: not a pass dump this tool can read")
+    assert not marker.exists() and not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize("depth", [1000, 5000, 20000])
+def test_deeply_nested_expressions_are_refused(seed, tmp_path, capsys, depth):
+    dump = allocation_dump(seed, "pipelined", tmp_path)
+    text = dump.read_text()
+    loop = next(x for x in ("pl.range(", "pl.pipeline(") if x in text)
+    path = tmp_path / "deep.py"
+    path.write_text(text.replace(loop, loop + "-" * depth, 1))
+    one_line(cli_here(capsys, path), f"error: {path}: not a pass dump this tool can read")
+
+
+@pytest.mark.parametrize("name", ["a**b", "**", "*", "x/y", "../passes_dump/08", "", "Alloc[ate]", "a b"])
+def test_a_pass_name_is_an_identifier_not_a_pattern(seed, tmp_path, capsys, name):
+    out = dumped(seed, "pipelined", tmp_path)
+    one_line(cli_here(capsys, out, "-p", name), f"-p {name!r} is not a pass name")
+
+
+def test_a_directory_without_the_dump_names_the_dumps_it_has(seed, tmp_path, capsys):
+    out = dumped(seed, "pipelined", tmp_path)
+    text = one_line(cli_here(capsys, out, "-p", "NoSuchPass"), "no '*_after_NoSuchPass.py' dump under",
+                    "01_after_OutlineIncoreScopes.py")
+    assert "Pass -p with one of those pass names" in text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    one_line(cli_here(capsys, empty), "Compile with dump_passes enabled")
+
+
+def test_a_directory_named_like_a_dump_is_not_read(seed, tmp_path, capsys):
+    build = tmp_path / "b"
+    (build / "passes_dump" / "09_after_AllocateMemoryAddr.py").mkdir(parents=True)
+    one_line(cli_here(capsys, build), "no '*_after_AllocateMemoryAddr.py' dump under")
+
+
+def test_a_huge_file_is_refused_without_reading_it(tmp_path, capsys):
+    from pypto.tools.memory_map import MAX_DUMP_BYTES
+
+    path = tmp_path / "huge.py"
+    with path.open("wb") as f:
+        f.truncate(MAX_DUMP_BYTES + 1)  # sparse: nothing is written
+    one_line(cli_here(capsys, path), f"{path}: not a pass dump: {MAX_DUMP_BYTES + 1} bytes, more than the 16 MiB")
+
+
+def test_special_files_and_missing_paths(tmp_path, capsys):
+    one_line(cli_here(capsys, "/dev/null"), "/dev/null: not a regular file or a directory")
+    link = tmp_path / "dangling.py"
+    link.symlink_to(tmp_path / "gone.py")
+    one_line(cli_here(capsys, link), "no such file or directory")
+    one_line(cli_here(capsys, "bad\0path"))  # main(argv) from Python: argv from a shell holds no NUL
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_dump(seed, tmp_path, capsys):
+    path = tmp_path / "locked.py"
+    path.write_text(allocation_dump(seed, "pipelined", tmp_path).read_text())
+    path.chmod(0)
+    one_line(cli_here(capsys, path), f"{path}: cannot read it: Permission denied")
+
+
+def test_an_output_that_cannot_be_written_and_a_file_name_with_a_newline(seed, tmp_path, capsys):
+    dump = allocation_dump(seed, "pipelined", tmp_path)
+    one_line(cli_here(capsys, dump, "-o", tmp_path), f"{tmp_path}: cannot write the page")
+    odd = tmp_path / "two\nlines.py"
+    odd.write_text("not a dump")
+    one_line(cli_here(capsys, odd), "two\\nlines.py")
+    one_line(cli_here(capsys, dump, "--bogus"), "unrecognized arguments: --bogus")
+
+
+@pytest.fixture(scope="module")
+def allocation_text(tmp_path_factory):
+    @pl.jit
+    def two_buffers(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.pipeline(4, stage=2):
+                t = pl.load(a, [i * 16, 0], [16, 128])
+                pl.store(pl.exp(t), [i * 16, 0], out)
+        return out
+
+    out = tmp_path_factory.mktemp("fuzzed") / "build"
+    two_buffers.compile(torch.randn(64, 128), torch.zeros(64, 128),
+                        config=RunConfig(dump_passes=PassDumpLevel.EXPLICIT, output_dir=out))
+    return next((out / "passes_dump").glob("*_after_AllocateMemoryAddr.py")).read_text()
+
+
+@given(st.data())
+def test_property_a_damaged_dump_is_drawn_or_refused_in_one_line(allocation_text, data):
+    """Bytes deleted, inserted or replaced anywhere in a real dump: the tool draws it or
+    says why not, in one line and exit 1 — never a traceback."""
+    import contextlib
+    import io
+    import tempfile
+    from pathlib import Path
+
+    raw = bytearray(allocation_text.encode())
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw)))
+        edit = data.draw(st.sampled_from(["delete", "insert", "replace"]))
+        junk = data.draw(st.binary(min_size=1, max_size=6) | st.sampled_from(
+            [b"(", b")", b"-", b"[", b"]", b":", b",", b"\n", b"    ", b"pl.", b"9" * 30, b"'", b"0x"]))
+        if edit == "delete":
+            del raw[at:at + len(junk)]
+        elif edit == "insert":
+            raw[at:at] = junk
+        else:
+            raw[at:at + len(junk)] = junk
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "08_after_AllocateMemoryAddr.py")
+        path.write_bytes(bytes(raw))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main([str(path), "-o", str(Path(tmp, "m.html"))])
+    if code:
+        assert code == 1 and err.getvalue().startswith("error: ") and err.getvalue().count("\n") == 1
+    else:
+        assert err.getvalue() == ""
+
+
 # ----------------------------------------------------------------------------- rotating slots
 
 
@@ -303,7 +459,6 @@ def test_co_live_rotating_slots_are_drawn_hatched_over_the_allocation(tmp_path):
     assert not any({"conflict", "view"} & set(b["attrs"]["class"].split()) for b in boxes)
 
 
-@settings(max_examples=12)
 @given(ps.tile_programs())
 def test_property_every_allocation_dump_the_compiler_writes_is_drawn(case):
     """The refusals above never fire on the compiler's own output."""

@@ -9,9 +9,12 @@ from pypto.ir.ops.registry import (
     OpArgs,
     OpDef,
     ParamSpec,
+    Windows,
     all_ops,
     infer_type,
     lookup,
+    op_call,
 )
 
-__all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "all_ops", "infer_type", "lookup"]
+__all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "Windows", "all_ops", "infer_type",
+           "lookup", "op_call"]

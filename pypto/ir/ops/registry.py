@@ -82,6 +82,33 @@ class OpArgs:
         return self.types[name]
 
 
+WINDOW_KINDS = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col_broadcast", "source", "slice",
+                "transpose", "whole", "cube")
+
+
+@attrs.frozen
+class Windows:
+    """How a tensor op reads its operands, window by window, so that its code can be
+    computed block by block (``pypto.passes.tensor_graph.operand_regions``):
+
+    - ``elementwise``: a window of the result reads the same window of each operand;
+    - ``row_reduce`` / ``col_reduce``: whole rows (columns) of the operand; two partial
+      results merge with ``combine``;
+    - ``row_broadcast`` / ``col_broadcast``: the window of the first operand and the
+      matching part of the vector operand ``vector``;
+    - ``source``: no operand (a creation); ``slice``: the window moved by the offset;
+      ``transpose``: the window with the two axes swapped; ``whole``: all of the operand,
+      whatever the window (a reshape); ``cube``: a matmul's rows of lhs, columns of rhs.
+
+    ``tile`` is the tile op that computes a window (``tile.<name>`` when not given).
+    """
+
+    kind: str = attrs.field(validator=attrs.validators.in_(WINDOW_KINDS))
+    vector: str | None = None
+    combine: str | None = None
+    tile: str | None = None
+
+
 @attrs.frozen
 class OpDef:
     name: str  # "tile.add"
@@ -90,6 +117,8 @@ class OpDef:
     doc: str = ""
     # An op whose result is its first operand updated in place on GM (store, assemble).
     writes_operand: str | None = None
+    # Tensor ops: which window of each operand a window of the result reads.
+    windows: Windows | None = None
 
     @property
     def has_effect(self) -> bool:
@@ -114,16 +143,30 @@ class OpDef:
 _OPS: dict[str, OpDef] = {}
 
 
-def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None) -> OpDef:
+def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
+             windows: Windows | None = None) -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
-    op = OpDef(name, tuple(params), infer, doc, writes_operand)
+    op = OpDef(name, tuple(params), infer, doc, writes_operand, windows)
     _OPS[name] = op
     return op
 
 
 def lookup(name: str) -> OpDef | None:
     return _OPS.get(name)
+
+
+def op_call(name: str, **args):
+    """A Call of a registered op from its arguments by parameter name; the others at their
+    defaults (a required one left out is an error of the caller)."""
+    from pypto.ir.nodes import Call
+
+    op = _OPS[name]
+    unknown = set(args) - {p.name for p in op.params}
+    missing = [p.name for p in op.params if p.required and p.name not in args]
+    if unknown or missing:
+        raise TypeError(f"{name}: unknown {sorted(unknown)}, missing {missing}")
+    return Call(name, tuple(args.get(p.name, p.default) for p in op.params))
 
 
 def all_ops() -> tuple[OpDef, ...]:
@@ -248,21 +291,14 @@ def _describe(value, t) -> str:
     return type(value).__name__
 
 
-# What to write instead of a tile-only op on tensors (no tensor form exists to name).
-_TENSOR_INSTEAD = {
-    "matmul_acc": "at tensor level pl.matmul(a, b) accumulates over the whole K itself; "
-                  "pl.matmul_acc accumulates into an Acc tile (acc = pl.matmul(l, r), then "
-                  "acc = pl.matmul_acc(acc, l2, r2) on Left/Right tiles)",
-}
 
 
 def _level_hint(op: OpDef, t) -> str | None:
     if op.level == "tile" and isinstance(t, TensorType):
         if lookup(f"tensor.{op.short}") is not None:
             return f"load the tensor into a tile first (pl.load), or use the tensor-level pl.{op.short}"
-        instead = _TENSOR_INSTEAD.get(op.short, "")
         return (f"pl.{op.short} works on tiles only (there is no tensor-level form): load the operands with "
-                f"pl.load first" + (f"; {instead}" if instead else ""))
+                "pl.load first")
     if op.level == "tensor" and isinstance(t, TileType):
         if lookup(f"tile.{op.short}") is not None:
             return f"use the tile-level pl.tile.{op.short}"

@@ -9,6 +9,7 @@ import math
 from pypto.ir.ops.registry import (
     Kind,
     OpArgs,
+    Windows,
     fail,
     fmt_shape,
     register,
@@ -23,6 +24,7 @@ from pypto.ir.ops.tile import (
     DIVIDES,
     FLOATS,
     NUMERIC,
+    SHAPE_HINT,
     SIGNED,
     acc_dtype,
     check_region,
@@ -45,7 +47,7 @@ def _two_d(op: str, t: TensorType) -> None:
 def _static_shape(op: str, exprs) -> tuple[int, ...]:
     shape = static_ints(exprs)
     if shape is None or any(s <= 0 for s in shape):
-        raise fail(op, "static positive shapes", fmt_shape(exprs))
+        raise fail(op, "static positive shapes", fmt_shape(exprs), SHAPE_HINT)
     return shape
 
 
@@ -57,7 +59,8 @@ for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("
         _dtype_in(_op, lhs, _allowed)
         return lhs
 
-    register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR)], _bin, doc=f"elementwise {_name}")
+    register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR)], _bin, doc=f"elementwise {_name}",
+             windows=Windows("elementwise"))
 
 for _name, _allowed in (("adds", NUMERIC), ("subs", NUMERIC), ("muls", NUMERIC), ("divs", DIVIDES),
                         ("maximums", NUMERIC), ("minimums", NUMERIC)):
@@ -66,7 +69,7 @@ for _name, _allowed in (("adds", NUMERIC), ("subs", NUMERIC), ("muls", NUMERIC),
         return a.type("lhs")
 
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.SCALAR)], _sc,
-             doc=f"elementwise {_name} with a scalar")
+             doc=f"elementwise {_name} with a scalar", windows=Windows("elementwise"))
 
 for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("exp", FLOATS),
                         ("log", FLOATS), ("sqrt", FLOATS), ("rsqrt", FLOATS), ("recip", FLOATS)):
@@ -74,8 +77,9 @@ for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("ex
         _dtype_in(_op, a.type("x"), _allowed)
         return a.type("x")
 
-    register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _un, doc=f"elementwise {_name}")
+    register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _un, doc=f"elementwise {_name}", windows=Windows("elementwise"))
 
+_COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum"}  # two partial reductions, merged
 for _name, _axis in (("row_sum", 1), ("row_max", 1), ("row_min", 1), ("col_sum", 0), ("col_max", 0), ("col_min", 0)):
     def _red(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _axis=_axis) -> TensorType:
         x = a.type("x")
@@ -83,7 +87,8 @@ for _name, _axis in (("row_sum", 1), ("row_max", 1), ("row_min", 1), ("col_sum",
         _dtype_in(_op, x, NUMERIC)
         return TensorType((x.shape[0], 1) if _axis == 1 else (1, x.shape[1]), x.dtype)
 
-    register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _red, doc=f"{_name} over a whole tensor")
+    register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _red, doc=f"{_name} over a whole tensor",
+             windows=Windows("row_reduce" if _axis == 1 else "col_reduce", combine=_COMBINE[_name.split("_")[1]]))
 
 for _f in ("add", "sub", "mul", "div", "expdif"):
     for _kind, _axis in (("row", 1), ("col", 0)):
@@ -102,7 +107,7 @@ for _f in ("add", "sub", "mul", "div", "expdif"):
             return x
 
         register(f"tensor.{_kind}_expand_{_f}", [P("x", Kind.TENSOR), P(_vec, Kind.TENSOR)], _exp,
-                 doc=f"{_kind}-broadcast {_f}")
+                 doc=f"{_kind}-broadcast {_f}", windows=Windows(f"{_kind}_broadcast", vector=_vec))
 
 for _kind, _axis in (("row", 1), ("col", 0)):
     def _bc(a: OpArgs, soc: SoC, _op=f"tensor.{_kind}_expand", _axis=_axis, _vec=f"{_kind}_vec") -> TensorType:
@@ -114,7 +119,8 @@ for _kind, _axis in (("row", 1), ("col", 0)):
         return x
 
     register(f"tensor.{_kind}_expand", [P("target", Kind.TENSOR), P(f"{_kind}_vec", Kind.TENSOR)], _bc,
-             doc=f"broadcast a {_kind} vector to target's shape")
+             doc=f"broadcast a {_kind} vector to target's shape", windows=Windows(f"{_kind}_broadcast",
+                                                                                 vector=f"{_kind}_vec"))
 
 
 def _cast(a: OpArgs, soc: SoC) -> TensorType:
@@ -124,11 +130,12 @@ def _cast(a: OpArgs, soc: SoC) -> TensorType:
 
 
 register("tensor.cast", [P("x", Kind.TENSOR), P("target_type", Kind.DTYPE), P("mode", Kind.STR, default="round")],
-         _cast, doc="convert each element")
+         _cast, doc="convert each element", windows=Windows("elementwise"))
 
 
 register("tensor.fillpad", [P("x", Kind.TENSOR), P("pad_value", Kind.PAD, default=PadValue.zero)],
-         lambda a, soc: a.type("x"), doc="a tensor is valid everywhere: the same values (the tile form pads)")
+         lambda a, soc: a.type("x"), doc="a tensor is valid everywhere: the same values (the tile form pads)",
+         windows=Windows("elementwise"))
 
 
 def _matmul(a: OpArgs, soc: SoC) -> TensorType:
@@ -153,7 +160,26 @@ def _matmul(a: OpArgs, soc: SoC) -> TensorType:
 register("tensor.matmul", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR),
                            P("out_dtype", Kind.DTYPE, default=None, optional=True),
                            P("a_trans", Kind.BOOL, default=False), P("b_trans", Kind.BOOL, default=False)],
-         _matmul, doc="lhs @ rhs through the cube (FP32 accumulation), cast to out_dtype")
+         _matmul, doc="lhs @ rhs through the cube (FP32 accumulation), cast to out_dtype", windows=Windows("cube"))
+
+
+def _matmul_acc(a: OpArgs, soc: SoC) -> TensorType:
+    acc = a.type("acc")
+    _two_d("tensor.matmul_acc", acc)
+    product = _matmul(OpArgs(a.op, {**a.values, "out_dtype": None}, a.types), soc)
+    want = acc_dtype(a.type("lhs").dtype)
+    if acc.shape != product.shape:
+        raise fail("tensor.matmul_acc", f"an accumulator of shape {fmt_shape(product.shape)}", fmt_shape(acc.shape))
+    if acc.dtype is not want:
+        raise fail("tensor.matmul_acc", f"accumulator dtype {want.name}", acc.dtype.name,
+                   f"start the accumulator with pl.matmul(..., out_dtype=pl.{want.name}) or "
+                   f"pl.create_tensor(..., dtype=pl.{want.name})")
+    return acc
+
+
+register("tensor.matmul_acc", [P("acc", Kind.TENSOR), P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR),
+                               P("a_trans", Kind.BOOL, default=False), P("b_trans", Kind.BOOL, default=False)],
+         _matmul_acc, doc="acc + lhs @ rhs through the cube, accumulated in acc's dtype", windows=Windows("cube"))
 
 
 def _full(a: OpArgs, soc: SoC) -> TensorType:
@@ -161,14 +187,15 @@ def _full(a: OpArgs, soc: SoC) -> TensorType:
 
 
 register("tensor.full", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("value", Kind.SCALAR)], _full,
-         doc="a tensor filled with a scalar")
+         doc="a tensor filled with a scalar", windows=Windows("source", tile="tile.full"))
 
 
 def _create(a: OpArgs, soc: SoC) -> TensorType:
     return TensorType(_static_shape("tensor.create", a["shape"]), a["dtype"])
 
 
-register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE)], _create, doc="a zero-filled tensor")
+register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE)], _create, doc="a zero-filled tensor",
+         windows=Windows("source", tile="tile.create"))
 
 
 def _slice(a: OpArgs, soc: SoC) -> TensorType:
@@ -179,7 +206,7 @@ def _slice(a: OpArgs, soc: SoC) -> TensorType:
 
 
 register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST)], _slice,
-         doc="the window [offset, offset+shape) of a tensor")
+         doc="the window [offset, offset+shape) of a tensor", windows=Windows("slice"))
 
 
 def _assemble(a: OpArgs, soc: SoC) -> TensorType:
@@ -203,7 +230,8 @@ def _reshape(a: OpArgs, soc: SoC) -> TensorType:
     return TensorType(shape, x.dtype)
 
 
-register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _reshape, doc="a new row-major shape")
+register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _reshape, doc="a new row-major shape",
+         windows=Windows("whole"))
 
 
 def _transpose(a: OpArgs, soc: SoC) -> TensorType:
@@ -220,8 +248,9 @@ def _transpose(a: OpArgs, soc: SoC) -> TensorType:
 
 
 register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis2", Kind.INT)], _transpose,
-         doc="swap two axes")
+         doc="swap two axes", windows=Windows("transpose"))
 
 unify("slice", tensor="tensor.slice")
 unify("assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")
+unify("matmul_acc", tile="tile.matmul_acc", tensor="tensor.matmul_acc")

@@ -28,6 +28,7 @@ from pypto.sim.soc import SoC
 
 VEC = (M.Vec,)
 CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")
+SHAPE_HINT = "give every extent as a positive compile-time constant"
 CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
 
 
@@ -107,7 +108,7 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
     tensor: TensorType = a.type("tensor")
     shape = static_ints(a["shapes"])
     if shape is None or any(s <= 0 for s in shape):
-        raise fail("tile.load", "static positive tile shapes", fmt_shape(a["shapes"]))
+        raise fail("tile.load", "static positive tile shapes", fmt_shape(a["shapes"]), SHAPE_HINT)
     target = a["target_memory"]
     if target is not None and not soc.can_move(M.DDR, target):
         legal = " or ".join(s.name for s in soc.targets_from(M.DDR))
@@ -203,7 +204,7 @@ register(
 def _infer_create(a: OpArgs, soc: SoC) -> TileType:
     shape = static_ints(a["shape"])
     if shape is None or any(s <= 0 for s in shape):
-        raise fail("tile.create", "static positive shapes", fmt_shape(a["shape"]))
+        raise fail("tile.create", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
     return TileType(shape=shape, dtype=a["dtype"], space=a["target_memory"])
 
 
@@ -218,7 +219,7 @@ register(
 def _infer_full(a: OpArgs, soc: SoC) -> TileType:
     shape = static_ints(a["shape"])
     if shape is None or any(s <= 0 for s in shape):
-        raise fail("tile.full", "static positive shapes", fmt_shape(a["shape"]))
+        raise fail("tile.full", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
     return TileType(shape=shape, dtype=a["dtype"], space=M.Vec)
 
 
@@ -435,7 +436,7 @@ def _infer_reshape(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
     shape = static_ints(a["shape"])
     if shape is None or any(s <= 0 for s in shape):
-        raise fail("tile.reshape", "static positive shapes", fmt_shape(a["shape"]))
+        raise fail("tile.reshape", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
     import math
 
     if math.prod(shape) != math.prod(t.shape):
@@ -566,7 +567,7 @@ for _f in ("add", "sub", "mul", "div"):
     unify(f"col_expand_{_f}", tile=f"tile.col_expand_{_f}", tensor=f"tensor.col_expand_{_f}")
 unify("cmp", tile="tile.cmp", tile_scalar="tile.cmps")
 unify("cmps", tile_scalar="tile.cmps")
-for _n in ("load", "store", "move", "sel", "set_validshape", "matmul_acc"):
+for _n in ("load", "store", "move", "sel", "set_validshape"):
     unify(_n, tile=f"tile.{_n}")
 unify("fillpad", tile="tile.fillpad", tensor="tensor.fillpad")
 unify("create_tile", tile="tile.create")

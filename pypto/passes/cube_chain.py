@@ -1,0 +1,87 @@
+"""The cube's K chain for a window of a tensor-level matmul (ConvertTensorToTileOps).
+
+    c[mi:mi+128, ni:ni+256] of pl.matmul(a, b)    a_tile = pl.tile.load(a, [mi, 0], [128, kb], ...)
+                                             ->   b_tile = pl.tile.load(b, [0, ni], [kb, 256], ...)
+                                                  acc = pl.tile.matmul(a_tile, b_tile)
+                                                  for ki, (acc_iter,) in pl.range(kb, K, kb, init_values=(acc,)):
+                                                      ...  acc_1 = pl.tile.matmul_acc(acc_iter, a_tile_1, b_tile_1)
+
+K slices are as long as Left, Right and Mat hold beside the window (from the SoC table);
+operands come from GM (or slices of it) and are read through the emitter's ``load``, with
+its checks; their loads leave the landing space (Mat) to InferTileMemorySpace.
+Accumulation runs in K order, as the interpreter's matmul does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pypto.errors import UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.ops import lookup, op_call
+from pypto.ir.types import INDEX
+from pypto.passes.tensor_graph import Op, largest_divisor, plus, region_vars
+from pypto.sim.soc import MemorySpace as M
+
+if TYPE_CHECKING:
+    from pypto.passes.tile_emitter import Emitter
+
+
+def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
+    """``region`` of a matmul (or of an accumulation into ``acc``) as the cube chain over
+    K: the first K slice starts the accumulator (or ``acc``'s tile is it), the rest
+    accumulate in a loop that carries it."""
+    args = dict(zip((p.name for p in lookup(call.op).params), call.args))
+    a_trans, b_trans = bool(args["a_trans"]), bool(args["b_trans"])
+    lhs, rhs = (em.g.source_window(args[p].name, em.env) for p in ("lhs", "rhs"))
+    if lhs is None or rhs is None:
+        raise UnsupportedSyntaxError("on a2a3 the cube reads its operands from GM (or slices of it)",
+                                     span=d.span, hint="assemble the operand into a tensor in a kernel before")
+    (m0, mb), (n0, nb) = region
+    lt = em.g.types[args["lhs"].name]
+    k = lt.shape[0] if a_trans else lt.shape[1]
+    esize = lt.dtype.nbytes
+    soc = em.soc
+    kb = largest_divisor(k, lambda b: mb * b * esize <= soc.spec(M.Left).capacity
+                         and b * nb * esize <= soc.spec(M.Right).capacity
+                         and (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity)
+
+    def operands(kk):
+        """The K slice at ``kk`` of both operands, as windows of their GM (transposed on
+        the way into Mat where the matmul transposes them)."""
+        (la, lo, lr), (ra, ro, rr) = lhs, rhs
+        a_win = ((plus(lo[0], kk), kb), (plus(lo[1], m0), mb)) if a_trans else \
+            ((plus(lo[0], m0), mb), (plus(lo[1], kk), kb))
+        b_win = ((plus(ro[0], n0), nb), (plus(ro[1], kk), kb)) if b_trans else \
+            ((plus(ro[0], kk), kb), (plus(ro[1], n0), nb))
+        a = em.load(la, a_win, lr or d.stmt, args["lhs"].name, None, a_trans)
+        b = em.load(ra, b_win, rr or d.stmt, args["rhs"].name, None, b_trans)
+        return {"lhs": a, "rhs": b}
+
+    deps = region_vars(region) | set().union(*(n.expr_vars(o) for _, offs, _ in (lhs, rhs) for o in offs))
+    with em.at(em.level(deps)) as frame:
+        if "acc" in args:
+            if em.g.gm_root(args["acc"].name) is not None:
+                raise UnsupportedSyntaxError(
+                    f"pl.matmul_acc accumulates on chip, in Acc, but '{args['acc'].name}' is GM storage, and on "
+                    "a2a3 GM does not load into Acc", span=d.span,
+                    hint="start the accumulator on chip — acc = pl.matmul(a, b), or acc = pl.create_tensor(shape, "
+                         "dtype=pl.FP32) — accumulate into it, then assemble it into the output")
+            acc, start = em.value(args["acc"].name, region, d.stmt), 0
+        else:
+            acc, start = em.bind("acc", op_call("tile.matmul", **operands(n.Const(0))), d.span), kb
+        if start >= k:
+            return acc
+        if start + kb >= k:  # one slice left: no loop
+            return em.bind("acc", op_call("tile.matmul_acc", acc=acc, **operands(n.Const(start))), d.span)
+        t = em.types[acc.name]
+        ki, carried = em.fresh("ki", INDEX), em.fresh("acc_iter", t)
+        fold = em.push("fold", (ki, carried))
+        nxt = em.bind("acc", op_call("tile.matmul_acc", acc=n.Var(carried), **operands(n.Var(ki))), d.span)
+        fold.stmts.append(n.Yield((nxt,)))
+        em.pop()
+        out = em.fresh("acc_out", t)
+        em.emit_loop(frame, ki, n.Const(start), n.Const(k), n.Const(kb), fold,
+                     iter_args=(n.IterArg(carried, t, acc),), results=(n.Binding(out, t),), span=d.span)
+        em.adopt(frame, out)
+        return n.Var(out)

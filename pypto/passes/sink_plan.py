@@ -1,0 +1,227 @@
+"""Where a sink's blocks come from (ConvertTensorToTileOps): ``plan_sink`` chooses how to
+block ``target[...] = source`` so that one block's tiles fit in Vec, ``emit_sink`` emits
+it with ``tile_emitter``.
+
+    out[:] = pl.exp(a)        # a: [2048, 128] FP32     Plan(blocks=(256, 128), order=(0, 1))
+->  for r in pl.range(0, 2048, 256):
+        a_tile = pl.tile.load(a, [r, 0], [256, 128], target_memory=pl.Mem.Vec)
+        exp_1 = pl.tile.exp(a_tile)
+        pl.tile.store(exp_1, [r, 0], out)
+
+Plans are tried by emitting them into throwaway copies of the emitter and summing the
+bytes of their tiles (what may be live at once, counted conservatively, so that the
+memory planner can always place them); of those that fit, the one that moves the fewest
+GM bytes wins. The cube side (a matmul's accumulator) blocks by the SoC table's cube
+block instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.ops import op_call
+from pypto.ir.types import INDEX, DataType
+from pypto.passes.tensor_graph import Unblockable, divisors, extents, largest_divisor, plus
+from pypto.passes.tile_emitter import Emitter
+from pypto.sim.soc import MemorySpace as M
+from pypto.sim.soc import SoC
+
+
+@attrs.frozen
+class Plan:
+    blocks: tuple  # elements per block, per axis
+    order: tuple  # the axes' block loops, outermost first
+    fold_budget: int = 0  # bytes of Vec a reduction's fold may take (0: no folds)
+
+
+@attrs.frozen
+class Emitted:
+    stmts: tuple
+    peak: int  # the most bytes of Vec its tiles hold at once
+    # whether every read of the stored tensor is of the window the same block stores
+    # (an in-place update): then blocks may go one after another
+    reads_own_window_only: bool
+    reads_target: bool
+
+
+def emit_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str, plan: Plan) -> Emitted:
+    """``target[offsets...] = source``, computed in blocks of ``plan.blocks`` elements
+    per axis: a block loop for each axis not taken whole, nested in ``plan.order``."""
+    em.sink_stmt, em.loads, em.live, em.peak = stmt, [], 0, 0
+    em.fold_budget = plan.fold_budget
+    shape = em.g.types[em.g.resolve(source)].shape
+    sink = em.push("sink")
+    region = [(n.Const(0), dim) for dim in shape]
+    loops = []
+    names = ("mi", "ni") if em.g.side(source) is M.Acc else ("r", "c")
+    for axis in plan.order:
+        dim, b = shape[axis], plan.blocks[axis]
+        if b < dim:
+            var = em.fresh(names[0] if axis == 0 and len(shape) > 1 else names[1], INDEX)
+            em.push("block", (var,))
+            loops.append((var, dim, b))
+            region[axis] = (n.Var(var), b)
+    tile = em.value(source, tuple(region), stmt)
+    store_at = tuple(plus(o, r) for o, (r, _) in zip(offsets, region))
+    em.frames[-1].stmts.append(n.Eval(op_call("tile.store", tile=tile, offsets=store_at,
+                                              output_tensor=n.Var(target)), span=stmt.span))
+    for var, dim, b in reversed(loops):
+        body = em.pop()
+        em.emit_loop(em.frames[-1], var, n.Const(0), n.Const(dim), n.Const(b), body, span=stmt.span)
+    em.pop()
+    root = em.g.gm_root(target)
+    own = [x for x in em.loads if x.root == root]
+    window = tuple(extents(region))
+    return Emitted(tuple(sink.stmts), em.peak, all(x.offsets == store_at and x.extents == window for x in own),
+                   bool(own))
+
+
+def plan_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str) -> Plan:
+    """How to block a sink. For each share of Vec a fold may take (none first): every
+    block of whole rows that fits (the whole value first), else rows of the widest column
+    block that fits, its loops nested either way (extents divide the value's). Of those,
+    the one that moves the fewest GM bytes (short rows costing as the simulator says),
+    then runs the fewest statements. A block that reads a window of the stored tensor
+    other than its own would read what earlier blocks stored: then only the whole value
+    is a candidate."""
+    shape = tuple(em.g.types[em.g.resolve(source)].shape)
+    order = tuple(range(len(shape)))
+    if em.g.side(source) is M.Acc:
+        return _cube_plan(em, stmt, target, offsets, source, shape)
+    tried: list = []
+    in_place_only = wanted_fold = budget_bound = False
+
+    def attempt(plan: Plan):
+        nonlocal in_place_only, wanted_fold, budget_bound
+        e = em.scratch()
+        try:
+            out = emit_sink(e, stmt, target, offsets, source, plan)
+        except Unblockable as err:
+            tried.append((plan.blocks, err))
+            return None
+        finally:
+            wanted_fold = wanted_fold or e.wanted_fold
+            budget_bound = budget_bound or e.budget_bound
+        tried.append((plan.blocks, out.peak))
+        blocked = plan.blocks != shape
+        if blocked and not out.reads_own_window_only:
+            in_place_only = True
+            return None
+        return _cost(out.stmts, em.soc) if out.peak <= em.capacity else None
+
+    found = {}
+    for k, budget in enumerate((0, em.capacity, em.capacity // 2, em.capacity // 4, em.capacity // 8)):
+        if k >= 2 and not budget_bound:
+            break  # no fold was held back by its budget: a smaller one changes nothing
+        budget_bound = False
+        for blocks in _row_blocks(shape):
+            plan = Plan(blocks, order, budget)
+            cost = attempt(plan)
+            if cost is not None:
+                found.setdefault(plan, cost)
+        if not found and len(shape) > 1:
+            for nesting in (order, order[::-1]):
+                for blocks in _column_blocks(shape):
+                    plan = Plan(blocks, nesting, budget)
+                    cost = attempt(plan)
+                    if cost is not None:
+                        found[plan] = cost
+                        break
+        if not wanted_fold:
+            break  # every reduction fit whole: folds would change nothing
+    if not found:
+        raise _too_large(stmt, shape, tried, em.capacity, in_place_only)
+    return min(found, key=lambda p: found[p])
+
+
+def _cube_plan(em: Emitter, stmt, target: str, offsets: tuple, source: str, shape) -> Plan:
+    """An accumulator's blocks: the SoC table's cube block (M and N extents dividing the
+    value's that fit Acc). A matmul that reads the tensor it stores is computed in one
+    block, or refused."""
+    order = tuple(range(len(shape)))
+    if len(shape) != 2:
+        return Plan(shape, order)
+    acc_bytes = DataType.FP32.nbytes  # FP32 or INT32 accumulation
+    mb = largest_divisor(shape[0], lambda b: b <= em.soc.cube_block_m)
+    nb = largest_divisor(shape[1], lambda b: b <= em.soc.cube_block_n
+                         and mb * b * acc_bytes <= em.soc.spec(M.Acc).capacity)
+    plan = Plan((mb, nb), order)
+    if plan.blocks != shape:
+        out = emit_sink(em.scratch(), stmt, target, offsets, source, plan)
+        if out.reads_target:
+            raise UnsupportedSyntaxError(
+                f"this matmul reads the tensor it stores into, and is computed in blocks of {mb}x{nb}: a block "
+                "would read what an earlier block stored", span=stmt.span,
+                hint="store the product into another tensor")
+    return plan
+
+
+def _cost(stmts, soc: SoC) -> tuple:
+    """(GM bytes moved, statements run) of emitted code, its loops running their static
+    trip counts; a transfer's row shorter than the L2 line costs as the simulator says."""
+    moved = run = 0
+
+    def walk(body, times):
+        nonlocal moved, run
+        for s in body:
+            run += times
+            if isinstance(s, n.For):
+                bounds = [x.value if isinstance(x, n.Const) else None for x in (s.start, s.stop, s.step)]
+                trips = len(range(*bounds)) if None not in bounds else 1
+                walk(s.body, times * trips)
+            elif isinstance(s, n.If):
+                walk(s.then_body, times)
+                walk(s.else_body, times)
+            elif isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "tile.load":
+                t = s.type
+                rows = math.prod(t.shape[:-1])
+                row_bytes = t.shape[-1] * t.dtype.nbytes
+                line = soc.l2_cache_line
+                moved += times * rows * (row_bytes if row_bytes >= line else max(row_bytes, soc.costs.short_row_bytes))
+
+    walk(stmts, 1)
+    return moved, run
+
+
+def _row_blocks(shape):
+    """Blocks of whole rows (the whole value first), largest first; for a vector, its
+    column blocks."""
+    if len(shape) == 1:
+        return [(c,) for c in divisors(shape[0])]
+    return [(r, *shape[1:]) for r in divisors(shape[0])]
+
+
+def _column_blocks(shape):
+    """Rows of column blocks narrower than the value, widest first."""
+    if len(shape) < 2:
+        return
+    for c in divisors(shape[-1])[1:]:
+        for r in divisors(shape[0]):
+            yield (r, *shape[1:-1], c)
+
+
+def _too_large(stmt, shape, tried, capacity, in_place_only):
+    blocked = [err for _, err in tried if isinstance(err, Unblockable)]
+    sized = [(b, need) for b, need in tried if isinstance(need, int)]
+    if in_place_only:
+        need = sized[0][1] if sized else 0
+        return MemorySpaceError(
+            f"this sink reads the tensor it stores into at other windows than it stores, so it is computed whole, "
+            f"and that needs {need} B of Vec, more than its {capacity} B", span=stmt.span,
+            hint="store into another tensor, or compute smaller windows yourself (slices)")
+    if blocked and not sized:
+        err = blocked[-1]
+        return UnsupportedSyntaxError(err.message, span=err.span or stmt.span, hint=err.hint)
+    if sized:
+        b, need = min(sized, key=lambda x: x[1])
+        block = "x".join(map(str, b))
+        why = f"; larger blocks: {blocked[-1].message}" if blocked else ""
+        return MemorySpaceError(f"this tensor expression needs {need} B of Vec even in blocks of {block}, more than "
+                                f"its {capacity} B{why}", span=stmt.span,
+                                hint="use smaller tensors or fewer live intermediates, or block it yourself with "
+                                     "slices in a loop")
+    return MemorySpaceError(f"this tensor expression does not fit Vec's {capacity} B", span=stmt.span)

@@ -1,0 +1,465 @@
+"""Tile code for windows of tensor values: the back half of ConvertTensorToTileOps.
+
+``Emitter.value(name, region)`` is a tile holding ``region`` of the tensor ``name``, and
+the statements computing it: GM storage is loaded; an op takes its operands' windows
+(``operand_regions``); a slice only moves the window; a pure loop or if is emitted with
+tiles as its carried values; a reduction whose operand does not fit in Vec is folded over
+blocks of the reduced axis; a matmul is the cube's K chain (``cube_chain``).
+
+    out[:] = pl.col_expand_sub(a, pl.col_max(a))        # a: [2048, 128] FP32
+->  col_max_1 = pl.tile.col_max(a_tile_1)               # rows 0..255, then folded
+    for r_1, (col_max_acc,) in pl.range(256, 2048, 256, init_values=(col_max_1,)): ...
+    for r in pl.range(0, 2048, 256):                    # the sink's row blocks
+        a_tile = pl.tile.load(a, [r, 0], [256, 128], target_memory=pl.Mem.Vec)
+        col_expand_sub_1 = pl.tile.col_expand_sub(a_tile, col_max_total)
+        pl.tile.store(col_expand_sub_1, [r, 0], out)
+
+Frames are the blocks statements go into: a sink's own (``sink``); the block loops and
+fold loops this pass makes (``block``, ``fold``: they always run, so a tile that does not
+depend on their index is emitted outside them) and a fold's first block (``first``); the
+bodies of the user's loops and branches (``body``: nothing moves out of those). Each tile
+is emitted once per sink, in the outermost frame its dependences allow, and found again
+by (value, window). The emitter also counts the bytes its tiles may hold at once (a
+fold's tiles are dead when it ends), for the block planner (``sink_plan``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import attrs
+
+from pypto.errors import UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.infer import call_type
+from pypto.ir.ops import lookup, op_call
+from pypto.ir.rewrite import substitute
+from pypto.ir.simplify import simplify
+from pypto.ir.types import INDEX, ScalarType, TileType
+from pypto.passes import cube_chain
+from pypto.passes.tensor_graph import (
+    Carried,
+    Op,
+    TensorGraph,
+    Unblockable,
+    carried_regions,
+    divisors,
+    extents,
+    operand_regions,
+    region_vars,
+    whole,
+)
+from pypto.sim.soc import MemorySpace as M
+from pypto.sim.soc import SoC
+
+
+@attrs.define(eq=False)
+class Frame:
+    kind: str  # "sink" | "block" | "fold" | "first" | "body"
+    stmts: list = attrs.Factory(list)
+    names: set = attrs.Factory(set)
+    memo: dict = attrs.Factory(dict)
+    bytes: int = 0  # of the tiles bound here
+
+
+@attrs.frozen
+class Load:
+    """A GM window the current sink reads: (GM root, offsets, extents)."""
+
+    root: str
+    offsets: tuple
+    extents: tuple
+
+
+class Emitter:
+    def __init__(self, graph: TensorGraph, soc: SoC, types: dict, used: set, materialized: dict,
+                 env: dict | None = None):
+        self.g = graph
+        self.soc = soc
+        self.types = types
+        self.used = used
+        self.mat = materialized  # computed tensor -> its whole tile (carried by a loop that stores)
+        self.env: dict = dict(env or {})  # source scalar names -> their names where a loop body is emitted again
+        self.frames: list[Frame] = []
+        self.home: dict[str, Frame] = {}  # emitted name -> the frame it is bound in
+        self.sink_stmt = None  # the statement whose sink is being emitted
+        self.loads: list[Load] = []  # what the current sink reads from GM
+        self.live = 0  # bytes of the tiles that may be live now
+        self.peak = 0  # the most bytes live at once, since the sink began
+        self.fold_budget = 0  # bytes a fold may take (0: reductions must fit whole); the planner sets it
+        self.wanted_fold = False  # a reduction did not fit whole, and folds were not allowed
+        self.budget_bound = False  # a fold took a shorter block for its budget than Vec allowed
+        self.folds: dict = {}  # fold decisions by (value, window extents, axis, live bytes, budget)
+
+    def scratch(self) -> Emitter:
+        """A throwaway copy, to measure what emitting would take."""
+        e = Emitter(self.g, self.soc, dict(self.types), set(self.used), self.mat, self.env)
+        e.sink_stmt, e.fold_budget, e.folds = self.sink_stmt, self.fold_budget, self.folds
+        return e
+
+    @property
+    def capacity(self) -> int:
+        return self.soc.spec(M.Vec).capacity
+
+    @property
+    def span(self):
+        return getattr(self.sink_stmt, "span", None)
+
+    # ------------------------------------------------------------------ frames
+
+    def push(self, kind: str, names=()) -> Frame:
+        f = Frame(kind, names=set(names))
+        for x in names:
+            self.home[x] = f
+        self.frames.append(f)
+        return f
+
+    def pop(self) -> Frame:
+        """Close the innermost frame. A fold's tiles (and its first block's) die with it:
+        only its result, bound outside, stays live."""
+        f = self.frames.pop()
+        if f.kind in ("fold", "first"):
+            self.live -= f.bytes
+        elif self.frames:
+            self.frames[-1].bytes += f.bytes
+        return f
+
+    def level(self, deps) -> int:
+        """The outermost open frame a statement reading ``deps`` may go into."""
+        best = max(i for i, f in enumerate(self.frames) if f.kind in ("sink", "body", "first"))
+        index = {id(f): i for i, f in enumerate(self.frames)}
+        for name in deps:
+            f = self.home.get(name)
+            if f is not None and id(f) in index:
+                best = max(best, index[id(f)])
+        return best
+
+    @contextlib.contextmanager
+    def at(self, level: int):
+        """Emit into frame ``level`` as if it were innermost (the frames inside are open
+        blocks that come after whatever is emitted here)."""
+        hidden = self.frames[level + 1:]
+        del self.frames[level + 1:]
+        try:
+            yield self.frames[level]
+        finally:
+            self.frames.extend(hidden)
+
+    def fresh(self, base: str, t) -> str:
+        name = n.fresh_name(base, self.used)
+        self.types[name] = t
+        return name
+
+    def bind(self, base: str, call: n.Call, span, frame: Frame | None = None) -> n.Var:
+        """``call`` bound to a fresh name, in the outermost frame it may go into."""
+        t = call_type(call, self.types, self.soc)
+        name = self.fresh(base, t)
+        f = frame or self.frames[self.level(_call_vars(call))]
+        f.stmts.append(n.Assign(name, t, call, span=span))
+        self.adopt(f, name)
+        return n.Var(name)
+
+    def adopt(self, f: Frame, name: str, counted: bool = True) -> None:
+        """``name`` is bound in ``f``; ``counted``: it takes bytes of its own (a carried
+        value takes its initial value's)."""
+        f.names.add(name)
+        self.home[name] = f
+        t = self.types[name]
+        if counted and isinstance(t, TileType):
+            align = self.soc.spec(t.space).align if t.space is not None else 1
+            size = -(-t.nbytes // align) * align
+            f.bytes += size
+            self.live += size
+            self.peak = max(self.peak, self.live)
+
+    def emit_loop(self, frame: Frame, var: str, start, stop, step, body: Frame, *, kind=None, stage=None,
+                  iter_args=(), results=(), span=None) -> None:
+        frame.stmts.append(n.For(var=var, start=start, stop=stop, step=step, body=tuple(body.stmts),
+                                 **({} if kind is None else {"kind": kind}), stage=stage,
+                                 iter_args=tuple(iter_args), results=tuple(results), span=span))
+
+    # ------------------------------------------------------------------ values
+
+    def value(self, name: str, region: tuple, reader=None, hint: str | None = None) -> n.Var:
+        """The tile of ``region`` of tensor ``name``. ``reader``: the statement whose
+        operand it is (where the program reads it); ``hint``: a name for a load."""
+        name = self.g.resolve(name)
+        if name in self.mat:
+            if region != whole(self.g.types[name].shape):
+                raise Unblockable(f"'{name}' is carried whole through a loop that also stores, and a window "
+                                  "of it is read here",
+                                  hint="read it whole, or compute the window before the loop")
+            return self.mat[name]
+        if name in self.g.roots:
+            return self.load(name, region, reader, hint or name, M.Vec)
+        d = self.g.defs.get(name)
+        if isinstance(d, Op) and lookup(d.call.op).windows.kind == "source":
+            # A creation is made where it is read, and for that reader alone: a loop that
+            # starts from it updates its buffer in place (an accumulator cannot be copied).
+            return self.apply(name, substitute(d.call, self.env), region, {}, d, frame=self.frames[-1])
+        key = (name, region)
+        for f in reversed(self.frames):
+            if key in f.memo:
+                return f.memo[key]
+        var = self._compute(name, region, hint or name)
+        self.home[var.name].memo[key] = var
+        return var
+
+    def load(self, name: str, region: tuple, reader, hint: str, target, transpose: bool = False) -> n.Var:
+        """A GM window as a tile (``transpose``: of the window's transpose, into Mat).
+        Refused where the program read the tensor before a store into it that comes
+        before the sink, which would read the new values."""
+        root = self.g.roots[name]
+        if reader is not None and self.g.written_between(root, reader, self.sink_stmt):
+            raise UnsupportedSyntaxError(
+                f"'{name}' is read here before it is stored into, and what is read is used only after that "
+                "store: tensor code is computed where it is stored, which would read the new values",
+                span=getattr(reader, "span", None),
+                hint="store the value that reads it first, or read the tensor after the store")
+        key = ("load", name, region, target, transpose)
+        for f in reversed(self.frames):
+            if key in f.memo:
+                return f.memo[key]
+        offsets, shape = tuple(o for o, _ in region), extents(region)
+        self.loads.append(Load(root, offsets, shape))
+        var = self.bind(f"{hint}_tile", op_call("tile.load", tensor=n.Var(name), offsets=offsets,
+                                                shapes=tuple(map(n.Const, shape)), target_memory=target,
+                                                transpose=transpose), self.span)
+        self.home[var.name].memo[key] = var
+        return var
+
+    def _compute(self, name: str, region: tuple, hint: str) -> n.Var:
+        d = self.g.defs.get(name)
+        if isinstance(d, Carried):
+            if d.inside or not d.pure:  # an iter arg is found in its loop's frame, at the window it carries
+                raise Unblockable(f"the loop carrying '{name}' reads it at another window than it carries")
+            if isinstance(d.stmt, n.For):
+                return self.loop(d.stmt, d.index, region)
+            return self.branch(d.stmt, d.index, region)
+        if not isinstance(d, Op):
+            raise UnsupportedSyntaxError(f"'{name}' has no value on chip here", span=self.span)
+        call = substitute(d.call, self.env)
+        windows = lookup(call.op).windows
+        if windows.kind == "cube":
+            return cube_chain.emit(self, name, call, region, d)
+        if windows.kind in ("row_reduce", "col_reduce"):
+            return self.reduce(name, call, region, d)
+        regions = operand_regions(call, region, self.g.types, self.g.types[name].shape)
+        if regions is None:
+            raise Unblockable(f"a window of '{name}' ({call.op}) needs all of its operand",
+                              d.span, hint="compute it whole: it must fit Vec at once")
+        if windows.kind == "slice":
+            return self.value(call.args[0].name, regions["x"], d.stmt, hint)
+        return self.apply(name, call, region, regions, d)
+
+    def apply(self, name: str, call: n.Call, region, regions: dict, d: Op, frame: Frame | None = None) -> n.Var:
+        """The tile op of a tensor op, on its operands' tiles (a creation on the cube side
+        is a zero accumulator), in ``frame`` or the outermost it may go into."""
+        op = lookup(call.op)
+        args = {}
+        for p, arg in zip(op.params, call.args):
+            if p.name in regions:
+                args[p.name] = self.value(arg.name, regions[p.name], d.stmt)
+            elif p.name == "shape":
+                args[p.name] = tuple(n.Const(e) for e in extents(region))
+            else:
+                args[p.name] = arg
+        tile = lookup(op.windows.tile or "tile." + op.short)
+        if op.windows.kind == "source" and self.g.side(name) is M.Acc:
+            if args.get("value", n.Const(0)) not in (n.Const(0), n.Const(0.0)):
+                raise UnsupportedSyntaxError(
+                    "an accumulator cannot start from a value other than zero: the cube writes Acc only by "
+                    "multiplying", span=d.span, hint="start it with pl.create_tensor (zeros) or pl.matmul")
+            return self.bind(name, op_call("tile.create", shape=args["shape"], dtype=args["dtype"],
+                                           target_memory=M.Acc), d.span, frame)
+        if tile.name == "tile.create":
+            args["target_memory"] = M.Vec
+        # the tile form names its first operand "tile"; the rest by position, the same
+        values = dict(zip((q.name for q in tile.params), args.values()))
+        return self.bind(name, op_call(tile.name, **values), d.span, frame)
+
+    # ------------------------------------------------------------------ reductions
+
+    def reduce(self, name: str, call: n.Call, region, d: Op) -> n.Var:
+        """A row (column) reduction reads whole rows (columns) of its operand; when they do
+        not fit beside what is live, it folds over blocks of them into a carried result —
+        the first block starts it (max and min fold exactly; a sum adds block sums)."""
+        windows = lookup(call.op).windows
+        axis = 1 if windows.kind == "row_reduce" else 0
+        x = call.args[0]
+        within = operand_regions(call, region, self.g.types, self.g.types[name].shape)["x"]
+        full = within[axis][1]
+        tile_op = "tile." + call.op.removeprefix("tensor.")
+        with self.at(self.level(region_vars(region))) as frame:
+            block = self.fold_block(x.name, within, axis, d)
+
+            def reduced(start) -> n.Var:
+                w = list(within)
+                w[axis] = (start, block)
+                return self.bind(name, op_call(tile_op, tile=self.value(x.name, tuple(w), d.stmt)), d.span)
+
+            if block == full:
+                return reduced(n.Const(0))
+            first = self.push("first")  # its tiles die once it is reduced; the result lives on
+            acc = reduced(n.Const(0))
+            self.pop()
+            frame.stmts.extend(first.stmts)
+            self.adopt(frame, acc.name)
+            t = self.types[acc.name]
+            var, carried = self.fresh("c" if axis == 1 else "r", INDEX), self.fresh(f"{name}_acc", t)
+            fold = self.push("fold", (var, carried))
+            part = reduced(n.Var(var))
+            nxt = self.bind(name, op_call(windows.combine, lhs=n.Var(carried), rhs=part), d.span)
+            fold.stmts.append(n.Yield((nxt,), span=d.span))
+            self.pop()
+            out = self.fresh(f"{name}_total", t)
+            self.emit_loop(frame, var, n.Const(block), n.Const(full), n.Const(block), fold,
+                           iter_args=(n.IterArg(carried, t, acc),), results=(n.Binding(out, t),), span=d.span)
+            self.adopt(frame, out, counted=False)
+            return n.Var(out)
+
+    def fold_block(self, x: str, within, axis: int, d: Op) -> int:
+        """The longest block of the reduced axis whose tiles fit beside what is live: the
+        whole axis (no fold) if it fits, else — when folds are allowed — the longest whose
+        block and partial results fit ``fold_budget``. Decisions are kept by sizes: where
+        the window sits does not change what it takes (a reuse it misses only makes the
+        plan smaller)."""
+        key = (self.g.resolve(x), extents(within), axis, self.live, self.fold_budget)
+        if key not in self.folds:
+            try:
+                self.folds[key] = self._fold_block(x, within, axis, d)
+            except Unblockable as err:
+                self.folds[key] = err
+        got = self.folds[key]
+        if isinstance(got, Unblockable):
+            if not self.fold_budget:
+                self.wanted_fold = True
+            raise got
+        block, bound = got
+        self.budget_bound = self.budget_bound or bound
+        return block
+
+    def _fold_block(self, x: str, within, axis: int, d: Op) -> tuple[int, bool]:
+        full = within[axis][1]
+        other = extents(within)[1 - axis]
+        carried = 3 * other * self.g.types[self.g.resolve(x)].dtype.nbytes  # the result, a block's, combined
+
+        def need(block) -> int | None:
+            """Bytes of one block of the operand; None when it cannot be computed alone."""
+            w = list(within)
+            w[axis] = (within[axis][0], block)
+            try:
+                return self.measure(lambda e, w=tuple(w): e.value(x, w, d.stmt))
+            except Unblockable:
+                return None
+
+        whole_need = need(full)
+        if whole_need is not None and whole_need + self.live <= self.capacity:
+            return full, False
+        if not self.fold_budget:
+            raise Unblockable(f"'{d.stmt.target}' reduces more than fits Vec at once", d.span)
+        bound = False
+        for block in divisors(full)[1:]:
+            one = need(block)
+            if one is None:
+                continue
+            cost = one + carried
+            if cost + self.live <= self.capacity:
+                if cost <= self.fold_budget:
+                    return block, bound
+                bound = True
+        raise Unblockable(f"the reduction '{d.stmt.target}' does not fit Vec even one "
+                          f"{'row' if axis == 0 else 'column'} of its operand at a time", d.span,
+                          hint="reduce a narrower window (slice the operand), or a smaller dtype")
+
+    def measure(self, emit) -> int:
+        """The most bytes the tiles ``emit(emitter)`` makes hold at once (emitted into a
+        scratch copy; what is computed already costs nothing more)."""
+        e = self.scratch()
+        frame = e.push("sink")
+        for f in self.frames:
+            frame.memo.update(f.memo)
+        try:
+            emit(e)
+        finally:
+            self.wanted_fold = self.wanted_fold or e.wanted_fold
+            self.budget_bound = self.budget_bound or e.budget_bound
+        return e.peak
+
+    # ------------------------------------------------------------------ carried values
+
+    def loop(self, stmt: n.For, index: int, region) -> n.Var:
+        """A pure loop, emitted for the windows its carried values need."""
+        for x in _bound_inside(stmt):
+            self.env.pop(x, None)
+        regions = sorted(carried_regions(self.g, stmt, index, region, self.env).items())
+        inits = [self.value(stmt.iter_args[k].init.name, r, stmt) for k, r in regions]
+        bounds = [simplify(substitute(x, self.env)) for x in (stmt.start, stmt.stop, stmt.step)]
+        deps = set().union(*(n.expr_vars(b) for b in bounds), *(region_vars(r) for _, r in regions),
+                           {v.name for v in inits})
+        with self.at(self.level(deps)) as frame:
+            var = self.fresh(stmt.var, INDEX)
+            self.env[stmt.var] = n.Var(var)
+            body = self.push("body", (var,))
+            iters = []
+            for (k, r), init in zip(regions, inits):
+                it = self.fresh(stmt.iter_args[k].name, self.types[init.name])
+                self.adopt(body, it, counted=False)
+                body.memo[(stmt.iter_args[k].name, r)] = n.Var(it)
+                iters.append(n.IterArg(it, self.types[it], init))
+            self.scalars(stmt.body, body)
+            yields = tuple(self.value(stmt.body[-1].values[k].name, r, stmt) for k, r in regions)
+            body.stmts.append(n.Yield(yields, span=stmt.span))
+            self.pop()
+            results = [n.Binding(self.fresh(stmt.results[k].name, it.type), it.type) for (k, _), it in
+                       zip(regions, iters)]
+            self.emit_loop(frame, var, *bounds, body, kind=stmt.kind, stage=stmt.stage, iter_args=iters,
+                           results=results, span=stmt.span)
+            for (k, r), b in zip(regions, results):
+                self.adopt(frame, b.name, counted=False)
+                frame.memo[(stmt.results[k].name, r)] = n.Var(b.name)
+            return n.Var(next(b.name for (k, _), b in zip(regions, results) if k == index))
+
+    def branch(self, stmt: n.If, index: int, region) -> n.Var:
+        """A pure if, emitted for one window of one of its results."""
+        for x in _bound_inside(stmt):
+            self.env.pop(x, None)
+        cond = simplify(substitute(stmt.cond, self.env))
+        with self.at(self.level(n.expr_vars(cond) | region_vars(region))) as frame:
+            blocks, types = [], []
+            for body in (stmt.then_body, stmt.else_body):
+                f = self.push("body")
+                self.scalars(body, f)
+                y = self.value(body[-1].values[index].name, region, stmt)
+                f.stmts.append(n.Yield((y,), span=stmt.span))
+                self.pop()
+                blocks.append(tuple(f.stmts))
+                types.append(self.types[y.name])
+            if types[0] != types[1]:
+                raise UnsupportedSyntaxError(f"the branches of this if compute '{stmt.results[index].name}' "
+                                             "as different tiles", span=stmt.span)
+            out = self.fresh(stmt.results[index].name, types[0])
+            frame.stmts.append(n.If(cond=cond, then_body=blocks[0], else_body=blocks[1],
+                                    results=(n.Binding(out, types[0]),), span=stmt.span))
+            self.adopt(frame, out, counted=False)
+            return n.Var(out)
+
+    def scalars(self, body, frame: Frame) -> None:
+        """The scalar statements of a pure body, under names of their own for this copy."""
+        for s in body:
+            if isinstance(s, n.Assign) and isinstance(s.type, ScalarType):
+                name = self.fresh(s.target, s.type)
+                frame.stmts.append(n.Assign(name, s.type, simplify(substitute(s.value, self.env)), span=s.span))
+                self.env[s.target] = n.Var(name)
+                frame.names.add(name)
+                self.home[name] = frame
+
+
+def _bound_inside(stmt) -> set[str]:
+    blocks = (stmt.body,) if isinstance(stmt, n.For) else (stmt.then_body, stmt.else_body)
+    return {x for block in blocks for s in n.walk_stmts(block) for x in n.bound_names(s)} | (
+        {stmt.var} if isinstance(stmt, n.For) else set())
+
+
+def _call_vars(call: n.Call) -> set[str]:
+    return set().union(*(n.expr_vars(e) for e in n.value_exprs(call))) if call.args else set()

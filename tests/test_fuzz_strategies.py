@@ -1,0 +1,160 @@
+"""What pypto.fuzz draws and how its oracle decides: every family, scalars the tile dtype
+must round, reductions over more than one element, special values, Out tensors that start
+as sentinels no op computes, and an oracle that follows the product's min/max rule."""
+
+import pytest
+import torch
+from helpers import assert_matches_oracle, run_case
+from hypothesis import Phase, given, settings
+
+from pypto.fuzz import strategies as ps
+from pypto.ir import nodes as n
+from pypto.ir.builder import FunctionBuilder
+from pypto.ir.types import DataType as D
+from pypto.ir.types import FunctionType, ParamDirection, TensorType
+from pypto.runtime import RunConfig
+from pypto.runtime.compiled import compile_program
+from pypto.sim import numerics as num
+
+
+def draws(strategy, count: int) -> list:
+    """``count`` cases as the active profile draws them (derandomized under ``ci``)."""
+    out = []
+
+    @settings(max_examples=count, database=None, phases=[Phase.generate])
+    @given(strategy)
+    def collect(case):
+        out.append(case)
+
+    collect()
+    return out
+
+
+BUDGET = min(settings().max_examples, 100)  # draw counts, not a campaign: the same under `fuzz`
+
+
+def test_tile_programs_draws_every_family():
+    assert {case.program.name for case in draws(ps.tile_programs(), 2 * BUDGET)} == set(ps.families())
+
+
+def _scalars_the_dtype_rounds(case) -> list:
+    """(op, dtype, value) of each tile-scalar add/sub/mul/div whose scalar the tile's dtype
+    cannot hold exactly."""
+    fn = case.program.function(case.entry)
+    types = n.symbols(fn)
+    found = []
+    for stmt in n.walk_stmts(fn.body):
+        call = stmt.value if isinstance(stmt, n.Assign) else None
+        if isinstance(call, n.Call) and call.op in ("tile.adds", "tile.subs", "tile.muls", "tile.divs"):
+            dtype, value = types[call.args[0].name].dtype, call.args[1].value
+            if dtype.is_float and num.scalar(value, dtype).item() != value:
+                found.append((call.op, dtype, value))
+    return found
+
+
+def test_elementwise_programs_draw_scalars_that_fp16_and_bf16_must_round():
+    cases = draws(ps.elementwise_programs(dtypes=(D.FP16, D.BF16)), BUDGET)
+    hits = [c for c in cases if _scalars_the_dtype_rounds(c)]
+    assert len(hits) >= len(cases) // 4, [c.recipe for c in cases]
+
+
+def test_reductions_reduce_more_than_one_element_with_and_without_tails():
+    cases = draws(ps.reduction_programs(), BUDGET)
+    reduced, tails = 0, 0
+    for case in cases:
+        tile = case.program.function(case.entry).body[0].type  # the load
+        (x,) = case.inputs
+        along = x.shape[1] if "row_" in case.recipe else x.shape[0]
+        reduced += along > 1
+        tails += tuple(x.shape) != tuple(tile.shape)
+    assert reduced >= 3 * len(cases) // 4
+    assert len(cases) // 4 <= tails < len(cases)
+
+
+def test_special_values_are_drawn():
+    cases = draws(ps.elementwise_programs(dtypes=ps.FLOATS), BUDGET)
+    inputs = [x for c in cases for x in c.inputs]
+    assert any(torch.isnan(x).any() for x in inputs)
+    assert any(((x == 0) & torch.signbit(x)).any() for x in inputs)
+    assert any(torch.isinf(x).any() for x in inputs)
+    assert any(not (torch.isnan(x).any() or torch.isinf(x).any()) for x in inputs)
+
+
+def _sentinel_bits(t: torch.Tensor) -> torch.Tensor:
+    start = ps.sentinel(t.shape, t.dtype)
+    if t.dtype.is_floating_point:
+        view = {2: torch.int16, 4: torch.int32}[t.element_size()]
+        return t.contiguous().view(view) == start.view(view)
+    return t == start
+
+
+@pytest.mark.parametrize("family", sorted(ps.families()))
+def test_out_tensors_start_as_sentinels_the_expected_values_never_hold(family):
+    for case in draws(ps.families()[family], max(3, BUDGET // 8)):
+        for start, want in zip(case.outputs, case.expected):
+            assert _sentinel_bits(start).all()
+            # (loop_body and nested loops may not run: nothing stored; a bounded check's float64
+            # expectation cannot hold the sentinel, and within_bounds takes no NaN for a number)
+            if family not in ("loop_body", "nested") and want.dtype == start.dtype:
+                assert not _sentinel_bits(want).any(), case.recipe
+
+
+def _kernel(shape, stores: bool) -> n.Program:
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    a = b.param("a", TensorType(shape, D.FP32))
+    out = b.param("out", TensorType(shape, D.FP32), ParamDirection.Out)
+    t = b.op("tile.load", a, [0, 0], list(shape), name="x")
+    zero = b.op("tile.sub", t, t, name="zero")
+    if stores:
+        b.eval("tile.store", zero, [0, 0], out)
+    b.ret(out)
+    return n.Program("p", (b.build(),))
+
+
+def test_a_kernel_that_stores_nothing_differs_from_one_that_stores_zeros():
+    x = ps.random_tensor((8, 64), D.FP32, 0)
+    want = torch.zeros(8, 64)
+    stores = ps.Case(_kernel((8, 64), True), "kernel", (x,), (ps.sentinel((8, 64)),), (want,))
+    assert_matches_oracle(stores, run_case(stores))
+    silent = attrs_evolve(stores, program=_kernel((8, 64), False))
+    with pytest.raises(AssertionError, match="differs from torch"):
+        assert_matches_oracle(silent, run_case(silent))
+
+
+def attrs_evolve(case, **changes):
+    import attrs
+
+    return attrs.evolve(case, **changes)
+
+
+# ----------------------------------------------------------------------------- the oracle's rules
+
+
+def _with_zeros(width: int) -> torch.Tensor:
+    """[16, width] fp32 whose column 1 and row 1 mix +0 and -0 (the rest ordinary)."""
+    x = ps.random_tensor((16, width), D.FP32, 1).abs() + 1
+    signs = torch.tensor([1.0, -1.0, -1.0, 1.0] * 16)
+    x[:, 1] = 0.0 * signs[:16]
+    x[1, :] = 0.0 * signs[:width]
+    return x
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+@pytest.mark.parametrize("axis", ["row", "col"])
+@pytest.mark.parametrize("red", ["min", "max"])
+@pytest.mark.parametrize("width", [8, 64])  # torch.minimum's scalar and vector loops keep different zeros
+def test_the_oracle_takes_the_products_min_max_rule_on_signed_zeros(platform, axis, red, width):
+    x = _with_zeros(width)
+    steps = [("unary", "exp"), ("broadcast", 0, axis, red, "div")]  # exp(x) / max-or-min(x): +-inf from +-0
+    b = FunctionBuilder("kernel", FunctionType.InCore)
+    a = b.param("a", TensorType(x.shape, D.FP32))
+    out = b.param("out", TensorType(x.shape, D.FP32), ParamDirection.Out)
+    t = b.op("tile.load", a, [0, 0], list(x.shape), name="x")
+    b.eval("tile.store", ps._run_ir(b, steps, [t]), [0, 0], out)
+    b.ret(out)
+    want = ps._run_torch(steps, [x])
+    assert torch.isinf(want).any()  # the zeros reach the result
+    got = ps.sentinel(x.shape)
+    compile_program(n.Program("p", (b.build(),)), ["a", "out"], RunConfig(platform=platform), write=False).run(
+        x.clone(), got)
+    assert ps.bits_equal(got, want)

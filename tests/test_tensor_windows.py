@@ -1,0 +1,401 @@
+"""Tensor code inside pl.at is computed window by window: slices of computed tensors,
+reductions that do not fit (folded) and their broadcasts, tensors carried through loops,
+and the tensor-level accumulate pattern — on the interpreter and the simulator alike."""
+
+import pytest
+import torch
+from helpers import compile_case
+from hypothesis import given, reject
+
+import pypto.language as pl
+from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
+from pypto.fuzz import strategies as ps
+from pypto.fuzz.windows import cube_programs, window_programs
+from pypto.runtime import RunConfig
+from pypto.sim import interpreter
+
+PLATFORMS = ("ref", "a2a3sim")
+
+
+def run(kernel, *args, platform, planner="PYPTO"):
+    outs = [a.clone() for a in args]
+    kernel(*outs, config=RunConfig(platform=platform, memory_planner=planner, disabled_diagnostics=["PH001"],
+                                   verification_level="ROUNDTRIP"))
+    return outs[-1]
+
+
+# ----------------------------------------------------------------------------- slices of computed tensors
+
+
+@pl.jit
+def slice_rows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.exp(a)
+        out[0:4, :] = e[4:8, :]
+    return out
+
+
+@pl.jit
+def slice_call(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.exp(a)
+        out[0:4, :] = pl.slice(e, [4, 64], [4, 0])
+    return out
+
+
+@pl.jit
+def slice_same_rows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.exp(a)
+        out[4:8, :] = e[4:8, :]
+    return out
+
+
+@pl.jit
+def slice_then_compute(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.exp(a)
+        f = e[4:8, :]
+        out[0:4, :] = pl.add(f, f)
+    return out
+
+
+@pl.jit
+def slice_of_slice_columns(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.mul(pl.abs(a), a)
+        f = e[2:8, 16:64]
+        out[1:4, 0:16] = f[3:6, 8:24]
+    return out
+
+
+@pl.jit
+def slice_of_reduction(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        m = pl.row_max(pl.exp(a))
+        out[0:3, 0:1] = m[5:8, :]
+    return out
+
+
+def _expected(kind, a):
+    out = ps.sentinel(a.shape)
+    e = torch.exp(a)
+    if kind in (slice_rows, slice_call):
+        out[0:4] = e[4:8]
+    elif kind is slice_same_rows:
+        out[4:8] = e[4:8]
+    elif kind is slice_then_compute:
+        out[0:4] = e[4:8] + e[4:8]
+    elif kind is slice_of_slice_columns:
+        out[1:4, 0:16] = (a.abs() * a)[2:8, 16:64][3:6, 8:24]
+    else:
+        out[0:3, 0:1] = e.max(dim=1, keepdim=True).values[5:8]
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("kernel", [slice_rows, slice_call, slice_same_rows, slice_then_compute,
+                                    slice_of_slice_columns, slice_of_reduction], ids=lambda k: k.__name__)
+def test_a_slice_of_a_computed_tensor_computes_the_slice(kernel, platform):
+    a = torch.randn(8, 64)
+    got = run(kernel, a, ps.sentinel((8, 64)), platform=platform)
+    assert ps.bits_equal(got, _expected(kernel, a))
+
+
+def test_only_the_slice_is_computed():
+    a = torch.randn(8, 64)
+    text = slice_rows.lower(a, torch.zeros(8, 64)).as_python()
+    assert "pl.tile.load(a, [4, 0], [4, 64]" in text and "pl.Tile[[8, 64]" not in text
+
+
+@pl.jit
+def wide_slice_sum(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        e = pl.exp(pl.add(a, a))
+        out[0:512, :] = e[1024:1536, :]
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_slice_of_a_tensor_larger_than_vec_is_blocked(platform):
+    a = torch.randn(2048, 256)  # 2 MiB: no whole tile fits
+    got = run(wide_slice_sum, a, ps.sentinel((512, 256)), platform=platform)
+    assert ps.bits_equal(got, torch.exp(a + a)[1024:1536])
+
+
+@pl.jit
+def slice_of_matmul(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c = pl.matmul(a, b)
+        out[:, :] = c[16:48, 32:64]
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_slice_of_a_matmul_multiplies_only_its_rows_and_columns(platform):
+    a, b = torch.randn(64, 128).half(), torch.randn(128, 96).half()
+    got = run(slice_of_matmul, a, b, torch.zeros(32, 32), platform=platform)
+    torch.testing.assert_close(got, (a.float() @ b.float())[16:48, 32:64], rtol=1e-3, atol=1e-3)
+    text = slice_of_matmul.lower(a, b, torch.zeros(32, 32)).as_python()
+    assert "pl.tile.load(a, [16, 0], [32, 128]" in text and "pl.tile.load(b, [0, 32], [128, 32]" in text
+
+
+# ----------------------------------------------------------------------------- reductions past Vec
+
+
+@pl.jit
+def center_columns(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.col_expand_sub(a, pl.col_max(a))
+    return out
+
+
+@pl.jit
+def center_rows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.row_expand_sub(a, pl.row_min(a))
+    return out
+
+
+@pl.jit
+def col_min_of(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.col_min(a)
+    return out
+
+
+@pl.jit
+def row_max_of(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.row_max(pl.exp(a))
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+def test_a_broadcast_of_a_column_reduction_past_vec_is_computed_once_then_blocked(platform, planner):
+    a = torch.randn(2048, 128)  # 1 MiB
+    got = run(center_columns, a, ps.sentinel(a.shape), platform=platform, planner=planner)
+    assert ps.bits_equal(got, a - a.max(dim=0, keepdim=True).values)
+    text = center_columns.lower(a, a).as_python()
+    assert text.count("pl.tile.col_max(") == 2 and "pl.tile.maximum(" in text  # folded once, before the blocks
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("shape", [(4, 65536), (3, 40000)])
+def test_rows_too_wide_for_vec_fold_their_reduction_over_column_blocks(platform, shape):
+    a = torch.randn(shape)
+    assert ps.bits_equal(run(center_rows, a, ps.sentinel(shape), platform=platform),
+                         a - a.min(dim=1, keepdim=True).values)
+    assert ps.bits_equal(run(row_max_of, a, ps.sentinel((shape[0], 1)), platform=platform),
+                         torch.exp(a).max(dim=1, keepdim=True).values)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("shape", [(3, 20000), (5, 65536), (1, 100000)])
+def test_a_column_reduction_too_wide_for_vec_is_split_into_column_blocks(platform, shape):
+    a = torch.randn(shape)
+    got = run(col_min_of, a, ps.sentinel((1, shape[1])), platform=platform)
+    assert ps.bits_equal(got, a.min(dim=0, keepdim=True).values)
+
+
+def test_a_row_that_can_never_fit_says_what_it_needs():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.reshape(pl.exp(a), [1, 65536 * 4])  # a reshape reads its whole operand
+        return out
+
+    with pytest.raises(MemorySpaceError) as info:
+        k.lower(torch.randn(4, 65536), torch.zeros(1, 65536 * 4))
+    message = str(info.value)
+    assert "needs" in message and "more than its 188416 B" in message and "k(a" not in message
+    assert info.value.span is not None and "pl.reshape" in info.value.span.source_line()
+
+
+# ----------------------------------------------------------------------------- carried tensors
+
+
+@pl.jit
+def carried_sum(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.add(a, a)
+        for i in pl.range(3):
+            t = pl.add(t, a)
+        out[:] = pl.mul(t, t)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("rows", [64, 2048])
+def test_a_tensor_carried_through_a_loop_becomes_a_carried_tile_blocked_when_large(platform, rows):
+    a = torch.randn(rows, 128)
+    t = a + a
+    for _ in range(3):
+        t = t + a
+    assert ps.bits_equal(run(carried_sum, a, ps.sentinel(a.shape), platform=platform), t * t)
+
+
+def test_a_carried_tensor_that_fits_is_one_carried_tile():
+    a = torch.randn(64, 128)
+    text = carried_sum.lower(a, a).as_python()
+    assert "pl.range(3, init_values=(" in text and "pl.range(0, 64" not in text
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_loop_that_stores_carries_its_tensor_whole(platform):
+    a = torch.randn(80, 128)
+    want = ps.sentinel((80, 128))
+    want[:64] = a[:64] + 1.0
+    t = torch.exp(a[64:80])
+    for _ in range(4):
+        t = torch.maximum(t, a[64:80])
+    want[64:80] = t
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.exp(a[64:80, :])
+            for i in pl.range(4):
+                t = pl.maximum(t, a[64:80, :])
+                out[i * 16:(i + 1) * 16, :] = pl.adds(a[i * 16:(i + 1) * 16, :], 1.0)
+            out[64:80, :] = t
+        return out
+
+    assert ps.bits_equal(run(k, a, ps.sentinel((80, 128)), platform=platform), want)
+    assert "pl.range(4, init_values=(" in k.lower(a, a).as_python()
+
+
+# ----------------------------------------------------------------------------- the accumulate pattern
+
+MT, NT, KT, KB = 64, 64, 64, 4
+
+
+@pl.jit
+def k_blocked(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.create_tensor([MT, NT], dtype=pl.FP32)
+        for kb in pl.range(KB):
+            if kb == 0:
+                acc = pl.matmul(a[0:MT, kb * KT:(kb + 1) * KT], b[kb * KT:(kb + 1) * KT, 0:NT])
+            else:
+                acc = pl.matmul_acc(acc, a[0:MT, kb * KT:(kb + 1) * KT], b[kb * KT:(kb + 1) * KT, 0:NT])
+        c[0:MT, 0:NT] = acc
+    return c
+
+
+@pl.jit
+def k_from_zero(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.create_tensor([MT, NT], dtype=pl.FP32)
+        for kb in pl.range(KB):
+            k0 = kb * KT
+            acc = pl.matmul_acc(acc, a[:, k0:k0 + KT], b[k0:k0 + KT, :])
+        c[:] = acc
+    return c
+
+
+@pl.jit
+def k_peeled(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.matmul(a[:, 0:KT], b[0:KT, :], out_dtype=pl.FP32)
+        for k in pl.range(1, KB):
+            k0 = k * KT
+            acc = pl.matmul_acc(acc, a[:, k0:k0 + KT], b[k0:k0 + KT, :])
+        c[:] = acc
+    return c
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("kernel", [k_blocked, k_from_zero, k_peeled], ids=lambda k: k.__name__)
+def test_the_tensor_level_accumulate_pattern_runs_on_the_cube(kernel, platform):
+    a, b = torch.randn(MT, KT * KB).half(), torch.randn(KT * KB, NT).half()
+    got = run(kernel, a, b, ps.sentinel((MT, NT)), platform=platform)
+    torch.testing.assert_close(got, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+    if platform == "a2a3sim":  # the same bits as the interpreter
+        assert ps.bits_equal(got, run(kernel, a, b, ps.sentinel((MT, NT)), platform="ref"))
+
+
+def test_the_accumulator_lives_in_acc_across_the_loop():
+    a, b = torch.randn(MT, KT * KB).half(), torch.randn(KT * KB, NT).half()
+    text = k_blocked.lower(a, b, torch.zeros(MT, NT)).as_python()
+    assert "pl.tile.create([64, 64], dtype=pl.FP32, target_memory=pl.Mem.Acc)" in text
+    assert "pl.tile.matmul_acc(" in text and text.count("pl.tile.store(") == 1
+
+
+def test_a_vector_value_cannot_feed_the_cube():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[:] = pl.matmul(pl.exp(a), b)
+        return c
+
+    with pytest.raises(UnsupportedSyntaxError, match="reaches the cube only through GM") as info:
+        k.lower(torch.randn(16, 16).half(), torch.randn(16, 16).half(), torch.zeros(16, 16))
+    assert "pl.matmul(pl.exp(a), b)" in info.value.span.source_line()
+
+
+# ----------------------------------------------------------------------------- program order
+
+
+def test_a_value_read_before_a_store_is_not_computed_after_it():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], out2: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            e = pl.exp(out)  # reads out as it comes in
+            out[:] = a
+            out2[:] = e
+        return out
+
+    with pytest.raises(UnsupportedSyntaxError, match="read here before it is stored into") as info:
+        k.lower(torch.randn(16, 64), torch.randn(16, 64), torch.zeros(16, 64))
+    assert "pl.exp(out)" in info.value.span.source_line()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_sink_that_reads_what_it_stores_is_computed_whole(platform):
+    @pl.jit
+    def k(out: pl.InOut[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[1:16, :] = pl.adds(out[0:15, :], 1.0)
+        return out
+
+    x = torch.randn(16, 64)
+    want = x.clone()
+    want[1:16] = x[0:15] + 1.0
+    assert ps.bits_equal(run(k, x, platform=platform), want)
+
+
+# ----------------------------------------------------------------------------- the property
+
+
+def _as_written(case):
+    """The Out tensors of the kernel as written, interpreted before any pass."""
+    args = case.args()
+    interpreter.run(case.program, case.entry, args)
+    return args[len(case.inputs):]
+
+
+@given(window_programs())
+def test_property_windows_of_tensor_code_are_bit_exact_on_both_platforms(case):
+    assert ps.bits_equal(_as_written(case)[0], case.expected[0]), f"as written: {case.recipe}"
+    for platform in PLATFORMS:
+        args = case.args()
+        try:
+            compiled = compile_case(case, platform)
+        except MemorySpaceError as err:  # an in-place update that reads other windows, too large to do whole
+            assert "in place" in case.recipe and "at other windows than it stores" in err.message, case.recipe
+            reject()
+        compiled.run(*args)
+        got = args[len(case.inputs):]
+        assert ps.bits_equal(got[0], case.expected[0]), f"{platform}: {case.recipe}"
+
+
+@given(cube_programs())
+def test_property_tensor_matmuls_give_the_bits_of_the_kernel_as_written(case):
+    written = _as_written(case)[0]
+    assert ps.within_bounds(written, case.expected[0], case.bounds[0]), case.recipe
+    for platform in PLATFORMS:
+        args = case.args()
+        compile_case(case, platform).run(*args)
+        assert ps.bits_equal(args[len(case.inputs)], written), f"{platform}: {case.recipe}"
