@@ -2,6 +2,8 @@
 reductions that do not fit (folded) and their broadcasts, tensors carried through loops,
 and the tensor-level accumulate pattern — on the interpreter and the simulator alike."""
 
+import re
+
 import pytest
 import torch
 from helpers import compile_case
@@ -399,3 +401,142 @@ def test_property_tensor_matmuls_give_the_bits_of_the_kernel_as_written(case):
         args = case.args()
         compile_case(case, platform).run(*args)
         assert ps.bits_equal(args[len(case.inputs)], written), f"{platform}: {case.recipe}"
+
+
+# ----------------------------------------------------------------------------- blocks that do not divide
+
+
+@pl.jit
+def exp_of(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)
+    return out
+
+
+def _tile_rows(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"pl\.Tile\[\[(\d+), ", text)]
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("shape", [(8191, 64), (1021, 7), (13, 65537)])
+def test_an_axis_no_block_divides_gets_large_blocks_and_a_shorter_last_one(platform, shape):
+    a = torch.randn(shape)
+    assert ps.bits_equal(run(exp_of, a, ps.sentinel(shape), platform=platform), torch.exp(a))
+    if shape[1] <= 64:
+        assert max(_tile_rows(exp_of.lower(a, a).as_python())) >= 64  # not one row at a time
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_fold_over_an_axis_no_block_divides_ends_with_a_shorter_block(platform):
+    a = torch.randn(4, 65521)  # prime columns
+    assert ps.bits_equal(run(row_max_of, a, ps.sentinel((4, 1)), platform=platform),
+                         torch.exp(a).max(dim=1, keepdim=True).values)
+    text = row_max_of.lower(a, torch.zeros(4, 1)).as_python()
+    assert "pl.range(1, " not in text and text.count("pl.tile.row_max(") <= 4
+
+
+@pl.jit
+def matmul_of(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.matmul(a, b)
+    return c
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("mkn", [(131, 64, 64), (64, 64, 257), (64, 1031, 64)])
+def test_matmul_blocks_that_do_not_divide_leave_a_remainder_block(platform, mkn):
+    m, k, nn = mkn
+    a, b = torch.randn(m, k).half(), torch.randn(k, nn).half()
+    got = run(matmul_of, a, b, ps.sentinel((m, nn)), platform=platform)
+    torch.testing.assert_close(got, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+    if platform == "a2a3sim":
+        assert ps.bits_equal(got, run(matmul_of, a, b, ps.sentinel((m, nn)), platform="ref"))
+    text = matmul_of.lower(a, b, torch.zeros(m, nn)).as_python()
+    assert text.count("pl.tile.matmul_acc(") + text.count("pl.tile.matmul(") <= 8  # a few blocks, not one per row
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_three_dimensional_sink_blocks_its_first_long_axis(platform):
+    a = torch.randn(1, 4096, 128)
+    assert ps.bits_equal(run(exp_of, a, ps.sentinel(a.shape), platform=platform), torch.exp(a))
+    assert "pl.Tile[[1, 4096, 2]" not in exp_of.lower(a, a).as_python()
+    assert re.search(r"pl\.Tile\[\[1, \d{2,}, 128\]", exp_of.lower(a, a).as_python())
+
+
+# ----------------------------------------------------------------------------- in place, blocked
+
+
+@pl.jit
+def negate_half(out: pl.InOut[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[0:1024, :] = pl.neg(out[1024:2048, :])
+    return out
+
+
+@pl.jit
+def center_rows_in_place(out: pl.InOut[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.row_expand_sub(out, pl.row_max(out))
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_an_in_place_sink_that_reads_what_no_block_stores_is_blocked(platform):
+    x = torch.randn(2048, 128)  # 1 MiB: never whole
+    want = x.clone()
+    want[:1024] = -x[1024:]
+    assert ps.bits_equal(run(negate_half, x, platform=platform), want)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_an_in_place_sink_whose_blocks_read_their_rows_before_storing_them_is_blocked(platform):
+    x = torch.randn(4, 65536)  # a row is 256 KiB: the row maximum folds, before the row is stored
+    assert ps.bits_equal(run(center_rows_in_place, x, platform=platform), x - x.max(dim=1, keepdim=True).values)
+
+
+# ----------------------------------------------------------------------------- loops that carry scalars too
+
+
+@pl.jit
+def sliding_sum(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.exp(a[0:1024, :])
+        s = 0
+        for i in pl.range(3):
+            s = s + 1024
+            t = pl.add(t, a[s:s + 1024, :])
+        out[:] = t
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_loop_carrying_a_scalar_beside_a_tensor_is_still_blocked(platform):
+    a = torch.randn(4096, 128)  # t is 512 KiB
+    want = torch.exp(a[:1024]) + a[1024:2048] + a[2048:3072] + a[3072:]
+    assert ps.bits_equal(run(sliding_sum, a, ps.sentinel((1024, 128)), platform=platform), want)
+
+
+# ----------------------------------------------------------------------------- odds and ends
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_transpose_of_a_column_vector_is_stored(platform):
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.transpose(pl.col_min(a), 0, 1)
+        return out
+
+    a = torch.randn(6, 8)
+    assert ps.bits_equal(run(k, a, ps.sentinel((8, 1)), platform=platform), a.min(dim=0, keepdim=True).values.T)
+
+
+def test_a_matmul_of_a_matmul_says_the_product_goes_through_gm():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c[:] = pl.matmul(pl.matmul(a, b, out_dtype=pl.FP16), b)
+        return c
+
+    with pytest.raises(UnsupportedSyntaxError, match="a matmul's result reaches the cube only through GM"):
+        k.lower(torch.randn(16, 16).half(), torch.randn(16, 16).half(), torch.zeros(16, 16))

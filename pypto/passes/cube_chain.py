@@ -20,7 +20,7 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.types import INDEX
-from pypto.passes.tensor_graph import Op, largest_divisor, plus, region_vars
+from pypto.passes.tensor_graph import Op, block_sizes, plus, region_vars
 from pypto.sim.soc import MemorySpace as M
 
 if TYPE_CHECKING:
@@ -42,13 +42,13 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
     k = lt.shape[0] if a_trans else lt.shape[1]
     esize = lt.dtype.nbytes
     soc = em.soc
-    kb = largest_divisor(k, lambda b: mb * b * esize <= soc.spec(M.Left).capacity
-                         and b * nb * esize <= soc.spec(M.Right).capacity
-                         and (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity)
+    kb = next(b for b in block_sizes(k) if mb * b * esize <= soc.spec(M.Left).capacity
+              and b * nb * esize <= soc.spec(M.Right).capacity
+              and (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity)
 
-    def operands(kk):
-        """The K slice at ``kk`` of both operands, as windows of their GM (transposed on
-        the way into Mat where the matmul transposes them)."""
+    def operands(kk, kb=kb):
+        """The K slice at ``kk`` (``kb`` long) of both operands, as windows of their GM
+        (transposed on the way into Mat where the matmul transposes them)."""
         (la, lo, lr), (ra, ro, rr) = lhs, rhs
         a_win = ((plus(lo[0], kk), kb), (plus(lo[1], m0), mb)) if a_trans else \
             ((plus(lo[0], m0), mb), (plus(lo[1], kk), kb))
@@ -70,18 +70,23 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
             acc, start = em.value(args["acc"].name, region, d.stmt), 0
         else:
             acc, start = em.bind("acc", op_call("tile.matmul", **operands(n.Const(0))), d.span), kb
-        if start >= k:
-            return acc
-        if start + kb >= k:  # one slice left: no loop
-            return em.bind("acc", op_call("tile.matmul_acc", acc=acc, **operands(n.Const(start))), d.span)
-        t = em.types[acc.name]
-        ki, carried = em.fresh("ki", INDEX), em.fresh("acc_iter", t)
-        fold = em.push("fold", (ki, carried))
-        nxt = em.bind("acc", op_call("tile.matmul_acc", acc=n.Var(carried), **operands(n.Var(ki))), d.span)
-        fold.stmts.append(n.Yield((nxt,)))
-        em.pop()
-        out = em.fresh("acc_out", t)
-        em.emit_loop(frame, ki, n.Const(start), n.Const(k), n.Const(kb), fold,
-                     iter_args=(n.IterArg(carried, t, acc),), results=(n.Binding(out, t),), span=d.span)
-        em.adopt(frame, out)
-        return n.Var(out)
+        loop_end = start + (k - start) // kb * kb
+        if loop_end - start > kb:
+            t = em.types[acc.name]
+            ki, carried = em.fresh("ki", INDEX), em.fresh("acc_iter", t)
+            em.ranges[ki] = (start, loop_end - kb)
+            fold = em.push("fold", (ki, carried))
+            nxt = em.bind("acc", op_call("tile.matmul_acc", acc=n.Var(carried), **operands(n.Var(ki))), d.span)
+            fold.stmts.append(n.Yield((nxt,)))
+            em.pop()
+            out = em.fresh("acc_out", t)
+            em.emit_loop(frame, ki, n.Const(start), n.Const(loop_end), n.Const(kb), fold,
+                         iter_args=(n.IterArg(carried, t, acc),), results=(n.Binding(out, t),), span=d.span)
+            em.adopt(frame, out)
+            acc = n.Var(out)
+        elif loop_end > start:  # one slice: no loop
+            acc = em.bind("acc", op_call("tile.matmul_acc", acc=acc, **operands(n.Const(start))), d.span)
+        if loop_end < k:  # what is left of K, one shorter slice
+            acc = em.bind("acc", op_call("tile.matmul_acc", acc=acc, **operands(n.Const(loop_end), k - loop_end)),
+                          d.span)
+        return acc

@@ -17,15 +17,17 @@ block instead.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import attrs
 
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
+from pypto.ir.affine import interval, linear
 from pypto.ir.ops import op_call
 from pypto.ir.types import INDEX, DataType
-from pypto.passes.tensor_graph import Unblockable, divisors, extents, largest_divisor, plus
+from pypto.passes.tensor_graph import Unblockable, block_sizes, extents, plus
 from pypto.passes.tile_emitter import Emitter
 from pypto.sim.soc import MemorySpace as M
 from pypto.sim.soc import SoC
@@ -42,50 +44,101 @@ class Plan:
 class Emitted:
     stmts: tuple
     peak: int  # the most bytes of Vec its tiles hold at once
-    # whether every read of the stored tensor is of the window the same block stores
-    # (an in-place update): then blocks may go one after another
-    reads_own_window_only: bool
+    # whether every read of the stored tensor is safe in blocks: of the window its own
+    # block stores, or of bytes the sink never stores
+    self_reads_safe: bool
     reads_target: bool
 
 
 def emit_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str, plan: Plan) -> Emitted:
-    """``target[offsets...] = source``, computed in blocks of ``plan.blocks`` elements
-    per axis: a block loop for each axis not taken whole, nested in ``plan.order``."""
-    em.sink_stmt, em.loads, em.live, em.peak = stmt, [], 0, 0
+    """``target[offsets...] = source``, computed in blocks of ``plan.blocks`` elements per
+    axis: a block loop for each axis not taken whole, nested in ``plan.order``; where a
+    block does not divide its axis, what is left over is a block of its own (so the value
+    is computed in pieces: the loops, then each remainder)."""
+    em.sink_stmt, em.loads, em.live, em.peak, em.ranges = stmt, [], 0, 0, {}
     em.fold_budget = plan.fold_budget
     shape = em.g.types[em.g.resolve(source)].shape
-    sink = em.push("sink")
-    region = [(n.Const(0), dim) for dim in shape]
-    loops = []
-    names = ("mi", "ni") if em.g.side(source) is M.Acc else ("r", "c")
-    for axis in plan.order:
-        dim, b = shape[axis], plan.blocks[axis]
-        if b < dim:
-            var = em.fresh(names[0] if axis == 0 and len(shape) > 1 else names[1], INDEX)
-            em.push("block", (var,))
-            loops.append((var, dim, b))
-            region[axis] = (n.Var(var), b)
-    tile = em.value(source, tuple(region), stmt)
-    store_at = tuple(plus(o, r) for o, (r, _) in zip(offsets, region))
-    em.frames[-1].stmts.append(n.Eval(op_call("tile.store", tile=tile, offsets=store_at,
-                                              output_tensor=n.Var(target)), span=stmt.span))
-    for var, dim, b in reversed(loops):
-        body = em.pop()
-        em.emit_loop(em.frames[-1], var, n.Const(0), n.Const(dim), n.Const(b), body, span=stmt.span)
-    em.pop()
     root = em.g.gm_root(target)
+    sink = em.push("sink")
+    names = ("mi", "ni") if em.g.side(source) is M.Acc else ("r", "c")
+    per_axis = [(axis, _parts(shape[axis], plan.blocks[axis])) for axis in plan.order]
+    safe = True
+    for k, piece in enumerate(itertools.product(*(parts for _, parts in per_axis))):
+        region = [(n.Const(0), dim) for dim in shape]
+        loops = []
+        for (axis, _), (start, stop, block) in zip(per_axis, piece):
+            if stop - start > block:
+                var = em.fresh(names[0] if axis == 0 and len(shape) > 1 else names[1], INDEX)
+                em.push("piece" if not loops else "block", (var,))
+                em.ranges[var] = (start, stop - block)
+                loops.append((var, start, stop, block))
+                region[axis] = (n.Var(var), block)
+            else:
+                region[axis] = (n.Const(start), block)
+        first_load = len(em.loads)
+        tile = em.value(source, tuple(region), stmt)
+        store_at = tuple(plus(o, r) for o, (r, _) in zip(offsets, region))
+        em.frames[-1].stmts.append(n.Eval(op_call("tile.store", tile=tile, offsets=store_at,
+                                                  output_tensor=n.Var(target)), span=stmt.span))
+        loop_frames = em.frames[len(em.frames) - len(loops):]
+        for x in em.loads[first_load:]:
+            if x.root != root or _outside(x, offsets, shape, em.ranges):
+                continue
+            # read before the loops inside its frame store, in this piece (the sink's own
+            # frame comes after the pieces before)
+            depth = loop_frames.index(x.frame) + 1 if x.frame in loop_frames else 0
+            outer = {v for v, *_ in loops[:depth]}
+            safe = safe and (k == 0 or x.frame is not sink) and _read_first(x, store_at, extents(region),
+                                                                              outer, em.ranges)
+        for var, start, stop, block in reversed(loops):
+            body = em.pop()
+            em.emit_loop(em.frames[-1], var, n.Const(start), n.Const(stop), n.Const(block), body, span=stmt.span)
+    em.pop()
     own = [x for x in em.loads if x.root == root]
-    window = tuple(extents(region))
-    return Emitted(tuple(sink.stmts), em.peak, all(x.offsets == store_at and x.extents == window for x in own),
-                   bool(own))
+    return Emitted(tuple(sink.stmts), em.peak, safe, bool(own))
+
+
+def _parts(extent: int, block: int) -> list[tuple[int, int, int]]:
+    """(start, stop, block) of the pieces an axis is computed in: the blocks that fit
+    whole, then the remainder."""
+    whole_blocks = extent // block * block
+    parts = [(0, whole_blocks, block)]
+    if whole_blocks < extent:
+        parts.append((whole_blocks, extent, extent - whole_blocks))
+    return parts
+
+
+def _read_first(load, store_at, window, outer: set, ranges) -> bool:
+    """Whether a load reads only what is stored after it, in the same iteration of the
+    block loops ``outer`` around its frame: inside the window the store covers as the
+    loops inside run (and as the load's own fold indices run), for each value of theirs."""
+    for o, e, so, se in zip(load.offsets, load.extents, store_at, window):
+        lo, ls = linear(o), linear(so)
+        if lo is None or ls is None:
+            return False
+        if {v: c for v, c in lo[1].items() if v in outer} != {v: c for v, c in ls[1].items() if v in outer}:
+            return False
+        read = interval(sum((n.Var(v) * c for v, c in lo[1].items() if v not in outer), n.Const(lo[0])), ranges)
+        stored = interval(sum((n.Var(v) * c for v, c in ls[1].items() if v not in outer), n.Const(ls[0])), ranges)
+        if read is None or stored is None or read[0] < stored[0] or read[1] + e > stored[1] + se:
+            return False
+    return True
+
+
+def _outside(load, offsets, shape, ranges) -> bool:
+    """Whether a load reads, on some axis, only what the sink never stores."""
+    for o, e, so, extent in zip(load.offsets, load.extents, offsets, shape):
+        lo, base = interval(o, ranges), interval(so, {})
+        if lo is not None and base is not None and (lo[1] + e <= base[0] or lo[0] >= base[1] + extent):
+            return True
+    return False
 
 
 def plan_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str) -> Plan:
     """How to block a sink. For each share of Vec a fold may take (none first): every
     block of whole rows that fits (the whole value first), else rows of the widest column
-    block that fits, its loops nested either way (extents divide the value's). Of those,
-    the one that moves the fewest GM bytes (short rows costing as the simulator says),
-    then runs the fewest statements. A block that reads a window of the stored tensor
+    block that fits, its loops nested either way (``block_sizes``: a block need not
+    divide its axis). Of those, the one estimated fastest (``_cost``). A block that reads a window of the stored tensor
     other than its own would read what earlier blocks stored: then only the whole value
     is a candidate."""
     shape = tuple(em.g.types[em.g.resolve(source)].shape)
@@ -108,7 +161,7 @@ def plan_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str) -> Pl
             budget_bound = budget_bound or e.budget_bound
         tried.append((plan.blocks, out.peak))
         blocked = plan.blocks != shape
-        if blocked and not out.reads_own_window_only:
+        if blocked and not out.self_reads_safe:
             in_place_only = True
             return None
         return _cost(out.stmts, em.soc) if out.peak <= em.capacity else None
@@ -139,16 +192,16 @@ def plan_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str) -> Pl
 
 
 def _cube_plan(em: Emitter, stmt, target: str, offsets: tuple, source: str, shape) -> Plan:
-    """An accumulator's blocks: the SoC table's cube block (M and N extents dividing the
-    value's that fit Acc). A matmul that reads the tensor it stores is computed in one
+    """An accumulator's blocks: the SoC table's cube block (the largest M and N extents
+    within it that fit Acc). A matmul that reads the tensor it stores is computed in one
     block, or refused."""
     order = tuple(range(len(shape)))
     if len(shape) != 2:
         return Plan(shape, order)
     acc_bytes = DataType.FP32.nbytes  # FP32 or INT32 accumulation
-    mb = largest_divisor(shape[0], lambda b: b <= em.soc.cube_block_m)
-    nb = largest_divisor(shape[1], lambda b: b <= em.soc.cube_block_n
-                         and mb * b * acc_bytes <= em.soc.spec(M.Acc).capacity)
+    mb = next(b for b in block_sizes(shape[0]) if b <= em.soc.cube_block_m)
+    nb = next(b for b in block_sizes(shape[1]) if b <= em.soc.cube_block_n
+              and mb * b * acc_bytes <= em.soc.spec(M.Acc).capacity)
     plan = Plan((mb, nb), order)
     if plan.blocks != shape:
         out = emit_sink(em.scratch(), stmt, target, offsets, source, plan)
@@ -161,8 +214,10 @@ def _cube_plan(em: Emitter, stmt, target: str, offsets: tuple, source: str, shap
 
 
 def _cost(stmts, soc: SoC) -> tuple:
-    """(GM bytes moved, statements run) of emitted code, its loops running their static
-    trip counts; a transfer's row shorter than the L2 line costs as the simulator says."""
+    """(estimated cycles, statements run) of emitted code, its loops running their static
+    trip counts: GM bytes at the transfer rate (a row shorter than the L2 line costing as
+    the simulator says), and an issue and start-up cost per statement run."""
+    costs = soc.costs
     moved = run = 0
 
     def walk(body, times):
@@ -181,27 +236,34 @@ def _cost(stmts, soc: SoC) -> tuple:
                 rows = math.prod(t.shape[:-1])
                 row_bytes = t.shape[-1] * t.dtype.nbytes
                 line = soc.l2_cache_line
-                moved += times * rows * (row_bytes if row_bytes >= line else max(row_bytes, soc.costs.short_row_bytes))
+                moved += times * rows * (row_bytes if row_bytes >= line else max(row_bytes, costs.short_row_bytes))
 
     walk(stmts, 1)
-    return moved, run
+    return moved / costs.gm_bytes_per_cycle + run * (costs.scalar_issue + costs.vector_startup), run
+
+
+def _row_axis(shape) -> int:
+    """The axis blocked first: the outermost (but the last) longer than one."""
+    return next((k for k in range(len(shape) - 1) if shape[k] > 1), 0)
 
 
 def _row_blocks(shape):
     """Blocks of whole rows (the whole value first), largest first; for a vector, its
     column blocks."""
-    if len(shape) == 1:
-        return [(c,) for c in divisors(shape[0])]
-    return [(r, *shape[1:]) for r in divisors(shape[0])]
+    axis = _row_axis(shape)
+    return [(*shape[:axis], r, *shape[axis + 1:]) for r in block_sizes(shape[axis])]
 
 
 def _column_blocks(shape):
     """Rows of column blocks narrower than the value, widest first."""
     if len(shape) < 2:
         return
-    for c in divisors(shape[-1])[1:]:
-        for r in divisors(shape[0]):
-            yield (r, *shape[1:-1], c)
+    axis = _row_axis(shape)
+    for c in block_sizes(shape[-1])[1:]:
+        for r in block_sizes(shape[axis]):
+            blocks = list(shape)
+            blocks[axis], blocks[-1] = r, c
+            yield tuple(blocks)
 
 
 def _too_large(stmt, shape, tried, capacity, in_place_only):

@@ -23,7 +23,6 @@ cube/vector divide (``side``): Vec for vector results, Acc for matmul accumulato
 from __future__ import annotations
 
 import functools
-import math
 
 import attrs
 
@@ -97,6 +96,7 @@ class TensorGraph:
         self.writes: list[Write] = []
         self.stmt_pos: dict[int, tuple[int, frozenset]] = {}  # id(stmt) -> (position, enclosing loops)
         self.pure_ids: set[int] = set()
+        self.read = _names_read(fn.body)
         self._walk(fn.body, frozenset(), [0])
         self._sides = _sides(self)
 
@@ -141,11 +141,19 @@ class TensorGraph:
                 self.pure_ids.add(id(stmt))
 
     def _pure(self, stmt) -> bool:
-        """A loop or if that only computes tensors: every value it carries is a computed
-        tensor, and its body holds nothing but tensor ops, scalars and pure control flow."""
+        """A loop or if that only computes tensors: what it carries is computed tensors
+        (a loop may carry scalars beside them, if nothing after it reads them), and its body
+        holds nothing but tensor ops, scalars and pure control flow."""
         carried = [a.name for a in stmt.iter_args] if isinstance(stmt, n.For) else [b.name for b in stmt.results]
-        if not carried or not all(self.computed(x) for x in carried):
+        tensors = [x for x in carried if self.computed(x)]
+        if not tensors:
             return False
+        for k, x in enumerate(carried):
+            if x in tensors:
+                continue
+            if not (isinstance(stmt, n.For) and isinstance(self.types.get(x), ScalarType)
+                    and stmt.results[k].name not in self.read):
+                return False
         blocks = (stmt.body,) if isinstance(stmt, n.For) else (stmt.then_body, stmt.else_body)
         return all(self._pure_stmt(s) for block in blocks for s in block)
 
@@ -225,21 +233,35 @@ class TensorGraph:
         return False
 
 
+def _names_read(body) -> set[str]:
+    """Every name some statement of ``body`` reads (types, bounds and carries included)."""
+    from pypto.ir.rewrite import rewrite
+
+    names: set[str] = set()
+
+    def note(v):
+        names.add(v.name)
+
+    for stmt in n.walk_stmts(body):
+        shallow = attrs.evolve(stmt, **{f: () for f in ("body", "then_body", "else_body") if hasattr(stmt, f)})
+        rewrite(shallow, {n.Var: note})
+    return names
+
+
 def _substitute(node, env):
     from pypto.ir.rewrite import substitute
 
     return simplify(substitute(node, env))
 
 
-@functools.lru_cache(maxsize=1024)
-def divisors(x: int) -> tuple[int, ...]:
-    """Divisors of ``x``, largest first: the block extents of an axis of ``x`` elements."""
-    small = [d for d in range(1, math.isqrt(x) + 1) if x % d == 0]
-    return tuple(sorted(set(small) | {x // d for d in small}, reverse=True))
-
-
-def largest_divisor(x: int, ok) -> int:
-    return next((d for d in divisors(x) if ok(d)), 1)
+@functools.lru_cache(maxsize=4096)
+def block_sizes(extent: int) -> tuple[int, ...]:
+    """Block extents to try along an axis, largest first: the whole axis, its divisors
+    that make at most 16 blocks, and the powers of two below it (a block that does not
+    divide the axis leaves a shorter last block)."""
+    sizes = {extent} | {1 << j for j in range(extent.bit_length())}
+    sizes |= {d for k in range(2, 17) if extent % k == 0 for d in (extent // k,)}
+    return tuple(sorted((x for x in sizes if 1 <= x <= extent), reverse=True))
 
 
 def substitute_expr(e, env: dict):
@@ -347,9 +369,10 @@ def _sides(g: TensorGraph) -> dict[str, M]:
                 for p in ("lhs", "rhs"):
                     x = g.resolve(args[p].name)
                     if g.computed(x) and g.window(x, {}) is None:
+                        what = "a matmul's result" if _from_cube(g, x) else "a vector result"
                         raise UnsupportedSyntaxError(
-                            f"the matmul operand '{args[p].name}' is computed on chip; on a2a3 a vector result "
-                            "reaches the cube only through GM", span=d.span,
+                            f"the {p} of this matmul is computed on chip; on a2a3 {what} reaches the cube only "
+                            "through GM", span=d.span,
                             hint="assemble it into an output tensor, and pass that to a second kernel")
             elif op.windows.kind == "slice":
                 union(name, args["x"].name, d.span)
@@ -372,6 +395,22 @@ def _sides(g: TensorGraph) -> dict[str, M]:
                 if body and isinstance(body[-1], n.Yield) and isinstance(body[-1].values[d.index], n.Var):
                     union(name, body[-1].values[d.index].name, d.stmt.span)
     return {x: fixed[find(x)][0] for x in list(parent) if find(x) in fixed}
+
+
+def _from_cube(g: TensorGraph, name: str) -> bool:
+    """Whether a computed value is (a slice of) a matmul's or an accumulation's result."""
+    d = g.defs.get(name)
+    while isinstance(d, Op) and d.call.op == "tensor.slice":
+        d = g.defs.get(g.resolve(d.call.args[0].name))
+    if isinstance(d, Carried):
+        return any(_from_cube(g, g.resolve(v.name)) for v in _carried_values(d) if isinstance(v, n.Var))
+    return isinstance(d, Op) and lookup(d.call.op).windows.kind == "cube"
+
+
+def _carried_values(d: Carried):
+    if isinstance(d.stmt, n.For):
+        return (d.stmt.iter_args[d.index].init, d.stmt.body[-1].values[d.index])
+    return tuple(body[-1].values[d.index] for body in (d.stmt.then_body, d.stmt.else_body) if body)
 
 
 def _crossing(first, second) -> UnsupportedSyntaxError:
@@ -411,14 +450,19 @@ def carried_regions(g: TensorGraph, stmt: n.For, index: int, region: Region, env
             j = inside[name]
             for r in reg:
                 if region_vars(r) & body_names:
-                    raise Unblockable(f"the loop carrying '{name}' reads a window of it that moves with the "
-                                      "iteration", stmt.span)
+                    raise Unblockable("this loop reads a window of a tensor it carries that moves with the "
+                                      "iteration, so a block of it cannot be computed alone", stmt.span,
+                                      hint="carry the tensor whole (it must then fit Vec), or slice it before the "
+                                           "loop and carry only the window")
                 if j not in want:
                     want[j] = r
                     work.append(j)
                 elif want[j] != r:
-                    raise Unblockable(f"the loop carrying '{name}' reads it at another window than it carries, "
-                                      "so a block of it cannot be computed alone", stmt.span)
+                    raise Unblockable("this loop reads a tensor it carries at another window than the one it "
+                                      "carries (a reduction across it, say), so a block of it cannot be computed "
+                                      "alone", stmt.span,
+                                      hint="carry the tensor whole (it must then fit Vec), or store the part you "
+                                           "need after the loop")
     return want
 
 

@@ -43,7 +43,7 @@ from pypto.passes.tensor_graph import (
     TensorGraph,
     Unblockable,
     carried_regions,
-    divisors,
+    block_sizes,
     extents,
     operand_regions,
     region_vars,
@@ -55,7 +55,7 @@ from pypto.sim.soc import SoC
 
 @attrs.define(eq=False)
 class Frame:
-    kind: str  # "sink" | "block" | "fold" | "first" | "body"
+    kind: str  # "sink" | "piece" (a sink's outermost block loop) | "block" | "fold" | "first" | "body"
     stmts: list = attrs.Factory(list)
     names: set = attrs.Factory(set)
     memo: dict = attrs.Factory(dict)
@@ -64,11 +64,12 @@ class Frame:
 
 @attrs.frozen
 class Load:
-    """A GM window the current sink reads: (GM root, offsets, extents)."""
+    """A GM window the current sink reads, and the sink or block frame it is read in."""
 
     root: str
     offsets: tuple
     extents: tuple
+    frame: Frame = attrs.field(eq=False)
 
 
 class Emitter:
@@ -86,6 +87,7 @@ class Emitter:
         self.loads: list[Load] = []  # what the current sink reads from GM
         self.live = 0  # bytes of the tiles that may be live now
         self.peak = 0  # the most bytes live at once, since the sink began
+        self.ranges: dict[str, tuple[int, int]] = {}  # block and fold loop index -> its first and last value
         self.fold_budget = 0  # bytes a fold may take (0: reductions must fit whole); the planner sets it
         self.wanted_fold = False  # a reduction did not fit whole, and folds were not allowed
         self.budget_bound = False  # a fold took a shorter block for its budget than Vec allowed
@@ -118,7 +120,7 @@ class Emitter:
         """Close the innermost frame. A fold's tiles (and its first block's) die with it:
         only its result, bound outside, stays live."""
         f = self.frames.pop()
-        if f.kind in ("fold", "first"):
+        if f.kind in ("fold", "first", "piece"):
             self.live -= f.bytes
         elif self.frames:
             self.frames[-1].bytes += f.bytes
@@ -186,9 +188,9 @@ class Emitter:
         name = self.g.resolve(name)
         if name in self.mat:
             if region != whole(self.g.types[name].shape):
-                raise Unblockable(f"'{name}' is carried whole through a loop that also stores, and a window "
-                                  "of it is read here",
-                                  hint="read it whole, or compute the window before the loop")
+                raise Unblockable("a tensor carried through a loop or if that also stores stays whole on chip, "
+                                  "and a window of it is read here (tiles have no slices yet)",
+                                  hint="store the whole tensor, or carry only the window: slice it before the loop")
             return self.mat[name]
         if name in self.g.roots:
             return self.load(name, region, reader, hint or name, M.Vec)
@@ -221,10 +223,14 @@ class Emitter:
             if key in f.memo:
                 return f.memo[key]
         offsets, shape = tuple(o for o, _ in region), extents(region)
-        self.loads.append(Load(root, offsets, shape))
         var = self.bind(f"{hint}_tile", op_call("tile.load", tensor=n.Var(name), offsets=offsets,
                                                 shapes=tuple(map(n.Const, shape)), target_memory=target,
                                                 transpose=transpose), self.span)
+        # the sink or block loop whose iteration it is read in (a fold's, or a user loop's,
+        # is inside one of those)
+        at = self.frames.index(self.home[var.name])
+        self.loads.append(Load(root, offsets, shape, next(f for f in reversed(self.frames[:at + 1])
+                                                            if f.kind in ("sink", "piece", "block"))))
         self.home[var.name].memo[key] = var
         return var
 
@@ -246,8 +252,9 @@ class Emitter:
             return self.reduce(name, call, region, d)
         regions = operand_regions(call, region, self.g.types, self.g.types[name].shape)
         if regions is None:
-            raise Unblockable(f"a window of '{name}' ({call.op}) needs all of its operand",
-                              d.span, hint="compute it whole: it must fit Vec at once")
+            raise Unblockable(f"a window of a {call.op.removeprefix('tensor.')} is computed from all of its "
+                              "operand, so it cannot be computed alone", d.span,
+                              hint="slice the operand before the reshape, or store the whole reshaped tensor")
         if windows.kind == "slice":
             return self.value(call.args[0].name, regions["x"], d.stmt, hint)
         return self.apply(name, call, region, regions, d)
@@ -306,17 +313,29 @@ class Emitter:
             frame.stmts.extend(first.stmts)
             self.adopt(frame, acc.name)
             t = self.types[acc.name]
-            var, carried = self.fresh("c" if axis == 1 else "r", INDEX), self.fresh(f"{name}_acc", t)
-            fold = self.push("fold", (var, carried))
-            part = reduced(n.Var(var))
-            nxt = self.bind(name, op_call(windows.combine, lhs=n.Var(carried), rhs=part), d.span)
-            fold.stmts.append(n.Yield((nxt,), span=d.span))
-            self.pop()
-            out = self.fresh(f"{name}_total", t)
-            self.emit_loop(frame, var, n.Const(block), n.Const(full), n.Const(block), fold,
-                           iter_args=(n.IterArg(carried, t, acc),), results=(n.Binding(out, t),), span=d.span)
-            self.adopt(frame, out, counted=False)
-            return n.Var(out)
+            loop_end = full // block * block
+            if loop_end > block:
+                var, carried = self.fresh("c" if axis == 1 else "r", INDEX), self.fresh(f"{name}_acc", t)
+                self.ranges[var] = (block, loop_end - block)
+                fold = self.push("fold", (var, carried))
+                part = reduced(n.Var(var))
+                nxt = self.bind(name, op_call(windows.combine, lhs=n.Var(carried), rhs=part), d.span)
+                fold.stmts.append(n.Yield((nxt,), span=d.span))
+                self.pop()
+                out = self.fresh(f"{name}_total", t)
+                self.emit_loop(frame, var, n.Const(block), n.Const(loop_end), n.Const(block), fold,
+                               iter_args=(n.IterArg(carried, t, acc),), results=(n.Binding(out, t),), span=d.span)
+                self.adopt(frame, out, counted=False)
+                acc = n.Var(out)
+            if loop_end < full:  # what is left of the axis, one shorter block
+                rest = self.push("first")
+                block = full - loop_end
+                part = reduced(n.Const(loop_end))
+                acc = self.bind(name, op_call(windows.combine, lhs=acc, rhs=part), d.span)
+                self.pop()
+                frame.stmts.extend(rest.stmts)
+                self.adopt(frame, acc.name)
+            return acc
 
     def fold_block(self, x: str, within, axis: int, d: Op) -> int:
         """The longest block of the reduced axis whose tiles fit beside what is live: the
@@ -359,7 +378,7 @@ class Emitter:
         if not self.fold_budget:
             raise Unblockable(f"'{d.stmt.target}' reduces more than fits Vec at once", d.span)
         bound = False
-        for block in divisors(full)[1:]:
+        for block in block_sizes(full)[1:]:
             one = need(block)
             if one is None:
                 continue
@@ -394,9 +413,12 @@ class Emitter:
             self.env.pop(x, None)
         regions = sorted(carried_regions(self.g, stmt, index, region, self.env).items())
         inits = [self.value(stmt.iter_args[k].init.name, r, stmt) for k, r in regions]
+        # scalars it carries beside them (nothing after the loop reads them)
+        scalars = [(k, a, simplify(substitute(a.init, self.env))) for k, a in enumerate(stmt.iter_args)
+                   if isinstance(a.type, ScalarType)]
         bounds = [simplify(substitute(x, self.env)) for x in (stmt.start, stmt.stop, stmt.step)]
         deps = set().union(*(n.expr_vars(b) for b in bounds), *(region_vars(r) for _, r in regions),
-                           {v.name for v in inits})
+                           {v.name for v in inits}, *(n.expr_vars(init) for _, _, init in scalars))
         with self.at(self.level(deps)) as frame:
             var = self.fresh(stmt.var, INDEX)
             self.env[stmt.var] = n.Var(var)
@@ -407,12 +429,19 @@ class Emitter:
                 self.adopt(body, it, counted=False)
                 body.memo[(stmt.iter_args[k].name, r)] = n.Var(it)
                 iters.append(n.IterArg(it, self.types[it], init))
+            for k, a, init in scalars:
+                it = self.fresh(a.name, a.type)
+                body.names.add(it)
+                self.home[it] = body
+                self.env[a.name] = n.Var(it)
+                iters.append(n.IterArg(it, a.type, init))
             self.scalars(stmt.body, body)
-            yields = tuple(self.value(stmt.body[-1].values[k].name, r, stmt) for k, r in regions)
+            yields = tuple(self.value(stmt.body[-1].values[k].name, r, stmt) for k, r in regions) + tuple(
+                simplify(substitute(stmt.body[-1].values[k], self.env)) for k, _, _ in scalars)
             body.stmts.append(n.Yield(yields, span=stmt.span))
             self.pop()
-            results = [n.Binding(self.fresh(stmt.results[k].name, it.type), it.type) for (k, _), it in
-                       zip(regions, iters)]
+            results = [n.Binding(self.fresh(stmt.results[k].name, it.type), it.type) for k, it in
+                       zip([k for k, _ in regions] + [k for k, _, _ in scalars], iters)]
             self.emit_loop(frame, var, *bounds, body, kind=stmt.kind, stage=stmt.stage, iter_args=iters,
                            results=results, span=stmt.span)
             for (k, r), b in zip(regions, results):

@@ -270,6 +270,8 @@ def _commit(write, memories, core) -> None:
         tensor[index] = data
         return
     _, b, data = write
-    raw = data.contiguous().view(torch.uint8).reshape(-1)
+    # flattened first: torch calls an [N, 1] tensor with a long stride contiguous, and will
+    # not reinterpret it as bytes
+    raw = data.contiguous().reshape(-1).view(torch.uint8)
     memories[(core, b.space)][b.addr: b.addr + raw.numel()] = raw
 
