@@ -104,8 +104,9 @@ IN_PLACE = frozenset(
 
 
 def _donate(fn: n.Function) -> n.Function:
-    """A tile computed in place: an op's result takes the buffer (or slot) of an operand
-    whose last use is that op.
+    """A tile computed in place: an op's result and an operand whose last use is that op
+    share one buffer (or slot) — the result takes the operand's, or, when the result's
+    buffer is shared already (a loop's carried chain), the operand takes the result's.
 
         t: ...MemRef("pipe_t", ...)[0]... = pl.tile.load(...)
         e: ...MemRef("mem_vec_0", ..., reusable=True)... = pl.tile.exp(t)  ->  e: ...MemRef("pipe_t", ...)[0]... = ...
@@ -125,11 +126,19 @@ def _donate(fn: n.Function) -> n.Function:
     def memref(name):
         return new.get(name, types[name].memref)
 
+    def alone(name) -> bool:  # the only tile in a buffer InitMemRef made for it
+        m = memref(name)
+        return m.reusable and all(memref(x) != m for x in by_memref[m.name] if x != name)
+
+    def free(m, name, begin, end) -> bool:  # no other tile of m is live within (begin, end)
+        return not any(live[x][0] < end and live[x][1] > begin for x in by_memref[m.name]
+                       if x != name and memref(x) == m)
+
     for stmt in n.walk_stmts(fn.body):
         if not (isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and stmt.value.op in IN_PLACE):
             continue
         dst = types[stmt.target]
-        if dst.memref is None or not dst.memref.reusable or len(by_memref[dst.memref.name]) != 1:
+        if dst.memref is None:
             continue
         here, end = live[stmt.target]
         for arg in stmt.value.args:
@@ -141,14 +150,17 @@ def _donate(fn: n.Function) -> n.Function:
                 continue
             if any(walker.defs[arg.name][0] < loop.start for loop in walker.loops_at(here)):
                 continue  # dies at the loop's end, but the next iteration reads it again
-            # Nothing else in that buffer may be live while the result is (a next in-place
-            # op may write it exactly where the result dies).
-            sharers = [x for x in by_memref[m.name] if x != arg.name and memref(x) == m]
-            if any(live[x][0] < end and live[x][1] > here for x in sharers):
-                continue
-            new[stmt.target] = m
-            by_memref[m.name].append(stmt.target)
-            break
+            # Nothing else in the buffer taken may be live while the newcomer is (a next
+            # in-place op may write it exactly where the newcomer dies).
+            if alone(stmt.target) and free(m, arg.name, here, end):
+                new[stmt.target] = m
+                by_memref[m.name].append(stmt.target)
+                break
+            if m.slots == 1 and alone(arg.name) and free(memref(stmt.target), stmt.target, live[arg.name][0], here):
+                mine = memref(stmt.target)
+                new[arg.name] = mine
+                by_memref[mine.name].append(arg.name)
+                break
     if not new:
         return fn
     return retype(fn, lambda name, t: attrs.evolve(t, memref=new[name]) if name in new else t)

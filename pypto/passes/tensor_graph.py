@@ -22,6 +22,7 @@ cube/vector divide (``side``): Vec for vector results, Acc for matmul accumulato
 
 from __future__ import annotations
 
+import collections
 import functools
 
 import attrs
@@ -182,6 +183,15 @@ class TensorGraph:
     def gm_root(self, name: str) -> str | None:
         return self.roots.get(self.resolve(name))
 
+    def read_once(self, name: str) -> bool:
+        """Whether one statement alone reads this computed value (under any of its names)."""
+        root = self.resolve(name)
+        if not self.computed(root):
+            return False
+        names = [x for x in self.read if self.resolve(x) == root]
+        aliasing = sum(1 for x, y in self.aliases.items() if self.resolve(y) == root)  # the x = y statements
+        return sum(self.read[x] for x in names) - aliasing == 1
+
     def pure(self, stmt) -> bool:
         return id(stmt) in self.pure_ids
 
@@ -233,18 +243,17 @@ class TensorGraph:
         return False
 
 
-def _names_read(body) -> set[str]:
-    """Every name some statement of ``body`` reads (types, bounds and carries included)."""
+def _names_read(body) -> collections.Counter:
+    """Every name some statement of ``body`` reads (types, bounds and carries included),
+    with how many statements read it."""
     from pypto.ir.rewrite import rewrite
 
-    names: set[str] = set()
-
-    def note(v):
-        names.add(v.name)
-
+    names: collections.Counter = collections.Counter()
     for stmt in n.walk_stmts(body):
         shallow = attrs.evolve(stmt, **{f: () for f in ("body", "then_body", "else_body") if hasattr(stmt, f)})
-        rewrite(shallow, {n.Var: note})
+        seen: set[str] = set()
+        rewrite(shallow, {n.Var: lambda v: seen.add(v.name)})
+        names.update(seen)
     return names
 
 

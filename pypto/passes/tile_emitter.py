@@ -373,7 +373,8 @@ class Emitter:
                 return None
 
         whole_need = need(full)
-        if whole_need is not None and whole_need + self.live <= self.capacity:
+        # 0: the operand's window is on chip already, whole; folding could only read it again
+        if whole_need is not None and (whole_need == 0 or whole_need + self.live <= self.capacity):
             return full, False
         if not self.fold_budget:
             raise Unblockable(f"'{d.stmt.target}' reduces more than fits Vec at once", d.span)
@@ -426,7 +427,9 @@ class Emitter:
             iters = []
             for (k, r), init in zip(regions, inits):
                 it = self.fresh(stmt.iter_args[k].name, self.types[init.name])
-                self.adopt(body, it, counted=False)
+                # the chain updates its initial tile in place unless another reader may
+                # still want that tile, which then is copied (InsertAliasCopies)
+                self.adopt(body, it, counted=not self.g.read_once(stmt.iter_args[k].init.name))
                 body.memo[(stmt.iter_args[k].name, r)] = n.Var(it)
                 iters.append(n.IterArg(it, self.types[it], init))
             for k, a, init in scalars:

@@ -158,3 +158,45 @@ def test_the_depth_lever_leaves_room_for_the_loops_other_pipeline_groups(tmp_pat
     rows = budget // 512
     assert torch.equal(out.view(4, 128, 128)[:, :rows], torch.exp(a.view(4, 128, 128)[:, :rows]))
     assert torch.equal(out2, (a.view(4, 128, 128)[:, :32] + b).reshape(128, 128))
+
+
+def test_an_operand_takes_the_buffer_of_an_in_place_result_whose_buffer_a_loop_shares():
+    # y's buffer is the loop's carried chain already, so x (dying at exp) moves into it
+    check_pass(memory_reuse, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_0", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_1", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.exp(x)
+            for i, (it,) in pl.range(2, init_values=(y,)):
+                w: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_1", size=8192, reusable=True), pl.Mem.Vec] = pl.tile.add(it, it)
+                r = pl.yield_(w)
+            pl.tile.store(r, [0, 0], out)
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+            x: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_1", size=8192), pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)
+            y: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_1", size=8192), pl.Mem.Vec] = pl.tile.exp(x)
+            for i, (it,) in pl.range(2, init_values=(y,)):
+                w: pl.Tile[[16, 128], pl.FP32, pl.MemRef("mem_vec_1", size=8192), pl.Mem.Vec] = pl.tile.add(it, it)
+                r = pl.yield_(w)
+            pl.tile.store(r, [0, 0], out)
+    """)
+
+
+def test_a_matmul_and_an_accumulation_of_it_in_blocks_as_large_as_acc_share_acc():
+    # the first product's block and the K loop that accumulates into it are one Acc buffer
+    @pl.jit
+    def two(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.matmul(a[:, 0:256], b[0:256, :])
+            acc = pl.matmul_acc(acc, a[:, 256:512], b[256:512, :])
+            out[:] = acc
+        return out
+
+    a = torch.randn(256, 512, dtype=torch.float16)
+    b = torch.randn(512, 512, dtype=torch.float16)
+    want = a.float() @ b.float()
+    for planner in ("PYPTO", "PTOAS"):
+        out = torch.full((256, 512), float("nan"))
+        two(a, b, out, config=RunConfig(platform="a2a3sim", memory_planner=planner))
+        torch.testing.assert_close(out, want, rtol=1e-3, atol=1e-3)
