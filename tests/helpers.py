@@ -28,7 +28,7 @@ import textwrap  # noqa: E402
 
 import torch  # noqa: E402
 
-from pypto.ir import parse  # noqa: E402
+from pypto.lang import parse  # noqa: E402
 from pypto.ir.types import ParamDirection, ScalarType, TensorType  # noqa: E402
 from pypto.ir.verifier import verify  # noqa: E402
 from pypto.passes.context import PassContext  # noqa: E402

@@ -15,7 +15,7 @@ import pypto.language as pl
 from pypto.errors import SpecializationError
 from pypto.runtime import RunConfig
 from pypto.sim.simulator import SimulatorHazard, run_kernel
-from pypto.sim.soc import A2A3
+from pypto.backend import A2A3
 from pypto.sim.views import runs
 
 PLATFORMS = [("ref", "PYPTO"), ("ref", "PTOAS"), ("a2a3sim", "PYPTO"), ("a2a3sim", "PTOAS")]

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from pypto.errors import ConfigError, MemorySpaceError
 from pypto.fuzz import strategies as ps
-from pypto.ir import PassDumpLevel, VerificationLevel, parse
+from pypto.ir import PassDumpLevel, VerificationLevel
+from pypto.lang import parse
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.pipeline import lower
 from pypto.runtime import CompiledProgram, RunConfig

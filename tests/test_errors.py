@@ -16,7 +16,7 @@ from pypto.errors import (
     TypeCheckError,
     UnsupportedSyntaxError,
 )
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.runtime import RunConfig
 
 REF = RunConfig(platform="ref")

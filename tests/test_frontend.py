@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 

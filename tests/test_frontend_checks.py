@@ -16,7 +16,7 @@ import torch
 import pypto.language as pl
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError, VerificationError
 from pypto.ir import nodes as n
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.rewrite import rewrite
 from pypto.ir.types import TileType
 from pypto.ir.verifier import verify

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pypto.ir import nodes as n
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.ops import UNIFIED, all_ops, lookup
 from pypto.ir.types import DataType as D
@@ -15,7 +15,7 @@ from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
 from pypto.sim import interpreter
 from pypto.sim.semantics import IMPLS
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 R, C = 8, 16
 X = torch.linspace(-3, 5, R * C).reshape(R, C)  # no zeros: div/recip/log stay finite or NaN alike

@@ -13,7 +13,7 @@ from helpers import check_pass, program_text
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.lower_pipeline_loops import lower_pipeline_loops
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program

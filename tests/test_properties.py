@@ -7,7 +7,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from pypto.fuzz import strategies as ps
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.verifier import verify
 
 FAMILIES = ps.families()

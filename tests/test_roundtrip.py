@@ -9,7 +9,7 @@ import torch
 import pypto.language as pl
 from pypto.errors import ParseError, TypeCheckError
 from pypto.ir import nodes as n
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 from tests.helpers import program_text

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.errors import TypeCheckError
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.types import DataType as D
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program

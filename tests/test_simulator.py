@@ -15,7 +15,7 @@ from pypto.codegen.isa import Cond, Kernel, Loop, SetFlag, WaitFlag, walk
 from pypto.fuzz import strategies as ps
 from pypto.runtime import RunConfig
 from pypto.sim.simulator import SimulatorDeadlock, SimulatorHazard, run_kernel
-from pypto.sim.soc import A2A3
+from pypto.backend import A2A3
 
 
 def unset(*shape, dtype=torch.float32):

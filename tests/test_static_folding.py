@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 

@@ -17,7 +17,7 @@ from pypto.errors import (
     TypeCheckError,
     UnsupportedSyntaxError,
 )
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 from pypto.sim import numerics as num

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from test_simulator import assert_every_sync_is_needed
 
 from pypto.codegen.isa import SetFlag, walk
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
-from pypto.sim.soc import Pipe
+from pypto.backend import Pipe
 
 ROWS, COLS = 128, 256  # the shared tensor; every window stays inside it
 SENTINEL = -777.0  # outputs start as this, so "stored nothing" differs from "stored zeros"

@@ -25,7 +25,7 @@ from pypto.ir.types import (
 from pypto.ir.verifier import verify
 from pypto.passes import pipeline
 from pypto.passes.context import PassContext, result
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 TENSOR = TensorType((16, 128), DataType.FP32)
 TILE = TileType(shape=(16, 128), dtype=DataType.FP32, space=M.Vec)

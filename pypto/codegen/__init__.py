@@ -20,7 +20,7 @@ from pypto.codegen.sync import insert_syncs
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType
 from pypto.passes.context import PassContext
-from pypto.sim.soc import CoreKind
+from pypto.backend import CoreKind
 
 KERNEL_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
@@ -43,7 +43,7 @@ def generate_function(fn: n.Function, ctx: PassContext) -> Kernel:
 
 
 def _core_of(space) -> CoreKind:
-    from pypto.sim.soc import A2A3
+    from pypto.backend import A2A3
 
     return A2A3.spec(space).core
 

@@ -19,7 +19,7 @@ import attrs
 from pypto.errors import Span
 from pypto.ir import nodes as n
 from pypto.ir.types import DataType
-from pypto.sim.soc import CoreKind, MemorySpace, Pipe
+from pypto.backend import CoreKind, MemorySpace, Pipe
 
 
 @attrs.frozen

@@ -19,7 +19,7 @@ from pypto.codegen.isa import (
 )
 from pypto.ir.types import type_name
 from pypto.passes.context import Planner
-from pypto.sim.soc import MemorySpace
+from pypto.backend import MemorySpace
 
 SPACE = {MemorySpace.Vec: "ub", MemorySpace.Mat: "l1", MemorySpace.Left: "l0a", MemorySpace.Right: "l0b",
          MemorySpace.Acc: "l0c", MemorySpace.Bias: "bias"}

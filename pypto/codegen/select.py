@@ -34,8 +34,8 @@ from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.plan_ptoas_memory import assembler_plan, unguarded_slots
-from pypto.sim.soc import CoreKind, Pipe
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import CoreKind, Pipe
+from pypto.backend import MemorySpace as M
 
 
 VECTOR_MNEMONIC = {"create": "VDUP", "full": "VDUP", "cast": "VCONV", "set_validshape": "VCOPY",

@@ -37,7 +37,7 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import linear, static_difference
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
-from pypto.sim.soc import Pipe, SoC
+from pypto.backend import Pipe, SoC
 
 UNKNOWN = object()  # an address or offset that depends on a name bound inside a compound
 

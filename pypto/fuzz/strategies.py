@@ -32,7 +32,7 @@ from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind, FunctionType, ParamDirection, TensorType
 from pypto.sim import numerics as num
 from pypto.sim.numerics import TORCH
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 FLOATS = (D.FP32, D.FP16, D.BF16)
 INTS = (D.INT32, D.INT16, D.INT8)

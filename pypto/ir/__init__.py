@@ -1,4 +1,4 @@
-"""The immutable IR: nodes, types, the op registry, the printer and the parser."""
+"""The immutable IR: nodes, types, the op registry, and the printer (the parser of printed IR is the front end's: ``pypto.lang.parse``)."""
 
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.ir.nodes import (
@@ -21,7 +21,6 @@ from pypto.ir.nodes import (
     Var,
     Yield,
 )
-from pypto.ir.parser import parse
 from pypto.ir.printer import print_program
 from pypto.ir.types import (
     INDEX,
@@ -36,11 +35,11 @@ from pypto.ir.types import (
     TensorType,
     TileType,
 )
-from pypto.sim.soc import MemorySpace
+from pypto.backend import MemorySpace
 
 __all__ = [
     "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "For", "ForKind", "FuncCall",
     "Function", "FunctionType", "INDEX", "If", "IterArg", "Level", "MemRef", "MemorySpace", "PadValue",
     "Param", "ParamDirection", "PassDumpLevel", "Program", "Return", "ScalarType", "Scope", "TensorType", "TileType",
-    "UnaryOp", "Var", "VerificationLevel", "Yield", "parse", "print_program",
+    "UnaryOp", "Var", "VerificationLevel", "Yield", "print_program",
 ]

@@ -11,7 +11,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import infer_type, lookup
 from pypto.ir.ops.registry import OpArgs
 from pypto.ir.types import DataType, ScalarType
-from pypto.sim.soc import DEFAULT, SoC
+from pypto.backend import DEFAULT, SoC
 
 BOOL = ScalarType(DataType.BOOL)
 _PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "and", "or")

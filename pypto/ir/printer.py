@@ -1,6 +1,6 @@
 """Print a Program as DSL Python: an ``@pl.program`` class of ``@pl.function`` methods.
 
-Deterministic, one statement per line, and read back by ``pypto.ir.parser`` to an equal
+Deterministic, one statement per line, and read back by ``pypto.lang.parse`` to an equal
 Program. An assignment's type annotation is printed when it says something the op's type
 inference would not reproduce (a MemRef, an address) — or always with ``explicit=True``,
 which is what tools that size tiles read.
@@ -25,7 +25,7 @@ from pypto.ir.types import (
     TensorType,
     TileType,
 )
-from pypto.sim.soc import MemorySpace
+from pypto.backend import MemorySpace
 
 INDENT = "    "
 

@@ -21,7 +21,7 @@ import math
 
 import attrs
 
-from pypto.sim.soc import MemorySpace
+from pypto.backend import MemorySpace
 
 
 class DataType(enum.Enum):

@@ -38,7 +38,7 @@ from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.exprs import ExprConverter
 from pypto.lang.reach import Unknown, reach
-from pypto.sim.soc import MemorySpace
+from pypto.backend import MemorySpace
 
 # Older spellings of keyword names the reference language accepted.
 _KEYWORD_ALIASES = {"valid_shapes": "valid_shape"}

@@ -37,7 +37,7 @@ from pypto.ir.types import (
 )
 from pypto.lang import folding
 from pypto.lang import names as N
-from pypto.sim.soc import DEFAULT, MemorySpace, SoC
+from pypto.backend import DEFAULT, MemorySpace, SoC
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ import numpy
 
 from pypto.ir.ops import UNIFIED, lookup
 from pypto.ir.types import DataType, FunctionType, Level, PadValue
-from pypto.sim.soc import MemorySpace
+from pypto.backend import MemorySpace
 
 # ----------------------------------------------------------------------------- entities
 
@@ -228,10 +228,6 @@ class ModuleResolver(Resolver):
 
 
 def classify(name: str, obj):
-    import pypto.language as language
-
-    if obj is language:
-        return Path(())
     for key, enum_cls in ENUMS.items():
         if obj is enum_cls:
             return Path((key,))

@@ -2,7 +2,7 @@
 
 A program is a class of ``@pl.function`` methods; functions call each other as
 ``self.f(...)``. Bodies convert on demand, so a caller can be converted before the callee
-it needs the signature of. ``parse_text`` is what ``pypto.ir.parse`` runs on a dump.
+it needs the signature of. ``parse_text`` is what ``pypto.lang.parse`` runs on a dump.
 """
 
 from __future__ import annotations

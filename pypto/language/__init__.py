@@ -15,7 +15,10 @@ from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
 from pypto.lang.dsl import TypeConstructor as _TypeConstructor
 from pypto.lang.program import function, program
 from pypto.runtime.jit import jit
-from pypto.sim.soc import MemorySpace
+from pypto.backend import MemorySpace
+
+# the front end knows this module by the mark, not by importing it: ``pl`` is the root
+__pypto_path__ = ()
 
 Mem = MemorySpace
 

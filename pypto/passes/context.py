@@ -9,7 +9,7 @@ import attrs
 
 from pypto.errors import ConfigError, Span
 from pypto.ir import nodes as n
-from pypto.sim.soc import DEFAULT, SoC
+from pypto.backend import DEFAULT, SoC
 
 
 class Severity(enum.Enum):

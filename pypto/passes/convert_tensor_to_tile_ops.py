@@ -30,7 +30,7 @@ from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable, plus, whole
 from pypto.passes.sink_plan import emit_sink, plan_sink
 from pypto.passes.tile_emitter import Emitter
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 INCORE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Opaque)
 

@@ -21,7 +21,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.types import INDEX
 from pypto.passes.tensor_graph import Op, block_sizes, plus, region_vars
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 if TYPE_CHECKING:
     from pypto.passes.tile_emitter import Emitter

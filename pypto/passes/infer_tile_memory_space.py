@@ -22,7 +22,7 @@ from pypto.ir.infer import call_type
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.types import TileType
 from pypto.passes.context import PassContext, PassResult, result
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 
 def infer_tile_memory_space(program: n.Program, ctx: PassContext) -> PassResult:

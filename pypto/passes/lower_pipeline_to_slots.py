@@ -23,7 +23,7 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.types import ForKind, MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, Planner, result
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 PLANNERS = frozenset({Planner.PTOAS})
 SLOTTED_SPACES = (M.Vec, M.Mat, M.Acc)

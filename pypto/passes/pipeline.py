@@ -14,7 +14,7 @@ import attrs
 from pypto.errors import VerificationError
 from pypto.ir import nodes as n
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
-from pypto.ir.parser import parse
+from pypto.lang import parse
 from pypto.ir.printer import print_program
 from pypto.ir.verifier import verify
 from pypto.passes import (

@@ -29,8 +29,8 @@ from pypto.ir.ops import op_call
 from pypto.ir.types import INDEX, DataType
 from pypto.passes.tensor_graph import Unblockable, block_sizes, extents, plus
 from pypto.passes.tile_emitter import Emitter
-from pypto.sim.soc import MemorySpace as M
-from pypto.sim.soc import SoC
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
 
 
 @attrs.frozen

@@ -33,7 +33,7 @@ from pypto.ir.ops import lookup
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType
-from pypto.sim.soc import MemorySpace as M
+from pypto.backend import MemorySpace as M
 
 Region = tuple  # ((offset Expr, extent int), ...) per axis
 

@@ -49,8 +49,8 @@ from pypto.passes.tensor_graph import (
     region_vars,
     whole,
 )
-from pypto.sim.soc import MemorySpace as M
-from pypto.sim.soc import SoC
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
 
 
 @attrs.define(eq=False)

@@ -22,10 +22,10 @@ from pypto.runtime.callsite import call_span, located
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.sim.simulator import RunReport
-from pypto.sim.soc import backend
+from pypto.backend import backend
 from pypto.sim.trace import chrome_trace, instruction_metrics
 from pypto.sim.views import check_call
-from pypto.tools.insight import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
+from pypto.sim.insight_format import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
 
 
 def pass_context(config: RunConfig) -> PassContext:

@@ -13,7 +13,7 @@ from pypto.errors import ConfigError, PyptoError
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
-from pypto.sim.soc import BACKENDS
+from pypto.backend import BACKENDS
 
 # platform -> what runs the program
 PLATFORMS = {

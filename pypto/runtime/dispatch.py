@@ -8,7 +8,7 @@ from pypto.runtime.config import RunConfig
 from pypto.sim import interpreter
 from pypto.sim.numerics import one_thread
 from pypto.sim.simulator import RunReport, run_kernel
-from pypto.sim.soc import backend
+from pypto.backend import backend
 
 
 def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None,

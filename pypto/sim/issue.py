@@ -23,7 +23,7 @@ from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS
-from pypto.sim.soc import CoreKind, MemorySpace, Pipe, SoC
+from pypto.backend import CoreKind, MemorySpace, Pipe, SoC
 from pypto.sim.views import window_runs
 
 

@@ -29,7 +29,7 @@ from pypto.sim import numerics as num
 from pypto.sim.hazards import SimulatorHazard, check_races, clocks
 from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
-from pypto.sim.soc import CoreKind, Pipe, SoC
+from pypto.backend import CoreKind, Pipe, SoC
 
 __all__ = ["RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "TraceEvent", "run_kernel"]
 

@@ -6,7 +6,7 @@ and per-instruction metrics (arrays indexed by core). Timestamps are simulated c
 
 from __future__ import annotations
 
-from pypto.sim.soc import Pipe
+from pypto.backend import Pipe
 
 CORE_NAMES = {"aic0": "core0.cubecore0", "aiv0": "core0.veccore0"}
 LANES = [p.value for p in Pipe] + ["ALL"]  # lane (thread) ids in this order

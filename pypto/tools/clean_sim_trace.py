@@ -32,7 +32,7 @@ from collections import deque
 from pathlib import Path
 
 from pypto.tools import trace_page
-from pypto.tools.insight import API_INSTR, TRACE, InsightFormatError, read_blocks
+from pypto.sim.insight_format import API_INSTR, TRACE, InsightFormatError, read_blocks
 
 PIPES = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3")
 ALIASES = {"VEC": "VECTOR", "V": "VECTOR", "M": "CUBE", "FIX": "FIXPIPE", "S": "SCALAR"}

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
-from pypto.ir.parser import parse
+from pypto.lang import parse
 from pypto.ir.printer import expr
 from pypto.ir.types import FunctionType, TileType
-from pypto.sim.soc import BACKENDS, MemorySpace
+from pypto.backend import BACKENDS, MemorySpace
 from pypto.tools.memory_map_page import PAGE
 
 COMPUTE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)

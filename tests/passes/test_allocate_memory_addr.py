@@ -2,7 +2,7 @@ import pytest
 from helpers import check_pass, program_text
 
 from pypto.errors import MemorySpaceError
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.context import PassContext
 

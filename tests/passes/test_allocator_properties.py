@@ -11,13 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pypto.ir import nodes as n
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.types import TileType
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.memory import buffers
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
-from pypto.sim.soc import A2A3
+from pypto.backend import A2A3
 
 IN_ROWS, WIDTH = 64, 128  # the input tensor; tiles take a corner of it
 SENTINEL = -555.0

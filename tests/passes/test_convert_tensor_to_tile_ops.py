@@ -4,7 +4,7 @@ from helpers import check_pass, program_text, same_results
 
 import pypto.language as pl
 from pypto.errors import UnsupportedSyntaxError
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
 from pypto.runtime import RunConfig

@@ -6,7 +6,7 @@ load. Each hint's ``moves`` clause counts the valid rows and bytes."""
 import pytest
 from helpers import program_text
 
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
 

@@ -2,7 +2,7 @@ import pytest
 from helpers import check_pass, program_text
 
 from pypto.errors import MemorySpaceError
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.infer_tile_memory_space import infer_tile_memory_space
 

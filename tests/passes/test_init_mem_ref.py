@@ -4,7 +4,7 @@ from helpers import check_pass, program_text
 
 import pypto.language as pl
 from pypto.errors import MemorySpaceError
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.init_mem_ref import init_mem_ref
 

@@ -3,7 +3,7 @@ import torch
 from helpers import check_pass, program_text, same_results
 
 import pypto.language as pl
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.lower_pipeline_loops import lower_pipeline_loops
 from pypto.runtime import RunConfig

@@ -3,7 +3,7 @@ from helpers import check_pass, program_text
 from test_memory_reuse import deep  # 64 KiB per stage, stage=4: two fit
 
 import pypto.language as pl
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.lower_pipeline_to_slots import lower_pipeline_to_slots
 from pypto.runtime import RunConfig

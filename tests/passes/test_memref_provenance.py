@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import pypto.language as pl
 from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.ir.printer import print_program
 from pypto.ir.types import TileType
 from pypto.passes.context import PassContext

@@ -4,7 +4,7 @@ from helpers import check_pass, program_text
 
 import pypto.language as pl
 from pypto.errors import UnsupportedSyntaxError
-from pypto.ir import parse
+from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
 from pypto.runtime import RunConfig

@@ -16,7 +16,7 @@ from pyrsistent import pmap
 from pypto.errors import MemorySpaceError, TypeCheckError
 from pypto.ir.nodes import Const, Var
 from pypto.ir.types import ScalarType, TensorType, TileType, type_name
-from pypto.sim.soc import DEFAULT, MemorySpace, SoC
+from pypto.backend import DEFAULT, MemorySpace, SoC
 
 
 class Kind(enum.Enum):

@@ -30,7 +30,7 @@ from pypto.ir.ops.tile import (
     check_region,
 )
 from pypto.ir.types import DataType, PadValue, TensorType
-from pypto.sim.soc import SoC
+from pypto.backend import SoC
 
 
 def _dtype_in(op: str, t: TensorType, allowed) -> None:

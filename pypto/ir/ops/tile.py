@@ -23,8 +23,8 @@ from pypto.ir.ops.registry import (
     ParamSpec as P,
 )
 from pypto.ir.types import DataType, PadValue, TensorType, TileType
-from pypto.sim.soc import MemorySpace as M
-from pypto.sim.soc import SoC
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
 
 VEC = (M.Vec,)
 CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")

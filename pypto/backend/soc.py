@@ -1,8 +1,8 @@
 """The SoC table: the one description of the modeled hardware.
 
 Passes (capacities, alignments, granularity hints), the front end (legal moves), the
-codegen and the simulator (pipes, costs) and the tools (capacities) all read it; nothing
-else states a capacity, an alignment or a legal transfer.
+codegen and the simulator (pipes, costs, the chip's cores) and the tools (capacities) all
+read it; nothing else states a capacity, an alignment, a legal transfer or a core count.
 """
 
 from __future__ import annotations
@@ -12,37 +12,7 @@ import enum
 import attrs
 from pyrsistent import pmap
 
-
-class MemorySpace(enum.Enum):
-    """Where a tile or tensor lives. Printed as ``pl.Mem.<name>``."""
-
-    DDR = "DDR"
-    Vec = "Vec"  # UB, the vector core's unified buffer
-    Mat = "Mat"  # L1 of the cube core
-    Left = "Left"  # L0A
-    Right = "Right"  # L0B
-    Acc = "Acc"  # L0C
-    Bias = "Bias"
-
-    def __repr__(self) -> str:
-        return f"pl.Mem.{self.name}"
-
-
-class CoreKind(enum.Enum):
-    AIC = "aic"  # cube core
-    AIV = "aiv"  # vector core
-
-
-class Pipe(enum.Enum):
-    """The AI core's execution pipes, in dataflow order (the order trace lanes use)."""
-
-    MTE2 = "MTE2"  # GM -> UB (AIV) / GM -> L1 (AIC)
-    MTE1 = "MTE1"  # L1 -> L0A / L0B
-    CUBE = "CUBE"  # mmad
-    VECTOR = "VECTOR"
-    FIXPIPE = "FIXPIPE"  # L0C -> GM / L1
-    MTE3 = "MTE3"  # UB -> GM
-    SCALAR = "SCALAR"  # issues everything in order; runs control flow
+from pypto.backend.arch import CoreId, CoreKind, MemorySpace, Pipe
 
 
 @attrs.frozen(kw_only=True)
@@ -112,8 +82,11 @@ class SoC:
     l2_cache_line: int
     # Innermost extent below which a GM<->chip transfer is flagged (PH001).
     recommended_transfer_bytes: int
-    aic_cores: int
-    aiv_cores: int
+    # The chip: ``clusters`` clusters, each of ``aic_per_cluster`` cube cores and
+    # ``aiv_per_cluster`` vector cores that share flags (cross-core sync stays in a cluster).
+    clusters: int
+    aic_per_cluster: int = 1
+    aiv_per_cluster: int = 2
     # Pipes each core has, and which pipe moves data between two spaces.
     core_pipes: pmap = pmap()
     costs: Costs = Costs()
@@ -126,6 +99,28 @@ class SoC:
 
     def spec(self, space: MemorySpace) -> SpaceSpec:
         return self.spaces[space]
+
+    @property
+    def aic_cores(self) -> int:
+        return self.clusters * self.aic_per_cluster
+
+    @property
+    def aiv_cores(self) -> int:
+        return self.clusters * self.aiv_per_cluster
+
+    def per_cluster(self, kind: CoreKind) -> int:
+        return self.aic_per_cluster if kind is CoreKind.AIC else self.aiv_per_cluster
+
+    def cluster_cores(self, cluster: int) -> tuple[CoreId, ...]:
+        """The cores of one cluster: its AICs, then its AIVs."""
+        if not 0 <= cluster < self.clusters:
+            raise ValueError(f"{self.name} has clusters 0..{self.clusters - 1}, not {cluster}")
+        return tuple(CoreId(kind, cluster, i) for kind in (CoreKind.AIC, CoreKind.AIV)
+                     for i in range(self.per_cluster(kind)))
+
+    def cores(self, kind: CoreKind | None = None) -> tuple[CoreId, ...]:
+        """Every core of the chip (of one kind), cluster by cluster."""
+        return tuple(c for k in range(self.clusters) for c in self.cluster_cores(k) if kind in (None, c.kind))
 
     def can_move(self, src: MemorySpace, dst: MemorySpace) -> bool:
         return (src, dst) in self.legal_moves
@@ -164,23 +159,28 @@ A2A3 = SoC(
     ),
     l2_cache_line=512,
     recommended_transfer_bytes=512,
-    aic_cores=24,
-    aiv_cores=48,
+    clusters=24,  # 24 AIC + 48 AIV
     core_pipes=pmap({
         CoreKind.AIC: (Pipe.MTE2, Pipe.MTE1, Pipe.CUBE, Pipe.FIXPIPE, Pipe.SCALAR),
         CoreKind.AIV: (Pipe.MTE2, Pipe.VECTOR, Pipe.MTE3, Pipe.SCALAR),
     }),
 )
 
+class BackendType(enum.Enum):
+    """The reference's names for the SoC tables (``RunConfig(backend=...)`` takes either)."""
+
+    Ascend910B = "a2a3"
+
+
 BACKENDS = pmap({"a2a3": A2A3})
 DEFAULT = A2A3
 
 
-def backend(name: str) -> SoC:
+def backend(name: str | BackendType) -> SoC:
     from pypto.errors import ConfigError
 
     try:
-        return BACKENDS[name]
+        return BACKENDS[name.value if isinstance(name, BackendType) else name]
     except KeyError:
         raise ConfigError(
             f"unknown backend {name!r}", hint=f"use one of: {', '.join(sorted(BACKENDS))}"

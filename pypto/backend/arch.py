@@ -1,0 +1,63 @@
+"""The hardware's vocabulary: memory spaces, core kinds, pipes, and core instances.
+
+These name things in the IR (a tile's space), in instruction programs (a pipe) and on
+the chip (a core); the SoC table (``pypto.backend.soc``) says how large and how fast.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+
+class MemorySpace(enum.Enum):
+    """Where a tile or tensor lives. Printed as ``pl.Mem.<name>``."""
+
+    DDR = "DDR"
+    Vec = "Vec"  # UB, the vector core's unified buffer
+    Mat = "Mat"  # L1 of the cube core
+    Left = "Left"  # L0A
+    Right = "Right"  # L0B
+    Acc = "Acc"  # L0C
+    Bias = "Bias"
+
+    def __repr__(self) -> str:
+        return f"pl.Mem.{self.name}"
+
+
+class CoreKind(enum.Enum):
+    AIC = "aic"  # cube core
+    AIV = "aiv"  # vector core
+
+
+class Pipe(enum.Enum):
+    """The AI core's execution pipes, in dataflow order (the order trace lanes use)."""
+
+    MTE2 = "MTE2"  # GM -> UB (AIV) / GM -> L1 (AIC)
+    MTE1 = "MTE1"  # L1 -> L0A / L0B
+    CUBE = "CUBE"  # mmad
+    VECTOR = "VECTOR"
+    FIXPIPE = "FIXPIPE"  # L0C -> GM / L1
+    MTE3 = "MTE3"  # UB -> GM
+    SCALAR = "SCALAR"  # issues everything in order; runs control flow
+
+
+@attrs.frozen(order=True)
+class CoreId:
+    """One core of the chip: its kind, its cluster, and which of the cluster's cores of
+    that kind it is (an a2a3 cluster has one AIC, index 0, and two AIVs, 0 and 1)."""
+
+    kind: CoreKind
+    cluster: int
+    index: int = 0
+
+    @property
+    def name(self) -> str:
+        """``aic<n>`` / ``aiv<n>``, numbered across the chip as the hardware numbers them:
+        cluster c holds aic<c> and aiv<2c>, aiv<2c+1>."""
+        per = 1 if self.kind is CoreKind.AIC else 2
+        return f"{self.kind.value}{self.cluster * per + self.index}"
+
+    def __str__(self) -> str:
+        return self.name
