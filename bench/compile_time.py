@@ -14,6 +14,7 @@ import time
 
 import torch
 
+from pypto.backend import A2A3
 from pypto.demo import KERNELS
 from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder
@@ -32,7 +33,7 @@ def statements(program: n.Program) -> int:
 
 
 def pipeline_program(trips: int, stage: int, tile_rows: int = 16) -> n.Program:
-    b = FunctionBuilder("k", FunctionType.InCore)
+    b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType((trips * tile_rows, 128), DataType.FP32))
     out = b.param("out", TensorType((trips * tile_rows, 128), DataType.FP32), ParamDirection.Out)
     with b.loop(0, trips, kind=ForKind.Pipeline, stage=stage) as loop:
@@ -43,7 +44,7 @@ def pipeline_program(trips: int, stage: int, tile_rows: int = 16) -> n.Program:
 
 
 def chain_program(length: int) -> n.Program:
-    b = FunctionBuilder("k", FunctionType.InCore)
+    b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType((16, 128), DataType.FP32))
     out = b.param("out", TensorType((16, 128), DataType.FP32), ParamDirection.Out)
     v = b.op("tile.load", a, [0, 0], [16, 128])
@@ -57,7 +58,7 @@ def chain_program(length: int) -> n.Program:
 def tensor_program(shape, length: int, reduce: str | None = None) -> n.Program:
     """Tensor-level code ConvertTensorToTileOps must block: a chain of ``length`` ops on a
     tensor larger than Vec, then (``reduce``) a broadcast of its reduction along an axis."""
-    b = FunctionBuilder("k", FunctionType.InCore)
+    b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(shape, DataType.FP32))
     out = b.param("out", TensorType(shape, DataType.FP32), ParamDirection.Out)
     v = a
@@ -85,7 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    ctx = PassContext()
+    ctx = PassContext(soc=A2A3)
 
     a = torch.zeros(512, 128)
     print("seed kernels: specialize (parse, first call) and lower (the pass pipeline)")

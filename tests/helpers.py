@@ -32,6 +32,7 @@ from pypto.lang import parse  # noqa: E402
 from pypto.ir.types import ParamDirection, ScalarType, TensorType  # noqa: E402
 from pypto.ir.verifier import verify  # noqa: E402
 from pypto.passes.context import PassContext  # noqa: E402
+from pypto.backend import A2A3
 
 HEADER = "import pypto.language as pl\n\n\n"
 
@@ -72,14 +73,14 @@ def check_pass(run, before: str, after: str, ctx: PassContext | None = None, *, 
                scalars: dict | None = None):
     """Parse BEFORE, run the pass, compare with AFTER as text and structurally, and check the
     interpreter gives the same bits before and after."""
-    ctx = ctx or PassContext()
+    ctx = ctx or PassContext(soc=A2A3)
     program = parse(program_text(before))
-    verify(program)
+    verify(program, A2A3)
     got = run(program, ctx)
     want = program_text(after)
     assert got.program.as_python() == want, "\n" + got.program.as_python()
     assert parse(want) == got.program
-    verify(got.program)
+    verify(got.program, A2A3)
     name = entry or got.program.functions[-1].name
     same_results(program, got.program, name, scalars=scalars)
     return got

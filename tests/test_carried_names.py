@@ -13,6 +13,7 @@ from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
 R, C = 16, 128
 
@@ -28,7 +29,7 @@ def rows(n=64):
 
 
 def roundtrips(program):
-    verify(program)
+    verify(program, A2A3)
     assert parse(program.as_python()) == program
     return program
 

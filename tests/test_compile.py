@@ -16,6 +16,7 @@ from pypto.passes.context import PassContext, Planner
 from pypto.passes.pipeline import lower
 from pypto.runtime import CompiledProgram, RunConfig
 from pypto.sim import interpreter
+from pypto.backend import A2A3
 
 
 def compile_seed(seed, name, tmp_path, **config):
@@ -160,7 +161,7 @@ def test_tiles_that_do_not_fit_are_reported_at_the_users_line():
 @settings(max_examples=max(5, settings().max_examples * 5 // 8))  # a share of the profile's budget
 @given(ps.tile_programs(), st.sampled_from(list(Planner)))
 def test_property_every_pass_roundtrips_and_preserves_results(case, planner):
-    lowering = lower(case.program, PassContext(planner=planner), verification=VerificationLevel.ROUNDTRIP)
+    lowering = lower(case.program, PassContext(soc=A2A3, planner=planner), verification=VerificationLevel.ROUNDTRIP)
     expected = run_case(case)
     for name, program in lowering.stages:
         got = run_case(case, parse(program.as_python()))

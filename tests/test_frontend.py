@@ -9,6 +9,7 @@ import pypto.language as pl
 from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
 PLATFORMS = ["ref", "a2a3sim"]
 
@@ -38,7 +39,7 @@ def body_of(program, fn=None) -> str:
 
 
 def roundtrips(program):
-    verify(program)
+    verify(program, A2A3)
     assert parse(program.as_python()) == program
     return program
 

@@ -22,6 +22,7 @@ from pypto.ir.types import TileType
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 from pypto.tools.memory_map import main as memory_map
+from pypto.backend import A2A3
 
 R, C = 16, 128
 SENTINEL = 1234.5
@@ -115,7 +116,7 @@ def test_integer_slot_indices_select_their_slots(tmp_path, platform, index, para
 def _slot_program(tmp_path):
     kernel, _ = slot_kernel(tmp_path, "i % 2")
     program = kernel.specialize(torch.randn(2 * R, C), torch.zeros(2 * R, C))
-    verify(program)
+    verify(program, A2A3)
     return program
 
 
@@ -148,7 +149,7 @@ def test_the_verifier_rejects_a_slot_index_that_is_not_an_integer(tmp_path, inde
     bad = _with_slot_index(program, index)
     assert bad != program
     with pytest.raises(VerificationError, match=message):
-        verify(bad)
+        verify(bad, A2A3)
 
 
 # ----------------------------------------------------------------------------- item 4: static values

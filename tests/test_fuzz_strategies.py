@@ -9,6 +9,7 @@ from hypothesis import Phase, given, settings
 
 from pypto.fuzz import strategies as ps
 from pypto.ir import nodes as n
+from pypto.backend import A2A3
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D
 from pypto.ir.types import FunctionType, ParamDirection, TensorType
@@ -100,7 +101,7 @@ def test_out_tensors_start_as_sentinels_the_expected_values_never_hold(family):
 
 
 def _kernel(shape, stores: bool) -> n.Program:
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(shape, D.FP32))
     out = b.param("out", TensorType(shape, D.FP32), ParamDirection.Out)
     t = b.op("tile.load", a, [0, 0], list(shape), name="x")
@@ -146,7 +147,7 @@ def _with_zeros(width: int) -> torch.Tensor:
 def test_the_oracle_takes_the_products_min_max_rule_on_signed_zeros(platform, axis, red, width):
     x = _with_zeros(width)
     steps = [("unary", "exp"), ("broadcast", 0, axis, red, "div")]  # exp(x) / max-or-min(x): +-inf from +-0
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(x.shape, D.FP32))
     out = b.param("out", TensorType(x.shape, D.FP32), ParamDirection.Out)
     t = b.op("tile.load", a, [0, 0], list(x.shape), name="x")

@@ -13,6 +13,7 @@ from pypto.errors import ParseError, SpecializationError, TypeCheckError, Unsupp
 from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
 R, C = 16, 128
 HELPERS = inspect.getsourcefile(addit.fn)
@@ -140,7 +141,7 @@ def test_helper_keywords_and_defaults_bind_by_signature(cfg):
 
     a, out = torch.randn(R, C), torch.zeros(R, C)
     program = k.specialize(a, out)
-    verify(program)
+    verify(program, A2A3)
     assert parse(program.as_python()) == program
     k(a, out, config=cfg)
     assert torch.equal(out, ((a * 2.0 + 0.0) + (a * 3.0 + 0.0)) + (a * 0.5 + 1.0))
@@ -319,7 +320,7 @@ def test_a_loop_index_widens_to_an_int64_kernel_parameter(cfg):
 
     a, o = torch.randn(4 * R, C), torch.zeros(R, C)
     program = k.specialize(a, o)
-    verify(program)
+    verify(program, A2A3)
     assert parse(program.as_python()) == program
     k(a, o, config=cfg)
     assert torch.equal(o, ((a[:R] + a[R:2 * R]) + a[2 * R:3 * R]) + a[3 * R:])

@@ -15,7 +15,7 @@ from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
 from pypto.sim import interpreter
 from pypto.sim.semantics import IMPLS
-from pypto.backend import MemorySpace as M
+from pypto.backend import A2A3, MemorySpace as M
 
 R, C = 8, 16
 X = torch.linspace(-3, 5, R * C).reshape(R, C)  # no zeros: div/recip/log stay finite or NaN alike
@@ -143,7 +143,7 @@ def _mm(b, a, c):
 
 
 def _program(build, inputs, out_shape, out_dtype):
-    b = FunctionBuilder("k", FunctionType.InCore)
+    b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(inputs[0].shape, {torch.float16: D.FP16}.get(inputs[0].dtype, D.FP32)))
     c = b.param("c", TensorType(inputs[1].shape, {torch.float16: D.FP16}.get(inputs[1].dtype, D.FP32)))
     out = b.param("out", TensorType(out_shape, {torch.float16: D.FP16}.get(out_dtype, D.FP32)), ParamDirection.Out)
@@ -161,7 +161,7 @@ def _program(build, inputs, out_shape, out_dtype):
 @pytest.mark.parametrize("build, expect, inputs, out_shape, out_dtype", CASES)
 def test_op(build, expect, inputs, out_shape, out_dtype, platform):
     program = _program(build, inputs, out_shape, out_dtype)
-    verify(program)
+    verify(program, A2A3)
     for explicit in (False, True):
         assert parse(program.as_python(explicit=explicit)) == program
     out = torch.zeros(out_shape, dtype=out_dtype)

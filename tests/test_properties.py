@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from pypto.fuzz import strategies as ps
 from pypto.lang import parse
 from pypto.ir.verifier import verify
+from pypto.backend import A2A3
 
 FAMILIES = ps.families()
 # Each family is its own test so that every one is drawn; together they take about the
@@ -35,32 +36,32 @@ ELEMENT_DTYPES = ps.FLOATS + ps.INTS
 def test_property_elementwise_bit_exact_with_torch(dtype, data):
     case = data.draw(ps.elementwise_programs(dtypes=(dtype,)), label="case")
     event("specials" if "specials" in case.recipe else "ordinary values")
-    verify(case.program)
+    verify(case.program, A2A3)
     assert_matches_oracle(case, run_case(case))
 
 
 @given(ps.reduction_programs())
 def test_property_reductions_with_tails_within_bound(case):
     event(case.recipe.split()[0] + (" with specials" if "specials" in case.recipe else ""))
-    verify(case.program)
+    verify(case.program, A2A3)
     assert_matches_oracle(case, run_case(case))
 
 
 @given(ps.matmul_programs())
 def test_property_matmul_through_l0_within_bound(case):
-    verify(case.program)
+    verify(case.program, A2A3)
     assert_matches_oracle(case, run_case(case))
 
 
 @given(ps.carried_programs())
 def test_property_loop_carried_values_exact(case):
-    verify(case.program)
+    verify(case.program, A2A3)
     assert_matches_oracle(case, run_case(case))
 
 
 @given(ps.shuffled_carry_programs())
 def test_property_carried_tiles_that_trade_places_exact(case):
-    verify(case.program)
+    verify(case.program, A2A3)
     assert_matches_oracle(case, run_case(case))
 
 

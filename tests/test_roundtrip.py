@@ -13,10 +13,11 @@ from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 from tests.helpers import program_text
+from pypto.backend import A2A3
 
 
 def exact(program):
-    verify(program)
+    verify(program, A2A3)
     text = program.as_python()
     again = parse(text)
     assert again == program

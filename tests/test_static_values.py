@@ -21,6 +21,7 @@ from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 from pypto.sim import numerics as num
+from pypto.backend import A2A3
 
 R, C = 16, 128
 NPV = np.float32(2.0)
@@ -48,7 +49,7 @@ def error_at(cls, kernel, *args, match: str, marker: str, token: str):
 
 
 def roundtrips(program):
-    verify(program)
+    verify(program, A2A3)
     assert parse(program.as_python()) == program
     return program
 

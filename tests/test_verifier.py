@@ -25,7 +25,7 @@ from pypto.ir.types import (
 from pypto.ir.verifier import verify
 from pypto.passes import pipeline
 from pypto.passes.context import PassContext, result
-from pypto.backend import MemorySpace as M
+from pypto.backend import A2A3, MemorySpace as M
 
 TENSOR = TensorType((16, 128), DataType.FP32)
 TILE = TileType(shape=(16, 128), dtype=DataType.FP32, space=M.Vec)
@@ -73,7 +73,7 @@ def loop(body, *, var="i", stop=n.Const(4), kind=ForKind.Sequential, stage=None,
 def rejected(prog, *fragments, span=SPAN, stage=""):
     """The VerificationError, checked to contain every fragment and to carry ``span``."""
     with pytest.raises(VerificationError) as info:
-        verify(prog, stage=stage)
+        verify(prog, A2A3, stage=stage)
     text = str(info.value)
     for fragment in fragments:
         assert fragment in text, f"{fragment!r} not in:\n{text}"
@@ -122,7 +122,7 @@ WELL_FORMED = {
 
 @pytest.mark.parametrize("name", list(WELL_FORMED))
 def test_well_formed_programs_of_every_shape_pass(name):
-    verify(WELL_FORMED[name])
+    verify(WELL_FORMED[name], A2A3)
 
 
 # ----------------------------------------------------------------------------- SSA
@@ -455,11 +455,11 @@ def test_the_driver_names_the_pass_whose_output_breaks_a_rule(monkeypatch):
     monkeypatch.setattr(pipeline, "PIPELINE", (module,))
     good = program(kernel(load("t", SPAN), exp("e", "t"), store("e")))
     with pytest.raises(VerificationError, match=r"^after BreakSsa: in function 'k': 't' is bound twice \(SSA\)"):
-        pipeline.lower(good, PassContext(), VerificationLevel.BASIC)
-    pipeline.lower(good, PassContext(), VerificationLevel.NONE)  # what NONE means: not checked
+        pipeline.lower(good, PassContext(soc=A2A3), VerificationLevel.BASIC)
+    pipeline.lower(good, PassContext(soc=A2A3), VerificationLevel.NONE)  # what NONE means: not checked
 
 
 def test_the_front_ends_output_is_checked_before_any_pass(monkeypatch):
     monkeypatch.setattr(pipeline, "PIPELINE", ())
     with pytest.raises(VerificationError, match="^after the front end: in function 'k': 't' is bound twice"):
-        pipeline.lower(program(kernel(load("t"), load("t"), store("t"))), PassContext())
+        pipeline.lower(program(kernel(load("t"), load("t"), store("t"))), PassContext(soc=A2A3))

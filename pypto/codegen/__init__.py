@@ -37,15 +37,9 @@ def generate_function(fn: n.Function, ctx: PassContext) -> Kernel:
     body = number(body)
     params = tuple((p.name, p.type) for p in fn.params)
     cores = [c for c in CoreKind if any(isinstance(x, Instr) and x.core is c for x in walk(body))]
-    programs = tuple(Program(fn.name, c, params, tuple(a for a in allocs if _core_of(a.space) is c),
+    programs = tuple(Program(fn.name, c, params, tuple(a for a in allocs if ctx.soc.spec(a.space).core is c),
                              _project(body, c)) for c in cores)
     return Kernel(fn.name, params, programs, returns)
-
-
-def _core_of(space) -> CoreKind:
-    from pypto.backend import A2A3
-
-    return A2A3.spec(space).core
 
 
 def number(body, counter=None) -> tuple:

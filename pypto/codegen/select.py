@@ -52,15 +52,16 @@ def select(fn: n.Function, ctx: PassContext):
         fn = assembler_plan(fn, ctx)
     else:
         unguarded = set()
-    return _Selector(fn, unguarded).run()
+    return _Selector(fn, unguarded, ctx.soc).run()
 
 
 # ----------------------------------------------------------------------------- selection
 
 
 class _Selector:
-    def __init__(self, fn: n.Function, unguarded: set):
+    def __init__(self, fn: n.Function, unguarded: set, soc):
         self.fn = fn
+        self.owner = lambda space: soc.spec(space).core  # the core whose memory a space is
         self.types = n.symbols(fn)
         self.unguarded = unguarded
         self.roots = tensor_roots(fn)
@@ -185,15 +186,15 @@ class _Selector:
         short = op.short
         if call.op == "tile.load":
             dst = self.buf(target)
-            core = CoreKind.AIC if dst.space is M.Mat else CoreKind.AIV
+            core = self.owner(dst.space)
             gm = GmLoc(self.tensor(values["tensor"].name, span), values["offsets"],
                        tuple(c.value for c in values["shapes"]))
             return [Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm,), (self.loc(dst, core),), span, target,
                           dst)]
         if call.op == "tile.store":
             src = bufs[0]
-            core, pipe, mnemonic = (CoreKind.AIC, Pipe.FIXPIPE, "FIXSTORE") if src.space is M.Acc else \
-                (CoreKind.AIV, Pipe.MTE3, "TSTORE")
+            core = self.owner(src.space)
+            pipe, mnemonic = (Pipe.FIXPIPE, "FIXSTORE") if src.space is M.Acc else (Pipe.MTE3, "TSTORE")
             tensor = self.tensor(values["output_tensor"].name, span)
             extents = tuple(src.shape)
             gm = GmLoc(tensor, values["offsets"], extents)
@@ -201,21 +202,22 @@ class _Selector:
         dst = self.buf(target)
         if call.op == "tile.move":
             src = bufs[0]
+            core = self.owner(src.space)
             if src.space is M.Acc:
-                core, pipe, mnemonic = CoreKind.AIC, Pipe.FIXPIPE, "FIXMOV"
+                pipe, mnemonic = Pipe.FIXPIPE, "FIXMOV"
             elif src.space is M.Mat:
-                core, pipe, mnemonic = CoreKind.AIC, Pipe.MTE1, "TMOV"
+                pipe, mnemonic = Pipe.MTE1, "TMOV"
             elif src.space is M.Vec and dst.space is M.Vec:
-                core, pipe, mnemonic = CoreKind.AIV, Pipe.VECTOR, "VCOPY"
+                pipe, mnemonic = Pipe.VECTOR, "VCOPY"
             else:
                 raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
         elif call.op in ("tile.matmul", "tile.matmul_acc"):
-            core, pipe, mnemonic = CoreKind.AIC, Pipe.CUBE, "MMAD"
+            core, pipe, mnemonic = self.owner(dst.space), Pipe.CUBE, "MMAD"
         elif call.op == "tile.create" and dst.space is not M.Vec:
             # zeros written where the cube core keeps them: by the cube into Acc, by MTE1 into L1/L0
-            core, pipe, mnemonic = CoreKind.AIC, Pipe.CUBE if dst.space is M.Acc else Pipe.MTE1, "TZERO"
+            core, pipe, mnemonic = self.owner(dst.space), Pipe.CUBE if dst.space is M.Acc else Pipe.MTE1, "TZERO"
         else:
-            core, pipe = CoreKind.AIV, Pipe.VECTOR
+            core, pipe = self.owner(dst.space), Pipe.VECTOR
             mnemonic = VECTOR_MNEMONIC.get(short, "V" + short.replace("_", "").upper())
             if short in ("set_validshape", "reshape") and bufs[0].addr == dst.addr:
                 return []  # a view of the same bytes: nothing moves

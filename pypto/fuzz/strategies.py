@@ -32,7 +32,7 @@ from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind, FunctionType, ParamDirection, TensorType
 from pypto.sim import numerics as num
 from pypto.sim.numerics import TORCH
-from pypto.backend import MemorySpace as M
+from pypto.backend import A2A3, MemorySpace as M
 
 FLOATS = (D.FP32, D.FP16, D.BF16)
 INTS = (D.INT32, D.INT16, D.INT8)
@@ -269,7 +269,7 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6):
     shape = (rows * trips, cols)
     inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
 
-    b = FunctionBuilder("kernel", FunctionType.Orchestration if orchestrated else FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.Orchestration if orchestrated else FunctionType.InCore, soc=A2A3)
     params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
     out = b.param("out", TensorType(shape, out_dtype), ParamDirection.Out)
     with b.scope() if orchestrated else contextlib.nullcontext():
@@ -301,7 +301,7 @@ def reduction_programs(draw):
     seed = draw(st.integers(0, 2**31 - 1))
     x = random_tensor((vr, vc), dtype, seed, specials)
     axis_last = name.startswith("row")
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType((vr, vc), dtype))
     out = b.param("out", TensorType((vr, 1) if axis_last else (1, vc), dtype), ParamDirection.Out)
     t = b.op("tile.load", a, [0, 0], [rows, cols], valid_shape=[vr, vc], name="x")
@@ -349,7 +349,7 @@ def matmul_programs(draw):
     seed = draw(st.integers(0, 2**31 - 1))
     a = random_tensor((m, k * ksteps), dtype, seed)
     w = random_tensor((k * ksteps, nn), dtype, seed + 1)
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     pa = b.param("a", TensorType((m, k * ksteps), dtype))
     pw = b.param("b", TensorType((k * ksteps, nn), dtype))
     out = b.param("out", TensorType((m, nn), D.FP32), ParamDirection.Out)
@@ -390,7 +390,7 @@ def carried_programs(draw):
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
     x = random_tensor((rows * trips, cols), dtype, seed, specials)
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(x.shape, dtype))
     out = b.param("out", TensorType((rows, cols), dtype), ParamDirection.Out)
     acc = b.op("tile.load", a, [0, 0], [rows, cols], name="acc")
@@ -428,7 +428,7 @@ def shuffled_carry_programs(draw):
     if dtype is D.FP16:  # keep sums of a few steps finite and exact-comparable
         x = (x * 4).round() / 4
 
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(x.shape, dtype))
     out = b.param("out", TensorType((rows * k, cols), dtype), ParamDirection.Out)
     inits = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"i{j}") for j in range(n_init)]
@@ -497,7 +497,7 @@ def loop_body_programs(draw):
     if dtype is D.FP16:  # keep a few sums finite and exact-comparable
         x = (x * 4).round() / 4
 
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(x.shape, dtype))
     out = b.param("out", TensorType((rows * max(trips, 1), cols), dtype), ParamDirection.Out)
     keep = b.param("keep", TensorType((rows * n_inv, cols), dtype), ParamDirection.Out)
@@ -575,7 +575,7 @@ def nested_loop_programs(draw):
     if dtype is D.FP16:  # keep a few sums finite and exact-comparable
         x = (x * 4).round() / 4
 
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType(x.shape, dtype))
     out = b.param("out", TensorType((rows * width, cols), dtype), ParamDirection.Out)
     last = b.param("last", TensorType((rows * 2, cols), dtype), ParamDirection.Out)
@@ -661,7 +661,7 @@ def slotted_programs(draw, colive: bool | None = None):
     out_dtype = value_dtypes[-1]
     shape = (rows * trips, cols)
     inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
     out = b.param("out", TensorType(shape, out_dtype), ParamDirection.Out)
     with b.loop(0, trips) as loop:

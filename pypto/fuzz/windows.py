@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from pypto.fuzz.strategies import BINARY, REDUCE, UNARY, Case, random_tensor, sentinel
 from pypto.ir import nodes as n
+from pypto.backend import A2A3
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D
 from pypto.ir.types import FunctionType, ParamDirection, TensorType
@@ -125,7 +126,7 @@ def window_programs(draw, max_steps: int = 5):
     in_place = draw(st.integers(0, 3)) == 0
     inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
     start = random_tensor(shape, dtype, seed + 7, specials) if in_place else sentinel(shape, dtype)
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
     out = b.param("out", TensorType(shape, dtype), ParamDirection.InOut if in_place else ParamDirection.Out)
     v = _Values(b)
@@ -199,7 +200,7 @@ def cube_programs(draw):
     a_shape, b_shape = ((k, m) if a_trans else (m, k)), ((nn, k) if b_trans else (k, nn))
     a = random_tensor(a_shape, dtype, seed)
     w = random_tensor(b_shape, dtype, seed + 1)
-    b = FunctionBuilder("kernel", FunctionType.InCore)
+    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
     pa, pw = b.param("a", TensorType(a_shape, dtype)), b.param("b", TensorType(b_shape, dtype))
     out = b.param("out", TensorType((m, nn), D.FP32), ParamDirection.Out)
 

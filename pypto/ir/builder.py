@@ -1,7 +1,7 @@
 """Building IR in Python: fresh SSA names, result types from the op registry, nested blocks
 as ``with`` statements. For generators, tests and passes that synthesize code.
 
-    b = FunctionBuilder("k", FunctionType.InCore)
+    b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
     a = b.param("a", TensorType((64, 128), DataType.FP32))
     out = b.param("out", TensorType((64, 128), DataType.FP32), ParamDirection.Out)
     with b.loop(0, 4) as loop:
@@ -19,6 +19,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.types import INDEX, ForKind, FunctionType, Level, ParamDirection
+from pypto.backend import SoC
 
 
 class Loop:
@@ -50,8 +51,9 @@ class Branch:
 
 
 class FunctionBuilder:
-    def __init__(self, name: str, type: FunctionType = FunctionType.InCore):
+    def __init__(self, name: str, type: FunctionType = FunctionType.InCore, *, soc: SoC):
         self.name = name
+        self.soc = soc  # the backend whose rules infer the ops' types
         self.type = type
         self.params: list[n.Param] = []
         self.types: dict[str, object] = {}
@@ -90,7 +92,7 @@ class FunctionBuilder:
     def op(self, opname: str, *args, name: str | None = None, type=None, **kwargs) -> n.Var:
         """Bind the result of an op to a fresh name (its type inferred unless given)."""
         call = self.call(opname, *args, **kwargs)
-        t = type if type is not None else call_type(call, self.types)
+        t = type if type is not None else call_type(call, self.types, self.soc)
         return self.assign(name or opname.split(".")[-1], call, t)
 
     def assign(self, base: str, value, type=None) -> n.Var:

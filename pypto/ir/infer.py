@@ -11,7 +11,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import infer_type, lookup
 from pypto.ir.ops.registry import OpArgs
 from pypto.ir.types import DataType, ScalarType
-from pypto.backend import DEFAULT, SoC
+from pypto.backend import SoC
 
 BOOL = ScalarType(DataType.BOOL)
 _PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
@@ -54,5 +54,5 @@ def op_args(call: n.Call, types) -> OpArgs:
     return OpArgs(call.op, values, kinds)
 
 
-def call_type(call: n.Call, types, soc: SoC = DEFAULT):
+def call_type(call: n.Call, types, soc: SoC):
     return infer_type(lookup(call.op), op_args(call, types), soc)

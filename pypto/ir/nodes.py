@@ -231,10 +231,13 @@ class Program:
                 return f
         raise KeyError(name)
 
-    def as_python(self, *, explicit: bool = False) -> str:
+    def as_python(self, *, explicit: bool = False, soc=None) -> str:
+        """The program as DSL text, for ``soc`` (the default backend unless given: a
+        convenience for reading; the pass dumps print for the backend in force)."""
+        from pypto.backend import DEFAULT
         from pypto.ir.printer import print_program
 
-        return print_program(self, explicit=explicit)
+        return print_program(self, soc or DEFAULT, explicit=explicit)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -25,7 +25,7 @@ from pypto.ir.types import (
     TensorType,
     TileType,
 )
-from pypto.backend import MemorySpace
+from pypto.backend import MemorySpace, SoC
 
 INDENT = "    "
 
@@ -35,21 +35,23 @@ _PREC = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4,
 _ATOM = 10
 
 
-def print_program(program: n.Program, *, explicit: bool = False, notes: tuple = ()) -> str:
-    """``notes``: extra ``# key: value`` header lines (the parser reads past comments)."""
+def print_program(program: n.Program, soc: SoC, *, explicit: bool = False, notes: tuple = ()) -> str:
+    """``notes``: extra ``# key: value`` header lines (the parser reads past comments).
+    ``soc``: the backend the program is for (a type is left implicit where the front end
+    would infer it there)."""
     lines = [f"# pypto.program: {program.name}", *(f"# {note}" for note in notes), "import pypto.language as pl",
              "", "", "@pl.program", f"class {program.name}:"]
     for i, fn in enumerate(program.functions):
         if i:
             lines.append("")
-        lines.extend(_Printer(program, fn, explicit).function())
+        lines.extend(_Printer(program, fn, explicit, soc).function())
     if not program.functions:
         lines.append(INDENT + "pass")  # a class body cannot be empty
     return "\n".join(lines) + "\n"
 
 
-def print_function(program: n.Program, fn: n.Function, *, explicit: bool = False) -> str:
-    return "\n".join(_Printer(program, fn, explicit).function()) + "\n"
+def print_function(program: n.Program, fn: n.Function, soc: SoC, *, explicit: bool = False) -> str:
+    return "\n".join(_Printer(program, fn, explicit, soc).function()) + "\n"
 
 
 # --------------------------------------------------------------------------- expressions
@@ -167,8 +169,9 @@ def param(p: n.Param) -> str:
 
 
 class _Printer:
-    def __init__(self, program: n.Program, fn: n.Function, explicit: bool):
+    def __init__(self, program: n.Program, fn: n.Function, explicit: bool, soc: SoC):
         self.program = program
+        self.soc = soc
         self.fn = fn
         self.explicit = explicit
         self.types = n.symbols(fn)
@@ -282,7 +285,7 @@ class _Printer:
     def inferred(self, v):
         try:
             if isinstance(v, n.Call):
-                return call_type(v, self.types)
+                return call_type(v, self.types, self.soc)
             if isinstance(v, n.FuncCall):
                 callee = self.program.function(v.callee)
                 return callee.returns[0] if len(callee.returns) == 1 else None

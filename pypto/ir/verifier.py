@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import keyword
 
+from pypto.backend import SoC
 from pypto.errors import PyptoError, VerificationError
 from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
@@ -17,14 +18,15 @@ from pypto.ir.ops import lookup
 from pypto.ir.types import INDEX, ScalarType, TileType, joins, type_name
 
 
-def verify(program: n.Program, *, stage: str = "") -> None:
+def verify(program: n.Program, soc: SoC, *, stage: str = "") -> None:
+    """Check the IR rules against the backend in force (its legal moves, its spaces)."""
     names = [f.name for f in program.functions]
     twice = sorted({x for x in names if names.count(x) > 1})
     if twice:
         raise VerificationError(f"{_where(stage)}program '{program.name}' defines a function twice: "
                                 f"{', '.join(repr(x) for x in twice)}")
     for fn in program.functions:
-        _FunctionChecker(program, fn, stage).check()
+        _FunctionChecker(program, fn, stage, soc).check()
 
 
 def _where(stage: str) -> str:
@@ -32,8 +34,9 @@ def _where(stage: str) -> str:
 
 
 class _FunctionChecker:
-    def __init__(self, program: n.Program, fn: n.Function, stage: str):
+    def __init__(self, program: n.Program, fn: n.Function, stage: str, soc: SoC):
         self.program = program
+        self.soc = soc
         self.fn = fn
         self.stage = stage
         self.bound: dict[str, object] = {}
@@ -41,7 +44,7 @@ class _FunctionChecker:
     def fail(self, message: str, stmt=None) -> VerificationError:
         detail = f"{_where(self.stage)}in function '{self.fn.name}': {message}"
         if stmt is not None:
-            shown = _show(self.program, stmt)
+            shown = _show(self.program, stmt, self.soc)
             detail += f"\n  at: {shown}"
         return VerificationError(detail, span=getattr(stmt, "span", None))
 
@@ -178,7 +181,7 @@ class _FunctionChecker:
             if lookup(v.op) is None:
                 raise self.fail(f"unknown op '{v.op}'", stmt)
             try:
-                return call_type(v, self.bound)
+                return call_type(v, self.bound, self.soc)
             except PyptoError as err:
                 raise self.fail(f"{v.op}: {err.message}", stmt) from None
         if isinstance(v, n.FuncCall):
@@ -225,11 +228,11 @@ def _described(t) -> str:
     return type_name(t)
 
 
-def _show(program: n.Program, stmt) -> str:
+def _show(program: n.Program, stmt, soc: SoC) -> str:
     from pypto.ir.printer import _Printer
 
     try:
-        p = _Printer(program, n.Function("f", (), ()), explicit=True)
+        p = _Printer(program, n.Function("f", (), ()), explicit=True, soc=soc)
         p.stmt(stmt, 0, ())
         return p.lines[0] if p.lines else type(stmt).__name__
     except Exception:  # a node too broken to print: its repr still says what it is

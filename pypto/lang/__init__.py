@@ -7,10 +7,13 @@ dump parses exactly as a ``@pl.program`` class would.
 
 from __future__ import annotations
 
+from pypto.backend import DEFAULT, SoC
 from pypto.ir.nodes import Program
 
 
-def parse(text: str, filename: str = "<string>") -> Program:
+def parse(text: str, filename: str = "<string>", *, soc: SoC = DEFAULT) -> Program:
+    """``soc``: the backend whose rules type the program's ops (the pipeline passes the
+    one in force; the default is RunConfig's)."""
     from pypto.lang.program import parse_text
 
-    return parse_text(text, filename)
+    return parse_text(text, filename, soc)

@@ -38,7 +38,7 @@ from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.exprs import ExprConverter
 from pypto.lang.reach import Unknown, reach
-from pypto.backend import MemorySpace
+from pypto.backend import MemorySpace, SoC
 
 # Older spellings of keyword names the reference language accepted.
 _KEYWORD_ALIASES = {"valid_shapes": "valid_shape"}
@@ -86,7 +86,11 @@ class Several:
 
 
 class ProgramHooks:
-    """Calls out of a function body: the program builder decides what they mean."""
+    """Calls out of a function body: the program builder decides what they mean. It also
+    holds the backend the program is built for (``soc``), whose rules type its ops."""
+
+    def __init__(self, soc: SoC):
+        self.soc = soc
 
     def call_method(self, name: str, arg_types: tuple, node, conv) -> Callee:
         raise conv.error(ParseError, node, f"'self.{name}' is not a function of this program")
@@ -533,7 +537,7 @@ class CallConverter(ExprConverter):
 
     def checked_call(self, op: OpDef, values: dict, types: dict, node):
         try:
-            t = infer_type(op, OpArgs(op.name, values, types), self.source.soc)
+            t = infer_type(op, OpArgs(op.name, values, types), self.hooks.soc)
         except PyptoError as err:
             raise err.with_span(self.span(node)) from None
         if op.writes_operand is not None:

@@ -37,7 +37,7 @@ from pypto.ir.types import (
 )
 from pypto.lang import folding
 from pypto.lang import names as N
-from pypto.backend import DEFAULT, MemorySpace, SoC
+from pypto.backend import MemorySpace
 
 
 @attrs.frozen
@@ -49,7 +49,6 @@ class Source:
     line_offset: int = 0  # ast line 1 is file line 1 + line_offset
     col_offset: int = 0  # columns removed by dedenting
     resolver: N.Resolver = attrs.field(factory=N.Resolver)
-    soc: SoC = DEFAULT
     # Dump text, read back exactly as printed: nothing is folded away (an ``if True:`` the
     # printer wrote stays an If), so print -> parse gives the same Program.
     exact: bool = False

@@ -42,11 +42,11 @@ class KernelSource:
         return tuple(a.arg for a in self.get()[1].args.args)
 
 
-def declared_types(kernel) -> tuple:
+def declared_types(kernel, soc) -> tuple:
     """The argument types a kernel's own annotations spell out, for specializing it with no
     arguments (``k.lower()``); every parameter needs a full annotation."""
     source, fdef = kernel.source.get()
-    conv = FunctionConverter(source, fdef, name=fdef.name, kind=kernel.function_type, hooks=ProgramHooks())
+    conv = FunctionConverter(source, fdef, name=fdef.name, kind=kernel.function_type, hooks=ProgramHooks(soc))
     out = []
     for arg in fdef.args.args:
         if arg.annotation is None:
@@ -64,13 +64,14 @@ def declared_types(kernel) -> tuple:
     return tuple(out)
 
 
-def specialize(kernel, arg_types: tuple) -> n.Program:
-    """The Program of ``kernel`` called with arguments of ``arg_types``."""
-    return _JitProgram(kernel).build(arg_types)
+def specialize(kernel, arg_types: tuple, soc) -> n.Program:
+    """The Program of ``kernel`` called with arguments of ``arg_types``, on backend ``soc``."""
+    return _JitProgram(kernel, soc).build(arg_types)
 
 
 class _JitProgram(ProgramHooks):
-    def __init__(self, entry):
+    def __init__(self, entry, soc):
+        super().__init__(soc)
         self.entry = entry
         self.functions: list[n.Function] = []
         self.specialized: dict[tuple, Callee] = {}

@@ -19,6 +19,7 @@ from pypto.errors import (
     TypeCheckError,
     UnsupportedSyntaxError,
 )
+from pypto.backend import DEFAULT
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, ScalarType, type_name
 from pypto.lang import names as N
@@ -30,7 +31,8 @@ from pypto.lang.exprs import Source
 class ProgramBuilder(ProgramHooks):
     """Converts the methods of one program class, each once, callees on demand."""
 
-    def __init__(self, source: Source, cls: ast.ClassDef):
+    def __init__(self, source: Source, cls: ast.ClassDef, soc):
+        super().__init__(soc)
         self.source = source
         self.cls = cls
         self.defs: dict[str, ast.FunctionDef] = {}
@@ -60,7 +62,7 @@ class ProgramBuilder(ProgramHooks):
         fdef = self.defs[name]
         self.active.append(name)
         try:
-            conv = FunctionConverter(self.source, fdef, name=name, kind=function_type(self.source, fdef),
+            conv = FunctionConverter(self.source, fdef, name=name, kind=function_type(self.source, fdef, self.soc),
                                      hooks=self, has_self=True)
             fn = conv.convert()
         finally:
@@ -97,9 +99,9 @@ def widens(given, declared) -> bool:
         and given.dtype.is_int and declared.dtype.is_int
 
 
-def function_type(source: Source, fdef: ast.FunctionDef) -> FunctionType:
+def function_type(source: Source, fdef: ast.FunctionDef, soc) -> FunctionType:
     """The type a ``@pl.function(type=...)`` decorator names (Opaque when bare)."""
-    conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.Opaque, hooks=ProgramHooks())
+    conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.Opaque, hooks=ProgramHooks(soc))
     for deco in fdef.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         ref = conv.resolve_chain(target)
@@ -122,7 +124,7 @@ def function_type(source: Source, fdef: ast.FunctionDef) -> FunctionType:
                      hint="@pl.function(type=pl.FunctionType.InCore)")
 
 
-def parse_text(text: str, filename: str = "<string>") -> n.Program:
+def parse_text(text: str, filename: str, soc) -> n.Program:
     """A program from DSL text (a pass dump), read with ``ast`` and never executed."""
     try:
         module = ast.parse(text, filename=filename)
@@ -150,7 +152,7 @@ def parse_text(text: str, filename: str = "<string>") -> n.Program:
         raise ParseError(f"class '{cls.name}' is not a program: a program text's class is decorated with "
                          "@pl.program (and nothing else)", span=source.span(cls),
                          hint=f"put @pl.program on the line above 'class {cls.name}:'")
-    return ProgramBuilder(source, cls).build()
+    return ProgramBuilder(source, cls, soc).build()
 
 
 # ----------------------------------------------------------------------------- user source
@@ -249,4 +251,6 @@ def program(cls) -> n.Program:
                     resolver=N.ModuleResolver(namespace))
     if not isinstance(node, ast.ClassDef):
         raise ParseError("@pl.program decorates a class", span=source.span(node))
-    return ProgramBuilder(source, node).build()
+    # read when Python defines the class, before any RunConfig names a backend: the
+    # default one; the pass pipeline verifies it again against the backend in force
+    return ProgramBuilder(source, node, DEFAULT).build()

@@ -9,7 +9,7 @@ import attrs
 
 from pypto.errors import ConfigError, Span
 from pypto.ir import nodes as n
-from pypto.backend import DEFAULT, SoC
+from pypto.backend import SoC
 
 
 class Severity(enum.Enum):
@@ -79,7 +79,7 @@ def resolve_disabled(names) -> frozenset[str]:
 
 @attrs.frozen(kw_only=True)
 class PassContext:
-    soc: SoC = DEFAULT
+    soc: SoC  # the backend in force: RunConfig.backend
     planner: Planner = Planner.PYPTO
     disabled: frozenset = frozenset()
     # RunConfig(unsafe_allow_colive_slots=True): PlanPtoasMemory lets two co-live slots of

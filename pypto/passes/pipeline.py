@@ -74,35 +74,36 @@ class Lowering:
     stages: tuple  # (name, Program): "frontend", then each pass's output
     diagnostics: tuple
     timings: tuple  # (name, seconds)
+    soc: object  # the backend it was lowered for (the dumps print for it)
 
 
 def lower(program: n.Program, ctx: PassContext,
           verification: VerificationLevel = VerificationLevel.BASIC) -> Lowering:
     stages = [("frontend", program)]
     timings, diagnostics = [], []
-    _check(program, "the front end", verification)
+    _check(program, "the front end", verification, ctx.soc)
     for spec in passes_for(ctx.planner):
         began = time.perf_counter()
         out = spec.run(program, ctx)
         timings.append((spec.name, time.perf_counter() - began))
         program = out.program
         diagnostics.extend(out.diagnostics)
-        _check(program, spec.name, verification)
+        _check(program, spec.name, verification, ctx.soc)
         stages.append((spec.name, program))
     for check in CHECKS:
         short = check.__name__.rsplit(".", 1)[-1]
         diagnostics.extend(getattr(check, short)(program, ctx))
-    return Lowering(program, tuple(stages), tuple(diagnostics), tuple(timings))
+    return Lowering(program, tuple(stages), tuple(diagnostics), tuple(timings), ctx.soc)
 
 
-def _check(program: n.Program, stage: str, level: VerificationLevel) -> None:
+def _check(program: n.Program, stage: str, level: VerificationLevel, soc) -> None:
     if level is VerificationLevel.NONE:
         return
-    verify(program, stage=stage)
+    verify(program, soc, stage=stage)
     if level is VerificationLevel.ROUNDTRIP:
         for explicit in (False, True):
-            text = print_program(program, explicit=explicit)
-            again = parse(text, filename=f"<after {stage}>")
+            text = print_program(program, soc, explicit=explicit)
+            again = parse(text, filename=f"<after {stage}>", soc=soc)
             if again != program:
                 bad = next((f.name for f, g in zip(program.functions, again.functions) if f != g), program.name)
                 raise VerificationError(f"after {stage}: printing and parsing function '{bad}' does not give it back "
@@ -122,7 +123,7 @@ def write_dumps(lowering: Lowering, directory: Path, level: PassDumpLevel, notes
     paths = []
     for i, (stage, program) in enumerate(lowering.stages):
         path = directory / dump_name(i, stage)
-        path.write_text(print_program(program, explicit=level is PassDumpLevel.EXPLICIT,
+        path.write_text(print_program(program, lowering.soc, explicit=level is PassDumpLevel.EXPLICIT,
                                       notes=(f"after: {stage}", *notes)))
         paths.append(path)
     return paths

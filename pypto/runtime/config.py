@@ -13,7 +13,7 @@ from pypto.errors import ConfigError, PyptoError
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
-from pypto.backend import BACKENDS
+from pypto.backend import BACKENDS, BackendType
 
 # platform -> what runs the program
 PLATFORMS = {
@@ -59,6 +59,8 @@ def _disabled(value) -> tuple:
 
 
 def _backend(value) -> str:
+    if isinstance(value, BackendType):  # the reference's spelling: BackendType.Ascend910B
+        value = value.value
     if not isinstance(value, str) or value not in BACKENDS:
         raise ConfigError(f"unknown backend {value!r}", hint=f"use one of: {', '.join(sorted(BACKENDS))}")
     return value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+from pypto.backend import backend
 from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, Level
@@ -70,18 +71,20 @@ class JitKernel:
         return tuple(arg_type(name, value, at) for name, value, at in zip(self.param_names, args, where))
 
     @located
-    def specialize(self, *args, **kwargs) -> n.Program:
-        """The Program for these arguments, before any pass (cached per argument types).
-        With no arguments, the parameters' full annotations give the types."""
-        return self._specialize(args, kwargs)
+    def specialize(self, *args, config: RunConfig | None = None, **kwargs) -> n.Program:
+        """The Program for these arguments, before any pass (cached per argument types and
+        backend). With no arguments, the parameters' full annotations give the types."""
+        return self._specialize(args, kwargs, _config(config))
 
-    def _specialize(self, args, kwargs) -> n.Program:
+    def _specialize(self, args, kwargs, config: RunConfig) -> n.Program:
+        soc = backend(config.backend)
         if not args and not kwargs and self.param_names:
-            key = declared_types(self)
+            types = declared_types(self, soc)
         else:
-            key = self.arg_types(*self.bind(args, kwargs))
+            types = self.arg_types(*self.bind(args, kwargs))
+        key = (types, soc.name)
         if key not in self._programs:
-            self._programs[key] = specialize(self, key)
+            self._programs[key] = specialize(self, types, soc)
         return self._programs[key]
 
     @located
@@ -89,14 +92,14 @@ class JitKernel:
         """The Program after the pass pipeline. Writes nothing. With no arguments, the
         parameters' full annotations give the types."""
         config = _config(config)
-        return lower_program(self._specialize(args, kwargs), config).program
+        return lower_program(self._specialize(args, kwargs, config), config).program
 
     @located
     def compile(self, *args, config: RunConfig | None = None, **kwargs) -> CompiledProgram:
         """Specialize, run the passes, and write the output directory (dumps, report).
         With no arguments, the parameters' full annotations give the types."""
         config = _config(config)
-        return compile_program(self._specialize(args, kwargs), self.param_names, config, write=True)
+        return compile_program(self._specialize(args, kwargs, config), self.param_names, config, write=True)
 
     @located
     def __call__(self, *args, config: RunConfig | None = None, **kwargs):
@@ -106,7 +109,7 @@ class JitKernel:
         key = (self.arg_types(args, where), config)
         compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = compile_program(self._specialize(args, {}), self.param_names, config,
+            compiled = compile_program(self._specialize(args, {}, config), self.param_names, config,
                                        write=config.writes_artifacts)
             self._compiled[key] = compiled
         return compiled(*as_declared(compiled.params, self.param_names, args, where.__getitem__))

@@ -5,6 +5,7 @@ from pypto.errors import MemorySpaceError
 from pypto.lang import parse
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.context import PassContext
+from pypto.backend import A2A3
 
 
 def test_co_live_buffers_get_disjoint_aligned_addresses_and_dead_ones_reuse():
@@ -34,7 +35,7 @@ def test_tiles_that_cannot_fit_name_the_space_bytes_and_tiles():
             pl.tile.store(y, [0, 0], out)
     """))
     with pytest.raises(MemorySpaceError) as info:
-        allocate_memory_addr(program, PassContext())
+        allocate_memory_addr(program, PassContext(soc=A2A3))
     text = str(info.value)
     assert "Vec cannot hold the tiles of 'k': 262144 B needed, 188416 B available" in text
     assert "live together: x (131072 B), y (131072 B)" in text

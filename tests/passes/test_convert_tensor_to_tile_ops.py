@@ -8,6 +8,7 @@ from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
 
 def test_row_local_chain_blocks_along_rows_to_fit_vec():
@@ -98,7 +99,7 @@ def test_an_intermediate_tensor_read_by_a_tile_op_is_rejected():
             pl.tile.store(t, [0, 0], out)
     """))
     with pytest.raises(UnsupportedSyntaxError, match="the tensor 'e' computed by tensor.exp has no GM storage"):
-        convert_tensor_to_tile_ops(program, PassContext())
+        convert_tensor_to_tile_ops(program, PassContext(soc=A2A3))
 
 
 def test_matmul_feeding_vector_ops_needs_gm():
@@ -109,7 +110,7 @@ def test_matmul_feeding_vector_ops_needs_gm():
             pl.tensor.assemble(out, pl.tensor.exp(c), [0, 0])
     """))
     with pytest.raises(UnsupportedSyntaxError, match="a matmul's result reaches vector ops only through GM"):
-        convert_tensor_to_tile_ops(program, PassContext())
+        convert_tensor_to_tile_ops(program, PassContext(soc=A2A3))
 
 
 def test_jit_tensor_level_kernel_end_to_end():

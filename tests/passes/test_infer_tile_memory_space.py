@@ -5,6 +5,7 @@ from pypto.errors import MemorySpaceError
 from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.infer_tile_memory_space import infer_tile_memory_space
+from pypto.backend import A2A3
 
 
 def test_cube_operands_land_in_mat_and_move_to_l0():
@@ -59,4 +60,4 @@ def test_a_tile_wanted_in_vec_and_left_cannot_be_placed():
             pl.tile.store(c, [0, 0], out)
     """))
     with pytest.raises(MemorySpaceError, match="tile.matmul needs 'x' in Left, but it is in Vec and a2a3 cannot move"):
-        infer_tile_memory_space(program, PassContext())
+        infer_tile_memory_space(program, PassContext(soc=A2A3))

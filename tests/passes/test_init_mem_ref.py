@@ -7,6 +7,7 @@ from pypto.errors import MemorySpaceError
 from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.init_mem_ref import init_mem_ref
+from pypto.backend import A2A3
 
 
 def test_carried_tiles_share_a_buffer_and_declared_slots_are_sized():
@@ -37,7 +38,7 @@ def test_sizes_round_up_to_the_space_alignment():
         def k(self, a: pl.Tensor[[3, 5], pl.FP16], out: pl.Out[pl.Tensor[[3, 5], pl.FP16]]):
             t = pl.tile.load(a, [0, 0], [3, 5], target_memory=pl.Mem.Vec)
             pl.tile.store(t, [0, 0], out)
-    """)), PassContext()).program
+    """)), PassContext(soc=A2A3)).program
     assert 'pl.MemRef("mem_vec_0", size=128, reusable=True)' in got.as_python()  # 30 B -> the 128 B UB alignment
 
 
@@ -50,7 +51,7 @@ def test_one_declared_allocation_in_two_spaces_is_rejected():
             pl.tile.store(x, [0, 0], out)
     """))
     with pytest.raises(MemorySpaceError, match=r'pl.MemRef\("buf"\) disagree on its memory space'):
-        init_mem_ref(program, PassContext())
+        init_mem_ref(program, PassContext(soc=A2A3))
 
 
 def _line_of(fn, marker: str) -> int:

@@ -8,6 +8,7 @@ from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.insert_alias_copies import insert_alias_copies
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
 PLATFORMS = ("ref", "a2a3sim")
 
@@ -127,7 +128,7 @@ def test_an_in_place_chain_needs_no_copy():
             pl.tile.store(r, [0, 0], out)
     """)
     program = parse(text)
-    assert insert_alias_copies(program, PassContext()).program == program
+    assert insert_alias_copies(program, PassContext(soc=A2A3)).program == program
 
 
 def test_an_accumulator_that_cannot_be_copied_is_an_error_at_the_loop():
@@ -145,7 +146,7 @@ def test_an_accumulator_that_cannot_be_copied_is_an_error_at_the_loop():
             pl.tile.store(c, [0, 0], out)
     """))
     with pytest.raises(MemorySpaceError, match="Acc tiles cannot be copied on chip") as info:
-        insert_alias_copies(program, PassContext())
+        insert_alias_copies(program, PassContext(soc=A2A3))
     assert "the loop starts 's' from 'c'" in str(info.value)
 
 

@@ -7,6 +7,7 @@ from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.lower_pipeline_loops import lower_pipeline_loops
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
 
 def test_static_trip_count_replicates_and_unrolls_the_tail():
@@ -76,7 +77,7 @@ def test_dynamic_trip_count_threads_carried_values_through_a_tail_dispatch():
 
 def test_every_trip_count_computes_the_same():
     before = parse(program_text(DYNAMIC))
-    after = lower_pipeline_loops(before, PassContext()).program
+    after = lower_pipeline_loops(before, PassContext(soc=A2A3)).program
     for n in range(1, 5):
         same_results(before, after, "k", seeds=(n,), scalars={"n": n})
 

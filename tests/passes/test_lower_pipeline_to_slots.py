@@ -7,8 +7,9 @@ from pypto.lang import parse
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.lower_pipeline_to_slots import lower_pipeline_to_slots
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
-PTOAS = PassContext(planner=Planner.PTOAS)
+PTOAS = PassContext(soc=A2A3, planner=Planner.PTOAS)
 
 
 def test_top_level_loads_rotate_through_slots_and_the_loop_is_demoted():

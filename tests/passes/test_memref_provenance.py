@@ -19,6 +19,7 @@ from pypto.passes.context import PassContext
 from pypto.passes.memory_reuse import memory_reuse
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program, lower_program
+from pypto.backend import A2A3
 
 CONFIGS = [(platform, planner) for platform in ("ref", "a2a3sim") for planner in ("PYPTO", "PTOAS")]
 SENTINEL = -777.0
@@ -97,14 +98,14 @@ def test_the_flag_survives_print_and_parse_of_a_dump_with_both_kinds():
     lowering = lower_program(named_like_the_compiler.specialize(a, out), config())
     init = dict(lowering.stages)["InitMemRef"]
     for explicit in (False, True):
-        text = print_program(init, explicit=explicit)
+        text = print_program(init, A2A3, explicit=explicit)
         assert 'pl.MemRef("mem_vec_0", size=8192)' in text  # declared: no flag
         assert 'size=8192, reusable=True)' in text  # InitMemRef's
         again = parse(text)
         assert again == init
         # what MemoryReuse makes of the dump is what it makes of the program
-        assert memory_reuse(again, PassContext()).program == memory_reuse(init, PassContext()).program
-    final = print_program(lowering.program, explicit=True)
+        assert memory_reuse(again, PassContext(soc=A2A3)).program == memory_reuse(init, PassContext(soc=A2A3)).program
+    final = print_program(lowering.program, A2A3, explicit=True)
     assert "reusable=True" not in final  # MemoryReuse's buffers are final
 
 

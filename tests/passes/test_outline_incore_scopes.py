@@ -8,6 +8,7 @@ from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.outline_incore_scopes import outline_incore_scopes
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
 
 def test_scope_becomes_an_incore_function_with_in_and_out_params():
@@ -72,7 +73,7 @@ def test_a_tile_cannot_leave_its_scope():
             return out
     """))
     with pytest.raises(UnsupportedSyntaxError, match=r"'t' \(Tile\[16x128 fp32 Vec\]\) is bound inside a pl.at scope"):
-        outline_incore_scopes(program, PassContext())
+        outline_incore_scopes(program, PassContext(soc=A2A3))
 
 
 @pl.jit

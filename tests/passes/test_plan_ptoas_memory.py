@@ -14,8 +14,9 @@ from pypto.errors import CodegenError, MemorySpaceError
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.plan_ptoas_memory import plan_ptoas_memory
 from pypto.runtime import RunConfig
+from pypto.backend import A2A3
 
-PTOAS = PassContext(planner=Planner.PTOAS)
+PTOAS = PassContext(soc=A2A3, planner=Planner.PTOAS)
 CONFIGS = [(platform, planner) for platform in ("ref", "a2a3sim") for planner in ("PYPTO", "PTOAS")]
 
 

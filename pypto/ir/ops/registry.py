@@ -16,7 +16,7 @@ from pyrsistent import pmap
 from pypto.errors import MemorySpaceError, TypeCheckError
 from pypto.ir.nodes import Const, Var
 from pypto.ir.types import ScalarType, TensorType, TileType, type_name
-from pypto.backend import DEFAULT, MemorySpace, SoC
+from pypto.backend import MemorySpace, SoC
 
 
 class Kind(enum.Enum):
@@ -264,7 +264,7 @@ def _space_hint(op: OpDef, p: ParamSpec, got: MemorySpace) -> str:
     return f"pl.move the tile to pl.Mem.{want.name} first"
 
 
-def infer_type(op: OpDef, args: OpArgs, soc: SoC = DEFAULT):
+def infer_type(op: OpDef, args: OpArgs, soc: SoC):
     """Check an op's operands and return its result type (raises TypeCheckError)."""
     for p in op.params:
         v = args.values.get(p.name)
