@@ -61,12 +61,16 @@ def select(fn: n.Function, ctx: PassContext):
 class _Selector:
     def __init__(self, fn: n.Function, unguarded: set, soc):
         self.fn = fn
-        self.owner = lambda space: soc.spec(space).core  # the core whose memory a space is
+        self.soc = soc
         self.types = n.symbols(fn)
         self.unguarded = unguarded
         self.roots = tensor_roots(fn)
         self.tensor_params = {p.name for p in fn.params if isinstance(p.type, TensorType)}
         self.allocs: dict[str, Alloc] = {}
+
+    def owner(self, space) -> CoreKind:
+        """The core whose memory ``space`` is: the one that runs what writes or reads it."""
+        return self.soc.spec(space).core
 
     def run(self):
         body = self.block(self.fn.body)

@@ -27,7 +27,7 @@ def matmul_b_trans(a: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
         x0 = pl.move(pl.load(a, [0, 0], [M, KB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
         y0 = pl.move(pl.load(w, [0, 0], [N, KB], target_memory=pl.Mem.Mat, transpose=True), target_memory=pl.Mem.Right)
         acc = pl.matmul(x0, y0)
-        for k in pl.pipeline(1, K // KB, stage=2):
+        for k in pl.pipeline(1, a.shape[1] // KB, stage=2):  # K, from the input
             x = pl.move(pl.load(a, [0, k * KB], [M, KB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
             y = pl.move(pl.load(w, [0, k * KB], [N, KB], target_memory=pl.Mem.Mat, transpose=True),
                         target_memory=pl.Mem.Right)
@@ -43,7 +43,7 @@ def matmul_row_major(a: pl.Tensor, w: pl.Tensor, out: pl.Out[pl.Tensor]):
         x0 = pl.move(pl.load(a, [0, 0], [M, KB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
         y0 = pl.move(pl.load(w, [0, 0], [KB, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
         acc = pl.matmul(x0, y0)
-        for k in pl.pipeline(1, K // KB, stage=2):
+        for k in pl.pipeline(1, a.shape[1] // KB, stage=2):  # K, from the input
             x = pl.move(pl.load(a, [0, k * KB], [M, KB], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
             y = pl.move(pl.load(w, [k * KB, 0], [KB, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
             acc = pl.matmul_acc(acc, x, y)
