@@ -25,10 +25,17 @@ class MemorySpace(enum.Enum):
     def __repr__(self) -> str:
         return f"pl.Mem.{self.name}"
 
+    __hash__ = object.__hash__  # as CoreKind's
+
 
 class CoreKind(enum.Enum):
     AIC = "aic"  # cube core
     AIV = "aiv"  # vector core
+
+    # Members are singletons and compare by identity: the identity hash is the same
+    # relation, computed in C (Enum's own hashes the name in Python, on every dict lookup
+    # of the simulator's per-pipe state).
+    __hash__ = object.__hash__
 
 
 class Pipe(enum.Enum):
@@ -41,6 +48,8 @@ class Pipe(enum.Enum):
     FIXPIPE = "FIXPIPE"  # L0C -> GM / L1
     MTE3 = "MTE3"  # UB -> GM
     SCALAR = "SCALAR"  # issues everything in order; runs control flow
+
+    __hash__ = object.__hash__  # as CoreKind's
 
 
 @attrs.frozen(order=True)

@@ -55,11 +55,15 @@ class Dyn:
     gm: tuple | None = None  # (parameter, address of its element 0) of the GM tensor a load or store moves
 
     def name(self) -> str:
-        node = self.node
-        if isinstance(node, (SetFlag, WaitFlag)):
-            kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag"
-            return f"{kind}({node.src.value}->{node.dst.value}, {self.flag[4]})"
-        return f"{node.mnemonic} {node.note}".strip()
+        return item_name(self.node, self.flag)
+
+
+def item_name(node, flag) -> str:
+    """How an issued item is named in traces and messages."""
+    if isinstance(node, (SetFlag, WaitFlag)):
+        kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag"
+        return f"{kind}({node.src.value}->{node.dst.value}, {flag[4]})"
+    return f"{node.mnemonic} {node.note}".strip()
 
 
 # GM is one space at real addresses: a tensor parameter's bytes are where its view puts them.

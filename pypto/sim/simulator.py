@@ -27,7 +27,7 @@ from pypto.errors import ExecutionError, Span
 from pypto.ir.types import TensorType
 from pypto.sim import numerics as num
 from pypto.sim.hazards import SimulatorHazard, check_races, clocks
-from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError
+from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError, item_name
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 from pypto.backend import CoreKind, Pipe, SoC
 
@@ -66,10 +66,25 @@ class RunReport:
     instructions: int = 0  # executed compute/transfer instructions
     sync_instructions: int = 0  # executed set_flag / wait_flag
     launches: int = 0
-    events: list = attrs.Factory(list)  # TraceEvent, every launch, shifted to its start
+    # Each launch's timeline: (cycle it starts at, core names, its issued items). The trace
+    # slices are built from it only when asked (``events``).
+    timelines: list = attrs.Factory(list)
     wall_seconds: float = 0.0
     trace_dirs: list = attrs.Factory(list)  # OPPROF_* directories of the L0 traces written
     outputs: tuple = ()  # what the entry function returned
+    _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
+
+    @property
+    def events(self) -> list:
+        """TraceEvent of every launch, shifted to its start: the scalar unit's issue slices
+        and every pipe's, in start order."""
+        if self._events is None:
+            out = []
+            for shift, names, items in self.timelines:
+                out.extend(_trace_events(items, names, shift))
+            out.sort(key=lambda e: e.start)
+            self._events = out
+        return self._events
 
     @property
     def trace_dir(self):
@@ -78,7 +93,8 @@ class RunReport:
 
     def merge(self, other: RunReport) -> None:
         shift = self.cycles
-        self.events.extend(attrs.evolve(e, start=e.start + shift, end=e.end + shift) for e in other.events)
+        self.timelines.extend((s + shift, names, items) for s, names, items in other.timelines)
+        self._events = None
         self.cycles += other.cycles
         for core, pipes in other.pipe_cycles.items():
             mine = self.pipe_cycles.setdefault(core, {})
@@ -119,6 +135,8 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
     dyns = [d for s in streams.values() for d in s]
+    report.timelines.append((0, names, [(d.node, d.core, d.pipe, d.flag, d.issue, d.scalar_cost, d.start, d.end,
+                                         d.detail) for d in dyns]))
     clocks(dyns)
     if not unsafe:
         check_races(dyns, names)
@@ -129,69 +147,91 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
     return (), report
 
 
-def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
-    """Start and end times: scalar issue into bounded in-order pipe queues; flags as tokens."""
+def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> list:
+    """Start and end times in one pass over each core's stream, in issue order.
+
+    The scalar unit issues in order, ``scalar_cost`` after its previous issue, and stalls
+    while its pipe's queue holds ``queue_depth`` issued instructions that have not started.
+    A pipe starts its queue in order: when the instruction is issued, the pipe is free, and
+    — a set_flag — everything the pipe started has landed, or — a wait_flag — its token
+    (the matching set_flag's landing) exists. Each time is a function of earlier ones, so
+    the pass only waits where a wait_flag's token comes from a stream not yet that far; it
+    switches to the stream that sets it. Returns the flags set more often than waited for."""
     depth = soc.costs.queue_depth
-    cursor = {c: 0 for c in streams}  # next item to issue, per core
-    scalar_time = {c: 0 for c in streams}
-    queues: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
+    cursor = dict.fromkeys(streams, 0)  # next item to issue, per core
+    scalar_time = dict.fromkeys(streams, 0)
+    pending: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)  # issued, not started
+    starts: dict[tuple, list] = collections.defaultdict(list)  # start times, in issue order, per pipe
+    issued: dict[tuple, int] = collections.defaultdict(int)
     busy = collections.defaultdict(int)  # when each pipe can start its next instruction
     landed = collections.defaultdict(int)  # when everything each pipe started has landed
     tokens: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
-    events = report.events
-    while True:
-        best = None  # (time, rank, kind, key)
-        for c, stream in streams.items():
-            if cursor[c] < len(stream):
-                d = stream[cursor[c]]
-                if len(queues[(c, d.pipe)]) < depth:
-                    t = scalar_time[c] + d.scalar_cost
-                    cand = (t, 1, _PIPE_RANK[Pipe.SCALAR], c.value, "issue", c)
-                    best = cand if best is None or cand < best else best
-        for key, q in queues.items():
-            if not q:
-                continue
+    waiting: dict[tuple, tuple] = {}  # flag -> the pipe whose head waits for it
+
+    def start(key) -> None:
+        """Start what the pipe can, in order; a set_flag may let its waiting pipe go on."""
+        q = pending[key]
+        while q:
             d = q[0]
-            t = max(d.issue, busy[key])
-            if isinstance(d.node, SetFlag):
+            t = d.issue if d.issue > busy[key] else busy[key]
+            node = d.node
+            if isinstance(node, SetFlag):
                 t = max(t, landed[key])
-            elif isinstance(d.node, WaitFlag):
-                pending = tokens[d.flag]
-                if not pending:
-                    continue
-                t = max(t, pending[0][0])
-            cand = (t, 0, _PIPE_RANK[key[1]], key[0].value, "start", key)
-            best = cand if best is None or cand < best else best
-        if best is None:
-            stuck = [q[0] for q in queues.values() if q]
-            if stuck or any(cursor[c] < len(s) for c, s in streams.items()):
-                raise _deadlock(stuck, names)
-            break
-        t, _, _, _, kind, key = best
-        if kind == "issue":
-            d = streams[key][cursor[key]]
-            cursor[key] += 1
-            d.issue = t
-            events.append(TraceEvent(names[key], Pipe.SCALAR.value, f"issue {d.name()}", t - d.scalar_cost, t,
-                                     getattr(d.node, "span", None), kind="issue", pos=d.node.pos))
-            scalar_time[key] = t
-            queues[(key, d.pipe)].append(d)
-        else:
-            d = queues[key].popleft()
+            elif isinstance(node, WaitFlag):
+                got = tokens[d.flag]
+                if not got:
+                    waiting[d.flag] = key
+                    return
+                t = max(t, got[0][0])
+                d.token_from = got.popleft()[1]
+            q.popleft()
             d.start, d.end = t, t + d.cost + d.latency
             busy[key] = t + d.cost
-            landed[key] = max(landed[key], d.end)
-            if isinstance(d.node, SetFlag):
+            if d.end > landed[key]:
+                landed[key] = d.end
+            starts[key].append(t)
+            if isinstance(node, SetFlag):
                 tokens[d.flag].append((d.end, d))
-            elif isinstance(d.node, WaitFlag):
-                d.token_from = tokens[d.flag].popleft()[1]
-            kind = "set_flag" if isinstance(d.node, SetFlag) else "wait_flag" if isinstance(d.node, WaitFlag) \
-                else "instr"
-            flag = () if d.flag is None else (names[d.flag[0]], d.flag[1].value, names[d.flag[2]], d.flag[3].value,
-                                              d.flag[4])
-            events.append(TraceEvent(names[key[0]], key[1].value, d.name(), d.start, d.end,
-                                     getattr(d.node, "span", None), d.detail, kind, d.node.pos, flag))
-    report.cycles = max([e.end for e in events] + [0])
+                other = waiting.pop(d.flag, None)
+                if other is not None:
+                    ready.append(other)
+
+    def issue(c) -> None:
+        """Issue what the core can; stop where a full queue's head has not started yet."""
+        stream, k = streams[c], cursor[c]
+        t_scalar = scalar_time[c]
+        while k < len(stream):
+            d = stream[k]
+            key = (c, d.pipe)
+            t = t_scalar + d.scalar_cost
+            n = issued[key]
+            if n >= depth:
+                free = starts[key]
+                if len(free) <= n - depth:  # the queue is full of what has not started
+                    break
+                t = max(t, free[n - depth])
+            d.issue = t_scalar = t
+            issued[key] = n + 1
+            k += 1
+            pending[key].append(d)
+            start(key)
+        cursor[c], scalar_time[c] = k, t_scalar
+
+    ready: list = []
+    progress = True
+    while progress:
+        progress = False
+        for c in streams:
+            before = cursor[c]
+            issue(c)
+            progress = progress or cursor[c] != before
+        while ready:
+            start(ready.pop())
+            progress = True
+    stuck = [q[0] for q in pending.values() if q]
+    if stuck or any(cursor[c] < len(s) for c, s in streams.items()):
+        raise _deadlock(stuck, names)
+    report.cycles = max((d.end for s in streams.values() for d in s), default=0)
     for s in streams.values():
         for d in s:
             core = report.pipe_cycles.setdefault(names[d.core], {})
@@ -201,7 +241,20 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> None:
     return [(k, len(v)) for k, v in tokens.items() if v]
 
 
-_PIPE_RANK = {p: k for k, p in enumerate(Pipe)}
+def _trace_events(items, names: dict, shift: int):
+    """The trace slices of one launch's timeline: each item's issue on the scalar unit, and
+    its run on its pipe."""
+    scalar = Pipe.SCALAR.value
+    for node, core, pipe, flag, issue, scalar_cost, start, end, detail in items:
+        span = getattr(node, "span", None)
+        name = item_name(node, flag)
+        yield TraceEvent(names[core], scalar, f"issue {name}", issue - scalar_cost + shift, issue + shift, span,
+                         kind="issue", pos=node.pos)
+        kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag" if isinstance(node, WaitFlag) else "instr"
+        shown = () if flag is None else (names[flag[0]], flag[1].value, names[flag[2]], flag[3].value, flag[4])
+        yield TraceEvent(names[core], pipe.value, name, start + shift, end + shift, span, detail, kind, node.pos,
+                         shown)
+
 
 
 def _deadlock(stuck, names) -> SimulatorDeadlock:
