@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import time
+import weakref
 
 import attrs
 import torch
@@ -31,7 +32,8 @@ from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError, item_name
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 from pypto.backend import CoreKind, Pipe, SoC
 
-__all__ = ["RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "TraceEvent", "run_kernel"]
+__all__ = ["RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent", "apply",
+           "run_kernel", "simulate"]
 
 
 class SimulatorDeadlock(SimulatorError):
@@ -114,9 +116,66 @@ class RunReport:
 # ----------------------------------------------------------------------------- machine
 
 
+@attrs.frozen(eq=False)
+class Timeline:
+    """One launch in simulated time, before any data moves: what each pipe does when, the
+    trace items, and the data effects in time order (each instruction reads its operands
+    at its start and writes its result at its end). Pure: a function of the kernel, its
+    scalar arguments and where its tensors lie, so a launch like an earlier one reuses it."""
+
+    names: dict  # core kind -> the core's name in traces
+    effects: tuple  # (time, 0 end / 1 begin, program order, item), sorted
+    items: list  # the trace items: (node, core, pipe, flag, issue, scalar cost, start, end, detail)
+    cycles: int
+    pipe_cycles: dict
+    instructions: int
+    sync_instructions: int
+    memories: tuple  # (core name, space, bytes) of the on-chip memories it uses
+
+    def report(self) -> RunReport:
+        return RunReport(cycles=self.cycles, pipe_cycles={c: dict(p) for c, p in self.pipe_cycles.items()},
+                         instructions=self.instructions, sync_instructions=self.sync_instructions, launches=1,
+                         timelines=[(0, self.names, self.items)])
+
+
 def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -> tuple[tuple, RunReport]:
     """Run one launch of ``kernel`` on one cluster; GM tensors are written in place."""
     began = time.perf_counter()
+    timeline = simulate(kernel, args, soc, unsafe=unsafe)
+    apply(timeline, {name: value for (name, t), value in zip(kernel.params, args) if isinstance(t, TensorType)})
+    report = timeline.report()
+    report.wall_seconds = time.perf_counter() - began
+    return (), report
+
+
+def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -> Timeline:
+    """The launch's Timeline (a hazard or deadlock raises here), remembered per kernel for
+    the same scalar arguments and tensor layouts: control flow reads no tensor data."""
+    key = (id(soc), unsafe) + tuple(
+        (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype) if isinstance(t, TensorType) else value
+        for (_, t), value in zip(kernel.params, args))
+    cache = _timelines(kernel)
+    if key not in cache:
+        if len(cache) >= _KEPT:
+            cache.pop(next(iter(cache)))
+        cache[key] = _simulate(kernel, args, soc, unsafe)
+    return cache[key]
+
+
+_KEPT = 4  # timelines remembered per kernel (the sizes and placements a program calls it with)
+_CACHES: dict[int, tuple] = {}  # id(kernel) -> (weak reference, {key: Timeline})
+
+
+def _timelines(kernel: Kernel) -> dict:
+    entry = _CACHES.get(id(kernel))
+    if entry is None or entry[0]() is not kernel:
+        ident = id(kernel)
+        entry = (weakref.ref(kernel, lambda _: _CACHES.pop(ident, None)), {})
+        _CACHES[ident] = entry
+    return entry[1]
+
+
+def _simulate(kernel: Kernel, args: tuple, soc: SoC, unsafe: bool) -> Timeline:
     scalars, tensors = {}, {}
     for (name, t), value in zip(kernel.params, args):
         if isinstance(t, TensorType):
@@ -135,16 +194,34 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
     dyns = [d for s in streams.values() for d in s]
-    report.timelines.append((0, names, [(d.node, d.core, d.pipe, d.flag, d.issue, d.scalar_cost, d.start, d.end,
-                                         d.detail) for d in dyns]))
     clocks(dyns)
     if not unsafe:
         check_races(dyns, names)
-    memories = {(names[c], space): torch.zeros(spec.physical or spec.capacity, dtype=torch.uint8)
-                for space, spec in soc.spaces.items() for c in streams if spec.core is c}
-    _execute(dyns, memories, tensors, names)
-    report.wall_seconds = time.perf_counter() - began
-    return (), report
+    effects = []
+    for d in dyns:
+        if isinstance(d.node, Instr):
+            effects.append((d.start, 1, d.order, d))
+            effects.append((d.end, 0, d.order, d))
+    effects.sort(key=lambda p: p[:3])
+    items = [(d.node, d.core, d.pipe, d.flag, d.issue, d.scalar_cost, d.start, d.end, d.detail) for d in dyns]
+    memories = tuple((names[c], space, spec.physical or spec.capacity)
+                     for space, spec in soc.spaces.items() for c in streams if spec.core is c)
+    return Timeline(names, tuple(effects), items, report.cycles, report.pipe_cycles, report.instructions,
+                    report.sync_instructions, memories)
+
+
+def apply(timeline: Timeline, tensors: dict) -> None:
+    """Perform a timeline's data effects, in time order, on fresh on-chip memories and on
+    the GM tensors (by parameter name), which are written in place."""
+    memories = {(core, space): torch.zeros(size, dtype=torch.uint8) for core, space, size in timeline.memories}
+    names = timeline.names
+    pending: dict[int, object] = {}
+    for _, phase, _, d in timeline.effects:
+        core = names[d.core]
+        if phase:
+            pending[id(d)] = _begin(d, memories, tensors, core)
+        else:
+            _commit(pending.pop(id(d)), memories, core)
 
 
 def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> list:
@@ -261,23 +338,6 @@ def _deadlock(stuck, names) -> SimulatorDeadlock:
     waits = ", ".join(f"{names[d.core]}.{d.pipe.value} {d.name()}" for d in stuck[:4])
     return SimulatorDeadlock(f"the kernel deadlocks: {waits} wait(s) for flags nobody sets",
                              hint="a wait_flag without its set_flag: the sync program is broken")
-
-
-def _execute(dyns: list, memories: dict, tensors: dict, names: dict) -> None:
-    """Data effects in simulated time: operands read at start, results written at end."""
-    points = []
-    for d in dyns:
-        if isinstance(d.node, Instr):
-            points.append((d.start, 1, d.order, d, "begin"))
-            points.append((d.end, 0, d.order, d, "end"))
-    points.sort(key=lambda p: p[:3])
-    pending: dict[int, object] = {}
-    for _, _, _, d, phase in points:
-        core = names[d.core]
-        if phase == "begin":
-            pending[id(d)] = _begin(d, memories, tensors, core)
-        else:
-            _commit(pending.pop(id(d)), memories, core)
 
 
 def _read(memories, core, b: ConcreteBuf) -> TileVal:
