@@ -146,25 +146,40 @@ def line(what: str, now: float, target: str, unit: str = "", ok: bool | None = N
     print(f"  {what:<62} {figure:>12}{unit:<4} target {target}{verdict}")
 
 
+def cold(make, repeat: int):
+    """(median seconds, report) of first launches: each of a fresh compile, so nothing of
+    an earlier simulation is remembered."""
+    runs = [make() for _ in range(repeat)]
+    return median_time(lambda: runs.pop()(), repeat)
+
+
+def warm(make, repeat: int):
+    """(median seconds, report) of launches like an earlier one (the timeline is reused)."""
+    go = make()
+    go()
+    return median_time(go, repeat)
+
+
 def targets(repeat: int, quick: bool = False) -> None:
-    """Issue 10's table, measured: medians of ``repeat`` runs; instructions are compute and
-    transfer ones (syncs not counted), as the issue counts them."""
+    """Issue 10's table, measured: medians of ``repeat`` runs, first launches and launches
+    like an earlier one; instructions are compute and transfer ones (syncs not counted), as
+    the issue counts them."""
     tiles, k, ks = (128, 2048, (1024, 2048, 4096)) if quick else (1024, 8192, (4096, 8192, 16384))
     print(f"\nthe chip's speed targets (issue 10){' -- quick sizes' if quick else ''}")
-    wall, report = median_time(_pipelined_run(tiles), repeat)
-    ips = report.instructions / wall
-    line(f"seed pipelined, {tiles} tiles: simulated instructions/s", ips, ">= 80,000", ok=ips >= 80_000)
-    cps = report.cycles / wall
-    line(f"seed pipelined, {tiles} tiles: simulated cycles/s", cps, ">= 10,000,000", ok=cps >= 10e6)
-    wall, report = median_time(b_trans_of(k), repeat)
-    ips = report.instructions / wall
-    line(f"b_trans matmul, K = {k}: simulated instructions/s", ips, ">= 30,000", ok=ips >= 30_000)
-    times = [median_time(b_trans_of(x), repeat)[0] for x in ks]
+    for how, measure in (("first launch", cold), ("again", warm)):
+        wall, report = measure(lambda: _pipelined_run(tiles), repeat)
+        ips, cps = report.instructions / wall, report.cycles / wall
+        line(f"seed pipelined, {tiles} tiles, {how}: instructions/s", ips, ">= 80,000", ok=ips >= 80_000)
+        line(f"seed pipelined, {tiles} tiles, {how}: cycles/s", cps, ">= 10,000,000", ok=cps >= 10e6)
+        wall, report = measure(lambda: b_trans_of(k), repeat)
+        ips = report.instructions / wall
+        line(f"b_trans matmul, K = {k}, {how}: instructions/s", ips, ">= 30,000", ok=ips >= 30_000)
+    times = [cold(lambda x=x: b_trans_of(x), repeat)[0] for x in ks]
     for (a, ta), (b, tb) in zip(zip(ks, times), zip(ks[1:], times[1:])):
-        line(f"b_trans simulate time, K {a} -> {b}", tb / ta, "<= 2.2 x", " x", ok=tb / ta <= 2.2)
+        line(f"b_trans simulate time, K {a} -> {b}, first launch", tb / ta, "<= 2.2 x", " x", ok=tb / ta <= 2.2)
     ran = _child(tiles)
     per = ran["grew"] / 1024 / ran["instructions"]
-    line(f"peak memory per simulated instruction ({tiles} tiles, trace off)", per, "<= 0.5 KB", " KB",
+    line(f"peak memory per simulated instruction ({tiles} tiles, first launch)", per, "<= 0.5 KB", " KB",
          ok=per <= 0.5)
 
 
