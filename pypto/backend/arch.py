@@ -52,7 +52,7 @@ class Pipe(enum.Enum):
     __hash__ = object.__hash__  # as CoreKind's
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)  # a dict key on the simulator's hot path
 class CoreId:
     """One core of the chip: its kind, its cluster, and which of the cluster's cores of
     that kind it is (an a2a3 cluster has one AIC, index 0, and two AIVs, 0 and 1)."""

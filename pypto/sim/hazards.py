@@ -57,9 +57,9 @@ class _Shadow:
         return range(a, b)
 
 
-def check_races(dyns: list, names: dict) -> None:
+def check_races(dyns: list) -> None:
     shadows: dict = collections.defaultdict(_Shadow)
-    for d in sorted(dyns, key=lambda x: x.order):
+    for d in sorted(dyns, key=lambda x: (x.launch, x.order)):
         if not isinstance(d.node, Instr):
             continue
         key = (d.core, d.pipe)
@@ -77,17 +77,20 @@ def check_races(dyns: list, names: dict) -> None:
                     if u is d or (u.core, u.pipe) == key:
                         continue
                     if d.vc.get((u.core, u.pipe), 0) < u.seq:
-                        raise _hazard(u, d, space, sh.bounds[k], sh.bounds[k + 1], names)
+                        raise _hazard(u, d, space, sh.bounds[k], sh.bounds[k + 1])
                 sh.info[k] = (d, {}) if write else (writer, {**readers, key: d})
 
 
-def _hazard(u: Dyn, v: Dyn, space, lo: int, hi: int, names: dict) -> SimulatorHazard:
+def _hazard(u: Dyn, v: Dyn, space, lo: int, hi: int) -> SimulatorHazard:
     def who(d):
         where = f" at {d.node.span}" if getattr(d.node, "span", None) is not None else ""
-        return f"{names[d.core]}.{d.pipe.value} `{d.name()}`{where}"
+        return f"{d.core.name}.{d.pipe.value} `{d.name()}`{where}"
 
     overlapped = u.start < v.end and v.start < u.end
     hint = "the sync program misses a set_flag/wait_flag between these pipes"
+    if u.launch != v.launch:
+        hint = ("these are two launches that run at once, and nothing orders one launch against another: give them "
+                "outputs that share no bytes, or run one after the other")
     if space == GM:
         (name, base), (other, other_base) = v.gm, u.gm
         place = f"[{lo - base}, {hi - base}) of GM tensor '{name}'"

@@ -23,7 +23,7 @@ from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS
-from pypto.backend import CoreKind, MemorySpace, Pipe, SoC
+from pypto.backend import CoreId, MemorySpace, Pipe, SoC
 from pypto.sim.views import window_runs
 
 
@@ -36,7 +36,7 @@ class Dyn:
     """One issued instruction: the static node, and everything the scalar unit evaluated."""
 
     node: object
-    core: CoreKind
+    core: CoreId  # the core instance that issues it
     pipe: Pipe
     order: tuple  # program order: (loop pos, iteration, ...) then the node's pos
     scalar_cost: int
@@ -44,7 +44,7 @@ class Dyn:
     latency: int = 0  # cycles after that until its data lands
     args: dict = attrs.Factory(dict)
     accesses: list = attrs.Factory(list)  # (space key, lo, hi, write)
-    flag: tuple | None = None  # (src core, src pipe, dst core, dst pipe, event)
+    flag: tuple | None = None  # (src core, src pipe, dst core, dst pipe, event), cores as instances
     detail: tuple = ()
     issue: int = 0
     start: int = 0
@@ -53,6 +53,7 @@ class Dyn:
     vc: dict | None = None
     token_from: Dyn | None = None
     gm: tuple | None = None  # (parameter, address of its element 0) of the GM tensor a load or store moves
+    launch: int = 0  # which of the launches simulated together issued it (its tensors are that launch's)
 
     def name(self) -> str:
         return item_name(self.node, self.flag)
@@ -87,14 +88,17 @@ class ConcreteBuf:
 class Issuer:
     """A core's scalar unit: runs the control flow and evaluates what each node needs."""
 
-    def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, core_name: str):
+    def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, peers: dict, launch: int = 0):
+        """``peers``: the core instance of each core kind the kernel runs on (its own among
+        them), which its flags name; ``launch``: which of the launches simulated together."""
         self.program = program
         self.env = dict(scalars)
         self.tensors = tensors
         self.soc = soc
         self.costs = soc.costs
-        self.core = program.core
-        self.core_name = core_name
+        self.core = peers[program.core]
+        self.peers = peers
+        self.launch = launch
         self.out: list[Dyn] = []
         self.pending = 0  # scalar cycles spent since the last issue
 
@@ -143,9 +147,10 @@ class Issuer:
     def issue(self, node, order: tuple) -> None:
         cost = self.pending + self.costs.scalar_issue
         self.pending = 0
-        d = Dyn(node, self.core, node.pipe, order, cost)
+        d = Dyn(node, self.core, node.pipe, order, cost, launch=self.launch)
         if isinstance(node, (SetFlag, WaitFlag)):
-            d.flag = (node.src_core, node.src, node.dst_core, node.dst, int(self.eval(node.event)))
+            d.flag = (self.peers[node.src_core], node.src, self.peers[node.dst_core], node.dst,
+                      int(self.eval(node.event)))
             d.cost = self.costs.sync_cycles
         else:
             self.prepare(node, d)
@@ -182,9 +187,9 @@ class Issuer:
         bufs = [v for v in args.values() if isinstance(v, ConcreteBuf)]
         dst = self.buf(ins.dst, ins.span) if ins.dst is not None else None
         for b in bufs:
-            d.accesses.append(((self.core_name, b.space), b.addr, b.addr + b.nbytes, False))
+            d.accesses.append(((self.core, b.space), b.addr, b.addr + b.nbytes, False))
         if dst is not None:
-            d.accesses.append(((self.core_name, dst.space), dst.addr, dst.addr + dst.nbytes, True))
+            d.accesses.append(((self.core, dst.space), dst.addr, dst.addr + dst.nbytes, True))
             d.args["__dst__"] = dst
         if ins.op == "tile.load":
             d.gm = self.gm_tensor(args["tensor"].name)

@@ -32,8 +32,8 @@ from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError, item_name
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 from pypto.backend import CoreKind, Pipe, SoC
 
-__all__ = ["RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent", "apply",
-           "run_kernel", "simulate"]
+__all__ = ["Launch", "RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent",
+           "apply", "run_kernel", "simulate", "simulate_together"]
 
 
 class SimulatorDeadlock(SimulatorError):
@@ -68,7 +68,7 @@ class RunReport:
     instructions: int = 0  # executed compute/transfer instructions
     sync_instructions: int = 0  # executed set_flag / wait_flag
     launches: int = 0
-    # Each launch's timeline: (cycle it starts at, core names, its issued items). The trace
+    # Each launch's timeline: (cycle it starts at, its issued items). The trace
     # slices are built from it only when asked (``events``).
     timelines: list = attrs.Factory(list)
     wall_seconds: float = 0.0
@@ -82,8 +82,8 @@ class RunReport:
         and every pipe's, in start order."""
         if self._events is None:
             out = []
-            for shift, names, items in self.timelines:
-                out.extend(_trace_events(items, names, shift))
+            for shift, items in self.timelines:
+                out.extend(_trace_events(items, shift))
             out.sort(key=lambda e: e.start)
             self._events = out
         return self._events
@@ -95,7 +95,7 @@ class RunReport:
 
     def merge(self, other: RunReport) -> None:
         shift = self.cycles
-        self.timelines.extend((s + shift, names, items) for s, names, items in other.timelines)
+        self.timelines.extend((s + shift, items) for s, items in other.timelines)
         self._events = None
         self.cycles += other.cycles
         for core, pipes in other.pipe_cycles.items():
@@ -118,47 +118,71 @@ class RunReport:
 
 @attrs.frozen(eq=False)
 class Timeline:
-    """One launch in simulated time, before any data moves: what each pipe does when, the
-    trace items, and the data effects in time order (each instruction reads its operands
-    at its start and writes its result at its end). Pure: a function of the kernel, its
-    scalar arguments and where its tensors lie, so a launch like an earlier one reuses it."""
+    """Launches in simulated time, before any data moves: what each pipe of each core does
+    when, the trace items, and the data effects in time order (each instruction reads its
+    operands at its start and writes its result at its end). Pure: a function of the
+    kernels, their scalar arguments, where their tensors lie and which cores run them, so
+    a launch like an earlier one reuses it."""
 
-    names: dict  # core kind -> the core's name in traces
-    effects: tuple  # (time, 0 end / 1 begin, program order, item), sorted
+    effects: tuple  # (time, 0 end / 1 begin, launch, program order, item), sorted
     items: list  # the trace items: (node, core, pipe, flag, issue, scalar cost, start, end, detail)
     cycles: int
-    pipe_cycles: dict
+    pipe_cycles: dict  # core name -> pipe -> cycles occupied
     instructions: int
     sync_instructions: int
     memories: tuple  # (core name, space, bytes) of the on-chip memories it uses
+    launches: int = 1
 
     def report(self) -> RunReport:
         return RunReport(cycles=self.cycles, pipe_cycles={c: dict(p) for c, p in self.pipe_cycles.items()},
-                         instructions=self.instructions, sync_instructions=self.sync_instructions, launches=1,
-                         timelines=[(0, self.names, self.items)])
+                         instructions=self.instructions, sync_instructions=self.sync_instructions,
+                         launches=self.launches, timelines=[(0, self.items)])
+
+
+@attrs.frozen
+class Launch:
+    """A kernel with its arguments, on a cluster: its AIC program runs on the cluster's
+    cube core, its AIV program on vector core ``lane`` of it."""
+
+    kernel: Kernel
+    args: tuple
+    cluster: int = 0
+    lane: int = 0
+
+    def peers(self, soc: SoC) -> dict:
+        cores = soc.cluster_cores(self.cluster)
+        aiv = [c for c in cores if c.kind is CoreKind.AIV]
+        if not 0 <= self.lane < len(aiv):
+            raise SimulatorError(f"{soc.name} clusters have vector cores 0..{len(aiv) - 1}, not {self.lane}")
+        return {CoreKind.AIC: next(c for c in cores if c.kind is CoreKind.AIC), CoreKind.AIV: aiv[self.lane]}
+
+    def tensors(self) -> dict:
+        return {name: v for (name, t), v in zip(self.kernel.params, self.args) if isinstance(t, TensorType)}
 
 
 def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -> tuple[tuple, RunReport]:
-    """Run one launch of ``kernel`` on one cluster; GM tensors are written in place."""
+    """Run one launch of ``kernel`` on cluster 0; GM tensors are written in place."""
     began = time.perf_counter()
+    launch = Launch(kernel, args)
     timeline = simulate(kernel, args, soc, unsafe=unsafe)
-    apply(timeline, {name: value for (name, t), value in zip(kernel.params, args) if isinstance(t, TensorType)})
+    apply(timeline, launch.tensors())
     report = timeline.report()
     report.wall_seconds = time.perf_counter() - began
     return (), report
 
 
-def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -> Timeline:
-    """The launch's Timeline (a hazard or deadlock raises here), remembered per kernel for
-    the same scalar arguments and tensor layouts: control flow reads no tensor data."""
-    key = (id(soc), unsafe) + tuple(
+def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, cluster: int = 0,
+             lane: int = 0) -> Timeline:
+    """One launch's Timeline (a hazard or deadlock raises here), remembered per kernel for
+    the same scalar arguments, tensor layouts and cores: control flow reads no tensor data."""
+    key = (id(soc), unsafe, cluster, lane) + tuple(
         (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype) if isinstance(t, TensorType) else value
         for (_, t), value in zip(kernel.params, args))
     cache = _timelines(kernel)
     if key not in cache:
         if len(cache) >= _KEPT:
             cache.pop(next(iter(cache)))
-        cache[key] = _simulate(kernel, args, soc, unsafe)
+        cache[key] = simulate_together((Launch(kernel, args, cluster, lane),), soc, unsafe=unsafe)
     return cache[key]
 
 
@@ -175,56 +199,59 @@ def _timelines(kernel: Kernel) -> dict:
     return entry[1]
 
 
-def _simulate(kernel: Kernel, args: tuple, soc: SoC, unsafe: bool) -> Timeline:
-    scalars, tensors = {}, {}
-    for (name, t), value in zip(kernel.params, args):
-        if isinstance(t, TensorType):
-            tensors[name] = value
-        else:
-            scalars[name] = value
-    names = {CoreKind.AIC: "aic0", CoreKind.AIV: "aiv0"}
+def simulate_together(launches, soc: SoC, *, unsafe: bool = False) -> Timeline:
+    """Launches that start together on one clock, each on its own cores (two on one core
+    are refused): every core's memories and flags are its own; GM is shared, so bytes two
+    launches touch (one writing) are a hazard — nothing orders one launch against another."""
     streams = {}
-    for program in kernel.programs:
-        streams[program.core] = Issuer(program, scalars, tensors, soc, names[program.core]).run()
-    report = RunReport(launches=1)
-    leftover = _schedule(streams, soc, names, report)
+    for k, launch in enumerate(launches):
+        scalars = {name: v for (name, t), v in zip(launch.kernel.params, launch.args) if not isinstance(t, TensorType)}
+        tensors = launch.tensors()
+        peers = launch.peers(soc)
+        for program in launch.kernel.programs:
+            core = peers[program.core]
+            if core in streams:
+                raise SimulatorError(f"two launches run on {core.name} at once",
+                                     hint="give each launch a cluster (and vector core) of its own")
+            streams[core] = Issuer(program, scalars, tensors, soc, peers, k).run()
+    report = RunReport()
+    leftover = _schedule(streams, soc, report)
     if leftover and not unsafe:
         (src_core, src, dst_core, dst, event), count = leftover[0]
-        raise SimulatorError(f"flag {names[src_core]}.{src.value} -> {names[dst_core]}.{dst.value} event {event} is "
+        raise SimulatorError(f"flag {src_core.name}.{src.value} -> {dst_core.name}.{dst.value} event {event} is "
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
     dyns = [d for s in streams.values() for d in s]
     clocks(dyns)
     if not unsafe:
-        check_races(dyns, names)
+        check_races(dyns)
     effects = []
     for d in dyns:
         if isinstance(d.node, Instr):
-            effects.append((d.start, 1, d.order, d))
-            effects.append((d.end, 0, d.order, d))
-    effects.sort(key=lambda p: p[:3])
+            effects.append((d.start, 1, d.launch, d.order, d))
+            effects.append((d.end, 0, d.launch, d.order, d))
+    effects.sort(key=lambda p: p[:4])
     items = [(d.node, d.core, d.pipe, d.flag, d.issue, d.scalar_cost, d.start, d.end, d.detail) for d in dyns]
-    memories = tuple((names[c], space, spec.physical or spec.capacity)
-                     for space, spec in soc.spaces.items() for c in streams if spec.core is c)
-    return Timeline(names, tuple(effects), items, report.cycles, report.pipe_cycles, report.instructions,
-                    report.sync_instructions, memories)
+    memories = tuple((c.name, space, spec.physical or spec.capacity)
+                     for space, spec in soc.spaces.items() for c in streams if spec.core is c.kind)
+    return Timeline(tuple(effects), items, report.cycles, report.pipe_cycles, report.instructions,
+                    report.sync_instructions, memories, len(launches))
 
 
-def apply(timeline: Timeline, tensors: dict) -> None:
+def apply(timeline: Timeline, *tensors: dict) -> None:
     """Perform a timeline's data effects, in time order, on fresh on-chip memories and on
-    the GM tensors (by parameter name), which are written in place."""
+    the GM tensors — each launch's by parameter name, in launch order — written in place."""
     memories = {(core, space): torch.zeros(size, dtype=torch.uint8) for core, space, size in timeline.memories}
-    names = timeline.names
     pending: dict[int, object] = {}
-    for _, phase, _, d in timeline.effects:
-        core = names[d.core]
+    for _, phase, launch, _, d in timeline.effects:
+        core = d.core.name
         if phase:
-            pending[id(d)] = _begin(d, memories, tensors, core)
+            pending[id(d)] = _begin(d, memories, tensors[launch], core)
         else:
             _commit(pending.pop(id(d)), memories, core)
 
 
-def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> list:
+def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
     """Start and end times in one pass over each core's stream, in issue order.
 
     The scalar unit issues in order, ``scalar_cost`` after its previous issue, and stalls
@@ -307,35 +334,35 @@ def _schedule(streams: dict, soc: SoC, names: dict, report: RunReport) -> list:
             progress = True
     stuck = [q[0] for q in pending.values() if q]
     if stuck or any(cursor[c] < len(s) for c, s in streams.items()):
-        raise _deadlock(stuck, names)
+        raise _deadlock(stuck)
     report.cycles = max((d.end for s in streams.values() for d in s), default=0)
     for s in streams.values():
         for d in s:
-            core = report.pipe_cycles.setdefault(names[d.core], {})
+            core = report.pipe_cycles.setdefault(d.core.name, {})
             core[d.pipe.value] = core.get(d.pipe.value, 0) + d.cost
     report.instructions = sum(1 for s in streams.values() for d in s if isinstance(d.node, Instr))
     report.sync_instructions = sum(1 for s in streams.values() for d in s if not isinstance(d.node, Instr))
     return [(k, len(v)) for k, v in tokens.items() if v]
 
 
-def _trace_events(items, names: dict, shift: int):
+def _trace_events(items, shift: int):
     """The trace slices of one launch's timeline: each item's issue on the scalar unit, and
     its run on its pipe."""
     scalar = Pipe.SCALAR.value
     for node, core, pipe, flag, issue, scalar_cost, start, end, detail in items:
         span = getattr(node, "span", None)
         name = item_name(node, flag)
-        yield TraceEvent(names[core], scalar, f"issue {name}", issue - scalar_cost + shift, issue + shift, span,
+        yield TraceEvent(core.name, scalar, f"issue {name}", issue - scalar_cost + shift, issue + shift, span,
                          kind="issue", pos=node.pos)
         kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag" if isinstance(node, WaitFlag) else "instr"
-        shown = () if flag is None else (names[flag[0]], flag[1].value, names[flag[2]], flag[3].value, flag[4])
-        yield TraceEvent(names[core], pipe.value, name, start + shift, end + shift, span, detail, kind, node.pos,
+        shown = () if flag is None else (flag[0].name, flag[1].value, flag[2].name, flag[3].value, flag[4])
+        yield TraceEvent(core.name, pipe.value, name, start + shift, end + shift, span, detail, kind, node.pos,
                          shown)
 
 
 
-def _deadlock(stuck, names) -> SimulatorDeadlock:
-    waits = ", ".join(f"{names[d.core]}.{d.pipe.value} {d.name()}" for d in stuck[:4])
+def _deadlock(stuck) -> SimulatorDeadlock:
+    waits = ", ".join(f"{d.core.name}.{d.pipe.value} {d.name()}" for d in stuck[:4])
     return SimulatorDeadlock(f"the kernel deadlocks: {waits} wait(s) for flags nobody sets",
                              hint="a wait_flag without its set_flag: the sync program is broken")
 

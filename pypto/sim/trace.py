@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from pypto.backend import Pipe
 
-CORE_NAMES = {"aic0": "core0.cubecore0", "aiv0": "core0.veccore0"}
+
+
+def insight_name(core: str) -> str:
+    """Insight's name of a core: ``aic<c>`` is cluster c's cube core, ``aiv<2c + l>`` its
+    vector core l (``CoreId.name``'s numbering): core<c>.cubecore0, core<c>.veccore<l>."""
+    kind, number = core[:3], int(core[3:])
+    return f"core{number}.cubecore0" if kind == "aic" else f"core{number // 2}.veccore{number % 2}"
 LANES = [p.value for p in Pipe] + ["ALL"]  # lane (thread) ids in this order
 FLAG_PIPE = {"VECTOR": "VEC"}  # how flag details spell pipes
 METRIC_TYPES = {
@@ -23,7 +29,7 @@ def chrome_trace(report) -> dict:
     pid = {core: k for k, core in enumerate(cores)}
     events = []
     for core in cores:
-        events.append({"name": "process_name", "ph": "M", "pid": pid[core], "args": {"name": CORE_NAMES.get(core, core)}})
+        events.append({"name": "process_name", "ph": "M", "pid": pid[core], "args": {"name": insight_name(core)}})
         for tid, lane in enumerate(LANES):
             events.append({"name": "thread_name", "ph": "M", "pid": pid[core], "tid": tid, "args": {"name": lane}})
     end = 0
@@ -34,7 +40,7 @@ def chrome_trace(report) -> dict:
             src_core, src, dst_core, dst, event = e.flag
             detail = f"PIPE:{FLAG_PIPE.get(src, src)},TRIGGERPIPE:{FLAG_PIPE.get(dst, dst)},FLAGID:{event},"
             if src_core != dst_core:
-                detail += f"TRIGGERCORE:{CORE_NAMES.get(dst_core, dst_core)},"
+                detail += f"TRIGGERCORE:{insight_name(dst_core)},"
             name = "SET_FLAG" if e.kind == "set_flag" else "WAIT_FLAG"
             events.append({"name": name, "ph": "B", "ts": e.start, **where, "args": {"detail": detail}})
             events.append({"name": name, "ph": "E", "ts": e.end, **where})
@@ -82,5 +88,5 @@ def instruction_metrics(report) -> dict:
             record["Vector Utilization Percentage"][k] = (round(sum(row["util"]) / len(row["util"]), 2)
                                                          if row["util"] else 0.0)
         records.append(record)
-    return {"Cores": [CORE_NAMES.get(c, c) for c in cores], "Instructions": records,
+    return {"Cores": [insight_name(c) for c in cores], "Instructions": records,
             "Instructions Dtype": dict(METRIC_TYPES)}
