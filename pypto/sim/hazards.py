@@ -5,10 +5,10 @@ space at real addresses, so two tensor parameters that are views of one storage 
 
 from __future__ import annotations
 
-import bisect
 import collections
 
 from pypto.codegen.isa import Instr, SetFlag
+from pypto.sim.intervals import IntervalMap
 from pypto.sim.issue import GM, Dyn, SimulatorError
 
 
@@ -34,31 +34,20 @@ def clocks(dyns: list) -> None:
         d.vc = dict(vc)
 
 
-class _Shadow:
-    """Per address space: for each byte segment, its last writer and readers since."""
+# GM is paged (strided windows scatter short runs over it); on-chip spaces hold few
+# segments, tile-sized, and stay one list.
+_GM_PAGE_BITS = 12
 
-    def __init__(self):
-        self.bounds: list[int] = []
-        self.info: list = []  # info[k] covers [bounds[k], bounds[k+1])
 
-    def _split(self, x: int) -> int:
-        k = bisect.bisect_left(self.bounds, x)
-        if k < len(self.bounds) and self.bounds[k] == x:
-            return k
-        prev = self.info[k - 1] if k > 0 else None
-        self.bounds.insert(k, x)
-        self.info.insert(k, None if prev is None or k == len(self.info) else (prev[0], dict(prev[1])))
-        return k
-
-    def access(self, lo: int, hi: int):
-        """The segment indices covering [lo, hi), created as needed."""
-        a = self._split(lo)
-        b = self._split(hi)
-        return range(a, b)
+def _segment_copy(value):
+    writer, readers = value
+    return writer, dict(readers)
 
 
 def check_races(dyns: list) -> None:
-    shadows: dict = collections.defaultdict(_Shadow)
+    """Each instruction's accesses, in program order, against the last writer and the
+    readers since of every byte segment: one it is not ordered after is a hazard."""
+    shadows: dict = {}
     for d in sorted(dyns, key=lambda x: (x.launch, x.order)):
         if not isinstance(d.node, Instr):
             continue
@@ -66,9 +55,11 @@ def check_races(dyns: list) -> None:
         for space, lo, hi, write in d.accesses:
             if hi <= lo:
                 continue
-            sh = shadows[space]
-            for k in sh.access(lo, hi):
-                info = sh.info[k] or (None, {})
+            sh = shadows.get(space)
+            if sh is None:
+                sh = shadows[space] = IntervalMap(_GM_PAGE_BITS if space == GM else None, _segment_copy)
+            for page, k in sh.pieces(lo, hi):
+                info = page.values[k] or (None, {})
                 writer, readers = info
                 others = [writer] if writer is not None else []
                 if write:
@@ -77,8 +68,8 @@ def check_races(dyns: list) -> None:
                     if u is d or (u.core, u.pipe) == key:
                         continue
                     if d.vc.get((u.core, u.pipe), 0) < u.seq:
-                        raise _hazard(u, d, space, sh.bounds[k], sh.bounds[k + 1])
-                sh.info[k] = (d, {}) if write else (writer, {**readers, key: d})
+                        raise _hazard(u, d, space, page.bounds[k], page.bounds[k + 1])
+                page.values[k] = (d, {}) if write else (writer, {**readers, key: d})
 
 
 def _hazard(u: Dyn, v: Dyn, space, lo: int, hi: int) -> SimulatorHazard:

@@ -1,0 +1,64 @@
+"""An interval map over one byte-addressed space: every byte segment holds a value, and an
+access splits segments at its ends. The hazard checker keeps a last writer and readers per
+segment; the chip's dependency tracker and task-race detection need the same structure.
+
+Paged: a space is cut into pages of ``2**page_bits`` bytes, each with its own sorted
+segment list, so the many short runs of strided windows (a transposed load touches one
+run per row, rows far apart) keep every list short and the work linear in the accesses.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+
+class Segments:
+    """One page: ``bounds`` sorted, ``values[k]`` the value of [bounds[k], bounds[k+1])
+    (None where nothing was stored)."""
+
+    __slots__ = ("bounds", "values", "copy")
+
+    def __init__(self, copy):
+        self.bounds: list[int] = []
+        self.values: list = []
+        self.copy = copy
+
+    def split(self, x: int) -> int:
+        """The index of the segment starting at ``x``, splitting the one that holds it."""
+        k = bisect.bisect_left(self.bounds, x)
+        if k < len(self.bounds) and self.bounds[k] == x:
+            return k
+        prev = self.values[k - 1] if 0 < k < len(self.bounds) else None
+        self.bounds.insert(k, x)
+        self.values.insert(k, None if prev is None else self.copy(prev))
+        return k
+
+
+class IntervalMap:
+    """``pieces(lo, hi)``: the (page, index) of every segment covering [lo, hi), made as
+    needed; read and write ``page.values[index]``; a segment spans [page.bounds[index],
+    page.bounds[index + 1])."""
+
+    def __init__(self, page_bits: int | None = None, copy=lambda v: v):
+        self.page_bits = page_bits
+        self.copy = copy  # how a value is duplicated when its segment is split
+        self.pages: dict[int, Segments] = {}
+
+    def pieces(self, lo: int, hi: int):
+        if hi <= lo:
+            return
+        bits = self.page_bits
+        if bits is None:
+            yield from self._in(0, lo, hi)
+            return
+        for p in range(lo >> bits, ((hi - 1) >> bits) + 1):
+            yield from self._in(p, max(lo, p << bits), min(hi, (p + 1) << bits))
+
+    def _in(self, p: int, lo: int, hi: int):
+        page = self.pages.get(p)
+        if page is None:
+            page = self.pages[p] = Segments(self.copy)
+        a = page.split(lo)
+        b = page.split(hi)
+        for k in range(a, b):
+            yield page, k

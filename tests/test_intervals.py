@@ -1,0 +1,44 @@
+"""The interval map the hazard checker keeps per space: pieces cover exactly what is asked,
+splits keep values, and paging changes nothing but speed."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pypto.sim.intervals import IntervalMap
+
+accesses = st.lists(st.tuples(st.integers(0, 300), st.integers(1, 80)), min_size=1, max_size=40)
+
+
+@given(accesses, st.sampled_from([None, 3, 5, 12]))
+def test_pieces_tile_the_range_and_hold_what_the_last_write_put_there(writes, page_bits):
+    m = IntervalMap(page_bits)
+    model = [None] * 400  # the value of every byte
+    for n, (lo, size) in enumerate(writes):
+        hi = lo + size
+        got = list(m.pieces(lo, hi))
+        spans = [(page.bounds[k], page.bounds[k + 1]) for page, k in got]
+        assert spans[0][0] == lo and spans[-1][1] == hi
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # contiguous, in order
+        for (page, k), (a, b) in zip(got, spans):
+            assert all(model[x] == page.values[k] for x in range(a, b))  # a segment is uniform
+            page.values[k] = n
+        model[lo:hi] = [n] * size
+
+
+def test_a_split_copies_the_value_so_halves_change_apart():
+    m = IntervalMap(copy=lambda v: dict(v))
+    ((page, k),) = m.pieces(0, 10)
+    page.values[k] = {"w": 1}
+    left = list(m.pieces(0, 5))
+    left[0][0].values[left[0][1]]["w"] = 2
+    right = list(m.pieces(5, 10))
+    assert right[0][0].values[right[0][1]] == {"w": 1}
+
+
+def test_strided_runs_keep_each_page_short():
+    m = IntervalMap(12)
+    for j in range(256):  # one 128-byte run per 32 KiB row, 256 rows, for 256 column blocks
+        for r in range(256):
+            for page, k in m.pieces(r * 32768 + j * 128, r * 32768 + j * 128 + 128):
+                page.values[k] = j
+    assert max(len(p.bounds) for p in m.pages.values()) <= 4096 // 128 + 1
