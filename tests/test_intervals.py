@@ -42,3 +42,17 @@ def test_strided_runs_keep_each_page_short():
             for page, k in m.pieces(r * 32768 + j * 128, r * 32768 + j * 128 + 128):
                 page.values[k] = j
     assert max(len(p.bounds) for p in m.pages.values()) <= 4096 // 128 + 1
+
+
+def test_vector_clocks_order_what_a_synchronization_carries():
+    from pypto.sim.happens import VectorClocks, ordered
+
+    c = VectorClocks()
+    a1 = c.tick("a")
+    a2 = c.tick("a")
+    b1 = c.tick("b")
+    assert not ordered("a", a1[0], b1[1]) and ordered("a", a1[0], a2[1])
+    b2 = c.tick("b", received=a2[1])  # b waits for what a set after its second event
+    assert ordered("a", a2[0], b2[1]) and ordered("a", a1[0], b2[1])
+    a3 = c.tick("a")
+    assert not ordered("a", a3[0], b2[1]) and not ordered("b", b1[0], a3[1])

@@ -1,13 +1,13 @@
-"""Hazards: vector clocks carried through the flags say which instructions are ordered;
+"""Hazards: vector clocks carried through the flags (``pypto.sim.happens``, kept by the
+scheduler as instructions start) say which instructions are ordered;
 two instructions on different pipes touching the same bytes (one writing) that are not
 ordered are a ``SimulatorHazard`` — whatever this run's timing did with them. GM is one
 space at real addresses, so two tensor parameters that are views of one storage meet there."""
 
 from __future__ import annotations
 
-import collections
-
-from pypto.codegen.isa import Instr, SetFlag
+from pypto.codegen.isa import Instr
+from pypto.sim.happens import ordered
 from pypto.sim.intervals import IntervalMap
 from pypto.sim.issue import GM, Dyn, SimulatorError
 
@@ -16,27 +16,9 @@ class SimulatorHazard(SimulatorError):
     """Two pipes touch the same bytes without a sync ordering them."""
 
 
-def clocks(dyns: list) -> None:
-    """Vector clocks at each instruction's start: its pipe's history, and through every
-    wait_flag, the history of the set_flag it consumed."""
-    clocks: dict[tuple, dict] = collections.defaultdict(dict)
-    counters: dict[tuple, int] = collections.defaultdict(int)
-    for d in sorted(dyns, key=lambda x: (x.start, 0 if isinstance(x.node, SetFlag) else 1, x.order)):
-        key = (d.core, d.pipe)
-        counters[key] += 1
-        d.seq = counters[key]
-        vc = clocks[key]
-        if d.token_from is not None:
-            for k, v in d.token_from.vc.items():
-                if v > vc.get(k, 0):
-                    vc[k] = v
-        vc[key] = d.seq
-        d.vc = dict(vc)
-
-
 # GM is paged (strided windows scatter short runs over it); on-chip spaces hold few
 # segments, tile-sized, and stay one list.
-_GM_PAGE_BITS = 12
+_GM_PAGE_BITS = 14
 
 
 def _segment_copy(value):
@@ -67,7 +49,7 @@ def check_races(dyns: list) -> None:
                 for u in others:
                     if u is d or (u.core, u.pipe) == key:
                         continue
-                    if d.vc.get((u.core, u.pipe), 0) < u.seq:
+                    if not ordered((u.core, u.pipe), u.seq, d.vc):
                         raise _hazard(u, d, space, page.bounds[k], page.bounds[k + 1])
                 page.values[k] = (d, {}) if write else (writer, {**readers, key: d})
 

@@ -27,7 +27,8 @@ from pypto.codegen.isa import Instr, Kernel, SetFlag, TensorArg, WaitFlag
 from pypto.errors import ExecutionError, Span
 from pypto.ir.types import TensorType
 from pypto.sim import numerics as num
-from pypto.sim.hazards import SimulatorHazard, check_races, clocks
+from pypto.sim.happens import VectorClocks
+from pypto.sim.hazards import SimulatorHazard, check_races
 from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError, item_name
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 from pypto.backend import CoreKind, Pipe, SoC
@@ -222,7 +223,6 @@ def simulate_together(launches, soc: SoC, *, unsafe: bool = False) -> Timeline:
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
     dyns = [d for s in streams.values() for d in s]
-    clocks(dyns)
     if not unsafe:
         check_races(dyns)
     effects = []
@@ -271,6 +271,7 @@ def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
     landed = collections.defaultdict(int)  # when everything each pipe started has landed
     tokens: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
     waiting: dict[tuple, tuple] = {}  # flag -> the pipe whose head waits for it
+    clocks = VectorClocks()  # happens-before over the pipes, carried by the flags
 
     def start(key) -> None:
         """Start what the pipe can, in order; a set_flag may let its waiting pipe go on."""
@@ -294,6 +295,7 @@ def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
             if d.end > landed[key]:
                 landed[key] = d.end
             starts[key].append(t)
+            d.seq, d.vc = clocks.tick(key, d.token_from.vc if d.token_from is not None else None)
             if isinstance(node, SetFlag):
                 tokens[d.flag].append((d.end, d))
                 other = waiting.pop(d.flag, None)
