@@ -33,7 +33,7 @@ def check_races(dyns: list) -> None:
     for d in sorted(dyns, key=lambda x: (x.launch, x.order)):
         if not isinstance(d.node, Instr):
             continue
-        key = (d.core, d.pipe)
+        key = d.key
         for space, lo, hi, write in d.accesses:
             if hi <= lo:
                 continue
@@ -47,9 +47,9 @@ def check_races(dyns: list) -> None:
                 if write:
                     others += list(readers.values())
                 for u in others:
-                    if u is d or (u.core, u.pipe) == key:
+                    if u is d or u.key == key:
                         continue
-                    if not ordered((u.core, u.pipe), u.seq, d.vc):
+                    if not ordered(u.key, u.seq, d.vc):
                         raise _hazard(u, d, space, page.bounds[k], page.bounds[k + 1])
                 page.values[k] = (d, {}) if write else (writer, {**readers, key: d})
 

@@ -54,6 +54,7 @@ class Dyn:
     token_from: Dyn | None = None
     gm: tuple | None = None  # (parameter, address of its element 0) of the GM tensor a load or store moves
     launch: int = 0  # which of the launches simulated together issued it (its tensors are that launch's)
+    key: int = 0  # its pipe on its core, as one integer among everything simulated together
 
     def name(self) -> str:
         return item_name(self.node, self.flag)
@@ -66,6 +67,8 @@ def item_name(node, flag) -> str:
         return f"{kind}({node.src.value}->{node.dst.value}, {flag[4]})"
     return f"{node.mnemonic} {node.note}".strip()
 
+
+PIPE_NUMBER = {p: k for k, p in enumerate(Pipe)}
 
 # GM is one space at real addresses: a tensor parameter's bytes are where its view puts them.
 GM = ("gm", "memory")
@@ -88,9 +91,11 @@ class ConcreteBuf:
 class Issuer:
     """A core's scalar unit: runs the control flow and evaluates what each node needs."""
 
-    def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, peers: dict, launch: int = 0):
+    def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, peers: dict, launch: int = 0,
+                 number: int = 0):
         """``peers``: the core instance of each core kind the kernel runs on (its own among
-        them), which its flags name; ``launch``: which of the launches simulated together."""
+        them), which its flags name; ``launch``: which of the launches simulated together;
+        ``number``: this core's among the cores simulated together (its pipes' ``key``s)."""
         self.program = program
         self.env = dict(scalars)
         self.tensors = tensors
@@ -99,6 +104,7 @@ class Issuer:
         self.core = peers[program.core]
         self.peers = peers
         self.launch = launch
+        self.key_base = number * len(PIPE_NUMBER)
         self.out: list[Dyn] = []
         self.pending = 0  # scalar cycles spent since the last issue
 
@@ -147,7 +153,8 @@ class Issuer:
     def issue(self, node, order: tuple) -> None:
         cost = self.pending + self.costs.scalar_issue
         self.pending = 0
-        d = Dyn(node, self.core, node.pipe, order, cost, launch=self.launch)
+        d = Dyn(node, self.core, node.pipe, order, cost, launch=self.launch,
+                key=self.key_base + PIPE_NUMBER[node.pipe])
         if isinstance(node, (SetFlag, WaitFlag)):
             d.flag = (self.peers[node.src_core], node.src, self.peers[node.dst_core], node.dst,
                       int(self.eval(node.event)))

@@ -17,6 +17,8 @@ would. Vector clocks carried through the flags decide "ordered".
 from __future__ import annotations
 
 import collections
+import contextlib
+import gc
 import time
 import weakref
 
@@ -200,10 +202,29 @@ def _timelines(kernel: Kernel) -> dict:
     return entry[1]
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """The cyclic garbage collector off while a launch is simulated or applied: it makes
+    (and frees) many small records with no cycles among them, and each collection would
+    walk all of them again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def simulate_together(launches, soc: SoC, *, unsafe: bool = False) -> Timeline:
     """Launches that start together on one clock, each on its own cores (two on one core
     are refused): every core's memories and flags are its own; GM is shared, so bytes two
     launches touch (one writing) are a hazard — nothing orders one launch against another."""
+    with _collector_paused():
+        return _simulate_together(launches, soc, unsafe)
+
+
+def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
     streams = {}
     for k, launch in enumerate(launches):
         scalars = {name: v for (name, t), v in zip(launch.kernel.params, launch.args) if not isinstance(t, TensorType)}
@@ -214,7 +235,7 @@ def simulate_together(launches, soc: SoC, *, unsafe: bool = False) -> Timeline:
             if core in streams:
                 raise SimulatorError(f"two launches run on {core.name} at once",
                                      hint="give each launch a cluster (and vector core) of its own")
-            streams[core] = Issuer(program, scalars, tensors, soc, peers, k).run()
+            streams[core] = Issuer(program, scalars, tensors, soc, peers, k, len(streams)).run()
     report = RunReport()
     leftover = _schedule(streams, soc, report)
     if leftover and not unsafe:
@@ -243,12 +264,13 @@ def apply(timeline: Timeline, *tensors: dict) -> None:
     the GM tensors — each launch's by parameter name, in launch order — written in place."""
     memories = {(core, space): torch.zeros(size, dtype=torch.uint8) for core, space, size in timeline.memories}
     pending: dict[int, object] = {}
-    for _, phase, launch, _, d in timeline.effects:
-        core = d.core.name
-        if phase:
-            pending[id(d)] = _begin(d, memories, tensors[launch], core)
-        else:
-            _commit(pending.pop(id(d)), memories, core)
+    with _collector_paused():
+        for _, phase, launch, _, d in timeline.effects:
+            core = d.core.name
+            if phase:
+                pending[id(d)] = _begin(d, memories, tensors[launch], core)
+            else:
+                _commit(pending.pop(id(d)), memories, core)
 
 
 def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
@@ -308,7 +330,7 @@ def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
         t_scalar = scalar_time[c]
         while k < len(stream):
             d = stream[k]
-            key = (c, d.pipe)
+            key = d.key
             t = t_scalar + d.scalar_cost
             n = issued[key]
             if n >= depth:
