@@ -16,7 +16,6 @@ from pypto.codegen.isa import (
     Program,
     ScalarAssign,
     SetFlag,
-    TensorArg,
     WaitFlag,
 )
 from pypto.errors import PyptoError
@@ -107,29 +106,25 @@ class Issuer:
         self.key_base = number * len(PIPE_NUMBER)
         self.out: list[Dyn] = []
         self.pending = 0  # scalar cycles spent since the last issue
+        self.fns: dict[int, object] = {}  # id(expression) -> its closure
+        self.plans: dict[int, tuple] = {}  # id(instruction) -> how to prepare it
+        self.keep: list = []
 
     def run(self) -> list[Dyn]:
         self.block(self.program.body, ())
         return self.out
 
     def eval(self, e):
-        if isinstance(e, n.Var):
-            return self.env[e.name]
-        if isinstance(e, n.Const):
-            return e.value
-        if isinstance(e, n.BinOp):
-            if e.op == "and":
-                return self.eval(e.lhs) and self.eval(e.rhs)
-            if e.op == "or":
-                return self.eval(e.lhs) or self.eval(e.rhs)
-            a, b = self.eval(e.lhs), self.eval(e.rhs)
-            if e.op in ("//", "%") and b == 0:
-                raise SimulatorError(f"division by zero in '{e.op}' on the scalar unit")
-            return OPERATORS[e.op](a, b)
-        if isinstance(e, n.UnaryOp):
-            v = self.eval(e.operand)
-            return -v if e.op == "-" else not v
-        raise TypeError(e)
+        return self.compiled(e)()
+
+    def compiled(self, e):
+        """``e`` as a closure over the scalar environment, made once per expression node:
+        the scalar unit evaluates the same address and extent expressions every trip."""
+        fn = self.fns.get(id(e))
+        if fn is None:
+            fn = self.fns[id(e)] = _closure(e, self.env)
+            self.keep.append(e)  # its id stays its own while the closure is kept
+        return fn
 
     def block(self, body, path: tuple) -> None:
         for node in body:
@@ -166,33 +161,55 @@ class Issuer:
     # ------------------------------------------------------------------ instructions
 
     def buf(self, b: Buf, span=None) -> ConcreteBuf:
-        if b.region is not None:
-            slot = int(self.eval(b.region.slot))
-            if not 0 <= slot < b.region.slots:  # it would land in a neighbour's bytes
-                raise SimulatorError(
-                    f"tile '{b.tile}' takes slot {slot} of pl.MemRef(\"{b.region.name}\", slots={b.region.slots}), "
-                    f"which has slots 0..{b.region.slots - 1}",
-                    span=span, hint="index the MemRef with a value in range, e.g. i % slots")
-        valid = b.shape if b.valid is None else tuple(int(self.eval(v)) for v in b.valid)
-        return ConcreteBuf(b.space, int(self.eval(b.addr)), tuple(b.shape), b.dtype, valid, b.tile)
+        return self.buf_fn(b, span)()
+
+    def buf_fn(self, b: Buf, span):
+        """A closure giving ``b``'s concrete buffer now: the static parts computed once."""
+        shape, space, dtype, tile = tuple(b.shape), b.space, b.dtype, b.tile
+        addr = self.compiled(b.addr)
+        valid = None if b.valid is None else [self.compiled(v) for v in b.valid]
+        region = b.region
+        slot = None if region is None else self.compiled(region.slot)
+
+        def concrete() -> ConcreteBuf:
+            if slot is not None:
+                k = int(slot())
+                if not 0 <= k < region.slots:  # it would land in a neighbour's bytes
+                    raise SimulatorError(
+                        f"tile '{tile}' takes slot {k} of pl.MemRef(\"{region.name}\", slots={region.slots}), "
+                        f"which has slots 0..{region.slots - 1}",
+                        span=span, hint="index the MemRef with a value in range, e.g. i % slots")
+            extents = shape if valid is None else tuple(int(v()) for v in valid)
+            return ConcreteBuf(space, int(addr()), shape, dtype, extents, tile)
+
+        return concrete
+
+    def plan(self, ins: Instr) -> tuple:
+        """(argument makers by parameter name, the destination's maker) of an instruction."""
+        got = self.plans.get(id(ins))
+        if got is None:
+            makers = []
+            for p, a in zip(lookup(ins.op).params, ins.args):
+                if isinstance(a, Buf):
+                    makers.append((p.name, self.buf_fn(a, ins.span)))
+                elif isinstance(a, tuple):
+                    parts = [self.compiled(x) for x in a]
+                    makers.append((p.name, lambda parts=parts: tuple(f() for f in parts)))
+                elif isinstance(a, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+                    makers.append((p.name, self.compiled(a)))
+                else:  # a TensorArg or a static value
+                    makers.append((p.name, lambda a=a: a))
+            dst = self.buf_fn(ins.dst, ins.span) if ins.dst is not None else None
+            got = self.plans[id(ins)] = (makers, dst)
+            self.keep.append(ins)
+        return got
 
     def prepare(self, ins: Instr, d: Dyn) -> None:
-        args = {}
-        op = lookup(ins.op)
-        for p, a in zip(op.params, ins.args):
-            if isinstance(a, Buf):
-                args[p.name] = self.buf(a, ins.span)
-            elif isinstance(a, TensorArg):
-                args[p.name] = a
-            elif isinstance(a, tuple):
-                args[p.name] = tuple(self.eval(x) for x in a)
-            elif isinstance(a, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
-                args[p.name] = self.eval(a)
-            else:
-                args[p.name] = a
+        makers, dst_fn = self.plan(ins)
+        args = {name: make() for name, make in makers}
         d.args = args
         bufs = [v for v in args.values() if isinstance(v, ConcreteBuf)]
-        dst = self.buf(ins.dst, ins.span) if ins.dst is not None else None
+        dst = dst_fn() if dst_fn is not None else None
         for b in bufs:
             d.accesses.append(((self.core, b.space), b.addr, b.addr + b.nbytes, False))
         if dst is not None:
@@ -214,6 +231,35 @@ class Issuer:
         """Byte ranges of a GM window at their real addresses: a view's own offset and strides
         place them, so two parameters that are views of one storage meet in one space."""
         return [(GM, lo, hi, write) for lo, hi in window_runs(self.tensors[tensor], offsets, extents)]
+
+
+def _closure(e, env: dict):
+    """An expression over the scalar environment as a closure reading ``env`` as it is then."""
+    if isinstance(e, n.Const):
+        value = e.value
+        return lambda: value
+    if isinstance(e, n.Var):
+        name = e.name
+        return lambda: env[name]
+    if isinstance(e, n.UnaryOp):
+        x = _closure(e.operand, env)
+        return (lambda: -x()) if e.op == "-" else (lambda: not x())
+    if isinstance(e, n.BinOp):
+        a, b = _closure(e.lhs, env), _closure(e.rhs, env)
+        if e.op == "and":
+            return lambda: a() and b()
+        if e.op == "or":
+            return lambda: a() or b()
+        f, op = OPERATORS[e.op], e.op
+        if op in ("//", "%"):
+            def divide():
+                x, y = a(), b()
+                if y == 0:
+                    raise SimulatorError(f"division by zero in '{op}' on the scalar unit")
+                return f(x, y)
+            return divide
+        return lambda: f(a(), b())
+    raise TypeError(e)
 
 
 def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
