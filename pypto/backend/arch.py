@@ -60,13 +60,13 @@ class CoreId:
     kind: CoreKind
     cluster: int
     index: int = 0
+    # ``aic<n>`` / ``aiv<n>``, numbered across the chip as the hardware numbers them:
+    # cluster c holds aic<c> and aiv<2c>, aiv<2c+1> (computed once: traces read it per item)
+    name: str = attrs.field(init=False, eq=False, order=False, repr=False)
 
-    @property
-    def name(self) -> str:
-        """``aic<n>`` / ``aiv<n>``, numbered across the chip as the hardware numbers them:
-        cluster c holds aic<c> and aiv<2c>, aiv<2c+1>."""
+    def __attrs_post_init__(self):
         per = 1 if self.kind is CoreKind.AIC else 2
-        return f"{self.kind.value}{self.cluster * per + self.index}"
+        object.__setattr__(self, "name", f"{self.kind.value}{self.cluster * per + self.index}")
 
     def __str__(self) -> str:
         return self.name

@@ -106,9 +106,9 @@ class Issuer:
         self.key_base = number * len(PIPE_NUMBER)
         self.out: list[Dyn] = []
         self.pending = 0  # scalar cycles spent since the last issue
+        # keyed by id: the program holds every node as long as its issuer runs
         self.fns: dict[int, object] = {}  # id(expression) -> its closure
         self.plans: dict[int, tuple] = {}  # id(instruction) -> how to prepare it
-        self.keep: list = []
 
     def run(self) -> list[Dyn]:
         self.block(self.program.body, ())
@@ -123,7 +123,6 @@ class Issuer:
         fn = self.fns.get(id(e))
         if fn is None:
             fn = self.fns[id(e)] = _closure(e, self.env)
-            self.keep.append(e)  # its id stays its own while the closure is kept
         return fn
 
     def block(self, body, path: tuple) -> None:
@@ -159,9 +158,6 @@ class Issuer:
         self.out.append(d)
 
     # ------------------------------------------------------------------ instructions
-
-    def buf(self, b: Buf, span=None) -> ConcreteBuf:
-        return self.buf_fn(b, span)()
 
     def buf_fn(self, b: Buf, span):
         """A closure giving ``b``'s concrete buffer now: the static parts computed once."""
@@ -201,7 +197,6 @@ class Issuer:
                     makers.append((p.name, lambda a=a: a))
             dst = self.buf_fn(ins.dst, ins.span) if ins.dst is not None else None
             got = self.plans[id(ins)] = (makers, dst)
-            self.keep.append(ins)
         return got
 
     def prepare(self, ins: Instr, d: Dyn) -> None:

@@ -1,6 +1,9 @@
-"""The cycle-level simulator of an AI-core cluster (one AIC and one AIV core here).
+"""The cycle-level simulator of the AI cores: each launch on the cores of one cluster (its
+AIC, and one of its AIVs), any number of launches on one clock, each core an instance
+(``CoreId``) with its own memories and flags.
 
-Each core's scalar unit walks its program in order, evaluating scalars and issuing every
+A launch is ``simulate`` (pure: the Timeline) then ``apply`` (the data). Each core's
+scalar unit walks its program in order, evaluating scalars and issuing every
 instruction into its pipe's queue; each pipe runs its queue in order, one instruction at
 a time, concurrently with the other pipes and cores, held back only by wait_flag. Costs
 come from the SoC table. Then the data: every instruction reads its operands when it
@@ -11,7 +14,8 @@ race-free program computes the interpreter's bits.
 Hazards: two instructions on different pipes that touch the same bytes (one writing),
 which the flags do not order, are a ``SimulatorHazard`` — whether or not this run's
 timing happened to overlap them — unless ``unsafe``, where the data corrupts as hardware
-would. Vector clocks carried through the flags decide "ordered".
+would. Vector clocks carried through the flags decide "ordered"; nothing orders two
+launches, so GM bytes they share (one writing) are a hazard.
 """
 
 from __future__ import annotations
@@ -286,13 +290,14 @@ def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
     depth = soc.costs.queue_depth
     cursor = dict.fromkeys(streams, 0)  # next item to issue, per core
     scalar_time = dict.fromkeys(streams, 0)
-    pending: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)  # issued, not started
-    starts: dict[tuple, list] = collections.defaultdict(list)  # start times, in issue order, per pipe
-    issued: dict[tuple, int] = collections.defaultdict(int)
+    # per pipe (``Dyn.key``): issued, not started; start times in issue order; how many issued
+    pending: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+    starts: dict[int, list] = collections.defaultdict(list)
+    issued: dict[int, int] = collections.defaultdict(int)
     busy = collections.defaultdict(int)  # when each pipe can start its next instruction
     landed = collections.defaultdict(int)  # when everything each pipe started has landed
     tokens: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
-    waiting: dict[tuple, tuple] = {}  # flag -> the pipe whose head waits for it
+    waiting: dict[tuple, int] = {}  # flag -> the pipe whose head waits for it
     clocks = VectorClocks()  # happens-before over the pipes, carried by the flags
 
     def start(key) -> None:
