@@ -38,16 +38,16 @@ def test_the_same_launch_reuses_its_timeline_and_computes_the_same_bits():
                                                                 for e in first.report().events]
 
 
-def test_other_scalars_or_another_placement_are_another_timeline():
+def test_other_scalars_or_another_view_are_another_timeline():
     a, out = torch.randn(64, 128), torch.zeros(64, 128)
     kernel = kernel_of(a, out)
     first = simulate(kernel, (a, 2.0, out), A2A3)
     assert simulate(kernel, (a, 3.0, out), A2A3) is not first
-    moved = torch.randn(64, 128)
-    again = simulate(kernel, (moved, 2.0, out), A2A3)
-    assert again is not first and again.cycles == first.cycles
-    apply(again, {"a": moved, "out": out})
-    assert torch.equal(out, torch.exp(moved) * 2.0)
+    strided = torch.randn(128, 64).T  # the same shape, another view: its rows are not contiguous
+    again = simulate(kernel, (strided, 2.0, out), A2A3)
+    assert again is not first
+    apply(again, {"a": strided, "out": out})
+    assert torch.equal(out, torch.exp(strided) * 2.0)
 
 
 def test_a_timeline_is_applied_to_the_tensors_it_is_given():
@@ -58,3 +58,17 @@ def test_a_timeline_is_applied_to_the_tensors_it_is_given():
     a.copy_(torch.randn(64, 128))
     apply(timeline, {"a": a, "out": out})
     assert torch.equal(out, torch.exp(a) * 2.0)
+
+
+def test_other_tensors_of_the_same_views_reuse_the_timeline_unless_they_share_storage_otherwise():
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    kernel = kernel_of(a, out)
+    first = simulate(kernel, (a, 2.0, out), A2A3)
+    b, other = torch.randn(64, 128), torch.zeros(64, 128)
+    again = simulate(kernel, (b, 2.0, other), A2A3)
+    assert again is first  # where the tensors lie does not change what the launch does
+    apply(again, {"a": b, "out": other})
+    assert torch.equal(other, torch.exp(b) * 2.0)
+    base = torch.zeros(2, 64, 128)  # one storage for both: overlaps are another question
+    shared = simulate(kernel, (base[0], 2.0, base[1]), A2A3)
+    assert shared is not first

@@ -181,16 +181,30 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
 def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, cluster: int = 0,
              lane: int = 0) -> Timeline:
     """One launch's Timeline (a hazard or deadlock raises here), remembered per kernel for
-    the same scalar arguments, tensor layouts and cores: control flow reads no tensor data."""
-    key = (id(soc), unsafe, cluster, lane) + tuple(
-        (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype) if isinstance(t, TensorType) else value
-        for (_, t), value in zip(kernel.params, args))
+    the same scalar arguments, tensor views and cores: control flow reads no tensor data,
+    and where in memory the tensors lie matters only as far as they share storage."""
+    key = (id(soc), unsafe, cluster, lane) + _placement(kernel, args)
     cache = _timelines(kernel)
     if key not in cache:
         if len(cache) >= _KEPT:
             cache.pop(next(iter(cache)))
         cache[key] = simulate_together((Launch(kernel, args, cluster, lane),), soc, unsafe=unsafe)
     return cache[key]
+
+
+def _placement(kernel: Kernel, args: tuple) -> tuple:
+    """The arguments as a timeline depends on them: scalars by value; a tensor by its view
+    (shape, strides, dtype, offset into its storage) and which of the storages seen so far
+    it is a view of — so the same kernel on other tensors of the same shapes reuses it."""
+    storages: dict[int, int] = {}
+    out = []
+    for (_, t), value in zip(kernel.params, args):
+        if isinstance(t, TensorType):
+            storage = storages.setdefault(value.untyped_storage().data_ptr(), len(storages))
+            out.append((storage, value.storage_offset(), tuple(value.shape), value.stride(), value.dtype))
+        else:
+            out.append(value)
+    return tuple(out)
 
 
 _KEPT = 4  # timelines remembered per kernel (the sizes and placements a program calls it with)
