@@ -81,10 +81,7 @@ class ConcreteBuf:
     dtype: object
     valid: tuple
     tile: str
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.nbytes
+    nbytes: int  # the whole tile's: shape times element size
 
 
 class Issuer:
@@ -161,7 +158,7 @@ class Issuer:
 
     def buf_fn(self, b: Buf, span):
         """A closure giving ``b``'s concrete buffer now: the static parts computed once."""
-        shape, space, dtype, tile = tuple(b.shape), b.space, b.dtype, b.tile
+        shape, space, dtype, tile, nbytes = tuple(b.shape), b.space, b.dtype, b.tile, b.nbytes
         addr = self.compiled(b.addr)
         valid = None if b.valid is None else [self.compiled(v) for v in b.valid]
         region = b.region
@@ -176,7 +173,7 @@ class Issuer:
                         f"which has slots 0..{region.slots - 1}",
                         span=span, hint="index the MemRef with a value in range, e.g. i % slots")
             extents = shape if valid is None else tuple(int(v()) for v in valid)
-            return ConcreteBuf(space, int(addr()), shape, dtype, extents, tile)
+            return ConcreteBuf(space, int(addr()), shape, dtype, extents, tile, nbytes)
 
         return concrete
 

@@ -264,6 +264,8 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
     dyns = [d for s in streams.values() for d in s]
     if not unsafe:
         check_races(dyns)
+    for d in dyns:  # what only the schedule and the hazard check needed: a kept timeline holds less
+        d.accesses = d.vc = d.token_from = None
     effects = []
     for d in dyns:
         if isinstance(d.node, Instr):
