@@ -10,12 +10,14 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import pypto.language as pl
-from pypto.codegen import CodegenError
-from pypto.codegen.isa import Cond, Kernel, Loop, SetFlag, WaitFlag, walk
+from pypto.codegen import CodegenError, number
+from pypto.codegen.isa import Buf, Cond, Instr, Kernel, Loop, Program, SetFlag, WaitFlag, walk
 from pypto.fuzz import strategies as ps
 from pypto.runtime import RunConfig
 from pypto.sim.simulator import SimulatorDeadlock, SimulatorHazard, run_kernel
-from pypto.backend import A2A3
+from pypto.backend import A2A3, CoreKind, MemorySpace, Pipe
+from pypto.ir import nodes
+from pypto.ir.types import DataType, TensorType
 
 
 def unset(*shape, dtype=torch.float32):
@@ -543,3 +545,18 @@ def test_each_sync_around_a_loop_that_may_not_run_is_needed_for_some_trip_count(
             except SimulatorHazard:
                 hazards += 1
         assert hazards, f"sync {edge} orders nothing for any trip count"
+
+
+def test_a_wait_a_full_queue_ahead_of_its_set_deadlocks_and_says_why():
+    # the AIV's vector pipe waits for a flag its own MTE2 sets only after more vector work
+    # than the queue holds has been issued: the scalar unit stalls before it issues the set
+    tile = Buf(MemorySpace.Vec, nodes.Const(0), (8, 64), DataType.FP32, tile="t")
+    relu = Instr("VRELU", Pipe.VECTOR, CoreKind.AIV, "tile.relu", (tile,), dst=tile, note="t")
+    wait = WaitFlag(Pipe.MTE2, Pipe.VECTOR, nodes.Const(0), CoreKind.AIV, CoreKind.AIV)
+    setf = SetFlag(Pipe.MTE2, Pipe.VECTOR, nodes.Const(0), CoreKind.AIV, CoreKind.AIV)
+    body = (wait,) + (relu,) * (A2A3.costs.queue_depth + 1) + (setf,)
+    kernel = Kernel("k", (("a", TensorType((8, 64), DataType.FP32)),),
+                    (Program("k", CoreKind.AIV, (("a", TensorType((8, 64), DataType.FP32)),), (), number(body)),))
+    with pytest.raises(SimulatorDeadlock, match="cannot issue what would set them") as info:
+        run_kernel(kernel, (torch.zeros(8, 64),), A2A3)
+    assert "aiv0" in info.value.message and "queue" in info.value.hint

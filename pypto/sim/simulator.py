@@ -379,7 +379,11 @@ def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
             progress = True
     stuck = [q[0] for q in pending.values() if q]
     if stuck or any(cursor[c] < len(s) for c, s in streams.items()):
-        raise _deadlock(stuck)
+        wanted = {d.flag for d in stuck}
+        # the cores whose scalar unit stopped before a set_flag a stuck wait needs
+        stalled = [c for c, s in streams.items()
+                   if any(isinstance(x.node, SetFlag) and x.flag in wanted for x in s[cursor[c]:])]
+        raise _deadlock(stuck, stalled, depth)
     report.cycles = max((d.end for s in streams.values() for d in s), default=0)
     for s in streams.values():
         for d in s:
@@ -406,8 +410,14 @@ def _trace_events(items, shift: int):
 
 
 
-def _deadlock(stuck) -> SimulatorDeadlock:
+def _deadlock(stuck, stalled, depth: int) -> SimulatorDeadlock:
     waits = ", ".join(f"{d.core.name}.{d.pipe.value} {d.name()}" for d in stuck[:4])
+    if stalled:  # a set_flag is still to be issued behind a full queue
+        cores = ", ".join(c.name for c in stalled)
+        return SimulatorDeadlock(
+            f"the kernel deadlocks: {waits} wait(s) for flags, and the scalar unit of {cores} cannot issue "
+            f"what would set them: the queue of a pipe holds {depth} instructions that have not started",
+            hint="a wait_flag more than a queue's depth ahead of its set_flag: the sync program orders them badly")
     return SimulatorDeadlock(f"the kernel deadlocks: {waits} wait(s) for flags nobody sets",
                              hint="a wait_flag without its set_flag: the sync program is broken")
 
