@@ -27,16 +27,14 @@ import time
 import weakref
 
 import attrs
-import torch
 
-from pypto.codegen.isa import Instr, Kernel, SetFlag, TensorArg, WaitFlag
-from pypto.errors import ExecutionError, Span
+from pypto.codegen.isa import Instr, Kernel, SetFlag, WaitFlag
+from pypto.errors import Span
 from pypto.ir.types import TensorType
-from pypto.sim import numerics as num
+from pypto.sim import effects as Effects
 from pypto.sim.happens import VectorClocks
 from pypto.sim.hazards import SimulatorHazard, check_races
-from pypto.sim.issue import ConcreteBuf, Dyn, Issuer, SimulatorError, item_name
-from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
+from pypto.sim.issue import Issuer, SimulatorError, item_name
 from pypto.backend import CoreKind, Pipe, SoC
 
 __all__ = ["Launch", "RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent",
@@ -131,7 +129,7 @@ class Timeline:
     kernels, their scalar arguments, where their tensors lie and which cores run them, so
     a launch like an earlier one reuses it."""
 
-    effects: tuple  # (time, 0 end / 1 begin, launch, program order, item), sorted
+    effects: tuple  # (time, 0 end / 1 begin, launch, program order, item), sorted; empty with ``steps``
     items: list  # the trace items: (node, core, pipe, flag, issue, scalar cost, start, end, detail)
     cycles: int
     pipe_cycles: dict  # core name -> pipe -> cycles occupied
@@ -139,6 +137,7 @@ class Timeline:
     sync_instructions: int
     memories: tuple  # (core name, space, bytes) of the on-chip memories it uses
     launches: int = 1
+    steps: Effects.Steps | None = None  # a race-free timeline's effects, compiled (then ``effects`` is empty)
 
     def report(self) -> RunReport:
         return RunReport(cycles=self.cycles, pipe_cycles={c: dict(p) for c, p in self.pipe_cycles.items()},
@@ -266,31 +265,31 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
         check_races(dyns)
     for d in dyns:  # what only the schedule and the hazard check needed: a kept timeline holds less
         d.accesses = d.vc = d.token_from = None
-    effects = []
-    for d in dyns:
-        if isinstance(d.node, Instr):
+    instrs = [d for d in dyns if isinstance(d.node, Instr)]
+    steps, effects = None, []
+    if not unsafe and all(d.end > d.start for d in instrs):  # race-free: each effect at once, in start order
+        steps = Effects.Steps(sorted(instrs, key=lambda d: (d.start, d.launch, d.order)))
+    if steps is None or not steps.aligned:
+        steps = None
+        for d in instrs:
             effects.append((d.start, 1, d.launch, d.order, d))
             effects.append((d.end, 0, d.launch, d.order, d))
-    effects.sort(key=lambda p: p[:4])
+        effects.sort(key=lambda p: p[:4])
     items = [(d.node, d.core, d.pipe, d.flag, d.issue, d.scalar_cost, d.start, d.end, d.detail) for d in dyns]
     memories = tuple((c.name, space, spec.physical or spec.capacity)
                      for space, spec in soc.spaces.items() for c in streams if spec.core is c.kind)
     return Timeline(tuple(effects), items, report.cycles, report.pipe_cycles, report.instructions,
-                    report.sync_instructions, memories, len(launches))
+                    report.sync_instructions, memories, len(launches), steps)
 
 
 def apply(timeline: Timeline, *tensors: dict) -> None:
     """Perform a timeline's data effects, in time order, on fresh on-chip memories and on
     the GM tensors — each launch's by parameter name, in launch order — written in place."""
-    memories = {(core, space): torch.zeros(size, dtype=torch.uint8) for core, space, size in timeline.memories}
-    pending: dict[int, object] = {}
     with _collector_paused():
-        for _, phase, launch, _, d in timeline.effects:
-            core = d.core.name
-            if phase:
-                pending[id(d)] = _begin(d, memories, tensors[launch], core)
-            else:
-                _commit(pending.pop(id(d)), memories, core)
+        if timeline.steps is not None:
+            Effects.run_steps(timeline.steps, timeline.memories, tensors)
+        else:
+            Effects.apply(timeline.effects, timeline.memories, tensors)
 
 
 def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
@@ -420,53 +419,3 @@ def _deadlock(stuck, stalled, depth: int) -> SimulatorDeadlock:
             hint="a wait_flag more than a queue's depth ahead of its set_flag: the sync program orders them badly")
     return SimulatorDeadlock(f"the kernel deadlocks: {waits} wait(s) for flags nobody sets",
                              hint="a wait_flag without its set_flag: the sync program is broken")
-
-
-def _read(memories, core, b: ConcreteBuf) -> TileVal:
-    mem = memories[(core, b.space)]
-    raw = mem[b.addr: b.addr + b.nbytes].clone()
-    data = raw.view(num.TORCH[b.dtype]).reshape(b.shape)
-    return TileVal(data, tuple(b.valid))
-
-
-def _begin(d: Dyn, memories, tensors, core):
-    ins: Instr = d.node
-    kwargs = {}
-    for name, v in d.args.items():
-        if name == "__dst__":
-            continue
-        if isinstance(v, ConcreteBuf):
-            kwargs[name] = _read(memories, core, v)
-        elif isinstance(v, TensorArg):
-            kwargs[name] = tensors[v.name]
-        else:
-            kwargs[name] = v
-    try:
-        if ins.op == "tile.store":
-            tile = kwargs["tile"]
-            region = tile.region()
-            out = kwargs["output_tensor"]
-            if region.dtype != out.dtype:
-                region = num.cast(region, num.FROM_TORCH[out.dtype], "rint")
-            index = tuple(slice(o, o + e) for o, e in zip(kwargs["offsets"], region.shape))
-            for axis, (o, e, dim) in enumerate(zip(kwargs["offsets"], region.shape, out.shape)):
-                if o < 0 or o + e > dim:
-                    raise OutOfRange(f"store region [{o}, {o + e}) on axis {axis} is outside the tensor's [0, {dim})")
-            return ("gm", out, index, region.clone())
-        data = IMPLS[ins.op](**kwargs)
-    except (OutOfRange, num.ArithmeticError_) as exc:
-        raise ExecutionError(f"{ins.op}: {exc}", span=ins.span) from None
-    return ("buf", d.args["__dst__"], data)
-
-
-def _commit(write, memories, core) -> None:
-    if write[0] == "gm":
-        _, tensor, index, data = write
-        tensor[index] = data
-        return
-    _, b, data = write
-    # flattened first: torch calls an [N, 1] tensor with a long stride contiguous, and will
-    # not reinterpret it as bytes
-    raw = data.contiguous().reshape(-1).view(torch.uint8)
-    memories[(core, b.space)][b.addr: b.addr + raw.numel()] = raw
-

@@ -1,0 +1,273 @@
+"""A timeline's data effects, performed: every instruction reads its operands when it
+starts and writes its result when it ends, in simulated-time order, on fresh
+byte-addressed on-chip memories and on the GM tensors — with the op semantics the
+interpreter uses (``semantics.IMPLS``), so a race-free program computes its bits.
+
+Two ways to perform them. ``apply`` is the hardware's way: reads at the start, writes at
+the end, anything between sees the old bytes (an ``unsafe`` run's races corrupt data as
+hardware would). A race-free timeline — every one the hazard check passed — needs less:
+nothing touches an instruction's bytes between its start and its end (that would be an
+unordered access), so it may read, compute and write at once, in start order.
+``compile_steps`` turns such a timeline into one closure per instruction with its
+buffers resolved (``run_steps``); a copy or a load writes straight into its destination.
+
+An operand is read as a typed view of its memory, made once per buffer per run, not a
+copy: the op computes at the read, so it sees the bytes as they are then; only a result
+that still shares a memory's storage (an op that returned its input) is copied before
+other effects can change the bytes under it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pypto.codegen.isa import TensorArg
+from pypto.errors import ExecutionError
+from pypto.sim import numerics as num
+from pypto.sim.issue import ConcreteBuf, Dyn
+from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
+
+
+class Memories:
+    """The on-chip memories of one run: raw bytes per (core, space), with typed views."""
+
+    def __init__(self, sizes):
+        """``sizes``: (core name, space, bytes) of each memory."""
+        self.raw = {(core, space): torch.zeros(size, dtype=torch.uint8) for core, space, size in sizes}
+        self.bounds = [(m.data_ptr(), m.data_ptr() + m.numel()) for m in self.raw.values()]
+        self.views: dict[tuple, torch.Tensor | None] = {}
+
+    def view(self, core: str, b: ConcreteBuf) -> torch.Tensor | None:
+        """The buffer's bytes as a tensor of its dtype and shape; None where its address is
+        not a multiple of the element size (torch views need that)."""
+        key = (core, b.space, b.addr, b.dtype, b.shape)
+        try:
+            return self.views[key]
+        except KeyError:
+            pass
+        raw = self.raw[(core, b.space)][b.addr: b.addr + b.nbytes]
+        v = raw.view(num.TORCH[b.dtype]).view(b.shape) if b.addr % _ITEMSIZE[b.dtype] == 0 else None
+        self.views[key] = v
+        return v
+
+    def read(self, core: str, b: ConcreteBuf) -> TileVal:
+        v = self.view(core, b)
+        if v is None:  # unaligned: a copy of the bytes, reinterpreted
+            raw = self.raw[(core, b.space)][b.addr: b.addr + b.nbytes].clone()
+            v = raw.view(num.TORCH[b.dtype]).reshape(b.shape)
+        return TileVal(v, b.valid)
+
+    def owned(self, data: torch.Tensor) -> torch.Tensor:
+        """``data``, copied if it still lies in one of the memories."""
+        p = data.data_ptr()
+        for lo, hi in self.bounds:
+            if lo <= p < hi:
+                return data.clone()
+        return data
+
+    def write(self, core: str, b: ConcreteBuf, data: torch.Tensor) -> None:
+        v = self.view(core, b)
+        if v is not None and v.dtype == data.dtype and v.numel() == data.numel():
+            v.copy_(data.reshape(v.shape))
+            return
+        # flattened first: torch calls an [N, 1] tensor with a long stride contiguous, and
+        # will not reinterpret it as bytes
+        raw = data.contiguous().reshape(-1).view(torch.uint8)
+        self.raw[(core, b.space)][b.addr: b.addr + raw.numel()] = raw
+
+
+def apply(effects, memory_sizes, tensors) -> None:
+    """Perform ``effects`` — (time, 0 end / 1 begin, launch, order, Dyn), sorted — on fresh
+    memories of ``memory_sizes`` and on ``tensors[launch]`` (GM, by parameter name)."""
+    memories = Memories(memory_sizes)
+    pending: dict[int, tuple] = {}
+    for _, phase, launch, _, d in effects:
+        if phase:
+            pending[id(d)] = _begin(d, memories, tensors[launch])
+        else:
+            _commit(d, pending.pop(id(d)), memories)
+
+
+def _begin(d: Dyn, memories: Memories, tensors):
+    ins = d.node
+    core = d.core.name
+    kwargs = {}
+    for name, v in d.args.items():
+        if isinstance(v, ConcreteBuf):
+            if name != "__dst__":
+                kwargs[name] = memories.read(core, v)
+        elif isinstance(v, TensorArg):
+            kwargs[name] = tensors[v.name]
+        else:
+            kwargs[name] = v
+    try:
+        if ins.op == "tile.store":
+            return _store(kwargs)
+        data = IMPLS[ins.op](**kwargs)
+    except (OutOfRange, num.ArithmeticError_) as exc:
+        raise ExecutionError(f"{ins.op}: {exc}", span=ins.span) from None
+    return None, memories.owned(data)
+
+
+def _store(kwargs):
+    """What a store writes to GM (the tensor, the index, the bytes), read at its start."""
+    tile = kwargs["tile"]
+    region = tile.region()
+    out = kwargs["output_tensor"]
+    if region.dtype != out.dtype:
+        region = num.cast(region, num.FROM_TORCH[out.dtype], "rint")
+    else:
+        region = region.clone()
+    offsets = kwargs["offsets"]
+    for axis, (o, e, dim) in enumerate(zip(offsets, region.shape, out.shape)):
+        if o < 0 or o + e > dim:
+            raise OutOfRange(f"store region [{o}, {o + e}) on axis {axis} is outside the tensor's [0, {dim})")
+    return out, tuple(slice(o, o + e) for o, e in zip(offsets, region.shape)), region
+
+
+def _commit(d: Dyn, write, memories: Memories) -> None:
+    if write[0] is not None:
+        tensor, index, data = write
+        tensor[index] = data
+        return
+    memories.write(d.core.name, d.args["__dst__"], write[1])
+
+
+# ----------------------------------------------------------------------------- atomic steps
+
+
+class Steps:
+    """A race-free timeline's effects as closures, in start order, over buffers numbered
+    once: ``buffers`` are (core name, ConcreteBuf) with valid extents dropped."""
+
+    def __init__(self, dyns):
+        self.buffers: list[tuple] = []
+        number: dict[tuple, int] = {}
+
+        def index(core: str, b: ConcreteBuf) -> int:
+            key = (core, b.space, b.addr, b.dtype, b.shape)
+            got = number.get(key)
+            if got is None:
+                got = number[key] = len(self.buffers)
+                self.buffers.append((core, b))
+            return got
+
+        self.steps = [_step(d, index) for d in dyns]
+        # torch views bytes as a dtype only at a multiple of its size
+        self.aligned = all(b.addr % _ITEMSIZE[b.dtype] == 0 for _, b in self.buffers)
+
+
+_ITEMSIZE = {d: torch.empty((), dtype=t).element_size() for d, t in num.TORCH.items()}
+
+
+def run_steps(steps: Steps, memory_sizes, tensors) -> None:
+    """Perform compiled steps (of aligned buffers) on fresh memories and ``tensors[launch]``."""
+    memories = Memories(memory_sizes)
+    views = [memories.view(core, b) for core, b in steps.buffers]
+    for step, launch in steps.steps:
+        step(views, tensors[launch], memories)
+
+
+def _step(d: Dyn, index):
+    """(closure(views, tensors, memories), launch) performing ``d`` at once."""
+    ins = d.node
+    core = d.core.name
+    op, span = ins.op, ins.span
+    static, reads, gm = {}, [], []
+    for name, v in d.args.items():
+        if name == "__dst__":
+            continue
+        if isinstance(v, ConcreteBuf):
+            reads.append((name, index(core, v), v.valid, v))
+        elif isinstance(v, TensorArg):
+            gm.append((name, v.name))
+        else:
+            static[name] = v
+    dst = d.args.get("__dst__")
+    out = index(core, dst) if dst is not None else None
+    if op == "tile.store":
+        (_, tile, valid, buf), = reads
+        return _store_step(gm[0][1], tuple(static["offsets"]), tile, valid, buf.shape, span), d.launch
+    generic = _generic_step(IMPLS[op], static, tuple((name, i, valid) for name, i, valid, _ in reads), tuple(gm),
+                            out, core, dst, op, span)
+    if op == "tile.load" and not static["transpose"] and len(dst.shape) == 2 and len(static["offsets"]) == 2 and (
+            static["valid_shape"] is None or tuple(static["valid_shape"]) == tuple(static["shapes"])) \
+            and tuple(static["shapes"]) == tuple(dst.shape):
+        return _load_step(gm[0][1], tuple(static["offsets"]), tuple(dst.shape), out, span, generic), d.launch
+    if op == "tile.move":
+        src = reads[0][3]  # another memory (copy_ may not overlap), the same layout
+        if src.space != dst.space and (src.dtype, src.shape) == (dst.dtype, dst.shape):
+            return _move_step(reads[0][1], out), d.launch
+    return generic, d.launch
+
+
+def _generic_step(impl, static, reads, gm, out, core, dst, op, span):
+    """The op's semantics on views of its operands; the result copied into its buffer."""
+
+    def step(views, tensors, memories):
+        kwargs = dict(static)
+        for name, i, valid in reads:
+            kwargs[name] = TileVal(views[i], valid)
+        for name, param in gm:
+            kwargs[name] = tensors[param]
+        try:
+            data = impl(**kwargs)
+        except (OutOfRange, num.ArithmeticError_) as exc:
+            raise ExecutionError(f"{op}: {exc}", span=span) from None
+        v = views[out]
+        if v.dtype == data.dtype and v.shape == data.shape:
+            v.copy_(memories.owned(data))
+        else:
+            memories.write(core, dst, memories.owned(data))
+
+    return step
+
+
+def _load_step(param: str, offsets: tuple, shape: tuple, out: int, span, generic):
+    """A whole tile of GM copied into its buffer (``generic`` where the dtypes differ)."""
+    (r0, c0), (rows, cols) = offsets, shape
+    rows_end, cols_end = r0 + rows, c0 + cols
+
+    def step(views, tensors, memories):
+        t = tensors[param]
+        v = views[out]
+        if t.dtype != v.dtype or t.dim() != 2:
+            return generic(views, tensors, memories)
+        if r0 < 0 or c0 < 0 or rows_end > t.shape[0] or cols_end > t.shape[1]:
+            _out_of_range("tile.load", "load region", offsets, shape, t.shape, span)
+        v.copy_(t[r0:rows_end, c0:cols_end])
+
+    return step
+
+
+def _store_step(param: str, offsets: tuple, tile: int, valid: tuple, shape: tuple, span):
+    """A tile's valid part copied into GM (converted where GM's dtype differs: the fixpipe)."""
+    whole = tuple(valid) == tuple(shape)
+    index = tuple(slice(o, o + e) for o, e in zip(offsets, valid))
+    region = tuple(slice(0, v) for v in valid)
+
+    def step(views, tensors, memories):
+        t = tensors[param]
+        for o, e, dim in zip(offsets, valid, t.shape):
+            if o < 0 or o + e > dim:
+                _out_of_range("tile.store", "store region", offsets, valid, t.shape, span)
+        data = views[tile] if whole else views[tile][region]
+        if data.dtype != t.dtype:
+            data = num.cast(data, num.FROM_TORCH[t.dtype], "rint")
+        t[index] = data
+
+    return step
+
+
+def _move_step(src: int, out: int):
+    def step(views, tensors, memories):
+        views[out].copy_(views[src])
+
+    return step
+
+
+def _out_of_range(op, what, offsets, extents, shape, span):
+    for axis, (o, e, d) in enumerate(zip(offsets, extents, shape)):
+        if o < 0 or o + e > d:
+            raise ExecutionError(f"{op}: {what} [{o}, {o + e}) on axis {axis} is outside the tensor's [0, {d})",
+                                 span=span)
