@@ -5,7 +5,7 @@ signed zeros, and the NaN policy, on both platforms."""
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pypto.language as pl
@@ -79,6 +79,30 @@ def test_matmul_accumulates_in_k_order_in_fp32():
     assert num.matmul(a, b, acc).item() == 4.0
     ints = num.matmul(torch.tensor([[100, -7]], dtype=torch.int8), torch.tensor([[100], [3]], dtype=torch.int8))
     assert ints.dtype == torch.int32 and ints.item() == 9979
+
+
+def _k_order(a, b, acc):
+    """The definition, written plainly: one k at a time, each product rounded to FP32."""
+    out = acc.clone()
+    for i in range(a.shape[1]):
+        out = out + a[:, i:i + 1].float() * b[i:i + 1, :].float()
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("scale", [1.0, 1e-30, 1e4, 1e30])  # bf16 and fp32 products leave fp32's range
+@settings(max_examples=max(5, settings().max_examples // 8))
+@given(m=st.integers(1, 5), k=st.integers(1, 40), n=st.integers(1, 5), special=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_property_matmul_is_the_k_order_loop_whatever_the_dtype_and_range(dtype, m, k, n, scale, special, seed):
+    g = torch.Generator().manual_seed(seed)
+    a = (torch.randn(m, k, generator=g) * scale).to(dtype)
+    b = (torch.randn(k, n, generator=g) * scale).to(dtype)
+    acc = torch.randn(m, n, generator=g) * scale
+    if special:  # an inf and a cancelling large pair
+        a[0, 0], acc[-1, -1] = float("inf"), -3e38
+    got = num.matmul(a, b, acc)
+    assert torch.equal(got.view(torch.int32), num.canonical_nan(_k_order(a, b, acc)).view(torch.int32))
 
 
 def test_masks_pack_one_bit_per_column():

@@ -13,7 +13,8 @@ the simulator and the fuzz oracle (``pypto.fuzz``) compute the same bits.
   column remains (the shape of a vector unit's pairwise reduce). With the min/max rule
   above, a max/min reduction does not depend on the order; a sum does.
 - Matmul accumulates in FP32 (INT32 for int8) one k at a time, k = 0, 1, ..., K-1; each
-  fp16/bf16 product is exact in FP32, so only the accumulation rounds.
+  fp16 product is exact in FP32 (a bf16 one is unless it leaves FP32's range: then the
+  product rounds first), so only the accumulation rounds.
 - Casts round as their mode says (``round`` = half away from zero, ``rint`` = half to
   even, ``floor``, ``ceil``, ``trunc``, ``odd`` = to odd, ``none`` = the dtype's default:
   half to even for floats, toward zero for float->int); float->int saturates and NaN -> 0.
@@ -225,6 +226,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) ->
         return out.to(torch.int32)
     out = torch.zeros(m, n, dtype=torch.float32) if acc is None else acc.to(torch.float32).clone()
     a32, b32 = a.to(torch.float32), b.to(torch.float32)
+    if a.dtype == b.dtype == torch.float16:
+        # an fp16 product is exact in fp32 (22 bits, in range), so a fused multiply-add
+        # rounds just where add(mul) does; a bf16 one can leave fp32's range
+        columns, rows = a32.T.contiguous().unbind(0), b32.unbind(0)
+        for i in range(k):
+            out.addcmul_(columns[i].unsqueeze(1), rows[i])
+        return out
     for i in range(k):
         out = out + a32[:, i:i + 1] * b32[i:i + 1, :]
     return out
