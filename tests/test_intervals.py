@@ -51,8 +51,11 @@ def test_vector_clocks_order_what_a_synchronization_carries():
     a1 = c.tick("a")
     a2 = c.tick("a")
     b1 = c.tick("b")
-    assert not ordered("a", a1[0], b1[1]) and ordered("a", a1[0], a2[1])
-    b2 = c.tick("b", received=a2[1])  # b waits for what a set after its second event
-    assert ordered("a", a2[0], b2[1]) and ordered("a", a1[0], b2[1])
+    assert not ordered(a1, b1) and ordered(a1, a2) and not ordered(a2, a1)
+    assert a1[2] is a2[2]  # no receive between them: one dict of what "a" learnt
+    b2 = c.tick("b", received=a2)  # b waits for what a set after its second event
+    assert ordered(a2, b2) and ordered(a1, b2) and ordered(b1, b2)
     a3 = c.tick("a")
-    assert not ordered("a", a3[0], b2[1]) and not ordered("b", b1[0], a3[1])
+    assert not ordered(a3, b2) and not ordered(b1, a3)
+    a4 = c.tick("a", received=b2)  # and back: a learns what b knew, its own events included
+    assert ordered(b1, a4) and ordered(a2, a4) and not ordered(a4, b2)

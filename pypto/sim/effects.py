@@ -73,6 +73,8 @@ class Memories:
         # flattened first: torch calls an [N, 1] tensor with a long stride contiguous, and
         # will not reinterpret it as bytes
         raw = data.contiguous().reshape(-1).view(torch.uint8)
+        if raw.numel() > b.nbytes:
+            raise AssertionError(f"a {raw.numel()}-byte result does not fit its {b.nbytes}-byte buffer {b.tile!r}")
         self.raw[(core, b.space)][b.addr: b.addr + raw.numel()] = raw
 
 
@@ -133,16 +135,38 @@ def _commit(d: Dyn, write, memories: Memories) -> None:
     memories.write(d.core.name, d.args["__dst__"], write[1])
 
 
+def extents(dyns) -> tuple:
+    """(core name, space, bytes) of each on-chip memory the instructions touch, as far as
+    they touch it: a run zeroes only that much."""
+    ends: dict[tuple, int] = {}
+    for d in dyns:
+        core = d.core.name
+        for v in d.args.values():
+            if isinstance(v, ConcreteBuf):
+                key = (core, v.space)
+                end = v.addr + v.nbytes
+                if end > ends.get(key, 0):
+                    ends[key] = end
+    return tuple((core, space, end) for (core, space), end in ends.items())
+
+
 # ----------------------------------------------------------------------------- atomic steps
 
 
 class Steps:
-    """A race-free timeline's effects as closures, in start order, over buffers numbered
-    once: ``buffers`` are (core name, ConcreteBuf) with valid extents dropped."""
+    """A race-free timeline's effects in start order, each (template, launch, varying):
+    a template is made once per instruction of the program and holds what every issue of
+    it shares; ``varying`` is what this issue has of its own (buffer numbers, offsets,
+    valid extents), so a long loop keeps a small tuple per instruction. ``buffers`` are the
+    distinct (core name, ConcreteBuf) read or written, numbered."""
 
-    def __init__(self, dyns):
+    def __init__(self, dyns, tensors):
+        """``tensors``: each launch's GM tensors by parameter name (their dtypes and ranks
+        are part of the timeline's key, so they choose the templates)."""
         self.buffers: list[tuple] = []
         number: dict[tuple, int] = {}
+        templates: dict[tuple, object] = {}
+        shared: dict = {}  # equal varying parts, one object
 
         def index(core: str, b: ConcreteBuf) -> int:
             key = (core, b.space, b.addr, b.dtype, b.shape)
@@ -152,7 +176,10 @@ class Steps:
                 self.buffers.append((core, b))
             return got
 
-        self.steps = [_step(d, index) for d in dyns]
+        def intern(x):
+            return shared.setdefault(x, x)
+
+        self.steps = [_step(d, index, intern, templates, tensors[d.launch]) for d in dyns]
         # torch views bytes as a dtype only at a multiple of its size
         self.aligned = all(b.addr % _ITEMSIZE[b.dtype] == 0 for _, b in self.buffers)
 
@@ -164,16 +191,16 @@ def run_steps(steps: Steps, memory_sizes, tensors) -> None:
     """Perform compiled steps (of aligned buffers) on fresh memories and ``tensors[launch]``."""
     memories = Memories(memory_sizes)
     views = [memories.view(core, b) for core, b in steps.buffers]
-    for step, launch in steps.steps:
-        step(views, tensors[launch], memories)
+    buffers = steps.buffers
+    for template, launch, varying in steps.steps:
+        template(views, tensors[launch], memories, buffers, varying)
 
 
-def _step(d: Dyn, index):
-    """(closure(views, tensors, memories), launch) performing ``d`` at once."""
+def _step(d: Dyn, index, intern, templates: dict, tensors: dict) -> tuple:
     ins = d.node
     core = d.core.name
-    op, span = ins.op, ins.span
-    static, reads, gm = {}, [], []
+    op = ins.op
+    values, reads, gm = [], [], []
     for name, v in d.args.items():
         if name == "__dst__":
             continue
@@ -182,31 +209,48 @@ def _step(d: Dyn, index):
         elif isinstance(v, TensorArg):
             gm.append((name, v.name))
         else:
-            static[name] = v
+            values.append((name, v))
     dst = d.args.get("__dst__")
     out = index(core, dst) if dst is not None else None
+    arg = dict(values)
     if op == "tile.store":
         (_, tile, valid, buf), = reads
-        return _store_step(gm[0][1], tuple(static["offsets"]), tile, valid, buf.shape, span), d.launch
-    generic = _generic_step(IMPLS[op], static, tuple((name, i, valid) for name, i, valid, _ in reads), tuple(gm),
-                            out, core, dst, op, span)
-    if op == "tile.load" and not static["transpose"] and len(dst.shape) == 2 and len(static["offsets"]) == 2 and (
-            static["valid_shape"] is None or tuple(static["valid_shape"]) == tuple(static["shapes"])) \
-            and tuple(static["shapes"]) == tuple(dst.shape):
-        return _load_step(gm[0][1], tuple(static["offsets"]), tuple(dst.shape), out, span, generic), d.launch
+        param = gm[0][1]
+        whole = tuple(valid) == tuple(buf.shape)
+        key = (id(ins), core, "store", param, whole)
+        if key not in templates:
+            templates[key] = _store_template(param, whole, ins.span)
+        return templates[key], d.launch, (tile, intern(tuple(arg["offsets"])), intern(tuple(valid)))
+    if op == "tile.load" and not arg["transpose"] and len(dst.shape) == 2 and len(arg["offsets"]) == 2 and (
+            arg["valid_shape"] is None or tuple(arg["valid_shape"]) == tuple(arg["shapes"])) \
+            and tuple(arg["shapes"]) == tuple(dst.shape):
+        param = gm[0][1]
+        t = tensors[param]
+        if t.dtype == num.TORCH[dst.dtype] and t.dim() == 2:
+            key = (id(ins), core, "load", param, tuple(dst.shape))
+            if key not in templates:
+                templates[key] = _load_template(param, tuple(dst.shape), ins.span)
+            r0, c0 = arg["offsets"]
+            return templates[key], d.launch, (out, r0, c0)
     if op == "tile.move":
         src = reads[0][3]  # another memory (copy_ may not overlap), the same layout
         if src.space != dst.space and (src.dtype, src.shape) == (dst.dtype, dst.shape):
-            return _move_step(reads[0][1], out), d.launch
-    return generic, d.launch
+            return _move, d.launch, (reads[0][1], out)
+    names = (tuple(name for name, _ in values), tuple(name for name, *_ in reads), tuple(gm))
+    key = (id(ins), core, "op") + names
+    if key not in templates:
+        templates[key] = _op_template(IMPLS[op], *names, op, ins.span)
+    varying = (intern(tuple(v for _, v in values)), intern(tuple((i, valid) for _, i, valid, _ in reads)), out)
+    return templates[key], d.launch, varying
 
 
-def _generic_step(impl, static, reads, gm, out, core, dst, op, span):
+def _op_template(impl, value_names, read_names, gm, op, span):
     """The op's semantics on views of its operands; the result copied into its buffer."""
 
-    def step(views, tensors, memories):
-        kwargs = dict(static)
-        for name, i, valid in reads:
+    def step(views, tensors, memories, buffers, varying):
+        values, reads, out = varying
+        kwargs = dict(zip(value_names, values))
+        for name, (i, valid) in zip(read_names, reads):
             kwargs[name] = TileVal(views[i], valid)
         for name, param in gm:
             kwargs[name] = tensors[param]
@@ -218,52 +262,45 @@ def _generic_step(impl, static, reads, gm, out, core, dst, op, span):
         if v.dtype == data.dtype and v.shape == data.shape:
             v.copy_(memories.owned(data))
         else:
-            memories.write(core, dst, memories.owned(data))
+            memories.write(*buffers[out], memories.owned(data))
 
     return step
 
 
-def _load_step(param: str, offsets: tuple, shape: tuple, out: int, span, generic):
-    """A whole tile of GM copied into its buffer (``generic`` where the dtypes differ)."""
-    (r0, c0), (rows, cols) = offsets, shape
-    rows_end, cols_end = r0 + rows, c0 + cols
+def _load_template(param: str, shape: tuple, span):
+    """A whole tile of GM, of the buffer's dtype, copied into it."""
+    rows, cols = shape
 
-    def step(views, tensors, memories):
+    def step(views, tensors, memories, buffers, varying):
+        out, r0, c0 = varying
         t = tensors[param]
-        v = views[out]
-        if t.dtype != v.dtype or t.dim() != 2:
-            return generic(views, tensors, memories)
-        if r0 < 0 or c0 < 0 or rows_end > t.shape[0] or cols_end > t.shape[1]:
-            _out_of_range("tile.load", "load region", offsets, shape, t.shape, span)
-        v.copy_(t[r0:rows_end, c0:cols_end])
+        if r0 < 0 or c0 < 0 or r0 + rows > t.shape[0] or c0 + cols > t.shape[1]:
+            _out_of_range("tile.load", "load region", (r0, c0), shape, t.shape, span)
+        views[out].copy_(t[r0:r0 + rows, c0:c0 + cols])
 
     return step
 
 
-def _store_step(param: str, offsets: tuple, tile: int, valid: tuple, shape: tuple, span):
+def _store_template(param: str, whole: bool, span):
     """A tile's valid part copied into GM (converted where GM's dtype differs: the fixpipe)."""
-    whole = tuple(valid) == tuple(shape)
-    index = tuple(slice(o, o + e) for o, e in zip(offsets, valid))
-    region = tuple(slice(0, v) for v in valid)
 
-    def step(views, tensors, memories):
+    def step(views, tensors, memories, buffers, varying):
+        tile, offsets, valid = varying
         t = tensors[param]
         for o, e, dim in zip(offsets, valid, t.shape):
             if o < 0 or o + e > dim:
                 _out_of_range("tile.store", "store region", offsets, valid, t.shape, span)
-        data = views[tile] if whole else views[tile][region]
+        data = views[tile] if whole else views[tile][tuple(slice(0, v) for v in valid)]
         if data.dtype != t.dtype:
             data = num.cast(data, num.FROM_TORCH[t.dtype], "rint")
-        t[index] = data
+        t[tuple(slice(o, o + e) for o, e in zip(offsets, valid))] = data
 
     return step
 
 
-def _move_step(src: int, out: int):
-    def step(views, tensors, memories):
-        views[out].copy_(views[src])
-
-    return step
+def _move(views, tensors, memories, buffers, varying):
+    src, out = varying
+    views[out].copy_(views[src])
 
 
 def _out_of_range(op, what, offsets, extents, shape, span):

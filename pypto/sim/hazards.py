@@ -49,7 +49,7 @@ def check_races(dyns: list) -> None:
                 for u in others:
                     if u is d or u.key == key:
                         continue
-                    if not ordered(u.key, u.seq, d.vc):
+                    if not ordered(u.vc, d.vc):
                         raise _hazard(u, d, space, page.bounds[k], page.bounds[k + 1])
                 page.values[k] = (d, {}) if write else (writer, {**readers, key: d})
 

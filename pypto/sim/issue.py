@@ -48,8 +48,7 @@ class Dyn:
     issue: int = 0
     start: int = 0
     end: int = 0
-    seq: int = 0
-    vc: dict | None = None
+    vc: tuple | None = None  # its clock (``happens``): pipe, sequence number, what it learnt
     token_from: Dyn | None = None
     gm: tuple | None = None  # (parameter, address of its element 0) of the GM tensor a load or store moves
     launch: int = 0  # which of the launches simulated together issued it (its tensors are that launch's)

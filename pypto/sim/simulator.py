@@ -20,6 +20,7 @@ launches, so GM bytes they share (one writing) are a hazard.
 
 from __future__ import annotations
 
+import array
 import collections
 import contextlib
 import gc
@@ -118,6 +119,30 @@ class RunReport:
         return [(e.start, e.end) for e in self.events if e.pipe == pipe and e.kind == "instr"]
 
 
+class Items:
+    """Every issued item of a timeline, for the trace, in columns: times in integer
+    arrays, equal flags and details one object — a kept timeline holds little per item.
+    Iterates (node, core, pipe, flag, issue, scalar cost, start, end, detail)."""
+
+    def __init__(self, dyns):
+        shared: dict = {}
+        self.nodes = [d.node for d in dyns]
+        self.cores = [d.core for d in dyns]
+        self.pipes = [d.pipe for d in dyns]
+        self.flags = [shared.setdefault(d.flag, d.flag) for d in dyns]
+        self.details = [shared.setdefault(d.detail, d.detail) for d in dyns]
+        self.times = {name: array.array("q", (getattr(d, name) for d in dyns))
+                      for name in ("issue", "scalar_cost", "start", "end")}
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self):
+        t = self.times
+        return zip(self.nodes, self.cores, self.pipes, self.flags, t["issue"], t["scalar_cost"], t["start"],
+                   t["end"], self.details)
+
+
 # ----------------------------------------------------------------------------- machine
 
 
@@ -130,12 +155,12 @@ class Timeline:
     a launch like an earlier one reuses it."""
 
     effects: tuple  # (time, 0 end / 1 begin, launch, program order, item), sorted; empty with ``steps``
-    items: list  # the trace items: (node, core, pipe, flag, issue, scalar cost, start, end, detail)
+    items: Items  # the trace items
     cycles: int
     pipe_cycles: dict  # core name -> pipe -> cycles occupied
     instructions: int
     sync_instructions: int
-    memories: tuple  # (core name, space, bytes) of the on-chip memories it uses
+    memories: tuple  # (core name, space, bytes) of the on-chip memories it uses, as far as it uses them
     launches: int = 1
     steps: Effects.Steps | None = None  # a race-free timeline's effects, compiled (then ``effects`` is empty)
 
@@ -268,18 +293,17 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
     instrs = [d for d in dyns if isinstance(d.node, Instr)]
     steps, effects = None, []
     if not unsafe and all(d.end > d.start for d in instrs):  # race-free: each effect at once, in start order
-        steps = Effects.Steps(sorted(instrs, key=lambda d: (d.start, d.launch, d.order)))
+        steps = Effects.Steps(sorted(instrs, key=lambda d: (d.start, d.launch, d.order)),
+                              [launch.tensors() for launch in launches])
     if steps is None or not steps.aligned:
         steps = None
         for d in instrs:
             effects.append((d.start, 1, d.launch, d.order, d))
             effects.append((d.end, 0, d.launch, d.order, d))
         effects.sort(key=lambda p: p[:4])
-    items = [(d.node, d.core, d.pipe, d.flag, d.issue, d.scalar_cost, d.start, d.end, d.detail) for d in dyns]
-    memories = tuple((c.name, space, spec.physical or spec.capacity)
-                     for space, spec in soc.spaces.items() for c in streams if spec.core is c.kind)
+    items = Items(dyns)
     return Timeline(tuple(effects), items, report.cycles, report.pipe_cycles, report.instructions,
-                    report.sync_instructions, memories, len(launches), steps)
+                    report.sync_instructions, Effects.extents(instrs), len(launches), steps)
 
 
 def apply(timeline: Timeline, *tensors: dict) -> None:
@@ -337,7 +361,7 @@ def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
             if d.end > landed[key]:
                 landed[key] = d.end
             starts[key].append(t)
-            d.seq, d.vc = clocks.tick(key, d.token_from.vc if d.token_from is not None else None)
+            d.vc = clocks.tick(key, d.token_from.vc if d.token_from is not None else None)
             if isinstance(node, SetFlag):
                 tokens[d.flag].append((d.end, d))
                 other = waiting.pop(d.flag, None)
