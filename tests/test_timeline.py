@@ -2,6 +2,7 @@
 launch like an earlier one — same kernel, scalar arguments and tensor placement — is
 reused, and applying it computes what a fresh simulation does."""
 
+import attrs
 import pytest
 import torch
 from helpers import compile_case
@@ -110,3 +111,35 @@ def test_property_a_race_free_timeline_computes_the_same_bits_at_once_as_at_star
         for x, y in zip(outs[False], outs[True]):
             assert ps.bits_equal(x, y), case.recipe
 
+
+
+def _shifted(kernel, by: int):
+    """``kernel`` with every buffer ``by`` bytes further into its memory."""
+    from pypto.codegen.isa import Buf, Instr, Loop
+    from pypto.ir import nodes
+
+    def buf(b):
+        return attrs.evolve(b, addr=nodes.BinOp("+", b.addr, nodes.Const(by))) if isinstance(b, Buf) else b
+
+    def body(nodes_):
+        out = []
+        for x in nodes_:
+            if isinstance(x, Instr):
+                x = attrs.evolve(x, args=tuple(buf(a) for a in x.args), dst=buf(x.dst))
+            elif isinstance(x, Loop):
+                x = attrs.evolve(x, body=body(x.body))
+            out.append(x)
+        return tuple(out)
+
+    return attrs.evolve(kernel, programs=tuple(attrs.evolve(p, body=body(p.body)) for p in kernel.programs))
+
+
+def test_buffers_torch_cannot_view_as_their_dtype_are_read_and_written_as_bytes():
+    # a buffer at an address that is no multiple of its element size (a backend with a
+    # smaller alignment than its dtypes) is copied byte-wise, not viewed
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    kernel = _shifted(kernel_of(a, out), 2)
+    timeline = simulate(kernel, (a, 2.0, out), A2A3)
+    assert timeline.steps.unaligned
+    apply(timeline, {"a": a, "out": out})
+    assert torch.equal(out, torch.exp(a) * 2.0)

@@ -135,60 +135,76 @@ def _commit(d: Dyn, write, memories: Memories) -> None:
     memories.write(d.core.name, d.args["__dst__"], write[1])
 
 
-def extents(dyns) -> tuple:
-    """(core name, space, bytes) of each on-chip memory the instructions touch, as far as
-    they touch it: a run zeroes only that much."""
-    ends: dict[tuple, int] = {}
-    for d in dyns:
-        core = d.core.name
+class Extents:
+    """How far each on-chip memory is used: a run zeroes only that much."""
+
+    def __init__(self):
+        self.ends: dict[tuple, int] = {}  # (core name, space) -> the end of the last byte used
+
+    def add(self, d: Dyn) -> None:
+        ends, core = self.ends, d.core.name
         for v in d.args.values():
             if isinstance(v, ConcreteBuf):
                 key = (core, v.space)
                 end = v.addr + v.nbytes
                 if end > ends.get(key, 0):
                     ends[key] = end
-    return tuple((core, space, end) for (core, space), end in ends.items())
+
+    def sizes(self) -> tuple:
+        """(core name, space, bytes) of each memory used."""
+        return tuple((core, space, end) for (core, space), end in self.ends.items())
 
 
 # ----------------------------------------------------------------------------- atomic steps
 
 
 class Steps:
-    """A race-free timeline's effects in start order, each (template, launch, varying):
-    a template is made once per instruction of the program and holds what every issue of
-    it shares; ``varying`` is what this issue has of its own (buffer numbers, offsets,
-    valid extents), so a long loop keeps a small tuple per instruction. ``buffers`` are the
-    distinct (core name, ConcreteBuf) read or written, numbered."""
+    """A race-free timeline's effects in an order that extends happens-before, each
+    (template, launch, varying): a template is made once per instruction of the program
+    and holds what every issue of it shares; ``varying`` is what this issue has of its own
+    (buffer numbers, offsets, valid extents), so a long loop keeps a small tuple per
+    instruction. ``buffers`` are the distinct (core name, ConcreteBuf) read or written,
+    numbered."""
 
-    def __init__(self, dyns, tensors):
+    def __init__(self, tensors):
         """``tensors``: each launch's GM tensors by parameter name (their dtypes and ranks
         are part of the timeline's key, so they choose the templates)."""
+        self.tensors = tensors
         self.buffers: list[tuple] = []
-        number: dict[tuple, int] = {}
-        templates: dict[tuple, object] = {}
-        shared: dict = {}  # equal varying parts, one object
+        self.steps: list[tuple] = []
+        self.unaligned: set[int] = set()  # buffers torch cannot view as their dtype
+        self._number: dict[tuple, int] = {}
+        self._templates: dict[tuple, object] = {}
+        self._shared: dict = {}  # equal varying parts, one object
 
-        def index(core: str, b: ConcreteBuf) -> int:
-            key = (core, b.space, b.addr, b.dtype, b.shape)
-            got = number.get(key)
-            if got is None:
-                got = number[key] = len(self.buffers)
-                self.buffers.append((core, b))
-            return got
+    def add(self, d: Dyn) -> None:
+        self.steps.append(_step(d, self, self.tensors[d.launch]))
 
-        def intern(x):
-            return shared.setdefault(x, x)
+    def index(self, core: str, b: ConcreteBuf) -> int:
+        key = (core, b.space, b.addr, b.dtype, b.shape)
+        got = self._number.get(key)
+        if got is None:
+            got = self._number[key] = len(self.buffers)
+            self.buffers.append((core, b))
+            if b.addr % _ITEMSIZE[b.dtype]:  # torch views bytes as a dtype only at a multiple of its size
+                self.unaligned.add(got)
+        return got
 
-        self.steps = [_step(d, index, intern, templates, tensors[d.launch]) for d in dyns]
-        # torch views bytes as a dtype only at a multiple of its size
-        self.aligned = all(b.addr % _ITEMSIZE[b.dtype] == 0 for _, b in self.buffers)
+    def intern(self, x):
+        return self._shared.setdefault(x, x)
+
+    def template(self, key: tuple, make):
+        got = self._templates.get(key)
+        if got is None:
+            got = self._templates[key] = make()
+        return got
 
 
 _ITEMSIZE = {d: torch.empty((), dtype=t).element_size() for d, t in num.TORCH.items()}
 
 
 def run_steps(steps: Steps, memory_sizes, tensors) -> None:
-    """Perform compiled steps (of aligned buffers) on fresh memories and ``tensors[launch]``."""
+    """Perform compiled steps on fresh memories and ``tensors[launch]``."""
     memories = Memories(memory_sizes)
     views = [memories.view(core, b) for core, b in steps.buffers]
     buffers = steps.buffers
@@ -196,7 +212,7 @@ def run_steps(steps: Steps, memory_sizes, tensors) -> None:
         template(views, tensors[launch], memories, buffers, varying)
 
 
-def _step(d: Dyn, index, intern, templates: dict, tensors: dict) -> tuple:
+def _step(d: Dyn, steps: Steps, tensors: dict) -> tuple:
     ins = d.node
     core = d.core.name
     op = ins.op
@@ -205,63 +221,63 @@ def _step(d: Dyn, index, intern, templates: dict, tensors: dict) -> tuple:
         if name == "__dst__":
             continue
         if isinstance(v, ConcreteBuf):
-            reads.append((name, index(core, v), v.valid, v))
+            reads.append((name, steps.index(core, v), v.valid, v))
         elif isinstance(v, TensorArg):
             gm.append((name, v.name))
         else:
             values.append((name, v))
     dst = d.args.get("__dst__")
-    out = index(core, dst) if dst is not None else None
+    out = steps.index(core, dst) if dst is not None else None
+    raw = out in steps.unaligned or any(i in steps.unaligned for _, i, _, _ in reads)
     arg = dict(values)
-    if op == "tile.store":
+    if op == "tile.store" and not raw:
         (_, tile, valid, buf), = reads
         param = gm[0][1]
         whole = tuple(valid) == tuple(buf.shape)
-        key = (id(ins), core, "store", param, whole)
-        if key not in templates:
-            templates[key] = _store_template(param, whole, ins.span)
-        return templates[key], d.launch, (tile, intern(tuple(arg["offsets"])), intern(tuple(valid)))
-    if op == "tile.load" and not arg["transpose"] and len(dst.shape) == 2 and len(arg["offsets"]) == 2 and (
-            arg["valid_shape"] is None or tuple(arg["valid_shape"]) == tuple(arg["shapes"])) \
-            and tuple(arg["shapes"]) == tuple(dst.shape):
+        template = steps.template((id(ins), core, "store", param, whole),
+                                  lambda: _store_template(param, whole, ins.span))
+        return template, d.launch, (tile, steps.intern(tuple(arg["offsets"])), steps.intern(tuple(valid)))
+    if op == "tile.load" and not raw and not arg["transpose"] and len(dst.shape) == 2 and len(arg["offsets"]) == 2 \
+            and tuple(arg["valid_shape"] or arg["shapes"]) == tuple(arg["shapes"]) == tuple(dst.shape):
         param = gm[0][1]
         t = tensors[param]
         if t.dtype == num.TORCH[dst.dtype] and t.dim() == 2:
-            key = (id(ins), core, "load", param, tuple(dst.shape))
-            if key not in templates:
-                templates[key] = _load_template(param, tuple(dst.shape), ins.span)
+            shape = tuple(dst.shape)
+            template = steps.template((id(ins), core, "load", param, shape),
+                                      lambda: _load_template(param, shape, ins.span))
             r0, c0 = arg["offsets"]
-            return templates[key], d.launch, (out, r0, c0)
-    if op == "tile.move":
+            return template, d.launch, (out, r0, c0)
+    if op == "tile.move" and not raw:
         src = reads[0][3]  # another memory (copy_ may not overlap), the same layout
         if src.space != dst.space and (src.dtype, src.shape) == (dst.dtype, dst.shape):
             return _move, d.launch, (reads[0][1], out)
     names = (tuple(name for name, _ in values), tuple(name for name, *_ in reads), tuple(gm))
-    key = (id(ins), core, "op") + names
-    if key not in templates:
-        templates[key] = _op_template(IMPLS[op], *names, op, ins.span)
-    varying = (intern(tuple(v for _, v in values)), intern(tuple((i, valid) for _, i, valid, _ in reads)), out)
-    return templates[key], d.launch, varying
+    template = steps.template((id(ins), core, "op", raw) + names,
+                              lambda: _op_template(IMPLS[op], *names, op, ins.span, raw))
+    varying = (steps.intern(tuple(v for _, v in values)),
+               steps.intern(tuple((i, valid) for _, i, valid, _ in reads)), out)
+    return template, d.launch, varying
 
 
-def _op_template(impl, value_names, read_names, gm, op, span):
-    """The op's semantics on views of its operands; the result copied into its buffer."""
+def _op_template(impl, value_names, read_names, gm, op, span, raw: bool):
+    """The op's semantics on views of its operands (``raw``: on copies of their bytes,
+    where one cannot be viewed); the result copied into its buffer."""
 
     def step(views, tensors, memories, buffers, varying):
         values, reads, out = varying
         kwargs = dict(zip(value_names, values))
         for name, (i, valid) in zip(read_names, reads):
-            kwargs[name] = TileVal(views[i], valid)
+            kwargs[name] = TileVal(memories.read(*buffers[i]).data if raw else views[i], valid)
         for name, param in gm:
             kwargs[name] = tensors[param]
         try:
             data = impl(**kwargs)
         except (OutOfRange, num.ArithmeticError_) as exc:
             raise ExecutionError(f"{op}: {exc}", span=span) from None
-        v = views[out]
-        if v.dtype == data.dtype and v.shape == data.shape:
+        v = views[out] if out is not None else None
+        if v is not None and v.dtype == data.dtype and v.shape == data.shape:
             v.copy_(memories.owned(data))
-        else:
+        elif out is not None:
             memories.write(*buffers[out], memories.owned(data))
 
     return step

@@ -6,7 +6,6 @@ space at real addresses, so two tensor parameters that are views of one storage 
 
 from __future__ import annotations
 
-from pypto.codegen.isa import Instr
 from pypto.sim.happens import ordered
 from pypto.sim.intervals import IntervalMap
 from pypto.sim.issue import GM, Dyn, SimulatorError
@@ -26,31 +25,32 @@ def _segment_copy(value):
     return writer, dict(readers)
 
 
-def check_races(dyns: list) -> None:
-    """Each instruction's accesses, in program order, against the last writer and the
-    readers since of every byte segment: one it is not ordered after is a hazard."""
-    shadows: dict = {}
-    for d in sorted(dyns, key=lambda x: (x.launch, x.order)):
-        if not isinstance(d.node, Instr):
-            continue
-        key = d.key
+class RaceChecker:
+    """Each instruction's accesses, as it starts, against the last writer and the readers
+    since of every byte segment: one it is not ordered after is a hazard. Starts come in
+    an order that extends happens-before (nothing starts before what it waits for), the
+    order a vector-clock race detector needs."""
+
+    def __init__(self):
+        self.shadows: dict = {}
+
+    def started(self, d: Dyn) -> None:
+        key, vc = d.key, d.vc
         for space, lo, hi, write in d.accesses:
             if hi <= lo:
                 continue
-            sh = shadows.get(space)
+            sh = self.shadows.get(space)
             if sh is None:
-                sh = shadows[space] = IntervalMap(_GM_PAGE_BITS if space == GM else None, _segment_copy)
+                sh = self.shadows[space] = IntervalMap(_GM_PAGE_BITS if space == GM else None, _segment_copy)
             for page, k in sh.pieces(lo, hi):
                 info = page.values[k] or (None, {})
                 writer, readers = info
-                others = [writer] if writer is not None else []
+                if writer is not None and writer.key != key and not ordered(writer.vc, vc):
+                    raise _hazard(writer, d, space, page.bounds[k], page.bounds[k + 1])
                 if write:
-                    others += list(readers.values())
-                for u in others:
-                    if u is d or u.key == key:
-                        continue
-                    if not ordered(u.vc, d.vc):
-                        raise _hazard(u, d, space, page.bounds[k], page.bounds[k + 1])
+                    for u in readers.values():
+                        if u.key != key and not ordered(u.vc, vc):
+                            raise _hazard(u, d, space, page.bounds[k], page.bounds[k + 1])
                 page.values[k] = (d, {}) if write else (writer, {**readers, key: d})
 
 

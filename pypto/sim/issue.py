@@ -49,7 +49,6 @@ class Dyn:
     start: int = 0
     end: int = 0
     vc: tuple | None = None  # its clock (``happens``): pipe, sequence number, what it learnt
-    token_from: Dyn | None = None
     gm: tuple | None = None  # (parameter, address of its element 0) of the GM tensor a load or store moves
     launch: int = 0  # which of the launches simulated together issued it (its tensors are that launch's)
     key: int = 0  # its pipe on its core, as one integer among everything simulated together
@@ -100,15 +99,15 @@ class Issuer:
         self.peers = peers
         self.launch = launch
         self.key_base = number * len(PIPE_NUMBER)
-        self.out: list[Dyn] = []
         self.pending = 0  # scalar cycles spent since the last issue
         # keyed by id: the program holds every node as long as its issuer runs
         self.fns: dict[int, object] = {}  # id(expression) -> its closure
         self.plans: dict[int, tuple] = {}  # id(instruction) -> how to prepare it
 
-    def run(self) -> list[Dyn]:
-        self.block(self.program.body, ())
-        return self.out
+    def stream(self):
+        """The issued instructions, in order, made as the consumer asks for them: a long
+        kernel's records live only between their issue and their start."""
+        return self.block(self.program.body, ())
 
     def eval(self, e):
         return self.compiled(e)()
@@ -121,7 +120,7 @@ class Issuer:
             fn = self.fns[id(e)] = _closure(e, self.env)
         return fn
 
-    def block(self, body, path: tuple) -> None:
+    def block(self, body, path: tuple):
         for node in body:
             if isinstance(node, ScalarAssign):
                 self.env[node.name] = self.eval(node.value)
@@ -133,14 +132,14 @@ class Issuer:
                 for k, i in enumerate(range(start, stop, step)):
                     self.env[node.var] = i
                     self.pending += self.costs.loop_iteration
-                    self.block(node.body, path + (node.pos, k))
+                    yield from self.block(node.body, path + (node.pos, k))
             elif isinstance(node, Cond):
                 self.pending += self.costs.branch
-                self.block(node.then_body if self.eval(node.cond) else node.else_body, path)
+                yield from self.block(node.then_body if self.eval(node.cond) else node.else_body, path)
             else:
-                self.issue(node, path + (node.pos,))
+                yield self.issue(node, path + (node.pos,))
 
-    def issue(self, node, order: tuple) -> None:
+    def issue(self, node, order: tuple) -> Dyn:
         cost = self.pending + self.costs.scalar_issue
         self.pending = 0
         d = Dyn(node, self.core, node.pipe, order, cost, launch=self.launch,
@@ -151,7 +150,7 @@ class Issuer:
             d.cost = self.costs.sync_cycles
         else:
             self.prepare(node, d)
-        self.out.append(d)
+        return d
 
     # ------------------------------------------------------------------ instructions
 

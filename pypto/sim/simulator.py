@@ -29,21 +29,17 @@ import weakref
 
 import attrs
 
-from pypto.codegen.isa import Instr, Kernel, SetFlag, WaitFlag
+from pypto.codegen.isa import Kernel, SetFlag, WaitFlag
 from pypto.errors import Span
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
-from pypto.sim.happens import VectorClocks
-from pypto.sim.hazards import SimulatorHazard, check_races
+from pypto.sim.hazards import RaceChecker, SimulatorHazard
+from pypto.sim.schedule import SimulatorDeadlock, schedule
 from pypto.sim.issue import Issuer, SimulatorError, item_name
 from pypto.backend import CoreKind, Pipe, SoC
 
 __all__ = ["Launch", "RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent",
            "apply", "run_kernel", "simulate", "simulate_together"]
-
-
-class SimulatorDeadlock(SimulatorError):
-    """Pipes wait for flags nobody will set."""
 
 
 # ----------------------------------------------------------------------------- results
@@ -124,23 +120,28 @@ class Items:
     arrays, equal flags and details one object — a kept timeline holds little per item.
     Iterates (node, core, pipe, flag, issue, scalar cost, start, end, detail)."""
 
-    def __init__(self, dyns):
-        shared: dict = {}
-        self.nodes = [d.node for d in dyns]
-        self.cores = [d.core for d in dyns]
-        self.pipes = [d.pipe for d in dyns]
-        self.flags = [shared.setdefault(d.flag, d.flag) for d in dyns]
-        self.details = [shared.setdefault(d.detail, d.detail) for d in dyns]
-        self.times = {name: array.array("q", (getattr(d, name) for d in dyns))
-                      for name in ("issue", "scalar_cost", "start", "end")}
+    def __init__(self):
+        self.shared: dict = {}
+        self.nodes, self.cores, self.pipes, self.flags, self.details = [], [], [], [], []
+        self.issue, self.scalar_cost, self.start, self.end = (array.array("q") for _ in range(4))
+
+    def add(self, d) -> None:
+        self.nodes.append(d.node)
+        self.cores.append(d.core)
+        self.pipes.append(d.pipe)
+        self.flags.append(self.shared.setdefault(d.flag, d.flag))
+        self.details.append(self.shared.setdefault(d.detail, d.detail))
+        self.issue.append(d.issue)
+        self.scalar_cost.append(d.scalar_cost)
+        self.start.append(d.start)
+        self.end.append(d.end)
 
     def __len__(self) -> int:
         return len(self.nodes)
 
     def __iter__(self):
-        t = self.times
-        return zip(self.nodes, self.cores, self.pipes, self.flags, t["issue"], t["scalar_cost"], t["start"],
-                   t["end"], self.details)
+        return zip(self.nodes, self.cores, self.pipes, self.flags, self.issue, self.scalar_cost, self.start,
+                   self.end, self.details)
 
 
 # ----------------------------------------------------------------------------- machine
@@ -277,33 +278,57 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
             if core in streams:
                 raise SimulatorError(f"two launches run on {core.name} at once",
                                      hint="give each launch a cluster (and vector core) of its own")
-            streams[core] = Issuer(program, scalars, tensors, soc, peers, k, len(streams)).run()
-    report = RunReport()
-    leftover = _schedule(streams, soc, report)
+            streams[core] = Issuer(program, scalars, tensors, soc, peers, k, len(streams)).stream()
+    record = _Record(launches, unsafe)
+    leftover = schedule(streams, soc.costs.queue_depth, record.started)
     if leftover and not unsafe:
         (src_core, src, dst_core, dst, event), count = leftover[0]
         raise SimulatorError(f"flag {src_core.name}.{src.value} -> {dst_core.name}.{dst.value} event {event} is "
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
-    dyns = [d for s in streams.values() for d in s]
-    if not unsafe:
-        check_races(dyns)
-    for d in dyns:  # what only the schedule and the hazard check needed: a kept timeline holds less
-        d.accesses = d.vc = d.token_from = None
-    instrs = [d for d in dyns if isinstance(d.node, Instr)]
-    steps, effects = None, []
-    if not unsafe and all(d.end > d.start for d in instrs):  # race-free: each effect at once, in start order
-        steps = Effects.Steps(sorted(instrs, key=lambda d: (d.start, d.launch, d.order)),
-                              [launch.tensors() for launch in launches])
-    if steps is None or not steps.aligned:
-        steps = None
-        for d in instrs:
-            effects.append((d.start, 1, d.launch, d.order, d))
-            effects.append((d.end, 0, d.launch, d.order, d))
-        effects.sort(key=lambda p: p[:4])
-    items = Items(dyns)
-    return Timeline(tuple(effects), items, report.cycles, report.pipe_cycles, report.instructions,
-                    report.sync_instructions, Effects.extents(instrs), len(launches), steps)
+    return record.timeline()
+
+
+class _Record:
+    """What a simulation keeps of each record as it starts: the race check's view of its
+    accesses, its trace item, its data effect (compiled; or, unsafe, the record itself, to
+    be applied at its start and end), and the totals."""
+
+    def __init__(self, launches, unsafe: bool):
+        self.launches = len(launches)
+        self.races = None if unsafe else RaceChecker()
+        self.steps = None if unsafe else Effects.Steps([launch.tensors() for launch in launches])
+        self.effects: list = []
+        self.extents = Effects.Extents()
+        self.items = Items()
+        self.cycles = self.instructions = self.syncs = 0
+        self.busy: dict = collections.defaultdict(int)  # (core name, pipe name) -> cycles occupied
+
+    def started(self, d) -> None:
+        self.items.add(d)
+        if d.end > self.cycles:
+            self.cycles = d.end
+        self.busy[(d.core.name, d.pipe.value)] += d.cost
+        if d.flag is not None:
+            self.syncs += 1
+            return
+        self.instructions += 1
+        self.extents.add(d)
+        if self.steps is None:
+            self.effects.append((d.start, 1, d.launch, d.order, d))
+            self.effects.append((d.end, 0, d.launch, d.order, d))
+            return
+        self.races.started(d)
+        self.steps.add(d)
+        d.args = None  # the hazard check may keep the record as a segment's writer or reader
+
+    def timeline(self) -> Timeline:
+        pipe_cycles: dict = {}
+        for (core, pipe), cycles in self.busy.items():
+            pipe_cycles.setdefault(core, {})[pipe] = cycles
+        self.effects.sort(key=lambda p: p[:4])
+        return Timeline(tuple(self.effects), self.items, self.cycles, pipe_cycles, self.instructions, self.syncs,
+                        self.extents.sizes(), self.launches, self.steps)
 
 
 def apply(timeline: Timeline, *tensors: dict) -> None:
@@ -314,107 +339,6 @@ def apply(timeline: Timeline, *tensors: dict) -> None:
             Effects.run_steps(timeline.steps, timeline.memories, tensors)
         else:
             Effects.apply(timeline.effects, timeline.memories, tensors)
-
-
-def _schedule(streams: dict, soc: SoC, report: RunReport) -> list:
-    """Start and end times in one pass over each core's stream, in issue order.
-
-    The scalar unit issues in order, ``scalar_cost`` after its previous issue, and stalls
-    while its pipe's queue holds ``queue_depth`` issued instructions that have not started.
-    A pipe starts its queue in order: when the instruction is issued, the pipe is free, and
-    — a set_flag — everything the pipe started has landed, or — a wait_flag — its token
-    (the matching set_flag's landing) exists. Each time is a function of earlier ones, so
-    the pass only waits where a wait_flag's token comes from a stream not yet that far; it
-    switches to the stream that sets it. Returns the flags set more often than waited for."""
-    depth = soc.costs.queue_depth
-    cursor = dict.fromkeys(streams, 0)  # next item to issue, per core
-    scalar_time = dict.fromkeys(streams, 0)
-    # per pipe (``Dyn.key``): issued, not started; start times in issue order; how many issued
-    pending: dict[int, collections.deque] = collections.defaultdict(collections.deque)
-    starts: dict[int, list] = collections.defaultdict(list)
-    issued: dict[int, int] = collections.defaultdict(int)
-    busy = collections.defaultdict(int)  # when each pipe can start its next instruction
-    landed = collections.defaultdict(int)  # when everything each pipe started has landed
-    tokens: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
-    waiting: dict[tuple, int] = {}  # flag -> the pipe whose head waits for it
-    clocks = VectorClocks()  # happens-before over the pipes, carried by the flags
-
-    def start(key) -> None:
-        """Start what the pipe can, in order; a set_flag may let its waiting pipe go on."""
-        q = pending[key]
-        while q:
-            d = q[0]
-            t = d.issue if d.issue > busy[key] else busy[key]
-            node = d.node
-            if isinstance(node, SetFlag):
-                t = max(t, landed[key])
-            elif isinstance(node, WaitFlag):
-                got = tokens[d.flag]
-                if not got:
-                    waiting[d.flag] = key
-                    return
-                t = max(t, got[0][0])
-                d.token_from = got.popleft()[1]
-            q.popleft()
-            d.start, d.end = t, t + d.cost + d.latency
-            busy[key] = t + d.cost
-            if d.end > landed[key]:
-                landed[key] = d.end
-            starts[key].append(t)
-            d.vc = clocks.tick(key, d.token_from.vc if d.token_from is not None else None)
-            if isinstance(node, SetFlag):
-                tokens[d.flag].append((d.end, d))
-                other = waiting.pop(d.flag, None)
-                if other is not None:
-                    ready.append(other)
-
-    def issue(c) -> None:
-        """Issue what the core can; stop where a full queue's head has not started yet."""
-        stream, k = streams[c], cursor[c]
-        t_scalar = scalar_time[c]
-        while k < len(stream):
-            d = stream[k]
-            key = d.key
-            t = t_scalar + d.scalar_cost
-            n = issued[key]
-            if n >= depth:
-                free = starts[key]
-                if len(free) <= n - depth:  # the queue is full of what has not started
-                    break
-                t = max(t, free[n - depth])
-            d.issue = t_scalar = t
-            issued[key] = n + 1
-            k += 1
-            pending[key].append(d)
-            start(key)
-        cursor[c], scalar_time[c] = k, t_scalar
-
-    ready: list = []
-    progress = True
-    while progress:
-        progress = False
-        for c in streams:
-            before = cursor[c]
-            issue(c)
-            progress = progress or cursor[c] != before
-        while ready:
-            start(ready.pop())
-            progress = True
-    stuck = [q[0] for q in pending.values() if q]
-    if stuck or any(cursor[c] < len(s) for c, s in streams.items()):
-        wanted = {d.flag for d in stuck}
-        # the cores whose scalar unit stopped before a set_flag a stuck wait needs
-        stalled = [c for c, s in streams.items()
-                   if any(isinstance(x.node, SetFlag) and x.flag in wanted for x in s[cursor[c]:])]
-        raise _deadlock(stuck, stalled, depth)
-    report.cycles = max((d.end for s in streams.values() for d in s), default=0)
-    for s in streams.values():
-        for d in s:
-            core = report.pipe_cycles.setdefault(d.core.name, {})
-            core[d.pipe.value] = core.get(d.pipe.value, 0) + d.cost
-    report.instructions = sum(1 for s in streams.values() for d in s if isinstance(d.node, Instr))
-    report.sync_instructions = sum(1 for s in streams.values() for d in s if not isinstance(d.node, Instr))
-    return [(k, len(v)) for k, v in tokens.items() if v]
 
 
 def _trace_events(items, shift: int):
@@ -430,16 +354,3 @@ def _trace_events(items, shift: int):
         shown = () if flag is None else (flag[0].name, flag[1].value, flag[2].name, flag[3].value, flag[4])
         yield TraceEvent(core.name, pipe.value, name, start + shift, end + shift, span, detail, kind, node.pos,
                          shown)
-
-
-
-def _deadlock(stuck, stalled, depth: int) -> SimulatorDeadlock:
-    waits = ", ".join(f"{d.core.name}.{d.pipe.value} {d.name()}" for d in stuck[:4])
-    if stalled:  # a set_flag is still to be issued behind a full queue
-        cores = ", ".join(c.name for c in stalled)
-        return SimulatorDeadlock(
-            f"the kernel deadlocks: {waits} wait(s) for flags, and the scalar unit of {cores} cannot issue "
-            f"what would set them: the queue of a pipe holds {depth} instructions that have not started",
-            hint="a wait_flag more than a queue's depth ahead of its set_flag: the sync program orders them badly")
-    return SimulatorDeadlock(f"the kernel deadlocks: {waits} wait(s) for flags nobody sets",
-                             hint="a wait_flag without its set_flag: the sync program is broken")
