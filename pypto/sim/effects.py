@@ -25,7 +25,7 @@ from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
 from pypto.sim import numerics as num
 from pypto.sim.issue import ConcreteBuf, Dyn
-from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
+from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal
 
 
 class Memories:
@@ -251,12 +251,49 @@ def _step(d: Dyn, steps: Steps, tensors: dict) -> tuple:
         src = reads[0][3]  # another memory (copy_ may not overlap), the same layout
         if src.space != dst.space and (src.dtype, src.shape) == (dst.dtype, dst.shape):
             return _move, d.launch, (reads[0][1], out)
+    if op in INTO and not raw and not gm and dst is not None and _into_fits(INTO[op][1], dst, reads):
+        kinds = tuple(isinstance(v, ConcreteBuf) for name, v in d.args.items() if name != "__dst__")
+        operands = tuple(steps.index(core, v) if isinstance(v, ConcreteBuf) else v
+                         for name, v in d.args.items() if name != "__dst__")
+        template = steps.template((id(ins), core, "into", kinds), lambda: _into_template(INTO[op][0], kinds))
+        return template, d.launch, (steps.intern(operands), out)
     names = (tuple(name for name, _ in values), tuple(name for name, *_ in reads), tuple(gm))
     template = steps.template((id(ins), core, "op", raw) + names,
                               lambda: _op_template(IMPLS[op], *names, op, ins.span, raw))
     varying = (steps.intern(tuple(v for _, v in values)),
                steps.intern(tuple((i, valid) for _, i, valid, _ in reads)), out)
     return template, d.launch, varying
+
+
+def _into_fits(floats_only: bool, dst: ConcreteBuf, reads) -> bool:
+    """Whether an elementwise op may write its result straight into ``dst``: its tiles of
+    the destination's dtype and shape, each the destination's very bytes or none of them
+    (torch refuses a partial overlap)."""
+    if floats_only and not dst.dtype.is_float:
+        return False
+    for _, _, _, b in reads:
+        if (b.dtype, b.shape) != (dst.dtype, dst.shape):
+            return False
+        if b.space == dst.space and b.addr != dst.addr and b.addr < dst.addr + dst.nbytes and dst.addr < b.addr + b.nbytes:
+            return False
+    return True
+
+
+def _into_template(fn, kinds: tuple):
+    """An elementwise op computed into its destination's view (``INTO``)."""
+    if kinds == (True,):
+        def step(views, tensors, memories, buffers, varying):
+            (x,), out = varying
+            fn(views[out], views[x])
+    elif kinds == (True, True):
+        def step(views, tensors, memories, buffers, varying):
+            (x, y), out = varying
+            fn(views[out], views[x], views[y])
+    else:
+        def step(views, tensors, memories, buffers, varying):
+            operands, out = varying
+            fn(views[out], *[views[x] if k else x for k, x in zip(kinds, operands)])
+    return step
 
 
 def _op_template(impl, value_names, read_names, gm, op, span, raw: bool):

@@ -122,6 +122,13 @@ def canonical_nan(x: torch.Tensor) -> torch.Tensor:
     return torch.where(nan, _canonical(x.dtype), x)
 
 
+def canonical_nan_(x: torch.Tensor) -> torch.Tensor:
+    """``canonical_nan`` in place."""
+    if x.dtype.is_floating_point and math.isnan(x.sum().item()):
+        x[torch.isnan(x)] = _canonical(x.dtype)
+    return x
+
+
 def _canonical(dtype) -> torch.Tensor:
     bits = CANONICAL_NAN_BITS[dtype]
     width = torch.empty((), dtype=dtype).element_size()

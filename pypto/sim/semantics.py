@@ -131,6 +131,25 @@ for _name, _fn in _UNARY.items():
     IMPLS[f"tensor.{_name}"] = (lambda fn: lambda x: fn(x))(_fn)
 
 
+# The elementwise tile ops whose torch kernel can write straight into the destination:
+# INTO[op] = (fn, floats only); fn(out, *operands) — tiles as tensors of ``out``'s dtype
+# and shape, scalars as numbers, in the op's parameter order — leaves in ``out`` the bits
+# IMPLS[op] returns. (maximum, minimum and relu write their rule out in several kernels;
+# an integer division checks for zero first: not here.)
+INTO: dict[str, tuple[Callable, bool]] = {}
+_INTO_UNARY = {"neg": (torch.neg, False), "abs": (torch.abs, False), "exp": (torch.exp, True),
+               "log": (torch.log, True), "sqrt": (torch.sqrt, True), "rsqrt": (torch.rsqrt, True),
+               "recip": (torch.reciprocal, True)}
+_INTO_BINARY = {"add": (torch.add, False), "sub": (torch.sub, False), "mul": (torch.mul, False),
+                "div": (torch.div, True)}
+for _name, (_fn, _floats) in _INTO_UNARY.items():
+    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x: num.canonical_nan_(fn(x, out=out)))(_fn), _floats)
+for _name, (_fn, _floats) in _INTO_BINARY.items():
+    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x, y: num.canonical_nan_(fn(x, y, out=out)))(_fn), _floats)
+    INTO[f"tile.{_name}s"] = ((lambda fn: lambda out, x, s: num.canonical_nan_(
+        fn(x, num.scalar(s, _dtype(x)), out=out)))(_fn), _floats)
+
+
 @impl("tile.cmp")
 def cmp(lhs: TileVal, rhs: TileVal, cmp_type):
     return num.pack_mask(num.CMP[cmp_type](lhs.data, rhs.data), mask_cols(lhs.data.shape[1]))
