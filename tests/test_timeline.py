@@ -143,3 +143,26 @@ def test_buffers_torch_cannot_view_as_their_dtype_are_read_and_written_as_bytes(
     assert timeline.steps.unaligned
     apply(timeline, {"a": a, "out": out})
     assert torch.equal(out, torch.exp(a) * 2.0)
+
+
+@pl.jit
+def signed_zeros(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 128])
+        pos = pl.muls(t, 0.0)
+        neg = pl.muls(t, -0.0)
+        pl.store(pl.sub(pl.add(pos, neg), pl.muls(t, 0)), [0, 0], out)
+    return out
+
+
+def test_equal_but_different_scalars_stay_apart_in_a_timeline():
+    # 0, 0.0 and -0.0 are equal Python numbers; the records that carry them must not merge
+    from pypto.sim.effects import Steps
+
+    steps = Steps([])
+    kept = [steps.intern(x) for x in ((1, 0), (1, 0.0), (1, -0.0), (1, False), (1, 0))]
+    assert [type(x[1]) for x in kept] == [int, float, float, bool, int] and str(kept[2][1]) == "-0.0"
+    assert kept[0] is kept[4]
+    a, out = torch.full((16, 128), -1.0), torch.zeros(16, 128)
+    signed_zeros(a, out)
+    assert torch.equal(torch.signbit(out), torch.signbit((a * 0.0 + a * -0.0) - a * 0))

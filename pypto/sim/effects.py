@@ -191,7 +191,7 @@ class Steps:
         return got
 
     def intern(self, x):
-        return self._shared.setdefault(x, x)
+        return self._shared.setdefault(x, x) if shareable(x) else x
 
     def template(self, key: tuple, make):
         got = self._templates.get(key)
@@ -201,6 +201,12 @@ class Steps:
 
 
 _ITEMSIZE = {d: torch.empty((), dtype=t).element_size() for d, t in num.TORCH.items()}
+
+
+def shareable(x) -> bool:
+    """Whether equal tuples like ``x`` may be one object: tuples of ints, strings, None and
+    such tuples only — 0 == 0.0 == False and -0.0 == 0.0 would merge values that differ."""
+    return all(v is None or type(v) in (int, str) or (type(v) is tuple and shareable(v)) for v in x)
 
 
 def run_steps(steps: Steps, memory_sizes, tensors) -> None:

@@ -117,7 +117,8 @@ class RunReport:
 
 class Items:
     """Every issued item of a timeline, for the trace, in columns: times in integer
-    arrays, equal flags and details one object — a kept timeline holds little per item.
+    arrays, equal flags and details one object (``effects.shareable``) — a kept timeline
+    holds little per item.
     Iterates (node, core, pipe, flag, issue, scalar cost, start, end, detail)."""
 
     def __init__(self):
@@ -129,8 +130,9 @@ class Items:
         self.nodes.append(d.node)
         self.cores.append(d.core)
         self.pipes.append(d.pipe)
-        self.flags.append(self.shared.setdefault(d.flag, d.flag))
-        self.details.append(self.shared.setdefault(d.detail, d.detail))
+        self.flags.append(self.shared.setdefault(d.flag, d.flag))  # cores, pipes and an int event
+        detail = d.detail
+        self.details.append(self.shared.setdefault(detail, detail) if Effects.shareable(detail) else detail)
         self.issue.append(d.issue)
         self.scalar_cost.append(d.scalar_cost)
         self.start.append(d.start)
