@@ -80,6 +80,25 @@ def test_other_tensors_of_the_same_views_reuse_the_timeline_unless_they_share_st
     assert shared is not first
 
 
+
+def test_other_tiles_of_the_same_tensors_reuse_the_timeline():
+    # a task graph's tasks: the kernel on each row block of a big input and output
+    big_a, big_out = torch.randn(4 * 64, 128), torch.zeros(4 * 64, 128)
+    kernel = kernel_of(big_a[:64], big_out[:64])
+    timelines = {simulate(kernel, (big_a[i * 64:(i + 1) * 64], 2.0, big_out[i * 64:(i + 1) * 64]), A2A3)
+                 for i in range(4)}
+    assert len(timelines) == 1
+    (timeline,) = timelines
+    for i in range(4):
+        apply(timeline, {"a": big_a[i * 64:(i + 1) * 64], "out": big_out[i * 64:(i + 1) * 64]})
+    assert torch.equal(big_out, torch.exp(big_a) * 2.0)
+    # in one storage, where one lies against the other is part of the timeline
+    base = torch.zeros(4, 64, 128)
+    apart = {simulate(kernel, (base[i], 2.0, base[i + 2]), A2A3) for i in range(2)}
+    nearer = simulate(kernel, (base[0], 2.0, base[1]), A2A3)
+    assert len(apart) == 1 and nearer not in apart
+
+
 # ----------------------------------------------------------------------------- two ways to apply
 
 # Every family a kernel can come from: elementwise, reductions, matmuls, carried and

@@ -20,9 +20,9 @@ class SimulatorHazard(SimulatorError):
 _GM_PAGE_BITS = 14
 
 
-def _segment_copy(value):
-    writer, readers = value
-    return writer, dict(readers)
+# A segment's value: (last writer, the readers since — at most one per pipe), immutable,
+# so a split segment's pieces share it.
+_UNTOUCHED = (None, ())
 
 
 class RaceChecker:
@@ -35,26 +35,30 @@ class RaceChecker:
         self.shadows: dict = {}
 
     def started(self, d: Dyn) -> None:
+        """Check ``d``'s accesses; it stays a segment's writer or reader (its accesses are
+        not needed again)."""
         key, vc = d.key, d.vc
         for space, lo, hi, write in d.accesses:
             if hi <= lo:
                 continue
             sh = self.shadows.get(space)
             if sh is None:
-                sh = self.shadows[space] = IntervalMap(_GM_PAGE_BITS if space == GM else None, _segment_copy)
+                sh = self.shadows[space] = IntervalMap(_GM_PAGE_BITS if space == GM else None)
             for page, k in sh.pieces(lo, hi):
-                info = page.values[k] or (None, {})
-                writer, readers = info
+                writer, readers = page.values[k] or _UNTOUCHED
                 if writer is not None and writer.key != key and not ordered(writer.vc, vc):
-                    raise _hazard(writer, d, space, page.bounds[k], page.bounds[k + 1])
+                    raise _hazard(writer, True, d, space, page.bounds[k], page.bounds[k + 1])
                 if write:
-                    for u in readers.values():
+                    for u in readers:
                         if u.key != key and not ordered(u.vc, vc):
-                            raise _hazard(u, d, space, page.bounds[k], page.bounds[k + 1])
-                page.values[k] = (d, {}) if write else (writer, {**readers, key: d})
+                            raise _hazard(u, False, d, space, page.bounds[k], page.bounds[k + 1])
+                    page.values[k] = (d, ())
+                else:
+                    page.values[k] = (writer, tuple(u for u in readers if u.key != key) + (d,))
 
 
-def _hazard(u: Dyn, v: Dyn, space, lo: int, hi: int) -> SimulatorHazard:
+def _hazard(u: Dyn, u_writes: bool, v: Dyn, space, lo: int, hi: int) -> SimulatorHazard:
+    """``v``, starting, meets ``u`` (its segment's writer, or a reader since) unordered."""
     def who(d):
         where = f" at {d.node.span}" if getattr(d.node, "span", None) is not None else ""
         return f"{d.core.name}.{d.pipe.value} `{d.name()}`{where}"
@@ -73,7 +77,6 @@ def _hazard(u: Dyn, v: Dyn, space, lo: int, hi: int) -> SimulatorHazard:
                     "accesses, not one tensor's against another's, so pass tensors that share no memory")
     else:
         place = f"[{lo}, {hi}) of {space[0]} {space[1].name}"
-    u_writes = any(w for s, a, b, w in u.accesses if s == space and a < hi and lo < b)
     return SimulatorHazard(
         f"{who(v)} {'writes' if any(w for s, a, b, w in v.accesses if s == space) else 'reads'} bytes "
         f"{place} that {who(u)} {'writes' if u_writes else 'reads'}, and no sync orders them "

@@ -221,14 +221,17 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
 
 def _placement(kernel: Kernel, args: tuple) -> tuple:
     """The arguments as a timeline depends on them: scalars by value; a tensor by its view
-    (shape, strides, dtype, offset into its storage) and which of the storages seen so far
-    it is a view of — so the same kernel on other tensors of the same shapes reuses it."""
-    storages: dict[int, int] = {}
+    (shape, strides, dtype), which of the storages seen so far it lies in, and where in it
+    relative to the first tensor seen there — costs depend on shapes and contiguity, never
+    on addresses, and hazards on how tensors overlap. So the same kernel on another tile of
+    the same tensors (a task graph's next task) reuses the timeline."""
+    storages: dict[int, tuple] = {}  # storage address -> (its number, byte offset of the first view seen in it)
     out = []
     for (_, t), value in zip(kernel.params, args):
         if isinstance(t, TensorType):
-            storage = storages.setdefault(value.untyped_storage().data_ptr(), len(storages))
-            out.append((storage, value.storage_offset(), tuple(value.shape), value.stride(), value.dtype))
+            offset = value.storage_offset() * value.element_size()
+            number, first = storages.setdefault(value.untyped_storage().data_ptr(), (len(storages), offset))
+            out.append((number, offset - first, tuple(value.shape), value.stride(), value.dtype))
         else:
             out.append(value)
     return tuple(out)
@@ -322,7 +325,9 @@ class _Record:
             return
         self.races.started(d)
         self.steps.add(d)
-        d.args = None  # the hazard check may keep the record as a segment's writer or reader
+        # the hazard check may keep the record as a segment's writer or reader: only what
+        # its message needs stays
+        d.args = d.accesses = d.detail = d.order = None
 
     def timeline(self) -> Timeline:
         pipe_cycles: dict = {}
