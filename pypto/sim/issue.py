@@ -86,10 +86,12 @@ class Issuer:
     """A core's scalar unit: runs the control flow and evaluates what each node needs."""
 
     def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, peers: dict, launch: int = 0,
-                 number: int = 0):
+                 number: int = 0, unwritten: frozenset = frozenset()):
         """``peers``: the core instance of each core kind the kernel runs on (its own among
         them), which its flags name; ``launch``: which of the launches simulated together;
-        ``number``: this core's among the cores simulated together (its pipes' ``key``s)."""
+        ``number``: this core's among the cores simulated together (its pipes' ``key``s);
+        ``unwritten``: the tensors in storage no launch writes (their loads need no
+        hazard check)."""
         self.program = program
         self.env = dict(scalars)
         self.tensors = tensors
@@ -99,6 +101,7 @@ class Issuer:
         self.peers = peers
         self.launch = launch
         self.key_base = number * len(PIPE_NUMBER)
+        self.unwritten = unwritten
         self.pending = 0  # scalar cycles spent since the last issue
         # keyed by id: the program holds every node as long as its issuer runs
         self.fns: dict[int, object] = {}  # id(expression) -> its closure
@@ -207,8 +210,10 @@ class Issuer:
             d.args["__dst__"] = dst
         if ins.op == "tile.load":
             d.gm = self.gm_tensor(args["tensor"].name)
-            d.accesses.extend(self.gm(d.gm[0], args["offsets"],
-                                      args["shapes"] if args["valid_shape"] is None else args["valid_shape"], False))
+            if d.gm[0] not in self.unwritten:  # bytes nobody writes cannot race
+                d.accesses.extend(self.gm(d.gm[0], args["offsets"],
+                                          args["shapes"] if args["valid_shape"] is None else args["valid_shape"],
+                                          False))
         elif ins.op == "tile.store":
             d.gm = self.gm_tensor(args["output_tensor"].name)
             d.accesses.extend(self.gm(d.gm[0], args["offsets"], args["tile"].valid, True))

@@ -29,7 +29,7 @@ import weakref
 
 import attrs
 
-from pypto.codegen.isa import Kernel, SetFlag, WaitFlag
+from pypto.codegen.isa import GmLoc, Instr, Kernel, SetFlag, WaitFlag, walk
 from pypto.errors import Span
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
@@ -274,6 +274,8 @@ def simulate_together(launches, soc: SoC, *, unsafe: bool = False) -> Timeline:
 
 def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
     streams = {}
+    written = {launch.tensors()[name].untyped_storage().data_ptr() for launch in launches
+               for name in _stored(launch.kernel)}
     for k, launch in enumerate(launches):
         scalars = {name: v for (name, t), v in zip(launch.kernel.params, launch.args) if not isinstance(t, TensorType)}
         tensors = launch.tensors()
@@ -283,7 +285,8 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
             if core in streams:
                 raise SimulatorError(f"two launches run on {core.name} at once",
                                      hint="give each launch a cluster (and vector core) of its own")
-            streams[core] = Issuer(program, scalars, tensors, soc, peers, k, len(streams)).stream()
+            unwritten = frozenset(name for name, t in tensors.items() if t.untyped_storage().data_ptr() not in written)
+            streams[core] = Issuer(program, scalars, tensors, soc, peers, k, len(streams), unwritten).stream()
     record = _Record(launches, unsafe)
     leftover = schedule(streams, soc.costs.queue_depth, record.started)
     if leftover and not unsafe:
@@ -292,6 +295,12 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
     return record.timeline()
+
+
+def _stored(kernel: Kernel) -> set:
+    """The tensor parameters the kernel's instructions write."""
+    return {w.tensor for program in kernel.programs for node in walk(program.body) if isinstance(node, Instr)
+            for w in node.writes if isinstance(w, GmLoc)}
 
 
 class _Record:
