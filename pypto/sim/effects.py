@@ -193,6 +193,13 @@ class Steps:
     def intern(self, x):
         return self._shared.setdefault(x, x) if shareable(x) else x
 
+    def ints(self, x: tuple) -> tuple:
+        """``intern`` for a flat tuple (offsets, extents), quicker."""
+        for v in x:
+            if type(v) is not int:
+                return x
+        return self._shared.setdefault(x, x)
+
     def template(self, key: tuple, make):
         got = self._templates.get(key)
         if got is None:
@@ -242,7 +249,7 @@ def _step(d: Dyn, steps: Steps, tensors: dict) -> tuple:
         whole = tuple(valid) == tuple(buf.shape)
         template = steps.template((id(ins), core, "store", param, whole),
                                   lambda: _store_template(param, whole, ins.span))
-        return template, d.launch, (tile, steps.intern(tuple(arg["offsets"])), steps.intern(tuple(valid)))
+        return template, d.launch, (tile, steps.ints(tuple(arg["offsets"])), steps.ints(tuple(valid)))
     if op == "tile.load" and not raw and not arg["transpose"] and len(dst.shape) == 2 and len(arg["offsets"]) == 2 \
             and tuple(arg["valid_shape"] or arg["shapes"]) == tuple(arg["shapes"]) == tuple(dst.shape):
         param = gm[0][1]
@@ -267,7 +274,7 @@ def _step(d: Dyn, steps: Steps, tensors: dict) -> tuple:
     template = steps.template((id(ins), core, "op", raw) + names,
                               lambda: _op_template(IMPLS[op], *names, op, ins.span, raw))
     varying = (steps.intern(tuple(v for _, v in values)),
-               steps.intern(tuple((i, valid) for _, i, valid, _ in reads)), out)
+               tuple((i, steps.ints(tuple(valid))) for _, i, valid, _ in reads), out)
     return template, d.launch, varying
 
 

@@ -131,8 +131,13 @@ class Items:
         self.cores.append(d.core)
         self.pipes.append(d.pipe)
         self.flags.append(self.shared.setdefault(d.flag, d.flag))  # cores, pipes and an int event
-        detail = d.detail
-        self.details.append(self.shared.setdefault(detail, detail) if Effects.shareable(detail) else detail)
+        detail = d.detail  # (name, value) pairs
+        for _, v in detail:
+            if type(v) is not int and type(v) is not str:
+                break
+        else:
+            detail = self.shared.setdefault(detail, detail)
+        self.details.append(detail)
         self.issue.append(d.issue)
         self.scalar_cost.append(d.scalar_cost)
         self.start.append(d.start)
