@@ -250,14 +250,15 @@ def _step(d: Dyn, steps: Steps, tensors: dict) -> tuple:
         template = steps.template((id(ins), core, "store", param, whole),
                                   lambda: _store_template(param, whole, ins.span))
         return template, d.launch, (tile, steps.ints(tuple(arg["offsets"])), steps.ints(tuple(valid)))
-    if op == "tile.load" and not raw and not arg["transpose"] and len(dst.shape) == 2 and len(arg["offsets"]) == 2 \
-            and tuple(arg["valid_shape"] or arg["shapes"]) == tuple(arg["shapes"]) == tuple(dst.shape):
-        param = gm[0][1]
+    if op == "tile.load" and not raw and len(dst.shape) == 2 and len(arg["offsets"]) == 2 \
+            and tuple(arg["valid_shape"] or arg["shapes"]) == tuple(arg["shapes"]) \
+            == (tuple(dst.shape)[::-1] if arg["transpose"] else tuple(dst.shape)):
+        param, transpose = gm[0][1], bool(arg["transpose"])
         t = tensors[param]
         if t.dtype == num.TORCH[dst.dtype] and t.dim() == 2:
-            shape = tuple(dst.shape)
-            template = steps.template((id(ins), core, "load", param, shape),
-                                      lambda: _load_template(param, shape, ins.span))
+            shape = tuple(arg["shapes"])
+            template = steps.template((id(ins), core, "load", param, shape, transpose),
+                                      lambda: _load_template(param, shape, transpose, ins.span))
             r0, c0 = arg["offsets"]
             return template, d.launch, (out, r0, c0)
     if op == "tile.move" and not raw:
@@ -333,8 +334,9 @@ def _op_template(impl, value_names, read_names, gm, op, span, raw: bool):
     return step
 
 
-def _load_template(param: str, shape: tuple, span):
-    """A whole tile of GM, of the buffer's dtype, copied into it."""
+def _load_template(param: str, shape: tuple, transpose: bool, span):
+    """A whole [rows, cols] window of GM, of the buffer's dtype, copied into it (as its
+    transpose: the buffer is [cols, rows])."""
     rows, cols = shape
 
     def step(views, tensors, memories, buffers, varying):
@@ -342,7 +344,8 @@ def _load_template(param: str, shape: tuple, span):
         t = tensors[param]
         if r0 < 0 or c0 < 0 or r0 + rows > t.shape[0] or c0 + cols > t.shape[1]:
             _out_of_range("tile.load", "load region", (r0, c0), shape, t.shape, span)
-        views[out].copy_(t[r0:r0 + rows, c0:c0 + cols])
+        window = t[r0:r0 + rows, c0:c0 + cols]
+        views[out].copy_(window.T if transpose else window)
 
     return step
 
