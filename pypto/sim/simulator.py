@@ -3,13 +3,14 @@ AIC, and one of its AIVs), any number of launches on one clock, each core an ins
 (``CoreId``) with its own memories and flags.
 
 A launch is ``simulate`` (pure: the Timeline) then ``apply`` (the data). Each core's
-scalar unit walks its program in order, evaluating scalars and issuing every
-instruction into its pipe's queue; each pipe runs its queue in order, one instruction at
-a time, concurrently with the other pipes and cores, held back only by wait_flag. Costs
-come from the SoC table. Then the data: every instruction reads its operands when it
-starts and writes its result when it ends, in simulated-time order, on byte-addressed
-on-chip memories and the GM tensors — with the op semantics the interpreter uses, so a
-race-free program computes the interpreter's bits.
+scalar unit (``issue.Issuer``) walks its program in order, evaluating scalars and issuing
+every instruction into its pipe's queue; each pipe runs its queue in order, one
+instruction at a time, concurrently with the other pipes and cores, held back only by
+wait_flag (``schedule``). Costs come from the SoC table. As each record starts it is
+race-checked, traced and compiled into its data effect (``effects``), then dropped. The
+data: every instruction reads its operands when it starts and writes its result when it
+ends, on byte-addressed on-chip memories and the GM tensors — with the op semantics the
+interpreter uses, so a race-free program computes the interpreter's bits.
 
 Hazards: two instructions on different pipes that touch the same bytes (one writing),
 which the flags do not order, are a ``SimulatorHazard`` — whether or not this run's
