@@ -236,9 +236,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) ->
     if a.dtype == b.dtype == torch.float16:
         # an fp16 product is exact in fp32 (22 bits, in range), so a fused multiply-add
         # rounds just where add(mul) does; a bf16 one can leave fp32's range
-        columns, rows = a32.T.contiguous().unbind(0), b32.unbind(0)
-        for i in range(k):
-            out.addcmul_(columns[i].unsqueeze(1), rows[i])
+        for column, row in zip(a32.T.contiguous().unsqueeze(2).unbind(0), b32.unbind(0)):
+            out.addcmul_(column, row)
         return out
     for i in range(k):
         out = out + a32[:, i:i + 1] * b32[i:i + 1, :]
