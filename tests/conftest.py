@@ -23,6 +23,11 @@ settings.register_profile("fuzz", max_examples=5000, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/<case>/ from this run (test_golden.py)")
+
+
 @pytest.fixture(autouse=True)
 def _builds_in_tmp(tmp_path_factory, monkeypatch):
     """compile() without an output_dir writes under $PYPTO_PROG_BUILD_DIR: keep it out of the tree."""

@@ -1,0 +1,19 @@
+# pypto.program: combine
+# after: frontend
+# memory_planner: PYPTO
+# backend: a2a3
+import pypto.language as pl
+
+
+@pl.program
+class combine:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def combine(self, part: pl.Tensor[[64, 256], pl.FP32], out: pl.Out[pl.Tensor[[16, 256], pl.FP32]]) -> pl.Tensor[[16, 256], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            total = pl.tile.load(part, [0, 0], [16, 256], target_memory=pl.Mem.Vec)
+            for ks, (total_1,) in pl.range(1, 4, init_values=(total,)):
+                load = pl.tile.load(part, [ks * 16, 0], [16, 256], target_memory=pl.Mem.Vec)
+                total_2 = pl.tile.add(total_1, load)
+                total_3 = pl.yield_(total_2)
+            pl.tile.store(total_3, [0, 0], out)
+        return out
