@@ -1,26 +1,35 @@
-"""Compile-time figures: the seed's kernels, then how compile time grows with program size.
+"""Compile-time figures: the seed's kernels, then how compile time grows with program size,
+then issue 11's doubling series as now-vs-target lines.
 
-    python bench/compile_time.py [--repeat N]
+    python bench/compile_time.py [--repeat N] [--targets-only]
 
 Prints a table per experiment: the size knob, the statements after lowering, the median
 wall time of specialize+lower (parse excluded after the first call), and the time per
-lowered statement, so growth that is worse than linear stands out.
+lowered statement, so growth that is worse than linear stands out. The doubling series
+time each stage a user waits for — the pass pipeline with code generation (sync insertion
+included), the front end on DSL text, ``memory_map`` on a dump — at a size and at twice it.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from pypto.backend import A2A3
+from pypto.codegen import generate
 from pypto.demo import KERNELS
 from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType, ForKind, FunctionType, ParamDirection, TensorType
+from pypto.ir.printer import print_program
+from pypto.lang import parse
 from pypto.passes.context import PassContext
 from pypto.passes.pipeline import lower
+from pypto.tools import memory_map
 from timing import median_time  # bench/timing.py: scripts run as python bench/<name>.py
 
 
@@ -71,6 +80,71 @@ def tensor_program(shape, length: int, reduce: str | None = None) -> n.Program:
     return n.Program("tensor", (b.build(),))
 
 
+def loop_body_program(ops: int) -> n.Program:
+    """A loop whose body loads, runs ``ops`` elementwise ops and stores: the sync inserter
+    orders every pair of pipes across the body and the back edge."""
+    b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
+    a = b.param("a", TensorType((64, 128), DataType.FP32))
+    out = b.param("out", TensorType((64, 128), DataType.FP32), ParamDirection.Out)
+    with b.loop(0, 4) as loop:
+        v = b.op("tile.load", a, [loop.var * 16, 0], [16, 128])
+        for k in range(ops):
+            v = b.op(("tile.exp", "tile.neg", "tile.abs")[k % 3], v)
+        b.eval("tile.store", v, [loop.var * 16, 0], out)
+    b.ret(out)
+    return n.Program("loop_body", (b.build(),))
+
+
+def dsl_text(statements: int) -> str:
+    """A program of ``statements`` tile statements, as a user writes it."""
+    body = ["        t0 = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Vec)"]
+    body += [f"        t{k} = pl.tile.{('exp', 'neg', 'abs')[k % 3]}(t{k - 1})" for k in range(1, statements - 1)]
+    body += [f"        pl.tile.store(t{statements - 2}, [0, 0], out)", "        return out"]
+    return "\n".join([
+        "import pypto.language as pl", "", "", "@pl.program", "class text:",
+        "    @pl.function(type=pl.FunctionType.InCore)",
+        "    def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) "
+        "-> pl.Tensor[[16, 128], pl.FP32]:", *body, ""])
+
+
+def dump_of(tiles: int, where: Path) -> Path:
+    """The AllocateMemoryAddr dump of a ``tiles``-tile chain, written as compile() writes it."""
+    lowering = lower(chain_program(tiles), PassContext(soc=A2A3))
+    stage, program = lowering.stages[-1]
+    path = where / f"08_after_{stage}.py"
+    path.write_text(print_program(program, A2A3, notes=(f"after: {stage}", "memory_planner: PYPTO",
+                                                        "backend: a2a3")))
+    return path
+
+
+def doubling(what: str, size: int, measure, repeat: int, target: str, limit_s: float | None = None) -> None:
+    """``measure(size)`` and ``measure(2 * size)``, their ratio against <= 2.2."""
+    t1, t2 = (median_time(lambda k=k: measure(k), repeat)[0] for k in (size, 2 * size))
+    ratio = t2 / t1
+    ok = ratio <= 2.2 and (limit_s is None or t2 <= limit_s)
+    print(f"  {what:<44} {t1 * 1e3:>9.1f} -> {t2 * 1e3:>9.1f} ms  x{ratio:.2f}   target {target}"
+          f"  {'met' if ok else 'not met'}")
+
+
+def targets(repeat: int) -> None:
+    """Issue 11's series: each stage at a size and at twice it."""
+    ctx = PassContext(soc=A2A3)
+    print("\nthe compiler's growth targets (issue 11): time at a size -> twice it")
+    doubling("elementwise chain 128 -> 256 ops (lower + codegen)", 128,
+             lambda k: generate(lower(chain_program(k), ctx).program, ctx), repeat,
+             "x <= 2.2, 256 ops <= 60 ms", limit_s=0.060)
+    doubling("loop body 32 -> 64 ops (lower + codegen: syncs)", 32,
+             lambda k: generate(lower(loop_body_program(k), ctx).program, ctx), repeat, "x <= 2.2")
+    doubling("front end 400 -> 800 statements (parse)", 400, lambda k: parse(dsl_text(k)), repeat, "x <= 2.2")
+    with tempfile.TemporaryDirectory() as tmp:
+        dumps = {}
+        for k in (1500, 3000):
+            (Path(tmp) / str(k)).mkdir()
+            dumps[k] = dump_of(k, Path(tmp) / str(k))
+        doubling("memory_map 1500 -> 3000-tile dump", 1500, lambda k: memory_map.model(dumps[k]), 1,
+                 "x <= 2.2, 3000 tiles <= 2 s", limit_s=2.0)
+
+
 def table(title: str, rows) -> None:
     print(f"\n{title}")
     print(f"{'size':>14} {'stmts':>7} {'compile ms':>11} {'us/stmt':>8}")
@@ -85,7 +159,10 @@ def table(title: str, rows) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--targets-only", action="store_true", help="only issue 11's doubling series")
     args = parser.parse_args()
+    if args.targets_only:
+        return targets(args.repeat)
     ctx = PassContext(soc=A2A3)
 
     a = torch.zeros(512, 128)
@@ -118,6 +195,7 @@ def main() -> None:
         program = tensor_program(shape, length, reduce)
         rows.append((f"{label}", lower(program, ctx).program, timed(lambda: lower(program, ctx), args.repeat)))
     table("tensor code past Vec, planned into blocks (ConvertTensorToTileOps)", rows)
+    targets(args.repeat)
 
 
 if __name__ == "__main__":

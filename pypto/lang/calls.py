@@ -262,11 +262,10 @@ class CallConverter(ExprConverter):
             ret = None
             if body and isinstance(body[-1], ast.Return):
                 body, ret = body[:-1], body[-1]
-            for i, stmt in enumerate(body):
+            for stmt, later in zip(body, liveness.live_after_each(body, tail=[ret] if ret is not None else [])):
                 if isinstance(stmt, ast.Return):
                     raise self.error(UnsupportedSyntaxError, stmt, "an inline function returns only at its end")
-                later = liveness.reads(body[i + 1:] + ([ret] if ret is not None else []))
-                self.statement(stmt, frozenset(later), top=False)
+                self.statement(stmt, later, top=False)
             if ret is not None and isinstance(ret.value, ast.Tuple):
                 raise self.error(UnsupportedSyntaxError, ret, "an inline function returns one value")
             result = (None, Nothing(fdef.name)) if ret is None or ret.value is None else self.operand(ret.value)

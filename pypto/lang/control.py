@@ -366,8 +366,8 @@ class ControlFlow:
             stmts, final = stmts[:-1], stmts[-1]
         self.frames.append(Frame("if", True))  # any other pl.yield_ in the branch is misplaced
         try:
-            for i, stmt in enumerate(stmts):
-                self.statement(stmt, live_after | liveness.reads(stmts[i + 1:] + ([final] if final else [])), False)
+            for stmt, later in zip(stmts, liveness.live_after_each(stmts, live_after, [final] if final else [])):
+                self.statement(stmt, later, False)
         finally:
             self.frames.pop()
         if final is None:

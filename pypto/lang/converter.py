@@ -125,11 +125,10 @@ class FunctionConverter(ControlFlow, CallConverter):
     def block(self, stmts, live_after: frozenset, top: bool = False) -> tuple:
         saved, self.out = self.out, []
         try:
-            for i, stmt in enumerate(stmts):
+            for stmt, later in zip(stmts, liveness.live_after_each(stmts, live_after)):
                 if self.return_types is not None:
                     raise self.error(UnsupportedSyntaxError, stmt, "statements after 'return' never run",
                                      hint="return at the end of the function")
-                later = live_after | liveness.reads(stmts[i + 1:])
                 self.statement(stmt, later, top)
             return tuple(self.out)
         finally:

@@ -45,6 +45,20 @@ def reads(nodes) -> set[str]:
     return out
 
 
+def live_after_each(stmts, live_after: frozenset = frozenset(), tail=()) -> list[frozenset]:
+    """For each statement, which of the names it (re)binds anywhere inside it are read
+    after it: in the statements that follow, in ``tail`` (expressions or statements after
+    the block), or live after the block (``live_after``). A statement only ever asks about
+    names it binds (loop carries, branch results), so this is all it needs — computed in
+    one backward pass, not once per statement over everything after it."""
+    read_later = reads(tail)
+    out: list = [frozenset()] * len(stmts)
+    for i in range(len(stmts) - 1, -1, -1):
+        out[i] = frozenset(x for x in assigned([stmts[i]]) if x in live_after or x in read_later)
+        read_later |= reads([stmts[i]])
+    return out
+
+
 def upward_exposed(stmts) -> set[str]:
     """Names a block may read before it has bound them itself."""
     exposed: set[str] = set()
