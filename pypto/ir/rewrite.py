@@ -22,16 +22,17 @@ def _rewrite(node, rules):
     if isinstance(node, tuple):
         items = tuple(_rewrite(x, rules) for x in node)
         return node if all(a is b for a, b in zip(items, node)) else items
-    if not attrs.has(type(node)):
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = _fields(type(node))
+    if names is False:  # not a node: a leaf value
         return node
     changes = {}
-    for field in attrs.fields(type(node)):
-        if field.name == "span":
-            continue
-        value = getattr(node, field.name)
+    for name in names:
+        value = getattr(node, name)
         new = _rewrite(value, rules)
         if new is not value:
-            changes[field.name] = new
+            changes[name] = new
     if changes:
         node = attrs.evolve(node, **changes)
     rule = rules.get(type(node))
@@ -40,6 +41,15 @@ def _rewrite(node, rules):
         if replaced is not None:
             return replaced
     return node
+
+
+_FIELDS: dict[type, tuple | bool] = {}  # class -> the fields the rewriter descends into; False: not attrs
+
+
+def _fields(cls) -> tuple | bool:
+    if not attrs.has(cls):
+        return False
+    return tuple(f.name for f in attrs.fields(cls) if f.name != "span")
 
 
 def substitute(node, mapping: dict[str, object]):

@@ -17,6 +17,8 @@ pipelines with ``plan_reuse`` too, against the same model of what is live.
 
 from __future__ import annotations
 
+import bisect
+
 import attrs
 
 from pypto.ir import nodes as n
@@ -117,10 +119,10 @@ def _donate(fn: n.Function) -> n.Function:
     walker = Walker()
     walker.block(fn.body, ())
     live = {name: walker.interval(name, carry=False) for name in walker.defs}
-    by_memref: dict[str, list[str]] = {}
+    members = _Members(live)
     for name, t in types.items():
         if isinstance(t, TileType) and t.memref is not None:
-            by_memref.setdefault(t.memref.name, []).append(name)
+            members.add(t.memref, name)
     new: dict[str, object] = {}  # tile -> the MemRef it now writes
 
     def memref(name):
@@ -128,11 +130,12 @@ def _donate(fn: n.Function) -> n.Function:
 
     def alone(name) -> bool:  # the only tile in a buffer InitMemRef made for it
         m = memref(name)
-        return m.reusable and all(memref(x) != m for x in by_memref[m.name] if x != name)
+        return m.reusable and members.only(m, name)
 
-    def free(m, name, begin, end) -> bool:  # no other tile of m is live within (begin, end)
-        return not any(live[x][0] < end and live[x][1] > begin for x in by_memref[m.name]
-                       if x != name and memref(x) == m)
+    def move(name, m) -> None:
+        members.remove(memref(name), name)
+        new[name] = m
+        members.add(m, name)
 
     for stmt in n.walk_stmts(fn.body):
         if not (isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and stmt.value.op in IN_PLACE):
@@ -152,18 +155,49 @@ def _donate(fn: n.Function) -> n.Function:
                 continue  # dies at the loop's end, but the next iteration reads it again
             # Nothing else in the buffer taken may be live while the newcomer is (a next
             # in-place op may write it exactly where the newcomer dies).
-            if alone(stmt.target) and free(m, arg.name, here, end):
-                new[stmt.target] = m
-                by_memref[m.name].append(stmt.target)
+            if alone(stmt.target) and members.free(m, arg.name, here, end):
+                move(stmt.target, m)
                 break
-            if m.slots == 1 and alone(arg.name) and free(memref(stmt.target), stmt.target, live[arg.name][0], here):
-                mine = memref(stmt.target)
-                new[arg.name] = mine
-                by_memref[mine.name].append(arg.name)
+            if m.slots == 1 and alone(arg.name) and members.free(memref(stmt.target), stmt.target,
+                                                                  live[arg.name][0], here):
+                move(arg.name, memref(stmt.target))
                 break
     if not new:
         return fn
     return retype(fn, lambda name, t: attrs.evolve(t, memref=new[name]) if name in new else t)
+
+
+class _Members:
+    """The tiles each MemRef holds now, ordered by where their lives end, so "is any other
+    tile of it live within (begin, end)" looks only at those that end after ``begin`` — a
+    long in-place chain collapsed into one buffer is not rescanned at every link."""
+
+    def __init__(self, live: dict):
+        self.live = live
+        self.by_end: dict[object, list] = {}  # MemRef -> sorted [(end, start, tile)]
+
+    def _entry(self, name):
+        start, end = self.live.get(name, (0, 0))
+        return end, start, name
+
+    def add(self, m, name) -> None:
+        bisect.insort(self.by_end.setdefault(m, []), self._entry(name))
+
+    def remove(self, m, name) -> None:
+        entries = self.by_end[m]
+        entries.pop(bisect.bisect_left(entries, self._entry(name)))
+
+    def only(self, m, name) -> bool:
+        entries = self.by_end.get(m, [])
+        return all(x == name for _, _, x in entries)
+
+    def free(self, m, name, begin, end) -> bool:
+        entries = self.by_end.get(m, [])
+        for k in range(bisect.bisect_right(entries, (begin, float("inf"), "")), len(entries)):
+            _, start, x = entries[k]
+            if x != name and start < end:
+                return False
+        return True
 
 
 def _merge(bufs: dict[str, Buffer]) -> dict[str, str]:
