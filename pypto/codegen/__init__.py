@@ -18,17 +18,15 @@ from pypto.codegen.isa import (
 from pypto.codegen.select import CodegenError, select
 from pypto.codegen.sync import insert_syncs
 from pypto.ir import nodes as n
-from pypto.ir.types import FunctionType
 from pypto.passes.context import PassContext
 from pypto.backend import CoreKind
 
-KERNEL_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
 
 def generate(program: n.Program, ctx: PassContext) -> dict[str, Kernel]:
     """name -> Kernel for every InCore function of ``program``."""
     return {fn.name: generate_function(fn, ctx)
-            for fn in program.functions if fn.type in KERNEL_TYPES}
+            for fn in program.functions if fn.type.is_kernel}
 
 
 def generate_function(fn: n.Function, ctx: PassContext) -> Kernel:

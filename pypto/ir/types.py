@@ -95,6 +95,11 @@ class FunctionType(enum.Enum):
     def __repr__(self) -> str:
         return f"pl.FunctionType.{self.name}"
 
+    @property
+    def is_kernel(self) -> bool:
+        """Code for the AI cores (code generation's input), not the host's orchestration."""
+        return self in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
+
 
 class Level(enum.Enum):
     AIV = "AIV"

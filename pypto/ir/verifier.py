@@ -45,7 +45,7 @@ class _FunctionChecker:
         detail = f"{_where(self.stage)}in function '{self.fn.name}': {message}"
         if stmt is not None:
             shown = _show(self.program, stmt, self.soc)
-            detail += f"\n  at: {shown}"
+            detail += f"\n  at: {shown}\n{context(self.program, self.fn, stmt, self.soc)}"
         return VerificationError(detail, span=getattr(stmt, "span", None))
 
     def bind(self, name: str, t, stmt) -> None:
@@ -226,6 +226,30 @@ def _described(t) -> str:
 
         return f"{type_name(t)[:-1]} {memref(t.memref)}]"
     return type_name(t)
+
+
+def context(program: n.Program, fn: n.Function, stmt, soc: SoC, around: int = 2) -> str:
+    """The function as printed, ``around`` lines either side of ``stmt``, its line marked:
+    where in the program a broken statement sits, not only what it says."""
+    from pypto.ir.printer import _Printer
+
+    class Locating(_Printer):
+        at = None
+
+        def stmt(self, s, depth, results):
+            if s is stmt and self.at is None:
+                self.at = len(self.lines)
+            super().stmt(s, depth, results)
+
+    try:
+        p = Locating(program, fn, explicit=False, soc=soc)
+        lines = p.function()
+    except Exception:  # a function too broken to print: the statement alone
+        return f"  > {_show(program, stmt, soc)}"
+    if p.at is None:
+        return f"  > {_show(program, stmt, soc)}"
+    lo, hi = max(0, p.at - around), min(len(lines), p.at + around + 1)
+    return "\n".join(f"  {'>' if k == p.at else ' '} {lines[k]}" for k in range(lo, hi))
 
 
 def _show(program: n.Program, stmt, soc: SoC) -> str:

@@ -30,6 +30,7 @@ from pypto.passes import (
     plan_ptoas_memory,
     tile_innermost_dim_granularity,
 )
+from pypto.passes import invariants
 from pypto.passes.context import PassContext, Planner
 
 # In order. A module's name is its pass's name in snake case; it may restrict the
@@ -82,13 +83,15 @@ def lower(program: n.Program, ctx: PassContext,
     stages = [("frontend", program)]
     timings, diagnostics = [], []
     _check(program, "the front end", verification, ctx.soc)
+    done: list[str] = []
     for spec in passes_for(ctx.planner):
         began = time.perf_counter()
         out = spec.run(program, ctx)
         timings.append((spec.name, time.perf_counter() - began))
         program = out.program
         diagnostics.extend(out.diagnostics)
-        _check(program, spec.name, verification, ctx.soc)
+        done.append(spec.name)
+        _check(program, spec.name, verification, ctx.soc, done)
         stages.append((spec.name, program))
     for check in CHECKS:
         short = check.__name__.rsplit(".", 1)[-1]
@@ -96,10 +99,12 @@ def lower(program: n.Program, ctx: PassContext,
     return Lowering(program, tuple(stages), tuple(diagnostics), tuple(timings), ctx.soc)
 
 
-def _check(program: n.Program, stage: str, level: VerificationLevel, soc) -> None:
+def _check(program: n.Program, stage: str, level: VerificationLevel, soc, done: list[str] = ()) -> None:
+    """The verifier's rules, then what the passes run so far (``done``) have established."""
     if level is VerificationLevel.NONE:
         return
     verify(program, soc, stage=stage)
+    invariants.check(program, stage, list(done), soc)
     if level is VerificationLevel.ROUNDTRIP:
         for explicit in (False, True):
             text = print_program(program, soc, explicit=explicit)

@@ -12,7 +12,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.printer import expr
 from pypto.ir.simplify import OPERATORS
-from pypto.ir.types import FunctionType, TileType
+from pypto.ir.types import TileType
 from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 from pypto.sim.views import check_call
@@ -25,7 +25,6 @@ def run(program: n.Program, entry: str, args, kernel_call=None) -> tuple:
     return _Interpreter(program, kernel_call).call(program.function(entry), tuple(args))
 
 
-KERNELS = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
 
 class _Yield(Exception):
@@ -44,7 +43,7 @@ class _Interpreter:
         self.kernel_call = kernel_call
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
-        if self.kernel_call is not None and fn.type in KERNELS:
+        if self.kernel_call is not None and fn.type.is_kernel:
             return tuple(self.kernel_call(fn, args))
         env = {p.name: a for p, a in zip(fn.params, args)}
         try:
@@ -108,7 +107,7 @@ class _Interpreter:
         if isinstance(v, n.FuncCall):
             fn = self.program.function(v.callee)
             args = tuple(self.expr(a, env, stmt) for a in v.args)
-            if fn.type in KERNELS:  # what a kernel writes must be its own memory, as at the user's call
+            if fn.type.is_kernel:  # what a kernel writes must be its own memory, as at the user's call
                 check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
             values = self.call(fn, args)
             return values[0] if values else None

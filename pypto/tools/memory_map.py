@@ -24,11 +24,10 @@ from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.lang import parse
 from pypto.ir.printer import expr
-from pypto.ir.types import FunctionType, TileType
+from pypto.ir.types import TileType
 from pypto.backend import BACKENDS, MemorySpace
 from pypto.tools.memory_map_page import PAGE
 
-COMPUTE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 SPACE_ORDER = [MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
                MemorySpace.Bias]
 NOTE = re.compile(r"^# ([\w ]+): (.*)$")
@@ -144,7 +143,7 @@ def model(dump: Path, backend: str = "a2a3") -> dict:
     soc = BACKENDS[backend]
     functions = []
     for fn in program.functions:
-        if fn.type in COMPUTE:
+        if fn.type.is_kernel:
             tiles = _tiles(fn)
             if tiles:
                 functions.append((fn, tiles))
