@@ -192,3 +192,14 @@ def test_unified_names_point_at_registered_ops():
     for name, forms in UNIFIED.items():
         for target in (forms.tile, forms.tile_scalar, forms.tensor, forms.tensor_scalar):
             assert target is None or lookup(target) is not None, (name, target)
+
+
+def test_every_ops_cost_class_is_in_the_soc_table_and_facts_are_where_they_apply():
+    from pypto.backend import A2A3
+
+    for op in all_ops():
+        assert op.unit in A2A3.costs.vector_cycles, f"{op.name}: cost class {op.unit!r} missing from the SoC table"
+        if op.in_place or op.reduces or op.mnemonic:
+            assert op.level == "tile", f"{op.name}: a tile op's fact on a {op.level} op"
+        if op.reduces:
+            assert not op.in_place, f"{op.name}: a reduction's result has another shape than its operand"

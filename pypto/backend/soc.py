@@ -36,8 +36,8 @@ class Costs:
       fixpipe drains L0C at ``fixpipe_bytes_per_cycle``.
     - The cube does one 16x16x16 fractal per ``cube_cycles_per_fractal`` after
       ``cube_startup``.
-    - A vector instruction costs ``vector_startup`` plus, per 256 B repeat, the op's cycles
-      from ``vector_cycles`` (1 when not listed).
+    - A vector instruction costs ``vector_startup`` plus, per 256 B repeat, the cycles of
+      its op's cost class (``OpDef.unit``) from ``vector_cycles`` (1 when not listed).
     - The scalar unit issues one instruction per ``scalar_issue`` cycles, pays
       ``loop_iteration`` per loop trip and ``branch`` per if; a pipe queue holds at most
       ``queue_depth`` issued instructions before the scalar unit stalls.
@@ -54,9 +54,9 @@ class Costs:
     cube_cycles_per_fractal: int = 1
     vector_startup: int = 8
     vector_repeat_bytes: int = 256
-    vector_cycles: pmap = pmap({"exp": 2, "log": 2, "sqrt": 2, "rsqrt": 2, "recip": 2, "div": 4, "divs": 4,
-                                "row_expand_expdif": 3, "row_expand_div": 4, "col_expand_div": 4,
-                                "transpose": 2})
+    # per cost class (``OpDef.unit``): exp, log, sqrt, rsqrt, recip are transcendental; the
+    # divisions divide; row_expand_expdif subtracts then exponentiates
+    vector_cycles: pmap = pmap({"simple": 1, "transcendental": 2, "divide": 4, "exp_difference": 3, "transpose": 2})
     scalar_issue: int = 2
     loop_iteration: int = 4
     branch: int = 2

@@ -38,10 +38,6 @@ from pypto.backend import CoreKind, Pipe
 from pypto.backend import MemorySpace as M
 
 
-VECTOR_MNEMONIC = {"create": "VDUP", "full": "VDUP", "cast": "VCONV", "set_validshape": "VCOPY",
-                   "reshape": "VCOPY", "cmp": "VCMP", "cmps": "VCMPS", "sel": "VSEL"}
-
-
 def select(fn: n.Function, ctx: PassContext):
     """(body, allocs, returned parameters) for ``fn``: structured instructions for the
     cluster, with the bytes each accesses."""
@@ -222,7 +218,7 @@ class _Selector:
             core, pipe, mnemonic = self.owner(dst.space), Pipe.CUBE if dst.space is M.Acc else Pipe.MTE1, "TZERO"
         else:
             core, pipe = self.owner(dst.space), Pipe.VECTOR
-            mnemonic = VECTOR_MNEMONIC.get(short, "V" + short.replace("_", "").upper())
+            mnemonic = op.mnemonic or "V" + short.replace("_", "").upper()
             if short in ("set_validshape", "reshape") and bufs[0].addr == dst.addr:
                 return []  # a view of the same bytes: nothing moves
         reads = tuple(self.loc(b, core) for b in bufs)

@@ -22,6 +22,7 @@ import bisect
 import attrs
 
 from pypto.ir import nodes as n
+from pypto.ir.ops import lookup
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import (
     Diagnostic,
@@ -94,17 +95,6 @@ def with_depth(m: MemRef, depth: int) -> MemRef:
     return attrs.evolve(m, slots=depth, size=None if slot is None else depth * slot, index=index, pipeline=False)
 
 
-# Ops that may write their result over an operand that dies with them: they read and
-# write element by element, in the same layout (the vector unit runs dst == src).
-IN_PLACE = frozenset(
-    f"tile.{x}" for x in ("add", "sub", "mul", "div", "maximum", "minimum", "adds", "subs", "muls", "divs",
-                          "maximums", "minimums", "neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "recip",
-                          "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div",
-                          "row_expand_expdif", "col_expand_add", "col_expand_sub", "col_expand_mul",
-                          "col_expand_div", "sel", "fillpad", "set_validshape", "reshape", "cast",
-                          "matmul_acc"))  # the cube accumulates into L0C where the accumulator is
-
-
 def _donate(fn: n.Function) -> n.Function:
     """A tile computed in place: an op's result and an operand whose last use is that op
     share one buffer (or slot) — the result takes the operand's, or, when the result's
@@ -138,7 +128,7 @@ def _donate(fn: n.Function) -> n.Function:
         members.add(m, name)
 
     for stmt in n.walk_stmts(fn.body):
-        if not (isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and stmt.value.op in IN_PLACE):
+        if not (isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and lookup(stmt.value.op).in_place):
             continue
         dst = types[stmt.target]
         if dst.memref is None:

@@ -299,9 +299,8 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         return c.cube_startup + fractals * c.cube_cycles_per_fractal, 0, (("address", dst.addr),
                                                                           ("fractals", fractals))
     # the vector unit: 256 B repeats over the region it works on, masked at row tails
-    work = dst
-    if ins.op in ("tile.row_sum", "tile.row_max", "tile.row_min", "tile.col_sum", "tile.col_max", "tile.col_min"):
-        work = args["tile"]
+    op = lookup(ins.op)
+    work = args["tile"] if op.reduces else dst
     elem = work.dtype.nbytes
     lanes = c.vector_repeat_bytes // elem
     valid = work.valid
@@ -312,7 +311,7 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         rows = math.prod(valid[:-1]) if len(valid) > 1 else 1
         repeats = max(1, rows * math.ceil(valid[-1] / lanes))
         total = rows * valid[-1]
-    per = c.vector_cycles.get(ins.op.split(".")[-1], 1)
+    per = c.vector_cycles.get(op.unit, 1)
     utilization = round(100.0 * total / (repeats * lanes), 2)
     return c.vector_startup + repeats * per, 0, (("address", dst.addr), ("repeats", repeats),
                                                  ("vector_utilization_percentage", utilization))

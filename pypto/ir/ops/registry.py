@@ -119,6 +119,13 @@ class OpDef:
     writes_operand: str | None = None
     # Tensor ops: which window of each operand a window of the result reads.
     windows: Windows | None = None
+    # What the planners, the code generator and the cost model need to know of a tile op,
+    # declared with it (no name lists elsewhere):
+    in_place: bool = False  # may write its result over an operand that dies with it (same layout,
+    #                         element by element: the vector unit runs dst == src; the cube accumulates in L0C)
+    mnemonic: str | None = None  # its vector instruction, where not "V" + its name
+    unit: str = "simple"  # its cost class on the vector unit: Costs.vector_cycles[unit] per 256 B repeat
+    reduces: bool = False  # folds its operand into a vector: it works over its operand, not its result
 
     @property
     def has_effect(self) -> bool:
@@ -144,10 +151,11 @@ _OPS: dict[str, OpDef] = {}
 
 
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
-             windows: Windows | None = None) -> OpDef:
+             windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
+             unit: str = "simple", reduces: bool = False) -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
-    op = OpDef(name, tuple(params), infer, doc, writes_operand, windows)
+    op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces)
     _OPS[name] = op
     return op
 

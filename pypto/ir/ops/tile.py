@@ -213,6 +213,7 @@ register(
     [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("target_memory", Kind.SPACE, default=M.Vec, show=True)],
     _infer_create,
     doc="a zero-filled tile",
+    mnemonic="VDUP",
 )
 
 
@@ -228,6 +229,7 @@ register(
     [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("value", Kind.SCALAR)],
     _infer_full,
     doc="a Vec tile filled with a scalar",
+    mnemonic="VDUP",
 )
 
 
@@ -245,7 +247,7 @@ def _binary(name: str, allowed=NUMERIC):
         return _vec_result(lhs)
 
     register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC)], infer,
-             doc=f"elementwise {name}")
+             doc=f"elementwise {name}", in_place=True, unit="divide" if name == "div" else "simple")
 
 
 def _scalar(name: str, allowed=NUMERIC):
@@ -258,7 +260,8 @@ def _scalar(name: str, allowed=NUMERIC):
         return _vec_result(lhs)
 
     register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR)], infer,
-             doc=f"elementwise {name} with a scalar (converted to the tile's dtype)")
+             doc=f"elementwise {name} with a scalar (converted to the tile's dtype)", in_place=True,
+             unit="divide" if name == "divs" else "simple")
 
 
 for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("div", DIVIDES),
@@ -277,7 +280,8 @@ def _unary(name: str, allowed):
         _require_dtype(op, t, allowed, "a dtype it computes in")
         return _vec_result(t)
 
-    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {name}")
+    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {name}", in_place=True,
+             unit="transcendental" if name in ("exp", "log", "sqrt", "rsqrt", "recip") else "simple")
 
 
 for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("exp", FLOATS),
@@ -310,10 +314,10 @@ def _infer_cmps(a: OpArgs, soc: SoC) -> TileType:
 
 register("tile.cmp", [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC),
                       P("cmp_type", Kind.INT, default=0)], _infer_cmp,
-         doc="packed predicate mask (UINT8, one bit per column) of lhs <cmp> rhs")
+         doc="packed predicate mask (UINT8, one bit per column) of lhs <cmp> rhs", mnemonic="VCMP")
 register("tile.cmps", [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR),
                        P("cmp_type", Kind.INT, default=0)], _infer_cmps,
-         doc="packed predicate mask of lhs <cmp> scalar")
+         doc="packed predicate mask of lhs <cmp> scalar", mnemonic="VCMPS")
 
 
 def _infer_sel(a: OpArgs, soc: SoC) -> TileType:
@@ -328,7 +332,7 @@ def _infer_sel(a: OpArgs, soc: SoC) -> TileType:
 
 register("tile.sel", [P("mask", Kind.TILE, spaces=VEC), P("lhs", Kind.TILE, spaces=VEC),
                       P("rhs", Kind.TILE, spaces=VEC)], _infer_sel,
-         doc="lhs where the mask bit is set, else rhs")
+         doc="lhs where the mask bit is set, else rhs", in_place=True, mnemonic="VSEL")
 
 
 # --------------------------------------------------------------------------- reductions
@@ -355,7 +359,8 @@ def _reduction(name: str, axis: int, allowed, tmp: bool):
     params = [P("tile", Kind.TILE, spaces=VEC)]
     if tmp:
         params.append(P("tmp_tile", Kind.TILE, default=None, optional=True, spaces=VEC))
-    register(op, params, infer, doc=f"{name}: reduce the {'last' if axis == 1 else 'first'} axis over the valid region")
+    register(op, params, infer, doc=f"{name}: reduce the {'last' if axis == 1 else 'first'} axis over the valid region",
+             reduces=True)
 
 
 for _name, _axis, _tmp in (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True),
@@ -378,7 +383,7 @@ def _check_vector(op: str, t: TileType, v: TileType, axis: int) -> None:
                    "convert one side with pl.cast(tile, target_type=...)")
 
 
-def _expand(name: str, axis: int, vec_param: str, allowed=NUMERIC):
+def _expand(name: str, axis: int, vec_param: str, allowed=NUMERIC, unit: str = "simple"):
     op = f"tile.{name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
@@ -389,13 +394,15 @@ def _expand(name: str, axis: int, vec_param: str, allowed=NUMERIC):
         return _vec_result(t)
 
     register(op, [P("tile", Kind.TILE, spaces=VEC), P(vec_param, Kind.TILE, spaces=VEC)], infer,
-             doc=f"{name}: combine each {'row' if axis == 1 else 'column'} with one element of a vector")
+             doc=f"{name}: combine each {'row' if axis == 1 else 'column'} with one element of a vector",
+             in_place=True, unit=unit)
 
 
 for _f in ("add", "sub", "mul", "div"):
-    _expand(f"row_expand_{_f}", 1, "row_vec", DIVIDES if _f == "div" else NUMERIC)
-    _expand(f"col_expand_{_f}", 0, "col_vec", DIVIDES if _f == "div" else NUMERIC)
-_expand("row_expand_expdif", 1, "row_vec", FLOATS)
+    _unit = "divide" if _f == "div" else "simple"
+    _expand(f"row_expand_{_f}", 1, "row_vec", DIVIDES if _f == "div" else NUMERIC, _unit)
+    _expand(f"col_expand_{_f}", 0, "col_vec", DIVIDES if _f == "div" else NUMERIC, _unit)
+_expand("row_expand_expdif", 1, "row_vec", FLOATS, "exp_difference")
 
 
 def _broadcast(name: str, axis: int, vec_param: str):
@@ -429,7 +436,7 @@ def _infer_cast(a: OpArgs, soc: SoC) -> TileType:
 
 register("tile.cast", [P("tile", Kind.TILE, spaces=VEC), P("target_type", Kind.DTYPE),
                        P("mode", Kind.STR, default="round")], _infer_cast,
-         doc="convert each element to target_type with the given rounding mode")
+         doc="convert each element to target_type with the given rounding mode", in_place=True, mnemonic="VCONV")
 
 
 def _infer_reshape(a: OpArgs, soc: SoC) -> TileType:
@@ -448,7 +455,7 @@ def _infer_reshape(a: OpArgs, soc: SoC) -> TileType:
 
 
 register("tile.reshape", [P("tile", Kind.TILE), P("shape", Kind.SHAPE)], _infer_reshape,
-         doc="the same elements in row-major order under a new shape")
+         doc="the same elements in row-major order under a new shape", in_place=True, mnemonic="VCOPY")
 
 
 def _infer_transpose(a: OpArgs, soc: SoC) -> TileType:
@@ -470,7 +477,7 @@ def _infer_transpose(a: OpArgs, soc: SoC) -> TileType:
 
 
 register("tile.transpose", [P("tile", Kind.TILE, spaces=VEC), P("axis1", Kind.INT), P("axis2", Kind.INT)],
-         _infer_transpose, doc="swap two axes")
+         _infer_transpose, doc="swap two axes", unit="transpose")
 
 
 def _infer_set_validshape(a: OpArgs, soc: SoC) -> TileType:
@@ -486,7 +493,8 @@ def _infer_set_validshape(a: OpArgs, soc: SoC) -> TileType:
 
 register("tile.set_validshape", [P("tile", Kind.TILE), P("valid_rows", Kind.SCALAR, integer=True),
                                   P("valid_cols", Kind.SCALAR, integer=True)],
-         _infer_set_validshape, doc="change the valid region (metadata only; contents outside stay as they are)")
+         _infer_set_validshape, doc="change the valid region (metadata only; contents outside stay as they are)",
+         in_place=True, mnemonic="VCOPY")
 
 
 def _infer_fillpad(a: OpArgs, soc: SoC) -> TileType:
@@ -497,7 +505,8 @@ def _infer_fillpad(a: OpArgs, soc: SoC) -> TileType:
 
 
 register("tile.fillpad", [P("tile", Kind.TILE, spaces=VEC), P("pad_value", Kind.PAD, default=PadValue.zero)],
-         _infer_fillpad, doc="fill outside the valid region with the pad value; the whole tile becomes valid")
+         _infer_fillpad, doc="fill outside the valid region with the pad value; the whole tile becomes valid",
+         in_place=True)
 
 
 # --------------------------------------------------------------------------- cube
@@ -548,7 +557,7 @@ def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
 
 register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
                              P("rhs", Kind.TILE, spaces=(M.Right,))],
-         _infer_matmul_acc, doc="acc + Left x Right -> Acc")
+         _infer_matmul_acc, doc="acc + Left x Right -> Acc", in_place=True)
 
 
 # --------------------------------------------------------------------------- unified names
