@@ -203,3 +203,15 @@ def test_every_ops_cost_class_is_in_the_soc_table_and_facts_are_where_they_apply
             assert op.level == "tile", f"{op.name}: a tile op's fact on a {op.level} op"
         if op.reduces:
             assert not op.in_place, f"{op.name}: a reduction's result has another shape than its operand"
+
+
+def test_a_calls_arguments_are_read_and_replaced_by_parameter_name():
+    from pypto.ir.ops import argument, op_call, with_args
+
+    call = op_call("tile.load", tensor=n.Var("a"), offsets=(n.Const(0), n.Const(0)), shapes=(n.Const(16), n.Const(16)))
+    assert argument(call, "tensor") == n.Var("a") and argument(call, "transpose") is False
+    moved = with_args(call, transpose=True, tensor=n.Var("b"))
+    assert (argument(moved, "transpose"), argument(moved, "tensor")) == (True, n.Var("b"))
+    assert argument(moved, "offsets") is argument(call, "offsets")  # the others untouched
+    with pytest.raises(KeyError, match="tile.load has no parameter 'tile'"):
+        argument(call, "tile")

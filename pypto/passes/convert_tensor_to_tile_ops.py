@@ -25,6 +25,7 @@ import attrs
 
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
+from pypto.ir.ops import argument, with_args
 from pypto.ir.types import FunctionType, TensorType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable, plus, whole
@@ -209,14 +210,13 @@ class _Converter:
         call = getattr(stmt, "value", None)
         if not (isinstance(call, n.Call) and call.op in ("tile.load", "tile.store")):
             return stmt
-        k = 0 if call.op == "tile.load" else 2
-        x = call.args[k]
+        tensor = "tensor" if call.op == "tile.load" else "output_tensor"
+        x = argument(call, tensor)
         if not (isinstance(x, n.Var) and self.g.computed(self.g.resolve(x.name))):
             return stmt
         base, base_off = self.g.window(x.name, {})
-        args = list(call.args)
-        args[k], args[1] = n.Var(base), tuple(plus(b, o) for b, o in zip(base_off, call.args[1]))
-        stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=tuple(args)))
+        offsets = tuple(plus(b, o) for b, o in zip(base_off, argument(call, "offsets")))
+        stmt = attrs.evolve(stmt, value=with_args(call, **{tensor: n.Var(base), "offsets": offsets}))
         if isinstance(stmt, n.Assign) and call.op == "tile.store":  # the store's result is the tensor written
             self.em.types[stmt.target] = self.g.types[base]
             stmt = attrs.evolve(stmt, type=self.g.types[base])

@@ -19,7 +19,7 @@ import attrs
 from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
 from pypto.ir.infer import call_type
-from pypto.ir.ops import Kind, lookup
+from pypto.ir.ops import Kind, argument, lookup, with_args
 from pypto.ir.types import TileType
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.backend import MemorySpace as M
@@ -68,8 +68,8 @@ def _infer(fn: n.Function, ctx: PassContext) -> n.Function:
         for stmt in body:
             if isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call):
                 call = stmt.value
-                if call.op == "tile.load" and call.args[4] is None:
-                    call = attrs.evolve(call, args=call.args[:4] + (landing(stmt.target),) + call.args[5:])
+                if call.op == "tile.load" and argument(call, "target_memory") is None:
+                    call = with_args(call, target_memory=landing(stmt.target))
                 call = operands(call, out, stmt.span, moved)
                 t = call_type(call, types, soc)
                 if isinstance(stmt.type, TileType) and stmt.type.memref is not None:

@@ -29,7 +29,7 @@ import attrs
 
 from pypto.errors import Span, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.ops import lookup
+from pypto.ir.ops import argument, lookup
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType
@@ -225,7 +225,7 @@ class TensorGraph:
             if not (isinstance(d, Op) and d.call.op == "tensor.slice"):
                 return None
             reader = d.stmt
-            chain = self.resolve(d.call.args[0].name)
+            chain = self.resolve(argument(d.call, "x").name)
         gm, offsets = self.window(name, env)
         return gm, offsets, reader
 
@@ -410,7 +410,7 @@ def _from_cube(g: TensorGraph, name: str) -> bool:
     """Whether a computed value is (a slice of) a matmul's or an accumulation's result."""
     d = g.defs.get(name)
     while isinstance(d, Op) and d.call.op == "tensor.slice":
-        d = g.defs.get(g.resolve(d.call.args[0].name))
+        d = g.defs.get(g.resolve(argument(d.call, "x").name))
     if isinstance(d, Carried):
         return any(_from_cube(g, g.resolve(v.name)) for v in _carried_values(d) if isinstance(v, n.Var))
     return isinstance(d, Op) and lookup(d.call.op).windows.kind == "cube"

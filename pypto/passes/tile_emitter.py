@@ -32,7 +32,7 @@ import attrs
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.infer import call_type
-from pypto.ir.ops import lookup, op_call
+from pypto.ir.ops import argument, lookup, op_call
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ScalarType, TileType
@@ -256,7 +256,7 @@ class Emitter:
                               "operand, so it cannot be computed alone", d.span,
                               hint="slice the operand before the reshape, or store the whole reshaped tensor")
         if windows.kind == "slice":
-            return self.value(call.args[0].name, regions["x"], d.stmt, hint)
+            return self.value(argument(call, "x").name, regions["x"], d.stmt, hint)
         return self.apply(name, call, region, regions, d)
 
     def apply(self, name: str, call: n.Call, region, regions: dict, d: Op, frame: Frame | None = None) -> n.Var:
@@ -293,7 +293,7 @@ class Emitter:
         the first block starts it (max and min fold exactly; a sum adds block sums)."""
         windows = lookup(call.op).windows
         axis = 1 if windows.kind == "row_reduce" else 0
-        x = call.args[0]
+        x = argument(call, "x")
         within = operand_regions(call, region, self.g.types, self.g.types[name].shape)["x"]
         full = within[axis][1]
         tile_op = "tile." + call.op.removeprefix("tensor.")

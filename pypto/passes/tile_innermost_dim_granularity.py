@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from pypto.ir import nodes as n
+from pypto.ir.ops import argument
 from pypto.ir.ops.registry import static_ints
 from pypto.ir.types import TileType
 from pypto.passes.context import Diagnostic, PassContext, Severity
@@ -32,12 +33,12 @@ def tile_innermost_dim_granularity(program: n.Program, ctx: PassContext) -> tupl
             call = getattr(stmt, "value", None)
             if not isinstance(call, n.Call) or call.op not in ("tile.load", "tile.store"):
                 continue
-            tile = stmt.type if call.op == "tile.load" else types.get(call.args[0].name)
+            tile = stmt.type if call.op == "tile.load" else types.get(argument(call, "tile").name)
             if not isinstance(tile, TileType):
                 continue
             shape = tile.shape
             valid = static_ints(tile.valid_shape) if tile.valid_shape is not None else shape
-            if call.op == "tile.load" and call.args[5]:  # a transposing load reads rows of the region
+            if call.op == "tile.load" and argument(call, "transpose"):  # a transposing load reads rows of the region
                 shape = shape[::-1]
                 valid = None if valid is None else valid[::-1]
             inner = valid[-1] if valid is not None else shape[-1]

@@ -11,10 +11,12 @@ from pypto.ir.ops.registry import (
     ParamSpec,
     Windows,
     all_ops,
+    argument,
     infer_type,
     lookup,
     op_call,
+    with_args,
 )
 
-__all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "Windows", "all_ops", "infer_type",
-           "lookup", "op_call"]
+__all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "Windows", "all_ops", "argument", "infer_type",
+           "lookup", "op_call", "with_args"]

@@ -146,6 +146,13 @@ class OpDef:
                 return p
         raise KeyError(name)
 
+    def index(self, name: str) -> int:
+        """Where parameter ``name`` is among the call's arguments."""
+        for k, p in enumerate(self.params):
+            if p.name == name:
+                return k
+        raise KeyError(f"{self.name} has no parameter {name!r}")
+
 
 _OPS: dict[str, OpDef] = {}
 
@@ -175,6 +182,20 @@ def op_call(name: str, **args):
     if unknown or missing:
         raise TypeError(f"{name}: unknown {sorted(unknown)}, missing {missing}")
     return Call(name, tuple(args.get(p.name, p.default) for p in op.params))
+
+
+def argument(call, name: str):
+    """A call's argument for the op's parameter ``name`` — by name, never by position."""
+    return call.args[_OPS[call.op].index(name)]
+
+
+def with_args(call, **changes):
+    """``call`` with the arguments of the named parameters replaced."""
+    op = _OPS[call.op]
+    args = list(call.args)
+    for name, value in changes.items():
+        args[op.index(name)] = value
+    return attrs.evolve(call, args=tuple(args))
 
 
 def all_ops() -> tuple[OpDef, ...]:
