@@ -81,16 +81,16 @@ def tensor_program(shape, length: int, reduce: str | None = None) -> n.Program:
 
 
 def loop_body_program(ops: int) -> n.Program:
-    """A loop whose body loads, runs ``ops`` elementwise ops and stores: the sync inserter
-    orders every pair of pipes across the body and the back edge."""
+    """A loop whose body is ``ops`` ops as load -> exp -> store triples on tiles of their
+    own: the sync inserter orders MTE2, V and MTE3 for every triple, across the body and
+    the back edge."""
     b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
-    a = b.param("a", TensorType((64, 128), DataType.FP32))
-    out = b.param("out", TensorType((64, 128), DataType.FP32), ParamDirection.Out)
+    a = b.param("a", TensorType((64 * ops, 128), DataType.FP32))
+    out = b.param("out", TensorType((64 * ops, 128), DataType.FP32), ParamDirection.Out)
     with b.loop(0, 4) as loop:
-        v = b.op("tile.load", a, [loop.var * 16, 0], [16, 128])
-        for k in range(ops):
-            v = b.op(("tile.exp", "tile.neg", "tile.abs")[k % 3], v)
-        b.eval("tile.store", v, [loop.var * 16, 0], out)
+        for k in range(ops // 3):
+            t = b.op("tile.load", a, [loop.var * 16 + k * 64, 0], [16, 128])
+            b.eval("tile.store", b.op("tile.exp", t), [loop.var * 16 + k * 64, 0], out)
     b.ret(out)
     return n.Program("loop_body", (b.build(),))
 

@@ -268,10 +268,13 @@ class SyncInserter:
         ``("done", key)``, the nodes known to have finished as a whole — a loop's waits
         included, which the landing of its work alone does not imply."""
         by_pos = {(x.t, x.j, x.key): x for x in nodes}
+        by_place: dict[tuple, list] = {}  # (j, key) -> its node in each window iteration
+        for x in nodes:
+            by_place.setdefault((x.j, x.key), []).append(x)
         preds: dict[int, list] = {}
         for (uj, ukey, vj, vkey, d) in pattern:
-            for x in nodes:
-                if x.j == vj and x.key == vkey and x.t - d >= 0:
+            for x in by_place.get((vj, vkey), ()):
+                if x.t - d >= 0:
                     u = by_pos.get((x.t - d, uj, ukey))
                     if u is not None:
                         preds.setdefault(x.seq, []).append(u)
