@@ -189,23 +189,27 @@ class SyncInserter:
         self.implicit = self.implied(nodes)
         conflicts = self.conflicts(nodes, last)
         pattern: dict[tuple, tuple] = {}  # (u.j, u.key, v.j, v.key, d) -> (u, v, access pair)
+        self.groups_in_order = [list(g) for _, g in itertools.groupby(nodes, key=lambda y: (y.t, y.j))]
+        self.group_index = {(g[0].t, g[0].j): k for k, g in enumerate(self.groups_in_order)}
+        state = self.known(nodes, pattern)
         while True:
-            known = self.known(nodes, pattern)
             added = False
             for v in (x for x in nodes if x.t == last):
                 for u, pair, first, last_k in sorted(conflicts.get(v.seq, []), key=lambda c: -c[0].seq):
-                    if self.ordered(known, u, v, first, last_k):
+                    if self.ordered(state[0], u, v, first, last_k):
                         continue
-                    pattern[(u.j, u.key, v.j, v.key, v.t - u.t)] = (u, v, pair)
-                    known = self.known(nodes, pattern)
+                    key = (u.j, u.key, v.j, v.key, v.t - u.t)
+                    pattern[key] = (u, v, pair)
+                    state = self.known(nodes, pattern, self.affected(key), state)
                     added = True
             if not added:
                 break
         order = lambda k: (k[0], _rank(k[1]), k[2], _rank(k[3]), k[4])  # noqa: E731
         for key in sorted(pattern, key=lambda k: (-k[4], *order(k))):  # drop what others already order
             trial = {k: p for k, p in pattern.items() if k != key}
-            if self.covered(nodes, trial, conflicts, last):
-                pattern = trial
+            tried = self.known(nodes, trial, self.affected(key), state)
+            if self.covered(tried[0], nodes, conflicts):
+                pattern, state = trial, tried
         return [self.make_edge(key, pattern[key], loop) for key in sorted(pattern, key=order)]
 
     def conflicts(self, nodes, last: int) -> dict[int, list]:
@@ -262,11 +266,20 @@ class SyncInserter:
                     out.append((a, x, start, own))
         return out
 
-    def known(self, nodes, pattern) -> dict[int, dict]:
-        """What each node knows has landed when it starts (key -> latest seq); what it
-        knows once it is done also covers its own work and what ``implied`` adds. Under
+    def affected(self, key: tuple) -> int:
+        """The first group (in node order) whose knowledge a pattern's edges can change:
+        they end on (j, key) nodes from window iteration d on; the groups before keep theirs."""
+        _, _, vj, _, d = key
+        return self.group_index.get((d, vj), len(self.groups_in_order))
+
+    def known(self, nodes, pattern, since: int = 0, base: tuple | None = None) -> tuple[dict, dict]:
+        """(start, end): what each node knows has landed when it starts (key -> latest
+        seq), and once it is done — its own work too and what ``implied`` adds. Under
         ``("done", key)``, the nodes known to have finished as a whole — a loop's waits
-        included, which the landing of its work alone does not imply."""
+        included, which the landing of its work alone does not imply. Groups before group
+        ``since`` are taken from ``base`` (an earlier result whose pattern differs only in
+        edges that end at or after it): adding or dropping one pattern recomputes only what
+        it can change."""
         by_pos = {(x.t, x.j, x.key): x for x in nodes}
         by_place: dict[tuple, list] = {}  # (j, key) -> its node in each window iteration
         for x in nodes:
@@ -281,11 +294,17 @@ class SyncInserter:
         after: dict[int, list] = {}
         for a, x, start, own in self.implicit:
             after.setdefault(x.seq, []).append((a, start, own))
-        start: dict[int, dict] = {}
-        end: dict[int, dict] = {}
+        groups = self.groups_in_order
+        if base is None or since == 0:
+            start, end = {}, {}
+            since = 0
+        else:
+            start, end = dict(base[0]), dict(base[1])
         last_on: dict[tuple, _Node] = {}
-        for _, group in itertools.groupby(nodes, key=lambda y: (y.t, y.j)):
-            group = list(group)
+        for group in groups[:since]:
+            for x in group:
+                last_on[x.key] = x
+        for group in groups[since:]:
             for x in group:
                 k: dict = {}
                 sources = [last_on[x.key]] if x.key in last_on else []
@@ -304,10 +323,9 @@ class SyncInserter:
                         _merge(end[x.seq], {a.key: a.seq})
             for x in group:
                 last_on[x.key] = x
-        return start
+        return start, end
 
-    def covered(self, nodes, pattern, conflicts, last) -> bool:
-        known = self.known(nodes, pattern)
+    def covered(self, known, nodes, conflicts) -> bool:
         return all(self.ordered(known, u, nodes[v], first, last_k)
                    for v, found in conflicts.items() for u, _, first, last_k in found)
 
