@@ -191,6 +191,13 @@ class SyncInserter:
         pattern: dict[tuple, tuple] = {}  # (u.j, u.key, v.j, v.key, d) -> (u, v, access pair)
         self.groups_in_order = [list(g) for _, g in itertools.groupby(nodes, key=lambda y: (y.t, y.j))]
         self.group_index = {(g[0].t, g[0].j): k for k, g in enumerate(self.groups_in_order)}
+        by_place: dict[tuple, list] = {}  # (j, key) -> its node in each window iteration
+        for x in nodes:
+            by_place.setdefault((x.j, x.key), []).append(x)
+        after: dict[int, list] = {}  # node -> what its completion implies of its compound's parts
+        for a, x, at_start, own in self.implicit:
+            after.setdefault(x.seq, []).append((a, at_start, own))
+        self.places = ({(x.t, x.j, x.key): x for x in nodes}, by_place, after)
         state = self.known(nodes, pattern)
         while True:
             added = False
@@ -280,10 +287,7 @@ class SyncInserter:
         ``since`` are taken from ``base`` (an earlier result whose pattern differs only in
         edges that end at or after it): adding or dropping one pattern recomputes only what
         it can change."""
-        by_pos = {(x.t, x.j, x.key): x for x in nodes}
-        by_place: dict[tuple, list] = {}  # (j, key) -> its node in each window iteration
-        for x in nodes:
-            by_place.setdefault((x.j, x.key), []).append(x)
+        by_pos, by_place, after = self.places
         preds: dict[int, list] = {}
         for (uj, ukey, vj, vkey, d) in pattern:
             for x in by_place.get((vj, vkey), ()):
@@ -291,9 +295,6 @@ class SyncInserter:
                     u = by_pos.get((x.t - d, uj, ukey))
                     if u is not None:
                         preds.setdefault(x.seq, []).append(u)
-        after: dict[int, list] = {}
-        for a, x, start, own in self.implicit:
-            after.setdefault(x.seq, []).append((a, start, own))
         groups = self.groups_in_order
         if base is None or since == 0:
             start, end = {}, {}
