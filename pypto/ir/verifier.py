@@ -18,15 +18,18 @@ from pypto.ir.ops import lookup
 from pypto.ir.types import INDEX, ScalarType, TileType, joins, type_name
 
 
-def verify(program: n.Program, soc: SoC, *, stage: str = "") -> None:
-    """Check the IR rules against the backend in force (its legal moves, its spaces)."""
+def verify(program: n.Program, soc: SoC, *, stage: str = "", memo: dict | None = None) -> None:
+    """Check the IR rules against the backend in force (its legal moves, its spaces).
+    ``memo``, kept across the stages of one lowering: the inferred type of each call seen
+    with the same operand types — a pass leaves most statements as they were, and
+    re-inferring all of them after every pass was a quarter of compile time."""
     names = [f.name for f in program.functions]
     twice = sorted({x for x in names if names.count(x) > 1})
     if twice:
         raise VerificationError(f"{_where(stage)}program '{program.name}' defines a function twice: "
                                 f"{', '.join(repr(x) for x in twice)}")
     for fn in program.functions:
-        _FunctionChecker(program, fn, stage, soc).check()
+        _FunctionChecker(program, fn, stage, soc, memo).check()
 
 
 def _where(stage: str) -> str:
@@ -34,7 +37,8 @@ def _where(stage: str) -> str:
 
 
 class _FunctionChecker:
-    def __init__(self, program: n.Program, fn: n.Function, stage: str, soc: SoC):
+    def __init__(self, program: n.Program, fn: n.Function, stage: str, soc: SoC, memo: dict | None = None):
+        self.memo = memo
         self.program = program
         self.soc = soc
         self.fn = fn
@@ -180,10 +184,20 @@ class _FunctionChecker:
                     self.uses((arg,), scope, stmt)
             if lookup(v.op) is None:
                 raise self.fail(f"unknown op '{v.op}'", stmt)
+            # the same call object with the same operand type objects infers the same type;
+            # the entry keeps them alive, so their ids stay theirs
+            operands = tuple(self.bound.get(a.name) for a in v.args if isinstance(a, n.Var))
+            key = (id(v), *map(id, operands))
+            seen = self.memo.get(key) if self.memo is not None else None
+            if seen is not None:
+                return seen[2]
             try:
-                return call_type(v, self.bound, self.soc)
+                got = call_type(v, self.bound, self.soc)
             except PyptoError as err:
                 raise self.fail(f"{v.op}: {err.message}", stmt) from None
+            if self.memo is not None:
+                self.memo[key] = (v, operands, got)
+            return got
         if isinstance(v, n.FuncCall):
             self.uses(v.args, scope, stmt)
             try:

@@ -82,7 +82,8 @@ def lower(program: n.Program, ctx: PassContext,
           verification: VerificationLevel = VerificationLevel.BASIC) -> Lowering:
     stages = [("frontend", program)]
     timings, diagnostics = [], []
-    _check(program, "the front end", verification, ctx.soc)
+    memo: dict = {}  # the verifier's, across the stages
+    _check(program, "the front end", verification, ctx.soc, memo=memo)
     done: list[str] = []
     for spec in passes_for(ctx.planner):
         began = time.perf_counter()
@@ -91,7 +92,7 @@ def lower(program: n.Program, ctx: PassContext,
         program = out.program
         diagnostics.extend(out.diagnostics)
         done.append(spec.name)
-        _check(program, spec.name, verification, ctx.soc, done)
+        _check(program, spec.name, verification, ctx.soc, done, memo)
         stages.append((spec.name, program))
     for check in CHECKS:
         short = check.__name__.rsplit(".", 1)[-1]
@@ -99,11 +100,12 @@ def lower(program: n.Program, ctx: PassContext,
     return Lowering(program, tuple(stages), tuple(diagnostics), tuple(timings), ctx.soc)
 
 
-def _check(program: n.Program, stage: str, level: VerificationLevel, soc, done: list[str] = ()) -> None:
+def _check(program: n.Program, stage: str, level: VerificationLevel, soc, done: list[str] = (),
+           memo: dict | None = None) -> None:
     """The verifier's rules, then what the passes run so far (``done``) have established."""
     if level is VerificationLevel.NONE:
         return
-    verify(program, soc, stage=stage)
+    verify(program, soc, stage=stage, memo=memo)
     invariants.check(program, stage, list(done), soc)
     if level is VerificationLevel.ROUNDTRIP:
         for explicit in (False, True):
