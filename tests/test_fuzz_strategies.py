@@ -159,3 +159,20 @@ def test_the_oracle_takes_the_products_min_max_rule_on_signed_zeros(platform, ax
     compile_program(n.Program("p", (b.build(),)), ["a", "out"], RunConfig(platform=platform), write=False).run(
         x.clone(), got)
     assert ps.bits_equal(got, want)
+
+
+def test_every_elementwise_tile_op_of_the_registry_has_a_fuzz_oracle():
+    # an op added to the registry as elementwise is drawn by the fuzz programs, or this fails
+    from pypto.ir.ops import Kind, all_ops
+
+    for op in all_ops():
+        if op.level != "tile" or not op.in_place:
+            continue
+        kinds = tuple(p.kind for p in op.params)
+        names = tuple(p.name for p in op.params)
+        if kinds == (Kind.TILE,) and names == ("tile",):
+            assert op.short in ps.UNARY, f"{op.name}: no oracle in pypto.fuzz.strategies.UNARY"
+        elif kinds == (Kind.TILE, Kind.TILE) and names == ("lhs", "rhs"):
+            assert op.short in ps.BINARY, f"{op.name}: no oracle in pypto.fuzz.strategies.BINARY"
+        elif kinds == (Kind.TILE, Kind.SCALAR) and names == ("lhs", "rhs"):
+            assert op.short in ps.SCALAR, f"{op.name}: no oracle in pypto.fuzz.strategies.SCALAR"
