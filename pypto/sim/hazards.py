@@ -16,8 +16,9 @@ class SimulatorHazard(SimulatorError):
 
 
 # GM is paged (strided windows scatter short runs over it); on-chip spaces hold few
-# segments, tile-sized, and stay one list.
-_GM_PAGE_BITS = 14
+# segments, tile-sized, and stay one list. 64 KiB pages: a tile's window is one or two
+# segments of one page, and a page of 128 B runs still inserts into a short list.
+_GM_PAGE_BITS = 16
 
 
 # A segment's value: (last writer, the readers since — at most one per pipe), immutable,
