@@ -56,6 +56,9 @@ class RaceChecker:
                     page.values[k] = (d, ())
                 else:
                     page.values[k] = (writer, tuple(u for u in readers if u.key != key) + (d,))
+        # from now on d is only ever the earlier of a pair: its pipe and sequence number say
+        # all; what it learnt from others need not stay alive with it
+        d.vc = (vc[0], vc[1], None)
 
 
 def _hazard(u: Dyn, u_writes: bool, v: Dyn, space, lo: int, hi: int) -> SimulatorHazard:
