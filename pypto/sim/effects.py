@@ -7,9 +7,11 @@ Two ways to perform them. ``apply`` is the hardware's way: reads at the start, w
 the end, anything between sees the old bytes (an ``unsafe`` run's races corrupt data as
 hardware would). A race-free timeline — every one the hazard check passed — needs less:
 nothing touches an instruction's bytes between its start and its end (that would be an
-unordered access), so it may read, compute and write at once, in start order.
-``compile_steps`` turns such a timeline into one closure per instruction with its
-buffers resolved (``run_steps``); a copy or a load writes straight into its destination.
+unordered access), so each instruction may read, compute and write at once, in the order
+the scheduler starts them (which extends happens-before). ``Steps`` holds such a timeline
+as a closure template per program instruction and a small tuple per issue, its buffers
+resolved (``run_steps``); a copy or a load writes straight into its destination, an
+elementwise op computes into it (``semantics.INTO``).
 
 An operand is read as a typed view of its memory, made once per buffer per run, not a
 copy: the op computes at the read, so it sees the bytes as they are then; only a result
