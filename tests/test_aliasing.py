@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 import torch
-from hypothesis import event, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import pypto.language as pl
@@ -314,3 +314,28 @@ def test_property_random_views_are_refused_exactly_when_a_written_one_overlaps(d
     if results:
         ref, sim = results
         assert all(torch.equal(x.view(torch.int32), y.view(torch.int32)) for x, y in zip(ref, sim))
+
+
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12)), min_size=1, max_size=8))
+@example([(0, 8), (2, 0), (6, 4)])  # an empty tensor among two that overlap
+def test_property_overlap_groups_are_the_components_of_byte_overlap(cuts):
+    from pypto.sim.views import overlap_groups
+
+    flat = torch.zeros(80)
+    tensors = [flat[a:a + n] for a, n in cuts]
+    got = overlap_groups(tensors)
+    # the definition: connected components of "their bytes overlap", numbered in argument order
+    spans = [(4 * a, 4 * (a + n)) for a, n in cuts]
+    parent = list(range(len(spans)))
+
+    def root(k):
+        while parent[k] != k:
+            k = parent[k]
+        return k
+
+    for i, (a, b) in enumerate(spans):
+        for j, (c, d) in enumerate(spans[:i]):
+            if a < d and c < b and a < b and c < d:  # bytes in common (an empty tensor has none)
+                parent[root(i)] = root(j)
+    first: dict = {}
+    assert got == [first.setdefault(root(k), len(first)) for k in range(len(spans))]

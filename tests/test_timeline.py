@@ -75,9 +75,10 @@ def test_other_tensors_of_the_same_views_reuse_the_timeline_unless_they_share_st
     assert again is first  # where the tensors lie does not change what the launch does
     apply(again, {"a": b, "out": other})
     assert torch.equal(other, torch.exp(b) * 2.0)
-    base = torch.zeros(2, 64, 128)  # one storage for both: overlaps are another question
-    shared = simulate(kernel, (base[0], 2.0, base[1]), A2A3)
-    assert shared is not first
+    base = torch.zeros(2, 64, 128)  # one storage, no byte in common: nothing to race
+    assert simulate(kernel, (base[0], 2.0, base[1]), A2A3) is first
+    x = torch.randn(64, 128)  # the same bytes for both: where they overlap is part of the key
+    assert simulate(kernel, (x, 2.0, x), A2A3) is not first
 
 
 
@@ -92,11 +93,11 @@ def test_other_tiles_of_the_same_tensors_reuse_the_timeline():
     for i in range(4):
         apply(timeline, {"a": big_a[i * 64:(i + 1) * 64], "out": big_out[i * 64:(i + 1) * 64]})
     assert torch.equal(big_out, torch.exp(big_a) * 2.0)
-    # in one storage, where one lies against the other is part of the timeline
-    base = torch.zeros(4, 64, 128)
-    apart = {simulate(kernel, (base[i], 2.0, base[i + 2]), A2A3) for i in range(2)}
-    nearer = simulate(kernel, (base[0], 2.0, base[1]), A2A3)
-    assert len(apart) == 1 and nearer not in apart
+    # where tensors overlap, how they lie against each other is part of the timeline
+    flat = torch.zeros(4 * 64 * 128)
+    in_place = {simulate(kernel, (flat[k:k + 64 * 128].view(64, 128), 2.0, flat[k:k + 64 * 128].view(64, 128)), A2A3)
+                for k in (0, 128 * 64)}
+    assert len(in_place) == 1 and timeline not in in_place
 
 
 # ----------------------------------------------------------------------------- two ways to apply
@@ -185,3 +186,30 @@ def test_equal_but_different_scalars_stay_apart_in_a_timeline():
     a, out = torch.full((16, 128), -1.0), torch.zeros(16, 128)
     signed_zeros(a, out)
     assert torch.equal(torch.signbit(out), torch.signbit((a * 0.0 + a * -0.0) - a * 0))
+
+
+def test_a_scalars_sign_of_zero_and_its_type_are_part_of_the_timelines_key():
+    a, out = torch.ones(64, 128), torch.zeros(64, 128)
+    kernel = kernel_of(a, out)
+    plus, minus = simulate(kernel, (a, 0.0, out), A2A3), simulate(kernel, (a, -0.0, out), A2A3)
+    assert plus is not minus  # 0.0 == -0.0 in Python, but not in the bits the kernel computes
+    apply(minus, {"a": a, "out": out})
+    assert torch.signbit(out).all()
+    apply(plus, {"a": a, "out": out})
+    assert not torch.signbit(out).any()
+
+
+def test_tensors_that_share_memory_but_not_a_torch_storage_are_checked_and_keyed_by_their_bytes():
+    # two tensors made from overlapping slices of one numpy array: two storages, one memory
+    import numpy as np
+
+    from pypto.sim.simulator import SimulatorHazard
+
+    base = np.zeros((80, 128), dtype=np.float32)
+    a, out = torch.from_numpy(base[0:64]), torch.from_numpy(base[16:80])
+    assert a.untyped_storage().data_ptr() != out.untyped_storage().data_ptr()
+    kernel = kernel_of(a, out)
+    with pytest.raises(SimulatorHazard, match="views of one storage"):
+        simulate(kernel, (a, 2.0, out), A2A3)
+    apart = simulate(kernel, (torch.from_numpy(base[0:16].repeat(4, 0)), 2.0, out), A2A3)
+    assert apart is simulate(kernel, (torch.randn(64, 128), 2.0, torch.zeros(64, 128)), A2A3)

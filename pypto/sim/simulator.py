@@ -37,6 +37,7 @@ from pypto.sim import effects as Effects
 from pypto.sim.hazards import RaceChecker, SimulatorHazard
 from pypto.sim.schedule import SimulatorDeadlock, schedule
 from pypto.sim.issue import Issuer, SimulatorError, item_name
+from pypto.sim.views import overlap_groups, overlaps_any
 from pypto.backend import CoreKind, Pipe, SoC
 
 __all__ = ["Launch", "RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent",
@@ -227,19 +228,24 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
 
 def _placement(kernel: Kernel, args: tuple) -> tuple:
     """The arguments as a timeline depends on them: scalars by value; a tensor by its view
-    (shape, strides, dtype), which of the storages seen so far it lies in, and where in it
-    relative to the first tensor seen there — costs depend on shapes and contiguity, never
-    on addresses, and hazards on how tensors overlap. So the same kernel on another tile of
-    the same tensors (a task graph's next task) reuses the timeline."""
-    storages: dict[int, tuple] = {}  # storage address -> (its number, byte offset of the first view seen in it)
+    (shape, strides, dtype), which group of tensors whose bytes overlap it is in, and where
+    relative to the group's first — costs depend on shapes and contiguity, never on
+    addresses, and hazards on how tensors overlap. So the same kernel on another tile of
+    the same tensors (a task graph's next task) reuses the timeline. Scalars by value and
+    type, a float by its bits (-0.0 is not 0.0)."""
+    tensors = [value for (_, t), value in zip(kernel.params, args) if isinstance(t, TensorType)]
+    groups = iter(overlap_groups(tensors))
+    first: dict[int, int] = {}  # group -> the address of its first tensor
     out = []
     for (_, t), value in zip(kernel.params, args):
         if isinstance(t, TensorType):
-            offset = value.storage_offset() * value.element_size()
-            number, first = storages.setdefault(value.untyped_storage().data_ptr(), (len(storages), offset))
-            out.append((number, offset - first, tuple(value.shape), value.stride(), value.dtype))
+            g = next(groups)
+            base = first.setdefault(g, value.data_ptr())
+            out.append((g, value.data_ptr() - base, tuple(value.shape), value.stride(), value.dtype))
+        elif isinstance(value, float):  # 0.0 == -0.0, and the sign is the program's
+            out.append(("float", value.hex()))
         else:
-            out.append(value)
+            out.append((type(value).__name__, value))
     return tuple(out)
 
 
@@ -280,8 +286,7 @@ def simulate_together(launches, soc: SoC, *, unsafe: bool = False) -> Timeline:
 
 def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
     streams = {}
-    written = {launch.tensors()[name].untyped_storage().data_ptr() for launch in launches
-               for name in _stored(launch.kernel)}
+    written = [launch.tensors()[name] for launch in launches for name in _stored(launch.kernel)]
     for k, launch in enumerate(launches):
         scalars = {name: v for (name, t), v in zip(launch.kernel.params, launch.args) if not isinstance(t, TensorType)}
         tensors = launch.tensors()
@@ -291,7 +296,7 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
             if core in streams:
                 raise SimulatorError(f"two launches run on {core.name} at once",
                                      hint="give each launch a cluster (and vector core) of its own")
-            unwritten = frozenset(name for name, t in tensors.items() if t.untyped_storage().data_ptr() not in written)
+            unwritten = frozenset(name for name, t in tensors.items() if not overlaps_any(t, written))
             streams[core] = Issuer(program, scalars, tensors, soc, peers, k, len(streams), unwritten).stream()
     record = _Record(launches, unsafe)
     leftover = schedule(streams, soc.costs.queue_depth, record.started)

@@ -69,6 +69,36 @@ def span_of(t: torch.Tensor) -> tuple[int, int]:
     return address, address + sum((sz - 1) * st for sz, st in zip(shape, strides)) + esize
 
 
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    return span_of(t) if t.numel() else (t.data_ptr(), t.data_ptr())
+
+
+def overlap_groups(tensors) -> list[int]:
+    """Each tensor's group, numbered in argument order: tensors whose byte spans overlap,
+    directly or through others, share one — by the memory they hold, whatever torch
+    storage (or numpy array) they came from."""
+    spans = [_span(t) for t in tensors]
+    group, fresh, current, reach = [0] * len(spans), 0, None, None
+    for k in sorted(range(len(spans)), key=lambda k: spans[k]):
+        lo, hi = spans[k]
+        if lo == hi:  # no bytes: overlaps nothing
+            group[k], fresh = fresh, fresh + 1
+            continue
+        if reach is None or lo >= reach:
+            current, fresh, reach = fresh, fresh + 1, hi
+        else:
+            reach = max(reach, hi)
+        group[k] = current
+    first: dict[int, int] = {}
+    return [first.setdefault(x, len(first)) for x in group]
+
+
+def overlaps_any(t: torch.Tensor, others) -> bool:
+    """Whether ``t``'s byte span meets any of ``others``'."""
+    lo, hi = _span(t)
+    return any(a < hi and lo < b for a, b in map(_span, others))
+
+
 def _union(rs: list) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for lo, hi in sorted(rs):
