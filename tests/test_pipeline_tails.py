@@ -135,3 +135,29 @@ def test_property_a_pipeline_runs_exactly_its_range(case, config, runtime):
         check(kernel_text("m", "n", step, stage), *config, start, stop, step, m=start, n=stop)
     else:
         check(kernel_text(start, stop, step, stage), *config, start, stop, step)
+
+
+def test_a_tail_with_an_int32_trip_count_keeps_its_index_an_index():
+    # the tail's index is `max(n, 0) // 2 * 2` over an INT32 n: a branch that yields either
+    # it or a constant must still see an index (it failed verification after the lowering)
+    import pypto.language as pl
+
+    @pl.jit
+    def pick(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32], s: pl.Scalar[pl.INT64]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            u = pl.load(a, [0, 0], [16, 128])
+            for i in pl.pipeline(n, stage=2):
+                if s > 0:
+                    for i in pl.range(2):
+                        pass
+                u = pl.load(a, [i * 16, 0], [16, 128])
+            pl.store(u, [0, 0], out)
+        return out
+
+    a = torch.arange(4 * 16, dtype=torch.float32).repeat_interleave(128).reshape(4 * 16, 128)
+    for platform in ("ref", "a2a3sim"):
+        for s, n in ((1, 3), (0, 3), (0, 4)):
+            out = torch.zeros(16, 128)
+            pick(a, out, n, s, config=RunConfig(platform=platform))
+            last = 1 if s > 0 else n - 1  # Python's i after the body's last run
+            assert torch.equal(out, a[last * 16:(last + 1) * 16]), (platform, s, n)

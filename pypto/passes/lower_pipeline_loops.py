@@ -22,7 +22,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
 from pypto.ir.rewrite import clone_block, rename, substitute
 from pypto.ir.simplify import fold, inline_static_ifs, simplify
-from pypto.ir.types import ForKind, MemRef, ScalarType, TileType
+from pypto.ir.types import INDEX, ForKind, MemRef, ScalarType, TileType
 from pypto.passes.context import PassContext, PassResult, result
 
 
@@ -135,6 +135,14 @@ class _Lowering:
     def copy(self, body, yielded, loop: n.For, iv, values, slots: dict, stage: int, fresh: bool):
         """One stage's copy of the body at loop index ``iv`` reading carried ``values``;
         returns (statements, the values it yields)."""
+        pre = []
+        if not isinstance(iv, (n.Var, n.Const)) and scalar_type(iv, self.types) != INDEX:
+            # the index as the loop variable was: an INT32 trip count makes `main_end + j` an
+            # INT32 expression, which a branch yielding the index would then disagree with
+            name = n.fresh_name(loop.var, self.used)
+            self.types[name] = INDEX
+            pre.append(n.Assign(name, INDEX, iv, span=loop.span))
+            iv = n.Var(name)
         subst = {loop.var: iv, **{a.name: v for a, v in zip(loop.iter_args, values)}}
         if fresh:
             stmts, mapping = clone_block(body, self.used, subst)
@@ -152,7 +160,7 @@ class _Lowering:
         stmts, folded = inline_static_ifs(simplify(tuple(tagged)))  # a tail copy's `if i % 2 == 0` is static
         out_values = tuple(substitute(substitute(rename(v, mapping), subst), folded) for v in yielded)
         stmts, out_values = self.typed(list(stmts), out_values, loop)
-        return stmts, out_values
+        return pre + stmts, out_values
 
     def typed(self, stmts: list, values: tuple, loop: n.For):
         """Carried scalars keep their iter arg's type: a copy that yields its loop index
