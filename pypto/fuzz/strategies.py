@@ -130,12 +130,19 @@ def within_bounds(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor) ->
 
 # ----------------------------------------------------------------------------- elementwise
 
+def _rsqrt(x: torch.Tensor) -> torch.Tensor:
+    """The rule: in fp16/bf16, 1 / sqrt computed in fp32 and rounded once."""
+    if x.dtype == torch.float32:
+        return torch.rsqrt(x)
+    return (1.0 / torch.sqrt(x.to(torch.float32))).to(x.dtype)
+
+
 # name -> (torch oracle, dtypes it takes). Each computes, so its NaNs are made canonical
 # (num.arith); min/max take the product's signed-zero rule (num.minimum / num.maximum).
 UNARY = {name: (num.arith(fn), dtypes) for name, (fn, dtypes) in {
     "neg": (torch.neg, FLOATS + INTS), "abs": (torch.abs, FLOATS + INTS),
     "relu": (lambda x: torch.clamp_min(x, 0), FLOATS + INTS), "exp": (torch.exp, FLOATS),
-    "log": (torch.log, FLOATS), "sqrt": (torch.sqrt, FLOATS), "rsqrt": (torch.rsqrt, FLOATS),
+    "log": (torch.log, FLOATS), "sqrt": (torch.sqrt, FLOATS), "rsqrt": (_rsqrt, FLOATS),
     "recip": (torch.reciprocal, FLOATS),
 }.items()}
 BINARY = {

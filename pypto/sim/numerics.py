@@ -191,6 +191,11 @@ def relu(a: torch.Tensor) -> torch.Tensor:
 
 
 def rsqrt(a: torch.Tensor) -> torch.Tensor:
+    """fp16/bf16: 1 / sqrt in fp32, rounded once to the dtype. torch's own half-precision
+    rsqrt gives other bits in its vector loop than in its scalar tail, so an element's
+    result would depend on where it sits in the tile (and on the host's vector width)."""
+    if a.dtype in (torch.float16, torch.bfloat16):
+        return torch.reciprocal(torch.sqrt(a.to(torch.float32))).to(a.dtype)
     return torch.rsqrt(a)
 
 

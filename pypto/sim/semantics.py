@@ -138,8 +138,8 @@ for _name, _fn in _UNARY.items():
 # an integer division checks for zero first: not here.)
 INTO: dict[str, tuple[Callable, bool]] = {}
 _INTO_UNARY = {"neg": (torch.neg, False), "abs": (torch.abs, False), "exp": (torch.exp, True),
-               "log": (torch.log, True), "sqrt": (torch.sqrt, True), "rsqrt": (torch.rsqrt, True),
-               "recip": (torch.reciprocal, True)}
+               "log": (torch.log, True), "sqrt": (torch.sqrt, True), "recip": (torch.reciprocal, True)}
+# (not rsqrt: in fp16/bf16 it computes in fp32 first, see numerics.rsqrt)
 _INTO_BINARY = {"add": (torch.add, False), "sub": (torch.sub, False), "mul": (torch.mul, False),
                 "div": (torch.div, True)}
 for _name, (_fn, _floats) in _INTO_UNARY.items():
