@@ -2,6 +2,8 @@
 launch like an earlier one — same kernel, scalar arguments and tensor placement — is
 reused, and applying it computes what a fresh simulation does."""
 
+import re
+
 import attrs
 import pytest
 import torch
@@ -213,3 +215,28 @@ def test_tensors_that_share_memory_but_not_a_torch_storage_are_checked_and_keyed
         simulate(kernel, (a, 2.0, out), A2A3)
     apart = simulate(kernel, (torch.from_numpy(base[0:16].repeat(4, 0)), 2.0, out), A2A3)
     assert apart is simulate(kernel, (torch.randn(64, 128), 2.0, torch.zeros(64, 128)), A2A3)
+
+
+@pl.jit
+def shifted_copy(a: pl.Tensor, out: pl.Out[pl.Tensor], r: pl.Scalar[pl.INDEX], w: pl.Scalar[pl.INDEX]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [r, 0], [16, 128])
+        pl.store(t, [w, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("r, w, what", [(56, 0, "tile.load: load region [56, 72) on axis 0"),
+                                        (0, 60, "tile.store: store region [60, 76) on axis 0")])
+def test_a_window_that_leaves_its_tensor_at_run_time_is_refused_at_its_line_both_ways(r, w, what):
+    from pypto.errors import ExecutionError
+
+    a, out = torch.randn(64, 128), torch.zeros(64, 128)
+    compiled = shifted_copy.compile(a, out, 0, 0)
+    kernel = next(iter(compiled.kernels.values()))
+    given = {"a": a, "out": out, "r": r, "w": w}
+    args = tuple(given[name] for name, _ in kernel.params)
+    for unsafe in (False, True):
+        timeline = simulate(kernel, args, A2A3, unsafe=unsafe)
+        with pytest.raises(ExecutionError, match=rf"{re.escape(what)} is outside the tensor's \[0, 64\)") as info:
+            apply(timeline, {"a": a, "out": out})
+        assert info.value.span is not None and info.value.span.line > 0

@@ -27,7 +27,7 @@ from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
 from pypto.sim import numerics as num
 from pypto.sim.issue import ConcreteBuf, Dyn
-from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal
+from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal, window
 
 
 class Memories:
@@ -122,11 +122,7 @@ def _store(kwargs):
         region = num.cast(region, num.FROM_TORCH[out.dtype], "rint")
     else:
         region = region.clone()
-    offsets = kwargs["offsets"]
-    for axis, (o, e, dim) in enumerate(zip(offsets, region.shape, out.shape)):
-        if o < 0 or o + e > dim:
-            raise OutOfRange(f"store region [{o}, {o + e}) on axis {axis} is outside the tensor's [0, {dim})")
-    return out, tuple(slice(o, o + e) for o, e in zip(offsets, region.shape)), region
+    return out, window(out.shape, kwargs["offsets"], region.shape, "store region"), region
 
 
 def _commit(d: Dyn, write, memories: Memories) -> None:
@@ -345,9 +341,9 @@ def _load_template(param: str, shape: tuple, transpose: bool, span):
         out, r0, c0 = varying
         t = tensors[param]
         if r0 < 0 or c0 < 0 or r0 + rows > t.shape[0] or c0 + cols > t.shape[1]:
-            _out_of_range("tile.load", "load region", (r0, c0), shape, t.shape, span)
-        window = t[r0:r0 + rows, c0:c0 + cols]
-        views[out].copy_(window.T if transpose else window)
+            _gm_window("tile.load", t, (r0, c0), shape, "load region", span)  # raises
+        region = t[r0:r0 + rows, c0:c0 + cols]
+        views[out].copy_(region.T if transpose else region)
 
     return step
 
@@ -358,13 +354,11 @@ def _store_template(param: str, whole: bool, span):
     def step(views, tensors, memories, buffers, varying):
         tile, offsets, valid = varying
         t = tensors[param]
-        for o, e, dim in zip(offsets, valid, t.shape):
-            if o < 0 or o + e > dim:
-                _out_of_range("tile.store", "store region", offsets, valid, t.shape, span)
+        index = _gm_window("tile.store", t, offsets, valid, "store region", span)
         data = views[tile] if whole else views[tile][tuple(slice(0, v) for v in valid)]
         if data.dtype != t.dtype:
             data = num.cast(data, num.FROM_TORCH[t.dtype], "rint")
-        t[tuple(slice(o, o + e) for o, e in zip(offsets, valid))] = data
+        t[index] = data
 
     return step
 
@@ -374,8 +368,9 @@ def _move(views, tensors, memories, buffers, varying):
     views[out].copy_(views[src])
 
 
-def _out_of_range(op, what, offsets, extents, shape, span):
-    for axis, (o, e, d) in enumerate(zip(offsets, extents, shape)):
-        if o < 0 or o + e > d:
-            raise ExecutionError(f"{op}: {what} [{o}, {o + e}) on axis {axis} is outside the tensor's [0, {d})",
-                                 span=span)
+def _gm_window(op: str, t, offsets, extents, what: str, span):
+    """``semantics.window`` of a GM tensor, its refusal located at the instruction."""
+    try:
+        return window(t.shape, offsets, extents, what)
+    except OutOfRange as exc:
+        raise ExecutionError(f"{op}: {exc}", span=span) from None

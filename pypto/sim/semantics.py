@@ -51,7 +51,9 @@ def _dtype(t: torch.Tensor) -> DataType:
     return num.FROM_TORCH[t.dtype]
 
 
-def _window(shape, offsets, extents, what: str):
+def window(shape, offsets, extents, what: str):
+    """The index of the window [offsets, offsets + extents) of a tensor of ``shape``;
+    OutOfRange where it leaves the tensor."""
     index = []
     for axis, (o, e, d) in enumerate(zip(offsets, extents, shape)):
         if o < 0 or o + e > d:
@@ -67,7 +69,7 @@ def _window(shape, offsets, extents, what: str):
 def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
     extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
     data = torch.zeros(tuple(shapes), dtype=tensor.dtype)
-    data[tuple(slice(0, e) for e in extents)] = tensor[_window(tensor.shape, offsets, extents, "load region")]
+    data[tuple(slice(0, e) for e in extents)] = tensor[window(tensor.shape, offsets, extents, "load region")]
     return data.T.contiguous() if transpose else data
 
 
@@ -76,7 +78,7 @@ def store(tile: TileVal, offsets, output_tensor):
     region = tile.region()
     if region.dtype != output_tensor.dtype:  # the fixpipe's conversion out of Acc
         region = num.cast(region, num.FROM_TORCH[output_tensor.dtype], "rint")
-    output_tensor[_window(output_tensor.shape, offsets, region.shape, "store region")] = region
+    output_tensor[window(output_tensor.shape, offsets, region.shape, "store region")] = region
     return output_tensor
 
 
@@ -272,7 +274,7 @@ def create_tensor(shape, dtype):
 
 @impl("tensor.slice")
 def slice_(x, shape, offset):
-    return x[_window(x.shape, offset, shape, "slice window")].clone()
+    return x[window(x.shape, offset, shape, "slice window")].clone()
 
 
 IMPLS["tensor.fillpad"] = lambda x, pad_value: x.clone()
@@ -280,5 +282,5 @@ IMPLS["tensor.fillpad"] = lambda x, pad_value: x.clone()
 
 @impl("tensor.assemble")
 def assemble(target, source, offset):
-    target[_window(target.shape, offset, source.shape, "assemble window")] = source
+    target[window(target.shape, offset, source.shape, "assemble window")] = source
     return target
