@@ -25,14 +25,14 @@ def test_pieces_tile_the_range_and_hold_what_the_last_write_put_there(writes, pa
         model[lo:hi] = [n] * size
 
 
-def test_a_split_copies_the_value_so_halves_change_apart():
-    m = IntervalMap(copy=lambda v: dict(v))
+def test_a_split_leaves_both_pieces_the_value_and_each_is_replaced_alone():
+    m = IntervalMap()
     ((page, k),) = m.pieces(0, 10)
-    page.values[k] = {"w": 1}
-    left = list(m.pieces(0, 5))
-    left[0][0].values[left[0][1]]["w"] = 2
-    right = list(m.pieces(5, 10))
-    assert right[0][0].values[right[0][1]] == {"w": 1}
+    page.values[k] = ("w", 1)
+    (left,) = m.pieces(0, 5)
+    left[0].values[left[1]] = ("w", 2)
+    ((p, j),) = m.pieces(5, 10)
+    assert p.values[j] == ("w", 1)
 
 
 def test_strided_runs_keep_each_page_short():

@@ -186,11 +186,12 @@ class _FunctionChecker:
                 raise self.fail(f"unknown op '{v.op}'", stmt)
             # the same call object with the same operand type objects infers the same type;
             # the entry keeps them alive, so their ids stay theirs
-            operands = tuple(self.bound.get(a.name) for a in v.args if isinstance(a, n.Var))
-            key = (id(v), *map(id, operands))
-            seen = self.memo.get(key) if self.memo is not None else None
-            if seen is not None:
-                return seen[2]
+            if self.memo is not None:
+                operands = tuple(self.bound.get(a.name) for a in v.args if isinstance(a, n.Var))
+                key = (id(v), *map(id, operands))
+                seen = self.memo.get(key)
+                if seen is not None:
+                    return seen[2]
             try:
                 got = call_type(v, self.bound, self.soc)
             except PyptoError as err:

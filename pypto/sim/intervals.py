@@ -14,14 +14,14 @@ import bisect
 
 class Segments:
     """One page: ``bounds`` sorted, ``values[k]`` the value of [bounds[k], bounds[k+1])
-    (None where nothing was stored)."""
+    (None where nothing was stored). The two pieces of a split segment share its value:
+    store immutable values, and replace them."""
 
-    __slots__ = ("bounds", "values", "copy")
+    __slots__ = ("bounds", "values")
 
-    def __init__(self, copy):
+    def __init__(self):
         self.bounds: list[int] = []
         self.values: list = []
-        self.copy = copy
 
     def split(self, x: int) -> int:
         """The index of the segment starting at ``x``, splitting the one that holds it."""
@@ -30,7 +30,7 @@ class Segments:
             return k
         prev = self.values[k - 1] if 0 < k < len(self.bounds) else None
         self.bounds.insert(k, x)
-        self.values.insert(k, None if prev is None else self.copy(prev))
+        self.values.insert(k, prev)
         return k
 
 
@@ -39,9 +39,8 @@ class IntervalMap:
     needed; read and write ``page.values[index]``; a segment spans [page.bounds[index],
     page.bounds[index + 1])."""
 
-    def __init__(self, page_bits: int | None = None, copy=lambda v: v):
+    def __init__(self, page_bits: int | None = None):
         self.page_bits = page_bits
-        self.copy = copy  # how a value is duplicated when its segment is split
         self.pages: dict[int, Segments] = {}
 
     def pieces(self, lo: int, hi: int):
@@ -57,7 +56,7 @@ class IntervalMap:
     def _in(self, p: int, lo: int, hi: int):
         page = self.pages.get(p)
         if page is None:
-            page = self.pages[p] = Segments(self.copy)
+            page = self.pages[p] = Segments()
         a = page.split(lo)
         b = page.split(hi)
         for k in range(a, b):
