@@ -111,8 +111,10 @@ def outputs(name: str, build, where: Path) -> dict[str, str]:
         if path.is_file():
             files[str(path.relative_to(where))] = path.read_text().replace(str(ROOT) + "/", "")
     report = compiled.run(*args)
-    lines = [f"cycles {report.cycles}", f"instructions {report.instructions}",
-             f"sync_instructions {report.sync_instructions}"]
+    lines = [f"cycles {report.cycles}", f"kernel_cycles {report.kernel_cycles}",
+             f"instructions {report.instructions}", f"sync_instructions {report.sync_instructions}"]
+    lines += [f"task {t.task_id} {t.kernel} core {t.core} dispatch {t.dispatch} start {t.start} end {t.end} "
+              f"finish {t.finish} deps {' '.join(t.deps) or '-'}" for t in report.tasks]
     lines += [f"{core}.{pipe} {cycles}" for core, pipes in sorted(report.pipe_cycles.items())
               for pipe, cycles in sorted(pipes.items())]
     files["sim.txt"] = "\n".join(lines) + "\n"

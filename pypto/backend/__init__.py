@@ -3,7 +3,7 @@ pipes, core instances) and its SoC tables (capacities, alignments, legal moves, 
 chip's clusters). It imports nothing of ours but ``pypto.errors``."""
 
 from pypto.backend.arch import CoreId, CoreKind, MemorySpace, Pipe
-from pypto.backend.soc import A2A3, BACKENDS, DEFAULT, BackendType, Costs, SoC, SpaceSpec, backend
+from pypto.backend.soc import A2A3, BACKENDS, DEFAULT, BackendType, ChipCosts, Costs, SoC, SpaceSpec, backend
 
-__all__ = ["A2A3", "BACKENDS", "DEFAULT", "BackendType", "CoreId", "CoreKind", "Costs", "MemorySpace", "Pipe",
+__all__ = ["A2A3", "BACKENDS", "DEFAULT", "BackendType", "ChipCosts", "CoreId", "CoreKind", "Costs", "MemorySpace", "Pipe",
            "SoC", "SpaceSpec", "backend"]

@@ -64,6 +64,31 @@ class Costs:
     sync_cycles: int = 1
 
 
+@attrs.frozen(kw_only=True)
+class ChipCosts:
+    """Cycle costs of the modeled chip around the cores (core clock cycles; model
+    parameters, as ``Costs``'). The reference documents one figure, the pickup latency
+    ("~0.8 µs per switch"); the others are assumptions of the same scale.
+
+    - The orchestrator (one AICPU thread) interprets the orchestration in source order and
+      spends ``submit`` per task it submits (dependency lookup, descriptor build).
+    - A task whose producers have all finished is ready ``release`` later; an idle core of
+      its kind takes it: the scheduler writes its descriptor (``dispatch``), the core picks
+      it up ``pickup`` later and runs it; the scheduler observes its end ``completion``
+      later (the task's finish) — only then is the core free and its consumers released.
+    - Swimlane records count a ``swimlane_hz`` clock (a2a3's 50 MHz system counter); the
+      cores run at ``core_hz``.
+    """
+
+    submit: int = 300
+    release: int = 90
+    dispatch: int = 180
+    pickup: int = 1440  # 0.8 µs at 1.8 GHz
+    completion: int = 360
+    core_hz: int = 1_800_000_000
+    swimlane_hz: int = 50_000_000
+
+
 @attrs.frozen
 class SpaceSpec:
     space: MemorySpace
@@ -90,6 +115,7 @@ class SoC:
     # Pipes each core has, and which pipe moves data between two spaces.
     core_pipes: pmap = pmap()
     costs: Costs = Costs()
+    chip: ChipCosts = ChipCosts()
     event_ids: int = 8  # flags per direction per pipe pair
     # The M and N extents ConvertTensorToTileOps gives one cube block of a tensor-level
     # matmul (an assumption: a 128 x 256 FP32 block fills Acc, and its K slices then fit
@@ -121,6 +147,14 @@ class SoC:
     def cores(self, kind: CoreKind | None = None) -> tuple[CoreId, ...]:
         """Every core of the chip (of one kind), cluster by cluster."""
         return tuple(c for k in range(self.clusters) for c in self.cluster_cores(k) if kind in (None, c.kind))
+
+    def core_number(self, core: CoreId) -> int:
+        """The core's id on the chip, as the runtime and its swimlane number cores: the
+        cube cores first, cluster by cluster, then the vector cores (cluster c's at
+        aic_cores + c * aiv_per_cluster + index)."""
+        if core.kind is CoreKind.AIC:
+            return core.cluster * self.aic_per_cluster + core.index
+        return self.aic_cores + core.cluster * self.aiv_per_cluster + core.index
 
     def can_move(self, src: MemorySpace, dst: MemorySpace) -> bool:
         return (src, dst) in self.legal_moves

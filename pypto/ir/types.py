@@ -83,6 +83,21 @@ class ParamDirection(enum.Enum):
     InOut = "InOut"
 
 
+class ArgDirection(enum.Enum):
+    """How one call-site argument of a task takes part in dependency tracking (the
+    runtime's words): read (``Input``), written where it is (``OutputExisting``: the task
+    becomes its producer without waiting for the last one), read and written (``InOut``),
+    left out of tracking (``NoDep``), a scalar; ``Output`` is a buffer the runtime
+    allocates for the task (never derived from a parameter)."""
+
+    Input = "Input"
+    Output = "Output"
+    InOut = "InOut"
+    OutputExisting = "OutputExisting"
+    NoDep = "NoDep"
+    Scalar = "Scalar"
+
+
 class FunctionType(enum.Enum):
     Opaque = "Opaque"
     Orchestration = "Orchestration"

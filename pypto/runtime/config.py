@@ -100,6 +100,9 @@ class RunConfig:
     # of one PTOAS region, and the simulator reports no hazards, so the data races
     # corrupt the result the way the hardware would.
     unsafe_allow_colive_slots: bool = False
+    # UNSAFE, likewise for tasks: two tasks that race over GM bytes (unordered by any
+    # dependency) are not refused; their data is applied in the order they started.
+    unsafe_allow_task_races: bool = False
     # Write each simulated launch's L0 instruction trace to
     # <output_dir>/sim/OPPROF_<fn>_<timestamp>/simulator/ (visualize_data.bin, trace.json).
     enable_l0_trace: bool = False
@@ -123,7 +126,7 @@ _CONVERTERS = {
     "platform": _platform, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
     "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path,
     "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
-    "enable_l0_trace": _flag("enable_l0_trace"),
+    "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),
 }
 
 

@@ -20,8 +20,10 @@ from pypto.sim.views import check_call
 
 def run(program: n.Program, entry: str, args, kernel_call=None) -> tuple:
     """Call ``entry`` with ``args``; returns what it returns (tensors are written in place).
-    ``kernel_call(function, args) -> values``, when given, runs each InCore function call
-    (the simulator does); the interpreter runs everything else."""
+    ``kernel_call(function, args, statement, depth) -> values``, when given, takes each
+    kernel call (the chip does: a task submission) with the statement making it and how
+    many loop bodies and branches enclose it (its runtime scope depth); the interpreter
+    runs everything else."""
     return _Interpreter(program, kernel_call).call(program.function(entry), tuple(args))
 
 
@@ -41,10 +43,11 @@ class _Interpreter:
     def __init__(self, program: n.Program, kernel_call=None):
         self.program = program
         self.kernel_call = kernel_call
+        self.depth = 0  # loop bodies and branches around the statement running
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
-        if self.kernel_call is not None and fn.type.is_kernel:
-            return tuple(self.kernel_call(fn, args))
+        if self.kernel_call is not None and fn.type.is_kernel:  # an entry that is a kernel
+            return tuple(self.kernel_call(fn, args, None, self.depth))
         env = {p.name: a for p, a in zip(fn.params, args)}
         try:
             self.block(fn.body, env)
@@ -65,7 +68,11 @@ class _Interpreter:
             self.for_(s, env)
         elif isinstance(s, n.If):
             body = s.then_body if self.expr(s.cond, env, s) else s.else_body
-            values = self.run_body(body, env)
+            self.depth += 1
+            try:
+                values = self.run_body(body, env)
+            finally:
+                self.depth -= 1
             for b, v in zip(s.results, values):
                 env[b.name] = v
         elif isinstance(s, n.Yield):
@@ -89,13 +96,17 @@ class _Interpreter:
         if step <= 0:
             raise ExecutionError(f"loop step is {step}; it must be positive", span=s.span)
         carried = tuple(self.expr(a.init, env, s) for a in s.iter_args)
-        for i in range(start, stop, step):
-            env[s.var] = i
-            for a, v in zip(s.iter_args, carried):
-                env[a.name] = v
-            values = self.run_body(s.body, env)
-            if s.iter_args:
-                carried = values
+        self.depth += 1
+        try:
+            for i in range(start, stop, step):
+                env[s.var] = i
+                for a, v in zip(s.iter_args, carried):
+                    env[a.name] = v
+                values = self.run_body(s.body, env)
+                if s.iter_args:
+                    carried = values
+        finally:
+            self.depth -= 1
         for b, v in zip(s.results, carried):
             env[b.name] = v
 
@@ -109,6 +120,9 @@ class _Interpreter:
             args = tuple(self.expr(a, env, stmt) for a in v.args)
             if fn.type.is_kernel:  # what a kernel writes must be its own memory, as at the user's call
                 check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
+                if self.kernel_call is not None:
+                    values = tuple(self.kernel_call(fn, args, stmt, self.depth))
+                    return values[0] if values else None
             values = self.call(fn, args)
             return values[0] if values else None
         return self.expr(v, env, stmt)

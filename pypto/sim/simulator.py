@@ -72,12 +72,14 @@ class RunReport:
     instructions: int = 0  # executed compute/transfer instructions
     sync_instructions: int = 0  # executed set_flag / wait_flag
     launches: int = 0
-    # Each launch's timeline: (cycle it starts at, its issued items). The trace
-    # slices are built from it only when asked (``events``).
+    # Each launch's timeline: (cycle it starts at, its issued items[, the cores it ran on
+    # by those it was simulated on]). The trace slices are built from it only when asked
+    # (``events``).
     timelines: list = attrs.Factory(list)
     wall_seconds: float = 0.0
     trace_dirs: list = attrs.Factory(list)  # OPPROF_* directories of the L0 traces written
     outputs: tuple = ()  # what the entry function returned
+    tasks: list = attrs.Factory(list)  # on the chip: each task as it ran (``pypto.chip.orchestrator.TaskRecord``)
     _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     @property
@@ -86,11 +88,20 @@ class RunReport:
         and every pipe's, in start order."""
         if self._events is None:
             out = []
-            for shift, items in self.timelines:
-                out.extend(_trace_events(items, shift))
+            for shift, items, *cores in self.timelines:
+                out.extend(_trace_events(items, shift, cores[0] if cores else None))
             out.sort(key=lambda e: e.start)
             self._events = out
         return self._events
+
+    @property
+    def kernel_cycles(self) -> int:
+        """Cycles the cores spent running the tasks, start to end, summed (one task: its
+        run — what tuning the InCore function shrinks); ``cycles`` is the makespan, which
+        on the chip adds the orchestration, dispatch and pickup around them."""
+        if self.tasks:
+            return sum(t.end - t.start for t in self.tasks)
+        return self.cycles
 
     @property
     def trace_dir(self):
@@ -99,7 +110,7 @@ class RunReport:
 
     def merge(self, other: RunReport) -> None:
         shift = self.cycles
-        self.timelines.extend((s + shift, items) for s, items in other.timelines)
+        self.timelines.extend((s + shift, *rest) for s, *rest in other.timelines)
         self._events = None
         self.cycles += other.cycles
         for core, pipes in other.pipe_cycles.items():
@@ -173,6 +184,8 @@ class Timeline:
     memories: tuple  # (core name, space, bytes) of the on-chip memories it uses, as far as it uses them
     launches: int = 1
     steps: Effects.Steps | None = None  # a race-free timeline's effects, compiled (then ``effects`` is empty)
+    # the GM windows its loads and stores move: (launch, parameter, writes, offsets, extents), each once
+    footprint: tuple = ()
 
     def report(self) -> RunReport:
         return RunReport(cycles=self.cycles, pipe_cycles={c: dict(p) for c, p in self.pipe_cycles.items()},
@@ -325,6 +338,7 @@ class _Record:
         self.steps = None if unsafe else Effects.Steps([launch.tensors() for launch in launches])
         self.effects: list = []
         self.extents = Effects.Extents()
+        self.footprint = Footprint()
         self.items = Items()
         self.cycles = self.instructions = self.syncs = 0
         self.busy: dict = collections.defaultdict(int)  # (core name, pipe name) -> cycles occupied
@@ -339,6 +353,8 @@ class _Record:
             return
         self.instructions += 1
         self.extents.add(d)
+        if d.gm is not None:
+            self.footprint.add(d)
         if self.steps is None:
             self.effects.append((d.start, 1, d.launch, d.order, d))
             self.effects.append((d.end, 0, d.launch, d.order, d))
@@ -355,7 +371,28 @@ class _Record:
             pipe_cycles.setdefault(core, {})[pipe] = cycles
         self.effects.sort(key=lambda p: p[:4])
         return Timeline(tuple(self.effects), self.items, self.cycles, pipe_cycles, self.instructions, self.syncs,
-                        self.extents.sizes(), self.launches, self.steps)
+                        self.extents.sizes(), self.launches, self.steps, self.footprint.windows())
+
+
+class Footprint:
+    """The GM windows a timeline's loads and stores move, each distinct window once: what
+    a task reads and writes, for the chip's race check (by parameter and element offsets,
+    so a timeline reused for other tensors says where in them)."""
+
+    def __init__(self):
+        self.seen: dict = {}
+
+    def add(self, d) -> None:
+        args = d.args
+        if "output_tensor" in args:
+            key = (d.launch, d.gm[0], True, args["offsets"], args["tile"].valid)
+        else:
+            shapes = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
+            key = (d.launch, d.gm[0], False, args["offsets"], tuple(shapes))
+        self.seen[key] = None
+
+    def windows(self) -> tuple:
+        return tuple(self.seen)
 
 
 def apply(timeline: Timeline, *tensors: dict) -> None:
@@ -368,11 +405,15 @@ def apply(timeline: Timeline, *tensors: dict) -> None:
             Effects.apply(timeline.effects, timeline.memories, tensors)
 
 
-def _trace_events(items, shift: int):
+def _trace_events(items, shift: int, cores: dict | None = None):
     """The trace slices of one launch's timeline: each item's issue on the scalar unit, and
-    its run on its pipe."""
+    its run on its pipe (on ``cores[core]`` for each core it was simulated on, if given)."""
     scalar = Pipe.SCALAR.value
     for node, core, pipe, flag, issue, scalar_cost, start, end, detail in items:
+        if cores is not None:
+            core = cores.get(core, core)
+            if flag is not None:
+                flag = (cores.get(flag[0], flag[0]), flag[1], cores.get(flag[2], flag[2]), flag[3], flag[4])
         span = getattr(node, "span", None)
         name = item_name(node, flag)
         yield TraceEvent(core.name, scalar, f"issue {name}", issue - scalar_cost + shift, issue + shift, span,

@@ -1,0 +1,47 @@
+"""The runtime's dependency tracker, as the reference states it: for each task submitted,
+
+- creator retention: every tensor argument waits for the task that created its buffer;
+- producer lookup: an ``Input`` or ``InOut`` argument waits for the registered producer of
+  every byte it overlaps (by real addresses: views by their own offsets and strides, so
+  disjoint slices of one tensor are disjoint);
+- producer registration: an ``InOut`` or ``OutputExisting`` argument makes the task the
+  producer of its bytes.
+
+So read-after-write and write-after-write are ordered; write-after-read is not (a writer
+does not wait for earlier readers), and ``NoDep`` arguments take no part.
+"""
+
+from __future__ import annotations
+
+from pypto.chip.tasks import READS, REGISTERS, Edge, Task
+from pypto.sim.intervals import IntervalMap
+from pypto.sim.views import tensor_runs
+
+_PAGE_BITS = 16
+
+
+class Tracker:
+    def __init__(self):
+        self.producers = IntervalMap(_PAGE_BITS)  # byte -> the task number producing it
+        self.creators: dict[int, int] = {}  # data_ptr of a buffer a task created -> that task
+
+    def submit(self, task: Task) -> list[Edge]:
+        """The edges ``task`` waits on (one per producer and argument, as constructed: not
+        reduced), then ``task`` registered as the producer of what it writes."""
+        edges: dict[tuple, Edge] = {}
+        for a in task.args:
+            creator = self.creators.get(a.tensor.data_ptr())
+            if creator is not None and creator != task.number:
+                edges.setdefault((creator, a.index), Edge(creator, task.number, a.index, "creator"))
+            if a.direction in READS:
+                for lo, hi in tensor_runs(a.tensor):
+                    for page, k in self.producers.pieces(lo, hi):
+                        p = page.values[k]
+                        if p is not None and p != task.number:
+                            edges.setdefault((p, a.index), Edge(p, task.number, a.index, "tensormap"))
+        for a in task.args:
+            if a.direction in REGISTERS:
+                for lo, hi in tensor_runs(a.tensor):
+                    for page, k in self.producers.pieces(lo, hi):
+                        page.values[k] = task.number
+        return list(edges.values())

@@ -1,0 +1,167 @@
+"""One run of an orchestration on the simulated chip: the interpreter walks the
+orchestration in source order and hands each kernel call here as a task submission; each
+task's timeline is simulated on its own (pure, reused for a task like an earlier one), the
+tracker derives its edges, and at the end the scheduler places every task, the race check
+runs, and the tasks' data effects are applied in the order they started — a linear
+extension of the edges, so a race-free graph computes what program order does.
+
+    run = ChipRun(program, soc, kernels, config)
+    values = interpreter.run(program, entry, args, run.submit)
+    report = run.finish()
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from pypto.backend import CoreId, CoreKind, SoC
+from pypto.chip import races
+from pypto.chip.deps import Tracker
+from pypto.chip.scheduler import schedule
+from pypto.chip.tasks import Edge, Task, TaskArg
+from pypto.ir import nodes as n
+from pypto.ir.directions import call_directions
+from pypto.ir.printer import expr
+from pypto.ir.types import ArgDirection, ParamDirection, TensorType
+from pypto.sim.simulator import Launch, RunReport, apply, simulate
+from pypto.sim.views import window_runs
+
+RINGS = 4  # a task's ring is its scope depth, the deepest ones sharing the last
+
+
+@attrs.frozen
+class TaskRecord:
+    """One task as it ran (``RunReport.tasks``); times in core cycles from the start of
+    the orchestration."""
+
+    task_id: str  # r<ring>t<local>
+    kernel: str
+    core: int  # the core's id on the chip (a mix task: its cluster's cube core)
+    core_type: str  # "aic", "aiv" or "mix"
+    block: int  # which block of an SPMD task (0 otherwise)
+    dispatch: int
+    start: int
+    end: int
+    finish: int
+    deps: tuple = ()  # the task_ids it waited for
+    pipe_cycles: dict = attrs.Factory(dict)  # core name -> pipe -> cycles, this task's alone
+
+
+class ChipRun:
+    def __init__(self, program: n.Program, soc: SoC, kernels: dict, *, unsafe_colive: bool = False,
+                 unsafe_races: bool = False, on_launch=None):
+        self.program = program
+        self.soc = soc
+        self.kernels = kernels
+        self.unsafe_colive = unsafe_colive
+        self.unsafe_races = unsafe_races
+        self.on_launch = on_launch
+        self.directions: dict[int, tuple] = {}
+        for fn in program.functions:
+            if not fn.type.is_kernel:
+                self.directions.update(call_directions(program, fn))
+        self.tracker = Tracker()
+        self.tasks: list[Task] = []
+        self.edges: list[Edge] = []
+        self.launches: list[tuple] = []  # per task: (Launch, Timeline)
+        self.locals = [0] * RINGS
+        self.clock = 0  # the orchestrator's
+        self.began = time.perf_counter()
+
+    def submit(self, fn: n.Function, args: tuple, stmt, depth: int) -> tuple:
+        """Take one kernel call as a task; what the call returns (the tensors it hands back,
+        which are its arguments)."""
+        kernel = self.kernels[fn.name]
+        timeline = simulate(kernel, args, self.soc, unsafe=self.unsafe_colive)
+        directions = self.directions.get(id(stmt)) if stmt is not None else None
+        call = getattr(stmt, "value", None)
+        written = [expr(a) for a in call.args] if isinstance(call, n.FuncCall) else [p.name for p in fn.params]
+        targs = []
+        for k, (p, a) in enumerate(zip(fn.params, args)):
+            if not isinstance(p.type, TensorType):
+                continue
+            d = directions[k] if directions is not None else _direction(p.direction)
+            targs.append(TaskArg(k, p.name, d, a, written[k]))
+        ring = min(depth, RINGS - 1)
+        self.clock += self.soc.chip.submit
+        task = Task(len(self.tasks), ring, self.locals[ring], fn.name, _core_type(kernel), tuple(targs),
+                    getattr(stmt, "span", None), self.clock, timeline.cycles)
+        self.locals[ring] += 1
+        edges = self.tracker.submit(task)
+        task.preds = tuple(sorted({e.pred for e in edges}))
+        self.tasks.append(task)
+        self.edges.extend(edges)
+        self.launches.append((Launch(kernel, args), timeline))
+        by_name = {p.name: v for p, v in zip(fn.params, args)}
+        return tuple(by_name[name] for name in kernel.returns)
+
+    def finish(self) -> RunReport:
+        """Schedule the tasks, check them for races, apply their data; the report."""
+        makespan = schedule(self.tasks, self.soc)
+        if not self.unsafe_races:
+            races.check(self.tasks, {t.number: self._accesses(t) for t in self.tasks})
+        report = RunReport(cycles=makespan)
+        for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):
+            launch, timeline = self.launches[t.number]
+            apply(timeline, launch.tensors())
+            cores = self._cores(t)
+            own = timeline.report()
+            pipes = {cores.get(c, c): dict(p) for c, p in own.pipe_cycles.items()}
+            for core, per in pipes.items():
+                mine = report.pipe_cycles.setdefault(core, {})
+                for pipe, cycles in per.items():
+                    mine[pipe] = mine.get(pipe, 0) + cycles
+            report.instructions += timeline.instructions
+            report.sync_instructions += timeline.sync_instructions
+            report.launches += 1
+            report.timelines.append((t.start, timeline.items, {_canonical(k): v for k, v in self._core_ids(t).items()}))
+            if self.on_launch is not None:
+                self.on_launch(launch.kernel, own)
+                report.trace_dirs.extend(own.trace_dirs)
+            report.tasks.append(TaskRecord(t.name, t.kernel, self.soc.core_number(t.core), t.core_type, 0, t.dispatch,
+                                           t.start, t.end, t.finish, tuple(self.tasks[p].name for p in t.preds),
+                                           pipes))
+        report.tasks.sort(key=lambda r: (r.start, r.task_id))
+        report.wall_seconds = time.perf_counter() - self.began
+        return report
+
+    def _core_ids(self, t: Task) -> dict:
+        """The cores the task's timeline was simulated on (cluster 0's) -> the ones it ran on."""
+        if t.core_type == "mix":
+            cores = self.soc.cluster_cores(t.core.cluster)
+            aiv = next(c for c in cores if c.kind is CoreKind.AIV)
+            return {CoreKind.AIC: t.core, CoreKind.AIV: aiv}
+        return {t.core.kind: t.core}
+
+    def _cores(self, t: Task) -> dict:
+        """Core name in the task's timeline -> the name of the core it ran on."""
+        return {_canonical(kind).name: core.name for kind, core in self._core_ids(t).items()}
+
+    def _accesses(self, t: Task) -> list:
+        launch, timeline = self.launches[t.number]
+        tensors = launch.tensors()
+        by_param = {a.param: a for a in t.args}
+        out = []
+        for _, param, write, offsets, extents in timeline.footprint:
+            for lo, hi in window_runs(tensors[param], offsets, extents):
+                out.append((lo, hi, write, by_param[param]))
+        return out
+
+
+def _canonical(kind: CoreKind) -> CoreId:
+    return CoreId(kind, 0, 0)
+
+
+def _core_type(kernel) -> str:
+    kinds = {p.core for p in kernel.programs}
+    if kinds == {CoreKind.AIC}:
+        return "aic"
+    return "mix" if CoreKind.AIC in kinds else "aiv"
+
+
+def _direction(d: ParamDirection) -> ArgDirection:
+    """A kernel run as the entry itself: its parameters' own directions."""
+    return {ParamDirection.In: ArgDirection.Input, ParamDirection.Out: ArgDirection.OutputExisting,
+            ParamDirection.InOut: ArgDirection.InOut}[d]
