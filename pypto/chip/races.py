@@ -72,7 +72,6 @@ def _race(u: Task, u_writes: bool, u_arg, t: Task, t_writes: bool, t_arg, seg, o
     when = (f"ran at the same time (cycles {u.start}-{u.end} and {t.start}-{t.end})" if overlapped
             else f"ran out of program order (the later submitted {u.name} ended at cycle {u.end}, before "
                  f"{t.name} began at {t.start})")
-    verbs = f"{'writes' if u_writes else 'reads'} and {'writes' if t_writes else 'reads'}"
     first_writes = u_writes if first is u else t_writes
     if not first_writes:  # a writer after a reader: the runtime does not order that
         hint = (f"the runtime does not order a writer after earlier readers: make {second.name} wait for "
@@ -82,5 +81,6 @@ def _race(u: Task, u_writes: bool, u_arg, t: Task, t_writes: bool, t_arg, seg, o
                 f"manual_dep, a manual scope — asserted they were independent): give them disjoint bytes, or "
                 f"order them with deps=[...]; RunConfig(unsafe_allow_task_races=True) runs it anyway")
     return TaskRace(
-        f"{u.where()} and {t.where()} race: they {verbs} {place} and no dependency orders them; they {when}",
+        f"{u.where()} {'writes' if u_writes else 'reads'} {place}, which {t.where()} "
+        f"{'writes' if t_writes else 'reads'}, and no dependency orders them: they {when}",
         span=second.span, hint=hint)

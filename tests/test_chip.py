@@ -1,0 +1,194 @@
+"""The simulated chip: each kernel call of an orchestration is a task; the runtime's rules
+derive its edges; the scheduler places tasks on 24 AIC + 48 AIV cores; unordered tasks
+over the same bytes are a race. Each rule is checked on its edges and on the results on
+both platforms."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.backend import A2A3
+from pypto.chip.races import TaskRace
+from pypto.ir.directions import call_directions
+from pypto.ir.types import ArgDirection as D
+from pypto.runtime import RunConfig
+
+R, C = 64, 128
+CG = pl.Level.CORE_GROUP
+REF = RunConfig(platform="ref")
+
+
+def bands(loop, n=4):
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in loop(n):
+            with pl.at(level=CG):
+                pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], out)
+        return out
+
+    return k
+
+
+def run_both(kernel, *args, **config):
+    """(report on a2a3sim, the arguments after ref) — each platform on its own copies."""
+    ref_args = [a.clone() for a in args]
+    kernel(*ref_args, config=REF)
+    sim_args = [a.clone() for a in args]
+    report = kernel.compile(*sim_args, config=RunConfig(**config)).run(*sim_args)
+    for got, want in zip(sim_args, ref_args):
+        assert torch.equal(got, want)
+    return report, sim_args
+
+
+def deps(report) -> dict:
+    return {t.task_id: t.deps for t in report.tasks}
+
+
+def test_parallel_tasks_take_their_own_cores_and_wait_for_nothing():
+    a = torch.randn(4 * R, C)
+    report, (_, out) = run_both(bands(pl.parallel), a, torch.zeros(4 * R, C))
+    assert torch.equal(out, torch.exp(a))
+    assert deps(report) == {f"r1t{k}": () for k in range(4)}
+    assert sorted(t.core for t in report.tasks) == [24, 25, 26, 27]  # the first vector cores
+    assert {t.core_type for t in report.tasks} == {"aiv"}
+    starts = sorted(t.start for t in report.tasks)
+    assert all(b - a == A2A3.chip.submit for a, b in zip(starts, starts[1:]))  # the orchestrator's pace
+    assert report.cycles == max(t.finish for t in report.tasks)
+
+
+def test_a_sequential_loop_chains_its_writers_r_seq():
+    a = torch.randn(4 * R, C)
+    report, (_, out) = run_both(bands(pl.range), a, torch.zeros(4 * R, C))
+    assert torch.equal(out, torch.exp(a))
+    assert deps(report) == {"r1t0": (), "r1t1": ("r1t0",), "r1t2": ("r1t1",), "r1t3": ("r1t2",)}
+    by_id = {t.task_id: t for t in report.tasks}
+    for k in range(1, 4):
+        assert by_id[f"r1t{k}"].dispatch >= by_id[f"r1t{k - 1}"].finish  # after the producer's finish
+
+
+def test_parallel_is_faster_than_sequential_on_the_same_work():
+    a = torch.randn(16 * R, C)
+    seq, _ = run_both(bands(pl.range, 16), a, torch.zeros(16 * R, C))
+    par, _ = run_both(bands(pl.parallel, 16), a, torch.zeros(16 * R, C))
+    assert par.kernel_cycles == seq.kernel_cycles  # the same tasks
+    assert par.cycles < seq.cycles / 2
+
+
+def test_directions_follow_the_reference_rules():
+    @pl.jit
+    def k(a: pl.Tensor, io: pl.InOut[pl.Tensor], out: pl.Out[pl.Tensor], w: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):  # first writer of out: OutputExisting; io is the entry's InOut: InOut
+            t = pl.load(a, [0, 0], [R, C])
+            pl.store(t, [0, 0], out)
+            pl.store(t, [0, 0], io)
+        with pl.at(level=CG):  # out written before: R-prior
+            pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], out)
+        for i in pl.range(2):  # a sequential loop: R-seq
+            with pl.at(level=CG):
+                pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], w)
+        return io, out, w
+
+    args = [torch.randn(R, C) for _ in range(4)]
+    compiled = k.compile(*args)
+    program = compiled.lowered
+    entry = program.function(compiled.entry)
+    found = sorted(call_directions(program, entry).values(), key=len)
+    assert found == sorted([(D.Input, D.OutputExisting, D.InOut), (D.Input, D.InOut), (D.Input, D.InOut)],
+                           key=len)
+
+
+def test_read_after_write_waits_for_the_producer():
+    @pl.jit
+    def k(a: pl.Tensor, scratch: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], scratch)
+        with pl.at(level=CG):
+            pl.store(pl.neg(pl.load(scratch, [0, 0], [R, C])), [0, 0], out)
+        return scratch, out
+
+    a = torch.randn(R, C)
+    report, (_, _, out) = run_both(k, a, torch.zeros(R, C), torch.zeros(R, C))
+    assert torch.equal(out, -torch.exp(a))
+    assert deps(report) == {"r0t0": (), "r0t1": ("r0t0",)}
+
+
+def test_disjoint_bands_of_one_tensor_do_not_wait_for_each_other():
+    @pl.jit
+    def k(a: pl.Tensor, scratch: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], scratch)
+        with pl.at(level=CG):  # reads scratch's second band, which nobody wrote
+            pl.store(pl.neg(pl.load(scratch, [R, 0], [R, C])), [0, 0], out)
+        return scratch, out
+
+    a = torch.randn(2 * R, C)
+    report, _ = run_both(k, a, torch.zeros(2 * R, C), torch.zeros(R, C))
+    # the reader's argument is the whole of scratch: the tracker sees the tensor the task
+    # is given, so it waits — narrower views (pl.slice) are what make bands independent
+    assert deps(report)["r0t1"] == ("r0t0",)
+
+
+def war(x: pl.InOut[pl.Tensor], z: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=CG):
+        pl.store(pl.exp(pl.load(x, [0, 0], [R, C])), [0, 0], y)
+    with pl.at(level=CG):
+        pl.store(pl.neg(pl.load(z, [0, 0], [R, C])), [0, 0], x)
+    return x, y
+
+
+def test_write_after_read_is_not_ordered_and_is_reported_as_a_race():
+    kernel = pl.jit(war)
+    x, z, y = torch.randn(R, C), torch.randn(R, C), torch.zeros(R, C)
+    with pytest.raises(TaskRace) as err:
+        kernel(x.clone(), z, y.clone())
+    message = str(err.value)
+    assert "r0t0" in message and "r0t1" in message and "reads x[0, 0]" in message and "writes" in message
+    assert "test_chip.py" in message and "does not order a writer after earlier readers" in message
+    assert err.value.span is not None and err.value.span.line == war.__code__.co_firstlineno + 3
+
+
+def test_unsafe_allow_task_races_runs_the_racing_graph():
+    kernel = pl.jit(war)
+    x, z, y = torch.randn(R, C), torch.randn(R, C), torch.zeros(R, C)
+    x0 = x.clone()
+    report = kernel.compile(x, z, y, config=RunConfig(unsafe_allow_task_races=True)).run(x, z, y)
+    assert deps(report) == {"r0t0": (), "r0t1": ()}
+    assert torch.equal(x, -z)
+    assert torch.equal(y, torch.exp(x0))  # the reader started first: it read the old x
+
+
+def test_parallel_writers_of_the_same_bytes_race():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.parallel(2):
+            with pl.at(level=CG):
+                pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [0, 0], out)
+        return out
+
+    with pytest.raises(TaskRace, match="r1t0 .* writes out\\[0, 0\\], which task r1t1 .* writes"):
+        k(torch.randn(2 * R, C), torch.zeros(R, C))
+
+
+def test_task_records_and_per_task_figures():
+    a = torch.randn(2 * R, C)
+    report, _ = run_both(bands(pl.parallel, 2), a, torch.zeros(2 * R, C))
+    c = A2A3.chip
+    for t in report.tasks:
+        assert t.block == 0 and t.kernel.endswith("_incore_0")
+        assert t.dispatch < t.start < t.end < t.finish
+        assert t.start - t.dispatch == c.pickup and t.finish - t.end == c.completion
+        (core, pipes), = t.pipe_cycles.items()
+        assert core == f"aiv{t.core - A2A3.aic_cores}" and pipes["VECTOR"] > 0
+    assert set(report.pipe_cycles) == {"aiv0", "aiv1"}
+    assert {e.core for e in report.events} == {"aiv0", "aiv1"}  # the trace on the cores that ran them
+    assert report.kernel_cycles == sum(t.end - t.start for t in report.tasks)
+
+
+def test_a_cube_task_runs_on_a_cube_core():
+    from pypto.examples import b_trans_matmul
+
+    x, w = b_trans_matmul.inputs()
+    out = torch.zeros(b_trans_matmul.M, b_trans_matmul.N)
+    report = b_trans_matmul.matmul_row_major.compile(x, w, out).run(x, w, out)
+    (task,) = report.tasks
+    assert (task.core_type, task.core) == ("aic", 0)
