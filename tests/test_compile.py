@@ -37,7 +37,7 @@ def test_compile_returns_the_program_before_and_after_and_writes_its_directory(s
     compiled = compile_seed(seed, "pipelined", tmp_path, dump_passes=True)
     assert isinstance(compiled, CompiledProgram)
     assert compiled.output_dir == (tmp_path / "pipelined").resolve()
-    assert compiled.param_names == ("a", "out") and compiled.platform == "a2a3sim"
+    assert compiled.param_names == ["a", "out"] and compiled.platform == "a2a3sim"
     assert sorted(p.name for p in (compiled.output_dir / "kernels" / "aiv").iterdir()) == ["pipelined_incore_0.pto"]
     assert "pl.pipeline(8, stage=2)" in compiled.program.as_python()
     assert "pl.pipeline" not in compiled.lowered.as_python()

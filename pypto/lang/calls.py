@@ -140,7 +140,7 @@ class CallConverter(ExprConverter):
             if meaning.name == "const":
                 return self._const_call(node)
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
-                     "parallel": "a for-loop iterator", "at": "a with statement",
+                     "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
                      "yield_": "the last statement of a loop or branch body"}[meaning.name]
             raise self.error(UnsupportedSyntaxError, node, f"pl.{meaning.name} is only valid as {where}")
         if isinstance(ref, N.Kernel):

@@ -15,6 +15,7 @@ import attrs
 
 from pypto.errors import (
     ParseError,
+    PyptoError,
     TypeCheckError,
     UnsupportedSyntaxError,
 )
@@ -50,19 +51,68 @@ class Frame:
 
 
 
+LOOPS = "For loop must use pl.range(), pl.parallel(), pl.unroll() or pl.pipeline()"
+
+
 class ControlFlow:
     """Loops, ifs, yields and scopes of ``FunctionConverter``."""
+
+    def unrolled(self, node: ast.For) -> bool:
+        """Whether the loop is ``pl.unroll(...)``: expanded here, at compile time."""
+        it = node.iter
+        if not isinstance(it, ast.Call):
+            return False
+        _, meaning = self.entity(it.func)
+        return isinstance(meaning, N.Builtin) and meaning.name == "unroll"
+
+    def unroll(self, node: ast.For, live_after: frozenset) -> None:
+        """The body once per value of the loop variable, each a constant: N scopes in the
+        body make N tasks (``pl.range`` makes them at run time)."""
+        it = node.iter
+        if node.orelse:
+            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
+        for k in it.keywords:
+            if k.arg == "init_values":
+                raise self.error(TypeCheckError, k, "pl.unroll() cannot be combined with init_values",
+                                 hint="use pl.range() to carry values through a loop; in an unrolled loop, "
+                                      "rebind the names in the body")
+            raise self.error(TypeCheckError, k, f"pl.unroll got an unexpected keyword '{k.arg}'")
+        if not 1 <= len(it.args) <= 3:
+            raise self.error(TypeCheckError, it, "pl.unroll() takes 1 to 3 positional arguments")
+        bounds = []
+        for a in it.args:
+            try:
+                value = self.required(a, "pl.unroll()'s bounds")
+            except PyptoError:
+                value = None
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise self.error(TypeCheckError, a, "pl.unroll() requires compile-time constant integer bounds",
+                                 hint="use pl.range() for bounds known only at run time")
+            bounds.append(value)
+        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds[0], bounds[1],
+                                                                         bounds[2] if len(bounds) == 3 else 1)
+        if step == 0:
+            raise self.error(TypeCheckError, it.args[2], "pl.unroll() step cannot be zero")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(UnsupportedSyntaxError, node.target, "the loop variable is a single name")
+        name = node.target.id
+        # each copy is followed by the next, which reads what the body leaves
+        live = live_after | liveness.upward_exposed(node.body)
+        for value in range(start, stop, step):
+            self.bind(name, INDEX, n.Const(value), node.target)
+            for stmt, later in zip(node.body, liveness.live_after_each(node.body, live)):
+                self.statement(stmt, later, False)
 
     def loop_header(self, node: ast.For):
         it = node.iter
         if not isinstance(it, ast.Call):
-            raise self.error(UnsupportedSyntaxError, it, "kernel loops iterate over pl.range / pl.pipeline / pl.parallel")
+            raise self.error(UnsupportedSyntaxError, it, LOOPS)
         _, meaning = self.entity(it.func)
         if isinstance(it.func, ast.Name) and it.func.id == "range" and not isinstance(meaning, N.Builtin):
             raise self.error(UnsupportedSyntaxError, it, "Python's range() is not a kernel loop",
                              hint="use pl.range(...) (or pl.pipeline / pl.parallel)")
         if not isinstance(meaning, N.Builtin) or meaning.name not in ("range", "pipeline", "parallel"):
-            raise self.error(UnsupportedSyntaxError, it, "kernel loops iterate over pl.range / pl.pipeline / pl.parallel")
+            raise self.error(UnsupportedSyntaxError, it, LOOPS)
         kind = {"range": ForKind.Sequential, "pipeline": ForKind.Pipeline, "parallel": ForKind.Parallel}[meaning.name]
         if not 1 <= len(it.args) <= 3:
             raise self.error(TypeCheckError, it, f"pl.{meaning.name}() takes 1 to 3 positional arguments")
@@ -97,6 +147,8 @@ class ControlFlow:
         return kind, start, stop, step, stage, inits
 
     def for_(self, node: ast.For, live_after: frozenset) -> None:
+        if self.unrolled(node):
+            return self.unroll(node, live_after)
         if node.orelse:
             raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
         kind, start, stop, step, stage, inits = self.loop_header(node)

@@ -47,6 +47,7 @@ tensor = _OpNamespace("tensor")
 range = _DslName("range")  # noqa: A001  (the kernel language's own range)
 pipeline = _DslName("pipeline")
 parallel = _DslName("parallel")
+unroll = _DslName("unroll")
 at = _DslName("at")
 yield_ = _DslName("yield_")
 min = _DslName("min")  # noqa: A001
@@ -61,5 +62,5 @@ __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
     "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar",
     "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
-    "pipeline", "program", "range", "tensor", "tile", "yield_", *sorted(_UNIFIED),
+    "pipeline", "program", "range", "tensor", "tile", "unroll", "yield_", *sorted(_UNIFIED),
 ]

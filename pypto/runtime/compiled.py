@@ -43,7 +43,7 @@ class CompiledProgram:
     name: str
     program: n.Program  # as specialized, before any pass
     lowered: n.Program  # after the pipeline
-    param_names: tuple
+    param_names: list  # the entry's parameters, in order (a list, as the reference has it)
     platform: str
     config: RunConfig
     diagnostics: tuple
@@ -106,7 +106,7 @@ class CompiledProgram:
 
 def compile_program(program: n.Program, param_names, config: RunConfig, *, write: bool) -> CompiledProgram:
     lowering = lower_program(program, config)
-    compiled = CompiledProgram(program.name, program, lowering.program, tuple(param_names), config.platform,
+    compiled = CompiledProgram(program.name, program, lowering.program, list(param_names), config.platform,
                                config, lowering.diagnostics, lowering.timings)
     # Code is generated on every platform, so that a program codegen refuses is refused on
     # `ref` too; `ref` then interprets the IR instead of running the kernels.

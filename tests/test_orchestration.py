@@ -1,0 +1,125 @@
+"""The orchestration language: what an entry body may do around its tasks."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.errors import PyptoError
+from pypto.runtime import RunConfig
+
+R, C = 64, 128
+CG = pl.Level.CORE_GROUP
+
+
+def test_unroll_makes_one_task_per_iteration_at_compile_time():
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for i in pl.unroll(4):
+            with pl.at(level=CG):
+                pl.store(pl.add(pl.load(a, [i * R, 0], [R, C]), pl.load(b, [i * R, 0], [R, C])), [i * R, 0], c)
+        return c
+
+    a, b = torch.randn(4 * R, C), torch.randn(4 * R, C)
+    for platform in ("ref", "a2a3sim"):
+        c = torch.zeros(4 * R, C)
+        compiled = k.compile(a, b, c, config=RunConfig(platform=platform))
+        report = compiled.run(a, b, c)
+        assert torch.equal(c, a + b)
+    assert [f.name for f in compiled.lowered.functions if f.type.is_kernel] == [f"k_incore_{j}" for j in range(4)]
+    assert "pl.unroll" not in compiled.lowered.as_python()
+    # four sibling tasks of the body's scope writing one buffer: each after the last (R-prior)
+    assert [(t.task_id, t.deps) for t in sorted(report.tasks, key=lambda t: t.task_id)] == \
+        [("r0t0", ()), ("r0t1", ("r0t0",)), ("r0t2", ("r0t1",)), ("r0t3", ("r0t2",))]
+
+
+def test_unroll_with_start_stop_step_and_names_rebound_in_the_body():
+    @pl.jit
+    def k(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        off = 0
+        for i in pl.unroll(1, 7, 2):  # 1, 3, 5
+            with pl.at(level=CG):
+                pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [off, 0], c)
+            off = off + R
+        return c
+
+    a = torch.randn(6 * R, C)
+    c = torch.zeros(3 * R, C)
+    k(a, c)
+    assert torch.equal(c, torch.exp(torch.cat([a[R:2 * R], a[3 * R:4 * R], a[5 * R:6 * R]])))
+
+
+def test_unroll_inside_a_kernel_unrolls_its_loop():
+    @pl.jit
+    def k(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            for i in pl.unroll(2):
+                pl.store(pl.neg(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], c)
+        return c
+
+    a = torch.randn(2 * R, C)
+    c = torch.zeros(2 * R, C)
+    compiled = k.compile(a, c)
+    compiled.run(a, c)
+    assert torch.equal(c, -a)
+    assert "for " not in compiled.program.as_python()
+
+
+def _error(src_fn, *args) -> PyptoError:
+    with pytest.raises(PyptoError) as err:
+        pl.jit(src_fn)(*args)
+    return err.value
+
+
+def test_unroll_refuses_init_values_with_the_reference_wording():
+    def k(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        acc = 0
+        for i, (acc,) in pl.unroll(2, init_values=(acc,)):
+            acc = pl.yield_(acc + i)
+        with pl.at(level=CG):
+            pl.store(pl.load(a, [acc, 0], [R, C]), [0, 0], c)
+        return c
+
+    err = _error(k, torch.randn(2 * R, C), torch.zeros(R, C))
+    assert "pl.unroll() cannot be combined with init_values" in err.message and "pl.range()" in err.hint
+    assert err.span.line == k.__code__.co_firstlineno + 2
+
+
+def test_unroll_needs_constant_bounds_and_a_nonzero_step():
+    def runtime_bound(a: pl.Tensor, n: pl.Scalar[pl.INDEX], c: pl.Out[pl.Tensor]):
+        for i in pl.unroll(n):
+            with pl.at(level=CG):
+                pl.store(pl.load(a, [i * R, 0], [R, C]), [0, 0], c)
+        return c
+
+    def zero_step(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for i in pl.unroll(0, 4, 0):
+            with pl.at(level=CG):
+                pl.store(pl.load(a, [i * R, 0], [R, C]), [0, 0], c)
+        return c
+
+    err = _error(runtime_bound, torch.randn(R, C), 1, torch.zeros(R, C))
+    assert "pl.unroll() requires compile-time constant integer bounds" in err.message
+    err = _error(zero_step, torch.randn(R, C), torch.zeros(R, C))
+    assert "pl.unroll() step cannot be zero" in err.message
+
+
+def test_a_python_iterator_names_every_loop_form():
+    def k(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+        for i in [0, 1]:
+            with pl.at(level=CG):
+                pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], c)
+        return c
+
+    err = _error(k, torch.randn(R, C), torch.zeros(R, C))
+    assert "pl.range(), pl.parallel(), pl.unroll() or pl.pipeline()" in err.message
+
+
+def test_param_names_is_a_list():
+    @pl.jit
+    def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            out[:] = pl.add(a, b)
+        return out
+
+    a = torch.randn(R, C)
+    assert add.compile(a, a, torch.zeros(R, C)).param_names == ["a", "b", "out"]
