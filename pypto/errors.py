@@ -113,7 +113,7 @@ class SpecializationError(PyptoError):
     """Call arguments that do not match a kernel's signature."""
 
 
-class ConfigError(PyptoError):
+class ConfigError(PyptoError, ValueError):
     """A RunConfig value the runtime does not know."""
 
 

@@ -17,12 +17,11 @@ from pypto.chip.tasks import READS, REGISTERS, Edge, Task
 from pypto.sim.intervals import IntervalMap
 from pypto.sim.views import tensor_runs
 
-_PAGE_BITS = 16
-
-
 class Tracker:
     def __init__(self):
-        self.producers = IntervalMap(_PAGE_BITS)  # byte -> the task number producing it
+        # byte -> the task number producing it; one list, not pages: a task is usually given
+        # whole tensors, a few long runs, which pages would cut into thousands of pieces
+        self.producers = IntervalMap()
         self.creators: dict[int, int] = {}  # data_ptr of a buffer a task created -> that task
 
     def submit(self, task: Task) -> list[Edge]:

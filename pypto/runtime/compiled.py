@@ -78,7 +78,8 @@ class CompiledProgram:
         # unlocated: @located puts the user's call on it, finding the caller only on error
         check_call(self.name, tuple(attrs.evolve(p, name=x) for p, x in zip(self.params, names)), args, None)
         on_launch = self._write_l0_trace if self.config.enable_l0_trace and self.output_dir is not None else None
-        values, report = execute(self.lowered, self.entry, args, self.config, self.kernels, on_launch)
+        dfx = self.output_dir / "dfx_outputs" if self.output_dir is not None else None
+        values, report = execute(self.lowered, self.entry, args, self.config, self.kernels, on_launch, dfx)
         report.outputs = values
         return report
 

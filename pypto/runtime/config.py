@@ -82,6 +82,41 @@ def _flag(name: str):
     return check
 
 
+def _swimlane(value) -> int:
+    if isinstance(value, bool):
+        return 4 if value else 0
+    if not isinstance(value, int):
+        raise ConfigError(f"enable_chip_swimlane must be an int collection level (0-4) or a bool, got "
+                          f"{type(value).__name__}", hint="e.g. enable_chip_swimlane=True (level 4)")
+    if not 0 <= value <= 4:
+        raise ConfigError("enable_chip_swimlane must be a collection level in [0, 4] (0=off, 1=AICore timing, "
+                          f"2=+dispatch/finish, 3=+sched phases, 4=+orch phases), got {value}")
+    return value
+
+
+def _ring(name: str, ok, rule: str):
+    """A ring size: None (the default), one int for all four rings, or exactly four (0 keeps
+    that ring's default); a list either way."""
+    def check(value):
+        if value is None:
+            return None
+        if isinstance(value, (list, tuple)):
+            if len(value) != 4:
+                raise ConfigError(f"{name} must have exactly 4 entries (one per scope-depth ring), got {len(value)}")
+            for v in value:
+                if isinstance(v, bool) or not isinstance(v, int) or not (v == 0 or ok(v)):
+                    raise ConfigError(f"{name} entries must be {rule} (or 0 to keep default), got {v!r}")
+            return list(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not ok(value):
+            raise ConfigError(f"{name} must be {rule}, got {value!r}")
+        return [value] * 4
+    return check
+
+
+def _power_of_two(least: int):
+    return lambda v: v >= least and v & (v - 1) == 0
+
+
 @attrs.frozen(kw_only=True, init=False)
 class RunConfig:
     """Built as ``RunConfig(platform="ref", ...)``: fields by name, each checked where it is
@@ -106,6 +141,17 @@ class RunConfig:
     # Write each simulated launch's L0 instruction trace to
     # <output_dir>/sim/OPPROF_<fn>_<timestamp>/simulator/ (visualize_data.bin, trace.json).
     enable_l0_trace: bool = False
+    # The chip's artifacts under <output_dir>/dfx_outputs/: the swimlane records
+    # (chip_swimlane_records.json) at a collection level 0-4 (True: 4), the task graph
+    # (deps.json), the runtime scopes' ring use (scope_stats/scope_stats.jsonl).
+    enable_chip_swimlane: int = 0
+    enable_dep_gen: bool = False
+    enable_scope_stats: bool = False
+    # The runtime's rings, per scope depth 0..3 (None: the runtime's defaults): in-flight
+    # task slots, heap bytes for the tensors a scope creates, dependency-edge entries.
+    ring_task_window: list | None = None
+    ring_heap: list | None = None
+    ring_dep_pool: list | None = None
 
     def __init__(self, *args, **fields):
         try:
@@ -119,7 +165,12 @@ class RunConfig:
     @property
     def writes_artifacts(self) -> bool:
         """Whether a plain kernel call writes an output directory (compile() always does)."""
-        return self.dump_passes is not PassDumpLevel.NONE or self.output_dir is not None or self.enable_l0_trace
+        return (self.dump_passes is not PassDumpLevel.NONE or self.output_dir is not None or self.enable_l0_trace
+                or self.any_dfx_enabled())
+
+    def any_dfx_enabled(self) -> bool:
+        """Whether a run writes anything under dfx_outputs/."""
+        return bool(self.enable_chip_swimlane or self.enable_dep_gen or self.enable_scope_stats)
 
 
 _CONVERTERS = {
@@ -127,6 +178,11 @@ _CONVERTERS = {
     "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path,
     "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
     "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),
+    "enable_chip_swimlane": _swimlane, "enable_dep_gen": _flag("enable_dep_gen"),
+    "enable_scope_stats": _flag("enable_scope_stats"),
+    "ring_task_window": _ring("ring_task_window", _power_of_two(4), "a power of 2 >= 4"),
+    "ring_heap": _ring("ring_heap", _power_of_two(1024), "a power of 2 >= 1024 (bytes per ring)"),
+    "ring_dep_pool": _ring("ring_dep_pool", lambda v: 4 <= v <= 2**31 - 1, "in [4, INT32_MAX]"),
 }
 
 

@@ -4,7 +4,10 @@ cores and simulated on its own (``pypto.chip``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pypto.backend import backend
+from pypto.chip import records
 from pypto.chip.orchestrator import ChipRun
 from pypto.ir import nodes as n
 from pypto.runtime.config import RunConfig
@@ -14,13 +17,19 @@ from pypto.sim.simulator import RunReport
 
 
 def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None,
-            on_launch=None):
+            on_launch=None, dfx: Path | None = None):
     """(values the entry returns, RunReport). ``on_launch(kernel, report)`` sees each
-    task's own report (the L0 trace writer does)."""
+    task's own report (the L0 trace writer does); the chip's artifacts the config asks
+    for go under ``dfx``."""
     with one_thread():
         if config.platform == "ref":
             return interpreter.run(program, entry, args), RunReport()
         run = ChipRun(program, backend(config.backend), kernels, unsafe_colive=config.unsafe_allow_colive_slots,
                       unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch)
         values = interpreter.run(program, entry, args, run.submit)
-        return values, run.finish()
+        report = run.finish()
+        if dfx is not None and (config.enable_chip_swimlane or config.enable_dep_gen):
+            report.dfx_files = records.write(dfx, entry, run.tasks, run.edges, run.soc,
+                                             swimlane_level=config.enable_chip_swimlane,
+                                             dep_gen=config.enable_dep_gen)
+        return values, report

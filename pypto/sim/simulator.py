@@ -80,6 +80,7 @@ class RunReport:
     trace_dirs: list = attrs.Factory(list)  # OPPROF_* directories of the L0 traces written
     outputs: tuple = ()  # what the entry function returned
     tasks: list = attrs.Factory(list)  # on the chip: each task as it ran (``pypto.chip.orchestrator.TaskRecord``)
+    dfx_files: list = attrs.Factory(list)  # the chip's artifacts written (dfx_outputs/)
     _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     @property

@@ -1,0 +1,69 @@
+"""Chip figures: the seed's pl.parallel claim (16 independent row-band tasks against the
+same tasks under pl.range, which R-seq chains), and how fast the chip simulates a large
+task graph (tasks per second of wall time, first run and again).
+
+    python bench/chip.py [--repeat N] [--tasks N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+import pypto.language as pl
+from timing import median_time  # bench/timing.py: scripts run as python bench/<name>.py
+
+ROWS, COLS = 64, 512
+
+
+def bands(loop, n: int):
+    @pl.jit
+    def band_tasks(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in loop(n):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(a, [i * ROWS, 0], [ROWS, COLS])
+                pl.store(pl.exp(t), [i * ROWS, 0], out)
+        return out
+
+    return band_tasks
+
+
+def line(what: str, now: float, target: str = "", ok: bool | None = None, unit: str = "") -> None:
+    verdict = "" if ok is None else ("  met" if ok else "  not met")
+    figure = f"{now:,.0f}" if now >= 100 else f"{now:.3f}"
+    print(f"  {what:<64} {figure:>12}{unit:<3} {('target ' + target) if target else ''}{verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=1024)
+    args = parser.parse_args()
+    n = 16
+    a = torch.randn(n * ROWS, COLS)
+    makespans = {}
+    for name, loop in (("pl.range", pl.range), ("pl.parallel", pl.parallel)):
+        out = torch.zeros(n * ROWS, COLS)
+        report = bands(loop, n).compile(a, out).run(a, out)
+        assert torch.equal(out, torch.exp(a))
+        makespans[name] = report.cycles
+        busy = len({t.core for t in report.tasks})
+        line(f"{n} row-band tasks under {name}: makespan (cycles), {busy} core(s)", report.cycles)
+    ratio = makespans["pl.parallel"] / makespans["pl.range"]
+    line("pl.parallel / pl.range makespan (issue 12: the seed's claim)", ratio, "<= 0.25", ratio <= 0.25, " x")
+
+    big = args.tasks
+    a = torch.randn(big * ROWS, COLS)
+    out = torch.zeros(big * ROWS, COLS)
+    compiled = bands(pl.parallel, big).compile(a, out)
+    first, report = median_time(lambda: compiled.run(a, out), 1)
+    again, report = median_time(lambda: compiled.run(a, out), args.repeat)
+    line(f"{big} tasks: simulated tasks per second, first run", big / first)
+    line(f"{big} tasks: simulated tasks per second, again", big / again)
+    line(f"{big} tasks: makespan (cycles), {len({t.core for t in report.tasks})} cores", report.cycles)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

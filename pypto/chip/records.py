@@ -1,0 +1,144 @@
+"""The chip's artifacts, as the reference runtime writes them under ``dfx_outputs/``:
+
+- ``chip_swimlane_records.json``: per task, the core's start and end and the pickup gap
+  (``aicore_tasks``, 7 columns with the run epoch), the scheduler's dispatch and finish
+  (``scheduler_tasks``, 5 columns: level >= 2), the scheduler's dispatch / complete phases
+  (level >= 3) and the orchestrator's submits (level 4); in the swimlane clock's cycles.
+- ``deps.json``: the tasks with their arguments, the tensors, and every edge as the
+  tracker made it (before any reduction), ids as strings.
+- ``name_map_<name>.json``: kernel ids -> kernel names.
+
+Pure: ``swimlane``, ``deps`` and ``name_map`` build the dicts; ``write`` is the edge.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pypto.backend import SoC
+
+RUNTIME = "tensormap_and_ringbuffer"
+_DIRECTION = {"Input": "INPUT", "Output": "OUTPUT", "InOut": "INOUT", "OutputExisting": "OUTPUT_EXISTING",
+              "NoDep": "NO_DEP", "Scalar": "SCALAR"}
+_DTYPE = {"float32": "FLOAT32", "float16": "FLOAT16", "bfloat16": "BFLOAT16", "int8": "INT8", "int16": "INT16",
+          "int32": "INT32", "int64": "INT64", "uint8": "UINT8", "bool": "BOOL"}
+
+
+def ticks(cycles: int, soc: SoC) -> int:
+    """Core cycles in the swimlane clock's."""
+    return cycles * soc.chip.swimlane_hz // soc.chip.core_hz
+
+
+def kernel_ids(tasks) -> dict[str, int]:
+    """Kernel name -> its id, in order of first submission."""
+    ids: dict[str, int] = {}
+    for t in tasks:
+        ids.setdefault(t.kernel, len(ids))
+    return ids
+
+
+def swimlane(tasks, soc: SoC, level: int) -> dict:
+    cores = soc.cores()
+    types = [""] * len(cores)
+    for c in cores:
+        types[soc.core_number(c)] = c.kind.value
+    metadata = {"runtime": RUNTIME, "clock_freq_hz": soc.chip.swimlane_hz, "num_cores": len(cores),
+                "core_types": types}
+    if level >= 3:
+        metadata["core_to_thread"] = [0] * len(cores)  # one scheduler thread
+    out = {"chip_swimlane_level": level, "metadata": metadata}
+    ordered = sorted(tasks, key=lambda t: (t.start, t.number))
+    out["aicore_tasks"] = [[soc.core_number(t.core), t.number, t.id, ticks(t.start, soc), ticks(t.end, soc),
+                            ticks(t.start, soc) - ticks(t.dispatch, soc), 0] for t in ordered]
+    if level >= 2:
+        out["scheduler_tasks"] = {"producer": "aicpu", "records": [
+            [soc.core_number(t.core), t.id, ticks(t.dispatch, soc), ticks(t.finish, soc), 0] for t in ordered]}
+    if level >= 3:
+        phases = []
+        for t in ordered:
+            phases.append({"start_cycles": ticks(t.dispatch - soc.chip.dispatch, soc),
+                           "end_cycles": ticks(t.dispatch, soc), "loop_iter": len(phases), "kind": "dispatch",
+                           "tasks_processed": 1, "task_id": t.id})
+        for t in sorted(tasks, key=lambda t: (t.finish, t.number)):
+            phases.append({"start_cycles": ticks(t.end, soc), "end_cycles": ticks(t.finish, soc),
+                           "loop_iter": len(phases), "kind": "complete", "tasks_processed": 1, "task_id": t.id})
+        phases.sort(key=lambda p: (p["start_cycles"], p["loop_iter"]))
+        out["scheduler_records"] = {"streams": [{"scheduler_id": 0, "core_type": "aicpu", "records": phases}]}
+    if level >= 4:
+        out["aicpu_orchestrator_phases"] = [[
+            {"submit_idx": t.number, "task_id": t.id, "start_cycles": ticks(t.submitted - soc.chip.submit, soc),
+             "end_cycles": ticks(t.submitted, soc)} for t in tasks]]
+    return out
+
+
+def _tensor_ids(tasks) -> dict[int, dict]:
+    """Storage address -> the tensor entry of every buffer the tasks' arguments view."""
+    out: dict[int, dict] = {}
+    for t in tasks:
+        for a in t.args:
+            storage = a.tensor.untyped_storage()
+            addr = storage.data_ptr()
+            if addr not in out:
+                out[addr] = {"tensor_id": str(len(out)), "buffer_addr": str(addr), "version": 0,
+                             "dtype": _dtype(a.tensor), "buffer_numel": storage.nbytes() // a.tensor.element_size()}
+    return out
+
+
+def _dtype(t) -> str:
+    return _DTYPE.get(str(t.dtype).removeprefix("torch."), str(t.dtype))
+
+
+def _view(a, tensors) -> dict:
+    t = a.tensor
+    return {"tensor_id": tensors[t.untyped_storage().data_ptr()]["tensor_id"], "dtype": _dtype(t),
+            "shape": list(t.shape), "start_offset": t.storage_offset(), "strides": list(t.stride())}
+
+
+def deps(tasks, edges) -> dict:
+    tensors = _tensor_ids(tasks)
+    ids = kernel_ids(tasks)
+    out_tasks = []
+    for t in tasks:
+        kernel = ids[t.kernel]
+        slots = {"aic": [kernel, -1, -1], "aiv": [-1, kernel, -1], "mix": [kernel, kernel, -1]}[t.core_type]
+        out_tasks.append({"task_id": str(t.id), "name": t.name, "scope": "auto", "early_dispatch": False,
+                          "kernel_ids": slots, "block_num": 1,
+                          "args": [{"idx": a.index, "type": _DIRECTION[a.direction.value], **_view(a, tensors)}
+                                   for a in t.args]})
+    out_edges = []
+    for e in edges:
+        succ, pred = tasks[e.succ], tasks[e.pred]
+        edge = {"pred": str(pred.id), "succ": str(succ.id), "arg": e.arg, "source": e.source, "flags": ["wait"]}
+        consumer = next((a for a in succ.args if a.index == e.arg), None)
+        if consumer is not None:
+            view = _view(consumer, tensors)
+            edge["tensor_id"] = view.pop("tensor_id")
+            edge.update({f"consumer_{k}": v for k, v in view.items()})
+        out_edges.append(edge)
+    return {"runtime": RUNTIME, "tasks": out_tasks, "tensors": list(tensors.values()), "edges": out_edges}
+
+
+def name_map(tasks, level: int) -> dict:
+    return {"level": level, "orchestrator_name": None,
+            "callable_id_to_name": {str(k): name for name, k in kernel_ids(tasks).items()}}
+
+
+def write(directory: Path, name: str, tasks, edges, soc: SoC, *, swimlane_level: int, dep_gen: bool) -> list[Path]:
+    """The asked-for files under ``directory`` (dfx_outputs/); their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def dump(filename: str, data: dict) -> None:
+        path = directory / filename
+        path.write_text(json.dumps(data, indent=1))
+        written.append(path)
+
+    if swimlane_level:
+        dump("chip_swimlane_records.json", swimlane(tasks, soc, swimlane_level))
+    if dep_gen:
+        dump("deps.json", deps(tasks, edges))
+    if swimlane_level or dep_gen:
+        dump(f"name_map_{name}.json", name_map(tasks, 2))
+    return written
+
