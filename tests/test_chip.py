@@ -192,3 +192,73 @@ def test_a_cube_task_runs_on_a_cube_core():
     report = b_trans_matmul.matmul_row_major.compile(x, w, out).run(x, w, out)
     (task,) = report.tasks
     assert (task.core_type, task.core) == ("aic", 0)
+
+
+# ----------------------------------------------------------------------------- artifacts
+
+
+def test_ring_and_swimlane_fields_are_validated_with_the_reference_wording():
+    assert RunConfig(enable_chip_swimlane=True).enable_chip_swimlane == 4
+    assert RunConfig(enable_chip_swimlane=False).enable_chip_swimlane == 0
+    assert RunConfig(ring_task_window=8).ring_task_window == [8, 8, 8, 8]
+    assert RunConfig(ring_heap=(1024, 0, 2048, 4096)).ring_heap == [1024, 0, 2048, 4096]
+    for fields, message in (
+            (dict(ring_task_window=6), "ring_task_window must be a power of 2 >= 4, got 6"),
+            (dict(ring_heap=512), "ring_heap must be a power of 2 >= 1024 (bytes per ring), got 512"),
+            (dict(ring_dep_pool=[4, 4, 4]), "ring_dep_pool must have exactly 4 entries (one per scope-depth ring), "
+                                            "got 3"),
+            (dict(ring_dep_pool=[4, 4, 4, 3]), "ring_dep_pool entries must be in [4, INT32_MAX] (or 0 to keep "
+                                               "default), got 3"),
+            (dict(ring_task_window=True), "ring_task_window must be a power of 2 >= 4, got True"),
+            (dict(enable_chip_swimlane=5), "enable_chip_swimlane must be a collection level in [0, 4]"),
+            (dict(enable_chip_swimlane="on"), "enable_chip_swimlane must be an int collection level (0-4) or a bool, "
+                                              "got str")):
+        with pytest.raises(ValueError) as err:
+            RunConfig(**fields)
+        assert message in str(err.value)
+
+
+def _artifacts(tmp_path, level):
+    import json
+
+    a = torch.randn(3 * R, C)
+    out = torch.zeros(3 * R, C)
+    config = RunConfig(enable_chip_swimlane=level, enable_dep_gen=True, output_dir=tmp_path)
+    report = bands(pl.range, 3).compile(a, out, config=config).run(a, out)
+    dfx = tmp_path / "dfx_outputs"
+    return report, {p.name: json.loads(p.read_text()) for p in dfx.iterdir()}
+
+
+def test_swimlane_records_and_deps_json_describe_the_run(tmp_path):
+    report, files = _artifacts(tmp_path, 2)
+    assert set(files) == {"chip_swimlane_records.json", "deps.json", "name_map_k.json"}
+    lane = files["chip_swimlane_records.json"]
+    meta = lane["metadata"]
+    assert lane["chip_swimlane_level"] == 2 and meta["num_cores"] == 72 and meta["clock_freq_hz"] == 50_000_000
+    assert meta["core_types"] == ["aic"] * 24 + ["aiv"] * 48
+    ticks = lambda c: c * 50_000_000 // 1_800_000_000  # noqa: E731
+    by_id = {1 << 32 | k: t for k, t in enumerate(sorted(report.tasks, key=lambda t: t.task_id))}
+    assert len(lane["aicore_tasks"]) == 3
+    for core, token, task, start, end, pickup, epoch in lane["aicore_tasks"]:
+        t = by_id[task]
+        assert (core, start, end, epoch) == (t.core, ticks(t.start), ticks(t.end), 0)
+        assert pickup == ticks(t.start) - ticks(t.dispatch)
+    for core, task, dispatch, finish, epoch in lane["scheduler_tasks"]["records"]:
+        assert (dispatch, finish) == (ticks(by_id[task].dispatch), ticks(by_id[task].finish))
+    assert "scheduler_records" not in lane  # level 3 and up
+    deps_json = files["deps.json"]
+    assert [t["name"] for t in deps_json["tasks"]] == ["r1t0", "r1t1", "r1t2"]
+    assert [a["type"] for a in deps_json["tasks"][1]["args"]] == ["INPUT", "INOUT"]  # R-seq
+    edges = {(e["pred"], e["succ"], e["source"]) for e in deps_json["edges"]}
+    assert edges == {(str(1 << 32), str(1 << 32 | 1), "tensormap"), (str(1 << 32 | 1), str(1 << 32 | 2), "tensormap")}
+    assert files["name_map_k.json"]["callable_id_to_name"] == {"0": "k_incore_0"}
+    assert {t["kernel_ids"][1] for t in deps_json["tasks"]} == {0}  # an AIV kernel: the aiv0 slot
+
+
+def test_higher_swimlane_levels_add_scheduler_and_orchestrator_phases(tmp_path):
+    _, files = _artifacts(tmp_path, 4)
+    lane = files["chip_swimlane_records.json"]
+    (stream,) = lane["scheduler_records"]["streams"]
+    assert sorted(r["kind"] for r in stream["records"]) == ["complete"] * 3 + ["dispatch"] * 3
+    (submits,) = lane["aicpu_orchestrator_phases"]
+    assert [s["submit_idx"] for s in submits] == [0, 1, 2]
