@@ -1,0 +1,189 @@
+"""The L2 swimlane: a run's ``chip_swimlane_records.json`` (and its ``deps.json``) as a
+Perfetto / chrome://tracing trace — one track per core, the cube cores and the vector
+cores grouped, each task a slice with its pickup gap before it, an arrow per dependency
+edge — and the same as a self-contained HTML page.
+
+    python -m pypto.tools.swimlane <output_dir | records.json> [--deps deps.json] -o OUT
+
+OUT is the trace's path (``.json``; the page beside it as ``.html``) or a directory that
+gets ``swimlane.json`` and ``swimlane.html``. It reads JSON only, never runs what it reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pypto.tools.trace_page import render
+
+GROUPS = {"aic": (0, "AIC (cube cores)"), "aiv": (1, "AIV (vector cores)")}
+
+
+class SwimlaneError(Exception):
+    """Input this tool cannot read."""
+
+
+def task_name(task_id: int) -> str:
+    return f"r{task_id >> 32}t{task_id & 0xFFFFFFFF}"
+
+
+def _load(path: Path, what: str):
+    try:
+        return json.loads(path.read_text())
+    except OSError as exc:
+        raise SwimlaneError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SwimlaneError(f"{path} is not JSON: {exc}") from None
+
+
+def _int(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SwimlaneError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+def records_of(data, path: Path) -> dict:
+    """The parts of a records file the trace needs, checked."""
+    if not isinstance(data, dict) or not isinstance(data.get("aicore_tasks"), list):
+        raise SwimlaneError(f"{path} is not a chip swimlane records file (no 'aicore_tasks' list)")
+    meta = data.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("core_types"), list):
+        raise SwimlaneError(f"{path}: 'metadata.core_types' is missing")
+    hz = _int(meta.get("clock_freq_hz"), f"{path}: metadata.clock_freq_hz")
+    if hz <= 0:
+        raise SwimlaneError(f"{path}: metadata.clock_freq_hz must be positive, got {hz}")
+    types = meta["core_types"]
+    tasks = []
+    for k, row in enumerate(data["aicore_tasks"]):
+        where = f"{path}: aicore_tasks[{k}]"
+        if not isinstance(row, list) or len(row) not in (6, 7):
+            raise SwimlaneError(f"{where}: expected a row of 6 or 7 numbers "
+                                "[core_id, task_token, task_id, start, end, receive_to_start(, run_epoch)]")
+        core, _, task, start, end, pickup = (_int(v, where) for v in row[:6])
+        if not 0 <= core < len(types) or types[core] not in GROUPS:
+            raise SwimlaneError(f"{where}: core {core} is not one of the {len(types)} cores the metadata lists")
+        tasks.append({"core": core, "type": types[core], "task": task, "start": start, "end": end,
+                      "dispatch": start - pickup, "finish": end})
+    scheduler = data.get("scheduler_tasks", {})
+    rows = scheduler.get("records", []) if isinstance(scheduler, dict) else []
+    by_task = {t["task"]: t for t in tasks}
+    for k, row in enumerate(rows):
+        where = f"{path}: scheduler_tasks.records[{k}]"
+        if not isinstance(row, list) or len(row) not in (4, 5):
+            raise SwimlaneError(f"{where}: expected [core_id, task_id, dispatch, finish(, run_epoch)]")
+        _, task, dispatch, finish = (_int(v, where) for v in row[:4])
+        if task in by_task:
+            by_task[task]["dispatch"], by_task[task]["finish"] = dispatch, finish
+    return {"hz": hz, "types": types, "tasks": tasks}
+
+
+def _names(deps, name_map) -> dict[int, str]:
+    """task id -> kernel name, from deps.json's kernel ids and the name map."""
+    if not isinstance(deps, dict):
+        return {}
+    names = name_map.get("callable_id_to_name", {}) if isinstance(name_map, dict) else {}
+    out = {}
+    for t in deps.get("tasks", []):
+        if not isinstance(t, dict):
+            continue
+        ids = [k for k in t.get("kernel_ids", []) if isinstance(k, int) and k >= 0]
+        try:
+            task = int(t.get("task_id"))
+        except (TypeError, ValueError):
+            continue
+        if ids:
+            out[task] = str(names.get(str(ids[0]), f"kernel {ids[0]}"))
+    return out
+
+
+def trace(records: dict, deps=None, name_map=None) -> dict:
+    """The chrome-trace JSON (microseconds)."""
+    us = 1e6 / records["hz"]
+    names = _names(deps, name_map)
+    events = []
+    for kind, (pid, label) in GROUPS.items():
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}})
+        events.append({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}})
+    counts = {"aic": 0, "aiv": 0}
+    for core, kind in enumerate(records["types"]):
+        if kind in GROUPS:
+            events.append({"name": "thread_name", "ph": "M", "pid": GROUPS[kind][0], "tid": core,
+                           "args": {"name": f"{kind}{counts[kind]} (core {core})"}})
+            counts[kind] += 1
+    where = {}
+    for t in records["tasks"]:
+        pid = GROUPS[t["type"]][0]
+        where[t["task"]] = (pid, t["core"], t["start"] * us, t["end"] * us)
+        label = names.get(t["task"], task_name(t["task"]))
+        args = {"task_id": task_name(t["task"]), "core": t["core"], "dispatch": t["dispatch"], "start": t["start"],
+                "end": t["end"], "finish": t["finish"]}
+        if t["start"] > t["dispatch"]:
+            events.append({"name": "pickup", "ph": "X", "pid": pid, "tid": t["core"], "ts": t["dispatch"] * us,
+                           "dur": (t["start"] - t["dispatch"]) * us, "args": {"task_id": task_name(t["task"])}})
+        events.append({"name": label, "ph": "X", "pid": pid, "tid": t["core"], "ts": t["start"] * us,
+                       "dur": (t["end"] - t["start"]) * us, "args": args})
+    edges = deps.get("edges", []) if isinstance(deps, dict) else []
+    for k, e in enumerate(edges):
+        try:
+            pred, succ = int(e["pred"]), int(e["succ"])
+        except (TypeError, ValueError, KeyError):
+            raise SwimlaneError(f"deps.json: edges[{k}] has no integer 'pred' and 'succ'") from None
+        if pred in where and succ in where:
+            (ppid, pcore, _, pend), (spid, score, sstart, _) = where[pred], where[succ]
+            name = f"{task_name(pred)} -> {task_name(succ)}"
+            events.append({"name": name, "ph": "s", "id": k, "pid": ppid, "tid": pcore, "ts": pend, "cat": "dep"})
+            events.append({"name": name, "ph": "f", "bp": "e", "id": k, "pid": spid, "tid": score, "ts": sstart,
+                           "cat": "dep"})
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+
+def _inputs(source: Path, deps_path: Path | None):
+    records_path = source / "dfx_outputs" / "chip_swimlane_records.json" if source.is_dir() else source
+    if source.is_dir() and not records_path.is_file():
+        records_path = source / "chip_swimlane_records.json"
+    if not records_path.is_file():
+        raise SwimlaneError(f"no chip_swimlane_records.json in {source} (run with "
+                            "RunConfig(enable_chip_swimlane=True))" if source.is_dir() else f"no such file: {source}")
+    records = records_of(_load(records_path, "records"), records_path)
+    if deps_path is None and (records_path.parent / "deps.json").is_file():
+        deps_path = records_path.parent / "deps.json"
+    deps = _load(deps_path, "deps") if deps_path is not None else None
+    maps = sorted(records_path.parent.glob("name_map_*.json"))
+    name_map = _load(maps[0], "name map") if maps else None
+    return records, deps, name_map
+
+
+def run(argv=None) -> list[Path]:
+    parser = argparse.ArgumentParser(prog="python -m pypto.tools.swimlane", description=__doc__.splitlines()[0])
+    parser.add_argument("source", type=Path, help="an output directory, or a chip_swimlane_records.json")
+    parser.add_argument("--deps", type=Path, help="deps.json (default: the one beside the records)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="trace .json path, or a directory")
+    args = parser.parse_args(argv)
+    records, deps, name_map = _inputs(args.source, args.deps)
+    data = trace(records, deps, name_map)
+    out = args.output
+    if out.suffix != ".json":
+        out.mkdir(parents=True, exist_ok=True)
+        out = out / "swimlane.json"
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    page = out.with_suffix(".html")
+    out.write_text(json.dumps(data))
+    page.write_text(render(data, f"swimlane: {args.source.name}"))
+    print(f"wrote {out} and {page}")
+    return [out, page]
+
+
+def main(argv=None) -> int:
+    try:
+        run(argv)
+    except (SwimlaneError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
