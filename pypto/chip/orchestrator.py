@@ -22,7 +22,7 @@ from pypto.chip.deps import Tracker
 from pypto.chip.scheduler import schedule
 from pypto.chip.tasks import Edge, Task, TaskArg
 from pypto.ir import nodes as n
-from pypto.ir.directions import call_directions
+from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
 from pypto.sim.simulator import Launch, RunReport, apply, simulate
@@ -67,17 +67,19 @@ class ChipRun:
         self.edges: list[Edge] = []
         self.launches: list[tuple] = []  # per task: (Launch, Timeline)
         self.locals = [0] * RINGS
+        self.numbers: dict[int, int] = {}  # task id -> its number
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
 
-    def submit(self, fn: n.Function, args: tuple, stmt, depth: int) -> tuple:
-        """Take one kernel call as a task; what the call returns (the tensors it hands back,
-        which are its arguments)."""
+    def submit(self, fn: n.Function, args: tuple, stmt, depth: int, submit: n.Submit | None) -> tuple:
+        """Take one kernel call as a task: (what the call returns — the tensors it hands
+        back, which are its arguments —, the task's id). ``submit``: the Submit node it
+        came from (deps evaluated to task ids), if any."""
         kernel = self.kernels[fn.name]
         timeline = simulate(kernel, args, self.soc, unsafe=self.unsafe_colive)
         directions = self.directions.get(id(stmt)) if stmt is not None else None
-        call = getattr(stmt, "value", None)
-        written = [expr(a) for a in call.args] if isinstance(call, n.FuncCall) else [p.name for p in fn.params]
+        call = kernel_call(stmt) if stmt is not None else None
+        written = [expr(a) for a in call.args] if call is not None else [p.name for p in fn.params]
         targs = []
         for k, (p, a) in enumerate(zip(fn.params, args)):
             if not isinstance(p.type, TensorType):
@@ -87,15 +89,20 @@ class ChipRun:
         ring = min(depth, RINGS - 1)
         self.clock += self.soc.chip.submit
         task = Task(len(self.tasks), ring, self.locals[ring], fn.name, _core_type(kernel), tuple(targs),
-                    getattr(stmt, "span", None), self.clock, timeline.cycles)
+                    getattr(stmt, "span", None), self.clock, timeline.cycles,
+                    early=submit is not None and submit.allow_early_resolve)
         self.locals[ring] += 1
         edges = self.tracker.submit(task)
+        for dep in submit.deps if submit is not None else ():
+            if dep is not None:  # None: no producer
+                edges.append(Edge(self.numbers[dep], task.number, -1, "explicit"))
+        self.numbers[task.id] = task.number
         task.preds = tuple(sorted({e.pred for e in edges}))
         self.tasks.append(task)
         self.edges.extend(edges)
         self.launches.append((Launch(kernel, args), timeline))
         by_name = {p.name: v for p, v in zip(fn.params, args)}
-        return tuple(by_name[name] for name in kernel.returns)
+        return tuple(by_name[name] for name in kernel.returns), task.id
 
     def finish(self) -> RunReport:
         """Schedule the tasks, check them for races, apply their data; the report."""

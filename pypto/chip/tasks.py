@@ -55,6 +55,7 @@ class Task:
     submitted: int  # the orchestrator cycle its submission completed
     duration: int  # cycles it runs on its core(s)
     preds: tuple = ()  # task numbers it waits for
+    early: bool = False  # allow_early_resolve: its consumers may be staged before it finishes
     core: CoreId | None = None  # where it ran (a mix task: its cluster's cube core)
     dispatch: int = 0
     start: int = 0

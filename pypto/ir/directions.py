@@ -28,7 +28,10 @@ def call_directions(program: n.Program, fn: n.Function) -> dict[int, tuple[ArgDi
 
 
 def kernel_call(stmt) -> n.FuncCall | None:
+    """The function call a statement makes (itself, or the one a Submit submits)."""
     value = getattr(stmt, "value", None)
+    if isinstance(value, n.Submit):
+        return value.call
     return value if isinstance(value, n.FuncCall) else None
 
 
@@ -87,9 +90,12 @@ class _Walker:
                 directions.append(ArgDirection.InOut)  # R-seq, R-prior, R-enclosing (unknown: the safe one)
             else:
                 directions.append(ArgDirection.OutputExisting)
+        if isinstance(stmt.value, n.Submit):  # no_dep_args / pl.no_dep: out of tracking, whatever the rules say
+            directions = [ArgDirection.NoDep if k in stmt.value.no_dep and d is not ArgDirection.Scalar else d
+                          for k, d in enumerate(directions)]
         self.out[id(stmt)] = tuple(directions)
         self.written.update(r for r in writes if r is not None)
-        if isinstance(stmt, n.Assign) and callee.returns:  # the result is the tensor the callee hands back
+        if isinstance(stmt, n.Assign) and callee.returns and isinstance(stmt.value, n.FuncCall):  # the result is the tensor the callee hands back
             by_name = {p.name: a for p, a in zip(callee.params, call.args)}
             first = _returned_param(callee)
             if first is not None and self.root(by_name.get(first)) is not None:

@@ -25,6 +25,8 @@ def scalar_type(e, types) -> ScalarType:
             raise TypeCheckError(f"'{e.name}' is not a scalar here")
         return t
     if isinstance(e, n.Const):
+        if e.value is None:  # no task: what a TaskId carry starts from
+            return ScalarType(DataType.TASK_ID)
         if isinstance(e.value, bool):
             return BOOL
         return ScalarType(DataType.FP32 if isinstance(e.value, float) else DataType.INDEX)
@@ -32,6 +34,8 @@ def scalar_type(e, types) -> ScalarType:
         if e.op in _PREDICATES:
             return BOOL
         lhs, rhs = scalar_type(e.lhs, types), scalar_type(e.rhs, types)
+        if DataType.TASK_ID in (lhs.dtype, rhs.dtype):
+            raise TypeCheckError("a TaskId is not a number: it only names a task, for deps=[...]")
         if lhs.dtype.is_float:
             return lhs
         if rhs.dtype.is_float:

@@ -4,14 +4,17 @@
              | BinOp(op, lhs: Expr, rhs: Expr) | UnaryOp(op, operand: Expr)
     Call     = (op: str, args: Arg*)           an op of the registry, args in signature order
     FuncCall = (callee: str, args: Expr*)      a call of another function of the program
+    Submit   = (call: FuncCall, deps: Expr*, no_dep: int*, allow_early_resolve)
+                                               a kernel call as a task; its value is the TaskId
     Arg      = Expr | Expr* | DataType | MemorySpace | PadValue | int | float | bool | str | None
-    Stmt     = Assign(target, type, value: Expr|Call|FuncCall)
-             | Eval(value: Call|FuncCall)
+    Stmt     = Assign(target, type, value: Expr|Call|FuncCall|Submit)
+             | Eval(value: Call|FuncCall|Submit)
              | For(var, start, stop, step, kind, stage?, iter_args: IterArg*, body: Stmt*,
                    results: Binding*)          the body ends in Yield when iter_args
              | If(cond, then_body: Stmt*, else_body: Stmt*, results: Binding*)
              | Yield(values: Expr*) | Return(values: Expr*)
-             | Scope(level, name_hint, body: Stmt*)                    ``with pl.at(...)``
+             | Scope(level, name_hint, body: Stmt*, task_id?, deps: Expr*, no_dep_args: str*,
+                     allow_early_resolve)       ``with pl.at(...) [as task_id]``
     IterArg  = (name, type, init: Expr)        Binding = (name, type)
     Param    = (name, type, direction)
     Function = (name, type, params: Param*, returns: Type*, body: Stmt*)
@@ -31,7 +34,7 @@ import struct
 import attrs
 
 from pypto.errors import Span
-from pypto.ir.types import DataType, ForKind, FunctionType, Level, ParamDirection
+from pypto.ir.types import DataType, ForKind, FunctionType, Level, ParamDirection, ScalarType
 
 
 def _span_field():
@@ -124,6 +127,20 @@ class FuncCall:
     args: tuple = attrs.field(converter=tuple)
 
 
+@attrs.frozen
+class Submit:
+    """A kernel call submitted as a task that carries something a plain call cannot: its
+    value is the task's id (``pl.TASK_ID``). ``deps``: TaskId expressions it also waits
+    for (``None`` entries wait for nothing); ``no_dep``: the argument positions left out
+    of dependency tracking; ``allow_early_resolve``: its consumers may be staged on cores
+    before it finishes."""
+
+    call: FuncCall
+    deps: tuple = attrs.field(default=(), converter=tuple)
+    no_dep: tuple = attrs.field(default=(), converter=tuple)
+    allow_early_resolve: bool = False
+
+
 # --------------------------------------------------------------------------- statements
 
 
@@ -144,13 +161,13 @@ class IterArg:
 class Assign:
     target: str
     type: object
-    value: Expr | Call | FuncCall
+    value: Expr | Call | FuncCall | Submit
     span: Span | None = _span_field()
 
 
 @attrs.frozen
 class Eval:
-    value: Call | FuncCall
+    value: Call | FuncCall | Submit
     span: Span | None = _span_field()
 
 
@@ -195,6 +212,17 @@ class Scope:
     level: Level = Level.CORE_GROUP
     name_hint: str = ""
     span: Span | None = _span_field()
+    # as a task: ``with pl.at(...) as task_id``, deps=, no_dep_args= (tensor names),
+    # allow_early_resolve= (see ``Submit``)
+    task_id: str | None = None
+    deps: tuple = attrs.field(default=(), converter=tuple)
+    no_dep_args: tuple = attrs.field(default=(), converter=tuple)
+    allow_early_resolve: bool = False
+
+    @property
+    def submits(self) -> bool:
+        """Whether the scope's task is a ``Submit`` rather than a plain call."""
+        return bool(self.task_id is not None or self.deps or self.no_dep_args or self.allow_early_resolve)
 
 
 Stmt = Assign | Eval | For | If | Yield | Return | Scope
@@ -291,6 +319,8 @@ def bound_names(stmt) -> tuple[str, ...]:
         return (stmt.var, *(a.name for a in stmt.iter_args), *(b.name for b in stmt.results))
     if isinstance(stmt, If):
         return tuple(b.name for b in stmt.results)
+    if isinstance(stmt, Scope) and stmt.task_id is not None:
+        return (stmt.task_id,)
     return ()
 
 
@@ -301,7 +331,8 @@ def visible_after(stmt) -> tuple[str, ...]:
     if isinstance(stmt, (For, If)):
         return tuple(b.name for b in stmt.results)
     if isinstance(stmt, Scope):
-        return tuple(name for inner in stmt.body for name in visible_after(inner))
+        inner = tuple(name for s in stmt.body for name in visible_after(s))
+        return inner + ((stmt.task_id,) if stmt.task_id is not None else ())
     return ()
 
 
@@ -327,12 +358,17 @@ def block_symbols(body) -> dict:
         elif isinstance(stmt, If):
             for b in stmt.results:
                 table[b.name] = b.type
+        elif isinstance(stmt, Scope) and stmt.task_id is not None:
+            table[stmt.task_id] = ScalarType(DataType.TASK_ID)
     return table
 
 
 def value_exprs(value):
     """The expressions a value reads: a call's operands (lists flattened) or the value."""
-    if isinstance(value, (Call, FuncCall)):
+    if isinstance(value, Submit):
+        yield from value_exprs(value.call)
+        yield from value.deps
+    elif isinstance(value, (Call, FuncCall)):
         for arg in value.args:
             if isinstance(arg, tuple):
                 yield from arg
@@ -357,6 +393,6 @@ def expr_vars(expr) -> set[str]:
 
 __all__ = [
     "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "Expr", "For",
-    "FuncCall", "Function", "If", "IterArg", "Param", "Program", "Return", "Scope", "Stmt",
+    "FuncCall", "Function", "If", "Submit", "IterArg", "Param", "Program", "Return", "Scope", "Stmt",
     "UnaryOp", "Var", "Yield",
 ]

@@ -15,6 +15,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.types import (
+    TASK_ID,
     DataType,
     ForKind,
     FunctionType,
@@ -82,6 +83,8 @@ def _expr(e) -> tuple[str, int]:
 
 
 def const(v) -> str:
+    if v is None:
+        return "None"
     if isinstance(v, bool) or isinstance(v, int):
         return repr(v)
     if isinstance(v, float):
@@ -231,7 +234,14 @@ class _Printer:
             args = [f"level=pl.Level.{s.level.name}"]
             if s.name_hint:
                 args.append(f"name_hint={string(s.name_hint)}")
-            self.emit(depth, f"with pl.at({', '.join(args)}):")
+            if s.deps:
+                args.append(f"deps=[{', '.join(expr(d) for d in s.deps)}]")
+            if s.no_dep_args:
+                args.append(f"no_dep_args=[{', '.join(s.no_dep_args)}]")
+            if s.allow_early_resolve:
+                args.append("allow_early_resolve=True")
+            bound = f" as {s.task_id}" if s.task_id is not None else ""
+            self.emit(depth, f"with pl.at({', '.join(args)}){bound}:")
             self.block(s.body, depth + 1)
         else:
             raise TypeError(f"not a statement: {s!r}")
@@ -259,6 +269,13 @@ class _Printer:
             return self.call(v)
         if isinstance(v, n.FuncCall):
             return f"self.{v.callee}({', '.join(expr(a) for a in v.args)})"
+        if isinstance(v, n.Submit):
+            args = [f"pl.no_dep({expr(a)})" if k in v.no_dep else expr(a) for k, a in enumerate(v.call.args)]
+            if v.deps:
+                args.append(f"deps=[{', '.join(expr(d) for d in v.deps)}]")
+            if v.allow_early_resolve:
+                args.append("allow_early_resolve=True")
+            return f"pl.submit(self.{v.call.callee}{''.join(', ' + a for a in args)})"
         return expr(v)
 
     def call(self, c: n.Call) -> str:
@@ -289,6 +306,8 @@ class _Printer:
             if isinstance(v, n.FuncCall):
                 callee = self.program.function(v.callee)
                 return callee.returns[0] if len(callee.returns) == 1 else None
+            if isinstance(v, n.Submit):
+                return TASK_ID
             return scalar_type(v, self.types)
         except (PyptoError, KeyError, TypeError):
             return None

@@ -1,6 +1,6 @@
 """Types of the IR: element dtypes, scalars, GM tensors, on-chip tiles and their MemRefs.
 
-    DataType  = BOOL | INT8 | ... | FP32 | INDEX          (enum; printed pl.FP32)
+    DataType  = BOOL | INT8 | ... | FP32 | INDEX | TASK_ID (enum; printed pl.FP32)
     Type      = ScalarType(dtype)
               | TensorType(shape: int*, dtype)          a GM (DDR) tensor
               | TileType(shape: int*, dtype, space?, memref?, valid_shape: Expr*?)
@@ -36,6 +36,7 @@ class DataType(enum.Enum):
     BF16 = ("bf16", 16, "f")
     FP32 = ("fp32", 32, "f")
     INDEX = ("index", 64, "i")
+    TASK_ID = ("task_id", 64, "t")  # a submitted task's id (orchestration scalars only)
 
     @property
     def short(self) -> str:
@@ -158,6 +159,7 @@ class ScalarType:
 
 
 INDEX = ScalarType(DataType.INDEX)
+TASK_ID = ScalarType(DataType.TASK_ID)
 
 
 @attrs.frozen

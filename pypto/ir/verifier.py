@@ -15,7 +15,8 @@ from pypto.errors import PyptoError, VerificationError
 from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import lookup
-from pypto.ir.types import INDEX, ScalarType, TileType, joins, type_name
+from pypto.ir.printer import expr
+from pypto.ir.types import INDEX, TASK_ID, ScalarType, TileType, joins, type_name
 
 
 def verify(program: n.Program, soc: SoC, *, stage: str = "", memo: dict | None = None) -> None:
@@ -155,9 +156,13 @@ class _FunctionChecker:
                 self.bind(b.name, b.type, s)
                 scope.add(b.name)
         elif isinstance(s, n.Scope):
+            self.uses(s.deps, scope, s)
             self.block(s.body, scope, None)
             for inner in s.body:  # a scope is transparent: what its body binds is visible after it
                 scope.update(n.visible_after(inner))
+            if s.task_id is not None:
+                self.bind(s.task_id, TASK_ID, s)
+                scope.add(s.task_id)
         else:
             raise self.fail(f"unexpected statement {type(s).__name__}", s)
 
@@ -199,6 +204,16 @@ class _FunctionChecker:
             if self.memo is not None:
                 self.memo[key] = (v, operands, got)
             return got
+        if isinstance(v, n.Submit):
+            self.value_type(v.call, scope, stmt)
+            self.uses(v.deps, scope, stmt)
+            for d in v.deps:
+                if self.type_of(d) != TASK_ID:
+                    raise self.fail(f"waits for '{expr(d)}', which is not a TaskId", stmt)
+            if any(not 0 <= k < len(v.call.args) for k in v.no_dep):
+                raise self.fail(f"no_dep positions {list(v.no_dep)} beyond the call's {len(v.call.args)} arguments",
+                                stmt)
+            return TASK_ID
         if isinstance(v, n.FuncCall):
             self.uses(v.args, scope, stmt)
             try:

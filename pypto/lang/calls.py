@@ -25,6 +25,7 @@ from pypto.ir.affine import interval
 from pypto.ir.ops import UNIFIED, Kind, all_ops, infer_type, lookup
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (
+    TASK_ID,
     DataType,
     FunctionType,
     PadValue,
@@ -139,8 +140,11 @@ class CallConverter(ExprConverter):
                 return e, self.expr_type(e, node)
             if meaning.name == "const":
                 return self._const_call(node)
+            if meaning.name == "submit":
+                return self.submit_call(node)
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
                      "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
+                     "no_dep": "an argument of pl.submit(self.kernel, ...)",
                      "yield_": "the last statement of a loop or branch body"}[meaning.name]
             raise self.error(UnsupportedSyntaxError, node, f"pl.{meaning.name} is only valid as {where}")
         if isinstance(ref, N.Kernel):
@@ -167,6 +171,39 @@ class CallConverter(ExprConverter):
         if isinstance(func, ast.Name) and func.id not in self.env:
             raise self.undefined(func)
         raise self.error(UnsupportedSyntaxError, node, f"cannot call '{ast.unparse(func)}' in a kernel")
+
+    def submit_call(self, node: ast.Call):
+        """``pl.submit(self.k, *args, deps=[...], allow_early_resolve=...)``: the kernel call
+        as a task, its value the task's id; ``pl.no_dep(t)`` marks an argument the task
+        leaves out of dependency tracking."""
+        target = node.args[0] if node.args else None
+        if not (self.has_self and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self" and "self" not in self.env):
+            raise self.error(TypeCheckError, target or node,
+                             "pl.submit(...) first argument must be a self.<kernel> method reference",
+                             hint="pl.submit(self.kernel, a, out) inside a @pl.program")
+        args, no_dep = [], []
+        for k, a in enumerate(node.args[1:]):
+            if self._is_builtin_call(a, "no_dep"):
+                if len(a.args) != 1 or a.keywords:
+                    raise self.error(TypeCheckError, a, "pl.no_dep takes one tensor: pl.no_dep(t)")
+                no_dep.append(k)
+                a = a.args[0]
+            args.append(a)
+        kw = {k.arg: k for k in node.keywords}
+        unknown = set(kw) - {"deps", "allow_early_resolve"}
+        if unknown:
+            raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
+                             f"pl.submit got an unexpected keyword '{sorted(unknown)[0]}'")
+        deps = self.task_deps(kw["deps"].value) if "deps" in kw else ()
+        early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve")
+                 if "allow_early_resolve" in kw else False)
+        call = ast.copy_location(ast.Call(target, args, []), node)
+        value, _ = self.function_call(call, lambda types: self.hooks.call_method(target.attr, types, call, self))
+        for k in no_dep:
+            if not isinstance(self.expr_type(value.args[k], node.args[k + 1]), TensorType):
+                raise self.error(TypeCheckError, node.args[k + 1], "pl.no_dep marks a tensor argument")
+        return n.Submit(value, deps, tuple(no_dep), early), TASK_ID
 
     def _const_call(self, node):
         if len(node.args) != 2 or node.keywords:

@@ -23,6 +23,8 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
     INDEX,
+    TASK_ID,
+    TensorType,
     ForKind,
     Level,
     ScalarType,
@@ -471,15 +473,16 @@ class ControlFlow:
         call = item.context_expr
         if not self._is_builtin_call(call, "at"):
             raise self.error(UnsupportedSyntaxError, call, "kernels open scopes with pl.at(level=pl.Level.CORE_GROUP)")
-        if item.optional_vars is not None:
-            raise self.error(UnsupportedSyntaxError, item.optional_vars, "'with pl.at(...) as x' is not supported yet")
+        target = item.optional_vars
+        if target is not None and not isinstance(target, ast.Name):
+            raise self.error(UnsupportedSyntaxError, target, "'with pl.at(...) as tid' binds one name: the task's id")
         if self.incore:
             raise self.error(ParseError, call, "pl.at inside an InCore function: its body is already InCore",
                              hint="remove the with statement")
         if call.args:
             raise self.error(TypeCheckError, call, "pl.at takes keywords: pl.at(level=pl.Level.CORE_GROUP)")
         kw = {k.arg: k.value for k in call.keywords}
-        unknown = set(kw) - {"level", "name_hint"}
+        unknown = set(kw) - {"level", "name_hint", "deps", "no_dep_args", "allow_early_resolve"}
         if unknown:
             raise self.error(TypeCheckError, call, f"pl.at got an unexpected keyword '{sorted(unknown)[0]}'")
         if "level" not in kw:
@@ -495,12 +498,55 @@ class ControlFlow:
                              f"name_hint={hint!r} must be a Python identifier that is not a keyword",
                              hint="letters, digits and underscores, not starting with a digit, "
                                   "e.g. name_hint=\"softmax_rows\"")
+        deps = self.task_deps(kw["deps"]) if "deps" in kw else ()
+        no_dep = self.no_dep_args(kw["no_dep_args"]) if "no_dep_args" in kw else ()
+        early = (self.static_of(kw["allow_early_resolve"], bool, "allow_early_resolve")
+                 if "allow_early_resolve" in kw else False)
         self.incore = True
         try:
             body = self.block(node.body, live_after)
         finally:
             self.incore = False
-        self.emit(n.Scope(body, level, hint, span=self.span(node)))
+        tid = None
+        if target is not None:
+            self.check_local_name(target.id, target)
+            tid = self.fresh(target.id)
+            self.types[tid] = TASK_ID
+            self.env[target.id] = tid
+            self.dropped.pop(target.id, None)
+        self.emit(n.Scope(body, level, hint, span=self.span(node), task_id=tid, deps=deps, no_dep_args=no_dep,
+                          allow_early_resolve=early))
+
+    def task_deps(self, node) -> tuple:
+        """``deps=[...]``: TaskIds (``None`` waits for nothing, and is dropped)."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(TypeCheckError, node, "pl.at(deps=...) must be a list literal",
+                             hint="deps=[tid] (the ids of 'with pl.at(...) as tid' scopes)")
+        out = []
+        for e in node.elts:
+            if isinstance(e, ast.Constant) and e.value is None:
+                continue
+            ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
+            if ssa is None or self.types.get(ssa) != TASK_ID:
+                raise self.error(TypeCheckError, e, "pl.at deps= entries must be a TaskId variable, a TASK_ID array "
+                                 f"element (e.g. `arr[i]`), or None — got '{ast.unparse(e)}'",
+                                 hint="bind a task's id with 'with pl.at(...) as tid', then deps=[tid]")
+            out.append(self.scalar(e))
+        return tuple(out)
+
+    def no_dep_args(self, node) -> tuple:
+        """``no_dep_args=[t, ...]``: captured tensors this task leaves out of tracking."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(TypeCheckError, node, "pl.at(no_dep_args=...) must be a list literal of tensor names",
+                             hint="no_dep_args=[out]")
+        out = []
+        for e in node.elts:
+            ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
+            if ssa is None or not isinstance(self.types.get(ssa), TensorType):
+                raise self.error(TypeCheckError, e, "pl.at(no_dep_args=...) entries must be bare tensor names, "
+                                 f"not '{ast.unparse(e)}'", hint="name a tensor the scope reads or writes")
+            out.append(ssa)
+        return tuple(out)
 
 
 def has_effect(stmts) -> bool:

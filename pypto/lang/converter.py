@@ -420,7 +420,7 @@ class FunctionConverter(ControlFlow, CallConverter):
             raise self.error(UnsupportedSyntaxError, node,
                              f"the result of {what} is discarded; assign it to a name",
                              hint=f"x = {ast.unparse(node.value)}")
-        if isinstance(value, (n.Call, n.FuncCall)):
+        if isinstance(value, (n.Call, n.FuncCall, n.Submit)):
             self.emit(n.Eval(value, span=self.span(node)))
         elif not self._is_inline_call(node.value):  # an inline body's statements are already in place
             raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",

@@ -418,7 +418,7 @@ class ExprConverter:
             if value is not RUNTIME:
                 return self._number(node, value)
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, (bool, int, float)):
+            if isinstance(node.value, (bool, int, float)) or node.value is None:  # None: no task (a TaskId)
                 return n.Const(node.value)
             raise self.error(TypeCheckError, node, f"{node.value!r} is not a number")
         if isinstance(node, ast.Name):

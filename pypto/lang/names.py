@@ -95,7 +95,7 @@ ENUMS = {
     "PadValue": PadValue,
 }
 DTYPES = {d.name: d for d in DataType}
-BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "at", "yield_", "min", "max", "const"})
+BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "at", "yield_", "min", "max", "const"})
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Out", "InOut", "MemRef", "TileView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor"})

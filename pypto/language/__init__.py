@@ -32,6 +32,7 @@ FP16 = _DataType.FP16
 BF16 = _DataType.BF16
 FP32 = _DataType.FP32
 INDEX = _DataType.INDEX
+TASK_ID = _DataType.TASK_ID
 
 Tensor = _TypeConstructor("Tensor")
 Tile = _TypeConstructor("Tile")
@@ -48,6 +49,8 @@ range = _DslName("range")  # noqa: A001  (the kernel language's own range)
 pipeline = _DslName("pipeline")
 parallel = _DslName("parallel")
 unroll = _DslName("unroll")
+submit = _DslName("submit")
+no_dep = _DslName("no_dep")
 at = _DslName("at")
 yield_ = _DslName("yield_")
 min = _DslName("min")  # noqa: A001
@@ -60,7 +63,7 @@ del _name
 
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
-    "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar",
+    "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "TASK_ID",
     "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
     "pipeline", "program", "range", "tensor", "tile", "unroll", "yield_", *sorted(_UNIFIED),
 ]

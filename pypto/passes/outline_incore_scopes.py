@@ -21,7 +21,7 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.tensors import block_roots
-from pypto.ir.types import FunctionType, ParamDirection, TensorType, TileType, type_name
+from pypto.ir.types import TASK_ID, FunctionType, ParamDirection, TensorType, TileType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 
 
@@ -68,7 +68,7 @@ class _Outliner:
         roots = block_roots(scope.body, {x: x for x in reads if isinstance(self.types.get(x), TensorType)})
         written = {roots.get(x, x) for x in _written(scope.body)}
         read_later = set(_reads(rest))
-        exported = [name for name in n.visible_after(scope) if name in read_later]
+        exported = [name for name in n.visible_after(scope) if name in read_later and name != scope.task_id]
         for name in exported:
             t = self.types[name]
             if not isinstance(t, TensorType):
@@ -93,9 +93,26 @@ class _Outliner:
         body = scope.body + ((n.Return(tuple(n.Var(x) for x in exported), span=scope.span),) if exported else ())
         self.functions.append(n.Function(fname, tuple(params), body, returns, FunctionType.InCore, span=scope.span))
         call = n.FuncCall(fname, tuple(n.Var(x) for x in reads))
+        if scope.submits:
+            return self.submit(scope, call, reads, exported, roots)
         if exported:
             return [n.Assign(exported[0], returns[0], call, span=scope.span)]
         return [n.Eval(call, span=scope.span)]
+
+    def submit(self, scope: n.Scope, call: n.FuncCall, reads: list, exported: list, roots: dict) -> list:
+        """The scope's task as a Submit (its id bound when the scope names one); a tensor it
+        hands back is the argument it wrote."""
+        for name in scope.no_dep_args:
+            if name not in reads:
+                raise UnsupportedSyntaxError(f"pl.at(no_dep_args=...) names '{name}', which the scope does not use",
+                                             span=scope.span, hint="list the tensors the scope reads or writes")
+        task = n.Submit(call, scope.deps, tuple(k for k, x in enumerate(reads) if x in scope.no_dep_args),
+                        scope.allow_early_resolve)
+        out = [n.Assign(scope.task_id, TASK_ID, task, span=scope.span) if scope.task_id is not None
+               else n.Eval(task, span=scope.span)]
+        for name in exported:
+            out.append(n.Assign(name, self.types[name], n.Var(roots.get(name, name)), span=scope.span))
+        return out
 
 
 def _bound(body) -> list[str]:

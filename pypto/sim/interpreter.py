@@ -7,6 +7,8 @@ GM tensors are torch tensors passed by reference (stores write into them); tiles
 
 from __future__ import annotations
 
+import attrs
+
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
@@ -20,10 +22,11 @@ from pypto.sim.views import check_call
 
 def run(program: n.Program, entry: str, args, kernel_call=None) -> tuple:
     """Call ``entry`` with ``args``; returns what it returns (tensors are written in place).
-    ``kernel_call(function, args, statement, depth) -> values``, when given, takes each
-    kernel call (the chip does: a task submission) with the statement making it and how
-    many loop bodies and branches enclose it (its runtime scope depth); the interpreter
-    runs everything else."""
+    ``kernel_call(function, args, statement, depth, submit) -> (values, task id)``, when
+    given, takes each kernel call (the chip does: a task submission) with the statement
+    making it, how many loop bodies and branches enclose it (its runtime scope depth) and,
+    for a ``Submit``, the node with its deps evaluated; the interpreter runs everything
+    else (and, without it, numbers the tasks it runs in program order)."""
     return _Interpreter(program, kernel_call).call(program.function(entry), tuple(args))
 
 
@@ -44,10 +47,11 @@ class _Interpreter:
         self.program = program
         self.kernel_call = kernel_call
         self.depth = 0  # loop bodies and branches around the statement running
+        self.tasks = 0  # kernel calls run here, without kernel_call: a Submit's id
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
         if self.kernel_call is not None and fn.type.is_kernel:  # an entry that is a kernel
-            return tuple(self.kernel_call(fn, args, None, self.depth))
+            return tuple(self.kernel_call(fn, args, None, self.depth, None)[0])
         env = {p.name: a for p, a in zip(fn.params, args)}
         try:
             self.block(fn.body, env)
@@ -115,17 +119,27 @@ class _Interpreter:
     def value(self, v, result_type, env: dict, stmt):
         if isinstance(v, n.Call):
             return self.call_op(v, result_type, env, stmt)
+        if isinstance(v, n.Submit):
+            deps = tuple(self.expr(d, env, stmt) for d in v.deps)
+            return self.func_call(v.call, env, stmt, attrs.evolve(v, deps=deps))[1]
         if isinstance(v, n.FuncCall):
-            fn = self.program.function(v.callee)
-            args = tuple(self.expr(a, env, stmt) for a in v.args)
-            if fn.type.is_kernel:  # what a kernel writes must be its own memory, as at the user's call
-                check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
-                if self.kernel_call is not None:
-                    values = tuple(self.kernel_call(fn, args, stmt, self.depth))
-                    return values[0] if values else None
-            values = self.call(fn, args)
+            values = self.func_call(v, env, stmt, None)[0]
             return values[0] if values else None
         return self.expr(v, env, stmt)
+
+    def func_call(self, v: n.FuncCall, env: dict, stmt, submit) -> tuple:
+        """(what the callee returns, the task's id when it is a kernel)."""
+        fn = self.program.function(v.callee)
+        args = tuple(self.expr(a, env, stmt) for a in v.args)
+        if not fn.type.is_kernel:
+            return self.call(fn, args), None
+        # what a kernel writes must be its own memory, as at the user's call
+        check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
+        if self.kernel_call is not None:
+            values, task = self.kernel_call(fn, args, stmt, self.depth, submit)
+            return tuple(values), task
+        self.tasks += 1
+        return self.call(fn, args), self.tasks - 1
 
     def call_op(self, call: n.Call, result_type, env: dict, stmt):
         op = lookup(call.op)

@@ -1,0 +1,226 @@
+"""Tasks that carry something a plain call cannot: ``with pl.at(...) as tid``, ``deps=``,
+``no_dep_args=``, ``allow_early_resolve=``, and the program form ``pl.submit(self.k, ...)``
+with ``pl.no_dep(t)`` — in the IR (a ``Submit``), through the printer and parser, and on
+the chip (edges, schedule, bits)."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.backend import A2A3
+from pypto.chip.races import TaskRace
+from pypto.errors import PyptoError
+from pypto.ir import nodes as n
+from pypto.lang import parse
+from pypto.runtime import RunConfig
+
+R, C = 64, 128
+CG = pl.Level.CORE_GROUP
+REF = RunConfig(platform="ref")
+
+
+def deps(report) -> dict:
+    return {t.task_id: t.deps for t in report.tasks}
+
+
+def war_fixed(x: pl.InOut[pl.Tensor], z: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=CG) as reader:
+        pl.store(pl.exp(pl.load(x, [0, 0], [R, C])), [0, 0], y)
+    with pl.at(level=CG, deps=[reader, None]):  # None waits for nothing
+        pl.store(pl.neg(pl.load(z, [0, 0], [R, C])), [0, 0], x)
+    return x, y
+
+
+def test_deps_on_a_task_id_orders_a_writer_after_its_reader():
+    kernel = pl.jit(war_fixed)
+    x, z = torch.randn(R, C), torch.randn(R, C)
+    for platform in ("ref", "a2a3sim"):
+        xx, y = x.clone(), torch.zeros(R, C)
+        compiled = kernel.compile(xx, z, y, config=RunConfig(platform=platform))
+        report = compiled.run(xx, z, y)
+        assert torch.equal(y, torch.exp(x)) and torch.equal(xx, -z)
+    assert deps(report) == {"r0t0": (), "r0t1": ("r0t0",)}
+    by_id = {t.task_id: t for t in report.tasks}
+    assert by_id["r0t1"].dispatch >= by_id["r0t0"].finish
+
+
+def test_the_task_ir_prints_and_parses_back_before_and_after_outlining():
+    kernel = pl.jit(war_fixed)
+    x = torch.randn(R, C)
+    compiled = kernel.compile(x, x.clone(), torch.zeros(R, C))
+    text = compiled.program.as_python()
+    assert "with pl.at(level=pl.Level.CORE_GROUP) as reader:" in text
+    assert "with pl.at(level=pl.Level.CORE_GROUP, deps=[reader]):" in text
+    assert parse(text) == compiled.program
+    lowered = compiled.lowered.as_python()
+    assert "reader = pl.submit(self.war_fixed_incore_0, x, y)" in lowered
+    assert "pl.submit(self.war_fixed_incore_1, z, x, deps=[reader])" in lowered
+    entry = compiled.lowered.function(compiled.entry)
+    assert parse(lowered).function(compiled.entry) == entry
+    submits = [s.value for s in entry.body if isinstance(getattr(s, "value", None), n.Submit)]
+    assert len(submits) == 2 and submits[1].deps == (n.Var("reader"),)
+
+
+def test_a_task_id_carried_through_a_loop_chains_the_iterations():
+    @pl.jit
+    def chain(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        prev = None
+        for i in pl.parallel(4):
+            with pl.at(level=CG, deps=[prev]) as tid:
+                pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], out)
+            prev = tid
+        return out
+
+    a, out = torch.randn(4 * R, C), torch.zeros(4 * R, C)
+    report = chain.compile(a, out).run(a, out)
+    assert torch.equal(out, torch.exp(a))
+    assert deps(report) == {"r1t0": (), "r1t1": ("r1t0",), "r1t2": ("r1t1",), "r1t3": ("r1t2",)}
+
+
+def test_no_dep_args_leaves_a_tensor_out_of_tracking():
+    def bands(opt_out: bool):
+        @pl.jit
+        def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+            for i in pl.range(4):
+                if opt_out:
+                    with pl.at(level=CG, no_dep_args=[out]):
+                        pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 2.0), [i * R, 0], out)
+                else:
+                    with pl.at(level=CG):
+                        pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 2.0), [i * R, 0], out)
+            return out
+
+        return k
+
+    a = torch.randn(4 * R, C)
+    chained, free = torch.zeros(4 * R, C), torch.zeros(4 * R, C)
+    seq = bands(False).compile(a, chained).run(a, chained)
+    par = bands(True).compile(a, free).run(a, free)
+    assert torch.equal(chained, a * 2.0) and torch.equal(free, a * 2.0)
+    assert any(seq_deps for seq_deps in deps(seq).values())  # R-seq chains them
+    assert not any(deps(par).values())  # the claim: the bands are disjoint
+    assert par.cycles < seq.cycles
+
+
+def test_no_dep_args_that_lie_are_a_race():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.range(2):
+            with pl.at(level=CG, no_dep_args=[out]):  # both write the same band
+                pl.store(pl.load(a, [i * R, 0], [R, C]), [0, 0], out)
+        return out
+
+    with pytest.raises(TaskRace):
+        k(torch.randn(2 * R, C), torch.zeros(R, C))
+
+
+def _early(flag: bool):
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, scratch: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, allow_early_resolve=flag):
+            pl.store(pl.add(pl.load(a, [0, 0], [R, C]), pl.load(b, [0, 0], [R, C])), [0, 0], scratch)
+        with pl.at(level=CG):
+            pl.store(pl.exp(pl.load(scratch, [0, 0], [R, C])), [0, 0], out)
+        return scratch, out
+
+    return k
+
+
+def test_allow_early_resolve_stages_the_consumer_to_start_as_its_producer_ends():
+    a, b = torch.randn(R, C), torch.randn(R, C)
+    reports = {}
+    for flag in (False, True):
+        scratch, out = torch.zeros(R, C), torch.zeros(R, C)
+        reports[flag] = _early(flag).compile(a, b, scratch, out).run(a, b, scratch, out)
+        assert torch.equal(out, torch.exp(a + b))
+    late, early = (sorted(reports[f].tasks, key=lambda t: t.task_id) for f in (False, True))
+    assert early[1].start == early[0].end  # released the instant the producer ends
+    assert early[1].dispatch < early[0].finish  # staged while the producer ran
+    c = A2A3.chip
+    assert late[1].start == late[0].finish + c.release + c.dispatch + c.pickup
+    assert reports[True].cycles < reports[False].cycles
+
+
+def test_the_program_form_submits_with_no_dep_and_deps():
+    text = '''
+import pypto.language as pl
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def scale(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]):
+        t = pl.tile.load(a, [0, 0], [64, 128], target_memory=pl.Mem.Vec)
+        pl.tile.store(pl.tile.muls(t, 2.0), [0, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+             out2: pl.Out[pl.Tensor[[64, 128], pl.FP32]]):
+        first = pl.submit(self.scale, a, pl.no_dep(out))
+        pl.submit(self.scale, out, out2, deps=[first], allow_early_resolve=True)
+'''
+    program = parse(text)
+    main = program.function("main")
+    first, second = (s.value for s in main.body if isinstance(getattr(s, "value", None), n.Submit))
+    assert first.no_dep == (1,) and second.deps == (n.Var("first"),) and second.allow_early_resolve
+    assert parse(program.as_python()) == program
+
+
+@pytest.mark.parametrize("body, message", [
+    ("with pl.at(level=CG, deps=prev):", "pl.at(deps=...) must be a list literal"),
+    ("with pl.at(level=CG, deps=[a]):", "pl.at deps= entries must be a TaskId variable, a TASK_ID array element "
+                                        "(e.g. `arr[i]`), or None — got 'a'"),
+    ("with pl.at(level=CG, no_dep_args=out):", "pl.at(no_dep_args=...) must be a list literal of tensor names"),
+    ("with pl.at(level=CG, no_dep_args=[i]):", "pl.at(no_dep_args=...) entries must be bare tensor names, not 'i'"),
+    ("with pl.at(level=CG, allow_early_resolve=1):", "allow_early_resolve must be a bool"),
+    ("with pl.at(level=CG) as (t, u):", "'with pl.at(...) as tid' binds one name"),
+])
+def test_task_keywords_are_checked_at_the_users_line(tmp_path, body, message):
+    src = tmp_path / "k.py"
+    src.write_text(f'''
+import pypto.language as pl
+CG = pl.Level.CORE_GROUP
+
+
+@pl.jit
+def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    prev = None
+    for i in pl.range(1):
+        {body}
+            pl.store(pl.load(a, [0, 0], [64, 128]), [0, 0], out)
+    return out
+''')
+    import runpy
+
+    kernel = runpy.run_path(str(src))["k"]
+    with pytest.raises(PyptoError) as err:
+        kernel.compile(torch.randn(64, 128), torch.zeros(64, 128))
+    assert message in err.value.message
+    assert err.value.span.file == str(src) and err.value.span.line == 10
+
+
+def test_a_task_id_takes_no_arithmetic():
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG) as t:
+            pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
+        with pl.at(level=CG, deps=[t]):
+            pl.store(pl.load(a, [t + 1, 0], [R, C]), [0, 0], out)
+        return out
+
+    with pytest.raises(PyptoError, match="a TaskId is not a number"):
+        pl.jit(k)(torch.randn(2 * R, C), torch.zeros(R, C))
+
+
+def test_submit_needs_a_self_kernel_reference():
+    text = '''
+import pypto.language as pl
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 128], pl.FP32]):
+        pl.submit(a)
+'''
+    with pytest.raises(PyptoError, match=r"pl.submit\(...\) first argument must be a self.<kernel> method reference"):
+        parse(text)
