@@ -200,8 +200,8 @@ def test_a_cube_task_runs_on_a_cube_core():
 def test_ring_and_swimlane_fields_are_validated_with_the_reference_wording():
     assert RunConfig(enable_chip_swimlane=True).enable_chip_swimlane == 4
     assert RunConfig(enable_chip_swimlane=False).enable_chip_swimlane == 0
-    assert RunConfig(ring_task_window=8).ring_task_window == [8, 8, 8, 8]
-    assert RunConfig(ring_heap=(1024, 0, 2048, 4096)).ring_heap == [1024, 0, 2048, 4096]
+    assert RunConfig(ring_task_window=8).ring_task_window == (8, 8, 8, 8)
+    assert RunConfig(ring_heap=[1024, 0, 2048, 4096]).ring_heap == (1024, 0, 2048, 4096)
     for fields, message in (
             (dict(ring_task_window=6), "ring_task_window must be a power of 2 >= 4, got 6"),
             (dict(ring_heap=512), "ring_heap must be a power of 2 >= 1024 (bytes per ring), got 512"),

@@ -224,3 +224,116 @@ class P:
 '''
     with pytest.raises(PyptoError, match=r"pl.submit\(...\) first argument must be a self.<kernel> method reference"):
         parse(text)
+
+
+# ----------------------------------------------------------------------------- runtime scopes
+
+
+def test_a_manual_scope_derives_no_edges_and_its_writes_reach_later_tasks():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], after: pl.Out[pl.Tensor]):
+        with pl.manual_scope():  # nothing is inferred in here
+            for i in pl.range(4):
+                with pl.at(level=CG):
+                    pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 2.0), [i * R, 0], out)
+        with pl.at(level=CG):  # after the scope: waits for the writers of the band it reads
+            pl.store(pl.exp(pl.load(out, [R, 0], [R, C])), [0, 0], after)
+        return out, after
+
+    a = torch.randn(4 * R, C)
+    for platform in ("ref", "a2a3sim"):
+        out, after = torch.zeros(4 * R, C), torch.zeros(R, C)
+        report = k.compile(a, out, after, config=RunConfig(platform=platform)).run(a, out, after)
+        assert torch.equal(out, a * 2.0) and torch.equal(after, torch.exp(a[R:2 * R] * 2.0))
+    found = deps(report)
+    assert [found[f"r2t{j}"] for j in range(4)] == [()] * 4  # ring 2: the manual scope, then the loop body
+    assert set(found["r0t0"]) == {"r2t3"}  # the last registered writer of out
+
+
+def test_auto_scope_false_takes_hand_placed_scopes_as_the_rings():
+    @pl.jit(auto_scope=False)
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.scope():
+            for i in pl.range(2):
+                with pl.scope():
+                    with pl.at(level=CG):
+                        pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], out)
+        return out
+
+    a, out = torch.randn(2 * R, C), torch.zeros(2 * R, C)
+    compiled = k.compile(a, out)
+    report = compiled.run(a, out)
+    assert torch.equal(out, torch.exp(a))
+    assert sorted(t.task_id for t in report.tasks) == ["r2t0", "r2t1"]  # two scopes deep; the loop is not one
+    text = compiled.program.as_python()
+    assert "@pl.function(type=pl.FunctionType.Orchestration, auto_scope=False)" in text
+    assert text.count("with pl.scope():") == 2
+    assert parse(text) == compiled.program
+
+
+def test_scope_mode_manual_is_the_manual_scope():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.scope(mode=pl.ScopeMode.MANUAL):
+            with pl.at(level=CG):
+                pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], out)
+        return out
+
+    a, out = torch.randn(R, C), torch.zeros(R, C)
+    compiled = k.compile(a, out)
+    compiled.run(a, out)
+    assert torch.equal(out, torch.exp(a)) and "with pl.manual_scope():" in compiled.program.as_python()
+
+
+@pytest.mark.parametrize("deco, body, message", [
+    ("@pl.jit", "with pl.scope():", "a hand-placed AUTO 'with pl.scope()' requires @pl.function(auto_scope=False)"),
+    ("@pl.jit", "with pl.manual_scope(1):", "pl.manual_scope() does not accept arguments"),
+    ("@pl.jit(auto_scope=False)", "with pl.scope(1):", "pl.scope() takes only a 'mode=' keyword, not positional"),
+])
+def test_runtime_scope_mistakes(tmp_path, deco, body, message):
+    src = tmp_path / "k.py"
+    src.write_text(f'''
+import pypto.language as pl
+
+
+{deco}
+def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    {body}
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(a, [0, 0], [64, 128]), [0, 0], out)
+    return out
+''')
+    import runpy
+
+    kernel = runpy.run_path(str(src))["k"]
+    with pytest.raises(PyptoError) as err:
+        kernel.compile(torch.randn(64, 128), torch.zeros(64, 128))
+    assert message in err.value.message and err.value.span.line == 7
+
+
+def test_nested_manual_and_auto_in_manual_are_refused():
+    def nested(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.manual_scope():
+            with pl.manual_scope():
+                with pl.at(level=CG):
+                    pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    def auto_in_manual(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.manual_scope():
+            with pl.scope():
+                with pl.at(level=CG):
+                    pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    with pytest.raises(PyptoError, match="a manual scope may not be nested inside another manual scope"):
+        pl.jit(nested)(torch.randn(R, C), torch.zeros(R, C))
+    with pytest.raises(PyptoError, match="an AUTO scope may not be nested inside a manual scope"):
+        pl.jit(auto_scope=False)(auto_in_manual)(torch.randn(R, C), torch.zeros(R, C))
+
+
+def test_jit_options_are_checked_where_written():
+    with pytest.raises(TypeError, match="@pl.jit.incore does not accept an auto_scope= argument"):
+        pl.jit.incore(auto_scope=False)
+    with pytest.raises(TypeError, match="@pl.jit does not accept a level= argument"):
+        pl.jit(level=pl.Level.CHIP_DIE)

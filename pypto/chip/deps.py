@@ -27,6 +27,13 @@ class Tracker:
     def submit(self, task: Task) -> list[Edge]:
         """The edges ``task`` waits on (one per producer and argument, as constructed: not
         reduced), then ``task`` registered as the producer of what it writes."""
+        edges = self.lookup(task)
+        self.register(task)
+        return edges
+
+    def lookup(self, task: Task) -> list[Edge]:
+        """The edges ``task`` waits on: its tensors' creators and the producers of the bytes
+        it reads."""
         edges: dict[tuple, Edge] = {}
         for a in task.args:
             creator = self.creators.get(a.tensor.data_ptr())
@@ -38,9 +45,12 @@ class Tracker:
                         p = page.values[k]
                         if p is not None and p != task.number:
                             edges.setdefault((p, a.index), Edge(p, task.number, a.index, "tensormap"))
+        return list(edges.values())
+
+    def register(self, task: Task) -> None:
+        """``task`` becomes the producer of the bytes it writes (InOut, OutputExisting)."""
         for a in task.args:
             if a.direction in REGISTERS:
                 for lo, hi in tensor_runs(a.tensor):
                     for page, k in self.producers.pieces(lo, hi):
                         page.values[k] = task.number
-        return list(edges.values())

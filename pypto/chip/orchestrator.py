@@ -6,7 +6,7 @@ runs, and the tasks' data effects are applied in the order they started — a li
 extension of the edges, so a race-free graph computes what program order does.
 
     run = ChipRun(program, soc, kernels, config)
-    values = interpreter.run(program, entry, args, run.submit)
+    values = interpreter.run(program, entry, args, run)   # run.submit, run.scope
     report = run.finish()
 """
 
@@ -68,13 +68,27 @@ class ChipRun:
         self.launches: list[tuple] = []  # per task: (Launch, Timeline)
         self.locals = [0] * RINGS
         self.numbers: dict[int, int] = {}  # task id -> its number
+        self.open_scopes: list = []  # per open runtime scope: its tasks when manual, else None
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
 
-    def submit(self, fn: n.Function, args: tuple, stmt, depth: int, submit: n.Submit | None) -> tuple:
+    def scope(self, opening: bool, manual: bool) -> None:
+        """A runtime scope opens or closes; a manual one's tasks, tracked by nobody while it
+        was open, register what they wrote as it closes — tasks after it see their data."""
+        if opening:
+            self.open_scopes.append([] if manual else None)
+            return
+        tasks = self.open_scopes.pop()
+        for task in tasks or ():
+            self.tracker.register(task)
+        if tasks and self.open_scopes and self.open_scopes[-1] is not None:  # an enclosing manual scope
+            self.open_scopes[-1].extend(tasks)
+
+    def submit(self, fn: n.Function, args: tuple, site) -> tuple:
         """Take one kernel call as a task: (what the call returns — the tensors it hands
-        back, which are its arguments —, the task's id). ``submit``: the Submit node it
-        came from (deps evaluated to task ids), if any."""
+        back, which are its arguments —, the task's id). ``site``: where the call is
+        (``interpreter.Site``: its statement, scope depth, manual scope, Submit)."""
+        stmt, depth, submit = site.stmt, site.depth, site.submit
         kernel = self.kernels[fn.name]
         timeline = simulate(kernel, args, self.soc, unsafe=self.unsafe_colive)
         directions = self.directions.get(id(stmt)) if stmt is not None else None
@@ -92,7 +106,12 @@ class ChipRun:
                     getattr(stmt, "span", None), self.clock, timeline.cycles,
                     early=submit is not None and submit.allow_early_resolve)
         self.locals[ring] += 1
-        edges = self.tracker.submit(task)
+        manual = next((s for s in reversed(self.open_scopes) if s is not None), None)
+        if manual is not None:  # a manual scope: only deps= order its tasks
+            edges = []
+            manual.append(task)
+        else:
+            edges = self.tracker.submit(task)
         for dep in submit.deps if submit is not None else ():
             if dep is not None:  # None: no producer
                 edges.append(Edge(self.numbers[dep], task.number, -1, "explicit"))

@@ -67,7 +67,7 @@ class _Walker:
         elif isinstance(stmt, n.If):
             self.block(stmt.then_body, sequential)
             self.block(stmt.else_body, sequential)
-        elif isinstance(stmt, n.Scope):
+        elif isinstance(stmt, n.BLOCKS):
             self.block(stmt.body, sequential)
 
     def call(self, stmt, call: n.FuncCall, sequential: bool) -> None:

@@ -15,9 +15,10 @@
              | Yield(values: Expr*) | Return(values: Expr*)
              | Scope(level, name_hint, body: Stmt*, task_id?, deps: Expr*, no_dep_args: str*,
                      allow_early_resolve)       ``with pl.at(...) [as task_id]``
+             | RuntimeScope(body: Stmt*, manual)  ``with pl.scope()`` / ``pl.manual_scope()``
     IterArg  = (name, type, init: Expr)        Binding = (name, type)
     Param    = (name, type, direction)
-    Function = (name, type, params: Param*, returns: Type*, body: Stmt*)
+    Function = (name, type, params: Param*, returns: Type*, body: Stmt*, auto_scope)
     Program  = (name, functions: Function*)
 
 Names are plain strings, unique within a function (SSA): every name is bound exactly once
@@ -225,7 +226,20 @@ class Scope:
         return bool(self.task_id is not None or self.deps or self.no_dep_args or self.allow_early_resolve)
 
 
-Stmt = Assign | Eval | For | If | Yield | Return | Scope
+@attrs.frozen
+class RuntimeScope:
+    """``with pl.scope():`` / ``with pl.manual_scope():`` in an orchestration: a runtime
+    scope. Its tasks take the next ring; in a manual one the runtime derives no
+    dependencies (only ``deps=`` order its tasks), and what its tasks wrote is registered
+    when it closes, so tasks after it see their data."""
+
+    body: tuple = attrs.field(converter=tuple)
+    manual: bool = False
+    span: Span | None = _span_field()
+
+
+Stmt = Assign | Eval | For | If | Yield | Return | Scope | RuntimeScope
+BLOCKS = (Scope, RuntimeScope)  # statements that only group others: what they bind is visible after them
 
 
 # --------------------------------------------------------------------------- functions
@@ -246,6 +260,9 @@ class Function:
     returns: tuple = attrs.field(default=(), converter=tuple)
     type: FunctionType = FunctionType.Opaque
     span: Span | None = _span_field()
+    # an orchestration whose loop bodies and branches are each a runtime scope (the
+    # default); False: only its explicit pl.scope() / pl.manual_scope() blocks are
+    auto_scope: bool = True
 
 
 @attrs.frozen
@@ -296,7 +313,7 @@ def as_expr(value) -> Expr:
 
 def stmt_children(stmt) -> tuple[tuple, ...]:
     """The nested statement blocks of a statement."""
-    if isinstance(stmt, (For, Scope)):
+    if isinstance(stmt, (For, Scope, RuntimeScope)):
         return (stmt.body,)
     if isinstance(stmt, If):
         return (stmt.then_body, stmt.else_body)
@@ -330,9 +347,9 @@ def visible_after(stmt) -> tuple[str, ...]:
         return (stmt.target,)
     if isinstance(stmt, (For, If)):
         return tuple(b.name for b in stmt.results)
-    if isinstance(stmt, Scope):
+    if isinstance(stmt, BLOCKS):
         inner = tuple(name for s in stmt.body for name in visible_after(s))
-        return inner + ((stmt.task_id,) if stmt.task_id is not None else ())
+        return inner + ((stmt.task_id,) if getattr(stmt, "task_id", None) is not None else ())
     return ()
 
 
@@ -393,6 +410,7 @@ def expr_vars(expr) -> set[str]:
 
 __all__ = [
     "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "Expr", "For",
-    "FuncCall", "Function", "If", "Submit", "IterArg", "Param", "Program", "Return", "Scope", "Stmt",
+    "BLOCKS", "FuncCall", "Function", "If", "Submit", "IterArg", "Param", "Program", "Return", "RuntimeScope",
+    "Scope", "Stmt",
     "UnaryOp", "Var", "Yield",
 ]

@@ -182,7 +182,10 @@ class _Printer:
 
     def function(self) -> list[str]:
         fn = self.fn
-        deco = "@pl.function" if fn.type is FunctionType.Opaque else f"@pl.function(type=pl.FunctionType.{fn.type.name})"
+        options = [] if fn.type is FunctionType.Opaque else [f"type=pl.FunctionType.{fn.type.name}"]
+        if not fn.auto_scope:
+            options.append("auto_scope=False")
+        deco = f"@pl.function({', '.join(options)})" if options else "@pl.function"
         params = ", ".join(["self", *(param(p) for p in fn.params)])
         ret = ""
         if len(fn.returns) == 1:
@@ -230,6 +233,9 @@ class _Printer:
                 self.emit(depth, f"pl.yield_({values})")
         elif isinstance(s, n.Return):
             self.emit(depth, ("return " + ", ".join(expr(v) for v in s.values)).rstrip())
+        elif isinstance(s, n.RuntimeScope):
+            self.emit(depth, "with pl.manual_scope():" if s.manual else "with pl.scope():")
+            self.block(s.body, depth + 1)
         elif isinstance(s, n.Scope):
             args = [f"level=pl.Level.{s.level.name}"]
             if s.name_hint:

@@ -72,7 +72,7 @@ def inline_static_ifs(body: tuple) -> tuple[tuple, dict]:
         elif isinstance(stmt, n.If):
             stmt = attrs.evolve(stmt, then_body=inline_static_ifs(stmt.then_body)[0],
                                 else_body=inline_static_ifs(stmt.else_body)[0])
-        elif isinstance(stmt, n.Scope):
+        elif isinstance(stmt, n.BLOCKS):
             stmt = attrs.evolve(stmt, body=inline_static_ifs(stmt.body)[0])
         out.append(stmt)
     return tuple(out), mapping

@@ -69,5 +69,5 @@ def _block(body, roots: dict) -> None:
                     found = {_root(values[k], roots) for values in yields}
                     if len(found) == 1 and None not in found:
                         roots[b.name] = found.pop()
-        elif isinstance(stmt, n.Scope):
+        elif isinstance(stmt, n.BLOCKS):
             _block(stmt.body, roots)

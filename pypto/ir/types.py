@@ -99,6 +99,14 @@ class ArgDirection(enum.Enum):
     Scalar = "Scalar"
 
 
+class ScopeMode(enum.Enum):
+    """A runtime scope's: the runtime derives its tasks' dependencies (AUTO), or only
+    ``deps=`` order them (MANUAL)."""
+
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
+
+
 class FunctionType(enum.Enum):
     Opaque = "Opaque"
     Orchestration = "Orchestration"

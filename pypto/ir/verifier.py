@@ -155,6 +155,10 @@ class _FunctionChecker:
             for b in s.results:
                 self.bind(b.name, b.type, s)
                 scope.add(b.name)
+        elif isinstance(s, n.RuntimeScope):
+            self.block(s.body, scope, None)
+            for inner in s.body:
+                scope.update(n.visible_after(inner))
         elif isinstance(s, n.Scope):
             self.uses(s.deps, scope, s)
             self.block(s.body, scope, None)

@@ -24,6 +24,7 @@ from pypto.ir.ops import lookup
 from pypto.ir.types import (
     INDEX,
     TASK_ID,
+    ScopeMode,
     TensorType,
     ForKind,
     Level,
@@ -471,6 +472,8 @@ class ControlFlow:
             raise self.error(UnsupportedSyntaxError, node, "a with statement opens one pl.at(...) scope")
         item = node.items[0]
         call = item.context_expr
+        if self._is_builtin_call(call, "scope") or self._is_builtin_call(call, "manual_scope"):
+            return self.runtime_scope(node, call, live_after)
         if not self._is_builtin_call(call, "at"):
             raise self.error(UnsupportedSyntaxError, call, "kernels open scopes with pl.at(level=pl.Level.CORE_GROUP)")
         target = item.optional_vars
@@ -516,6 +519,45 @@ class ControlFlow:
             self.dropped.pop(target.id, None)
         self.emit(n.Scope(body, level, hint, span=self.span(node), task_id=tid, deps=deps, no_dep_args=no_dep,
                           allow_early_resolve=early))
+
+    def runtime_scope(self, node: ast.With, call: ast.Call, live_after: frozenset) -> None:
+        """``with pl.scope():`` / ``pl.scope(mode=pl.ScopeMode.MANUAL)`` / ``pl.manual_scope()``."""
+        item = node.items[0]
+        manual_form = self._is_builtin_call(call, "manual_scope")
+        if item.optional_vars is not None:
+            raise self.error(UnsupportedSyntaxError, item.optional_vars, "a runtime scope binds no name")
+        if manual_form:
+            if call.args or call.keywords:
+                raise self.error(TypeCheckError, call, "pl.manual_scope() does not accept arguments")
+            manual = True
+        else:
+            if call.args:
+                raise self.error(TypeCheckError, call, "pl.scope() takes only a 'mode=' keyword, not positional "
+                                 "arguments", hint="pl.scope(mode=pl.ScopeMode.MANUAL)")
+            kw = {k.arg: k.value for k in call.keywords}
+            if set(kw) - {"mode"}:
+                raise self.error(TypeCheckError, call, "pl.scope() takes only a 'mode=' keyword",
+                                 hint="pl.scope(mode=pl.ScopeMode.MANUAL)")
+            mode = self.static_of(kw["mode"], ScopeMode, "pl.scope's mode") if "mode" in kw else ScopeMode.AUTO
+            manual = mode is ScopeMode.MANUAL
+        if self.incore:
+            raise self.error(ParseError, call, "runtime scopes are Orchestration-only: this code runs on a core",
+                             hint="open pl.scope() / pl.manual_scope() around pl.at blocks in the entry")
+        if manual and self.manual_depth:
+            raise self.error(TypeCheckError, call, "a manual scope may not be nested inside another manual scope")
+        if not manual and self.manual_depth:
+            raise self.error(TypeCheckError, call, "an AUTO scope may not be nested inside a manual scope")
+        if not manual and self.auto_scope:
+            raise self.error(TypeCheckError, call, "a hand-placed AUTO 'with pl.scope()' requires "
+                             "@pl.function(auto_scope=False)",
+                             hint="@pl.jit(auto_scope=False) (every loop body and branch is a scope already), or "
+                                  "pl.manual_scope()")
+        self.manual_depth += manual
+        try:
+            body = self.block(node.body, live_after)
+        finally:
+            self.manual_depth -= manual
+        self.emit(n.RuntimeScope(body, manual, span=self.span(node)))
 
     def task_deps(self, node) -> tuple:
         """``deps=[...]``: TaskIds (``None`` waits for nothing, and is dropped)."""

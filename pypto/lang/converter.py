@@ -43,8 +43,10 @@ _OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: 
 class FunctionConverter(ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
-                 returns=None):
+                 returns=None, auto_scope: bool = True):
         super().__init__(source)
+        self.auto_scope = auto_scope
+        self.manual_depth = 0  # pl.manual_scope() blocks open around the statement
         self.fdef = fdef
         self.name = name
         self.kind = kind
@@ -75,7 +77,8 @@ class FunctionConverter(ControlFlow, CallConverter):
                 raise self.error(TypeCheckError, self.fdef.returns,
                                  f"function '{self.name}' returns {got} but is annotated {ast.unparse(self.fdef.returns)}")
             returns = declared
-        return n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef))
+        return n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef),
+                          auto_scope=self.auto_scope)
 
     def params(self) -> tuple[n.Param, ...]:
         check_signature(self.source, self.fdef, spliced=False)

@@ -98,7 +98,8 @@ class _JitProgram(ProgramHooks):
             name = f"{kernel.__name__}_{k}"
         self.names.add(name)
         converter = FunctionConverter(source, fdef, name=name, kind=kernel.function_type, hooks=self,
-                                      given=dict(zip(names, arg_types)))
+                                      given=dict(zip(names, arg_types)),
+                                      auto_scope=getattr(kernel, "auto_scope", True))
         try:
             return converter.convert()
         except SpecializationError as err:

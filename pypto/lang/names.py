@@ -17,7 +17,7 @@ import attrs
 import numpy
 
 from pypto.ir.ops import UNIFIED, lookup
-from pypto.ir.types import DataType, FunctionType, Level, PadValue
+from pypto.ir.types import DataType, FunctionType, Level, PadValue, ScopeMode
 from pypto.backend import MemorySpace
 
 # ----------------------------------------------------------------------------- entities
@@ -93,9 +93,10 @@ ENUMS = {
     "Level": Level,
     "FunctionType": FunctionType,
     "PadValue": PadValue,
+    "ScopeMode": ScopeMode,
 }
 DTYPES = {d.name: d for d in DataType}
-BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "at", "yield_", "min", "max", "const"})
+BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const"})
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Out", "InOut", "MemRef", "TileView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor"})

@@ -62,8 +62,9 @@ class ProgramBuilder(ProgramHooks):
         fdef = self.defs[name]
         self.active.append(name)
         try:
-            conv = FunctionConverter(self.source, fdef, name=name, kind=function_type(self.source, fdef, self.soc),
-                                     hooks=self, has_self=True)
+            kind, auto = function_options(self.source, fdef, self.soc)
+            conv = FunctionConverter(self.source, fdef, name=name, kind=kind, hooks=self, has_self=True,
+                                     auto_scope=auto)
             fn = conv.convert()
         finally:
             self.active.pop()
@@ -101,6 +102,12 @@ def widens(given, declared) -> bool:
 
 def function_type(source: Source, fdef: ast.FunctionDef, soc) -> FunctionType:
     """The type a ``@pl.function(type=...)`` decorator names (Opaque when bare)."""
+    return function_options(source, fdef, soc)[0]
+
+
+def function_options(source: Source, fdef: ast.FunctionDef, soc) -> tuple[FunctionType, bool]:
+    """(the type a ``@pl.function(type=..., auto_scope=...)`` decorator names — Opaque when
+    bare —, its auto_scope)."""
     conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.Opaque, hooks=ProgramHooks(soc))
     for deco in fdef.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
@@ -115,11 +122,13 @@ def function_type(source: Source, fdef: ast.FunctionDef, soc) -> FunctionType:
                                  "source needs the vendor toolkit, which this implementation does without",
                                  hint=f"write '{fdef.name}' in PyPTO (type=pl.FunctionType.InCore) to run it on "
                                       "ref or a2a3sim")
-            if deco.args or set(kw) - {"type"}:
-                raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type= here")
-            if "type" in kw:
-                return conv.static_of(kw["type"], FunctionType, "the function type")
-        return FunctionType.Opaque
+            if deco.args or set(kw) - {"type", "auto_scope"}:
+                raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type= and auto_scope= here")
+            kind = conv.static_of(kw["type"], FunctionType, "the function type") if "type" in kw else \
+                FunctionType.Opaque
+            auto = conv.static_of(kw["auto_scope"], bool, "auto_scope") if "auto_scope" in kw else True
+            return kind, auto
+        return FunctionType.Opaque, True
     raise conv.error(ParseError, fdef, f"method '{fdef.name}' needs @pl.function",
                      hint="@pl.function(type=pl.FunctionType.InCore)")
 

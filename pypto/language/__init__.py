@@ -7,7 +7,7 @@ decorators that turn a function or class into a kernel or a program.
 
 from pypto.ir.ops import UNIFIED as _UNIFIED
 from pypto.ir.types import DataType as _DataType
-from pypto.ir.types import FunctionType, Level, PadValue
+from pypto.ir.types import FunctionType, Level, PadValue, ScopeMode
 from pypto.lang.dsl import DslName as _DslName
 from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
 from pypto.lang.dsl import OpNamespace as _OpNamespace
@@ -50,6 +50,8 @@ pipeline = _DslName("pipeline")
 parallel = _DslName("parallel")
 unroll = _DslName("unroll")
 submit = _DslName("submit")
+scope = _DslName("scope")
+manual_scope = _DslName("manual_scope")
 no_dep = _DslName("no_dep")
 at = _DslName("at")
 yield_ = _DslName("yield_")
@@ -63,7 +65,7 @@ del _name
 
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
-    "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "TASK_ID",
+    "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID",
     "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
-    "pipeline", "program", "range", "tensor", "tile", "unroll", "yield_", *sorted(_UNIFIED),
+    "pipeline", "program", "range", "tensor", "tile", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", *sorted(_UNIFIED),
 ]

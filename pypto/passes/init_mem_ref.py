@@ -197,7 +197,7 @@ def _loop_vars(body, loops: frozenset) -> dict[str, frozenset]:
             out.update(_loop_vars(stmt.then_body, loops))
             out.update(_loop_vars(stmt.else_body, loops))
             out.update({b.name: loops for b in stmt.results})
-        elif isinstance(stmt, n.Scope):
+        elif isinstance(stmt, n.BLOCKS):
             out.update(_loop_vars(stmt.body, loops))
         else:
             out.update({name: loops for name in n.bound_names(stmt)})

@@ -177,7 +177,7 @@ def _replace(body: tuple, target, f) -> tuple:
         elif isinstance(stmt, n.If):
             stmt = attrs.evolve(stmt, then_body=_replace(stmt.then_body, target, f),
                                 else_body=_replace(stmt.else_body, target, f))
-        elif isinstance(stmt, n.Scope):
+        elif isinstance(stmt, n.BLOCKS):
             stmt = attrs.evolve(stmt, body=_replace(stmt.body, target, f))
         out.append(stmt)
     return tuple(out)

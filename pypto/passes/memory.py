@@ -196,7 +196,7 @@ class Walker:
                 self.branches.append((then_start, else_start, self.pos))
                 for b in stmt.results:
                     self.define(b.name, loops, stmt.span)
-            elif isinstance(stmt, n.Scope):
+            elif isinstance(stmt, n.BLOCKS):
                 self.block(stmt.body, loops)
 
 

@@ -96,7 +96,7 @@ def _swimlane(value) -> int:
 
 def _ring(name: str, ok, rule: str):
     """A ring size: None (the default), one int for all four rings, or exactly four (0 keeps
-    that ring's default); a list either way."""
+    that ring's default); four either way, as a tuple (a config is a cache key)."""
     def check(value):
         if value is None:
             return None
@@ -106,10 +106,10 @@ def _ring(name: str, ok, rule: str):
             for v in value:
                 if isinstance(v, bool) or not isinstance(v, int) or not (v == 0 or ok(v)):
                     raise ConfigError(f"{name} entries must be {rule} (or 0 to keep default), got {v!r}")
-            return list(value)
+            return tuple(value)
         if isinstance(value, bool) or not isinstance(value, int) or not ok(value):
             raise ConfigError(f"{name} must be {rule}, got {value!r}")
-        return [value] * 4
+        return (value,) * 4
     return check
 
 
@@ -149,9 +149,9 @@ class RunConfig:
     # The runtime's rings, per scope depth 0..3 (None: the runtime's defaults): in-flight
     # task slots, heap bytes for the tensors a scope creates, dependency-edge entries.
     # Validated as the reference validates them; the chip does not model ring capacity yet.
-    ring_task_window: list | None = None
-    ring_heap: list | None = None
-    ring_dep_pool: list | None = None
+    ring_task_window: tuple | None = None
+    ring_heap: tuple | None = None
+    ring_dep_pool: tuple | None = None
 
     def __init__(self, *args, **fields):
         try:

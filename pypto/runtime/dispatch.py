@@ -26,7 +26,7 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
             return interpreter.run(program, entry, args), RunReport()
         run = ChipRun(program, backend(config.backend), kernels, unsafe_colive=config.unsafe_allow_colive_slots,
                       unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch)
-        values = interpreter.run(program, entry, args, run.submit)
+        values = interpreter.run(program, entry, args, run)
         report = run.finish()
         if dfx is not None and (config.enable_chip_swimlane or config.enable_dep_gen):
             report.dfx_files = records.write(dfx, entry, run.tasks, run.edges, run.soc,

@@ -20,9 +20,10 @@ class JitKernel:
 
     __pypto_kernel__ = True
 
-    def __init__(self, fn, function_type: FunctionType):
+    def __init__(self, fn, function_type: FunctionType, auto_scope: bool = True):
         self.fn = fn
         self.function_type = function_type
+        self.auto_scope = auto_scope  # an entry's: every loop body and branch is a runtime scope
         self.source = KernelSource(fn, function_type)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -131,24 +132,33 @@ class _JitDecorator:
         self.name = name
 
     def __call__(self, fn=None, **options):
-        if fn is None:  # @pl.jit.incore(level=...)
-            self._check_options(options)
-            return lambda f: JitKernel(f, self.function_type)
-        if options:
-            self._check_options(options)
-        return JitKernel(fn, self.function_type)
+        self._check_options(options)
+        auto = options.get("auto_scope", True)
+        if fn is None:  # @pl.jit.incore(level=...), @pl.jit(auto_scope=False)
+            return lambda f: JitKernel(f, self.function_type, auto)
+        return JitKernel(fn, self.function_type, auto)
 
     def _check_options(self, options: dict) -> None:
         """Options are checked where the decorator is written; what a kernel does not
         support yet is said, not ignored."""
-        known = ("level",) if self.function_type is FunctionType.InCore else ()
+        known = ("level",) if self.function_type is FunctionType.InCore else ("auto_scope",)
         for key, value in options.items():
             span = call_span(argument=key)
+            if key == "auto_scope" and self.function_type is FunctionType.InCore:
+                raise TypeError(f"@{self.name} does not accept an auto_scope= argument (auto_scope is only "
+                                "meaningful for the Orchestration entry, the HOST orchestrator, and inline "
+                                "sub-functions)")
+            if key == "level" and self.function_type is not FunctionType.InCore:
+                raise TypeError(f"@{self.name} does not accept a level= argument")
             if key not in known:
                 close = difflib.get_close_matches(key, known, n=1)
                 raise ParseError(f"@{self.name} got an unexpected option '{key}'", span=span,
                                  hint=f"did you mean '{close[0]}'?" if close else
-                                 f"@{self.name} takes {'level=' if known else 'no options'}")
+                                 f"@{self.name} takes {' and '.join(k + '=' for k in known)}")
+            if key == "auto_scope":
+                if not isinstance(value, bool):
+                    raise TypeCheckError(f"@{self.name}(auto_scope=...) takes a bool, not {value!r}", span=span)
+                continue
             if not isinstance(value, Level):
                 raise TypeCheckError(f"@{self.name}(level=...) takes a pl.Level, not {value!r}", span=span,
                                      hint="level=pl.Level.CHIP_DIE")

@@ -20,14 +20,26 @@ from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
 from pypto.sim.views import check_call
 
 
-def run(program: n.Program, entry: str, args, kernel_call=None) -> tuple:
+def run(program: n.Program, entry: str, args, orchestrator=None) -> tuple:
     """Call ``entry`` with ``args``; returns what it returns (tensors are written in place).
-    ``kernel_call(function, args, statement, depth, submit) -> (values, task id)``, when
-    given, takes each kernel call (the chip does: a task submission) with the statement
-    making it, how many loop bodies and branches enclose it (its runtime scope depth) and,
-    for a ``Submit``, the node with its deps evaluated; the interpreter runs everything
-    else (and, without it, numbers the tasks it runs in program order)."""
-    return _Interpreter(program, kernel_call).call(program.function(entry), tuple(args))
+    ``orchestrator``, when given, takes each kernel call — ``submit(function, args, site)
+    -> (values, task id)`` with its ``Site`` — and hears each runtime scope open and close
+    (``scope(opening, manual)``); the chip does: a call is a task submission. The
+    interpreter runs everything else (and, without one, runs each kernel in program order,
+    numbering them as tasks)."""
+    return _Interpreter(program, orchestrator).call(program.function(entry), tuple(args))
+
+
+@attrs.frozen
+class Site:
+    """Where a kernel call is made: its statement, its runtime scope depth (the scopes
+    around it: each loop body and branch of an auto-scoped function, each pl.scope()),
+    whether a manual scope encloses it, and the Submit node with its deps evaluated."""
+
+    stmt: object
+    depth: int
+    manual: bool = False
+    submit: object = None
 
 
 
@@ -43,21 +55,43 @@ class _Return(Exception):
 
 
 class _Interpreter:
-    def __init__(self, program: n.Program, kernel_call=None):
+    def __init__(self, program: n.Program, orchestrator=None):
         self.program = program
-        self.kernel_call = kernel_call
-        self.depth = 0  # loop bodies and branches around the statement running
-        self.tasks = 0  # kernel calls run here, without kernel_call: a Submit's id
+        self.orchestrator = orchestrator
+        self.depth = 0  # runtime scopes around the statement running
+        self.manual = 0  # manual ones among them
+        self.auto = [True]  # whether each function on the call stack is auto-scoped
+        self.tasks = 0  # kernel calls run here, without an orchestrator: a Submit's id
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
-        if self.kernel_call is not None and fn.type.is_kernel:  # an entry that is a kernel
-            return tuple(self.kernel_call(fn, args, None, self.depth, None)[0])
+        if self.orchestrator is not None and fn.type.is_kernel:  # an entry that is a kernel
+            return tuple(self.orchestrator.submit(fn, args, Site(None, self.depth))[0])
         env = {p.name: a for p, a in zip(fn.params, args)}
+        self.auto.append(fn.auto_scope)
         try:
             self.block(fn.body, env)
         except _Return as ret:
             return ret.values
+        finally:
+            self.auto.pop()
         return ()
+
+    def scoped(self, run, manual: bool = False, implicit: bool = False):
+        """``run()`` inside one more runtime scope (an implicit one — a loop body or a
+        branch — only in an auto-scoped function)."""
+        if implicit and not self.auto[-1]:
+            return run()
+        self.depth += 1
+        self.manual += manual
+        if self.orchestrator is not None:
+            self.orchestrator.scope(True, manual)
+        try:
+            return run()
+        finally:
+            if self.orchestrator is not None:
+                self.orchestrator.scope(False, manual)
+            self.depth -= 1
+            self.manual -= manual
 
     def block(self, body, env: dict) -> None:
         for stmt in body:
@@ -72,11 +106,7 @@ class _Interpreter:
             self.for_(s, env)
         elif isinstance(s, n.If):
             body = s.then_body if self.expr(s.cond, env, s) else s.else_body
-            self.depth += 1
-            try:
-                values = self.run_body(body, env)
-            finally:
-                self.depth -= 1
+            values = self.scoped(lambda: self.run_body(body, env), implicit=True)
             for b, v in zip(s.results, values):
                 env[b.name] = v
         elif isinstance(s, n.Yield):
@@ -85,6 +115,8 @@ class _Interpreter:
             raise _Return(tuple(self.expr(v, env, s) for v in s.values))
         elif isinstance(s, n.Scope):
             self.block(s.body, env)
+        elif isinstance(s, n.RuntimeScope):
+            self.scoped(lambda: self.block(s.body, env), manual=s.manual)
         else:
             raise TypeError(f"not a statement: {s!r}")
 
@@ -100,17 +132,13 @@ class _Interpreter:
         if step <= 0:
             raise ExecutionError(f"loop step is {step}; it must be positive", span=s.span)
         carried = tuple(self.expr(a.init, env, s) for a in s.iter_args)
-        self.depth += 1
-        try:
-            for i in range(start, stop, step):
-                env[s.var] = i
-                for a, v in zip(s.iter_args, carried):
-                    env[a.name] = v
-                values = self.run_body(s.body, env)
-                if s.iter_args:
-                    carried = values
-        finally:
-            self.depth -= 1
+        for i in range(start, stop, step):
+            env[s.var] = i
+            for a, v in zip(s.iter_args, carried):
+                env[a.name] = v
+            values = self.scoped(lambda: self.run_body(s.body, env), implicit=True)  # each trip its own scope
+            if s.iter_args:
+                carried = values
         for b, v in zip(s.results, carried):
             env[b.name] = v
 
@@ -135,8 +163,8 @@ class _Interpreter:
             return self.call(fn, args), None
         # what a kernel writes must be its own memory, as at the user's call
         check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
-        if self.kernel_call is not None:
-            values, task = self.kernel_call(fn, args, stmt, self.depth, submit)
+        if self.orchestrator is not None:
+            values, task = self.orchestrator.submit(fn, args, Site(stmt, self.depth, self.manual > 0, submit))
             return tuple(values), task
         self.tasks += 1
         return self.call(fn, args), self.tasks - 1

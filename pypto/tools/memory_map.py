@@ -264,7 +264,7 @@ def _tiles(fn: n.Function) -> list[dict]:
                 for b in stmt.results:
                     defs[b.name] = (line(stmt), b.type, "if result", enclosing)
                     named.setdefault(b.name, []).extend(_yield_lines(stmt.then_body) + _yield_lines(stmt.else_body))
-            elif isinstance(stmt, n.Scope):
+            elif isinstance(stmt, n.BLOCKS):
                 walk(stmt.body, enclosing)
 
     walk(fn.body, ())
