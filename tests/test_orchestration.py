@@ -123,3 +123,65 @@ def test_param_names_is_a_list():
 
     a = torch.randn(R, C)
     assert add.compile(a, a, torch.zeros(R, C)).param_names == ["a", "b", "out"]
+
+
+def test_create_tensor_in_the_entry_is_a_buffer_tasks_share():
+    @pl.jit
+    def staged(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        scratch = pl.create_tensor([4 * R, C], pl.FP32)
+        for i in pl.range(4):
+            with pl.at(level=CG):
+                pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 2.0), [i * R, 0], scratch)
+        with pl.at(level=CG):
+            for i in pl.range(4):
+                pl.store(pl.load(scratch, [i * R, 0], [R, C]), [i * R, 0], out)
+        return out
+
+    a = torch.randn(4 * R, C)
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(4 * R, C)
+        report = staged.compile(a, out, config=RunConfig(platform=platform)).run(a, out)
+        assert torch.equal(out, a * 2.0)
+    by_id = {t.task_id: t.deps for t in report.tasks}
+    assert by_id["r0t0"] == ("r1t3",)  # the reader waits for scratch's last producer
+
+
+def test_create_tensor_init_value_fills_it():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        ones = pl.create_tensor([R, C], pl.FP32, init_value=1.5)
+        with pl.at(level=CG):
+            pl.store(pl.add(pl.load(a, [0, 0], [R, C]), pl.load(ones, [0, 0], [R, C])), [0, 0], out)
+        return out
+
+    a = torch.randn(R, C)
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(R, C)
+        k(a, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, a + 1.5)
+
+
+def test_manual_dep_drops_the_edges_of_a_tensor_for_its_whole_life():
+    from pypto.chip.races import TaskRace
+
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        scratch = pl.create_tensor([4 * R, C], pl.FP32, manual_dep=True)
+        with pl.at(level=CG):
+            pl.store(pl.exp(pl.load(a, [0, 0], [4 * R, C])), [0, 0], scratch)  # a long writer
+        with pl.at(level=CG):  # reads it with no edge: it runs while the writer does
+            pl.store(pl.load(scratch, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    with pytest.raises(TaskRace, match="no dependency orders them"):
+        pl.jit(k)(torch.randn(4 * R, C), torch.zeros(R, C))
+
+
+def test_manual_dep_and_init_value_belong_to_the_orchestration():
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            t = pl.create_tensor([R, C], pl.FP32, manual_dep=True)
+            pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    err = _error(k, torch.randn(R, C), torch.zeros(R, C))
+    assert "pl.create_tensor(manual_dep=...) is the orchestration's" in err.message

@@ -69,8 +69,14 @@ class ChipRun:
         self.locals = [0] * RINGS
         self.numbers: dict[int, int] = {}  # task id -> its number
         self.open_scopes: list = []  # per open runtime scope: its tasks when manual, else None
+        self.untracked: set[int] = set()  # storage of the tensors created with manual_dep=True
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
+
+    def created(self, tensor, manual_dep: bool) -> None:
+        """The orchestration created a tensor; ``manual_dep``: no task's use of it is tracked."""
+        if manual_dep:
+            self.untracked.add(tensor.untyped_storage().data_ptr())
 
     def scope(self, opening: bool, manual: bool) -> None:
         """A runtime scope opens or closes; a manual one's tasks, tracked by nobody while it
@@ -99,6 +105,8 @@ class ChipRun:
             if not isinstance(p.type, TensorType):
                 continue
             d = directions[k] if directions is not None else _direction(p.direction)
+            if a.untyped_storage().data_ptr() in self.untracked:  # manual_dep: its whole life
+                d = ArgDirection.NoDep
             targs.append(TaskArg(k, p.name, d, a, written[k]))
         ring = min(depth, RINGS - 1)
         self.clock += self.soc.chip.submit

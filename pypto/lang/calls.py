@@ -447,6 +447,17 @@ class CallConverter(ExprConverter):
                 hint="wrap it in `with pl.at(level=pl.Level.CORE_GROUP):` or move it into a @pl.jit.incore function",
             )
 
+    def check_create(self, keywords: dict) -> None:
+        """pl.create_tensor makes a buffer anywhere; the runtime's options only where the
+        runtime allocates it, in the orchestration."""
+        for key in ("manual_dep", "init_value"):
+            if key in keywords and self.incore:
+                raise self.error(TypeCheckError, keywords[key][1],
+                                 f"pl.create_tensor({key}=...) is the orchestration's: inside a kernel a created "
+                                 "tensor is on-chip scratch the runtime never sees",
+                                 hint="create the tensor in the @pl.jit entry and pass it to the scope" if
+                                 key == "manual_dep" else "use pl.full(shape, dtype, value) inside a kernel")
+
     def op_call(self, meaning: N.Op, node: ast.Call):
         thunks = [ArgThunk(self, a) for a in node.args]
         keywords = {}
@@ -455,7 +466,10 @@ class CallConverter(ExprConverter):
                 raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in op calls")
             keywords[_KEYWORD_ALIASES.get(k.arg, k.arg)] = (ArgThunk(self, k.value), k)
         op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
-        self.require_incore(node, op.name)
+        if op.name == "tensor.create":
+            self.check_create(keywords)
+        else:
+            self.require_incore(node, op.name)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
         values, types = self.bind_args(op, thunks, keywords, node)
         call, t = self.checked_call(op, values, types, node)

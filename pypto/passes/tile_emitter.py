@@ -279,8 +279,9 @@ class Emitter:
                     "multiplying", span=d.span, hint="start it with pl.create_tensor (zeros) or pl.matmul")
             return self.bind(name, op_call("tile.create", shape=args["shape"], dtype=args["dtype"],
                                            target_memory=M.Acc), d.span, frame)
-        if tile.name == "tile.create":
-            args["target_memory"] = M.Vec
+        if tile.name == "tile.create":  # the orchestration's options are not a tile's
+            return self.bind(name, op_call("tile.create", shape=args["shape"], dtype=args["dtype"],
+                                           target_memory=M.Vec), d.span, frame)
         # the tile form names its first operand "tile"; the rest by position, the same
         values = dict(zip((q.name for q in tile.params), args.values()))
         return self.bind(name, op_call(tile.name, **values), d.span, frame)

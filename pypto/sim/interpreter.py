@@ -23,8 +23,9 @@ from pypto.sim.views import check_call
 def run(program: n.Program, entry: str, args, orchestrator=None) -> tuple:
     """Call ``entry`` with ``args``; returns what it returns (tensors are written in place).
     ``orchestrator``, when given, takes each kernel call — ``submit(function, args, site)
-    -> (values, task id)`` with its ``Site`` — and hears each runtime scope open and close
-    (``scope(opening, manual)``); the chip does: a call is a task submission. The
+    -> (values, task id)`` with its ``Site`` —, hears each runtime scope open and close
+    (``scope(opening, manual)``) and each tensor the orchestration creates
+    (``created(tensor, manual_dep)``); the chip does: a call is a task submission. The
     interpreter runs everything else (and, without one, runs each kernel in program order,
     numbering them as tasks)."""
     return _Interpreter(program, orchestrator).call(program.function(entry), tuple(args))
@@ -180,6 +181,8 @@ class _Interpreter:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
         if isinstance(result_type, TileType):
             return TileVal(data, self.valid(result_type, env, stmt))
+        if call.op == "tensor.create" and self.orchestrator is not None:  # a buffer the runtime allocates
+            self.orchestrator.created(data, kwargs["manual_dep"])
         return data
 
     def valid(self, t: TileType, env: dict, stmt) -> tuple[int, ...]:

@@ -268,8 +268,10 @@ def full_tensor(shape, dtype, value):
 
 
 @impl("tensor.create")
-def create_tensor(shape, dtype):
-    return torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
+def create_tensor(shape, dtype, manual_dep=False, init_value=None):
+    if init_value is None:
+        return torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
+    return num.scalar(init_value, dtype).expand(tuple(shape)).clone()
 
 
 @impl("tensor.slice")

@@ -194,8 +194,11 @@ def _create(a: OpArgs, soc: SoC) -> TensorType:
     return TensorType(_static_shape("tensor.create", a["shape"]), a["dtype"])
 
 
-register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE)], _create, doc="a zero-filled tensor",
-         windows=Windows("source", tile="tile.create"))
+# manual_dep / init_value are the orchestration's (a buffer the runtime allocates): a
+# tensor the runtime does not track, a fill other than zero
+register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("manual_dep", Kind.BOOL, default=False),
+                           P("init_value", Kind.SCALAR, default=None, optional=True)], _create,
+         doc="a zero-filled tensor", windows=Windows("source", tile="tile.create"))
 
 
 def _slice(a: OpArgs, soc: SoC) -> TensorType:
