@@ -337,3 +337,68 @@ def test_jit_options_are_checked_where_written():
         pl.jit.incore(auto_scope=False)
     with pytest.raises(TypeError, match="@pl.jit does not accept a level= argument"):
         pl.jit(level=pl.Level.CHIP_DIE)
+
+
+# ----------------------------------------------------------------------------- TaskId arrays
+
+
+def test_task_id_arrays_fan_in_writers_and_their_elements():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], first: pl.Out[pl.Tensor]):
+        scratch = pl.create_tensor([4 * R, C], pl.FP32, manual_dep=True)
+        writers = pl.array.create(4, pl.TASK_ID)
+        for i in pl.range(4):
+            with pl.at(level=CG) as tid:
+                pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 2.0), [i * R, 0], scratch)
+            writers[i] = tid
+        with pl.at(level=CG, deps=[writers]):  # every slot
+            for i in pl.range(4):
+                pl.store(pl.load(scratch, [i * R, 0], [R, C]), [i * R, 0], out)
+        with pl.at(level=CG, deps=[writers[0]]):  # one slot
+            pl.store(pl.load(scratch, [0, 0], [R, C]), [0, 0], first)
+        return out, first
+
+    a = torch.randn(4 * R, C)
+    for platform in ("ref", "a2a3sim"):
+        out, first = torch.zeros(4 * R, C), torch.zeros(R, C)
+        compiled = k.compile(a, out, first, config=RunConfig(platform=platform))
+        report = compiled.run(a, out, first)
+        assert torch.equal(out, a * 2.0) and torch.equal(first, a[:R] * 2.0)
+    found = deps(report)
+    assert found["r0t0"] == ("r1t0", "r1t1", "r1t2", "r1t3") and found["r0t1"] == ("r1t0",)
+    text = compiled.program.as_python()
+    assert "writers = pl.array.create(4, dtype=pl.TASK_ID)" in text and "pl.array.set(" in text
+    assert parse(text) == compiled.program
+    assert parse(compiled.lowered.as_python()).function(compiled.entry) == compiled.lowered.function(compiled.entry)
+
+
+def test_task_id_arrays_hold_task_ids_and_stay_in_the_orchestration():
+    def wrong_value(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        ids = pl.array.create(2, pl.TASK_ID)
+        ids[0] = 5
+        with pl.at(level=CG, deps=[ids]):
+            pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    def in_kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            ids = pl.array.create(2, pl.TASK_ID)
+            pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    def out_of_range(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        ids = pl.array.create(2, pl.TASK_ID)
+        for i in pl.range(3):
+            with pl.at(level=CG) as tid:
+                pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], out)
+            ids[i] = tid
+        return out
+
+    x, y = torch.randn(R, C), torch.zeros(R, C)
+    with pytest.raises(PyptoError, match="an Array of TaskIds holds TaskIds"):
+        pl.jit(wrong_value)(x, y)
+    with pytest.raises(PyptoError, match="pl.array.create is the orchestration's"):
+        pl.jit(in_kernel)(x, y)
+    with pytest.raises(PyptoError, match="index 2 is outside the array's 2 elements") as err:
+        pl.jit(out_of_range)(x, y)
+    assert err.value.span.line == out_of_range.__code__.co_firstlineno + 5

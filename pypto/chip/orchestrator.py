@@ -121,8 +121,9 @@ class ChipRun:
         else:
             edges = self.tracker.submit(task)
         for dep in submit.deps if submit is not None else ():
-            if dep is not None:  # None: no producer
-                edges.append(Edge(self.numbers[dep], task.number, -1, "explicit"))
+            for tid in dep if isinstance(dep, tuple) else (dep,):  # an array: every slot
+                if tid is not None:  # None: no producer
+                    edges.append(Edge(self.numbers[tid], task.number, -1, "explicit"))
         self.numbers[task.id] = task.number
         task.preds = tuple(sorted({e.pred for e in edges}))
         self.tasks.append(task)

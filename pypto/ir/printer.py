@@ -16,6 +16,7 @@ from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.types import (
     TASK_ID,
+    ArrayType,
     DataType,
     ForKind,
     FunctionType,
@@ -125,6 +126,8 @@ def expr_list(items) -> str:
 
 
 def type_(t) -> str:
+    if isinstance(t, ArrayType):
+        return f"pl.Array[{t.size}, pl.{t.dtype.name}]"
     if isinstance(t, ScalarType):
         return f"pl.Scalar[pl.{t.dtype.name}]"
     if isinstance(t, TensorType):
@@ -330,6 +333,6 @@ _KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR})
 def _arg(kind: Kind, v) -> str:
     if kind in (Kind.INDEX_LIST, Kind.SHAPE):
         return "None" if v is None else expr_list(v)
-    if kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR):
+    if kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.ARRAY):
         return "None" if v is None else expr(v)
     return static(v)

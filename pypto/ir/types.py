@@ -1,7 +1,7 @@
 """Types of the IR: element dtypes, scalars, GM tensors, on-chip tiles and their MemRefs.
 
     DataType  = BOOL | INT8 | ... | FP32 | INDEX | TASK_ID (enum; printed pl.FP32)
-    Type      = ScalarType(dtype)
+    Type      = ScalarType(dtype) | ArrayType(size, dtype)
               | TensorType(shape: int*, dtype)          a GM (DDR) tensor
               | TileType(shape: int*, dtype, space?, memref?, valid_shape: Expr*?)
     MemRef    = (name, slots, index: Expr?, addr: int?, size: int?, pipeline: bool, reusable: bool)
@@ -171,6 +171,15 @@ TASK_ID = ScalarType(DataType.TASK_ID)
 
 
 @attrs.frozen
+class ArrayType:
+    """``pl.array.create(size, dtype)``: an orchestration's small array of scalars (TaskIds,
+    integers), updated functionally (``arr[i] = v`` makes a new one)."""
+
+    size: int
+    dtype: DataType
+
+
+@attrs.frozen
 class TensorType:
     shape: tuple[int, ...] = attrs.field(converter=_tuple_of_ints)
     dtype: DataType
@@ -262,6 +271,8 @@ def placed_name(t) -> str:
 
 def type_name(t) -> str:
     """A short human description for messages: ``Tile[64x128 fp32 Vec]``."""
+    if isinstance(t, ArrayType):
+        return f"Array[{t.size}, {t.dtype}]"
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype}]"
     if isinstance(t, TensorType):

@@ -16,7 +16,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import lookup
 from pypto.ir.printer import expr
-from pypto.ir.types import INDEX, TASK_ID, ScalarType, TileType, joins, type_name
+from pypto.ir.types import INDEX, TASK_ID, ArrayType, ScalarType, TileType, joins, type_name
 
 
 def verify(program: n.Program, soc: SoC, *, stage: str = "", memo: dict | None = None) -> None:
@@ -212,7 +212,8 @@ class _FunctionChecker:
             self.value_type(v.call, scope, stmt)
             self.uses(v.deps, scope, stmt)
             for d in v.deps:
-                if self.type_of(d) != TASK_ID:
+                t = self.type_of(d)
+                if t != TASK_ID and not (isinstance(t, ArrayType) and t.dtype is TASK_ID.dtype):
                     raise self.fail(f"waits for '{expr(d)}', which is not a TaskId", stmt)
             if any(not 0 <= k < len(v.call.args) for k in v.no_dep):
                 raise self.fail(f"no_dep positions {list(v.no_dep)} beyond the call's {len(v.call.args)} arguments",

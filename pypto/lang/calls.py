@@ -468,6 +468,11 @@ class CallConverter(ExprConverter):
         op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
         if op.name == "tensor.create":
             self.check_create(keywords)
+        elif op.name.startswith("array."):
+            if self.incore:
+                raise self.error(ParseError, node, f"pl.{op.name} is the orchestration's: arrays hold TaskIds and "
+                                 "counters on the host, not on a core",
+                                 hint="create and update the array in the @pl.jit entry")
         else:
             self.require_incore(node, op.name)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
@@ -570,7 +575,7 @@ class CallConverter(ExprConverter):
             return None, None
         if p.kind is Kind.SCALAR and p.integer:
             return self.index(thunk.node, what, "an integer"), None
-        if p.kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR):
+        if p.kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.ARRAY):
             e, t = thunk.operand()
             return e, t
         if p.kind is Kind.INDEX_LIST:

@@ -24,6 +24,8 @@ from pypto.ir.ops import lookup
 from pypto.ir.types import (
     INDEX,
     TASK_ID,
+    ArrayType,
+    DataType,
     ScopeMode,
     TensorType,
     ForKind,
@@ -59,6 +61,19 @@ LOOPS = "For loop must use pl.range(), pl.parallel(), pl.unroll() or pl.pipeline
 
 class ControlFlow:
     """Loops, ifs, yields and scopes of ``FunctionConverter``."""
+
+    def arrays_stored(self, body) -> list[str]:
+        """Names of arrays the statements store an element of: ``arr[i] = v`` rebinds
+        ``arr`` (a tensor's ``out[...] = x`` writes it in place and rebinds nothing)."""
+        out = []
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                                and isinstance(self.local_type(t.value), ArrayType) and t.value.id not in out:
+                            out.append(t.value.id)
+        return out
 
     def unrolled(self, node: ast.For) -> bool:
         """Whether the loop is ``pl.unroll(...)``: expanded here, at compile time."""
@@ -175,7 +190,7 @@ class ControlFlow:
             if isinstance(name_node, ast.Name):
                 self.check_local_name(name_node.id, name_node)
         yield_names = set(self._yield_names(node.body[-1])) if explicit else set()
-        body_assigned = liveness.assigned(node.body)
+        body_assigned = liveness.assigned(node.body) + self.arrays_stored(node.body)
         exposed = liveness.upward_exposed(node.body)
         # Every other name the body rebinds that is read again (by the next iteration or after
         # the loop) is carried, with or without explicit init_values, as Python would see it.
@@ -370,7 +385,8 @@ class ControlFlow:
                     for a, b, t in zip(then_frame.yield_types, else_frame.yield_types, types)):
                 raise self.error(TypeCheckError, node, "the branches of this if yield values of different types")
         # Every other name a branch rebinds that is read afterwards is the if's result too.
-        others = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse)])
+        others = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse),
+                                            *self.arrays_stored(node.body), *self.arrays_stored(node.orelse)])
                   if x in live_after and x not in yield_names and (x in then_env and x in else_env)
                   and (then_env[x] != outer_env.get(x) or else_env[x] != outer_env.get(x))]
         same = [x for x in others if self._same_constant(then_env[x], else_env[x])]
@@ -568,13 +584,24 @@ class ControlFlow:
         for e in node.elts:
             if isinstance(e, ast.Constant) and e.value is None:
                 continue
+            if isinstance(e, ast.Subscript) and self.local_type(e.value) == ArrayType(
+                    getattr(self.local_type(e.value), "size", 0), DataType.TASK_ID):
+                out.append(self.operand(e)[0])  # arr[i]: the element, bound to a name
+                continue
             ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
-            if ssa is None or self.types.get(ssa) != TASK_ID:
+            t = self.types.get(ssa) if ssa is not None else None
+            if isinstance(t, ArrayType) and t.dtype is DataType.TASK_ID:  # every slot of it
+                out.append(self.scalar_or_var(e))
+                continue
+            if ssa is None or t != TASK_ID:
                 raise self.error(TypeCheckError, e, "pl.at deps= entries must be a TaskId variable, a TASK_ID array "
                                  f"element (e.g. `arr[i]`), or None — got '{ast.unparse(e)}'",
                                  hint="bind a task's id with 'with pl.at(...) as tid', then deps=[tid]")
             out.append(self.scalar(e))
         return tuple(out)
+
+    def scalar_or_var(self, e: ast.Name) -> n.Var:
+        return n.Var(self.env[e.id])
 
     def no_dep_args(self, node) -> tuple:
         """``no_dep_args=[t, ...]``: captured tensors this task leaves out of tracking."""

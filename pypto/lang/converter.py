@@ -19,6 +19,7 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import interval, static_difference
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
+    ArrayType,
     DataType,
     FunctionType,
     ParamDirection,
@@ -209,6 +210,8 @@ class FunctionConverter(ControlFlow, CallConverter):
             self.bind(target.id, t, value, node)
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target, node.value)
+        elif isinstance(target, ast.Subscript) and isinstance(self.local_type(target.value), ArrayType):
+            self.array_store(target, node.value, node)
         elif isinstance(target, ast.Subscript):
             self.assemble(target, node.value, node)
         else:
@@ -366,6 +369,21 @@ class FunctionConverter(ControlFlow, CallConverter):
             else:
                 self.bind(name.id, rt, arg, name)
 
+    def array_element(self, node: ast.Subscript):
+        """``arr[i]``: one element of an orchestration array."""
+        arr, t = self.var(node.value.id)
+        return self.checked_call(lookup("array.get"), {"array": arr, "index": self.index(node.slice, "an array index")},
+                                 {"array": t}, node)
+
+    def array_store(self, target: ast.Subscript, value_node, node) -> None:
+        """``arr[i] = v``: the name now holds the array with element i replaced."""
+        arr, t = self.var(target.value.id)
+        value, vt = self.operand(value_node)
+        call, rt = self.checked_call(lookup("array.set"),
+                                     {"array": arr, "index": self.index(target.slice, "an array index"),
+                                      "value": value}, {"array": t, "value": vt}, node)
+        self.bind(target.value.id, rt, call, node)
+
     def assemble(self, target: ast.Subscript, value_node, node) -> None:
         """``out[:] = x`` / ``out[a:b, c:d] = x``: write a tensor value into a window of out."""
         dst, dst_t = self.operand(target.value)
@@ -445,6 +463,8 @@ class FunctionConverter(ControlFlow, CallConverter):
                              else "kernels compute on tiles with pl.* ops")
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
             return self.slice(node, self.local_type(node.value))
+        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), ArrayType):
+            return self.array_element(node)
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
             raise self.tile_slice_error(node)
         if isinstance(node, ast.Name) and node.id in self.env:

@@ -97,9 +97,9 @@ ENUMS = {
 }
 DTYPES = {d.name: d for d in DataType}
 BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const"})
-TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Out", "InOut", "MemRef", "TileView"})
+TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView"})
 DECORATORS = frozenset({"jit", "function", "program"})
-NAMESPACES = frozenset({"tile", "tensor"})
+NAMESPACES = frozenset({"tile", "tensor", "array"})
 
 
 @attrs.frozen

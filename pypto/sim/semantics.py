@@ -274,6 +274,28 @@ def create_tensor(shape, dtype, manual_dep=False, init_value=None):
     return num.scalar(init_value, dtype).expand(tuple(shape)).clone()
 
 
+@impl("array.create")
+def array_create(size, dtype):
+    return (None if dtype is DataType.TASK_ID else 0,) * size
+
+
+def _slot(array, index) -> int:
+    if not 0 <= index < len(array):
+        raise OutOfRange(f"index {index} is outside the array's {len(array)} elements")
+    return index
+
+
+@impl("array.get")
+def array_get(array, index):
+    return array[_slot(array, index)]
+
+
+@impl("array.set")
+def array_set(array, index, value):
+    k = _slot(array, index)
+    return array[:k] + (value,) + array[k + 1:]
+
+
 @impl("tensor.slice")
 def slice_(x, shape, offset):
     return x[window(x.shape, offset, shape, "slice window")].clone()
