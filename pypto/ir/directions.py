@@ -18,6 +18,8 @@ from __future__ import annotations
 from pypto.ir import nodes as n
 from pypto.ir.types import ArgDirection, ForKind, ParamDirection, TensorType
 
+VIEWS = frozenset({"tensor.slice", "tensor.transpose"})  # what an orchestration makes of a tensor
+
 
 def call_directions(program: n.Program, fn: n.Function) -> dict[int, tuple[ArgDirection, ...]]:
     """id(statement) -> the directions of its kernel call's arguments, for every statement
@@ -55,7 +57,10 @@ class _Walker:
         if call is not None:
             self.call(stmt, call, sequential)
         elif isinstance(stmt, n.Assign) and isinstance(stmt.type, TensorType):
-            self.roots[stmt.target] = self.root(stmt.value) or stmt.target
+            value = stmt.value
+            if isinstance(value, n.Call) and value.op in VIEWS:  # a view is of its tensor's buffer
+                value = value.args[0]
+            self.roots[stmt.target] = self.root(value) or stmt.target
         elif isinstance(stmt, n.For):
             for a in stmt.iter_args:
                 if self.root(a.init) is not None:

@@ -142,6 +142,8 @@ class CallConverter(ExprConverter):
                 return self._const_call(node)
             if meaning.name == "submit":
                 return self.submit_call(node)
+            if meaning.name == "dim":
+                return self.dim_call(node)
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
                      "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
                      "no_dep": "an argument of pl.submit(self.kernel, ...)",
@@ -171,6 +173,21 @@ class CallConverter(ExprConverter):
         if isinstance(func, ast.Name) and func.id not in self.env:
             raise self.undefined(func)
         raise self.error(UnsupportedSyntaxError, node, f"cannot call '{ast.unparse(func)}' in a kernel")
+
+    def dim_call(self, node: ast.Call):
+        """``pl.tensor.dim(t, axis)``: the tensor's extent on the axis (a negative axis counts
+        from the end) — a compile-time constant, as shapes are static here."""
+        if len(node.args) != 2 or node.keywords:
+            raise self.error(TypeCheckError, node, "pl.tensor.dim takes (tensor, axis)", hint="pl.tensor.dim(a, 0)")
+        _, t = self.operand(node.args[0])
+        if not isinstance(t, TensorType):
+            raise self.error(TypeCheckError, node.args[0], f"pl.tensor.dim reads a tensor's shape, not {type_name(t)}")
+        axis = self.static_of(node.args[1], int, "pl.tensor.dim's axis")
+        if not -len(t.shape) <= axis < len(t.shape):
+            raise self.error(TypeCheckError, node.args[1], f"axis {axis} is outside the {len(t.shape)} axes of "
+                             f"{type_name(t)}")
+        e = n.Const(t.shape[axis])
+        return e, self.expr_type(e, node)
 
     def submit_call(self, node: ast.Call):
         """``pl.submit(self.k, *args, deps=[...], allow_early_resolve=...)``: the kernel call
@@ -439,8 +456,11 @@ class CallConverter(ExprConverter):
             todo.extend(more)
         return out
 
+    # tensor ops an orchestration may use: views of its tensors (metadata, no data moves)
+    ORCHESTRATION_VIEWS = frozenset({"tensor.slice", "tensor.transpose"})
+
     def require_incore(self, node, opname: str) -> None:
-        if not self.incore:
+        if not self.incore and opname not in self.ORCHESTRATION_VIEWS:
             raise self.error(
                 ParseError, node,
                 f"Misplaced tensor op '{opname}' in Orchestration function (should be inside InCore block)",

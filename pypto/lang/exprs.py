@@ -293,6 +293,12 @@ class ExprConverter:
                 return base[index]
             raise _NotStatic(node)
         if isinstance(node, ast.Call):
+            _, meaning = self.entity(node.func)
+            if isinstance(meaning, N.Builtin) and meaning.name == "dim" and len(node.args) == 2:
+                t = self.local_type(node.args[0])
+                axis = self._static(node.args[1])
+                if isinstance(t, TensorType) and isinstance(axis, int) and -len(t.shape) <= axis < len(t.shape):
+                    return t.shape[axis]
             return self._static_call(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             if isinstance(node, ast.Name) and node.id in self.env:

@@ -150,6 +150,8 @@ def interpret(path: Path):
             alias = {"create_tile": "create", "create_tensor": "create"}.get(rest[0])
             if alias and lookup(f"{head}.{alias}") is not None:
                 return Op(f"{head}.{alias}", unified=False)
+            if name == "tensor.dim":  # a tensor's extent: a constant, shapes being static
+                return Builtin("dim")
         return None
     if rest:
         return None

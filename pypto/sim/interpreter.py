@@ -16,7 +16,7 @@ from pypto.ir.printer import expr
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.types import TileType
 from pypto.sim import numerics as num
-from pypto.sim.semantics import IMPLS, OutOfRange, TileVal
+from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
 from pypto.sim.views import check_call
 
 
@@ -62,6 +62,7 @@ class _Interpreter:
         self.depth = 0  # runtime scopes around the statement running
         self.manual = 0  # manual ones among them
         self.auto = [True]  # whether each function on the call stack is auto-scoped
+        self.kernel = [False]  # whether each function on the call stack runs on a core
         self.tasks = 0  # kernel calls run here, without an orchestrator: a Submit's id
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
@@ -69,12 +70,14 @@ class _Interpreter:
             return tuple(self.orchestrator.submit(fn, args, Site(None, self.depth))[0])
         env = {p.name: a for p, a in zip(fn.params, args)}
         self.auto.append(fn.auto_scope)
+        self.kernel.append(fn.type.is_kernel)
         try:
             self.block(fn.body, env)
         except _Return as ret:
             return ret.values
         finally:
             self.auto.pop()
+            self.kernel.pop()
         return ()
 
     def scoped(self, run, manual: bool = False, implicit: bool = False):
@@ -176,7 +179,10 @@ class _Interpreter:
         for p, arg in zip(op.params, call.args):
             kwargs[p.name] = self.arg(arg, env, stmt)
         try:
-            data = IMPLS[call.op](**kwargs)
+            if call.op in VIEWS and not self.kernel[-1]:  # the orchestration's: a view of the tensor itself
+                data = VIEWS[call.op](**kwargs)
+            else:
+                data = IMPLS[call.op](**kwargs)
         except (OutOfRange, num.ArithmeticError_) as exc:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
         if isinstance(result_type, TileType):

@@ -274,6 +274,14 @@ def create_tensor(shape, dtype, manual_dep=False, init_value=None):
     return num.scalar(init_value, dtype).expand(tuple(shape)).clone()
 
 
+# An orchestration's views: the tensor itself seen through other offsets, shapes and
+# strides — a task writing one writes the tensor (in a kernel the same ops are values).
+VIEWS = {
+    "tensor.slice": lambda x, shape, offset: x[window(x.shape, offset, shape, "slice window")],
+    "tensor.transpose": lambda x, axis1, axis2: x.transpose(axis1, axis2),
+}
+
+
 @impl("array.create")
 def array_create(size, dtype):
     return (None if dtype is DataType.TASK_ID else 0,) * size
