@@ -261,3 +261,50 @@ def test_tensor_dim_is_the_extent():
     out = torch.zeros(3 * R, C)
     k(a, out)
     assert torch.equal(out, torch.exp(a))
+
+
+def test_a_tensor_one_scope_computes_and_another_reads_gets_a_buffer():
+    @pl.jit
+    def staged(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            s = pl.add(a, b)
+        with pl.at(level=CG):
+            out[:] = pl.exp(s)
+        return out
+
+    a, b = torch.randn(R, C), torch.randn(R, C)
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(R, C)
+        compiled = staged.compile(a, b, out, config=RunConfig(platform=platform))
+        report = compiled.run(a, b, out)
+        assert torch.equal(out, torch.exp(a + b))
+    assert {t.task_id: t.deps for t in report.tasks} == {"r0t0": (), "r0t1": ("r0t0",)}
+    entry = compiled.lowered.as_python().split("Orchestration)")[1]
+    assert "s_buf = pl.tensor.create([64, 128], dtype=pl.FP32)" in entry
+    from pypto.lang import parse
+
+    assert parse(compiled.lowered.as_python()).function(compiled.entry) == compiled.lowered.function(compiled.entry)
+
+
+def test_a_tensor_carried_through_a_loop_of_scopes():
+    @pl.jit
+    def carried(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            acc = pl.mul(a, 2.0)
+        for k in pl.range(3):
+            with pl.at(level=CG) as tid:
+                acc = pl.add(acc, a)
+        with pl.at(level=CG):
+            out[:] = pl.exp(acc)
+        return out
+
+    a = torch.randn(R, C)
+    want = a * 2.0
+    for _ in range(3):
+        want = want + a
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(R, C)
+        report = carried.compile(a, out, config=RunConfig(platform=platform)).run(a, out)
+        assert torch.equal(out, torch.exp(want))
+    chain = sorted(report.tasks, key=lambda t: t.start)
+    assert all(later.deps == (earlier.task_id,) for earlier, later in zip(chain, chain[1:]))

@@ -19,7 +19,7 @@ import attrs
 
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.ops import lookup
+from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
 from pypto.ir.types import TASK_ID, FunctionType, ParamDirection, TensorType, TileType, type_name
 from pypto.passes.context import PassContext, PassResult, result
@@ -45,6 +45,7 @@ class _Outliner:
         self.fn = fn
         self.names = names
         self.types = n.symbols(fn)
+        self.used = set(self.types)  # the function's names, and those the buffers made here take
         self.functions: list[n.Function] = []
 
     def block(self, body, after: tuple) -> tuple:
@@ -88,16 +89,33 @@ class _Outliner:
                 direction = ParamDirection.InOut if _reads_before_write(scope.body, name, roots) else \
                     ParamDirection.Out
             params.append(n.Param(name, t, direction))
+        # A tensor the scope computes and a later one reads needs GM to live in between: a
+        # buffer the orchestration creates, which the scope writes the value into.
+        before, body, handed = [], list(scope.body), {}
+        for name in exported:
+            if roots.get(name, name) in reads:
+                handed[name] = name
+                continue
+            t = self.types[name]
+            buf = n.fresh_name(f"{name}_buf", self.used)
+            before.append(n.Assign(buf, t, op_call("tensor.create", shape=tuple(n.Const(d) for d in t.shape),
+                                                   dtype=t.dtype), span=scope.span))
+            params.append(n.Param(buf, t, ParamDirection.Out))
+            body.append(n.Eval(op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
+                                       offset=tuple(n.Const(0) for _ in t.shape)), span=scope.span))
+            roots[name] = handed[name] = buf
         fname = n.fresh_name(scope.name_hint or f"{self.fn.name}_incore_{len(self.functions)}", self.names)
         returns = tuple(self.types[name] for name in exported)
-        body = scope.body + ((n.Return(tuple(n.Var(x) for x in exported), span=scope.span),) if exported else ())
-        self.functions.append(n.Function(fname, tuple(params), body, returns, FunctionType.InCore, span=scope.span))
-        call = n.FuncCall(fname, tuple(n.Var(x) for x in reads))
-        if scope.submits:
-            return self.submit(scope, call, reads, exported, roots)
         if exported:
-            return [n.Assign(exported[0], returns[0], call, span=scope.span)]
-        return [n.Eval(call, span=scope.span)]
+            body.append(n.Return(tuple(n.Var(handed[x]) for x in exported), span=scope.span))
+        self.functions.append(n.Function(fname, tuple(params), tuple(body), returns, FunctionType.InCore,
+                                         span=scope.span))
+        call = n.FuncCall(fname, tuple(n.Var(p.name) for p in params))
+        if scope.submits:
+            return before + self.submit(scope, call, [p.name for p in params], exported, roots)
+        if exported:
+            return before + [n.Assign(exported[0], returns[0], call, span=scope.span)]
+        return before + [n.Eval(call, span=scope.span)]
 
     def submit(self, scope: n.Scope, call: n.FuncCall, reads: list, exported: list, roots: dict) -> list:
         """The scope's task as a Submit (its id bound when the scope names one); a tensor it
