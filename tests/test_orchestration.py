@@ -308,3 +308,59 @@ def test_a_tensor_carried_through_a_loop_of_scopes():
         assert torch.equal(out, torch.exp(want))
     chain = sorted(report.tasks, key=lambda t: t.start)
     assert all(later.deps == (earlier.task_id,) for earlier, later in zip(chain, chain[1:]))
+
+
+@pytest.mark.parametrize("form", ["read", "pl.read", "subscript"])
+def test_an_element_read_waits_for_its_producer_and_steers_the_orchestration(form, tmp_path):
+    import textwrap
+
+    path = tmp_path / "reader.py"  # the front end reads a kernel's source from its file
+    src = {"read": "pl.tensor.read(flags, [0, 3])", "pl.read": "pl.read(flags, [0, 3])",
+           "subscript": "flags[0, 3]"}[form]
+    path.write_text(textwrap.dedent(f'''
+        import pypto.language as pl
+        R, C, CG = 64, 128, pl.Level.CORE_GROUP
+
+
+        @pl.jit
+        def k(a: pl.Tensor, flags: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+            with pl.at(level=CG):
+                pl.store(pl.mul(pl.load(a, [0, 0], [R, C]), 2.0), [0, 0], flags)
+            v = {src}
+            if v > 0.0:
+                with pl.at(level=CG):
+                    pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], out)
+            else:
+                with pl.at(level=CG):
+                    pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], out)
+            return flags, out
+    '''))
+    import runpy
+
+    k = runpy.run_path(str(path))["k"]
+    for sign in (1.0, -1.0):
+        a = torch.randn(R, C)
+        a[0, 3] = sign
+        want = torch.exp(a) if sign > 0 else -a
+        for platform in ("ref", "a2a3sim"):
+            flags, out = torch.zeros(R, C), torch.zeros(R, C)
+            report = k.compile(a, flags, out, config=RunConfig(platform=platform)).run(a, flags, out)
+            assert torch.equal(out, want)
+        first, second = sorted(report.tasks, key=lambda t: t.start)
+        assert second.dispatch > first.finish  # the orchestrator waited for the producer before submitting
+
+
+def test_reading_an_element_a_running_untracked_task_writes_is_a_race():
+    from pypto.chip.races import TaskRace
+
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        scratch = pl.create_tensor([4 * R, C], pl.FP32, manual_dep=True)
+        with pl.at(level=CG):
+            pl.store(pl.exp(pl.load(a, [0, 0], [4 * R, C])), [0, 0], scratch)
+        v = scratch[0, 0]
+        with pl.at(level=CG):
+            pl.store(pl.muls(pl.load(a, [0, 0], [R, C]), v), [0, 0], out)
+        return out
+
+    with pytest.raises(TaskRace, match="the orchestrator reads element \\[0, 0\\]"):
+        pl.jit(k)(torch.randn(4 * R, C), torch.zeros(R, C))

@@ -70,6 +70,7 @@ class ChipRun:
         self.numbers: dict[int, int] = {}  # task id -> its number
         self.open_scopes: list = []  # per open runtime scope: its tasks when manual, else None
         self.untracked: set[int] = set()  # storage of the tensors created with manual_dep=True
+        self.applied: set[int] = set()  # the tasks whose data is in place (before a read, those started)
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
 
@@ -132,15 +133,47 @@ class ChipRun:
         by_name = {p.name: v for p, v in zip(fn.params, args)}
         return tuple(by_name[name] for name in kernel.returns), task.id
 
+    def wait(self, tensor, indices, span) -> None:
+        """The orchestrator reads one element of ``tensor``: it waits until the element's
+        registered producer has finished, and then the data of every task that started by
+        then is in place (the schedule up to that cycle cannot change: whatever is
+        submitted later arrives later). A task that writes the element and has not finished
+        by then, ordered by nothing, is a race with the orchestrator."""
+        esize = tensor.element_size()
+        lo = tensor.data_ptr() + sum(i * st for i, st in zip(indices, tensor.stride())) * esize
+        producers = {page.values[k] for page, k in self.tracker.producers.pieces(lo, lo + esize)} - {None}
+        pending = [t for t in self.tasks if t.number not in self.applied]
+        if not pending:
+            return
+        schedule(self.tasks, self.soc)
+        if producers:
+            self.clock = max(self.clock, max(self.tasks[p].finish for p in producers))
+        for t in pending:
+            if t.finish > self.clock and not self.unsafe_races and any(
+                    write and a < lo + esize and lo < b for a, b, write, _ in self._accesses(t)):
+                raise races.TaskRace(
+                    f"the orchestrator reads {_element(tensor, indices)} at cycle {self.clock} while {t.where()} "
+                    f"writes it (cycles {t.start}-{t.end}), and no dependency orders them", span=span,
+                    hint="read a tensor its producer registers (not manual_dep / a manual scope / no_dep_args), "
+                         "or read after the task by another route")
+        self._apply(t for t in pending if t.start < self.clock)
+
+    def _apply(self, tasks) -> None:
+        """Perform the tasks' data effects, in the order they started."""
+        for t in sorted(tasks, key=lambda t: (t.start, t.number)):
+            launch, timeline = self.launches[t.number]
+            apply(timeline, launch.tensors())
+            self.applied.add(t.number)
+
     def finish(self) -> RunReport:
         """Schedule the tasks, check them for races, apply their data; the report."""
-        makespan = schedule(self.tasks, self.soc)
+        makespan = max(schedule(self.tasks, self.soc), self.clock)
         if not self.unsafe_races:
             races.check(self.tasks, {t.number: self._accesses(t) for t in self.tasks})
+        self._apply(t for t in self.tasks if t.number not in self.applied)
         report = RunReport(cycles=makespan)
         for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):
             launch, timeline = self.launches[t.number]
-            apply(timeline, launch.tensors())
             cores = self._cores(t)
             own = timeline.report()
             pipes = {cores.get(c, c): dict(p) for c, p in own.pipe_cycles.items()}
@@ -183,6 +216,10 @@ class ChipRun:
             for lo, hi in window_runs(tensors[param], offsets, extents):
                 out.append((lo, hi, write, by_param[param]))
         return out
+
+
+def _element(tensor, indices) -> str:
+    return f"element [{', '.join(map(str, indices))}] of a {list(tensor.shape)} tensor"
 
 
 def _canonical(kind: CoreKind) -> CoreId:

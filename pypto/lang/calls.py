@@ -456,11 +456,13 @@ class CallConverter(ExprConverter):
             todo.extend(more)
         return out
 
-    # tensor ops an orchestration may use: views of its tensors (metadata, no data moves)
-    ORCHESTRATION_VIEWS = frozenset({"tensor.slice", "tensor.transpose"})
-
     def require_incore(self, node, opname: str) -> None:
-        if not self.incore and opname not in self.ORCHESTRATION_VIEWS:
+        """An op is written on the plane it belongs to (``OpDef.plane``)."""
+        plane = lookup(opname).plane
+        if self.incore and plane == "orchestration":
+            raise self.error(ParseError, node, f"pl.{opname} is the orchestration's: it runs on the host, not on a "
+                             "core", hint="write it in the @pl.jit entry, outside the pl.at scopes")
+        if not self.incore and plane == "core":
             raise self.error(
                 ParseError, node,
                 f"Misplaced tensor op '{opname}' in Orchestration function (should be inside InCore block)",
@@ -486,15 +488,9 @@ class CallConverter(ExprConverter):
                 raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in op calls")
             keywords[_KEYWORD_ALIASES.get(k.arg, k.arg)] = (ArgThunk(self, k.value), k)
         op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
+        self.require_incore(node, op.name)
         if op.name == "tensor.create":
             self.check_create(keywords)
-        elif op.name.startswith("array."):
-            if self.incore:
-                raise self.error(ParseError, node, f"pl.{op.name} is the orchestration's: arrays hold TaskIds and "
-                                 "counters on the host, not on a core",
-                                 hint="create and update the array in the @pl.jit entry")
-        else:
-            self.require_incore(node, op.name)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
         values, types = self.bind_args(op, thunks, keywords, node)
         call, t = self.checked_call(op, values, types, node)

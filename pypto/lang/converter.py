@@ -462,6 +462,12 @@ class FunctionConverter(ControlFlow, CallConverter):
                              hint=f"write pl.neg({x}) (or pl.muls({x}, -1))" if isinstance(node.op, ast.USub)
                              else "kernels compute on tiles with pl.* ops")
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if not self.incore and not any(isinstance(i, ast.Slice) for i in items):  # t[i, j]: one element
+                x, t = self.var(node.value.id)
+                return self.checked_call(lookup("tensor.read"),
+                                         {"x": x, "indices": tuple(self.index(i, "an element index") for i in items)},
+                                         {"x": t}, node)
             return self.slice(node, self.local_type(node.value))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), ArrayType):
             return self.array_element(node)

@@ -25,7 +25,8 @@ def run(program: n.Program, entry: str, args, orchestrator=None) -> tuple:
     ``orchestrator``, when given, takes each kernel call — ``submit(function, args, site)
     -> (values, task id)`` with its ``Site`` —, hears each runtime scope open and close
     (``scope(opening, manual)``) and each tensor the orchestration creates
-    (``created(tensor, manual_dep)``); the chip does: a call is a task submission. The
+    (``created(tensor, manual_dep)``), and waits before the orchestration reads an element
+    (``wait(tensor, indices, span)``); the chip does: a call is a task submission. The
     interpreter runs everything else (and, without one, runs each kernel in program order,
     numbering them as tasks)."""
     return _Interpreter(program, orchestrator).call(program.function(entry), tuple(args))
@@ -178,6 +179,8 @@ class _Interpreter:
         kwargs = {}
         for p, arg in zip(op.params, call.args):
             kwargs[p.name] = self.arg(arg, env, stmt)
+        if call.op == "tensor.read" and self.orchestrator is not None:  # waits for the element's producer
+            self.orchestrator.wait(kwargs["x"], kwargs["indices"], stmt.span)
         try:
             if call.op in VIEWS and not self.kernel[-1]:  # the orchestration's: a view of the tensor itself
                 data = VIEWS[call.op](**kwargs)

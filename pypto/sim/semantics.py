@@ -274,6 +274,14 @@ def create_tensor(shape, dtype, manual_dep=False, init_value=None):
     return num.scalar(init_value, dtype).expand(tuple(shape)).clone()
 
 
+@impl("tensor.read")
+def tensor_read(x, indices):
+    for i, extent in zip(indices, x.shape):
+        if not 0 <= i < extent:
+            raise OutOfRange(f"index {list(indices)} is outside the tensor's {list(x.shape)}")
+    return x[tuple(indices)].item()
+
+
 # An orchestration's views: the tensor itself seen through other offsets, shapes and
 # strides — a task writing one writes the tensor (in a kernel the same ops are values).
 VIEWS = {

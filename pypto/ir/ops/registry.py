@@ -127,6 +127,9 @@ class OpDef:
     mnemonic: str | None = None  # its vector instruction, where not "V" + its name
     unit: str = "simple"  # its cost class on the vector unit: Costs.vector_cycles[unit] per 256 B repeat
     reduces: bool = False  # folds its operand into a vector: it works over its operand, not its result
+    # Where it may appear: "core" (inside pl.at / InCore functions), "orchestration" (the
+    # entry's host code: arrays, element reads), "both" (creation and the views of tensors).
+    plane: str = "core"
 
     @property
     def has_effect(self) -> bool:
@@ -160,10 +163,12 @@ _OPS: dict[str, OpDef] = {}
 
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
-             unit: str = "simple", reduces: bool = False) -> OpDef:
+             unit: str = "simple", reduces: bool = False, plane: str = "core") -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
-    op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces)
+    if plane not in ("core", "orchestration", "both"):
+        raise ValueError(f"op {name}: plane {plane!r}")
+    op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane)
     _OPS[name] = op
     return op
 

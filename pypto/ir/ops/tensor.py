@@ -29,7 +29,9 @@ from pypto.ir.ops.tile import (
     acc_dtype,
     check_region,
 )
-from pypto.ir.types import DataType, PadValue, TensorType
+from pypto.errors import TypeCheckError
+from pypto.ir.nodes import Const
+from pypto.ir.types import DataType, PadValue, ScalarType, TensorType
 from pypto.backend import SoC
 
 
@@ -198,7 +200,7 @@ def _create(a: OpArgs, soc: SoC) -> TensorType:
 # tensor the runtime does not track, a fill other than zero
 register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("manual_dep", Kind.BOOL, default=False),
                            P("init_value", Kind.SCALAR, default=None, optional=True)], _create,
-         doc="a zero-filled tensor", windows=Windows("source", tile="tile.create"))
+         doc="a zero-filled tensor", windows=Windows("source", tile="tile.create"), plane="both")
 
 
 def _slice(a: OpArgs, soc: SoC) -> TensorType:
@@ -208,8 +210,24 @@ def _slice(a: OpArgs, soc: SoC) -> TensorType:
     return TensorType(shape, x.dtype)
 
 
+def _read(a: OpArgs, soc: SoC) -> ScalarType:
+    x = a.type("x")
+    indices = a["indices"]
+    if len(indices) != len(x.shape):
+        raise TypeCheckError(f"tensor.read takes one index per axis: {len(x.shape)}, not {len(indices)}",
+                             hint=f"pl.tensor.read(t, [{', '.join('0' for _ in x.shape)}])")
+    for k, (i, extent) in enumerate(zip(indices, x.shape)):
+        if isinstance(i, Const) and not 0 <= i.value < extent:
+            raise TypeCheckError(f"tensor.read: index {i.value} on axis {k} is outside the tensor's {extent}")
+    return ScalarType(x.dtype)
+
+
+register("tensor.read", [P("x", Kind.TENSOR), P("indices", Kind.INDEX_LIST)], _read,
+         doc="one element, read by the orchestrator once the tensor's producer has finished", plane="orchestration")
+
 register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST)], _slice,
-         doc="the window [offset, offset+shape) of a tensor", windows=Windows("slice"))
+         doc="the window [offset, offset+shape) of a tensor (in an orchestration: a view)", windows=Windows("slice"),
+         plane="both")
 
 
 def _assemble(a: OpArgs, soc: SoC) -> TensorType:
@@ -251,9 +269,10 @@ def _transpose(a: OpArgs, soc: SoC) -> TensorType:
 
 
 register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis2", Kind.INT)], _transpose,
-         doc="swap two axes", windows=Windows("transpose"))
+         doc="swap two axes (in an orchestration: a view)", windows=Windows("transpose"), plane="both")
 
 unify("slice", tensor="tensor.slice")
+unify("read", tensor="tensor.read")
 unify("assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")
 unify("matmul_acc", tile="tile.matmul_acc", tensor="tensor.matmul_acc")
