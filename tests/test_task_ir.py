@@ -402,3 +402,45 @@ def test_task_id_arrays_hold_task_ids_and_stay_in_the_orchestration():
     with pytest.raises(PyptoError, match="index 2 is outside the array's 2 elements") as err:
         pl.jit(out_of_range)(x, y)
     assert err.value.span.line == out_of_range.__code__.co_firstlineno + 5
+
+
+def test_task_dummy_joins_many_producers_into_one_edge(tmp_path):
+    import json
+
+    @pl.jit
+    def fence(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        scratch = pl.create_tensor([4 * R, C], pl.FP32, manual_dep=True)
+        tids = pl.array.create(4, pl.TASK_ID)
+        for i in pl.range(4):
+            with pl.at(level=CG) as tid:
+                pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 2.0), [i * R, 0], scratch)
+            tids[i] = tid
+        barrier = pl.system.task_dummy(deps=[tids])
+        nothing = pl.system.task_dummy()  # submitted with no deps: done at once
+        for j in pl.parallel(2):
+            with pl.at(level=CG, deps=[barrier, nothing]):
+                for i in pl.range(2):
+                    pl.store(pl.load(scratch, [(j * 2 + i) * R, 0], [R, C]), [(j * 2 + i) * R, 0], out)
+        return out
+
+    a = torch.randn(4 * R, C)
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(4 * R, C)
+        config = RunConfig(platform=platform, enable_dep_gen=True, enable_chip_swimlane=1, output_dir=tmp_path / platform)
+        compiled = fence.compile(a, out, config=config)
+        report = compiled.run(a, out)
+        assert torch.equal(out, a * 2.0)
+    by_id = {t.task_id: t for t in report.tasks}
+    barrier = by_id["r0t0"]
+    assert (barrier.kernel, barrier.core, barrier.core_type) == ("task_dummy", -1, "dummy")
+    assert barrier.deps == ("r1t0", "r1t1", "r1t2", "r1t3")
+    assert barrier.start == max(by_id[f"r1t{k}"].finish for k in range(4)) + A2A3.chip.release
+    assert {t.deps for t in report.tasks if t.kernel.endswith("incore_1")} == {("r0t0", "r0t1")}
+    text = compiled.program.as_python()
+    assert "barrier = pl.system.task_dummy(deps=[tids_" in text and "pl.system.task_dummy(deps=[])" in text
+    assert parse(text) == compiled.program
+    dfx = tmp_path / "a2a3sim" / "dfx_outputs"
+    graph = json.loads((dfx / "deps.json").read_text())
+    assert [t["kernel_ids"] for t in graph["tasks"] if t["name"] == "r0t0"] == [[-1, -1, -1]]
+    lane = json.loads((dfx / "chip_swimlane_records.json").read_text())
+    assert len(lane["aicore_tasks"]) == 6  # the dummies ran on no core

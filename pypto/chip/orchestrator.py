@@ -115,13 +115,30 @@ class ChipRun:
                     getattr(stmt, "span", None), self.clock, timeline.cycles,
                     early=submit is not None and submit.allow_early_resolve)
         self.locals[ring] += 1
+        self._enter(task, submit.deps if submit is not None else (), (Launch(kernel, args), timeline))
+        by_name = {p.name: v for p, v in zip(fn.params, args)}
+        return tuple(by_name[name] for name in kernel.returns), task.id
+
+    def dummy(self, deps: tuple, site) -> int:
+        """``pl.system.task_dummy(deps=[...])``: a task with no work, on no core, that
+        finishes when what it waits for has — one edge for its consumers instead of many."""
+        ring = min(site.depth, RINGS - 1)
+        self.clock += self.soc.chip.submit
+        task = Task(len(self.tasks), ring, self.locals[ring], "task_dummy", "dummy", (),
+                    getattr(site.stmt, "span", None), self.clock, 0)
+        self.locals[ring] += 1
+        self._enter(task, deps, None)
+        return task.id
+
+    def _enter(self, task: Task, deps: tuple, launch) -> None:
+        """Derive the task's edges (none in a manual scope: only its deps=), and keep it."""
         manual = next((s for s in reversed(self.open_scopes) if s is not None), None)
         if manual is not None:  # a manual scope: only deps= order its tasks
             edges = []
             manual.append(task)
         else:
             edges = self.tracker.submit(task)
-        for dep in submit.deps if submit is not None else ():
+        for dep in deps:
             for tid in dep if isinstance(dep, tuple) else (dep,):  # an array: every slot
                 if tid is not None:  # None: no producer
                     edges.append(Edge(self.numbers[tid], task.number, -1, "explicit"))
@@ -129,9 +146,7 @@ class ChipRun:
         task.preds = tuple(sorted({e.pred for e in edges}))
         self.tasks.append(task)
         self.edges.extend(edges)
-        self.launches.append((Launch(kernel, args), timeline))
-        by_name = {p.name: v for p, v in zip(fn.params, args)}
-        return tuple(by_name[name] for name in kernel.returns), task.id
+        self.launches.append(launch)
 
     def wait(self, tensor, indices, span) -> None:
         """The orchestrator reads one element of ``tensor``: it waits until the element's
@@ -161,8 +176,9 @@ class ChipRun:
     def _apply(self, tasks) -> None:
         """Perform the tasks' data effects, in the order they started."""
         for t in sorted(tasks, key=lambda t: (t.start, t.number)):
-            launch, timeline = self.launches[t.number]
-            apply(timeline, launch.tensors())
+            if self.launches[t.number] is not None:  # a dummy has no data
+                launch, timeline = self.launches[t.number]
+                apply(timeline, launch.tensors())
             self.applied.add(t.number)
 
     def finish(self) -> RunReport:
@@ -173,6 +189,10 @@ class ChipRun:
         self._apply(t for t in self.tasks if t.number not in self.applied)
         report = RunReport(cycles=makespan)
         for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):
+            if self.launches[t.number] is None:  # a dummy: on no core
+                report.tasks.append(TaskRecord(t.name, t.kernel, -1, t.core_type, 0, t.dispatch, t.start, t.end,
+                                               t.finish, tuple(self.tasks[p].name for p in t.preds)))
+                continue
             launch, timeline = self.launches[t.number]
             cores = self._cores(t)
             own = timeline.report()
@@ -208,6 +228,8 @@ class ChipRun:
         return {_canonical(kind).name: core.name for kind, core in self._core_ids(t).items()}
 
     def _accesses(self, t: Task) -> list:
+        if self.launches[t.number] is None:
+            return []
         launch, timeline = self.launches[t.number]
         tensors = launch.tensors()
         by_param = {a.param: a for a in t.args}

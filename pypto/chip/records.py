@@ -34,7 +34,8 @@ def kernel_ids(tasks) -> dict[str, int]:
     """Kernel name -> its id, in order of first submission."""
     ids: dict[str, int] = {}
     for t in tasks:
-        ids.setdefault(t.kernel, len(ids))
+        if t.core_type != "dummy":
+            ids.setdefault(t.kernel, len(ids))
     return ids
 
 
@@ -48,7 +49,7 @@ def swimlane(tasks, soc: SoC, level: int) -> dict:
     if level >= 3:
         metadata["core_to_thread"] = [0] * len(cores)  # one scheduler thread
     out = {"chip_swimlane_level": level, "metadata": metadata}
-    ordered = sorted(tasks, key=lambda t: (t.start, t.number))
+    ordered = sorted((t for t in tasks if t.core is not None), key=lambda t: (t.start, t.number))  # dummies: no core
     out["aicore_tasks"] = [[soc.core_number(t.core), t.number, t.id, ticks(t.start, soc), ticks(t.end, soc),
                             ticks(t.start, soc) - ticks(t.dispatch, soc), 0] for t in ordered]
     if level >= 2:
@@ -60,7 +61,7 @@ def swimlane(tasks, soc: SoC, level: int) -> dict:
             phases.append({"start_cycles": ticks(t.dispatch - soc.chip.dispatch, soc),
                            "end_cycles": ticks(t.dispatch, soc), "loop_iter": len(phases), "kind": "dispatch",
                            "tasks_processed": 1, "task_id": t.id})
-        for t in sorted(tasks, key=lambda t: (t.finish, t.number)):
+        for t in sorted(ordered, key=lambda t: (t.finish, t.number)):
             phases.append({"start_cycles": ticks(t.end, soc), "end_cycles": ticks(t.finish, soc),
                            "loop_iter": len(phases), "kind": "complete", "tasks_processed": 1, "task_id": t.id})
         phases.sort(key=lambda p: (p["start_cycles"], p["loop_iter"]))
@@ -100,8 +101,9 @@ def deps(tasks, edges) -> dict:
     ids = kernel_ids(tasks)
     out_tasks = []
     for t in tasks:
-        kernel = ids[t.kernel]
-        slots = {"aic": [kernel, -1, -1], "aiv": [-1, kernel, -1], "mix": [kernel, kernel, -1]}[t.core_type]
+        kernel = ids.get(t.kernel, -1)
+        slots = {"aic": [kernel, -1, -1], "aiv": [-1, kernel, -1], "mix": [kernel, kernel, -1],
+                 "dummy": [-1, -1, -1]}[t.core_type]
         out_tasks.append({"task_id": str(t.id), "name": t.name, "scope": "auto", "early_dispatch": False,
                           "kernel_ids": slots, "block_num": 1,
                           "args": [{"idx": a.index, "type": _DIRECTION[a.direction.value], **_view(a, tensors)}

@@ -33,7 +33,8 @@ class _Chip:
         self.tasks, self.soc, self.c = tasks, soc, soc.chip
         self.number = soc.core_number
         self.idle = {kind: sorted(soc.cores(kind), key=self.number) for kind in (CoreKind.AIC, CoreKind.AIV)}
-        self.ready = {"aic": collections.deque(), "aiv": collections.deque(), "mix": collections.deque()}
+        self.ready = {"aic": collections.deque(), "aiv": collections.deque(), "mix": collections.deque(),
+                      "dummy": collections.deque()}
         self.pending = [len(t.preds) for t in tasks]
         self.arrived = [False] * len(tasks)
         self.queued = [False] * len(tasks)
@@ -74,7 +75,7 @@ class _Chip:
                     t = tasks[queue.popleft()]
                     self.dispatch(t, cores, now)
                     makespan = max(makespan, t.finish)
-        stuck = [t for t in tasks if t.core is None]
+        stuck = [t for t in tasks if not self.running[t.number]]
         if stuck:  # preds name earlier tasks only, so this is a broken graph, not a user's
             raise RuntimeError(f"{len(stuck)} task(s) never became ready, first {stuck[0].name}")
         return makespan
@@ -94,6 +95,12 @@ class _Chip:
     def dispatch(self, t: Task, cores: tuple, now: int) -> None:
         c = self.c
         self.held[t.number] = cores
+        if not cores:  # a dummy: done as soon as it is ready, without the scheduler's dispatch
+            t.core, t.dispatch = None, now
+            t.start = t.end = t.finish = now
+            self.running[t.number] = True
+            heapq.heappush(self.events, (now, _FINISH, t.number))
+            return
         self.scheduler_free = max(now, self.scheduler_free) + c.dispatch
         t.core = cores[0]
         t.dispatch = self.scheduler_free
@@ -121,7 +128,10 @@ class _Chip:
 
 
 def _take(core_type: str, idle: dict, soc: SoC) -> tuple | None:
-    """The idle cores a task of ``core_type`` takes now (the lowest numbered), or None."""
+    """The idle cores a task of ``core_type`` takes now (the lowest numbered), or None; a
+    dummy takes none."""
+    if core_type == "dummy":
+        return ()
     if core_type == "aic" or core_type == "aiv":
         pool = idle[CoreKind.AIC if core_type == "aic" else CoreKind.AIV]
         return (pool.pop(0),) if pool else None

@@ -134,9 +134,10 @@ class Submit:
     value is the task's id (``pl.TASK_ID``). ``deps``: TaskId expressions it also waits
     for (``None`` entries wait for nothing); ``no_dep``: the argument positions left out
     of dependency tracking; ``allow_early_resolve``: its consumers may be staged on cores
-    before it finishes."""
+    before it finishes. Without a call it is ``pl.system.task_dummy(deps=[...])``: a task
+    with no work that finishes when its deps have."""
 
-    call: FuncCall
+    call: FuncCall | None
     deps: tuple = attrs.field(default=(), converter=tuple)
     no_dep: tuple = attrs.field(default=(), converter=tuple)
     allow_early_resolve: bool = False
@@ -383,7 +384,8 @@ def block_symbols(body) -> dict:
 def value_exprs(value):
     """The expressions a value reads: a call's operands (lists flattened) or the value."""
     if isinstance(value, Submit):
-        yield from value_exprs(value.call)
+        if value.call is not None:
+            yield from value_exprs(value.call)
         yield from value.deps
     elif isinstance(value, (Call, FuncCall)):
         for arg in value.args:

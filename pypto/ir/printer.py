@@ -278,6 +278,8 @@ class _Printer:
             return self.call(v)
         if isinstance(v, n.FuncCall):
             return f"self.{v.callee}({', '.join(expr(a) for a in v.args)})"
+        if isinstance(v, n.Submit) and v.call is None:
+            return f"pl.system.task_dummy(deps=[{', '.join(expr(d) for d in v.deps)}])"
         if isinstance(v, n.Submit):
             args = [f"pl.no_dep({expr(a)})" if k in v.no_dep else expr(a) for k, a in enumerate(v.call.args)]
             if v.deps:

@@ -209,15 +209,15 @@ class _FunctionChecker:
                 self.memo[key] = (v, operands, got)
             return got
         if isinstance(v, n.Submit):
-            self.value_type(v.call, scope, stmt)
+            if v.call is not None:
+                self.value_type(v.call, scope, stmt)
             self.uses(v.deps, scope, stmt)
             for d in v.deps:
                 t = self.type_of(d)
                 if t != TASK_ID and not (isinstance(t, ArrayType) and t.dtype is TASK_ID.dtype):
                     raise self.fail(f"waits for '{expr(d)}', which is not a TaskId", stmt)
-            if any(not 0 <= k < len(v.call.args) for k in v.no_dep):
-                raise self.fail(f"no_dep positions {list(v.no_dep)} beyond the call's {len(v.call.args)} arguments",
-                                stmt)
+            if v.no_dep and (v.call is None or any(not 0 <= k < len(v.call.args) for k in v.no_dep)):
+                raise self.fail(f"no_dep positions {list(v.no_dep)} beyond the call's arguments", stmt)
             return TASK_ID
         if isinstance(v, n.FuncCall):
             self.uses(v.args, scope, stmt)

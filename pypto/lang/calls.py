@@ -144,6 +144,8 @@ class CallConverter(ExprConverter):
                 return self.submit_call(node)
             if meaning.name == "dim":
                 return self.dim_call(node)
+            if meaning.name == "task_dummy":
+                return self.task_dummy_call(node)
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
                      "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
                      "no_dep": "an argument of pl.submit(self.kernel, ...)",
@@ -173,6 +175,18 @@ class CallConverter(ExprConverter):
         if isinstance(func, ast.Name) and func.id not in self.env:
             raise self.undefined(func)
         raise self.error(UnsupportedSyntaxError, node, f"cannot call '{ast.unparse(func)}' in a kernel")
+
+    def task_dummy_call(self, node: ast.Call):
+        """``pl.system.task_dummy(deps=[...])``: a no-work task joining its deps (one TaskId
+        for consumers to wait on); submitted even with no deps."""
+        if self.incore:
+            raise self.error(ParseError, node, "pl.system.task_dummy is the orchestration's: it runs on the host",
+                             hint="submit it in the @pl.jit entry")
+        if node.args or any(k.arg != "deps" for k in node.keywords):
+            raise self.error(TypeCheckError, node, "pl.system.task_dummy takes only deps=[...]",
+                             hint="pl.system.task_dummy(deps=[tids])")
+        deps = self.task_deps(node.keywords[0].value) if node.keywords else ()
+        return n.Submit(None, deps), TASK_ID
 
     def dim_call(self, node: ast.Call):
         """``pl.tensor.dim(t, axis)``: the tensor's extent on the axis (a negative axis counts

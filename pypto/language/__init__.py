@@ -46,6 +46,7 @@ TileView = _TileViewConstructor("TileView")
 tile = _OpNamespace("tile")
 tensor = _OpNamespace("tensor")
 array = _OpNamespace("array")
+system = _OpNamespace("system")
 
 range = _DslName("range")  # noqa: A001  (the kernel language's own range)
 pipeline = _DslName("pipeline")
@@ -69,5 +70,5 @@ __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
     "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID",
     "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
-    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", *sorted(_UNIFIED),
+    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", *sorted(_UNIFIED),
 ]

@@ -154,6 +154,11 @@ class _Interpreter:
             return self.call_op(v, result_type, env, stmt)
         if isinstance(v, n.Submit):
             deps = tuple(self.expr(d, env, stmt) for d in v.deps)
+            if v.call is None:  # pl.system.task_dummy
+                if self.orchestrator is not None:
+                    return self.orchestrator.dummy(deps, Site(stmt, self.depth, self.manual > 0))
+                self.tasks += 1
+                return self.tasks - 1
             return self.func_call(v.call, env, stmt, attrs.evolve(v, deps=deps))[1]
         if isinstance(v, n.FuncCall):
             values = self.func_call(v, env, stmt, None)[0]
