@@ -262,3 +262,69 @@ def test_higher_swimlane_levels_add_scheduler_and_orchestrator_phases(tmp_path):
     assert sorted(r["kind"] for r in stream["records"]) == ["complete"] * 3 + ["dispatch"] * 3
     (submits,) = lane["aicpu_orchestrator_phases"]
     assert [s["submit_idx"] for s in submits] == [0, 1, 2]
+
+
+# ----------------------------------------------------------------------------- rings
+
+
+def test_a_scope_holding_more_tasks_than_its_ring_window_deadlocks():
+    from pypto.chip.rings import RingExhausted
+
+    @pl.jit
+    def flat(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.unroll(6):  # six tasks in the body's scope: ring 0
+            with pl.at(level=CG):
+                pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], out)
+        return out
+
+    a = torch.randn(6 * R, C)
+    with pytest.raises(RingExhausted) as err:
+        flat(a, torch.zeros(6 * R, C), config=RunConfig(ring_task_window=4))
+    assert "ring 0's task window (4 slots) is full" in err.value.message
+    assert "raise ring_task_window (PTO2_RING_TASK_WINDOW) or split the scope" in err.value.hint
+    assert err.value.span.file == __file__
+    flat(a, torch.zeros(6 * R, C), config=RunConfig(ring_task_window=8))  # room: it runs
+
+
+def test_loop_trips_give_their_slots_back_and_the_orchestrator_waits_for_them(tmp_path):
+    import json
+
+    a = torch.randn(8 * R, C)
+    reports = {}
+    for window in (None, (0, 4, 0, 0)):
+        out = torch.zeros(8 * R, C)
+        config = RunConfig(ring_task_window=window, enable_scope_stats=True, output_dir=tmp_path / str(window))
+        reports[window] = bands(pl.parallel, 8).compile(a, out, config=config).run(a, out)
+        assert torch.equal(out, torch.exp(a))
+    small = sorted(reports[(0, 4, 0, 0)].tasks, key=lambda t: t.task_id)
+    assert small[4].dispatch > small[0].finish  # the fifth waits for the first's slot
+    assert reports[(0, 4, 0, 0)].cycles > reports[None].cycles
+    lines = [json.loads(x) for x in (tmp_path / "(0, 4, 0, 0)" / "dfx_outputs" / "scope_stats" /
+                                     "scope_stats.jsonl").read_text().splitlines()]
+    head, scopes = lines[0], lines[1:]
+    assert head["task_window_max"] == [0, 4, 0, 0] and head["task_window_size"][1] == 4
+    assert head["total"] == len(scopes) == 2 + 2 * 8  # the body, and each trip: begin and end
+    trips = [s for s in scopes if s["ring"] == 1]
+    assert {s["phase"] for s in trips} == {"begin", "end"} and all(s["site"].endswith(":24") for s in trips)
+    ends = [s["task_window_end"] for s in trips if s["phase"] == "end"]
+    assert ends == sorted(ends) and ends[-1] == 8  # monotonic: tasks taken by ring 1
+
+
+def test_the_heap_holds_the_tensors_a_scope_creates():
+    from pypto.chip.rings import RingExhausted
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        big = pl.create_tensor([R, C], pl.FP32)  # 32 KiB
+        with pl.at(level=CG):
+            pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], big)
+        with pl.at(level=CG):
+            pl.store(pl.load(big, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    a = torch.randn(R, C)
+    with pytest.raises(RingExhausted, match="ring 0's heap \\(16384 bytes\\) cannot hold another 32768-byte tensor"):
+        k(a, torch.zeros(R, C), config=RunConfig(ring_heap=16384))
+    out = torch.zeros(R, C)
+    k(a, out, config=RunConfig(ring_heap=65536))
+    assert torch.equal(out, a)

@@ -24,6 +24,10 @@ class Tracker:
         self.producers = IntervalMap()
         self.creators: dict[int, int] = {}  # data_ptr of a buffer a task created -> that task
 
+    def entries(self) -> int:
+        """How many byte segments have a registered producer (the tensor map's size)."""
+        return sum(v is not None for page in self.producers.pages.values() for v in page.values)
+
     def submit(self, task: Task) -> list[Edge]:
         """The edges ``task`` waits on (one per producer and argument, as constructed: not
         reduced), then ``task`` registered as the producer of what it writes."""

@@ -19,6 +19,7 @@ import attrs
 from pypto.backend import CoreId, CoreKind, SoC
 from pypto.chip import races
 from pypto.chip.deps import Tracker
+from pypto.chip.rings import RINGS, Rings
 from pypto.chip.scheduler import schedule
 from pypto.chip.tasks import Edge, Task, TaskArg
 from pypto.ir import nodes as n
@@ -27,9 +28,6 @@ from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
 from pypto.sim.simulator import Launch, RunReport, apply, simulate
 from pypto.sim.views import window_runs
-
-RINGS = 4  # a task's ring is its scope depth, the deepest ones sharing the last
-
 
 @attrs.frozen
 class TaskRecord:
@@ -51,7 +49,7 @@ class TaskRecord:
 
 class ChipRun:
     def __init__(self, program: n.Program, soc: SoC, kernels: dict, *, unsafe_colive: bool = False,
-                 unsafe_races: bool = False, on_launch=None):
+                 unsafe_races: bool = False, on_launch=None, entry: str | None = None, rings: tuple = (None,) * 3):
         self.program = program
         self.soc = soc
         self.kernels = kernels
@@ -73,18 +71,25 @@ class ChipRun:
         self.applied: set[int] = set()  # the tasks whose data is in place (before a read, those started)
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
+        self.rings = Rings(*rings)
+        fn = program.function(entry) if entry is not None else None
+        self.rings.open(0, _site(fn.span if fn is not None else None), 0)  # the function body's scope
 
-    def created(self, tensor, manual_dep: bool) -> None:
-        """The orchestration created a tensor; ``manual_dep``: no task's use of it is tracked."""
+    def created(self, tensor, manual_dep: bool, span=None) -> None:
+        """The orchestration created a tensor (from its scope's ring heap); ``manual_dep``:
+        no task's use of it is tracked."""
+        self.rings.create(tensor.untyped_storage().nbytes(), span)
         if manual_dep:
             self.untracked.add(tensor.untyped_storage().data_ptr())
 
-    def scope(self, opening: bool, manual: bool) -> None:
+    def scope(self, opening: bool, manual: bool, depth: int = 0, span=None) -> None:
         """A runtime scope opens or closes; a manual one's tasks, tracked by nobody while it
         was open, register what they wrote as it closes — tasks after it see their data."""
         if opening:
             self.open_scopes.append([] if manual else None)
+            self.rings.open(depth, _site(span), self.tracker.entries())
             return
+        self.rings.close(self.clock, self.tracker.entries())
         tasks = self.open_scopes.pop()
         for task in tasks or ():
             self.tracker.register(task)
@@ -110,9 +115,8 @@ class ChipRun:
                 d = ArgDirection.NoDep
             targs.append(TaskArg(k, p.name, d, a, written[k]))
         ring = min(depth, RINGS - 1)
-        self.clock += self.soc.chip.submit
         task = Task(len(self.tasks), ring, self.locals[ring], fn.name, _core_type(kernel), tuple(targs),
-                    getattr(stmt, "span", None), self.clock, timeline.cycles,
+                    getattr(stmt, "span", None), 0, timeline.cycles,
                     early=submit is not None and submit.allow_early_resolve)
         self.locals[ring] += 1
         self._enter(task, submit.deps if submit is not None else (), (Launch(kernel, args), timeline))
@@ -123,30 +127,42 @@ class ChipRun:
         """``pl.system.task_dummy(deps=[...])``: a task with no work, on no core, that
         finishes when what it waits for has — one edge for its consumers instead of many."""
         ring = min(site.depth, RINGS - 1)
-        self.clock += self.soc.chip.submit
         task = Task(len(self.tasks), ring, self.locals[ring], "task_dummy", "dummy", (),
-                    getattr(site.stmt, "span", None), self.clock, 0)
+                    getattr(site.stmt, "span", None), 0, 0)
         self.locals[ring] += 1
         self._enter(task, deps, None)
         return task.id
 
     def _enter(self, task: Task, deps: tuple, launch) -> None:
-        """Derive the task's edges (none in a manual scope: only its deps=), and keep it."""
+        """Derive the task's edges (none in a manual scope: only its deps=), wait for room in
+        its ring, submit it, and keep it."""
         manual = next((s for s in reversed(self.open_scopes) if s is not None), None)
-        if manual is not None:  # a manual scope: only deps= order its tasks
-            edges = []
-            manual.append(task)
-        else:
-            edges = self.tracker.submit(task)
+        edges = [] if manual is not None else self.tracker.lookup(task)  # a manual scope: only deps= order
         for dep in deps:
             for tid in dep if isinstance(dep, tuple) else (dep,):  # an array: every slot
                 if tid is not None:  # None: no producer
                     edges.append(Edge(self.numbers[tid], task.number, -1, "explicit"))
-        self.numbers[task.id] = task.number
         task.preds = tuple(sorted({e.pred for e in edges}))
+        self.clock = max(self.clock, self.rings.admit(task.ring, len(task.preds), self._finish_of, task.span))
+        self.clock += self.soc.chip.submit
+        task.submitted = self.clock
+        if manual is not None:
+            manual.append(task)
+        else:
+            self.tracker.register(task)
+        self.rings.submitted(task.number, task.ring, len(task.preds))
+        self.numbers[task.id] = task.number
         self.tasks.append(task)
         self.edges.extend(edges)
         self.launches.append(launch)
+
+    def scope_stats(self) -> list[dict]:
+        return self.rings.stats(self.tracker.entries())
+
+    def _finish_of(self, number: int) -> int:
+        """When a task submitted so far finishes (what is submitted later cannot move it)."""
+        schedule(self.tasks, self.soc)
+        return self.tasks[number].finish
 
     def wait(self, tensor, indices, span) -> None:
         """The orchestrator reads one element of ``tensor``: it waits until the element's
@@ -183,6 +199,7 @@ class ChipRun:
 
     def finish(self) -> RunReport:
         """Schedule the tasks, check them for races, apply their data; the report."""
+        self.rings.close(self.clock, self.tracker.entries())  # the function body's scope
         makespan = max(schedule(self.tasks, self.soc), self.clock)
         if not self.unsafe_races:
             races.check(self.tasks, {t.number: self._accesses(t) for t in self.tasks})
@@ -238,6 +255,10 @@ class ChipRun:
             for lo, hi in window_runs(tensors[param], offsets, extents):
                 out.append((lo, hi, write, by_param[param]))
         return out
+
+
+def _site(span) -> str:
+    return f"{span.file}:{span.line}" if span is not None else "?"
 
 
 def _element(tensor, indices) -> str:

@@ -7,6 +7,7 @@
 - ``deps.json``: the tasks with their arguments, the tensors, and every edge as the
   tracker made it (before any reduction), ids as strings.
 - ``name_map_<name>.json``: kernel ids -> kernel names.
+- ``scope_stats/scope_stats.jsonl``: the rings' peaks, then each runtime scope's boundaries.
 
 Pure: ``swimlane``, ``deps`` and ``name_map`` build the dicts; ``write`` is the edge.
 """
@@ -126,7 +127,8 @@ def name_map(tasks, level: int) -> dict:
             "callable_id_to_name": {str(k): name for name, k in kernel_ids(tasks).items()}}
 
 
-def write(directory: Path, name: str, tasks, edges, soc: SoC, *, swimlane_level: int, dep_gen: bool) -> list[Path]:
+def write(directory: Path, name: str, tasks, edges, soc: SoC, *, swimlane_level: int, dep_gen: bool,
+          scope_stats: list | None = None) -> list[Path]:
     """The asked-for files under ``directory`` (dfx_outputs/); their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
@@ -142,5 +144,10 @@ def write(directory: Path, name: str, tasks, edges, soc: SoC, *, swimlane_level:
         dump("deps.json", deps(tasks, edges))
     if swimlane_level or dep_gen:
         dump(f"name_map_{name}.json", name_map(tasks, 2))
+    if scope_stats is not None:
+        path = directory / "scope_stats" / "scope_stats.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("".join(json.dumps(line) + "\n" for line in scope_stats))
+        written.append(path)
     return written
 

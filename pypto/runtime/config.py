@@ -143,12 +143,13 @@ class RunConfig:
     enable_l0_trace: bool = False
     # The chip's artifacts under <output_dir>/dfx_outputs/: the swimlane records
     # (chip_swimlane_records.json) at a collection level 0-4 (True: 4), the task graph
-    # (deps.json).
+    # (deps.json), each runtime scope's ring use (scope_stats/scope_stats.jsonl).
     enable_chip_swimlane: int = 0
     enable_dep_gen: bool = False
+    enable_scope_stats: bool = False
     # The runtime's rings, per scope depth 0..3 (None: the runtime's defaults): in-flight
     # task slots, heap bytes for the tensors a scope creates, dependency-edge entries.
-    # Validated as the reference validates them; the chip does not model ring capacity yet.
+    # Validated as the reference validates them; the chip runs out of them as it would.
     ring_task_window: tuple | None = None
     ring_heap: tuple | None = None
     ring_dep_pool: tuple | None = None
@@ -170,7 +171,7 @@ class RunConfig:
 
     def any_dfx_enabled(self) -> bool:
         """Whether a run writes anything under dfx_outputs/."""
-        return bool(self.enable_chip_swimlane or self.enable_dep_gen)
+        return bool(self.enable_chip_swimlane or self.enable_dep_gen or self.enable_scope_stats)
 
 
 _CONVERTERS = {
@@ -179,6 +180,7 @@ _CONVERTERS = {
     "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
     "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),
     "enable_chip_swimlane": _swimlane, "enable_dep_gen": _flag("enable_dep_gen"),
+    "enable_scope_stats": _flag("enable_scope_stats"),
     "ring_task_window": _ring("ring_task_window", _power_of_two(4), "a power of 2 >= 4"),
     "ring_heap": _ring("ring_heap", _power_of_two(1024), "a power of 2 >= 1024 (bytes per ring)"),
     "ring_dep_pool": _ring("ring_dep_pool", lambda v: 4 <= v <= 2**31 - 1, "in [4, INT32_MAX]"),

@@ -25,11 +25,13 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
         if config.platform == "ref":
             return interpreter.run(program, entry, args), RunReport()
         run = ChipRun(program, backend(config.backend), kernels, unsafe_colive=config.unsafe_allow_colive_slots,
-                      unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch)
+                      unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch, entry=entry,
+                      rings=(config.ring_task_window, config.ring_heap, config.ring_dep_pool))
         values = interpreter.run(program, entry, args, run)
         report = run.finish()
-        if dfx is not None and (config.enable_chip_swimlane or config.enable_dep_gen):
+        if dfx is not None and config.any_dfx_enabled():
             report.dfx_files = records.write(dfx, entry, run.tasks, run.edges, run.soc,
                                              swimlane_level=config.enable_chip_swimlane,
-                                             dep_gen=config.enable_dep_gen)
+                                             dep_gen=config.enable_dep_gen,
+                                             scope_stats=run.scope_stats() if config.enable_scope_stats else None)
         return values, report

@@ -24,8 +24,8 @@ def run(program: n.Program, entry: str, args, orchestrator=None) -> tuple:
     """Call ``entry`` with ``args``; returns what it returns (tensors are written in place).
     ``orchestrator``, when given, takes each kernel call — ``submit(function, args, site)
     -> (values, task id)`` with its ``Site`` —, hears each runtime scope open and close
-    (``scope(opening, manual)``) and each tensor the orchestration creates
-    (``created(tensor, manual_dep)``), and waits before the orchestration reads an element
+    (``scope(opening, manual, depth, span)``) and each tensor the orchestration creates
+    (``created(tensor, manual_dep, span)``), and waits before the orchestration reads an element
     (``wait(tensor, indices, span)``); the chip does: a call is a task submission. The
     interpreter runs everything else (and, without one, runs each kernel in program order,
     numbering them as tasks)."""
@@ -81,7 +81,7 @@ class _Interpreter:
             self.kernel.pop()
         return ()
 
-    def scoped(self, run, manual: bool = False, implicit: bool = False):
+    def scoped(self, run, span, manual: bool = False, implicit: bool = False):
         """``run()`` inside one more runtime scope (an implicit one — a loop body or a
         branch — only in an auto-scoped function)."""
         if implicit and not self.auto[-1]:
@@ -89,12 +89,12 @@ class _Interpreter:
         self.depth += 1
         self.manual += manual
         if self.orchestrator is not None:
-            self.orchestrator.scope(True, manual)
+            self.orchestrator.scope(True, manual, self.depth, span)
         try:
             return run()
         finally:
             if self.orchestrator is not None:
-                self.orchestrator.scope(False, manual)
+                self.orchestrator.scope(False, manual, self.depth, span)
             self.depth -= 1
             self.manual -= manual
 
@@ -111,7 +111,7 @@ class _Interpreter:
             self.for_(s, env)
         elif isinstance(s, n.If):
             body = s.then_body if self.expr(s.cond, env, s) else s.else_body
-            values = self.scoped(lambda: self.run_body(body, env), implicit=True)
+            values = self.scoped(lambda: self.run_body(body, env), s.span, implicit=True)
             for b, v in zip(s.results, values):
                 env[b.name] = v
         elif isinstance(s, n.Yield):
@@ -121,7 +121,7 @@ class _Interpreter:
         elif isinstance(s, n.Scope):
             self.block(s.body, env)
         elif isinstance(s, n.RuntimeScope):
-            self.scoped(lambda: self.block(s.body, env), manual=s.manual)
+            self.scoped(lambda: self.block(s.body, env), s.span, manual=s.manual)
         else:
             raise TypeError(f"not a statement: {s!r}")
 
@@ -141,7 +141,7 @@ class _Interpreter:
             env[s.var] = i
             for a, v in zip(s.iter_args, carried):
                 env[a.name] = v
-            values = self.scoped(lambda: self.run_body(s.body, env), implicit=True)  # each trip its own scope
+            values = self.scoped(lambda: self.run_body(s.body, env), s.span, implicit=True)  # each trip its own scope
             if s.iter_args:
                 carried = values
         for b, v in zip(s.results, carried):
@@ -196,7 +196,7 @@ class _Interpreter:
         if isinstance(result_type, TileType):
             return TileVal(data, self.valid(result_type, env, stmt))
         if call.op == "tensor.create" and self.orchestrator is not None:  # a buffer the runtime allocates
-            self.orchestrator.created(data, kwargs["manual_dep"])
+            self.orchestrator.created(data, kwargs["manual_dep"], stmt.span)
         return data
 
     def valid(self, t: TileType, env: dict, stmt) -> tuple[int, ...]:
