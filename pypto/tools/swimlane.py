@@ -1,7 +1,7 @@
 """The L2 swimlane: a run's ``chip_swimlane_records.json`` (and its ``deps.json``) as a
 Perfetto / chrome://tracing trace — one track per core, the cube cores and the vector
 cores grouped, each task a slice with its pickup gap before it, an arrow per dependency
-edge — and the same as a self-contained HTML page.
+edge — and the same as a self-contained HTML page with a time axis and zoom.
 
     python -m pypto.tools.swimlane <output_dir | records.json> [--deps deps.json] -o OUT
 
@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from pypto.tools.trace_page import render
+from pypto.tools.swimlane_page import page_data, render
 
 GROUPS = {"aic": (0, "AIC (cube cores)"), "aiv": (1, "AIV (vector cores)")}
 
@@ -98,6 +98,20 @@ def _names(deps, name_map) -> dict[int, str]:
     return out
 
 
+def _edges(deps) -> list[tuple[int, int]]:
+    """(pred, succ) task ids of deps.json's edges."""
+    edges = deps.get("edges", []) if isinstance(deps, dict) else []
+    if not isinstance(edges, list):
+        raise SwimlaneError("deps.json: 'edges' is not a list")
+    out = []
+    for k, e in enumerate(edges):
+        try:
+            out.append((int(e["pred"]), int(e["succ"])))
+        except (TypeError, ValueError, KeyError):
+            raise SwimlaneError(f"deps.json: edges[{k}] has no integer 'pred' and 'succ'") from None
+    return out
+
+
 def trace(records: dict, deps=None, name_map=None) -> dict:
     """The chrome-trace JSON (microseconds)."""
     us = 1e6 / records["hz"]
@@ -124,12 +138,7 @@ def trace(records: dict, deps=None, name_map=None) -> dict:
                            "dur": (t["start"] - t["dispatch"]) * us, "args": {"task_id": task_name(t["task"])}})
         events.append({"name": label, "ph": "X", "pid": pid, "tid": t["core"], "ts": t["start"] * us,
                        "dur": (t["end"] - t["start"]) * us, "args": args})
-    edges = deps.get("edges", []) if isinstance(deps, dict) else []
-    for k, e in enumerate(edges):
-        try:
-            pred, succ = int(e["pred"]), int(e["succ"])
-        except (TypeError, ValueError, KeyError):
-            raise SwimlaneError(f"deps.json: edges[{k}] has no integer 'pred' and 'succ'") from None
+    for k, (pred, succ) in enumerate(_edges(deps)):
         if pred in where and succ in where:
             (ppid, pcore, _, pend), (spid, score, sstart, _) = where[pred], where[succ]
             name = f"{task_name(pred)} -> {task_name(succ)}"
@@ -163,6 +172,7 @@ def run(argv=None) -> list[Path]:
     args = parser.parse_args(argv)
     records, deps, name_map = _inputs(args.source, args.deps)
     data = trace(records, deps, name_map)
+    view = page_data(records, _names(deps, name_map), _edges(deps), 1e6 / records["hz"])
     out = args.output
     if out.suffix != ".json":
         out.mkdir(parents=True, exist_ok=True)
@@ -171,7 +181,7 @@ def run(argv=None) -> list[Path]:
         out.parent.mkdir(parents=True, exist_ok=True)
     page = out.with_suffix(".html")
     out.write_text(json.dumps(data))
-    page.write_text(render(data, f"swimlane: {args.source.name}"))
+    page.write_text(render(view, f"swimlane: {args.source.name}"))
     print(f"wrote {out} and {page}")
     return [out, page]
 

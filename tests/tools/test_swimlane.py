@@ -91,3 +91,23 @@ def test_bad_input_is_one_line_and_a_nonzero_exit(tmp_path):
     empty.mkdir()
     done = _tool(empty, "-o", tmp_path / "o")
     assert done.returncode == 1 and "enable_chip_swimlane" in done.stderr
+
+
+def test_the_page_draws_a_bar_per_task_on_its_core_and_an_arrow_per_edge(tmp_path):
+    from tests.tools.browser import Elements, dom
+
+    report, build = _run(tmp_path, enable_chip_swimlane=2, enable_dep_gen=True)
+    data = json.loads((build / "dfx_outputs" / "name_map_chain.json").read_text())
+    data["callable_id_to_name"]["0"] = "<img src=x onerror=alert(1)>"
+    (build / "dfx_outputs" / "name_map_chain.json").write_text(json.dumps(data))
+    assert swimlane.main([str(build), "-o", str(tmp_path / "o")]) == 0
+    page = Elements(dom(tmp_path / "o" / "swimlane.html", tmp_path / "profile"))
+    bars = [e for e in page.select("div", "bar") if "data-task" in e["attrs"]]
+    assert sorted(b["attrs"]["data-task"] for b in bars) == sorted(t.task_id for t in report.tasks)
+    assert {b["text"] for b in bars} == {"<img src=x onerror=alert(1)>"}  # text, not markup
+    assert not page.select("img")
+    lanes = page.select("div", "lane")
+    assert [int(e["attrs"]["data-core"]) for e in lanes] == sorted({t.core for t in report.tasks})
+    assert {e["attrs"]["data-edge"] for e in page.select("line")} == {"r1t0->r1t1", "r1t1->r1t2"}
+    assert len(page.select("span", "tick")) >= 3 and len(page.select("div", "pickup")) == 3
+    assert [e["text"] for e in page.select("div", "group")] == ["AIV (vector cores)"]
