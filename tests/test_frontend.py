@@ -607,7 +607,7 @@ def test_an_incore_kernel_returning_two_tensors(cfg):
 
     a, o1, o2 = torch.randn(16, 128), torch.zeros(16, 128), torch.zeros(16, 128)
     program = roundtrips(k.specialize(a, o1, o2))
-    assert body_of(program, "k") == "self._exp_and_neg(a, o1, o2)\nreturn o1, o2\n"
+    assert body_of(program, "k") == "self._exp_and_neg(a, o1, o2)  # task args: Input, OutputExisting, OutputExisting\nreturn o1, o2\n"
     assert "-> tuple[pl.Tensor[[16, 128], pl.FP32], pl.Tensor[[16, 128], pl.FP32]]" in program.as_python()
     k.lower(a, o1, o2, config=RunConfig(verification_level="ROUNDTRIP"))
     r1, r2 = k(a, o1, o2, config=cfg)

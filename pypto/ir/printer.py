@@ -12,6 +12,7 @@ import json
 
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
+from pypto.ir.directions import call_directions
 from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import Kind, lookup
 from pypto.ir.types import (
@@ -174,6 +175,13 @@ def param(p: n.Param) -> str:
 # --------------------------------------------------------------------------- statements
 
 
+def _directions(program: n.Program, fn: n.Function) -> dict:
+    try:
+        return call_directions(program, fn)
+    except KeyError:  # a call of a function the program lacks: the verifier says so
+        return {}
+
+
 class _Printer:
     def __init__(self, program: n.Program, fn: n.Function, explicit: bool, soc: SoC):
         self.program = program
@@ -182,6 +190,9 @@ class _Printer:
         self.explicit = explicit
         self.types = n.symbols(fn)
         self.lines: list[str] = []
+        # a task's arguments as the runtime's tracker takes them, shown beside each kernel call
+        # of an orchestration (a comment: derived, never parsed back)
+        self.directions = {} if fn.type.is_kernel else _directions(program, fn)
 
     def function(self) -> list[str]:
         fn = self.fn
@@ -199,6 +210,10 @@ class _Printer:
         self.block(fn.body, 2)
         return self.lines
 
+    def task_note(self, s) -> str:
+        found = self.directions.get(id(s))
+        return f"  # task args: {', '.join(d.value for d in found)}" if found else ""
+
     def emit(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text)
 
@@ -211,9 +226,9 @@ class _Printer:
     def stmt(self, s, depth: int, results) -> None:
         if isinstance(s, n.Assign):
             ann = f": {type_(s.type)}" if self.needs_annotation(s) else ""
-            self.emit(depth, f"{s.target}{ann} = {self.value(s.value)}")
+            self.emit(depth, f"{s.target}{ann} = {self.value(s.value)}{self.task_note(s)}")
         elif isinstance(s, n.Eval):
-            self.emit(depth, self.value(s.value))
+            self.emit(depth, f"{self.value(s.value)}{self.task_note(s)}")
         elif isinstance(s, n.For):
             self.for_(s, depth)
         elif isinstance(s, n.If):

@@ -30,7 +30,7 @@ def test_scope_becomes_an_incore_function_with_in_and_out_params():
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
-            self.k_incore_0(a, out)
+            self.k_incore_0(a, out)  # task args: Input, OutputExisting
             return out
     """)
 
@@ -57,7 +57,7 @@ def test_name_hint_scalars_inout_and_an_exported_tensor():
 
         @pl.function(type=pl.FunctionType.Orchestration)
         def k(self, a: pl.Tensor[[16, 128], pl.FP32], out: pl.InOut[pl.Tensor[[16, 128], pl.FP32]], n: pl.Scalar[pl.INT32]) -> pl.Tensor[[16, 128], pl.FP32]:
-            out_1 = self.body(out, a, n)
+            out_1 = self.body(out, a, n)  # task args: InOut, Input, Scalar
             return out_1
     """)
 

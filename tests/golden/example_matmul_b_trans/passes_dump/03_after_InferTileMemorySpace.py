@@ -25,5 +25,5 @@ class matmul_b_trans:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def matmul_b_trans(self, a: pl.Tensor[[128, 1024], pl.FP16], w: pl.Tensor[[256, 1024], pl.FP16], out: pl.Out[pl.Tensor[[128, 256], pl.FP32]]) -> pl.Tensor[[128, 256], pl.FP32]:
-        self.matmul_b_trans_incore_0(a, w, out)
+        self.matmul_b_trans_incore_0(a, w, out)  # task args: Input, Input, OutputExisting
         return out

@@ -25,5 +25,5 @@ class matmul_row_major:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def matmul_row_major(self, a: pl.Tensor[[128, 1024], pl.FP16], w: pl.Tensor[[1024, 256], pl.FP16], out: pl.Out[pl.Tensor[[128, 256], pl.FP32]]) -> pl.Tensor[[128, 256], pl.FP32]:
-        self.matmul_row_major_incore_0(a, w, out)
+        self.matmul_row_major_incore_0(a, w, out)  # task args: Input, Input, OutputExisting
         return out

@@ -23,5 +23,5 @@ class elementwise:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def kernel(self, a0: pl.Tensor[[1, 64], pl.INT8], a1: pl.Tensor[[1, 64], pl.INT8], a2: pl.Tensor[[1, 64], pl.INT8], out: pl.Out[pl.Tensor[[1, 64], pl.INT8]]) -> pl.Tensor[[1, 64], pl.INT8]:
-        self.kernel_incore_0(a0, a1, a2, out)
+        self.kernel_incore_0(a0, a1, a2, out)  # task args: Input, Input, Input, OutputExisting
         return out

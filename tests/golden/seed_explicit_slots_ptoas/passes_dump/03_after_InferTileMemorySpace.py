@@ -16,5 +16,5 @@ class explicit_slots:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def explicit_slots(self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]) -> pl.Tensor[[512, 128], pl.FP32]:
-        self.explicit_slots_incore_0(a, out)
+        self.explicit_slots_incore_0(a, out)  # task args: Input, OutputExisting
         return out

@@ -16,5 +16,5 @@ class pipelined:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def pipelined(self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]) -> pl.Tensor[[512, 128], pl.FP32]:
-        self.pipelined_incore_0(a, out)
+        self.pipelined_incore_0(a, out)  # task args: Input, OutputExisting
         return out

@@ -16,5 +16,5 @@ class single_buffer:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def single_buffer(self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]) -> pl.Tensor[[512, 128], pl.FP32]:
-        self.single_buffer_incore_0(a, out)
+        self.single_buffer_incore_0(a, out)  # task args: Input, OutputExisting
         return out

@@ -18,5 +18,5 @@ class combine:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def combine(self, part: pl.Tensor[[64, 256], pl.FP32], out: pl.Out[pl.Tensor[[16, 256], pl.FP32]]) -> pl.Tensor[[16, 256], pl.FP32]:
-        self.combine_incore_0(part, out)
+        self.combine_incore_0(part, out)  # task args: Input, OutputExisting
         return out

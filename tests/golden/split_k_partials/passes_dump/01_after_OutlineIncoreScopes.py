@@ -19,5 +19,5 @@ class partials:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def partials(self, a: pl.Tensor[[16, 512], pl.FP16], w: pl.Tensor[[512, 256], pl.FP16], part: pl.Out[pl.Tensor[[64, 256], pl.FP32]]) -> pl.Tensor[[64, 256], pl.FP32]:
-        self.partials_incore_0(a, w, part)
+        self.partials_incore_0(a, w, part)  # task args: Input, Input, OutputExisting
         return part

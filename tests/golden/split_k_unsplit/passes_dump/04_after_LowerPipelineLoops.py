@@ -25,5 +25,5 @@ class unsplit:
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def unsplit(self, a: pl.Tensor[[16, 512], pl.FP16], w: pl.Tensor[[512, 256], pl.FP16], out: pl.Out[pl.Tensor[[16, 256], pl.FP32]]) -> pl.Tensor[[16, 256], pl.FP32]:
-        self.unsplit_incore_0(a, w, out)
+        self.unsplit_incore_0(a, w, out)  # task args: Input, Input, OutputExisting
         return out
