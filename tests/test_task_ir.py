@@ -444,3 +444,34 @@ def test_task_dummy_joins_many_producers_into_one_edge(tmp_path):
     assert [t["kernel_ids"] for t in graph["tasks"] if t["name"] == "r0t0"] == [[-1, -1, -1]]
     lane = json.loads((dfx / "chip_swimlane_records.json").read_text())
     assert len(lane["aicore_tasks"]) == 6  # the dummies ran on no core
+
+
+def test_deps_json_is_the_graph_the_run_used(tmp_path):
+    import json
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor], after: pl.Out[pl.Tensor]):
+        with pl.manual_scope():
+            for i in pl.range(2):
+                with pl.at(level=CG, allow_early_resolve=True):
+                    pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], out)
+        with pl.at(level=CG) as t:
+            pl.store(pl.load(out, [0, 0], [R, C]), [0, 0], after)
+        with pl.at(level=CG, deps=[t]):
+            pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], out)
+        return out, after
+
+    a = torch.randn(2 * R, C)
+    out, after = torch.zeros(2 * R, C), torch.zeros(R, C)
+    report = k.compile(a, out, after, config=RunConfig(enable_dep_gen=True, output_dir=tmp_path)).run(a, out, after)
+    graph = json.loads((tmp_path / "dfx_outputs" / "deps.json").read_text())
+    names = {t["task_id"]: t["name"] for t in graph["tasks"]}
+    edges = {}
+    for e in graph["edges"]:
+        edges.setdefault(names[e["succ"]], set()).add((names[e["pred"]], e["source"]))
+    assert {t.task_id: set(t.deps) for t in report.tasks} == \
+        {name: {p for p, _ in edges.get(name, ())} for name in names.values()}
+    assert edges["r0t1"] == {("r0t0", "explicit"), ("r2t1", "tensormap")}  # WAR by hand, WAW by the rules
+    scopes = {t["name"]: (t["scope"], t["early_dispatch"]) for t in graph["tasks"]}
+    assert scopes["r2t0"] == ("manual", True) and scopes["r0t0"] == ("auto", False)
+    assert torch.equal(out[:R], -a[:R]) and torch.equal(after, torch.exp(a[:R]))

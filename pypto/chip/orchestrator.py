@@ -146,6 +146,7 @@ class ChipRun:
         self.clock = max(self.clock, self.rings.admit(task.ring, len(task.preds), self._finish_of, task.span))
         self.clock += self.soc.chip.submit
         task.submitted = self.clock
+        task.manual = manual is not None
         if manual is not None:
             manual.append(task)
         else:

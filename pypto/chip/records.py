@@ -105,7 +105,8 @@ def deps(tasks, edges) -> dict:
         kernel = ids.get(t.kernel, -1)
         slots = {"aic": [kernel, -1, -1], "aiv": [-1, kernel, -1], "mix": [kernel, kernel, -1],
                  "dummy": [-1, -1, -1]}[t.core_type]
-        out_tasks.append({"task_id": str(t.id), "name": t.name, "scope": "auto", "early_dispatch": False,
+        out_tasks.append({"task_id": str(t.id), "name": t.name, "scope": "manual" if t.manual else "auto",
+                          "early_dispatch": t.early,
                           "kernel_ids": slots, "block_num": 1,
                           "args": [{"idx": a.index, "type": _DIRECTION[a.direction.value], **_view(a, tensors)}
                                    for a in t.args]})

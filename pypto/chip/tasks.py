@@ -56,6 +56,7 @@ class Task:
     duration: int  # cycles it runs on its core(s)
     preds: tuple = ()  # task numbers it waits for
     early: bool = False  # allow_early_resolve: its consumers may be staged before it finishes
+    manual: bool = False  # submitted in a manual scope: only its deps= order it
     core: CoreId | None = None  # where it ran (a mix task: its cluster's cube core)
     dispatch: int = 0
     start: int = 0
