@@ -1,1 +1,2 @@
-"""Fuzzing the compiler: hypothesis strategies for tile programs (``strategies``)."""
+"""Fuzzing: hypothesis strategies for tile programs (``strategies``), for tensor-level code
+over windows (``windows``) and for task graphs of an orchestration (``tasks``)."""
