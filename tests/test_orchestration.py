@@ -364,3 +364,25 @@ def test_reading_an_element_a_running_untracked_task_writes_is_a_race():
 
     with pytest.raises(TaskRace, match="the orchestrator reads element \\[0, 0\\]"):
         pl.jit(k)(torch.randn(4 * R, C), torch.zeros(R, C))
+
+
+def test_create_tensor_takes_the_row_major_layout_only():
+    def nd(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        t = pl.create_tensor([R, C], pl.FP32, layout=pl.TensorLayout.ND)
+        with pl.at(level=CG):
+            pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], t)
+        with pl.at(level=CG):
+            pl.store(pl.load(t, [0, 0], [R, C]), [0, 0], out)
+        return out
+
+    def nz(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        t = pl.create_tensor([R, C], pl.FP32, layout=pl.TensorLayout.NZ)
+        with pl.at(level=CG):
+            pl.store(pl.load(a, [0, 0], [R, C]), [0, 0], t)
+        return out
+
+    a, out = torch.randn(R, C), torch.zeros(R, C)
+    pl.jit(nd)(a, out)
+    assert torch.equal(out, a)
+    err = _error(nz, a, torch.zeros(R, C))
+    assert "tensors here are row-major (ND)" in err.message and err.span.line == nz.__code__.co_firstlineno + 1

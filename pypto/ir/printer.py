@@ -25,6 +25,7 @@ from pypto.ir.types import (
     PadValue,
     ParamDirection,
     ScalarType,
+    TensorLayout,
     TensorType,
     TileType,
 )
@@ -112,6 +113,8 @@ def static(v) -> str:
         return f"pl.Mem.{v.name}"
     if isinstance(v, PadValue):
         return f"pl.PadValue.{v.name}"
+    if isinstance(v, TensorLayout):
+        return f"pl.TensorLayout.{v.name}"
     if isinstance(v, str):
         return string(v)
     if isinstance(v, (bool, int, float)):
@@ -344,7 +347,7 @@ class _BranchResults(tuple):
 
 
 # Compile-time choices read better named: pl.tile.move(t, target_memory=pl.Mem.Left).
-_KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR})
+_KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR, Kind.LAYOUT})
 
 
 def _arg(kind: Kind, v) -> str:

@@ -99,6 +99,15 @@ class ArgDirection(enum.Enum):
     Scalar = "Scalar"
 
 
+class TensorLayout(enum.Enum):
+    """How a GM tensor's elements lie: ND (row-major, the only one here), DN (column-major),
+    NZ (fractal blocks)."""
+
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+
+
 class ScopeMode(enum.Enum):
     """A runtime scope's: the runtime derives its tasks' dependencies (AUTO), or only
     ``deps=`` order them (MANUAL)."""

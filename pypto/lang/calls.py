@@ -27,6 +27,7 @@ from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (
     TASK_ID,
     DataType,
+    TensorLayout,
     FunctionType,
     PadValue,
     ParamDirection,
@@ -615,7 +616,7 @@ class CallConverter(ExprConverter):
         if p.kind is Kind.SHAPE:
             return tuple(n.Const(v) for v in self.static_ints(thunk.node, what)), None
         kinds = {Kind.DTYPE: DataType, Kind.SPACE: MemorySpace, Kind.PAD: PadValue, Kind.BOOL: bool,
-                 Kind.INT: int, Kind.STR: str}
+                 Kind.INT: int, Kind.STR: str, Kind.LAYOUT: TensorLayout}
         if p.kind is Kind.INT and isinstance(thunk.node, ast.Constant) and isinstance(thunk.node.value, bool):
             raise self.error(TypeCheckError, thunk.node, f"{what} must be an int")
         return self.static_of(thunk.node, kinds[p.kind], what), None

@@ -17,7 +17,7 @@ import attrs
 import numpy
 
 from pypto.ir.ops import UNIFIED, lookup
-from pypto.ir.types import DataType, FunctionType, Level, PadValue, ScopeMode
+from pypto.ir.types import DataType, FunctionType, Level, PadValue, ScopeMode, TensorLayout
 from pypto.backend import MemorySpace
 
 # ----------------------------------------------------------------------------- entities
@@ -94,6 +94,7 @@ ENUMS = {
     "FunctionType": FunctionType,
     "PadValue": PadValue,
     "ScopeMode": ScopeMode,
+    "TensorLayout": TensorLayout,
 }
 DTYPES = {d.name: d for d in DataType}
 BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const"})

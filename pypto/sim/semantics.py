@@ -268,7 +268,7 @@ def full_tensor(shape, dtype, value):
 
 
 @impl("tensor.create")
-def create_tensor(shape, dtype, manual_dep=False, init_value=None):
+def create_tensor(shape, dtype, layout=None, manual_dep=False, init_value=None):
     if init_value is None:
         return torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
     return num.scalar(init_value, dtype).expand(tuple(shape)).clone()

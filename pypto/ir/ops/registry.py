@@ -25,6 +25,7 @@ class Kind(enum.Enum):
     TILE = "tile"  # a Var of TileType
     TENSOR = "tensor"  # a Var of TensorType
     ARRAY = "array"  # a Var of ArrayType
+    LAYOUT = "layout"  # a TensorLayout
     SCALAR = "scalar"  # an Expr (constant, scalar var, index arithmetic)
     INDEX_LIST = "index_list"  # a list of Exprs
     SHAPE = "shape"  # a list of static ints

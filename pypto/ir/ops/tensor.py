@@ -31,7 +31,7 @@ from pypto.ir.ops.tile import (
 )
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.types import DataType, PadValue, ScalarType, TensorType
+from pypto.ir.types import DataType, PadValue, ScalarType, TensorLayout, TensorType
 from pypto.backend import SoC
 
 
@@ -193,12 +193,18 @@ register("tensor.full", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("valu
 
 
 def _create(a: OpArgs, soc: SoC) -> TensorType:
+    if a["layout"] is not TensorLayout.ND:
+        raise TypeCheckError(f"pl.create_tensor(layout=pl.TensorLayout.{a['layout'].name}): tensors here are "
+                             "row-major (ND)", hint="drop layout= (or pass pl.TensorLayout.ND); for a transposed "
+                             "operand pass pl.tensor.transpose(t, 0, 1), a view")
     return TensorType(_static_shape("tensor.create", a["shape"]), a["dtype"])
 
 
 # manual_dep / init_value are the orchestration's (a buffer the runtime allocates): a
 # tensor the runtime does not track, a fill other than zero
-register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("manual_dep", Kind.BOOL, default=False),
+register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE),
+                           P("layout", Kind.LAYOUT, default=TensorLayout.ND),
+                           P("manual_dep", Kind.BOOL, default=False),
                            P("init_value", Kind.SCALAR, default=None, optional=True)], _create,
          doc="a zero-filled tensor", windows=Windows("source", tile="tile.create"), plane="both")
 
