@@ -56,10 +56,9 @@ class ChipRun:
         self.unsafe_colive = unsafe_colive
         self.unsafe_races = unsafe_races
         self.on_launch = on_launch
-        self.directions: dict[int, tuple] = {}
-        for fn in program.functions:
-            if not fn.type.is_kernel:
-                self.directions.update(call_directions(program, fn))
+        entry_fn = program.function(entry) if entry is not None else None
+        self.directions = (call_directions(program, entry_fn)
+                           if entry_fn is not None and not entry_fn.type.is_kernel else {})
         self.tracker = Tracker()
         self.tasks: list[Task] = []
         self.edges: list[Edge] = []
@@ -67,20 +66,22 @@ class ChipRun:
         self.locals = [0] * RINGS
         self.numbers: dict[int, int] = {}  # task id -> its number
         self.open_scopes: list = []  # per open runtime scope: its tasks when manual, else None
-        self.untracked: set[int] = set()  # storage of the tensors created with manual_dep=True
+        self.untracked: dict[int, object] = {}  # storage address -> a tensor created with manual_dep=True
         self.applied: set[int] = set()  # the tasks whose data is in place (before a read, those started)
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
         self.rings = Rings(*rings)
-        fn = program.function(entry) if entry is not None else None
-        self.rings.open(0, _site(fn.span if fn is not None else None), 0)  # the function body's scope
+        self.rings.open(0, _site(entry_fn.span if entry_fn is not None else None), 0)  # the function body's scope
+
+    def creating(self, nbytes: int, span=None) -> None:
+        """The orchestration is about to create a tensor: room for it in its scope's ring heap."""
+        self.rings.create(nbytes, span)
 
     def created(self, tensor, manual_dep: bool, span=None) -> None:
-        """The orchestration created a tensor (from its scope's ring heap); ``manual_dep``:
-        no task's use of it is tracked."""
-        self.rings.create(tensor.untyped_storage().nbytes(), span)
+        """The orchestration created a tensor; ``manual_dep``: no task's use of it is
+        tracked. Kept alive for the run, so no later tensor takes its address."""
         if manual_dep:
-            self.untracked.add(tensor.untyped_storage().data_ptr())
+            self.untracked[tensor.untyped_storage().data_ptr()] = tensor
 
     def scope(self, opening: bool, manual: bool, depth: int = 0, span=None) -> None:
         """A runtime scope opens or closes; a manual one's tasks, tracked by nobody while it
@@ -103,7 +104,7 @@ class ChipRun:
         stmt, depth, submit = site.stmt, site.depth, site.submit
         kernel = self.kernels[fn.name]
         timeline = simulate(kernel, args, self.soc, unsafe=self.unsafe_colive)
-        directions = self.directions.get(id(stmt)) if stmt is not None else None
+        directions = self.directions.get(site.key) if stmt is not None else None
         call = kernel_call(stmt) if stmt is not None else None
         written = [expr(a) for a in call.args] if call is not None else [p.name for p in fn.params]
         targs = []

@@ -12,7 +12,6 @@ and tells it each scope boundary. ``stats()`` is ``scope_stats.jsonl``'s content
 from __future__ import annotations
 
 import collections
-import os
 
 import attrs
 
@@ -20,7 +19,6 @@ from pypto.errors import PyptoError
 
 RINGS = 4
 DEFAULTS = {"task_window": 16384, "heap": 256 * 1024 * 1024, "dep_pool": 16384}  # per ring
-_ENV = {"task_window": "PTO2_RING_TASK_WINDOW", "heap": "PTO2_RING_HEAP", "dep_pool": "PTO2_RING_DEP_POOL"}
 
 
 class RingExhausted(PyptoError):
@@ -28,12 +26,9 @@ class RingExhausted(PyptoError):
 
 
 def sizes(field: str, configured) -> tuple:
-    """The four sizes of one resource: the config's (0 keeps the default), else the
-    environment's, else the default."""
-    if configured is None:
-        env = os.environ.get(_ENV[field])
-        configured = (int(env),) * RINGS if env else (0,) * RINGS
-    return tuple(v or DEFAULTS[field] for v in configured)
+    """The four sizes of one resource: as configured (0 keeps the default; the runtime
+    resolves the ``PTO2_RING_*`` variables into it), else the default."""
+    return tuple(v or DEFAULTS[field] for v in (configured or (0,) * RINGS))
 
 
 @attrs.define

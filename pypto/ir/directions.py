@@ -21,11 +21,15 @@ from pypto.ir.types import ArgDirection, ForKind, ParamDirection, TensorType
 VIEWS = frozenset({"tensor.slice", "tensor.transpose"})  # what an orchestration makes of a tensor
 
 
-def call_directions(program: n.Program, fn: n.Function) -> dict[int, tuple[ArgDirection, ...]]:
-    """id(statement) -> the directions of its kernel call's arguments, for every statement
-    of ``fn`` that calls a kernel."""
-    walker = _Walker(program, fn)
-    walker.block(fn.body, sequential=False)
+def call_directions(program: n.Program, fn: n.Function) -> dict[tuple, tuple[ArgDirection, ...]]:
+    """The directions of every kernel call ``fn`` makes, directly or through the
+    orchestration functions it calls (as if their bodies were written where they are
+    called: a helper called in a sequential loop is in that loop). Keyed by the call path:
+    the ids of the orchestration-call statements leading there, then the kernel call's."""
+    walker = _Walker(program)
+    roots = {p.name: frozenset({p.name}) for p in fn.params if isinstance(p.type, TensorType)}
+    inout = {p.name for p in fn.params if p.direction is ParamDirection.InOut}
+    walker.function(fn, roots, inout, sequential=False, path=())
     return walker.out
 
 
@@ -38,14 +42,32 @@ def kernel_call(stmt) -> n.FuncCall | None:
 
 
 class _Walker:
-    def __init__(self, program: n.Program, fn: n.Function):
-        self.program = program
-        self.roots = {p.name: p.name for p in fn.params if isinstance(p.type, TensorType)}
-        self.inout = {p.name for p in fn.params if p.direction is ParamDirection.InOut}
-        self.written: set[str] = set()  # buffers an earlier statement writes
-        self.out: dict[int, tuple] = {}
+    """Roots are sets: the buffers a name may be (an if's result is either branch's)."""
 
-    def root(self, e) -> str | None:
+    def __init__(self, program: n.Program):
+        self.program = program
+        self.written: set[str] = set()  # buffers an earlier statement writes
+        self.out: dict[tuple, tuple] = {}
+        self.active: list[str] = []  # the functions being walked (a recursive call is not followed)
+
+    def function(self, fn: n.Function, roots: dict, inout: set, sequential: bool, path: tuple):
+        saved = (getattr(self, "roots", None), getattr(self, "inout", None), getattr(self, "path", None))
+        self.roots, self.inout, self.path = dict(roots), inout, path
+        self.active.append(fn.name)
+        try:
+            self.block(fn.body, sequential)
+            return self.returned_roots(fn)
+        finally:
+            self.active.pop()
+            self.roots, self.inout, self.path = saved
+
+    def returned_roots(self, fn: n.Function):
+        for s in reversed(fn.body):
+            if isinstance(s, n.Return) and s.values:
+                return self.root(s.values[0])
+        return None
+
+    def root(self, e) -> frozenset | None:
         return self.roots.get(e.name) if isinstance(e, n.Var) else None
 
     def block(self, body, sequential: bool) -> None:
@@ -60,53 +82,78 @@ class _Walker:
             value = stmt.value
             if isinstance(value, n.Call) and value.op in VIEWS:  # a view is of its tensor's buffer
                 value = value.args[0]
-            self.roots[stmt.target] = self.root(value) or stmt.target
+            self.roots[stmt.target] = self.root(value) or frozenset({stmt.target})
         elif isinstance(stmt, n.For):
+            yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()
             for a in stmt.iter_args:
                 if self.root(a.init) is not None:
                     self.roots[a.name] = self.root(a.init)
             self.block(stmt.body, sequential or stmt.kind is not ForKind.Parallel)
-            for a, b in zip(stmt.iter_args, stmt.results):
-                if a.name in self.roots:
-                    self.roots[b.name] = self.roots[a.name]
+            for k, (a, b) in enumerate(zip(stmt.iter_args, stmt.results)):
+                found = [r for r in (self.root(a.init), self.root(yields[k]) if k < len(yields) else None)
+                         if r is not None]
+                if found:
+                    self.roots[b.name] = frozenset().union(*found)
         elif isinstance(stmt, n.If):
             self.block(stmt.then_body, sequential)
             self.block(stmt.else_body, sequential)
+            branches = [body[-1].values for body in (stmt.then_body, stmt.else_body)
+                        if body and isinstance(body[-1], n.Yield)]
+            for k, b in enumerate(stmt.results):
+                found = [self.root(values[k]) for values in branches if k < len(values)]
+                if found and None not in found:
+                    self.roots[b.name] = frozenset().union(*found)
         elif isinstance(stmt, n.BLOCKS):
             self.block(stmt.body, sequential)
 
     def call(self, stmt, call: n.FuncCall, sequential: bool) -> None:
         callee = self.program.function(call.callee)
         if not callee.type.is_kernel:
+            self.helper(stmt, callee, call, sequential)
             return
         directions, writes = [], []
         for p, a in zip(callee.params, call.args):
             if not isinstance(p.type, TensorType):
                 directions.append(ArgDirection.Scalar)
                 continue
-            root = self.root(a)
+            roots = self.root(a)
             if p.direction is ParamDirection.In:
                 directions.append(ArgDirection.Input)
                 continue
-            writes.append(root)
+            writes.append(roots)
             if p.direction is ParamDirection.InOut:
                 directions.append(ArgDirection.InOut)
-            elif sequential or root is None or root in self.written or root in self.inout:
+            elif sequential or roots is None or roots & (self.written | self.inout):
                 directions.append(ArgDirection.InOut)  # R-seq, R-prior, R-enclosing (unknown: the safe one)
             else:
                 directions.append(ArgDirection.OutputExisting)
         if isinstance(stmt.value, n.Submit):  # no_dep_args / pl.no_dep: out of tracking, whatever the rules say
             directions = [ArgDirection.NoDep if k in stmt.value.no_dep and d is not ArgDirection.Scalar else d
                           for k, d in enumerate(directions)]
-        self.out[id(stmt)] = tuple(directions)
-        self.written.update(r for r in writes if r is not None)
-        if isinstance(stmt, n.Assign) and callee.returns and isinstance(stmt.value, n.FuncCall):  # the result is the tensor the callee hands back
+        self.out[self.path + (id(stmt),)] = tuple(directions)
+        for r in writes:
+            if r is not None:
+                self.written |= r
+        if isinstance(stmt, n.Assign) and callee.returns and isinstance(stmt.value, n.FuncCall):
             by_name = {p.name: a for p, a in zip(callee.params, call.args)}
             first = _returned_param(callee)
-            if first is not None and self.root(by_name.get(first)) is not None:
-                self.roots[stmt.target] = self.root(by_name[first])
-            else:
-                self.roots[stmt.target] = stmt.target
+            found = self.root(by_name.get(first)) if first is not None else None
+            self.roots[stmt.target] = found or frozenset({stmt.target})
+
+    def helper(self, stmt, callee: n.Function, call: n.FuncCall, sequential: bool) -> None:
+        """An orchestration function called here: its calls, in this call's context."""
+        if callee.name in self.active:
+            return
+        roots, inout = {}, set()
+        for p, a in zip(callee.params, call.args):
+            if isinstance(p.type, TensorType):
+                found = self.root(a) or frozenset({p.name})
+                roots[p.name] = found
+                if p.direction is ParamDirection.InOut or found & self.inout:
+                    inout |= found
+        result = self.function(callee, roots, inout | self.inout, sequential, self.path + (id(stmt),))
+        if isinstance(stmt, n.Assign) and isinstance(stmt.type, TensorType):
+            self.roots[stmt.target] = result or frozenset({stmt.target})
 
 
 def _returned_param(callee: n.Function) -> str | None:

@@ -31,11 +31,12 @@ def scalar_type(e, types) -> ScalarType:
             return BOOL
         return ScalarType(DataType.FP32 if isinstance(e.value, float) else DataType.INDEX)
     if isinstance(e, n.BinOp):
-        if e.op in _PREDICATES:
-            return BOOL
         lhs, rhs = scalar_type(e.lhs, types), scalar_type(e.rhs, types)
         if DataType.TASK_ID in (lhs.dtype, rhs.dtype):
-            raise TypeCheckError("a TaskId is not a number: it only names a task, for deps=[...]")
+            raise TypeCheckError("a TaskId is not a number: it only names a task, for deps=[...]",
+                                 hint="compare and compute with the loop index or a counter instead")
+        if e.op in _PREDICATES:
+            return BOOL
         if lhs.dtype.is_float:
             return lhs
         if rhs.dtype.is_float:
@@ -44,7 +45,11 @@ def scalar_type(e, types) -> ScalarType:
             return lhs if e.op in ("min", "max") else ScalarType(DataType.INDEX)
         return rhs if lhs.dtype.is_bool else lhs  # arithmetic on a bool is on the int it is
     if isinstance(e, n.UnaryOp):
-        return BOOL if e.op == "not" else scalar_type(e.operand, types)
+        operand = scalar_type(e.operand, types)
+        if operand.dtype is DataType.TASK_ID:
+            raise TypeCheckError("a TaskId is not a number: it only names a task, for deps=[...]",
+                                 hint="compare and compute with the loop index or a counter instead")
+        return BOOL if e.op == "not" else operand
     raise TypeError(f"not an expression: {e!r}")
 
 

@@ -179,8 +179,8 @@ def param(p: n.Param) -> str:
 
 
 def _directions(program: n.Program, fn: n.Function) -> dict:
-    try:
-        return call_directions(program, fn)
+    try:  # the function's own calls, as it stands alone
+        return {path[0]: d for path, d in call_directions(program, fn).items() if len(path) == 1}
     except KeyError:  # a call of a function the program lacks: the verifier says so
         return {}
 

@@ -150,8 +150,13 @@ class CallConverter(ExprConverter):
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
                      "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
                      "no_dep": "an argument of pl.submit(self.kernel, ...)",
-                     "yield_": "the last statement of a loop or branch body"}[meaning.name]
-            raise self.error(UnsupportedSyntaxError, node, f"pl.{meaning.name} is only valid as {where}")
+                     "scope": "a with statement", "manual_scope": "a with statement",
+                     "yield_": "the last statement of a loop or branch body"}.get(meaning.name, "a statement")
+            raise self.error(UnsupportedSyntaxError, node, f"pl.{meaning.name} is only valid as {where}",
+                             hint={"scope": "with pl.scope():", "manual_scope": "with pl.manual_scope():",
+                                   "at": "with pl.at(level=pl.Level.CORE_GROUP):",
+                                   "yield_": "x = pl.yield_(value) as the body's last statement"}.get(
+                                 meaning.name, f"for i in pl.{meaning.name}(n):" if "loop" in where else None))
         if isinstance(ref, N.Kernel):
             return self.kernel_call(ref.obj, node)
         if isinstance(ref, N.Path):
@@ -232,6 +237,11 @@ class CallConverter(ExprConverter):
                  if "allow_early_resolve" in kw else False)
         call = ast.copy_location(ast.Call(target, args, []), node)
         value, _ = self.function_call(call, lambda types: self.hooks.call_method(target.attr, types, call, self))
+        if not self.hooks.function(target.attr, node).type.is_kernel:
+            raise self.error(TypeCheckError, target, f"pl.submit(...) submits a kernel, and 'self.{target.attr}' is "
+                             "not one (a task runs an InCore, AIC, AIV or Group function)",
+                             hint=f"call it directly: self.{target.attr}(...), or make it "
+                                  "@pl.function(type=pl.FunctionType.InCore)")
         for k in no_dep:
             if not isinstance(self.expr_type(value.args[k], node.args[k + 1]), TensorType):
                 raise self.error(TypeCheckError, node.args[k + 1], "pl.no_dep marks a tensor argument")
@@ -608,6 +618,9 @@ class CallConverter(ExprConverter):
             return self.index(thunk.node, what, "an integer"), None
         if p.kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.ARRAY):
             e, t = thunk.operand()
+            if t == TASK_ID and not op.name.startswith("array."):
+                raise self.error(TypeCheckError, thunk.node, f"{what} is a TaskId, which is not a number: it only "
+                                 "names a task", hint="pass TaskIds to deps=[...] (or keep them in a pl.array)")
             return e, t
         if p.kind is Kind.INDEX_LIST:
             if not isinstance(thunk.node, (ast.List, ast.Tuple)):

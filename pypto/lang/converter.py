@@ -371,12 +371,14 @@ class FunctionConverter(ControlFlow, CallConverter):
 
     def array_element(self, node: ast.Subscript):
         """``arr[i]``: one element of an orchestration array."""
+        self.require_incore(node, "array.get")
         arr, t = self.var(node.value.id)
         return self.checked_call(lookup("array.get"), {"array": arr, "index": self.index(node.slice, "an array index")},
                                  {"array": t}, node)
 
     def array_store(self, target: ast.Subscript, value_node, node) -> None:
         """``arr[i] = v``: the name now holds the array with element i replaced."""
+        self.require_incore(target, "array.set")
         arr, t = self.var(target.value.id)
         value, vt = self.operand(value_node)
         call, rt = self.checked_call(lookup("array.set"),
@@ -517,6 +519,8 @@ class FunctionConverter(ControlFlow, CallConverter):
             return self._is_array(node.left) or self._is_array(node.right)
         if isinstance(node, ast.UnaryOp):
             return self._is_array(node.operand)
+        if self.element_read(node):  # one element of a tensor: a scalar
+            return False
         if isinstance(node, ast.Subscript):
             return isinstance(self.local_type(node.value), TensorType)
         if isinstance(node, ast.Call):

@@ -415,7 +415,22 @@ class ExprConverter:
                 return self.types.get(e.name)
             raise err.with_span(self.span(node)) from None
 
+    def element_read(self, node) -> bool:
+        """Whether ``node`` reads one element of a tensor in an orchestration (``t[i, j]``,
+        ``pl.tensor.read``, ``pl.read``): a scalar, once bound to a name."""
+        if self.incore:
+            return False
+        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return not any(isinstance(i, ast.Slice) for i in items)
+        if isinstance(node, ast.Call):
+            _, meaning = self.entity(node.func)
+            return isinstance(meaning, N.Op) and meaning.name in ("tensor.read", "read")
+        return False
+
     def _scalar(self, node) -> n.Expr:
+        if self.element_read(node):
+            return self.operand(node)[0]
         if isinstance(node, _COMPOUND) and not self.source.exact:
             # A constant expression is what Python computes (1.0 / HIDDEN, math.sqrt(2.0));
             # only expressions of runtime values keep the index rules below. (Dump text is

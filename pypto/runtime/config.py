@@ -187,6 +187,34 @@ _CONVERTERS = {
 }
 
 
+_RING_ENV = {"ring_task_window": "PTO2_RING_TASK_WINDOW", "ring_heap": "PTO2_RING_HEAP",
+             "ring_dep_pool": "PTO2_RING_DEP_POOL"}
+
+
+def ring_sizes(config: RunConfig, environ=None) -> tuple:
+    """(task window, heap, dep pool) sizes per ring: the config's; where it leaves one unset,
+    the ``PTO2_RING_*`` variable's (checked as the field is); else None (the defaults)."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    out = []
+    for field, var in _RING_ENV.items():
+        value = getattr(config, field)
+        text = environ.get(var)
+        if value is None and text:
+            try:
+                number = int(text)
+            except ValueError:
+                raise ConfigError(f"{var}={text!r} is not an integer",
+                                  hint=f"set {var} to a size (e.g. 16384), or unset it") from None
+            try:
+                value = _CONVERTERS[field](number)
+            except ConfigError as err:
+                raise ConfigError(f"{var}: {err.message}", hint=f"set {var} to a valid size, or unset it") from None
+        out.append(value)
+    return tuple(out)
+
+
 def converted(fields: Mapping) -> dict:
     """RunConfig field values as the class holds them; an unknown name or a bad value is a
     ConfigError (with ``field`` naming the one at fault), not yet located."""

@@ -10,7 +10,7 @@ from pypto.backend import backend
 from pypto.chip import records
 from pypto.chip.orchestrator import ChipRun
 from pypto.ir import nodes as n
-from pypto.runtime.config import RunConfig
+from pypto.runtime.config import RunConfig, ring_sizes
 from pypto.sim import interpreter
 from pypto.sim.numerics import one_thread
 from pypto.sim.simulator import RunReport
@@ -26,7 +26,7 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
             return interpreter.run(program, entry, args), RunReport()
         run = ChipRun(program, backend(config.backend), kernels, unsafe_colive=config.unsafe_allow_colive_slots,
                       unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch, entry=entry,
-                      rings=(config.ring_task_window, config.ring_heap, config.ring_dep_pool))
+                      rings=ring_sizes(config))
         values = interpreter.run(program, entry, args, run)
         report = run.finish()
         if dfx is not None and config.any_dfx_enabled():

@@ -14,7 +14,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.printer import expr
 from pypto.ir.simplify import OPERATORS
-from pypto.ir.types import TileType
+from pypto.ir.types import TensorType, TileType
 from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
 from pypto.sim.views import check_call
@@ -42,6 +42,12 @@ class Site:
     depth: int
     manual: bool = False
     submit: object = None
+    path: tuple = ()  # ids of the orchestration-call statements it is made through
+
+    @property
+    def key(self) -> tuple:
+        """The call's key in ``ir.directions.call_directions`` of the entry."""
+        return self.path + (id(self.stmt),)
 
 
 
@@ -65,6 +71,7 @@ class _Interpreter:
         self.auto = [True]  # whether each function on the call stack is auto-scoped
         self.kernel = [False]  # whether each function on the call stack runs on a core
         self.tasks = 0  # kernel calls run here, without an orchestrator: a Submit's id
+        self.path: list = []  # the orchestration-call statements running
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
         if self.orchestrator is not None and fn.type.is_kernel:  # an entry that is a kernel
@@ -156,7 +163,7 @@ class _Interpreter:
             deps = tuple(self.expr(d, env, stmt) for d in v.deps)
             if v.call is None:  # pl.system.task_dummy
                 if self.orchestrator is not None:
-                    return self.orchestrator.dummy(deps, Site(stmt, self.depth, self.manual > 0))
+                    return self.orchestrator.dummy(deps, Site(stmt, self.depth, self.manual > 0, None, tuple(self.path)))
                 self.tasks += 1
                 return self.tasks - 1
             return self.func_call(v.call, env, stmt, attrs.evolve(v, deps=deps))[1]
@@ -170,11 +177,16 @@ class _Interpreter:
         fn = self.program.function(v.callee)
         args = tuple(self.expr(a, env, stmt) for a in v.args)
         if not fn.type.is_kernel:
-            return self.call(fn, args), None
+            self.path.append(id(stmt))
+            try:
+                return self.call(fn, args), None
+            finally:
+                self.path.pop()
         # what a kernel writes must be its own memory, as at the user's call
         check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
         if self.orchestrator is not None:
-            values, task = self.orchestrator.submit(fn, args, Site(stmt, self.depth, self.manual > 0, submit))
+            values, task = self.orchestrator.submit(fn, args, Site(stmt, self.depth, self.manual > 0, submit,
+                                                                  tuple(self.path)))
             return tuple(values), task
         self.tasks += 1
         return self.call(fn, args), self.tasks - 1
@@ -186,6 +198,9 @@ class _Interpreter:
             kwargs[p.name] = self.arg(arg, env, stmt)
         if call.op == "tensor.read" and self.orchestrator is not None:  # waits for the element's producer
             self.orchestrator.wait(kwargs["x"], kwargs["indices"], stmt.span)
+        if call.op == "tensor.create" and isinstance(result_type, TensorType) and not self.kernel[-1]:
+            if self.orchestrator is not None:  # from the ring heap, before any memory is taken
+                self.orchestrator.creating(result_type.nbytes, stmt.span)
         try:
             if call.op in VIEWS and not self.kernel[-1]:  # the orchestration's: a view of the tensor itself
                 data = VIEWS[call.op](**kwargs)
@@ -193,6 +208,14 @@ class _Interpreter:
                 data = IMPLS[call.op](**kwargs)
         except (OutOfRange, num.ArithmeticError_) as exc:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
+        except MemoryError:
+            raise ExecutionError(f"{call.op}: this host has no memory for it", span=stmt.span,
+                                 hint="make the tensor smaller") from None
+        except RuntimeError as exc:  # torch's allocator: not enough memory on the host
+            if "allocate" not in str(exc):
+                raise
+            raise ExecutionError(f"{call.op}: this host cannot allocate it ({exc})", span=stmt.span,
+                                 hint="make the tensor smaller") from None
         if isinstance(result_type, TileType):
             return TileVal(data, self.valid(result_type, env, stmt))
         if call.op == "tensor.create" and self.orchestrator is not None:  # a buffer the runtime allocates

@@ -34,14 +34,27 @@ def _load(path: Path, what: str):
         return json.loads(path.read_text())
     except OSError as exc:
         raise SwimlaneError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SwimlaneError(f"{path} is not JSON: {exc}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise SwimlaneError(f"{path} is not JSON: {exc or 'nested too deeply'}") from None
+
+
+_LIMIT = 2 ** 62  # cycles and ids beyond this are not a run's
 
 
 def _int(value, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SwimlaneError(f"{where}: expected an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not -_LIMIT < value < _LIMIT:
+        shown = repr(value)
+        raise SwimlaneError(f"{where}: expected an integer, got {shown[:40]}{'...' if len(shown) > 40 else ''}")
     return value
+
+
+def _id(value, where: str) -> int:
+    """A task id as deps.json writes it: a string (or number) of an integer."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SwimlaneError(f"{where}: {str(value)[:40]!r} is not a task id") from None
+    return _int(number, where)
 
 
 def records_of(data, path: Path) -> dict:
@@ -55,6 +68,8 @@ def records_of(data, path: Path) -> dict:
     if hz <= 0:
         raise SwimlaneError(f"{path}: metadata.clock_freq_hz must be positive, got {hz}")
     types = meta["core_types"]
+    if not all(isinstance(t, str) for t in types):
+        raise SwimlaneError(f"{path}: metadata.core_types holds core type names (\"aic\", \"aiv\")")
     tasks = []
     for k, row in enumerate(data["aicore_tasks"]):
         where = f"{path}: aicore_tasks[{k}]"
@@ -68,6 +83,8 @@ def records_of(data, path: Path) -> dict:
                       "dispatch": start - pickup, "finish": end})
     scheduler = data.get("scheduler_tasks", {})
     rows = scheduler.get("records", []) if isinstance(scheduler, dict) else []
+    if not isinstance(rows, list):
+        raise SwimlaneError(f"{path}: scheduler_tasks.records is not a list")
     by_task = {t["task"]: t for t in tasks}
     for k, row in enumerate(rows):
         where = f"{path}: scheduler_tasks.records[{k}]"
@@ -84,17 +101,21 @@ def _names(deps, name_map) -> dict[int, str]:
     if not isinstance(deps, dict):
         return {}
     names = name_map.get("callable_id_to_name", {}) if isinstance(name_map, dict) else {}
+    if not isinstance(names, dict):
+        raise SwimlaneError("name map: 'callable_id_to_name' is not an object")
+    tasks = deps.get("tasks", [])
+    if not isinstance(tasks, list):
+        raise SwimlaneError("deps.json: 'tasks' is not a list")
     out = {}
-    for t in deps.get("tasks", []):
+    for k, t in enumerate(tasks):
         if not isinstance(t, dict):
             continue
-        ids = [k for k in t.get("kernel_ids", []) if isinstance(k, int) and k >= 0]
-        try:
-            task = int(t.get("task_id"))
-        except (TypeError, ValueError):
-            continue
+        kernels = t.get("kernel_ids", [])
+        ids = [x for x in kernels if isinstance(x, int) and not isinstance(x, bool) and x >= 0] \
+            if isinstance(kernels, list) else []
         if ids:
-            out[task] = str(names.get(str(ids[0]), f"kernel {ids[0]}"))
+            out[_id(t.get("task_id"), f"deps.json: tasks[{k}].task_id")] = str(names.get(str(ids[0]),
+                                                                                         f"kernel {ids[0]}"))
     return out
 
 
@@ -105,10 +126,9 @@ def _edges(deps) -> list[tuple[int, int]]:
         raise SwimlaneError("deps.json: 'edges' is not a list")
     out = []
     for k, e in enumerate(edges):
-        try:
-            out.append((int(e["pred"]), int(e["succ"])))
-        except (TypeError, ValueError, KeyError):
-            raise SwimlaneError(f"deps.json: edges[{k}] has no integer 'pred' and 'succ'") from None
+        if not isinstance(e, dict):
+            raise SwimlaneError(f"deps.json: edges[{k}] is not an object")
+        out.append((_id(e.get("pred"), f"deps.json: edges[{k}].pred"), _id(e.get("succ"), f"deps.json: edges[{k}].succ")))
     return out
 
 

@@ -111,3 +111,30 @@ def test_the_page_draws_a_bar_per_task_on_its_core_and_an_arrow_per_edge(tmp_pat
     assert {e["attrs"]["data-edge"] for e in page.select("line")} == {"r1t0->r1t1", "r1t1->r1t2"}
     assert len(page.select("span", "tick")) >= 3 and len(page.select("div", "pickup")) == 3
     assert [e["text"] for e in page.select("div", "group")] == ["AIV (vector cores)"]
+
+
+def test_malformed_records_and_deps_are_one_line_errors(tmp_path):
+    meta = {"core_types": ["aiv"], "clock_freq_hz": 50}
+    row = [0, 0, 1, 1, 2, 0, 0]
+    cases = {
+        "unhashable_type": {"metadata": {"core_types": [["aiv"]], "clock_freq_hz": 50}, "aicore_tasks": [row]},
+        "huge_cycle": {"metadata": meta, "aicore_tasks": [[0, 0, 1, 10 ** 400, 2, 0, 0]]},
+        "huge_clock": {"metadata": {"core_types": ["aiv"], "clock_freq_hz": 10 ** 400}, "aicore_tasks": [row]},
+        "scheduler_int": {"metadata": meta, "aicore_tasks": [row], "scheduler_tasks": {"records": 5}},
+    }
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        done = _tool(path, "-o", tmp_path / "o")
+        assert done.returncode == 1 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, name
+    records = tmp_path / "good.json"
+    records.write_text(json.dumps({"metadata": meta, "aicore_tasks": [row]}))
+    for name, deps in {"tasks_int": {"tasks": 5}, "kernel_ids_int": {"tasks": [{"task_id": "1", "kernel_ids": 3}]},
+                       "pred_infinity": '{"edges": [{"pred": Infinity, "succ": "1"}]}',
+                       "deep": "[" * 100000 + "]" * 100000}.items():
+        path = tmp_path / f"{name}.deps.json"
+        path.write_text(deps if isinstance(deps, str) else json.dumps(deps))
+        done = _tool(records, "--deps", path, "-o", tmp_path / "o")
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (name, done.stderr[-500:])
+        if done.returncode:
+            assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, name
