@@ -203,3 +203,40 @@ def test_a_tensor_too_large_for_the_host_is_an_error_not_a_crash():
         k(torch.randn(R, C), torch.zeros(R, C))
     with pytest.raises(PyptoError, match="cannot allocate|no memory"):
         k(torch.randn(R, C), torch.zeros(R, C), config=RunConfig(platform="ref"))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("with pl.at(level=CG, depz=[]):", "pl.at got an unexpected keyword 'depz'"),
+    ("with pl.at(level=CG, allow_early_resolve='yes'):", "allow_early_resolve must be a bool"),
+    ("with pl.manual_scope() as s:", "a runtime scope binds no name"),
+    ("with pl.scope(mode=3):", "pl.scope's mode must be ScopeMode"),
+    ("for i in pl.unroll(2, chunk=1):", "pl.unroll got an unexpected keyword 'chunk'"),
+])
+def test_task_and_scope_mistakes_carry_a_hint(tmp_path, body, message):
+    src = tmp_path / "k.py"
+    src.write_text(f'''
+import pypto.language as pl
+CG = pl.Level.CORE_GROUP
+
+
+@pl.jit(auto_scope=False)
+def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    {body}
+        with pl.at(level=CG):
+            pl.store(pl.load(a, [0, 0], [64, 128]), [0, 0], out)
+    return out
+''')
+    import runpy
+
+    kernel = runpy.run_path(str(src))["k"]
+    with pytest.raises(PyptoError) as err:
+        kernel(torch.randn(R, C), torch.zeros(R, C))
+    assert message in err.value.message and err.value.hint and err.value.span.line == 8
+
+
+@pytest.mark.parametrize("fields", [dict(ring_task_window=6), dict(ring_heap=[1024, 1024]),
+                                    dict(enable_chip_swimlane=5)])
+def test_ring_and_swimlane_field_errors_carry_a_hint(fields):
+    with pytest.raises(ConfigError) as err:
+        RunConfig(**fields)
+    assert err.value.hint

@@ -149,13 +149,16 @@ class CallConverter(ExprConverter):
                 return self.task_dummy_call(node)
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
                      "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
-                     "no_dep": "an argument of pl.submit(self.kernel, ...)",
+                     "no_dep": "an argument of pl.submit(self.kernel, ...) (in a @pl.jit entry: "
+                               "pl.at(..., no_dep_args=[t]))",
                      "scope": "a with statement", "manual_scope": "a with statement",
                      "yield_": "the last statement of a loop or branch body"}.get(meaning.name, "a statement")
             raise self.error(UnsupportedSyntaxError, node, f"pl.{meaning.name} is only valid as {where}",
                              hint={"scope": "with pl.scope():", "manual_scope": "with pl.manual_scope():",
                                    "at": "with pl.at(level=pl.Level.CORE_GROUP):",
-                                   "yield_": "x = pl.yield_(value) as the body's last statement"}.get(
+                                   "yield_": "x = pl.yield_(value) as the body's last statement",
+                                   "no_dep": "pl.submit(self.kernel, a, pl.no_dep(out)); in a @pl.jit entry: "
+                                             "pl.at(level=..., no_dep_args=[out])"}.get(
                                  meaning.name, f"for i in pl.{meaning.name}(n):" if "loop" in where else None))
         if isinstance(ref, N.Kernel):
             return self.kernel_call(ref.obj, node)
@@ -214,6 +217,9 @@ class CallConverter(ExprConverter):
         as a task, its value the task's id; ``pl.no_dep(t)`` marks an argument the task
         leaves out of dependency tracking."""
         target = node.args[0] if node.args else None
+        if self.incore:
+            raise self.error(ParseError, node, "pl.submit is the orchestration's: a kernel submits no tasks",
+                             hint="submit from an Orchestration function of the program")
         if not (self.has_self and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                 and target.value.id == "self" and "self" not in self.env):
             raise self.error(TypeCheckError, target or node,
@@ -231,10 +237,12 @@ class CallConverter(ExprConverter):
         unknown = set(kw) - {"deps", "allow_early_resolve"}
         if unknown:
             raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
-                             f"pl.submit got an unexpected keyword '{sorted(unknown)[0]}'")
+                             f"pl.submit got an unexpected keyword '{sorted(unknown)[0]}'",
+                             hint="pl.submit(self.kernel, *args, deps=[...], allow_early_resolve=True): the kernel's "
+                                  "arguments by position")
         deps = self.task_deps(kw["deps"].value) if "deps" in kw else ()
-        early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve")
-                 if "allow_early_resolve" in kw else False)
+        early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve",
+                                hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
         call = ast.copy_location(ast.Call(target, args, []), node)
         value, _ = self.function_call(call, lambda types: self.hooks.call_method(target.attr, types, call, self))
         if not self.hooks.function(target.attr, node).type.is_kernel:
@@ -504,6 +512,9 @@ class CallConverter(ExprConverter):
                                  "tensor is on-chip scratch the runtime never sees",
                                  hint="create the tensor in the @pl.jit entry and pass it to the scope" if
                                  key == "manual_dep" else "use pl.full(shape, dtype, value) inside a kernel")
+        if "manual_dep" in keywords:
+            self.static_of(keywords["manual_dep"][1].value, bool, "pl.create_tensor's manual_dep",
+                           hint="manual_dep=True (or leave it out)")
 
     def op_call(self, meaning: N.Op, node: ast.Call):
         thunks = [ArgThunk(self, a) for a in node.args]

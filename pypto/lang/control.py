@@ -94,7 +94,8 @@ class ControlFlow:
                 raise self.error(TypeCheckError, k, "pl.unroll() cannot be combined with init_values",
                                  hint="use pl.range() to carry values through a loop; in an unrolled loop, "
                                       "rebind the names in the body")
-            raise self.error(TypeCheckError, k, f"pl.unroll got an unexpected keyword '{k.arg}'")
+            raise self.error(TypeCheckError, k, f"pl.unroll got an unexpected keyword '{k.arg}'",
+                             hint="pl.unroll(stop) or pl.unroll(start, stop, step)")
         if not 1 <= len(it.args) <= 3:
             raise self.error(TypeCheckError, it, "pl.unroll() takes 1 to 3 positional arguments")
         bounds = []
@@ -494,16 +495,19 @@ class ControlFlow:
             raise self.error(UnsupportedSyntaxError, call, "kernels open scopes with pl.at(level=pl.Level.CORE_GROUP)")
         target = item.optional_vars
         if target is not None and not isinstance(target, ast.Name):
-            raise self.error(UnsupportedSyntaxError, target, "'with pl.at(...) as tid' binds one name: the task's id")
+            raise self.error(UnsupportedSyntaxError, target, "'with pl.at(...) as tid' binds one name: the task's id",
+                             hint="with pl.at(level=pl.Level.CORE_GROUP) as tid:, then arr[i] = tid to keep it")
         if self.incore:
             raise self.error(ParseError, call, "pl.at inside an InCore function: its body is already InCore",
                              hint="remove the with statement")
         if call.args:
-            raise self.error(TypeCheckError, call, "pl.at takes keywords: pl.at(level=pl.Level.CORE_GROUP)")
+            raise self.error(TypeCheckError, call, "pl.at takes keywords: pl.at(level=pl.Level.CORE_GROUP)",
+                             hint="pl.at(level=pl.Level.CORE_GROUP, deps=[tid])")
         kw = {k.arg: k.value for k in call.keywords}
         unknown = set(kw) - {"level", "name_hint", "deps", "no_dep_args", "allow_early_resolve"}
         if unknown:
-            raise self.error(TypeCheckError, call, f"pl.at got an unexpected keyword '{sorted(unknown)[0]}'")
+            raise self.error(TypeCheckError, call, f"pl.at got an unexpected keyword '{sorted(unknown)[0]}'",
+                             hint="pl.at takes level=, name_hint=, deps=, no_dep_args= and allow_early_resolve=")
         if "level" not in kw:
             raise self.error(TypeCheckError, call, "pl.at needs level=", hint="pl.at(level=pl.Level.CORE_GROUP)")
         level = self.static_of(kw["level"], Level, "pl.at's level")
@@ -519,8 +523,8 @@ class ControlFlow:
                                   "e.g. name_hint=\"softmax_rows\"")
         deps = self.task_deps(kw["deps"]) if "deps" in kw else ()
         no_dep = self.no_dep_args(kw["no_dep_args"]) if "no_dep_args" in kw else ()
-        early = (self.static_of(kw["allow_early_resolve"], bool, "allow_early_resolve")
-                 if "allow_early_resolve" in kw else False)
+        early = (self.static_of(kw["allow_early_resolve"], bool, "allow_early_resolve",
+                                hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
         self.incore = True
         try:
             body = self.block(node.body, live_after)
@@ -541,10 +545,12 @@ class ControlFlow:
         item = node.items[0]
         manual_form = self._is_builtin_call(call, "manual_scope")
         if item.optional_vars is not None:
-            raise self.error(UnsupportedSyntaxError, item.optional_vars, "a runtime scope binds no name")
+            raise self.error(UnsupportedSyntaxError, item.optional_vars, "a runtime scope binds no name",
+                             hint="with pl.manual_scope(): (a task in it binds its id: with pl.at(...) as tid)")
         if manual_form:
             if call.args or call.keywords:
-                raise self.error(TypeCheckError, call, "pl.manual_scope() does not accept arguments")
+                raise self.error(TypeCheckError, call, "pl.manual_scope() does not accept arguments",
+                                 hint="with pl.manual_scope():")
             manual = True
         else:
             if call.args:
@@ -554,7 +560,8 @@ class ControlFlow:
             if set(kw) - {"mode"}:
                 raise self.error(TypeCheckError, call, "pl.scope() takes only a 'mode=' keyword",
                                  hint="pl.scope(mode=pl.ScopeMode.MANUAL)")
-            mode = self.static_of(kw["mode"], ScopeMode, "pl.scope's mode") if "mode" in kw else ScopeMode.AUTO
+            mode = (self.static_of(kw["mode"], ScopeMode, "pl.scope's mode", hint="mode=pl.ScopeMode.MANUAL")
+                    if "mode" in kw else ScopeMode.AUTO)
             manual = mode is ScopeMode.MANUAL
         if self.incore:
             raise self.error(ParseError, call, "runtime scopes are Orchestration-only: this code runs on a core",

@@ -363,12 +363,12 @@ class ExprConverter:
             return self.types[self.env[node.id]]
         return None
 
-    def static_of(self, node, kind: type | tuple, what: str, why: str | None = None):
+    def static_of(self, node, kind: type | tuple, what: str, why: str | None = None, hint: str | None = None):
         value = self.required(node, what, why)
         if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            raise self.error(TypeCheckError, node, f"{what} must be {_kind_name(kind)}, not {value!r}")
+            raise self.error(TypeCheckError, node, f"{what} must be {_kind_name(kind)}, not {value!r}", hint=hint)
         if not isinstance(value, kind):
-            raise self.error(TypeCheckError, node, f"{what} must be {_kind_name(kind)}, not {value!r}")
+            raise self.error(TypeCheckError, node, f"{what} must be {_kind_name(kind)}, not {value!r}", hint=hint)
         return value
 
     def static_ints(self, node, what: str) -> tuple[int, ...]:

@@ -90,11 +90,12 @@ def _swimlane(value) -> int:
                           f"{type(value).__name__}", hint="e.g. enable_chip_swimlane=True (level 4)")
     if not 0 <= value <= 4:
         raise ConfigError("enable_chip_swimlane must be a collection level in [0, 4] (0=off, 1=AICore timing, "
-                          f"2=+dispatch/finish, 3=+sched phases, 4=+orch phases), got {value}")
+                          f"2=+dispatch/finish, 3=+sched phases, 4=+orch phases), got {value}",
+                          hint="enable_chip_swimlane=2 (task times with dispatch and finish), or True for all")
     return value
 
 
-def _ring(name: str, ok, rule: str):
+def _ring(name: str, ok, rule: str, example: int):
     """A ring size: None (the default), one int for all four rings, or exactly four (0 keeps
     that ring's default); four either way, as a tuple (a config is a cache key)."""
     def check(value):
@@ -102,13 +103,15 @@ def _ring(name: str, ok, rule: str):
             return None
         if isinstance(value, (list, tuple)):
             if len(value) != 4:
-                raise ConfigError(f"{name} must have exactly 4 entries (one per scope-depth ring), got {len(value)}")
+                raise ConfigError(f"{name} must have exactly 4 entries (one per scope-depth ring), got {len(value)}",
+                                  hint=f"{name}=[{example}, 0, 0, 0] (0 keeps a ring's default), or one size for all")
             for v in value:
                 if isinstance(v, bool) or not isinstance(v, int) or not (v == 0 or ok(v)):
-                    raise ConfigError(f"{name} entries must be {rule} (or 0 to keep default), got {v!r}")
+                    raise ConfigError(f"{name} entries must be {rule} (or 0 to keep default), got {v!r}",
+                                      hint=f"e.g. {name}=[{example}, 0, 0, 0]")
             return tuple(value)
         if isinstance(value, bool) or not isinstance(value, int) or not ok(value):
-            raise ConfigError(f"{name} must be {rule}, got {value!r}")
+            raise ConfigError(f"{name} must be {rule}, got {value!r}", hint=f"e.g. {name}={example}")
         return (value,) * 4
     return check
 
@@ -181,9 +184,9 @@ _CONVERTERS = {
     "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),
     "enable_chip_swimlane": _swimlane, "enable_dep_gen": _flag("enable_dep_gen"),
     "enable_scope_stats": _flag("enable_scope_stats"),
-    "ring_task_window": _ring("ring_task_window", _power_of_two(4), "a power of 2 >= 4"),
-    "ring_heap": _ring("ring_heap", _power_of_two(1024), "a power of 2 >= 1024 (bytes per ring)"),
-    "ring_dep_pool": _ring("ring_dep_pool", lambda v: 4 <= v <= 2**31 - 1, "in [4, INT32_MAX]"),
+    "ring_task_window": _ring("ring_task_window", _power_of_two(4), "a power of 2 >= 4", 16384),
+    "ring_heap": _ring("ring_heap", _power_of_two(1024), "a power of 2 >= 1024 (bytes per ring)", 268435456),
+    "ring_dep_pool": _ring("ring_dep_pool", lambda v: 4 <= v <= 2**31 - 1, "in [4, INT32_MAX]", 16384),
 }
 
 

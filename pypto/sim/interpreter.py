@@ -206,7 +206,10 @@ class _Interpreter:
                 data = VIEWS[call.op](**kwargs)
             else:
                 data = IMPLS[call.op](**kwargs)
-        except (OutOfRange, num.ArithmeticError_) as exc:
+        except OutOfRange as exc:
+            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span,
+                                 hint="keep the index within the extent (the loop's bounds say how far it goes)") from None
+        except num.ArithmeticError_ as exc:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
         except MemoryError:
             raise ExecutionError(f"{call.op}: this host has no memory for it", span=stmt.span,

@@ -30,7 +30,8 @@ def _const_type(e):
 def _create(a: OpArgs, soc: SoC) -> ArrayType:
     size, dtype = a["size"], a["dtype"]
     if size < 1:
-        raise TypeCheckError(f"pl.array.create's size must be a positive int, not {size}")
+        raise TypeCheckError(f"pl.array.create's size must be a positive int, not {size}",
+                             hint="pl.array.create(n, pl.TASK_ID), n >= 1: one slot per task it keeps")
     if not (dtype is DataType.TASK_ID or dtype.is_int):
         raise TypeCheckError(f"pl.array.create holds TaskIds or integers, not {dtype.name}",
                              hint="pl.array.create(n, pl.TASK_ID)")

@@ -224,7 +224,8 @@ def _read(a: OpArgs, soc: SoC) -> ScalarType:
                              hint=f"pl.tensor.read(t, [{', '.join('0' for _ in x.shape)}])")
     for k, (i, extent) in enumerate(zip(indices, x.shape)):
         if isinstance(i, Const) and not 0 <= i.value < extent:
-            raise TypeCheckError(f"tensor.read: index {i.value} on axis {k} is outside the tensor's {extent}")
+            raise TypeCheckError(f"tensor.read: index {i.value} on axis {k} is outside the tensor's {extent}",
+                                 hint=f"an index in 0..{extent - 1}")
     return ScalarType(x.dtype)
 
 
