@@ -77,9 +77,9 @@ def _race(u: Task, u_writes: bool, u_arg, t: Task, t_writes: bool, t_arg, seg, o
         hint = (f"the runtime does not order a writer after earlier readers: make {second.name} wait for "
                 f"{first.name} with deps=[...] on its pl.at (with pl.at(...) as tid)")
     else:
-        hint = (f"nothing orders the two (an opt-out — pl.parallel writers of one buffer, no_dep_args, "
-                f"manual_dep, a manual scope — asserted they were independent): give them disjoint bytes, or "
-                f"order them with deps=[...]; RunConfig(unsafe_allow_task_races=True) runs it anyway")
+        hint = ("nothing orders the two (an opt-out — pl.parallel writers of one buffer, no_dep_args, "
+                "manual_dep, a manual scope — asserted they were independent): give them disjoint bytes, or "
+                "order them with deps=[...]; RunConfig(unsafe_allow_task_races=True) runs it anyway")
     return TaskRace(
         f"{u.where()} {'writes' if u_writes else 'reads'} {place}, which {t.where()} "
         f"{'writes' if t_writes else 'reads'}, and no dependency orders them: they {when}",

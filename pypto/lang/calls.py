@@ -185,76 +185,6 @@ class CallConverter(ExprConverter):
             raise self.undefined(func)
         raise self.error(UnsupportedSyntaxError, node, f"cannot call '{ast.unparse(func)}' in a kernel")
 
-    def task_dummy_call(self, node: ast.Call):
-        """``pl.system.task_dummy(deps=[...])``: a no-work task joining its deps (one TaskId
-        for consumers to wait on); submitted even with no deps."""
-        if self.incore:
-            raise self.error(ParseError, node, "pl.system.task_dummy is the orchestration's: it runs on the host",
-                             hint="submit it in the @pl.jit entry")
-        if node.args or any(k.arg != "deps" for k in node.keywords):
-            raise self.error(TypeCheckError, node, "pl.system.task_dummy takes only deps=[...]",
-                             hint="pl.system.task_dummy(deps=[tids])")
-        deps = self.task_deps(node.keywords[0].value) if node.keywords else ()
-        return n.Submit(None, deps), TASK_ID
-
-    def dim_call(self, node: ast.Call):
-        """``pl.tensor.dim(t, axis)``: the tensor's extent on the axis (a negative axis counts
-        from the end) — a compile-time constant, as shapes are static here."""
-        if len(node.args) != 2 or node.keywords:
-            raise self.error(TypeCheckError, node, "pl.tensor.dim takes (tensor, axis)", hint="pl.tensor.dim(a, 0)")
-        _, t = self.operand(node.args[0])
-        if not isinstance(t, TensorType):
-            raise self.error(TypeCheckError, node.args[0], f"pl.tensor.dim reads a tensor's shape, not {type_name(t)}")
-        axis = self.static_of(node.args[1], int, "pl.tensor.dim's axis")
-        if not -len(t.shape) <= axis < len(t.shape):
-            raise self.error(TypeCheckError, node.args[1], f"axis {axis} is outside the {len(t.shape)} axes of "
-                             f"{type_name(t)}")
-        e = n.Const(t.shape[axis])
-        return e, self.expr_type(e, node)
-
-    def submit_call(self, node: ast.Call):
-        """``pl.submit(self.k, *args, deps=[...], allow_early_resolve=...)``: the kernel call
-        as a task, its value the task's id; ``pl.no_dep(t)`` marks an argument the task
-        leaves out of dependency tracking."""
-        target = node.args[0] if node.args else None
-        if self.incore:
-            raise self.error(ParseError, node, "pl.submit is the orchestration's: a kernel submits no tasks",
-                             hint="submit from an Orchestration function of the program")
-        if not (self.has_self and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and target.value.id == "self" and "self" not in self.env):
-            raise self.error(TypeCheckError, target or node,
-                             "pl.submit(...) first argument must be a self.<kernel> method reference",
-                             hint="pl.submit(self.kernel, a, out) inside a @pl.program")
-        args, no_dep = [], []
-        for k, a in enumerate(node.args[1:]):
-            if self._is_builtin_call(a, "no_dep"):
-                if len(a.args) != 1 or a.keywords:
-                    raise self.error(TypeCheckError, a, "pl.no_dep takes one tensor: pl.no_dep(t)")
-                no_dep.append(k)
-                a = a.args[0]
-            args.append(a)
-        kw = {k.arg: k for k in node.keywords}
-        unknown = set(kw) - {"deps", "allow_early_resolve"}
-        if unknown:
-            raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
-                             f"pl.submit got an unexpected keyword '{sorted(unknown)[0]}'",
-                             hint="pl.submit(self.kernel, *args, deps=[...], allow_early_resolve=True): the kernel's "
-                                  "arguments by position")
-        deps = self.task_deps(kw["deps"].value) if "deps" in kw else ()
-        early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve",
-                                hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
-        call = ast.copy_location(ast.Call(target, args, []), node)
-        value, _ = self.function_call(call, lambda types: self.hooks.call_method(target.attr, types, call, self))
-        if not self.hooks.function(target.attr, node).type.is_kernel:
-            raise self.error(TypeCheckError, target, f"pl.submit(...) submits a kernel, and 'self.{target.attr}' is "
-                             "not one (a task runs an InCore, AIC, AIV or Group function)",
-                             hint=f"call it directly: self.{target.attr}(...), or make it "
-                                  "@pl.function(type=pl.FunctionType.InCore)")
-        for k in no_dep:
-            if not isinstance(self.expr_type(value.args[k], node.args[k + 1]), TensorType):
-                raise self.error(TypeCheckError, node.args[k + 1], "pl.no_dep marks a tensor argument")
-        return n.Submit(value, deps, tuple(no_dep), early), TASK_ID
-
     def _const_call(self, node):
         if len(node.args) != 2 or node.keywords:
             raise self.error(TypeCheckError, node, "pl.const takes (value, dtype)")
@@ -501,20 +431,6 @@ class CallConverter(ExprConverter):
                 f"Misplaced tensor op '{opname}' in Orchestration function (should be inside InCore block)",
                 hint="wrap it in `with pl.at(level=pl.Level.CORE_GROUP):` or move it into a @pl.jit.incore function",
             )
-
-    def check_create(self, keywords: dict) -> None:
-        """pl.create_tensor makes a buffer anywhere; the runtime's options only where the
-        runtime allocates it, in the orchestration."""
-        for key in ("manual_dep", "init_value"):
-            if key in keywords and self.incore:
-                raise self.error(TypeCheckError, keywords[key][1],
-                                 f"pl.create_tensor({key}=...) is the orchestration's: inside a kernel a created "
-                                 "tensor is on-chip scratch the runtime never sees",
-                                 hint="create the tensor in the @pl.jit entry and pass it to the scope" if
-                                 key == "manual_dep" else "use pl.full(shape, dtype, value) inside a kernel")
-        if "manual_dep" in keywords:
-            self.static_of(keywords["manual_dep"][1].value, bool, "pl.create_tensor's manual_dep",
-                           hint="manual_dep=True (or leave it out)")
 
     def op_call(self, meaning: N.Op, node: ast.Call):
         thunks = [ArgThunk(self, a) for a in node.args]

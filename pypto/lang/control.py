@@ -15,7 +15,6 @@ import attrs
 
 from pypto.errors import (
     ParseError,
-    PyptoError,
     TypeCheckError,
     UnsupportedSyntaxError,
 )
@@ -24,10 +23,6 @@ from pypto.ir.ops import lookup
 from pypto.ir.types import (
     INDEX,
     TASK_ID,
-    ArrayType,
-    DataType,
-    ScopeMode,
-    TensorType,
     ForKind,
     Level,
     ScalarType,
@@ -61,66 +56,6 @@ LOOPS = "For loop must use pl.range(), pl.parallel(), pl.unroll() or pl.pipeline
 
 class ControlFlow:
     """Loops, ifs, yields and scopes of ``FunctionConverter``."""
-
-    def arrays_stored(self, body) -> list[str]:
-        """Names of arrays the statements store an element of: ``arr[i] = v`` rebinds
-        ``arr`` (a tensor's ``out[...] = x`` writes it in place and rebinds nothing)."""
-        out = []
-        for stmt in body:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Assign):
-                    for t in node.targets:
-                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                                and isinstance(self.local_type(t.value), ArrayType) and t.value.id not in out:
-                            out.append(t.value.id)
-        return out
-
-    def unrolled(self, node: ast.For) -> bool:
-        """Whether the loop is ``pl.unroll(...)``: expanded here, at compile time."""
-        it = node.iter
-        if not isinstance(it, ast.Call):
-            return False
-        _, meaning = self.entity(it.func)
-        return isinstance(meaning, N.Builtin) and meaning.name == "unroll"
-
-    def unroll(self, node: ast.For, live_after: frozenset) -> None:
-        """The body once per value of the loop variable, each a constant: N scopes in the
-        body make N tasks (``pl.range`` makes them at run time)."""
-        it = node.iter
-        if node.orelse:
-            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
-        for k in it.keywords:
-            if k.arg == "init_values":
-                raise self.error(TypeCheckError, k, "pl.unroll() cannot be combined with init_values",
-                                 hint="use pl.range() to carry values through a loop; in an unrolled loop, "
-                                      "rebind the names in the body")
-            raise self.error(TypeCheckError, k, f"pl.unroll got an unexpected keyword '{k.arg}'",
-                             hint="pl.unroll(stop) or pl.unroll(start, stop, step)")
-        if not 1 <= len(it.args) <= 3:
-            raise self.error(TypeCheckError, it, "pl.unroll() takes 1 to 3 positional arguments")
-        bounds = []
-        for a in it.args:
-            try:
-                value = self.required(a, "pl.unroll()'s bounds")
-            except PyptoError:
-                value = None
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise self.error(TypeCheckError, a, "pl.unroll() requires compile-time constant integer bounds",
-                                 hint="use pl.range() for bounds known only at run time")
-            bounds.append(value)
-        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds[0], bounds[1],
-                                                                         bounds[2] if len(bounds) == 3 else 1)
-        if step == 0:
-            raise self.error(TypeCheckError, it.args[2], "pl.unroll() step cannot be zero")
-        if not isinstance(node.target, ast.Name):
-            raise self.error(UnsupportedSyntaxError, node.target, "the loop variable is a single name")
-        name = node.target.id
-        # each copy is followed by the next, which reads what the body leaves
-        live = live_after | liveness.upward_exposed(node.body)
-        for value in range(start, stop, step):
-            self.bind(name, INDEX, n.Const(value), node.target)
-            for stmt, later in zip(node.body, liveness.live_after_each(node.body, live)):
-                self.statement(stmt, later, False)
 
     def loop_header(self, node: ast.For):
         it = node.iter
@@ -539,90 +474,6 @@ class ControlFlow:
             self.dropped.pop(target.id, None)
         self.emit(n.Scope(body, level, hint, span=self.span(node), task_id=tid, deps=deps, no_dep_args=no_dep,
                           allow_early_resolve=early))
-
-    def runtime_scope(self, node: ast.With, call: ast.Call, live_after: frozenset) -> None:
-        """``with pl.scope():`` / ``pl.scope(mode=pl.ScopeMode.MANUAL)`` / ``pl.manual_scope()``."""
-        item = node.items[0]
-        manual_form = self._is_builtin_call(call, "manual_scope")
-        if item.optional_vars is not None:
-            raise self.error(UnsupportedSyntaxError, item.optional_vars, "a runtime scope binds no name",
-                             hint="with pl.manual_scope(): (a task in it binds its id: with pl.at(...) as tid)")
-        if manual_form:
-            if call.args or call.keywords:
-                raise self.error(TypeCheckError, call, "pl.manual_scope() does not accept arguments",
-                                 hint="with pl.manual_scope():")
-            manual = True
-        else:
-            if call.args:
-                raise self.error(TypeCheckError, call, "pl.scope() takes only a 'mode=' keyword, not positional "
-                                 "arguments", hint="pl.scope(mode=pl.ScopeMode.MANUAL)")
-            kw = {k.arg: k.value for k in call.keywords}
-            if set(kw) - {"mode"}:
-                raise self.error(TypeCheckError, call, "pl.scope() takes only a 'mode=' keyword",
-                                 hint="pl.scope(mode=pl.ScopeMode.MANUAL)")
-            mode = (self.static_of(kw["mode"], ScopeMode, "pl.scope's mode", hint="mode=pl.ScopeMode.MANUAL")
-                    if "mode" in kw else ScopeMode.AUTO)
-            manual = mode is ScopeMode.MANUAL
-        if self.incore:
-            raise self.error(ParseError, call, "runtime scopes are Orchestration-only: this code runs on a core",
-                             hint="open pl.scope() / pl.manual_scope() around pl.at blocks in the entry")
-        if manual and self.manual_depth:
-            raise self.error(TypeCheckError, call, "a manual scope may not be nested inside another manual scope")
-        if not manual and self.manual_depth:
-            raise self.error(TypeCheckError, call, "an AUTO scope may not be nested inside a manual scope")
-        if not manual and self.auto_scope:
-            raise self.error(TypeCheckError, call, "a hand-placed AUTO 'with pl.scope()' requires "
-                             "@pl.function(auto_scope=False)",
-                             hint="@pl.jit(auto_scope=False) (every loop body and branch is a scope already), or "
-                                  "pl.manual_scope()")
-        self.manual_depth += manual
-        try:
-            body = self.block(node.body, live_after)
-        finally:
-            self.manual_depth -= manual
-        self.emit(n.RuntimeScope(body, manual, span=self.span(node)))
-
-    def task_deps(self, node) -> tuple:
-        """``deps=[...]``: TaskIds (``None`` waits for nothing, and is dropped)."""
-        if not isinstance(node, (ast.List, ast.Tuple)):
-            raise self.error(TypeCheckError, node, "pl.at(deps=...) must be a list literal",
-                             hint="deps=[tid] (the ids of 'with pl.at(...) as tid' scopes)")
-        out = []
-        for e in node.elts:
-            if isinstance(e, ast.Constant) and e.value is None:
-                continue
-            if isinstance(e, ast.Subscript) and self.local_type(e.value) == ArrayType(
-                    getattr(self.local_type(e.value), "size", 0), DataType.TASK_ID):
-                out.append(self.operand(e)[0])  # arr[i]: the element, bound to a name
-                continue
-            ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
-            t = self.types.get(ssa) if ssa is not None else None
-            if isinstance(t, ArrayType) and t.dtype is DataType.TASK_ID:  # every slot of it
-                out.append(self.scalar_or_var(e))
-                continue
-            if ssa is None or t != TASK_ID:
-                raise self.error(TypeCheckError, e, "pl.at deps= entries must be a TaskId variable, a TASK_ID array "
-                                 f"element (e.g. `arr[i]`), or None — got '{ast.unparse(e)}'",
-                                 hint="bind a task's id with 'with pl.at(...) as tid', then deps=[tid]")
-            out.append(self.scalar(e))
-        return tuple(out)
-
-    def scalar_or_var(self, e: ast.Name) -> n.Var:
-        return n.Var(self.env[e.id])
-
-    def no_dep_args(self, node) -> tuple:
-        """``no_dep_args=[t, ...]``: captured tensors this task leaves out of tracking."""
-        if not isinstance(node, (ast.List, ast.Tuple)):
-            raise self.error(TypeCheckError, node, "pl.at(no_dep_args=...) must be a list literal of tensor names",
-                             hint="no_dep_args=[out]")
-        out = []
-        for e in node.elts:
-            ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
-            if ssa is None or not isinstance(self.types.get(ssa), TensorType):
-                raise self.error(TypeCheckError, e, "pl.at(no_dep_args=...) entries must be bare tensor names, "
-                                 f"not '{ast.unparse(e)}'", hint="name a tensor the scope reads or writes")
-            out.append(ssa)
-        return tuple(out)
 
 
 def has_effect(stmts) -> bool:

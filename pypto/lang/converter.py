@@ -33,6 +33,7 @@ from pypto.lang import names as N
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import RUNTIME, Source
+from pypto.lang.tasks import TaskForms
 
 INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
 _ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -41,7 +42,7 @@ _OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: 
                   ast.Not: "not", ast.Invert: "~"}
 
 
-class FunctionConverter(ControlFlow, CallConverter):
+class FunctionConverter(TaskForms, ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
                  returns=None, auto_scope: bool = True):
