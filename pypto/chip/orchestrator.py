@@ -204,7 +204,7 @@ class ChipRun:
         self.rings.close(self.clock, self.tracker.entries())  # the function body's scope
         makespan = max(schedule(self.tasks, self.soc), self.clock)
         if not self.unsafe_races:
-            races.check(self.tasks, {t.number: self._accesses(t) for t in self.tasks})
+            races.check(self.tasks, self._accesses)
         self._apply(t for t in self.tasks if t.number not in self.applied)
         report = RunReport(cycles=makespan)
         for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):

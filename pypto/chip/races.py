@@ -22,13 +22,18 @@ class TaskRace(PyptoError):
     """Two tasks touch the same bytes, one writing, and no dependency orders them."""
 
 
-def check(tasks: list[Task], accesses: dict) -> None:
-    """``accesses``: task number -> [(lo, hi, write, TaskArg)], its GM bytes. Raises
-    ``TaskRace`` for the first racing pair."""
+def check(tasks: list[Task], accesses) -> None:
+    """``accesses(task)``: its GM bytes, [(lo, hi, write, TaskArg)] — asked for only of the
+    tasks that could race: those that overlap in time, or run against program order, with a
+    task no chain of edges orders them against (a chain, or one task, asks for nothing).
+    Raises ``TaskRace`` for the first racing pair."""
     before = _ancestors(tasks)
+    suspects = _suspects(tasks, before)
+    if not suspects:
+        return
     shadow = IntervalMap(_PAGE_BITS)
-    for t in sorted(tasks, key=lambda t: (t.start, t.number)):
-        for lo, hi, write, arg in accesses.get(t.number, ()):
+    for t in sorted((t for t in tasks if t.number in suspects), key=lambda t: (t.start, t.number)):
+        for lo, hi, write, arg in accesses(t):
             for page, k in shadow.pieces(lo, hi):
                 writer, readers = page.values[k] or _UNTOUCHED
                 seg = (page.bounds[k], page.bounds[k + 1])
@@ -40,6 +45,26 @@ def check(tasks: list[Task], accesses: dict) -> None:
                     page.values[k] = ((t, arg), ())
                 else:
                     page.values[k] = (writer, tuple(r for r in readers if r[0] is not t) + ((t, arg),))
+
+
+def _suspects(tasks: list[Task], before: list[int]) -> set[int]:
+    """The tasks in some pair that no edge orders and that overlapped in time or ran
+    against program order: a sweep in start order over the tasks still running, and over
+    those started earlier though submitted later."""
+    out: set[int] = set()
+    running: list[Task] = []
+    started: list[Task] = []  # in start order
+    latest = -1  # the highest task number started so far
+    for t in sorted(tasks, key=lambda t: (t.start, t.number)):
+        running = [u for u in running if u.end > t.start]
+        earlier = running if latest < t.number else started  # inverted: any earlier start may be a partner
+        for u in earlier:
+            if (u.end > t.start or u.number > t.number) and not (before[t.number] >> u.number) & 1:
+                out.update((u.number, t.number))
+        running.append(t)
+        started.append(t)
+        latest = max(latest, t.number)
+    return out
 
 
 def _ancestors(tasks: list[Task]) -> list[int]:
