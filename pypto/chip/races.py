@@ -4,18 +4,14 @@ they leave depends on the schedule, and the result is not the program's. The ref
 runtime does not check this (its opt-outs are the user's assertion, and it does not order
 a writer after earlier readers); we do, as ``SimulatorHazard`` does for pipes.
 
-Tasks are visited in start order (a linear extension of the edges: a task starts after
-its producers finish); each byte segment keeps its last writer and the readers since."""
+Only pairs that could race are compared (found by a sweep in start order), byte range
+against byte range."""
 
 from __future__ import annotations
 
 from pypto.chip.tasks import Task
 from pypto.errors import PyptoError
-from pypto.sim.intervals import IntervalMap
 from pypto.sim.views import element_at
-
-_PAGE_BITS = 16
-_UNTOUCHED = (None, ())
 
 
 class TaskRace(PyptoError):
@@ -24,34 +20,49 @@ class TaskRace(PyptoError):
 
 def check(tasks: list[Task], accesses) -> None:
     """``accesses(task)``: its GM bytes, [(lo, hi, write, TaskArg)] — asked for only of the
-    tasks that could race: those that overlap in time, or run against program order, with a
-    task no chain of edges orders them against (a chain, or one task, asks for nothing).
-    Raises ``TaskRace`` for the first racing pair."""
+    tasks in a suspect pair: two that no chain of edges orders and that overlapped in time
+    or ran against program order (a chain, or one task, asks for nothing). Each suspect pair
+    is compared byte for byte, so no third task can hide one. Raises ``TaskRace`` for the
+    first racing pair, in start order."""
     before = _ancestors(tasks)
-    suspects = _suspects(tasks, before)
-    if not suspects:
-        return
-    shadow = IntervalMap(_PAGE_BITS)
-    for t in sorted((t for t in tasks if t.number in suspects), key=lambda t: (t.start, t.number)):
-        for lo, hi, write, arg in accesses(t):
-            for page, k in shadow.pieces(lo, hi):
-                writer, readers = page.values[k] or _UNTOUCHED
-                seg = (page.bounds[k], page.bounds[k + 1])
-                if writer is not None:
-                    _meet(writer, t, write, True, arg, seg, before)
-                if write:
-                    for r in readers:
-                        _meet(r, t, True, False, arg, seg, before)
-                    page.values[k] = ((t, arg), ())
-                else:
-                    page.values[k] = (writer, tuple(r for r in readers if r[0] is not t) + ((t, arg),))
+    cache: dict[int, list] = {}
+
+    def sorted_accesses(t: Task) -> list:
+        if t.number not in cache:
+            cache[t.number] = sorted(accesses(t), key=lambda a: a[0])
+        return cache[t.number]
+
+    for u, t in _suspects(tasks, before):
+        met = _shared(sorted_accesses(u), sorted_accesses(t))
+        if met is not None:
+            (lo, hi, u_writes, u_arg), (_, _, t_writes, t_arg) = met
+            overlapped = u.start < t.end and t.start < u.end
+            raise _race(u, u_writes, u_arg, t, t_writes, t_arg, (lo, hi), overlapped)
 
 
-def _suspects(tasks: list[Task], before: list[int]) -> set[int]:
-    """The tasks in some pair that no edge orders and that overlapped in time or ran
-    against program order: a sweep in start order over the tasks still running, and over
-    those started earlier though submitted later."""
-    out: set[int] = set()
+def _shared(a: list, b: list):
+    """The first pair of accesses, one from each list, that share bytes with one of them
+    writing — (a's, narrowed to the shared bytes; b's) — or None. A sweep over the starts,
+    keeping each side's accesses still open."""
+    open_ = ([], [])  # per side: the indices of its accesses that reach past the sweep point
+    sides = (a, b)
+    for lo, side, k in sorted([(x[0], 0, k) for k, x in enumerate(a)] + [(y[0], 1, k) for k, y in enumerate(b)]):
+        current, theirs = sides[side][k], sides[1 - side]
+        still = open_[1 - side][:] = [o for o in open_[1 - side] if theirs[o][1] > lo]
+        for o in still:
+            other = theirs[o]
+            if current[2] or other[2]:
+                x, y = (current, other) if side == 0 else (other, current)
+                return (max(x[0], y[0]), min(x[1], y[1]), x[2], x[3]), y
+        open_[side].append(k)
+    return None
+
+
+def _suspects(tasks: list[Task], before: list[int]) -> list[tuple]:
+    """The pairs (earlier start, later start) that no edge orders and that overlapped in
+    time or ran against program order: a sweep in start order over the tasks still
+    running, and over those started earlier though submitted later."""
+    out: list[tuple] = []
     running: list[Task] = []
     started: list[Task] = []  # in start order
     latest = -1  # the highest task number started so far
@@ -60,7 +71,7 @@ def _suspects(tasks: list[Task], before: list[int]) -> set[int]:
         earlier = running if latest < t.number else started  # inverted: any earlier start may be a partner
         for u in earlier:
             if (u.end > t.start or u.number > t.number) and not (before[t.number] >> u.number) & 1:
-                out.update((u.number, t.number))
+                out.append((u, t))
         running.append(t)
         started.append(t)
         latest = max(latest, t.number)
@@ -76,16 +87,6 @@ def _ancestors(tasks: list[Task]) -> list[int]:
             bits |= out[p] | (1 << p)
         out[t.number] = bits
     return out
-
-
-def _meet(earlier: tuple, t: Task, t_writes: bool, earlier_writes: bool, arg, seg, before) -> None:
-    u, u_arg = earlier
-    if u is t or (before[t.number] >> u.number) & 1:
-        return
-    overlapped = u.start < t.end and t.start < u.end
-    if not overlapped and u.number < t.number:
-        return  # unordered, but this run kept program order: the program's result
-    raise _race(u, earlier_writes, u_arg, t, t_writes, arg, seg, overlapped)
 
 
 def _race(u: Task, u_writes: bool, u_arg, t: Task, t_writes: bool, t_arg, seg, overlapped: bool) -> TaskRace:
