@@ -233,11 +233,14 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     and where in memory the tensors lie matters only as far as they share storage."""
     key = (id(soc), unsafe, cluster, lane) + _placement(kernel, args)
     cache = _timelines(kernel)
-    if key not in cache:
-        if len(cache) >= _KEPT:
-            cache.pop(next(iter(cache)))
-        cache[key] = simulate_together((Launch(kernel, args, cluster, lane),), soc, unsafe=unsafe)
-    return cache[key]
+    timeline = cache.pop(key, None)  # the most recently used go last
+    if timeline is None:
+        timeline = simulate_together((Launch(kernel, args, cluster, lane),), soc, unsafe=unsafe)
+        cache.items_kept += len(timeline.items)
+        while cache and cache.items_kept > _KEPT_ITEMS:
+            cache.items_kept -= len(cache.pop(next(iter(cache))).items)
+    cache[key] = timeline
+    return timeline
 
 
 def _placement(kernel: Kernel, args: tuple) -> tuple:
@@ -263,15 +266,24 @@ def _placement(kernel: Kernel, args: tuple) -> tuple:
     return tuple(out)
 
 
-_KEPT = 4  # timelines remembered per kernel (the sizes and placements a program calls it with)
-_CACHES: dict[int, tuple] = {}  # id(kernel) -> (weak reference, {key: Timeline})
+# Timelines remembered per kernel, least recently used dropped first, while their trace items
+# stay under this (the next tiles of a task graph — a thousand small tasks — all stay; one
+# long kernel keeps its last).
+_KEPT_ITEMS = 1 << 17
+_CACHES: dict[int, tuple] = {}  # id(kernel) -> (weak reference, _Kept)
 
 
-def _timelines(kernel: Kernel) -> dict:
+class _Kept(dict):
+    """One kernel's timelines by key, in order of use, and their trace items in all."""
+
+    items_kept = 0
+
+
+def _timelines(kernel: Kernel) -> _Kept:
     entry = _CACHES.get(id(kernel))
     if entry is None or entry[0]() is not kernel:
         ident = id(kernel)
-        entry = (weakref.ref(kernel, lambda _: _CACHES.pop(ident, None)), {})
+        entry = (weakref.ref(kernel, lambda _: _CACHES.pop(ident, None)), _Kept())
         _CACHES[ident] = entry
     return entry[1]
 
