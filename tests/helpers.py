@@ -104,3 +104,11 @@ def run_on(case: ps.Case, platform: str = "a2a3sim", planner: str = "PYPTO", **c
     args = case.args()
     report = compiled.run(*args)
     return args[len(case.inputs):], report
+
+
+def load_kernel(path, name: str = "k"):
+    """The kernel ``name`` a source file defines (the front end reads kernels from their
+    files, so a test writes one)."""
+    import runpy
+
+    return runpy.run_path(str(path))[name]

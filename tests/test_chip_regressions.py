@@ -10,6 +10,7 @@ import torch
 
 import pypto.language as pl
 from pypto.errors import ConfigError, PyptoError
+from helpers import load_kernel
 from pypto.runtime import RunConfig
 from pypto.runtime.config import ring_sizes
 
@@ -107,9 +108,7 @@ def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     {use}
     return out
 ''')
-    import runpy
-
-    kernel = runpy.run_path(str(src))["k"]
+    kernel = load_kernel(src)
     with pytest.raises(PyptoError, match="TaskId") as err:
         kernel(torch.randn(R, C), torch.zeros(R, C))
     assert err.value.span.file == str(src) and err.value.hint
@@ -226,9 +225,7 @@ def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
             pl.store(pl.load(a, [0, 0], [64, 128]), [0, 0], out)
     return out
 ''')
-    import runpy
-
-    kernel = runpy.run_path(str(src))["k"]
+    kernel = load_kernel(src)
     with pytest.raises(PyptoError) as err:
         kernel(torch.randn(R, C), torch.zeros(R, C))
     assert message in err.value.message and err.value.hint and err.value.span.line == 8

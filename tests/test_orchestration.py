@@ -5,6 +5,7 @@ import torch
 
 import pypto.language as pl
 from pypto.errors import PyptoError
+from helpers import load_kernel
 from pypto.runtime import RunConfig
 
 R, C = 64, 128
@@ -335,9 +336,7 @@ def test_an_element_read_waits_for_its_producer_and_steers_the_orchestration(for
                     pl.store(pl.neg(pl.load(a, [0, 0], [R, C])), [0, 0], out)
             return flags, out
     '''))
-    import runpy
-
-    k = runpy.run_path(str(path))["k"]
+    k = load_kernel(path)
     for sign in (1.0, -1.0):
         a = torch.randn(R, C)
         a[0, 3] = sign

@@ -2,21 +2,20 @@
 a2a3sim as on ref and as torch in program order; an opt-out that drops a needed edge is
 reported as a race."""
 
-import runpy
-
 import hypothesis.strategies as st
 import torch
 from hypothesis import assume, given, settings
 
 from pypto.chip.races import TaskRace
 from pypto.fuzz.tasks import BANDS, C, INPUTS, OUTPUTS, R, graphs, oracle, race_free, source
+from helpers import load_kernel
 from pypto.runtime import RunConfig
 
 
 def _load(tmp_path, text: str, name: str):
     path = tmp_path / f"{name}.py"
     path.write_text(text)
-    return runpy.run_path(str(path))["graph"]
+    return load_kernel(path, "graph")
 
 
 def _inputs():

@@ -12,6 +12,7 @@ from pypto.chip.races import TaskRace
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.lang import parse
+from helpers import load_kernel
 from pypto.runtime import RunConfig
 
 R, C = 64, 128
@@ -190,9 +191,7 @@ def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
             pl.store(pl.load(a, [0, 0], [64, 128]), [0, 0], out)
     return out
 ''')
-    import runpy
-
-    kernel = runpy.run_path(str(src))["k"]
+    kernel = load_kernel(src)
     with pytest.raises(PyptoError) as err:
         kernel.compile(torch.randn(64, 128), torch.zeros(64, 128))
     assert message in err.value.message
@@ -303,9 +302,7 @@ def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
             pl.store(pl.load(a, [0, 0], [64, 128]), [0, 0], out)
     return out
 ''')
-    import runpy
-
-    kernel = runpy.run_path(str(src))["k"]
+    kernel = load_kernel(src)
     with pytest.raises(PyptoError) as err:
         kernel.compile(torch.randn(64, 128), torch.zeros(64, 128))
     assert message in err.value.message and err.value.span.line == 7

@@ -127,24 +127,17 @@ class TaskForms:
         for e in node.elts:
             if isinstance(e, ast.Constant) and e.value is None:
                 continue
-            if isinstance(e, ast.Subscript) and self.local_type(e.value) == ArrayType(
-                    getattr(self.local_type(e.value), "size", 0), DataType.TASK_ID):
+            if isinstance(e, ast.Subscript) and _task_ids(self.local_type(e.value)):
                 out.append(self.operand(e)[0])  # arr[i]: the element, bound to a name
                 continue
             ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
             t = self.types.get(ssa) if ssa is not None else None
-            if isinstance(t, ArrayType) and t.dtype is DataType.TASK_ID:  # every slot of it
-                out.append(self.scalar_or_var(e))
-                continue
-            if ssa is None or t != TASK_ID:
+            if t != TASK_ID and not _task_ids(t):  # a TaskId, or an array of them (every slot)
                 raise self.error(TypeCheckError, e, "pl.at deps= entries must be a TaskId variable, a TASK_ID array "
                                  f"element (e.g. `arr[i]`), or None — got '{ast.unparse(e)}'",
                                  hint="bind a task's id with 'with pl.at(...) as tid', then deps=[tid]")
-            out.append(self.scalar(e))
+            out.append(n.Var(ssa))
         return tuple(out)
-
-    def scalar_or_var(self, e: ast.Name) -> n.Var:
-        return n.Var(self.env[e.id])
 
     def no_dep_args(self, node) -> tuple:
         """``no_dep_args=[t, ...]``: captured tensors this task leaves out of tracking."""
@@ -243,3 +236,8 @@ class TaskForms:
             if not isinstance(self.expr_type(value.args[k], node.args[k + 1]), TensorType):
                 raise self.error(TypeCheckError, node.args[k + 1], "pl.no_dep marks a tensor argument")
         return n.Submit(value, deps, tuple(no_dep), early), TASK_ID
+
+
+def _task_ids(t) -> bool:
+    """Whether ``t`` is an array of TaskIds."""
+    return isinstance(t, ArrayType) and t.dtype is DataType.TASK_ID

@@ -7,7 +7,7 @@ ever parsed as markup."""
 
 from __future__ import annotations
 
-import json
+from pypto.tools.trace_page import embed
 
 PAGE = r"""<!doctype html>
 <html lang="en">
@@ -48,12 +48,7 @@ PAGE = r"""<!doctype html>
 const DATA = /*__DATA__*/null;
 const TITLE = /*__TITLE__*/"";
 const ROW = 22, AXIS = 24;
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = String(text);
-  return node;
-}
+/*__HELPERS__*/
 document.title = TITLE;
 document.getElementById("title").textContent = TITLE;
 const tasks = DATA.tasks, edges = DATA.edges;
@@ -116,13 +111,7 @@ function draw() {
   svg.setAttribute("class", "edges");
   svg.setAttribute("width", width());
   svg.setAttribute("height", top);
-  const defs = document.createElementNS(svg.namespaceURI, "defs");
-  const marker = document.createElementNS(svg.namespaceURI, "marker");
-  marker.setAttribute("id", "head"); marker.setAttribute("markerWidth", "6"); marker.setAttribute("markerHeight", "6");
-  marker.setAttribute("refX", "5"); marker.setAttribute("refY", "3"); marker.setAttribute("orient", "auto");
-  const tip = document.createElementNS(svg.namespaceURI, "path");
-  tip.setAttribute("d", "M0,0 L6,3 L0,6 z"); tip.setAttribute("fill", "#dc2626");
-  marker.append(tip); defs.append(marker); svg.append(defs);
+  arrowHead(svg);
   for (const e of edges) {
     const a = where.get(e.pred), b = where.get(e.succ);
     if (!a || !b) continue;
@@ -190,6 +179,4 @@ def page_data(records: dict, names: dict, edges: list, us: float) -> dict:
 
 
 def render(data: dict, title: str) -> str:
-    payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
-    return PAGE.replace("/*__DATA__*/null", payload).replace('/*__TITLE__*/""',
-                                                             json.dumps(title).replace("<", "\\u003c"))
+    return embed(PAGE, data, title)

@@ -38,12 +38,7 @@ PAGE = r"""<!doctype html>
 const TRACE = /*__DATA__*/null;
 const TITLE = /*__TITLE__*/"";
 const WIDTH = 1100, ROW = 22;
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = String(text);
-  return node;
-}
+/*__HELPERS__*/
 const events = TRACE.traceEvents;
 const procs = new Map(), threads = new Map();
 for (const e of events) {
@@ -99,13 +94,7 @@ for (const [pid, proc] of [...procs].sort((a, b) => a[1].order - b[1].order)) {
   svg.setAttribute("class", "flows");
   svg.setAttribute("width", WIDTH);
   svg.setAttribute("height", lanes.length * ROW);
-  const defs = document.createElementNS(svg.namespaceURI, "defs");
-  const marker = document.createElementNS(svg.namespaceURI, "marker");
-  marker.setAttribute("id", "head"); marker.setAttribute("markerWidth", "6"); marker.setAttribute("markerHeight", "6");
-  marker.setAttribute("refX", "5"); marker.setAttribute("refY", "3"); marker.setAttribute("orient", "auto");
-  const tip = document.createElementNS(svg.namespaceURI, "path");
-  tip.setAttribute("d", "M0,0 L6,3 L0,6 z"); tip.setAttribute("fill", "#dc2626");
-  marker.append(tip); defs.append(marker); svg.append(defs);
+  arrowHead(svg);
   for (const f of finishes.filter(e => e.pid === pid)) {
     const s = starts.get(f.id);
     if (!s || s.pid !== pid) continue;
@@ -126,7 +115,32 @@ for (const [pid, proc] of [...procs].sort((a, b) => a[1].order - b[1].order)) {
 """
 
 
+HELPERS = r"""// the pages' shared helpers: elements with text (never markup), and an SVG arrow head
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = String(text);
+  return node;
+}
+function arrowHead(svg) {
+  const defs = document.createElementNS(svg.namespaceURI, "defs");
+  const marker = document.createElementNS(svg.namespaceURI, "marker");
+  marker.setAttribute("id", "head"); marker.setAttribute("markerWidth", "6"); marker.setAttribute("markerHeight", "6");
+  marker.setAttribute("refX", "5"); marker.setAttribute("refY", "3"); marker.setAttribute("orient", "auto");
+  const tip = document.createElementNS(svg.namespaceURI, "path");
+  tip.setAttribute("d", "M0,0 L6,3 L0,6 z"); tip.setAttribute("fill", "#dc2626");
+  marker.append(tip); defs.append(marker); svg.append(defs);
+}
+"""
+
+
+def embed(page: str, data, title: str) -> str:
+    """A page template with its data and title as JSON literals (no ``<`` or ``>`` in
+    them, so nothing in the input can close the script) and the shared helpers."""
+    payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
+    return (page.replace("/*__HELPERS__*/", HELPERS).replace("/*__DATA__*/null", payload)
+            .replace('/*__TITLE__*/""', json.dumps(title).replace("<", "\\u003c").replace(">", "\\u003e")))
+
+
 def render(cleaned: dict, title: str) -> str:
-    payload = json.dumps(cleaned, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
-    return PAGE.replace("/*__DATA__*/null", payload).replace('/*__TITLE__*/""',
-                                                             json.dumps(title).replace("<", "\\u003c"))
+    return embed(PAGE, cleaned, title)
