@@ -1,6 +1,7 @@
 """Chip figures: the seed's pl.parallel claim (16 independent row-band tasks against the
 same tasks under pl.range, which R-seq chains), and how fast the chip simulates a large
-task graph (tasks per second of wall time, first run and again).
+task graph (tasks per second of wall time, first run and again), and how the time of an
+orchestration that reads an element after each task grows with its length.
 
     python bench/chip.py [--repeat N] [--tasks N]
 """
@@ -28,6 +29,20 @@ def bands(loop, n: int):
         return out
 
     return band_tasks
+
+
+def read_after_each(n: int):
+    @pl.jit
+    def reader(a: pl.Tensor, out: pl.Out[pl.Tensor], flagged: pl.Out[pl.Tensor]):
+        for i in pl.range(n):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                pl.store(pl.exp(pl.load(a, [i * 16, 0], [16, COLS])), [i * 16, 0], out)
+            if out[i * 16, 0] > 100.0:  # waits for the task; the orchestration goes on after it
+                with pl.at(level=pl.Level.CORE_GROUP):
+                    pl.store(pl.load(a, [i * 16, 0], [16, COLS]), [i * 16, 0], flagged)
+        return out, flagged
+
+    return reader
 
 
 def line(what: str, now: float, target: str = "", ok: bool | None = None, unit: str = "") -> None:
@@ -63,6 +78,17 @@ def main() -> None:
     line(f"{big} tasks: simulated tasks per second, first run", big / first)
     line(f"{big} tasks: simulated tasks per second, again", big / again)
     line(f"{big} tasks: makespan (cycles), {len({t.core for t in report.tasks})} cores", report.cycles)
+
+    times = []
+    for n in (big // 4, big // 2):
+        a = torch.randn(n * 16, COLS)
+        out, flagged = torch.zeros(n * 16, COLS), torch.zeros(n * 16, COLS)
+        compiled = read_after_each(n).compile(a, out, flagged)
+        compiled.run(a, out, flagged)
+        again, _ = median_time(lambda: compiled.run(a, out, flagged), args.repeat)
+        times.append(again)
+        line(f"{n} tasks, an element read after each: seconds, again", again)
+    line("  twice the tasks and reads: time ratio", times[1] / times[0], "<= 2.2", times[1] / times[0] <= 2.2, " x")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ both platforms."""
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.backend import A2A3
@@ -305,7 +307,8 @@ def test_loop_trips_give_their_slots_back_and_the_orchestrator_waits_for_them(tm
     assert head["task_window_max"] == [0, 4, 0, 0] and head["task_window_size"][1] == 4
     assert head["total"] == len(scopes) == 2 + 2 * 8  # the body, and each trip: begin and end
     trips = [s for s in scopes if s["ring"] == 1]
-    assert {s["phase"] for s in trips} == {"begin", "end"} and all(s["site"].endswith(":24") for s in trips)
+    loop_line = next(n for n, text in enumerate(open(__file__), 1) if "for i in loop(n):" in text)
+    assert {s["phase"] for s in trips} == {"begin", "end"} and all(s["site"].endswith(f":{loop_line}") for s in trips)
     ends = [s["task_window_end"] for s in trips if s["phase"] == "end"]
     assert ends == sorted(ends) and ends[-1] == 8  # monotonic: tasks taken by ring 1
 
@@ -342,3 +345,44 @@ def test_a_graph_run_again_reuses_every_tasks_timeline(monkeypatch):
     assert len(calls) == 16  # each band's scalar is its own timeline
     compiled.run(a, out)
     assert len(calls) == 16 and torch.equal(out, torch.exp(a))  # all sixteen kept
+
+
+graphs = st.lists(st.tuples(st.sampled_from(["aic", "aiv", "mix", "dummy"]), st.integers(1, 4000),
+                            st.sets(st.integers(0, 30), max_size=3), st.booleans(),
+                            st.sampled_from([None, "placed", "through"])), min_size=1, max_size=30)
+
+
+@given(graphs, st.integers(0, 2000))
+def test_the_scheduler_decided_as_far_as_needed_agrees_with_scheduling_all_at_once(graph, gap):
+    """The orchestrator asks the chip, mid-run, when a task finishes (a ring waits for it) or
+    what has started by a cycle (an element read); each later submission arrives after what
+    it waited for. Deciding only that far must place every task where deciding the whole
+    graph at once does."""
+    from pypto.chip.scheduler import Chip, schedule
+    from pypto.chip.tasks import Task
+
+    def tasks():
+        out, clock = [], 0
+        for k, (kind, duration, preds, early, _) in enumerate(graph):
+            clock += 300 + gap
+            out.append(Task(k, 0, k, "k", kind, (), None, clock, 0 if kind == "dummy" else duration,
+                            tuple(sorted(p for p in preds if p < k)), early=early))
+        return out
+
+    as_needed = tasks()
+    chip, clock = Chip(A2A3), 0
+    for t, (_, _, _, _, ask) in zip(as_needed, graph):
+        t.submitted = max(t.submitted, clock + A2A3.chip.submit)
+        clock = t.submitted
+        chip.add(t)
+        if ask == "placed":  # the orchestrator waits for the task to finish
+            clock = max(clock, chip.until_placed(t.number).finish)
+        elif ask == "through":
+            chip.through(clock)
+    chip.drain()
+    at_once = tasks()
+    for a, b in zip(at_once, as_needed):  # waiting delayed the later submissions
+        a.submitted = b.submitted
+    schedule(at_once, A2A3)
+    assert [(t.core, t.dispatch, t.start, t.end, t.finish) for t in as_needed] == \
+           [(t.core, t.dispatch, t.start, t.end, t.finish) for t in at_once]

@@ -237,3 +237,29 @@ def test_ring_and_swimlane_field_errors_carry_a_hint(fields):
     with pytest.raises(ConfigError) as err:
         RunConfig(**fields)
     assert err.value.hint
+
+
+@pl.jit
+def _long_writer_then_reads(a: pl.Tensor, flags: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+    m = pl.create_tensor([R, C], pl.FP32, manual_dep=True)
+    with pl.at(level=CG):  # long: still running when the first read returns
+        t = pl.load(a, [0, 0], [R, C])
+        for _ in pl.range(8):
+            t = pl.exp(t)
+        pl.store(t, [0, 0], m)
+    with pl.at(level=CG):
+        pl.store(pl.mul(pl.load(a, [0, 0], [R, C]), 2.0), [0, 0], flags)
+    v = flags[0, 0]
+    w = m[0, 0]  # nothing orders this read after the long writer
+    with pl.at(level=CG):
+        pl.store(pl.add(pl.load(a, [0, 0], [R, C]), w + v), [0, 0], out)
+    return flags, out
+
+
+def test_a_task_still_running_at_a_second_read_is_checked_against_it():
+    """The first read puts in place the data of every task that started by then, the long
+    writer's too; a second read while that writer still runs is a race all the same."""
+    a = torch.randn(R, C)
+    flags, out = torch.zeros(R, C), torch.zeros(R, C)
+    with pytest.raises(PyptoError, match=r"reads element \[0, 0\] .* while task r0t0 .* writes it \(cycles"):
+        _long_writer_then_reads(a, flags, out)

@@ -1,5 +1,6 @@
 """The interval map the hazard checker keeps per space: pieces cover exactly what is asked,
-splits keep values, and paging changes nothing but speed."""
+splits keep values, assigning a range collapses it, reading one splits nothing, and paging
+changes nothing but speed."""
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,6 +24,27 @@ def test_pieces_tile_the_range_and_hold_what_the_last_write_put_there(writes, pa
             assert all(model[x] == page.values[k] for x in range(a, b))  # a segment is uniform
             page.values[k] = n
         model[lo:hi] = [n] * size
+
+
+ops = st.lists(st.tuples(st.booleans(), st.integers(0, 300), st.integers(1, 80)), min_size=1, max_size=40)
+
+
+@given(ops, st.sampled_from([None, 3, 5, 12]))
+def test_assign_and_values_agree_with_a_byte_model_and_keep_whole_writes_one_segment(steps, page_bits):
+    m = IntervalMap(page_bits)
+    model = [None] * 400
+    for n, (write, lo, size) in enumerate(steps):
+        hi = lo + size
+        if write:
+            m.assign(lo, hi, n)
+            model[lo:hi] = [n] * size
+        else:  # a read splits nothing
+            before = {p: list(page.bounds) for p, page in m.pages.items()}
+            assert set(m.values(lo, hi)) - {None} == set(model[lo:hi]) - {None}
+            assert {p: page.bounds for p, page in m.pages.items()} == before
+    m.assign(0, 400, "all")
+    assert set(m.values(0, 400)) == {"all"}
+    assert all(len(page.bounds) == 2 for page in m.pages.values())  # one segment per page, however cut
 
 
 def test_a_split_leaves_both_pieces_the_value_and_each_is_replaced_alone():

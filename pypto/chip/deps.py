@@ -24,6 +24,10 @@ class Tracker:
         self.producers = IntervalMap()
         self.creators: dict[int, int] = {}  # data_ptr of a buffer a task created -> that task
 
+    def producer_of(self, lo: int, hi: int) -> set:
+        """The tasks registered as producing bytes of [lo, hi)."""
+        return set(self.producers.values(lo, hi)) - {None}
+
     def entries(self) -> int:
         """How many byte segments have a registered producer (the tensor map's size)."""
         return sum(v is not None for page in self.producers.pages.values() for v in page.values)
@@ -45,8 +49,7 @@ class Tracker:
                 edges.setdefault((creator, a.index), Edge(creator, task.number, a.index, "creator"))
             if a.direction in READS:
                 for lo, hi in tensor_runs(a.tensor):
-                    for page, k in self.producers.pieces(lo, hi):
-                        p = page.values[k]
+                    for p in self.producers.values(lo, hi):
                         if p is not None and p != task.number:
                             edges.setdefault((p, a.index), Edge(p, task.number, a.index, "tensormap"))
         return list(edges.values())
@@ -56,5 +59,4 @@ class Tracker:
         for a in task.args:
             if a.direction in REGISTERS:
                 for lo, hi in tensor_runs(a.tensor):
-                    for page, k in self.producers.pieces(lo, hi):
-                        page.values[k] = task.number
+                    self.producers.assign(lo, hi, task.number)

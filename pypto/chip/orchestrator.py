@@ -20,7 +20,7 @@ from pypto.backend import CoreId, CoreKind, SoC
 from pypto.chip import races
 from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
-from pypto.chip.scheduler import schedule
+from pypto.chip.scheduler import Chip
 from pypto.chip.tasks import Edge, Task, TaskArg
 from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
@@ -67,7 +67,9 @@ class ChipRun:
         self.numbers: dict[int, int] = {}  # task id -> its number
         self.open_scopes: list = []  # per open runtime scope: its tasks when manual, else None
         self.untracked: dict[int, object] = {}  # storage address -> a tensor created with manual_dep=True
-        self.applied: set[int] = set()  # the tasks whose data is in place (before a read, those started)
+        self.unapplied: list[Task] = []  # the tasks whose data is not in place yet (a read places those started)
+        self.unfinished: list[Task] = []  # the tasks not finished by the orchestrator's clock (as far as known)
+        self.chip = Chip(soc)  # decided as far as the orchestrator has had to know
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
         self.rings = Rings(*rings)
@@ -157,14 +159,17 @@ class ChipRun:
         self.tasks.append(task)
         self.edges.extend(edges)
         self.launches.append(launch)
+        self.unapplied.append(task)
+        self.unfinished.append(task)
+        self.chip.add(task)
 
     def scope_stats(self) -> list[dict]:
         return self.rings.stats(self.tracker.entries())
 
     def _finish_of(self, number: int) -> int:
-        """When a task submitted so far finishes (what is submitted later cannot move it)."""
-        schedule(self.tasks, self.soc)
-        return self.tasks[number].finish
+        """When a task submitted so far finishes: the orchestrator waits for it, so nothing
+        submitted later can move it."""
+        return self.chip.until_placed(number).finish
 
     def wait(self, tensor, indices, span) -> None:
         """The orchestrator reads one element of ``tensor``: it waits until the element's
@@ -174,38 +179,42 @@ class ChipRun:
         by then, ordered by nothing, is a race with the orchestrator."""
         esize = tensor.element_size()
         lo = tensor.data_ptr() + sum(i * st for i, st in zip(indices, tensor.stride())) * esize
-        producers = {page.values[k] for page, k in self.tracker.producers.pieces(lo, lo + esize)} - {None}
-        pending = [t for t in self.tasks if t.number not in self.applied]
-        if not pending:
-            return
-        schedule(self.tasks, self.soc)
-        if producers:
-            self.clock = max(self.clock, max(self.tasks[p].finish for p in producers))
-        for t in pending:
-            if t.finish > self.clock and not self.unsafe_races and any(
+        producers = self.tracker.producer_of(lo, lo + esize)
+        for p in producers:
+            self.clock = max(self.clock, self.chip.until_placed(p).finish)
+        self.chip.through(self.clock)  # what has started by now, and where
+        placed = self.chip.placed
+        self.unfinished = [t for t in self.unfinished if not placed[t.number] or t.finish > self.clock]
+        for t in self.unfinished:
+            running = placed[t.number]
+            if not self.unsafe_races and any(
                     write and a < lo + esize and lo < b for a, b, write, _ in self._accesses(t)):
+                when = f"cycles {t.start}-{t.end}" if running else "it has not started yet"
                 raise races.TaskRace(
                     f"the orchestrator reads {_element(tensor, indices)} at cycle {self.clock} while {t.where()} "
-                    f"writes it (cycles {t.start}-{t.end}), and no dependency orders them", span=span,
+                    f"writes it ({when}), and no dependency orders them", span=span,
                     hint="read a tensor its producer registers (not manual_dep / a manual scope / no_dep_args), "
                          "or read after the task by another route")
-        self._apply(t for t in pending if t.start < self.clock)
+        self._apply([t for t in self.unapplied if placed[t.number] and t.start < self.clock])
 
     def _apply(self, tasks) -> None:
         """Perform the tasks' data effects, in the order they started."""
+        if not tasks:
+            return
         for t in sorted(tasks, key=lambda t: (t.start, t.number)):
             if self.launches[t.number] is not None:  # a dummy has no data
                 launch, timeline = self.launches[t.number]
                 apply(timeline, launch.tensors())
-            self.applied.add(t.number)
+        done = {t.number for t in tasks}
+        self.unapplied = [t for t in self.unapplied if t.number not in done]
 
     def finish(self) -> RunReport:
         """Schedule the tasks, check them for races, apply their data; the report."""
         self.rings.close(self.clock, self.tracker.entries())  # the function body's scope
-        makespan = max(schedule(self.tasks, self.soc), self.clock)
+        makespan = max(self.chip.drain(), self.clock)
         if not self.unsafe_races:
             races.check(self.tasks, self._accesses)
-        self._apply(t for t in self.tasks if t.number not in self.applied)
+        self._apply(self.unapplied)
         report = RunReport(cycles=makespan)
         for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):
             if self.launches[t.number] is None:  # a dummy: on no core

@@ -7,7 +7,15 @@ descriptor at a time (``dispatch``); the core picks it up (``pickup``), runs it 
 simulated duration, and the scheduler sees it end ``completion`` later (its finish), when
 the core is free again and its consumers are released.
 
-    schedule(tasks, soc) -> makespan   fills each task's core, dispatch, start, end, finish
+The model runs as far as the orchestrator needs to know, and no further: a task submitted
+later arrives later, so it cannot change what happened before it arrived, but it can take
+a core an earlier task would otherwise have had after that.
+
+    chip = Chip(soc); chip.add(task) ...   tasks in submission order, preds earlier tasks
+    chip.until_placed(number)              fills in the task's core, dispatch, start, end, finish
+    chip.through(cycle)                    every decision up to that cycle taken
+    chip.drain() -> makespan               the rest
+    schedule(tasks, soc) -> makespan       all at once
 """
 
 from __future__ import annotations
@@ -25,80 +33,111 @@ _FINISH, _ARRIVE, _READY = 0, 1, 2  # at one cycle: free cores first, then new w
 def schedule(tasks: list[Task], soc: SoC) -> int:
     """Place every task (in submission order, ``preds`` naming earlier tasks only) on the
     chip; the makespan: the cycle the last task finishes (or the last submission ends)."""
-    return _Chip(tasks, soc).run()
+    chip = Chip(soc)
+    for t in tasks:
+        chip.add(t)
+    return chip.drain()
 
 
-class _Chip:
-    def __init__(self, tasks: list[Task], soc: SoC):
-        self.tasks, self.soc, self.c = tasks, soc, soc.chip
+class Chip:
+    def __init__(self, soc: SoC):
+        self.soc, self.c = soc, soc.chip
         self.number = soc.core_number
         self.idle = {kind: sorted(soc.cores(kind), key=self.number) for kind in (CoreKind.AIC, CoreKind.AIV)}
         self.ready = {"aic": collections.deque(), "aiv": collections.deque(), "mix": collections.deque(),
                       "dummy": collections.deque()}
-        self.pending = [len(t.preds) for t in tasks]
-        self.arrived = [False] * len(tasks)
-        self.queued = [False] * len(tasks)
-        self.running = [False] * len(tasks)  # dispatched: its end is known
-        self.finished = [False] * len(tasks)
-        self.consumers = collections.defaultdict(list)
-        for t in tasks:
-            for p in t.preds:
-                self.consumers[p].append(t.number)
-        self.events = [(t.submitted, _ARRIVE, t.number) for t in tasks]
-        heapq.heapify(self.events)
+        self.tasks: list[Task] = []
+        self.pending: list[int] = []  # per task: its producers not finished yet
+        self.arrived: list[bool] = []
+        self.queued: list[bool] = []
+        self.placed: list[bool] = []  # dispatched: its times are known
+        self.finished: list[bool] = []
+        self.consumers: list[list[int]] = []
+        self.events: list[tuple] = []
         self.held: dict[int, tuple] = {}  # task number -> the cores it holds
         self.scheduler_free = 0
+        self.makespan = 0
 
-    def run(self) -> int:
-        tasks, events = self.tasks, self.events
-        makespan = max((t.submitted for t in tasks), default=0)
-        while events:
-            now = events[0][0]
-            while events and events[0][0] == now:
-                _, kind, k = heapq.heappop(events)
-                if kind == _FINISH:
-                    self.finish(k, now)
-                elif kind == _ARRIVE:
-                    self.arrived[k] = True
-                    if self.pending[k] == 0:
-                        done = max((tasks[p].finish for p in tasks[k].preds), default=None)
-                        self.enqueue(k, now if done is None else max(now, done + self.c.release))
-                    else:
-                        self.stage(k, now)
-                else:
-                    self.ready[tasks[k].core_type].append(k)
-            for core_type, queue in self.ready.items():
-                while queue:
-                    cores = _take(core_type, self.idle, self.soc)
-                    if cores is None:
-                        break
-                    t = tasks[queue.popleft()]
-                    self.dispatch(t, cores, now)
-                    makespan = max(makespan, t.finish)
-        stuck = [t for t in tasks if not self.running[t.number]]
-        if stuck:  # preds name earlier tasks only, so this is a broken graph, not a user's
+    def add(self, t: Task) -> None:
+        """The orchestrator submitted ``t`` (its submission ends at ``t.submitted``, no
+        earlier than anything this model has decided so far)."""
+        assert t.number == len(self.tasks)
+        self.tasks.append(t)
+        self.pending.append(sum(not self.finished[p] for p in t.preds))
+        for flags in (self.arrived, self.queued, self.placed, self.finished):
+            flags.append(False)
+        self.consumers.append([])
+        for p in t.preds:
+            self.consumers[p].append(t.number)
+        heapq.heappush(self.events, (t.submitted, _ARRIVE, t.number))
+        self.makespan = max(self.makespan, t.submitted)
+
+    def until_placed(self, number: int) -> Task:
+        """Decide up to the dispatch of task ``number``: its times are known then."""
+        while not self.placed[number]:
+            if not self.events:  # preds name earlier tasks only, so this is a broken graph, not a user's
+                raise RuntimeError(f"task {self.tasks[number].name} never became ready")
+            self._step()
+        return self.tasks[number]
+
+    def through(self, cycle: int) -> None:
+        """Take every decision due by ``cycle``."""
+        while self.events and self.events[0][0] <= cycle:
+            self._step()
+
+    def drain(self) -> int:
+        while self.events:
+            self._step()
+        stuck = [t for t in self.tasks if not self.placed[t.number]]
+        if stuck:
             raise RuntimeError(f"{len(stuck)} task(s) never became ready, first {stuck[0].name}")
-        return makespan
+        return self.makespan
 
-    def enqueue(self, k: int, at: int) -> None:
+    def _step(self) -> None:
+        """Everything due at the next cycle with an event, then the dispatches it allows."""
+        tasks, events = self.tasks, self.events
+        now = events[0][0]
+        while events and events[0][0] == now:
+            _, kind, k = heapq.heappop(events)
+            if kind == _FINISH:
+                self._finish(k, now)
+            elif kind == _ARRIVE:
+                self.arrived[k] = True
+                if self.pending[k] == 0:
+                    done = max((tasks[p].finish for p in tasks[k].preds), default=None)
+                    self._enqueue(k, now if done is None else max(now, done + self.c.release))
+                else:
+                    self._stage(k, now)
+            else:
+                self.ready[tasks[k].core_type].append(k)
+        for core_type, queue in self.ready.items():
+            while queue:
+                cores = _take(core_type, self.idle, self.soc)
+                if cores is None:
+                    break
+                t = tasks[queue.popleft()]
+                self._dispatch(t, cores, now)
+                self.makespan = max(self.makespan, t.finish)
+
+    def _enqueue(self, k: int, at: int) -> None:
         if not self.queued[k]:
             self.queued[k] = True
             heapq.heappush(self.events, (at, _READY, k))
 
-    def stage(self, k: int, now: int) -> None:
+    def _stage(self, k: int, now: int) -> None:
         """allow_early_resolve: a task whose unfinished producers are all flagged and all
         running may take a core now, to start the moment the last of them ends."""
         waiting = [p for p in self.tasks[k].preds if not self.finished[p]]
-        if waiting and all(self.tasks[p].early and self.running[p] for p in waiting):
-            self.enqueue(k, now)
+        if waiting and all(self.tasks[p].early and self.placed[p] for p in waiting):
+            self._enqueue(k, now)
 
-    def dispatch(self, t: Task, cores: tuple, now: int) -> None:
+    def _dispatch(self, t: Task, cores: tuple, now: int) -> None:
         c = self.c
         self.held[t.number] = cores
+        self.placed[t.number] = True
         if not cores:  # a dummy: done as soon as it is ready, without the scheduler's dispatch
             t.core, t.dispatch = None, now
             t.start = t.end = t.finish = now
-            self.running[t.number] = True
             heapq.heappush(self.events, (now, _FINISH, t.number))
             return
         self.scheduler_free = max(now, self.scheduler_free) + c.dispatch
@@ -110,21 +149,20 @@ class _Chip:
         t.start = max(t.dispatch + c.pickup, released)
         t.end = t.start + t.duration
         t.finish = t.end + c.completion
-        self.running[t.number] = True
         heapq.heappush(self.events, (t.finish, _FINISH, t.number))
         if t.early:
             for succ in self.consumers[t.number]:
                 if self.arrived[succ]:
-                    self.stage(succ, now)
+                    self._stage(succ, now)
 
-    def finish(self, k: int, now: int) -> None:
+    def _finish(self, k: int, now: int) -> None:
         self.finished[k] = True
         for core in self.held.pop(k):
             bisect.insort(self.idle[core.kind], core, key=self.number)
         for succ in self.consumers[k]:
             self.pending[succ] -= 1
             if self.pending[succ] == 0 and self.arrived[succ]:
-                self.enqueue(succ, now + self.c.release)
+                self._enqueue(succ, now + self.c.release)
 
 
 def _take(core_type: str, idle: dict, soc: SoC) -> tuple | None:

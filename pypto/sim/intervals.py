@@ -44,14 +44,8 @@ class IntervalMap:
         self.pages: dict[int, Segments] = {}
 
     def pieces(self, lo: int, hi: int):
-        if hi <= lo:
-            return
-        bits = self.page_bits
-        if bits is None:
-            yield from self._in(0, lo, hi)
-            return
-        for p in range(lo >> bits, ((hi - 1) >> bits) + 1):
-            yield from self._in(p, max(lo, p << bits), min(hi, (p + 1) << bits))
+        for p, plo, phi in self._parts(lo, hi):
+            yield from self._in(p, plo, phi)
 
     def _in(self, p: int, lo: int, hi: int):
         page = self.pages.get(p)
@@ -61,3 +55,39 @@ class IntervalMap:
         b = page.split(hi)
         for k in range(a, b):
             yield page, k
+
+    def assign(self, lo: int, hi: int, value) -> None:
+        """[lo, hi) holds ``value``, as one segment per page (a range written whole over and
+        over stays one segment, however often it was cut before)."""
+        for p, plo, phi in self._parts(lo, hi):
+            page = self.pages.get(p)
+            if page is None:
+                page = self.pages[p] = Segments()
+            a = page.split(plo)
+            b = page.split(phi)
+            del page.bounds[a + 1:b], page.values[a + 1:b]
+            page.values[a] = value
+
+    def values(self, lo: int, hi: int):
+        """The values of the segments overlapping [lo, hi) (bytes never stored to may give
+        None or nothing); nothing is split."""
+        for p, plo, phi in self._parts(lo, hi):
+            page = self.pages.get(p)
+            if page is None:
+                continue
+            bounds = page.bounds
+            k = max(bisect.bisect_right(bounds, plo) - 1, 0)
+            while k < len(bounds) - 1 and bounds[k] < phi:
+                if bounds[k + 1] > plo:
+                    yield page.values[k]
+                k += 1
+
+    def _parts(self, lo: int, hi: int):
+        if hi <= lo:
+            return
+        bits = self.page_bits
+        if bits is None:
+            yield 0, lo, hi
+            return
+        for p in range(lo >> bits, ((hi - 1) >> bits) + 1):
+            yield p, max(lo, p << bits), min(hi, (p + 1) << bits)
