@@ -76,6 +76,8 @@ class ChipCosts:
       its kind takes it: the scheduler writes its descriptor (``dispatch``), the core picks
       it up ``pickup`` later and runs it; the scheduler observes its end ``completion``
       later (the task's finish) — only then is the core free and its consumers released.
+    - An SPMD task's further blocks share its descriptor: the scheduler writes only each
+      one's block index (``block_dispatch``) to the next idle core of the kind.
     - Swimlane records count a ``swimlane_hz`` clock (a2a3's 50 MHz system counter); the
       cores run at ``core_hz``.
     """
@@ -83,6 +85,7 @@ class ChipCosts:
     submit: int = 300
     release: int = 90
     dispatch: int = 180
+    block_dispatch: int = 45
     pickup: int = 1440  # 0.8 µs at 1.8 GHz
     completion: int = 360
     core_hz: int = 1_800_000_000

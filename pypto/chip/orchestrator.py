@@ -22,6 +22,7 @@ from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
 from pypto.chip.scheduler import Chip
 from pypto.chip.tasks import Edge, Task, TaskArg
+from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
@@ -62,7 +63,7 @@ class ChipRun:
         self.tracker = Tracker()
         self.tasks: list[Task] = []
         self.edges: list[Edge] = []
-        self.launches: list[tuple] = []  # per task: (Launch, Timeline)
+        self.launches: list[list] = []  # per task: (Launch, Timeline) of each block (a dummy: none)
         self.locals = [0] * RINGS
         self.numbers: dict[int, int] = {}  # task id -> its number
         self.open_scopes: list = []  # per open runtime scope: its tasks when manual, else None
@@ -105,7 +106,18 @@ class ChipRun:
         (``interpreter.Site``: its statement, scope depth, manual scope, Submit)."""
         stmt, depth, submit = site.stmt, site.depth, site.submit
         kernel = self.kernels[fn.name]
-        timeline = simulate(kernel, args, self.soc, unsafe=self.unsafe_colive)
+        spmd = submit is not None and submit.blocks is not None
+        blocks = submit.blocks if spmd else 1
+        core_type = _core_type(kernel)
+        if spmd and submit.sync_start and blocks > self._capacity(core_type):
+            raise PyptoError(f"sync_start=True admits all {blocks} blocks at once, and {self.soc.name} has "
+                             f"{self._capacity(core_type)} {_KINDS[core_type]}", span=getattr(stmt, "span", None),
+                             hint=f"launch at most {self._capacity(core_type)} blocks (pl.system."
+                                  f"{'available_aiv_count' if core_type == 'aiv' else 'available_cluster_count'}()"
+                                  "), or drop sync_start so blocks reuse cores")
+        runs = [(Launch(kernel, args, block=b, blocks=blocks),
+                 simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
+                for b in range(blocks)]
         directions = self.directions.get(site.key) if stmt is not None else None
         call = kernel_call(stmt) if stmt is not None else None
         written = [expr(a) for a in call.args] if call is not None else [p.name for p in fn.params]
@@ -118,11 +130,13 @@ class ChipRun:
                 d = ArgDirection.NoDep
             targs.append(TaskArg(k, p.name, d, a, written[k]))
         ring = min(depth, RINGS - 1)
-        task = Task(len(self.tasks), ring, self.locals[ring], fn.name, _core_type(kernel), tuple(targs),
-                    getattr(stmt, "span", None), 0, timeline.cycles,
-                    early=submit is not None and submit.allow_early_resolve)
+        cycles = tuple(timeline.cycles for _, timeline in runs)
+        task = Task(len(self.tasks), ring, self.locals[ring], fn.name, core_type, tuple(targs),
+                    getattr(stmt, "span", None), 0, max(cycles),
+                    early=submit is not None and submit.allow_early_resolve, durations=cycles if spmd else (),
+                    sync_start=spmd and submit.sync_start)
         self.locals[ring] += 1
-        self._enter(task, submit.deps if submit is not None else (), (Launch(kernel, args), timeline))
+        self._enter(task, submit.deps if submit is not None else (), runs)
         by_name = {p.name: v for p, v in zip(fn.params, args)}
         return tuple(by_name[name] for name in kernel.returns), task.id
 
@@ -133,10 +147,10 @@ class ChipRun:
         task = Task(len(self.tasks), ring, self.locals[ring], "task_dummy", "dummy", (),
                     getattr(site.stmt, "span", None), 0, 0)
         self.locals[ring] += 1
-        self._enter(task, deps, None)
+        self._enter(task, deps, [])
         return task.id
 
-    def _enter(self, task: Task, deps: tuple, launch) -> None:
+    def _enter(self, task: Task, deps: tuple, runs: list) -> None:
         """Derive the task's edges (none in a manual scope: only its deps=), wait for room in
         its ring, submit it, and keep it."""
         manual = next((s for s in reversed(self.open_scopes) if s is not None), None)
@@ -158,7 +172,7 @@ class ChipRun:
         self.numbers[task.id] = task.number
         self.tasks.append(task)
         self.edges.extend(edges)
-        self.launches.append(launch)
+        self.launches.append(runs)
         self.unapplied.append(task)
         self.unfinished.append(task)
         self.chip.add(task)
@@ -188,7 +202,8 @@ class ChipRun:
         for t in self.unfinished:
             running = placed[t.number]
             if not self.unsafe_races and any(
-                    write and a < lo + esize and lo < b for a, b, write, _ in self._accesses(t)):
+                    write and a < lo + esize and lo < b for block in range(len(self.launches[t.number]))
+                    for a, b, write, _ in self._accesses(t, block)):
                 when = f"cycles {t.start}-{t.end}" if running else "it has not started yet"
                 raise races.TaskRace(
                     f"the orchestrator reads {_element(tensor, indices)} at cycle {self.clock} while {t.where()} "
@@ -201,9 +216,10 @@ class ChipRun:
         """Perform the tasks' data effects, in the order they started."""
         if not tasks:
             return
-        for t in sorted(tasks, key=lambda t: (t.start, t.number)):
-            if self.launches[t.number] is not None:  # a dummy has no data
-                launch, timeline = self.launches[t.number]
+        runs = sorted((p.start, t.number, p.block) for t in tasks for p in t.placements)
+        for _, number, block in runs:
+            if self.launches[number]:  # a dummy has no data
+                launch, timeline = self.launches[number][block]
                 apply(timeline, launch.tensors())
         done = {t.number for t in tasks}
         self.unapplied = [t for t in self.unapplied if t.number not in done]
@@ -217,48 +233,56 @@ class ChipRun:
         self._apply(self.unapplied)
         report = RunReport(cycles=makespan)
         for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):
-            if self.launches[t.number] is None:  # a dummy: on no core
+            deps = tuple(self.tasks[p].name for p in t.preds)
+            if not self.launches[t.number]:  # a dummy: on no core
                 report.tasks.append(TaskRecord(t.name, t.kernel, -1, t.core_type, 0, t.dispatch, t.start, t.end,
-                                               t.finish, tuple(self.tasks[p].name for p in t.preds)))
+                                               t.finish, deps))
                 continue
-            launch, timeline = self.launches[t.number]
-            cores = self._cores(t)
-            own = timeline.report()
-            pipes = {cores.get(c, c): dict(p) for c, p in own.pipe_cycles.items()}
-            for core, per in pipes.items():
-                mine = report.pipe_cycles.setdefault(core, {})
-                for pipe, cycles in per.items():
-                    mine[pipe] = mine.get(pipe, 0) + cycles
-            report.instructions += timeline.instructions
-            report.sync_instructions += timeline.sync_instructions
-            report.launches += 1
-            report.timelines.append((t.start, timeline.items, {_canonical(k): v for k, v in self._core_ids(t).items()}))
-            if self.on_launch is not None:
-                self.on_launch(launch.kernel, own)
-                report.trace_dirs.extend(own.trace_dirs)
-            report.tasks.append(TaskRecord(t.name, t.kernel, self.soc.core_number(t.core), t.core_type, 0, t.dispatch,
-                                           t.start, t.end, t.finish, tuple(self.tasks[p].name for p in t.preds),
-                                           pipes))
-        report.tasks.sort(key=lambda r: (r.start, r.task_id))
+            for p, (launch, timeline) in zip(t.placements, self.launches[t.number]):
+                cores = self._cores(t, p.core)
+                own = timeline.report()
+                pipes = {cores.get(c, c): dict(x) for c, x in own.pipe_cycles.items()}
+                for core, per in pipes.items():
+                    mine = report.pipe_cycles.setdefault(core, {})
+                    for pipe, cycles in per.items():
+                        mine[pipe] = mine.get(pipe, 0) + cycles
+                report.instructions += timeline.instructions
+                report.sync_instructions += timeline.sync_instructions
+                report.launches += 1
+                report.timelines.append((p.start, timeline.items,
+                                         {_canonical(k): v for k, v in self._core_ids(t, p.core).items()}))
+                if self.on_launch is not None:
+                    self.on_launch(launch.kernel, own)
+                    report.trace_dirs.extend(own.trace_dirs)
+                report.tasks.append(TaskRecord(t.name, t.kernel, self.soc.core_number(p.core), t.core_type, p.block,
+                                               p.dispatch, p.start, p.end, p.finish, deps, pipes))
+        report.tasks.sort(key=lambda r: (r.start, r.task_id, r.block))
         report.wall_seconds = time.perf_counter() - self.began
         return report
 
-    def _core_ids(self, t: Task) -> dict:
-        """The cores the task's timeline was simulated on (cluster 0's) -> the ones it ran on."""
+    def _core_ids(self, t: Task, core: CoreId) -> dict:
+        """The cores a block's timeline was simulated on (cluster 0's) -> the ones it ran on
+        (``core``: the block's; a mix task's, its cluster's cube core)."""
         if t.core_type == "mix":
-            cores = self.soc.cluster_cores(t.core.cluster)
+            cores = self.soc.cluster_cores(core.cluster)
             aiv = next(c for c in cores if c.kind is CoreKind.AIV)
-            return {CoreKind.AIC: t.core, CoreKind.AIV: aiv}
-        return {t.core.kind: t.core}
+            return {CoreKind.AIC: core, CoreKind.AIV: aiv}
+        return {core.kind: core}
 
-    def _cores(self, t: Task) -> dict:
-        """Core name in the task's timeline -> the name of the core it ran on."""
-        return {_canonical(kind).name: core.name for kind, core in self._core_ids(t).items()}
+    def _cores(self, t: Task, core: CoreId) -> dict:
+        """Core name in a block's timeline -> the name of the core it ran on."""
+        return {_canonical(kind).name: c.name for kind, c in self._core_ids(t, core).items()}
 
-    def _accesses(self, t: Task) -> list:
-        if self.launches[t.number] is None:
+    def _capacity(self, core_type: str) -> int:
+        """How many blocks of ``core_type`` the chip holds at once."""
+        if core_type == "aiv":
+            return len(self.soc.cores(CoreKind.AIV))
+        return len(self.soc.cores(CoreKind.AIC))  # a cube core, or a whole cluster
+
+    def _accesses(self, t: Task, block: int = 0) -> list:
+        if not self.launches[t.number]:
             return []
-        launch, timeline = self.launches[t.number]
+        launch, timeline = self.launches[t.number][block]
         tensors = launch.tensors()
         by_param = {a.param: a for a in t.args}
         out = []
@@ -274,6 +298,9 @@ def _site(span) -> str:
 
 def _element(tensor, indices) -> str:
     return f"element [{', '.join(map(str, indices))}] of a {list(tensor.shape)} tensor"
+
+
+_KINDS = {"aic": "cube cores", "aiv": "vector cores", "mix": "clusters"}
 
 
 def _canonical(kind: CoreKind) -> CoreId:

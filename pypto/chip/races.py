@@ -9,6 +9,8 @@ against byte range."""
 
 from __future__ import annotations
 
+import attrs
+
 from pypto.chip.tasks import Task
 from pypto.errors import PyptoError
 from pypto.sim.views import element_at
@@ -18,21 +20,50 @@ class TaskRace(PyptoError):
     """Two tasks touch the same bytes, one writing, and no dependency orders them."""
 
 
+@attrs.frozen(eq=False)
+class _Run:
+    """One block of a task as it ran (``block`` None: a task that is not SPMD)."""
+
+    task: Task
+    block: int | None
+    start: int
+    end: int
+
+    @property
+    def number(self) -> int:
+        return self.task.number
+
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+    @property
+    def span(self):
+        return self.task.span
+
+    def where(self) -> str:
+        return self.task.where() + (f" (block {self.block})" if self.block is not None else "")
+
+
 def check(tasks: list[Task], accesses) -> None:
-    """``accesses(task)``: its GM bytes, [(lo, hi, write, TaskArg)] — asked for only of the
-    tasks in a suspect pair: two that no chain of edges orders and that overlapped in time
-    or ran against program order (a chain, or one task, asks for nothing). Each suspect pair
-    is compared byte for byte, so no third task can hide one. Raises ``TaskRace`` for the
-    first racing pair, in start order."""
+    """``accesses(task, block)``: the GM bytes of one block of a task, [(lo, hi, write,
+    TaskArg)] — asked for only of the runs in a suspect pair: two that no chain of edges
+    orders and that overlapped in time or ran against program order, or two blocks of one
+    SPMD task (which nothing orders: they run as one) — a chain, or one task, asks for
+    nothing. Each suspect pair is compared byte for byte, so no third task can hide one.
+    Raises ``TaskRace`` for the first racing pair, in start order."""
     before = _ancestors(tasks)
-    cache: dict[int, list] = {}
+    runs = [_Run(t, p.block if len(t.placements) > 1 else None, p.start, p.end)
+            for t in tasks for p in t.placements]
+    cache: dict[tuple, list] = {}
 
-    def sorted_accesses(t: Task) -> list:
-        if t.number not in cache:
-            cache[t.number] = sorted(accesses(t), key=lambda a: a[0])
-        return cache[t.number]
+    def sorted_accesses(r: _Run) -> list:
+        key = (r.number, r.block)
+        if key not in cache:
+            cache[key] = sorted(accesses(r.task, r.block or 0), key=lambda a: a[0])
+        return cache[key]
 
-    for u, t in _suspects(tasks, before):
+    for u, t in _suspects(runs, before):
         met = _shared(sorted_accesses(u), sorted_accesses(t))
         if met is not None:
             (lo, hi, u_writes, u_arg), (_, _, t_writes, t_arg) = met
@@ -58,20 +89,26 @@ def _shared(a: list, b: list):
     return None
 
 
-def _suspects(tasks: list[Task], before: list[int]) -> list[tuple]:
+def _suspects(runs: list[_Run], before: list[int]) -> list[tuple]:
     """The pairs (earlier start, later start) that no edge orders and that overlapped in
-    time or ran against program order: a sweep in start order over the tasks still
-    running, and over those started earlier though submitted later."""
+    time or ran against program order, and the pairs of blocks of one task: a sweep in
+    start order over the runs still running, over those started earlier though submitted
+    later, and over the earlier blocks of the same task."""
     out: list[tuple] = []
-    running: list[Task] = []
-    started: list[Task] = []  # in start order
+    running: list[_Run] = []
+    started: list[_Run] = []  # in start order
+    blocks: dict[int, list] = {}  # task number -> its blocks started so far
     latest = -1  # the highest task number started so far
-    for t in sorted(tasks, key=lambda t: (t.start, t.number)):
+    for t in sorted(runs, key=lambda r: (r.start, r.number, r.block or 0)):
         running = [u for u in running if u.end > t.start]
         earlier = running if latest < t.number else started  # inverted: any earlier start may be a partner
         for u in earlier:
-            if (u.end > t.start or u.number > t.number) and not (before[t.number] >> u.number) & 1:
+            if u.task is not t.task and (u.end > t.start or u.number > t.number) \
+                    and not (before[t.number] >> u.number) & 1:
                 out.append((u, t))
+        out.extend((u, t) for u in blocks.get(t.number, ()))
+        if t.block is not None:
+            blocks.setdefault(t.number, []).append(t)
         running.append(t)
         started.append(t)
         latest = max(latest, t.number)
@@ -89,8 +126,8 @@ def _ancestors(tasks: list[Task]) -> list[int]:
     return out
 
 
-def _race(u: Task, u_writes: bool, u_arg, t: Task, t_writes: bool, t_arg, seg, overlapped: bool) -> TaskRace:
-    first, second = (u, t) if u.number < t.number else (t, u)
+def _race(u: _Run, u_writes: bool, u_arg, t: _Run, t_writes: bool, t_arg, seg, overlapped: bool) -> TaskRace:
+    first, second = (u, t) if (u.number, u.block or 0) < (t.number, t.block or 0) else (t, u)
     lo, _ = seg
     index = element_at(t_arg.tensor, lo)
     place = (f"{t_arg.written}[{', '.join(map(str, index))}]" if index is not None
@@ -99,7 +136,12 @@ def _race(u: Task, u_writes: bool, u_arg, t: Task, t_writes: bool, t_arg, seg, o
             else f"ran out of program order (the later submitted {u.name} ended at cycle {u.end}, before "
                  f"{t.name} began at {t.start})")
     first_writes = u_writes if first is u else t_writes
-    if not first_writes:  # a writer after a reader: the runtime does not order that
+    why = f"no dependency orders them: they {when}"
+    if u.task is t.task:
+        why = "nothing orders the blocks of one SPMD task"
+        hint = ("give each block its own bytes: offset its window by pl.tile.get_block_idx() (the loop variable "
+                "of pl.spmd), or make the shared part a separate task")
+    elif not first_writes:  # a writer after a reader: the runtime does not order that
         hint = (f"the runtime does not order a writer after earlier readers: make {second.name} wait for "
                 f"{first.name} with deps=[...] on its pl.at (with pl.at(...) as tid)")
     else:
@@ -108,5 +150,5 @@ def _race(u: Task, u_writes: bool, u_arg, t: Task, t_writes: bool, t_arg, seg, o
                 "order them with deps=[...]; RunConfig(unsafe_allow_task_races=True) runs it anyway")
     return TaskRace(
         f"{u.where()} {'writes' if u_writes else 'reads'} {place}, which {t.where()} "
-        f"{'writes' if t_writes else 'reads'}, and no dependency orders them: they {when}",
+        f"{'writes' if t_writes else 'reads'}, and {why}",
         span=second.span, hint=hint)

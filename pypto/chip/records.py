@@ -50,20 +50,23 @@ def swimlane(tasks, soc: SoC, level: int) -> dict:
     if level >= 3:
         metadata["core_to_thread"] = [0] * len(cores)  # one scheduler thread
     out = {"chip_swimlane_level": level, "metadata": metadata}
-    ordered = sorted((t for t in tasks if t.core is not None), key=lambda t: (t.start, t.number))  # dummies: no core
-    out["aicore_tasks"] = [[soc.core_number(t.core), t.number, t.id, ticks(t.start, soc), ticks(t.end, soc),
-                            ticks(t.start, soc) - ticks(t.dispatch, soc), 0] for t in ordered]
+    # one row per block (a task that is not SPMD has one); dummies run on no core
+    ordered = sorted(((t, p) for t in tasks if t.core is not None for p in t.placements),
+                     key=lambda tp: (tp[1].start, tp[0].number, tp[1].block))
+    out["aicore_tasks"] = [[soc.core_number(p.core), t.number, t.id, ticks(p.start, soc), ticks(p.end, soc),
+                            ticks(p.start, soc) - ticks(p.dispatch, soc), 0] for t, p in ordered]
     if level >= 2:
         out["scheduler_tasks"] = {"producer": "aicpu", "records": [
-            [soc.core_number(t.core), t.id, ticks(t.dispatch, soc), ticks(t.finish, soc), 0] for t in ordered]}
+            [soc.core_number(p.core), t.id, ticks(p.dispatch, soc), ticks(p.finish, soc), 0] for t, p in ordered]}
     if level >= 3:
         phases = []
-        for t in ordered:
-            phases.append({"start_cycles": ticks(t.dispatch - soc.chip.dispatch, soc),
-                           "end_cycles": ticks(t.dispatch, soc), "loop_iter": len(phases), "kind": "dispatch",
+        for t, p in ordered:
+            cost = soc.chip.block_dispatch if p.block else soc.chip.dispatch
+            phases.append({"start_cycles": ticks(p.dispatch - cost, soc),
+                           "end_cycles": ticks(p.dispatch, soc), "loop_iter": len(phases), "kind": "dispatch",
                            "tasks_processed": 1, "task_id": t.id})
-        for t in sorted(ordered, key=lambda t: (t.finish, t.number)):
-            phases.append({"start_cycles": ticks(t.end, soc), "end_cycles": ticks(t.finish, soc),
+        for t, p in sorted(ordered, key=lambda tp: (tp[1].finish, tp[0].number, tp[1].block)):
+            phases.append({"start_cycles": ticks(p.end, soc), "end_cycles": ticks(p.finish, soc),
                            "loop_iter": len(phases), "kind": "complete", "tasks_processed": 1, "task_id": t.id})
         phases.sort(key=lambda p: (p["start_cycles"], p["loop_iter"]))
         out["scheduler_records"] = {"streams": [{"scheduler_id": 0, "core_type": "aicpu", "records": phases}]}

@@ -5,7 +5,10 @@ first come first served per core kind, to idle cores of their kind — an AIV ta
 vector core, an AIC task to one cube core, a mix task to a whole cluster — writing one
 descriptor at a time (``dispatch``); the core picks it up (``pickup``), runs it for its
 simulated duration, and the scheduler sees it end ``completion`` later (its finish), when
-the core is free again and its consumers are released.
+the core is free again and its consumers are released. An SPMD task's blocks take cores
+one after another (``block_dispatch`` each after the first; with ``sync_start``, all at
+once or none), reusing cores when there are more blocks than cores; it finishes with its
+last block.
 
 The model runs as far as the orchestrator needs to know, and no further: a task submitted
 later arrives later, so it cannot change what happened before it arrived, but it can take
@@ -25,7 +28,7 @@ import collections
 import heapq
 
 from pypto.backend import CoreKind, SoC
-from pypto.chip.tasks import Task
+from pypto.chip.tasks import Placement, Task
 
 _FINISH, _ARRIVE, _READY = 0, 1, 2  # at one cycle: free cores first, then new work
 
@@ -50,11 +53,12 @@ class Chip:
         self.pending: list[int] = []  # per task: its producers not finished yet
         self.arrived: list[bool] = []
         self.queued: list[bool] = []
-        self.placed: list[bool] = []  # dispatched: its times are known
+        self.placed: list[bool] = []  # every block dispatched: its times are known
         self.finished: list[bool] = []
+        self.ended: list[int] = []  # per task: its blocks finished
         self.consumers: list[list[int]] = []
-        self.events: list[tuple] = []
-        self.held: dict[int, tuple] = {}  # task number -> the cores it holds
+        self.events: list[tuple] = []  # (cycle, kind, task number, block)
+        self.held: dict[tuple, tuple] = {}  # (task number, block) -> the cores it holds
         self.scheduler_free = 0
         self.makespan = 0
 
@@ -66,14 +70,16 @@ class Chip:
         self.pending.append(sum(not self.finished[p] for p in t.preds))
         for flags in (self.arrived, self.queued, self.placed, self.finished):
             flags.append(False)
+        self.ended.append(0)
         self.consumers.append([])
         for p in t.preds:
             self.consumers[p].append(t.number)
-        heapq.heappush(self.events, (t.submitted, _ARRIVE, t.number))
+        t.placements = []
+        heapq.heappush(self.events, (t.submitted, _ARRIVE, t.number, 0))
         self.makespan = max(self.makespan, t.submitted)
 
     def until_placed(self, number: int) -> Task:
-        """Decide up to the dispatch of task ``number``: its times are known then."""
+        """Decide up to the dispatch of task ``number``'s last block: its times are known then."""
         while not self.placed[number]:
             if not self.events:  # preds name earlier tasks only, so this is a broken graph, not a user's
                 raise RuntimeError(f"task {self.tasks[number].name} never became ready")
@@ -98,9 +104,9 @@ class Chip:
         tasks, events = self.tasks, self.events
         now = events[0][0]
         while events and events[0][0] == now:
-            _, kind, k = heapq.heappop(events)
+            _, kind, k, block = heapq.heappop(events)
             if kind == _FINISH:
-                self._finish(k, now)
+                self._finish(k, block, now)
             elif kind == _ARRIVE:
                 self.arrived[k] = True
                 if self.pending[k] == 0:
@@ -111,18 +117,22 @@ class Chip:
             else:
                 self.ready[tasks[k].core_type].append(k)
         for core_type, queue in self.ready.items():
-            while queue:
+            while queue:  # first come first served: the head's blocks take cores before the next task
+                t = tasks[queue[0]]
+                if t.sync_start and not t.placements and _room(core_type, self.idle, self.soc) < len(t.blocks):
+                    break  # all its blocks at once, or none yet
                 cores = _take(core_type, self.idle, self.soc)
                 if cores is None:
                     break
-                t = tasks[queue.popleft()]
                 self._dispatch(t, cores, now)
-                self.makespan = max(self.makespan, t.finish)
+                if len(t.placements) == len(t.blocks):
+                    queue.popleft()
+                    self._placed(t, now)
 
     def _enqueue(self, k: int, at: int) -> None:
         if not self.queued[k]:
             self.queued[k] = True
-            heapq.heappush(self.events, (at, _READY, k))
+            heapq.heappush(self.events, (at, _READY, k, 0))
 
     def _stage(self, k: int, now: int) -> None:
         """allow_early_resolve: a task whose unfinished producers are all flagged and all
@@ -132,37 +142,63 @@ class Chip:
             self._enqueue(k, now)
 
     def _dispatch(self, t: Task, cores: tuple, now: int) -> None:
+        """The task's next block onto ``cores`` (none: a dummy, done as soon as it is ready,
+        without the scheduler's dispatch)."""
         c = self.c
-        self.held[t.number] = cores
-        self.placed[t.number] = True
-        if not cores:  # a dummy: done as soon as it is ready, without the scheduler's dispatch
-            t.core, t.dispatch = None, now
-            t.start = t.end = t.finish = now
-            heapq.heappush(self.events, (now, _FINISH, t.number))
+        block = len(t.placements)
+        self.held[(t.number, block)] = cores
+        if not cores:
+            t.placements.append(Placement(block, None, now, now, now, now))
+            heapq.heappush(self.events, (now, _FINISH, t.number, block))
             return
-        self.scheduler_free = max(now, self.scheduler_free) + c.dispatch
-        t.core = cores[0]
-        t.dispatch = self.scheduler_free
+        self.scheduler_free = max(now, self.scheduler_free) + (c.block_dispatch if block else c.dispatch)
         # staged early: released the instant its producers end (their completion, the
         # scheduler's release and this pickup are off the critical path)
         released = max((self.tasks[p].end for p in t.preds if not self.finished[p]), default=0)
-        t.start = max(t.dispatch + c.pickup, released)
-        t.end = t.start + t.duration
-        t.finish = t.end + c.completion
-        heapq.heappush(self.events, (t.finish, _FINISH, t.number))
+        start = max(self.scheduler_free + c.pickup, released)
+        end = start + t.blocks[block]
+        t.placements.append(Placement(block, cores[0], self.scheduler_free, start, end, end + c.completion))
+        if not t.sync_start:
+            heapq.heappush(self.events, (end + c.completion, _FINISH, t.number, block))
+
+    def _placed(self, t: Task, now: int) -> None:
+        """Every block of ``t`` has its cores: its times, and what its flag lets consumers do."""
+        if t.sync_start and t.core_type != "dummy":  # admitted together: they start when the last is picked up
+            start = max(p.start for p in t.placements)
+            for p, duration in zip(t.placements, t.blocks):
+                p.start, p.end = start, start + duration
+                p.finish = p.end + self.c.completion
+                heapq.heappush(self.events, (p.finish, _FINISH, t.number, p.block))
+        first = t.placements[0]
+        t.core, t.dispatch = first.core, first.dispatch
+        t.start = min(p.start for p in t.placements)
+        t.end = max(p.end for p in t.placements)
+        t.finish = max(p.finish for p in t.placements)
+        self.makespan = max(self.makespan, t.finish)
+        self.placed[t.number] = True
         if t.early:
             for succ in self.consumers[t.number]:
                 if self.arrived[succ]:
                     self._stage(succ, now)
 
-    def _finish(self, k: int, now: int) -> None:
-        self.finished[k] = True
-        for core in self.held.pop(k):
+    def _finish(self, k: int, block: int, now: int) -> None:
+        for core in self.held.pop((k, block)):
             bisect.insort(self.idle[core.kind], core, key=self.number)
+        self.ended[k] += 1
+        if self.ended[k] < len(self.tasks[k].blocks):
+            return
+        self.finished[k] = True
         for succ in self.consumers[k]:
             self.pending[succ] -= 1
             if self.pending[succ] == 0 and self.arrived[succ]:
                 self._enqueue(succ, now + self.c.release)
+
+def _room(core_type: str, idle: dict, soc: SoC) -> int:
+    """How many blocks of ``core_type`` could take cores now."""
+    if core_type in ("aic", "aiv"):
+        return len(idle[CoreKind.AIC if core_type == "aic" else CoreKind.AIV])
+    free_aiv = collections.Counter(core.cluster for core in idle[CoreKind.AIV])
+    return sum(free_aiv[cube.cluster] == soc.aiv_per_cluster for cube in idle[CoreKind.AIC])
 
 
 def _take(core_type: str, idle: dict, soc: SoC) -> tuple | None:

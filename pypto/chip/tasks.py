@@ -43,6 +43,18 @@ def task_id(ring: int, local: int) -> int:
     return (ring << 32) | local
 
 
+@attrs.define
+class Placement:
+    """Where and when one block of a task ran (a task that is not SPMD has one)."""
+
+    block: int
+    core: CoreId | None
+    dispatch: int
+    start: int
+    end: int
+    finish: int
+
+
 @attrs.define(eq=False)
 class Task:
     number: int  # in submission order, from 0
@@ -57,11 +69,21 @@ class Task:
     preds: tuple = ()  # task numbers it waits for
     early: bool = False  # allow_early_resolve: its consumers may be staged before it finishes
     manual: bool = False  # submitted in a manual scope: only its deps= order it
-    core: CoreId | None = None  # where it ran (a mix task: its cluster's cube core)
+    durations: tuple = ()  # an SPMD task's: cycles of each block (else its one block runs ``duration``)
+    sync_start: bool = False  # SPMD: every block takes its core at once, or none does
+    # once scheduled: each block's placement, and the task's — its first block's core and
+    # dispatch, its first start, its last end and finish
+    placements: list = attrs.Factory(list)
+    core: CoreId | None = None  # (a mix task: its cluster's cube core)
     dispatch: int = 0
     start: int = 0
     end: int = 0
     finish: int = 0
+
+    @property
+    def blocks(self) -> tuple:
+        """Each block's duration."""
+        return self.durations or (self.duration,)
 
     @property
     def id(self) -> int:

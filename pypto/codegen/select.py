@@ -29,6 +29,7 @@ from pypto.codegen.isa import (
 from pypto.errors import CodegenError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, lookup
+from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType, TileType
@@ -112,6 +113,8 @@ class _Selector:
 
     def stmt(self, s) -> list:
         if isinstance(s, n.Assign):
+            if isinstance(s.value, n.Call) and s.value.op in BLOCK_REGISTERS:  # a read of the core's block register
+                return [ScalarAssign(s.target, n.Var(BLOCK_REGISTERS[s.value.op]))]
             if isinstance(s.value, n.Call):
                 return self.call(s.value, s.target, s.span)
             if isinstance(s.type, TensorType) and isinstance(s.value, n.Var):

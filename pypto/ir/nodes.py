@@ -141,6 +141,11 @@ class Submit:
     deps: tuple = attrs.field(default=(), converter=tuple)
     no_dep: tuple = attrs.field(default=(), converter=tuple)
     allow_early_resolve: bool = False
+    # SPMD (``pl.spmd`` / ``pl.spmd_submit``): one task of ``blocks`` blocks (an integer
+    # expression), each running the kernel with its own ``pl.tile.get_block_idx()``;
+    # ``sync_start``: all blocks admitted to cores together
+    blocks: object = None
+    sync_start: bool = False
 
 
 # --------------------------------------------------------------------------- statements
@@ -220,11 +225,14 @@ class Scope:
     deps: tuple = attrs.field(default=(), converter=tuple)
     no_dep_args: tuple = attrs.field(default=(), converter=tuple)
     allow_early_resolve: bool = False
+    blocks: object = None  # ``pl.spmd(n)``: the task's block count (see ``Submit``)
+    sync_start: bool = False
 
     @property
     def submits(self) -> bool:
         """Whether the scope's task is a ``Submit`` rather than a plain call."""
-        return bool(self.task_id is not None or self.deps or self.no_dep_args or self.allow_early_resolve)
+        return bool(self.task_id is not None or self.deps or self.no_dep_args or self.allow_early_resolve
+                    or self.blocks is not None)
 
 
 @attrs.frozen
@@ -387,6 +395,8 @@ def value_exprs(value):
         if value.call is not None:
             yield from value_exprs(value.call)
         yield from value.deps
+        if value.blocks is not None:
+            yield value.blocks
     elif isinstance(value, (Call, FuncCall)):
         for arg in value.args:
             if isinstance(arg, tuple):

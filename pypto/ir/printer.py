@@ -261,14 +261,19 @@ class _Printer:
             args = [f"level=pl.Level.{s.level.name}"]
             if s.name_hint:
                 args.append(f"name_hint={string(s.name_hint)}")
+            task = []  # an SPMD scope's task keywords go on its pl.spmd line
             if s.deps:
-                args.append(f"deps=[{', '.join(expr(d) for d in s.deps)}]")
+                task.append(f"deps=[{', '.join(expr(d) for d in s.deps)}]")
             if s.no_dep_args:
                 args.append(f"no_dep_args=[{', '.join(s.no_dep_args)}]")
             if s.allow_early_resolve:
-                args.append("allow_early_resolve=True")
+                task.append("allow_early_resolve=True")
             bound = f" as {s.task_id}" if s.task_id is not None else ""
-            self.emit(depth, f"with pl.at({', '.join(args)}){bound}:")
+            if s.blocks is not None:
+                spmd = [expr(s.blocks)] + (["sync_start=True"] if s.sync_start else []) + task
+                self.emit(depth, f"with pl.spmd({', '.join(spmd)}){bound}:")
+                depth, bound, task = depth + 1, "", []
+            self.emit(depth, f"with pl.at({', '.join(args + task)}){bound}:")
             self.block(s.body, depth + 1)
         else:
             raise TypeError(f"not a statement: {s!r}")
@@ -300,10 +305,16 @@ class _Printer:
             return f"pl.system.task_dummy(deps=[{', '.join(expr(d) for d in v.deps)}])"
         if isinstance(v, n.Submit):
             args = [f"pl.no_dep({expr(a)})" if k in v.no_dep else expr(a) for k, a in enumerate(v.call.args)]
+            if v.blocks is not None:
+                args.append(f"core_num={expr(v.blocks)}")
+                if v.sync_start:
+                    args.append("sync_start=True")
             if v.deps:
                 args.append(f"deps=[{', '.join(expr(d) for d in v.deps)}]")
             if v.allow_early_resolve:
                 args.append("allow_early_resolve=True")
+            if v.blocks is not None:
+                return f"pl.spmd_submit(self.{v.call.callee}{''.join(', ' + a for a in args)})"
             return f"pl.submit(self.{v.call.callee}{''.join(', ' + a for a in args)})"
         return expr(v)
 

@@ -161,6 +161,8 @@ class _FunctionChecker:
                 scope.update(n.visible_after(inner))
         elif isinstance(s, n.Scope):
             self.uses(s.deps, scope, s)
+            if s.blocks is not None:
+                self.uses((s.blocks,), scope, s)
             self.block(s.body, scope, None)
             for inner in s.body:  # a scope is transparent: what its body binds is visible after it
                 scope.update(n.visible_after(inner))
@@ -218,6 +220,10 @@ class _FunctionChecker:
                     raise self.fail(f"waits for '{expr(d)}', which is not a TaskId", stmt)
             if v.no_dep and (v.call is None or any(not 0 <= k < len(v.call.args) for k in v.no_dep)):
                 raise self.fail(f"no_dep positions {list(v.no_dep)} beyond the call's arguments", stmt)
+            if v.blocks is not None:
+                self.uses((v.blocks,), scope, stmt)
+                if v.call is None:
+                    raise self.fail("a task of blocks needs a kernel: task_dummy has none", stmt)
             return TASK_ID
         if isinstance(v, n.FuncCall):
             self.uses(v.args, scope, stmt)

@@ -63,13 +63,14 @@ class Callee:
     returned_params: tuple = ()
     # The name the user calls it by (a specialization's IR name may be 'two_1').
     display: str = attrs.field(default=attrs.Factory(lambda self: self.name, takes_self=True))
+    kernel: bool = False  # it runs on a core: a call of it is a task
 
     @classmethod
     def of(cls, fn: n.Function, display: str | None = None) -> Callee:
         index = {p.name: k for k, p in enumerate(fn.params)}
         ret = fn.body[-1] if fn.body and isinstance(fn.body[-1], n.Return) else None
         returned = tuple(index.get(v.name) if isinstance(v, n.Var) else None for v in ret.values) if ret else ()
-        return cls(fn.name, fn.returns, fn.params, returned, display or fn.name)
+        return cls(fn.name, fn.returns, fn.params, returned, display or fn.name, fn.type.is_kernel)
 
 
 @attrs.frozen
@@ -141,14 +142,17 @@ class CallConverter(ExprConverter):
                 return e, self.expr_type(e, node)
             if meaning.name == "const":
                 return self._const_call(node)
-            if meaning.name == "submit":
-                return self.submit_call(node)
+            if meaning.name in ("submit", "spmd_submit"):
+                return self.submit_call(node, spmd=meaning.name == "spmd_submit")
+            if meaning.name in ("available_cluster_count", "available_aiv_count"):
+                return self.available_count(node, meaning.name)
             if meaning.name == "dim":
                 return self.dim_call(node)
             if meaning.name == "task_dummy":
                 return self.task_dummy_call(node)
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
                      "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
+                     "spmd": "a for-loop iterator or a with statement",
                      "no_dep": "an argument of pl.submit(self.kernel, ...) (in a @pl.jit entry: "
                                "pl.at(..., no_dep_args=[t]))",
                      "scope": "a with statement", "manual_scope": "a with statement",
@@ -197,6 +201,7 @@ class CallConverter(ExprConverter):
             raise self.error(UnsupportedSyntaxError, node, "kernel functions take positional arguments")
         args = [self.operand(a) for a in node.args]
         callee: Callee = resolve(tuple(t for _, t in args))
+        self.callees[callee.name] = callee
         for k, ((e, t), p) in enumerate(zip(args, callee.params)):
             if isinstance(t, ScalarType) and t != p.type:  # an integer the call converts (check_call_types)
                 ssa = self.fresh(p.name)

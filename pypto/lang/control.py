@@ -9,7 +9,6 @@ converter's statements (``block``, ``bind``, ``value``) and calls (``CallConvert
 from __future__ import annotations
 
 import ast
-import keyword
 
 import attrs
 
@@ -22,7 +21,6 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
     INDEX,
-    TASK_ID,
     ForKind,
     Level,
     ScalarType,
@@ -103,6 +101,8 @@ class ControlFlow:
     def for_(self, node: ast.For, live_after: frozenset) -> None:
         if self.unrolled(node):
             return self.unroll(node, live_after)
+        if self._is_builtin_call(node.iter, "spmd"):
+            return self.spmd_for(node, live_after)
         if node.orelse:
             raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
         kind, start, stop, step, stage, inits = self.loop_header(node)
@@ -426,6 +426,8 @@ class ControlFlow:
         call = item.context_expr
         if self._is_builtin_call(call, "scope") or self._is_builtin_call(call, "manual_scope"):
             return self.runtime_scope(node, call, live_after)
+        if self._is_builtin_call(call, "spmd"):
+            return self.spmd_with(node, call, live_after)
         if not self._is_builtin_call(call, "at"):
             raise self.error(UnsupportedSyntaxError, call, "kernels open scopes with pl.at(level=pl.Level.CORE_GROUP)")
         target = item.optional_vars
@@ -449,13 +451,7 @@ class ControlFlow:
         if level is not Level.CORE_GROUP:
             raise self.error(UnsupportedSyntaxError, kw["level"], f"pl.at(level=pl.Level.{level.name}) is not supported yet",
                              hint="use pl.Level.CORE_GROUP for an InCore scope")
-        hint = self.static_of(kw["name_hint"], str, "name_hint") if "name_hint" in kw else ""
-        if hint and (not hint.isidentifier() or keyword.iskeyword(hint) or hint in ("pl", "self")):
-            # It names the outlined function, which dumps print as a Python method.
-            raise self.error(TypeCheckError, kw["name_hint"],
-                             f"name_hint={hint!r} must be a Python identifier that is not a keyword",
-                             hint="letters, digits and underscores, not starting with a digit, "
-                                  "e.g. name_hint=\"softmax_rows\"")
+        hint = self.scope_name_hint(kw["name_hint"]) if "name_hint" in kw else ""
         deps = self.task_deps(kw["deps"]) if "deps" in kw else ()
         no_dep = self.no_dep_args(kw["no_dep_args"]) if "no_dep_args" in kw else ()
         early = (self.static_of(kw["allow_early_resolve"], bool, "allow_early_resolve",
@@ -465,13 +461,7 @@ class ControlFlow:
             body = self.block(node.body, live_after)
         finally:
             self.incore = False
-        tid = None
-        if target is not None:
-            self.check_local_name(target.id, target)
-            tid = self.fresh(target.id)
-            self.types[tid] = TASK_ID
-            self.env[target.id] = tid
-            self.dropped.pop(target.id, None)
+        tid = self.bind_task_id(target) if target is not None else None
         self.emit(n.Scope(body, level, hint, span=self.span(node), task_id=tid, deps=deps, no_dep_args=no_dep,
                           allow_early_resolve=early))
 

@@ -33,6 +33,7 @@ from pypto.lang import names as N
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import RUNTIME, Source
+from pypto.lang.spmd import SpmdForms
 from pypto.lang.tasks import TaskForms
 
 INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
@@ -42,7 +43,7 @@ _OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: 
                   ast.Not: "not", ast.Invert: "~"}
 
 
-class FunctionConverter(TaskForms, ControlFlow, CallConverter):
+class FunctionConverter(SpmdForms, TaskForms, ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
                  returns=None, auto_scope: bool = True):
@@ -346,6 +347,8 @@ class FunctionConverter(TaskForms, ControlFlow, CallConverter):
         """``o1, o2 = two(a, o1, o2)``: the kernel writes the tensors it is handed and returns
         them, so the call is a statement and each name is the argument the callee returns."""
         value, t = self.value(call_node)
+        if isinstance(value, n.Submit) and value.call is not None:
+            return self.unpack_submit(names, value, call_node)
         if not isinstance(t, Several):
             count = 0 if isinstance(t, Nothing) else 1
             raise self.error(TypeCheckError, call_node,

@@ -127,6 +127,8 @@ class ExprConverter:
         self.sources: dict[str, set[str]] = {}
         self.writes: list = []
         self.returned_args: dict = {}  # FuncCall -> the argument Expr the callee returns
+        self.callees: dict = {}  # IR name of each function called -> its Callee
+        self.submitted: dict = {}  # Submit -> the type its kernel call has (what it returns)
         self.inlining: list = []  # inline kernels being spliced in (one inside another is fine, itself is not)
         # SSA names whose value is known at compile time. ``folded`` ones (bound by
         # unpacking, ``M, N = a.shape``) have no binding statement: every use is the

@@ -97,7 +97,7 @@ ENUMS = {
     "TensorLayout": TensorLayout,
 }
 DTYPES = {d.name: d for d in DataType}
-BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const"})
+BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit"})
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array"})
@@ -141,8 +141,8 @@ def interpret(path: Path):
         if len(rest) == 1 and rest[0] in enum_cls.__members__:
             return Value(enum_cls[rest[0]])
         return None
-    if head == "system" and rest == ("task_dummy",):
-        return Builtin("task_dummy")
+    if head == "system" and rest in (("task_dummy",), ("available_cluster_count",), ("available_aiv_count",)):
+        return Builtin(rest[0])
     if head in NAMESPACES:
         if not rest:
             return Namespace(path)

@@ -7,11 +7,13 @@ and ``CallConverter`` are."""
 from __future__ import annotations
 
 import ast
+import keyword
 
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import INDEX, TASK_ID, ArrayType, DataType, ScopeMode, TensorType, type_name
 from pypto.lang import liveness
+from pypto.lang.calls import Nothing, Several
 from pypto.lang import names as N
 
 
@@ -194,19 +196,21 @@ class TaskForms:
         e = n.Const(t.shape[axis])
         return e, self.expr_type(e, node)
 
-    def submit_call(self, node: ast.Call):
+    def submit_call(self, node: ast.Call, spmd: bool = False):
         """``pl.submit(self.k, *args, deps=[...], allow_early_resolve=...)``: the kernel call
         as a task, its value the task's id; ``pl.no_dep(t)`` marks an argument the task
-        leaves out of dependency tracking."""
+        leaves out of dependency tracking. ``pl.spmd_submit`` adds ``core_num=`` blocks and
+        ``sync_start=``. (``out, tid = pl.submit(...)``: see ``unpack_submit``.)"""
+        form = "pl.spmd_submit" if spmd else "pl.submit"
         target = node.args[0] if node.args else None
         if self.incore:
-            raise self.error(ParseError, node, "pl.submit is the orchestration's: a kernel submits no tasks",
+            raise self.error(ParseError, node, f"{form} is the orchestration's: a kernel submits no tasks",
                              hint="submit from an Orchestration function of the program")
         if not (self.has_self and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                 and target.value.id == "self" and "self" not in self.env):
             raise self.error(TypeCheckError, target or node,
-                             "pl.submit(...) first argument must be a self.<kernel> method reference",
-                             hint="pl.submit(self.kernel, a, out) inside a @pl.program")
+                             f"{form}(...) first argument must be a self.<kernel> method reference",
+                             hint=f"{form}(self.kernel, a, out{', core_num=8' if spmd else ''}) inside a @pl.program")
         args, no_dep = [], []
         for k, a in enumerate(node.args[1:]):
             if self._is_builtin_call(a, "no_dep"):
@@ -216,26 +220,64 @@ class TaskForms:
                 a = a.args[0]
             args.append(a)
         kw = {k.arg: k for k in node.keywords}
-        unknown = set(kw) - {"deps", "allow_early_resolve"}
+        unknown = set(kw) - {"deps", "allow_early_resolve"} - ({"core_num", "sync_start"} if spmd else set())
         if unknown:
             raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
-                             f"pl.submit got an unexpected keyword '{sorted(unknown)[0]}'",
-                             hint="pl.submit(self.kernel, *args, deps=[...], allow_early_resolve=True): the kernel's "
-                                  "arguments by position")
+                             f"{form} got an unexpected keyword '{sorted(unknown)[0]}'",
+                             hint=f"{form}(self.kernel, *args, {'core_num=8, ' if spmd else ''}deps=[...], "
+                                  "allow_early_resolve=True): the kernel's arguments by position")
+        blocks, sync = self.spmd_submit_keywords(node, kw, target.attr) if spmd else (None, False)
         deps = self.task_deps(kw["deps"].value) if "deps" in kw else ()
         early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve",
                                 hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
         call = ast.copy_location(ast.Call(target, args, []), node)
-        value, _ = self.function_call(call, lambda types: self.hooks.call_method(target.attr, types, call, self))
+        value, t = self.function_call(call, lambda types: self.hooks.call_method(target.attr, types, call, self))
         if not self.hooks.function(target.attr, node).type.is_kernel:
-            raise self.error(TypeCheckError, target, f"pl.submit(...) submits a kernel, and 'self.{target.attr}' is "
+            raise self.error(TypeCheckError, target, f"{form}(...) submits a kernel, and 'self.{target.attr}' is "
                              "not one (a task runs an InCore, AIC, AIV or Group function)",
                              hint=f"call it directly: self.{target.attr}(...), or make it "
                                   "@pl.function(type=pl.FunctionType.InCore)")
         for k in no_dep:
             if not isinstance(self.expr_type(value.args[k], node.args[k + 1]), TensorType):
                 raise self.error(TypeCheckError, node.args[k + 1], "pl.no_dep marks a tensor argument")
-        return n.Submit(value, deps, tuple(no_dep), early), TASK_ID
+        task = n.Submit(value, deps, tuple(no_dep), early, blocks, sync)
+        self.submitted[task] = t
+        return task, TASK_ID
+
+    def unpack_submit(self, names, task: n.Submit, node: ast.Call) -> None:
+        """``out, tid = pl.submit(self.k, ...)``: the kernel's results (the tensors it wrote,
+        which are its arguments), then the task's id."""
+        t = self.submitted[task]
+        results = len(t.callee.returns) if isinstance(t, Several) else 0 if isinstance(t, Nothing) else 1
+        if len(names) != results + 1:
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node.func)}' gives the kernel's {results} "
+                             f"result{'s' if results != 1 else ''} and the task's id: {results + 1} values, not "
+                             f"{len(names)}", hint=f"{', '.join(['out'] * results + ['tid'])} = {ast.unparse(node)}")
+        if isinstance(t, Several):
+            returned = [t.args[k] if k is not None else None for k in t.callee.returned_params]
+        else:
+            returned = [self.returned_args.get(task.call)] if results else []
+        if any(r is None for r in returned):
+            raise self.error(UnsupportedSyntaxError, node, "a submitted kernel returns the tensors it writes (its "
+                             "Out/InOut parameters)")
+        self.bind(names[-1].id, TASK_ID, task, names[-1])
+        for name, arg, rt in zip(names, returned, t.callee.returns if isinstance(t, Several) else [t]):
+            if isinstance(arg, n.Var):
+                self.check_local_name(name.id, name)
+                self.env[name.id] = arg.name
+                self.dropped.pop(name.id, None)
+            else:
+                self.bind(name.id, rt, arg, name)
+
+    def scope_name_hint(self, node) -> str:
+        """A scope's ``name_hint=``: it names the outlined function, which dumps print as a
+        Python method."""
+        hint = self.static_of(node, str, "name_hint")
+        if hint and (not hint.isidentifier() or keyword.iskeyword(hint) or hint in ("pl", "self")):
+            raise self.error(TypeCheckError, node, f"name_hint={hint!r} must be a Python identifier that is not a "
+                             "keyword", hint="letters, digits and underscores, not starting with a digit, "
+                                             "e.g. name_hint=\"softmax_rows\"")
+        return hint
 
 
 def _task_ids(t) -> bool:

@@ -57,6 +57,8 @@ scope = _DslName("scope")
 manual_scope = _DslName("manual_scope")
 no_dep = _DslName("no_dep")
 at = _DslName("at")
+spmd = _DslName("spmd")
+spmd_submit = _DslName("spmd_submit")
 yield_ = _DslName("yield_")
 min = _DslName("min")  # noqa: A001
 max = _DslName("max")  # noqa: A001
@@ -70,5 +72,5 @@ __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
     "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
-    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", *sorted(_UNIFIED),
+    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", *sorted(_UNIFIED),
 ]

@@ -12,6 +12,7 @@ import attrs
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
+from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.ir.printer import expr
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.types import TensorType, TileType
@@ -72,6 +73,7 @@ class _Interpreter:
         self.kernel = [False]  # whether each function on the call stack runs on a core
         self.tasks = 0  # kernel calls run here, without an orchestrator: a Submit's id
         self.path: list = []  # the orchestration-call statements running
+        self.block_registers = [(0, 1)]  # (block index, blocks) of the SPMD task running
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
         if self.orchestrator is not None and fn.type.is_kernel:  # an entry that is a kernel
@@ -161,6 +163,12 @@ class _Interpreter:
             return self.call_op(v, result_type, env, stmt)
         if isinstance(v, n.Submit):
             deps = tuple(self.expr(d, env, stmt) for d in v.deps)
+            if v.blocks is not None:
+                blocks = self.expr(v.blocks, env, stmt)
+                if blocks < 1:
+                    raise ExecutionError(f"an SPMD task of {blocks} blocks: core_num is at least 1", span=stmt.span,
+                                         hint="size pl.spmd(n) / core_num=n by a positive count")
+                v = attrs.evolve(v, blocks=blocks)
             if v.call is None:  # pl.system.task_dummy
                 if self.orchestrator is not None:
                     return self.orchestrator.dummy(deps, Site(stmt, self.depth, self.manual > 0, None, tuple(self.path)))
@@ -189,9 +197,21 @@ class _Interpreter:
                                                                   tuple(self.path)))
             return tuple(values), task
         self.tasks += 1
-        return self.call(fn, args), self.tasks - 1
+        blocks = submit.blocks if submit is not None and submit.blocks is not None else None
+        if blocks is None:
+            return self.call(fn, args), self.tasks - 1
+        values = ()
+        for block in range(blocks):  # an SPMD task's blocks, one after another
+            self.block_registers.append((block, blocks))
+            try:
+                values = self.call(fn, args)
+            finally:
+                self.block_registers.pop()
+        return values, self.tasks - 1
 
     def call_op(self, call: n.Call, result_type, env: dict, stmt):
+        if call.op in BLOCK_REGISTERS:
+            return self.block_registers[-1][call.op == "tile.get_block_num"]
         op = lookup(call.op)
         kwargs = {}
         for p, arg in zip(op.params, call.args):

@@ -30,8 +30,10 @@ import weakref
 
 import attrs
 
-from pypto.codegen.isa import GmLoc, Instr, Kernel, SetFlag, WaitFlag, walk
+from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, SetFlag, WaitFlag, walk
 from pypto.errors import Span
+from pypto.ir import nodes as n
+from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
 from pypto.sim.hazards import RaceChecker, SimulatorHazard
@@ -203,6 +205,8 @@ class Launch:
     args: tuple
     cluster: int = 0
     lane: int = 0
+    block: int = 0  # which block of an SPMD task, of ``blocks``: what its block registers read
+    blocks: int = 1
 
     def peers(self, soc: SoC) -> dict:
         cores = soc.cluster_cores(self.cluster)
@@ -227,20 +231,34 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
 
 
 def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, cluster: int = 0,
-             lane: int = 0) -> Timeline:
+             lane: int = 0, block: int = 0, blocks: int = 1) -> Timeline:
     """One launch's Timeline (a hazard or deadlock raises here), remembered per kernel for
-    the same scalar arguments, tensor views and cores: control flow reads no tensor data,
-    and where in memory the tensors lie matters only as far as they share storage."""
-    key = (id(soc), unsafe, cluster, lane) + _placement(kernel, args)
+    the same scalar arguments, tensor views and cores (and block registers, if it reads
+    them): control flow reads no tensor data, and where in memory the tensors lie matters
+    only as far as they share storage."""
     cache = _timelines(kernel)
+    if cache.reads_registers is None:
+        cache.reads_registers = _reads_block_registers(kernel)
+    registers = (block, blocks) if cache.reads_registers else ()
+    key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args)
     timeline = cache.pop(key, None)  # the most recently used go last
     if timeline is None:
-        timeline = simulate_together((Launch(kernel, args, cluster, lane),), soc, unsafe=unsafe)
+        timeline = simulate_together((Launch(kernel, args, cluster, lane, block, blocks),), soc, unsafe=unsafe)
         cache.items_kept += len(timeline.items)
         while cache and cache.items_kept > _KEPT_ITEMS:
             cache.items_kept -= len(cache.pop(next(iter(cache))).items)
     cache[key] = timeline
     return timeline
+
+
+def _reads_block_registers(kernel: Kernel) -> bool:
+    """Whether any of the kernel's programs reads ``%block_idx`` or ``%block_num``."""
+    return any(isinstance(x, ScalarAssign) and n.expr_vars(x.value) & _REGISTERS
+               for program in kernel.programs for x in walk(program.body))
+
+
+_REGISTERS = frozenset(BLOCK_REGISTERS.values())
+_BLOCK_NAMES = (BLOCK_REGISTERS["tile.get_block_idx"], BLOCK_REGISTERS["tile.get_block_num"])
 
 
 def _placement(kernel: Kernel, args: tuple) -> tuple:
@@ -277,6 +295,7 @@ class _Kept(dict):
     """One kernel's timelines by key, in order of use, and their trace items in all."""
 
     items_kept = 0
+    reads_registers: bool | None = None  # whether the kernel reads its block registers
 
 
 def _timelines(kernel: Kernel) -> _Kept:
@@ -315,6 +334,7 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
     written = [launch.tensors()[name] for launch in launches for name in _stored(launch.kernel)]
     for k, launch in enumerate(launches):
         scalars = {name: v for (name, t), v in zip(launch.kernel.params, launch.args) if not isinstance(t, TensorType)}
+        scalars.update(zip(_BLOCK_NAMES, (launch.block, launch.blocks)))
         tensors = launch.tensors()
         peers = launch.peers(soc)
         for program in launch.kernel.programs:

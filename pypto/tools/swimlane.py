@@ -12,6 +12,7 @@ gets ``swimlane.json`` and ``swimlane.html``. It reads JSON only, never runs wha
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import sys
 from pathlib import Path
@@ -85,14 +86,14 @@ def records_of(data, path: Path) -> dict:
     rows = scheduler.get("records", []) if isinstance(scheduler, dict) else []
     if not isinstance(rows, list):
         raise SwimlaneError(f"{path}: scheduler_tasks.records is not a list")
-    by_task = {t["task"]: t for t in tasks}
+    by_run = {(t["core"], t["task"]): t for t in tasks}  # an SPMD task has a row per block, each on its core
     for k, row in enumerate(rows):
         where = f"{path}: scheduler_tasks.records[{k}]"
         if not isinstance(row, list) or len(row) not in (4, 5):
             raise SwimlaneError(f"{where}: expected [core_id, task_id, dispatch, finish(, run_epoch)]")
-        _, task, dispatch, finish = (_int(v, where) for v in row[:4])
-        if task in by_task:
-            by_task[task]["dispatch"], by_task[task]["finish"] = dispatch, finish
+        core, task, dispatch, finish = (_int(v, where) for v in row[:4])
+        if (core, task) in by_run:
+            by_run[(core, task)]["dispatch"], by_run[(core, task)]["finish"] = dispatch, finish
     return {"hz": hz, "types": types, "tasks": tasks}
 
 
@@ -146,21 +147,25 @@ def trace(records: dict, deps=None, name_map=None) -> dict:
             events.append({"name": "thread_name", "ph": "M", "pid": GROUPS[kind][0], "tid": core,
                            "args": {"name": f"{kind}{counts[kind]} (core {core})"}})
             counts[kind] += 1
-    where = {}
+    where: dict[int, list] = {}  # task id -> (pid, core, start, end) of each of its blocks
+    blocks = collections.Counter(t["task"] for t in records["tasks"])
     for t in records["tasks"]:
         pid = GROUPS[t["type"]][0]
-        where[t["task"]] = (pid, t["core"], t["start"] * us, t["end"] * us)
+        where.setdefault(t["task"], []).append((pid, t["core"], t["start"] * us, t["end"] * us))
         label = names.get(t["task"], task_name(t["task"]))
         args = {"task_id": task_name(t["task"]), "core": t["core"], "dispatch": t["dispatch"], "start": t["start"],
                 "end": t["end"], "finish": t["finish"]}
+        if blocks[t["task"]] > 1:  # an SPMD task: its blocks share the name, and say which they are
+            args["blocks"] = blocks[t["task"]]
         if t["start"] > t["dispatch"]:
             events.append({"name": "pickup", "ph": "X", "pid": pid, "tid": t["core"], "ts": t["dispatch"] * us,
                            "dur": (t["start"] - t["dispatch"]) * us, "args": {"task_id": task_name(t["task"])}})
         events.append({"name": label, "ph": "X", "pid": pid, "tid": t["core"], "ts": t["start"] * us,
                        "dur": (t["end"] - t["start"]) * us, "args": args})
     for k, (pred, succ) in enumerate(_edges(deps)):
-        if pred in where and succ in where:
-            (ppid, pcore, _, pend), (spid, score, sstart, _) = where[pred], where[succ]
+        if pred in where and succ in where:  # from the producer's last block to end to the consumer's first
+            (ppid, pcore, _, pend) = max(where[pred], key=lambda w: w[3])
+            (spid, score, sstart, _) = min(where[succ], key=lambda w: w[2])
             name = f"{task_name(pred)} -> {task_name(succ)}"
             events.append({"name": name, "ph": "s", "id": k, "pid": ppid, "tid": pcore, "ts": pend, "cat": "dep"})
             events.append({"name": name, "ph": "f", "bp": "e", "id": k, "pid": spid, "tid": score, "ts": sstart,

@@ -1,0 +1,254 @@
+"""SPMD: one task of n blocks, each running one kernel with its own block index — the three
+``pl.spmd`` forms, ``pl.spmd_submit`` (and ``out, tid = pl.submit(...)``), the block
+registers, ``sync_start``, more blocks than cores, races between blocks, the records and
+the refusals, on both platforms."""
+
+import json
+import textwrap
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.backend import A2A3, CoreKind
+from pypto.chip.races import TaskRace
+from pypto.errors import PyptoError
+from pypto.lang import parse
+from helpers import load_kernel
+from pypto.runtime import RunConfig
+
+R, C = 32, 128
+CG = pl.Level.CORE_GROUP
+BLOCKS = 8
+
+
+def run_both(kernel, *args, **config):
+    """(the a2a3sim report, the tensors after ref): each platform on its own copies, the
+    bits equal."""
+    ref = [a.clone() for a in args]
+    kernel(*ref, config=RunConfig(platform="ref", **config))
+    sim = [a.clone() for a in args]
+    report = kernel.compile(*sim, config=RunConfig(**config)).run(*sim)
+    for got, want in zip(sim, ref):
+        assert torch.equal(got, want)
+    return report, sim
+
+
+@pl.jit
+def reversed_bands(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    for i in pl.spmd(BLOCKS):  # block i copies band n-1-i: both registers matter
+        n = pl.tile.get_block_num()
+        t = pl.load(a, [(n - 1 - i) * R, 0], [R, C])
+        pl.store(pl.exp(t), [i * R, 0], out)
+    return out
+
+
+def flipped(a, n=BLOCKS):
+    return torch.cat([a[(n - 1 - i) * R:(n - i) * R] for i in range(n)])
+
+
+def test_the_loop_form_gives_each_block_its_index_and_the_count():
+    a = torch.randn(BLOCKS * R, C)
+    report, (_, out) = run_both(reversed_bands, a, torch.zeros(BLOCKS * R, C))
+    assert torch.equal(out, torch.exp(flipped(a)))
+    assert {t.task_id for t in report.tasks} == {"r0t0"}  # one task ...
+    assert sorted(t.block for t in report.tasks) == list(range(BLOCKS))  # ... of its blocks
+    assert len({t.core for t in report.tasks}) == BLOCKS and all(t.core_type == "aiv" for t in report.tasks)
+
+
+def test_one_spmd_dispatch_beats_the_same_blocks_as_unrolled_scopes():
+    @pl.jit
+    def unrolled(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.unroll(BLOCKS):
+            with pl.at(level=CG):
+                pl.store(pl.exp(pl.load(a, [(BLOCKS - 1 - i) * R, 0], [R, C])), [i * R, 0], out)
+        return out
+
+    a = torch.randn(BLOCKS * R, C)
+    spmd, (_, out) = run_both(reversed_bands, a, torch.zeros(BLOCKS * R, C))
+    tasks, (_, again) = run_both(unrolled, a, torch.zeros(BLOCKS * R, C))
+    assert torch.equal(out, again)
+    assert len({t.task_id for t in tasks.tasks}) == BLOCKS and len({t.task_id for t in spmd.tasks}) == 1
+    assert spmd.cycles < tasks.cycles
+
+
+def test_the_with_forms_inline_carrier_and_task_id(tmp_path):
+    path = tmp_path / "forms.py"
+    path.write_text(textwrap.dedent(f'''
+        import pypto.language as pl
+        R, C, N, CG = {R}, {C}, {BLOCKS}, pl.Level.CORE_GROUP
+
+
+        @pl.jit
+        def forms(a: pl.Tensor, x: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor], z: pl.Out[pl.Tensor]):
+            with pl.spmd(N) as first:  # inline: the body reads the block index
+                i = pl.tile.get_block_idx()
+                pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], x)
+            with pl.spmd(N, deps=[first]):  # deps= without 'as': rejected below; here on the carrier form
+                with pl.at(level=CG, name_hint="carried"):
+                    j = pl.tile.get_block_idx()
+                    pl.store(pl.neg(pl.load(a, [j * R, 0], [R, C])), [j * R, 0], y)
+            return x, y
+    '''))
+    a = torch.randn(BLOCKS * R, C)
+    with pytest.raises(PyptoError, match=r"pl.spmd\(\) does not accept 'deps=' here"):
+        load_kernel(path, "forms").compile(a, *(torch.zeros(BLOCKS * R, C) for _ in range(3)))
+    path.write_text(path.read_text().replace("with pl.spmd(N, deps=[first]):", "with pl.spmd(N, deps=[first]) as second:"))
+    forms = load_kernel(path, "forms")
+    report, (_, x, y, _) = run_both(forms, a, *(torch.zeros(BLOCKS * R, C) for _ in range(3)))
+    assert torch.equal(x, torch.exp(a)) and torch.equal(y, -a)
+    second = [t for t in report.tasks if t.task_id == "r0t1"]
+    assert len(second) == BLOCKS and all(t.deps == ("r0t0",) for t in second)
+    assert all(t.kernel == "carried" for t in second)
+    first_end = max(t.finish for t in report.tasks if t.task_id == "r0t0")
+    assert min(t.dispatch for t in second) >= first_end  # it waits for every block of the first
+    compiled = forms.compile(a, *(torch.zeros(BLOCKS * R, C) for _ in range(3)))
+    text = compiled.program.as_python()
+    assert f"with pl.spmd({BLOCKS}) as first:" in text and f"with pl.spmd({BLOCKS}, deps=[first]) as second:" in text
+    assert parse(text) == compiled.program
+    lowered = compiled.lowered.as_python()
+    assert f"second = pl.spmd_submit(self.carried, a, y, core_num={BLOCKS}, deps=[first])" in lowered
+    assert parse(lowered).function(compiled.entry) == compiled.lowered.function(compiled.entry)
+
+
+@pl.program
+class Dispatch:
+    @pl.function(type=pl.FunctionType.InCore)
+    def band(self, a: pl.Tensor[[BLOCKS * R, C], pl.FP32],
+             out: pl.Out[pl.Tensor[[BLOCKS * R, C], pl.FP32]]) -> pl.Tensor[[BLOCKS * R, C], pl.FP32]:
+        i = pl.tile.get_block_idx()
+        pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 3.0), [i * R, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[BLOCKS * R, C], pl.FP32], b: pl.Out[pl.Tensor[[BLOCKS * R, C], pl.FP32]],
+             c: pl.Out[pl.Tensor[[BLOCKS * R, C], pl.FP32]]) -> pl.Tensor[[BLOCKS * R, C], pl.FP32]:
+        with pl.spmd(BLOCKS):
+            b = self.band(a, b)
+        c, tid = pl.spmd_submit(self.band, b, c, core_num=BLOCKS // 2, sync_start=True)
+        c, _ = pl.submit(self.band, b, c, deps=[tid])  # one block: band 0 again
+        return c
+
+
+def test_the_dispatch_form_and_spmd_submit_in_a_program():
+    from pypto.runtime.compiled import compile_program
+
+    a = torch.randn(BLOCKS * R, C)
+    want_b = a * 3.0
+    want_c = torch.cat([want_b[:BLOCKS // 2 * R] * 3.0, torch.zeros((BLOCKS - BLOCKS // 2) * R, C)])
+    for platform in ("ref", "a2a3sim"):
+        b, c = torch.zeros(BLOCKS * R, C), torch.zeros(BLOCKS * R, C)
+        report = compile_program(Dispatch, ["a", "b", "c"], RunConfig(platform=platform), write=False).run(a, b, c)
+        assert torch.equal(b, want_b) and torch.equal(c, want_c)
+    sync = [t for t in report.tasks if t.task_id == "r0t1"]
+    assert len(sync) == BLOCKS // 2 and len({t.start for t in sync}) == 1  # sync_start: together
+    assert [t.deps for t in report.tasks if t.task_id == "r0t2"] == [("r0t0", "r0t1")]
+
+
+def test_more_blocks_than_cores_reuse_them_and_sync_start_cannot_exceed_them():
+    n = len(A2A3.cores(CoreKind.AIV)) + 8
+
+    @pl.jit
+    def many(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(n):
+            pl.store(pl.exp(pl.load(a, [i * 8, 0], [8, C])), [i * 8, 0], out)
+        return out
+
+    a = torch.randn(n * 8, C)
+    report, (_, out) = run_both(many, a, torch.zeros(n * 8, C))
+    assert torch.equal(out, torch.exp(a))
+    per_core: dict = {}
+    for t in report.tasks:
+        per_core.setdefault(t.core, []).append(t)
+    assert len(per_core) == n - 8 and max(len(v) for v in per_core.values()) == 2
+    for runs in per_core.values():  # a core runs its second block after its first has finished
+        runs.sort(key=lambda t: t.start)
+        assert all(x.finish <= y.dispatch for x, y in zip(runs, runs[1:]))
+
+    @pl.jit
+    def too_many(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(n, sync_start=True):
+            pl.store(pl.exp(pl.load(a, [i * 8, 0], [8, C])), [i * 8, 0], out)
+        return out
+
+    with pytest.raises(PyptoError, match=f"sync_start=True admits all {n} blocks at once, and a2a3 has 48 vector"):
+        too_many(a, torch.zeros(n * 8, C))
+
+
+def test_blocks_writing_the_same_bytes_race():
+    @pl.jit
+    def same_band(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(4):
+            pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [0, 0], out)  # every block: band 0
+        return out
+
+    a = torch.randn(4 * R, C)
+    with pytest.raises(TaskRace, match=r"\(block 0\) writes out\[0, 0\], which task r0t0 .* \(block 1\) writes, and "
+                                       r"nothing orders the blocks of one SPMD task"):
+        same_band(a, torch.zeros(4 * R, C))
+    out = torch.zeros(4 * R, C)
+    same_band(a, out, config=RunConfig(unsafe_allow_task_races=True))  # lets it through: one band wins
+    assert any(torch.equal(out[:R], torch.exp(a[k * R:(k + 1) * R])) for k in range(4))
+
+
+def test_the_records_show_one_task_over_many_cores(tmp_path):
+    a = torch.randn(BLOCKS * R, C)
+    out = torch.zeros(BLOCKS * R, C)
+    config = RunConfig(enable_chip_swimlane=True, enable_dep_gen=True, output_dir=tmp_path)
+    reversed_bands.compile(a, out, config=config).run(a, out)
+    dfx = tmp_path / "dfx_outputs"
+    deps = json.loads((dfx / "deps.json").read_text())
+    assert len(deps["tasks"]) == 1
+    lane = json.loads((dfx / "chip_swimlane_records.json").read_text())
+    rows = lane["aicore_tasks"]  # core, token, task, start, end, pickup, epoch
+    assert len(rows) == BLOCKS and len({row[2] for row in rows}) == 1 and len({row[0] for row in rows}) == BLOCKS
+    from pypto.tools import swimlane
+
+    assert swimlane.main([str(tmp_path), "-o", str(tmp_path / "lane.json")]) == 0
+    slices = [e for e in json.loads((tmp_path / "lane.json").read_text())["traceEvents"]
+              if e["ph"] == "X" and e["name"] != "pickup"]
+    assert len(slices) == BLOCKS and len({e["tid"] for e in slices}) == BLOCKS  # one task across many lanes
+    assert {e["args"]["task_id"] for e in slices} == {"r0t0"} and all(e["args"]["blocks"] == BLOCKS for e in slices)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("for i in pl.spmd(4, deps=[]):\n        pass", r"pl.spmd\(\) does not accept 'deps=' here"),
+    ("for i in pl.spmd(4, blocks=2):\n        pass", r"pl.spmd\(\) got unexpected keyword argument 'blocks'"),
+    ("for i in pl.spmd(0):\n        pass", r"core_num must be a positive integer, got 0"),
+    ("for i in pl.spmd(4, 2):\n        pass", r"at most one positional argument \(core_num\)"),
+    ("for i in pl.spmd(sync_start=True):\n        pass", r"pl.spmd\(\) requires core_num"),
+    ("for i in pl.spmd(4, sync_start=1):\n        pass", r"sync_start must be a boolean literal"),
+    ("for i in pl.spmd(4, core_num=4):\n        pass", r"multiple values for argument 'core_num'"),
+    ("with pl.spmd(4):\n        pl.store(pl.load(a, [0, 0], [32, 128]), [0, 0], out)",
+     r"body neither reads the per-block index"),
+    ("with pl.at(level=pl.Level.CORE_GROUP):\n        for i in pl.spmd(4):\n            pass",
+     r"pl.spmd is the orchestration's"),
+    ("x = pl.tile.get_block_idx()", r"get_block_idx"),
+])
+def test_spmd_mistakes_are_located_with_the_references_words(tmp_path, body, message):
+    path = tmp_path / "bad.py"
+    path.write_text(textwrap.dedent('''
+        import pypto.language as pl
+
+
+        @pl.jit
+        def bad(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+            BODY
+            return out
+    ''').replace("BODY", body))
+    with pytest.raises(PyptoError, match=message) as info:
+        load_kernel(path, "bad")(torch.zeros(4 * R, C), torch.zeros(4 * R, C))
+    assert info.value.span is not None and info.value.span.file.endswith("bad.py")
+
+
+def test_the_device_counts_size_a_launch():
+    @pl.jit
+    def per_vector_core(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(pl.system.available_aiv_count()):
+            pl.store(pl.exp(pl.load(a, [i * 8, 0], [8, C])), [i * 8, 0], out)
+        return out
+
+    n = A2A3.clusters * A2A3.aiv_per_cluster
+    a = torch.randn(n * 8, C)
+    report, (_, out) = run_both(per_vector_core, a, torch.zeros(n * 8, C))
+    assert torch.equal(out, torch.exp(a)) and len({t.core for t in report.tasks}) == n
