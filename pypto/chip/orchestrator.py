@@ -18,6 +18,7 @@ import attrs
 
 from pypto.backend import CoreId, CoreKind, SoC
 from pypto.chip import races
+from pypto.chip.atomics import AtomicAdds
 from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
 from pypto.chip.scheduler import Chip
@@ -50,7 +51,8 @@ class TaskRecord:
 
 class ChipRun:
     def __init__(self, program: n.Program, soc: SoC, kernels: dict, *, unsafe_colive: bool = False,
-                 unsafe_races: bool = False, on_launch=None, entry: str | None = None, rings: tuple = (None,) * 3):
+                 unsafe_races: bool = False, on_launch=None, entry: str | None = None, rings: tuple = (None,) * 3,
+                 atomic_seed: int | None = None):
         self.program = program
         self.soc = soc
         self.kernels = kernels
@@ -71,6 +73,7 @@ class ChipRun:
         self.unapplied: list[Task] = []  # the tasks whose data is not in place yet (a read places those started)
         self.unfinished: list[Task] = []  # the tasks not finished by the orchestrator's clock (as far as known)
         self.chip = Chip(soc)  # decided as far as the orchestrator has had to know
+        self.atomics = AtomicAdds(atomic_seed)  # atomic adds kept until their stores complete
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
         self.rings = Rings(*rings)
@@ -211,16 +214,19 @@ class ChipRun:
                     hint="read a tensor its producer registers (not manual_dep / a manual scope / no_dep_args), "
                          "or read after the task by another route")
         self._apply([t for t in self.unapplied if placed[t.number] and t.start < self.clock])
+        self.atomics.flush(until=self.clock)
 
     def _apply(self, tasks) -> None:
         """Perform the tasks' data effects, in the order they started."""
         if not tasks:
             return
         runs = sorted((p.start, t.number, p.block) for t in tasks for p in t.placements)
-        for _, number, block in runs:
+        for start, number, block in runs:
             if self.launches[number]:  # a dummy has no data
                 launch, timeline = self.launches[number][block]
-                apply(timeline, launch.tensors())
+                self.atomics.flush(until=start)  # what completed before it starts is in place
+                core = self.soc.core_number(self.tasks[number].placements[block].core)
+                apply(timeline, launch.tensors(), atomic=self.atomics.sink(start, core))
         done = {t.number for t in tasks}
         self.unapplied = [t for t in self.unapplied if t.number not in done]
 
@@ -231,6 +237,7 @@ class ChipRun:
         if not self.unsafe_races:
             races.check(self.tasks, self._accesses)
         self._apply(self.unapplied)
+        self.atomics.flush()
         report = RunReport(cycles=makespan)
         for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):
             deps = tuple(self.tasks[p].name for p in t.preds)

@@ -13,6 +13,7 @@ import attrs
 
 from pypto.chip.tasks import Task
 from pypto.errors import PyptoError
+from pypto.sim.simulator import ATOMIC_ADD
 from pypto.sim.views import element_at
 
 
@@ -73,8 +74,8 @@ def check(tasks: list[Task], accesses) -> None:
 
 def _shared(a: list, b: list):
     """The first pair of accesses, one from each list, that share bytes with one of them
-    writing — (a's, narrowed to the shared bytes; b's) — or None. A sweep over the starts,
-    keeping each side's accesses still open."""
+    writing — (a's, narrowed to the shared bytes; b's) — or None: two atomic adds commute,
+    so they do not count. A sweep over the starts, keeping each side's accesses still open."""
     open_ = ([], [])  # per side: the indices of its accesses that reach past the sweep point
     sides = (a, b)
     for lo, side, k in sorted([(x[0], 0, k) for k, x in enumerate(a)] + [(y[0], 1, k) for k, y in enumerate(b)]):
@@ -82,7 +83,7 @@ def _shared(a: list, b: list):
         still = open_[1 - side][:] = [o for o in open_[1 - side] if theirs[o][1] > lo]
         for o in still:
             other = theirs[o]
-            if current[2] or other[2]:
+            if (current[2] or other[2]) and not current[2] == other[2] == ATOMIC_ADD:
                 x, y = (current, other) if side == 0 else (other, current)
                 return (max(x[0], y[0]), min(x[1], y[1]), x[2], x[3]), y
         open_[side].append(k)
@@ -149,6 +150,9 @@ def _race(u: _Run, u_writes: bool, u_arg, t: _Run, t_writes: bool, t_arg, seg, o
                 "manual_dep, a manual scope — asserted they were independent): give them disjoint bytes, or "
                 "order them with deps=[...]; RunConfig(unsafe_allow_task_races=True) runs it anyway")
     return TaskRace(
-        f"{u.where()} {'writes' if u_writes else 'reads'} {place}, which {t.where()} "
-        f"{'writes' if t_writes else 'reads'}, and {why}",
+        f"{u.where()} {_verb(u_writes)} {place}, which {t.where()} {_verb(t_writes)}, and {why}",
         span=second.span, hint=hint)
+
+
+def _verb(mode) -> str:
+    return "adds into" if mode == ATOMIC_ADD else "writes" if mode else "reads"

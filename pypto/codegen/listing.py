@@ -17,7 +17,7 @@ from pypto.codegen.isa import (
     WaitFlag,
     expr_text,
 )
-from pypto.ir.types import type_name
+from pypto.ir.types import AtomicType, type_name
 from pypto.passes.context import Planner
 from pypto.backend import MemorySpace
 
@@ -82,7 +82,9 @@ def _operand(a) -> str:
         return f"gm:{a.name}"
     if isinstance(a, tuple):
         return "[" + ", ".join(expr_text(x) for x in a) + "]"
-    if a is None or isinstance(a, (bool, str)):
+    if a is None or isinstance(a, (bool, str)) or a is AtomicType.None_:
         return ""
+    if a is AtomicType.Add:
+        return "atomic_add"
     return expr_text(a) if hasattr(a, "__attrs_attrs__") else repr(a)
 

@@ -16,6 +16,7 @@ is what makes them run at once.
 from __future__ import annotations
 
 from pypto.ir import nodes as n
+from pypto.ir.tensors import block_roots
 from pypto.ir.types import ArgDirection, ForKind, ParamDirection, TensorType
 
 VIEWS = frozenset({"tensor.slice", "tensor.transpose"})  # what an orchestration makes of a tensor
@@ -157,9 +158,11 @@ class _Walker:
 
 
 def _returned_param(callee: n.Function) -> str | None:
-    """The parameter a kernel's first return value is (kernels return their Out tensors)."""
+    """The parameter a kernel's first return value is (kernels return their Out tensors,
+    under that name or one an in-place write gave it: ``c_1 = pl.assemble(c, ...)``)."""
     for s in reversed(callee.body):
         if isinstance(s, n.Return) and s.values and isinstance(s.values[0], n.Var):
-            names = {p.name for p in callee.params}
-            return s.values[0].name if s.values[0].name in names else None
+            params = {p.name for p in callee.params if isinstance(p.type, TensorType)}
+            root = block_roots(callee.body, {x: x for x in params}).get(s.values[0].name)
+            return root if root in params else None
     return None

@@ -55,7 +55,8 @@ def scalar_type(e, types) -> ScalarType:
 
 def op_args(call: n.Call, types) -> OpArgs:
     op = lookup(call.op)
-    values = dict(zip((p.name for p in op.params), call.args))
+    # a call built before a parameter was added to its op holds fewer: the rest are defaults
+    values = {p.name: call.args[k] if k < len(call.args) else p.default for k, p in enumerate(op.params)}
     kinds = {}
     for name, v in values.items():
         if isinstance(v, n.Var):

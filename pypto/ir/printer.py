@@ -22,6 +22,7 @@ from pypto.ir.types import (
     ForKind,
     FunctionType,
     MemRef,
+    AtomicType,
     PadValue,
     ParamDirection,
     ScalarType,
@@ -113,6 +114,8 @@ def static(v) -> str:
         return f"pl.Mem.{v.name}"
     if isinstance(v, PadValue):
         return f"pl.PadValue.{v.name}"
+    if isinstance(v, AtomicType):
+        return f"pl.AtomicType.{v.name}"
     if isinstance(v, TensorLayout):
         return f"pl.TensorLayout.{v.name}"
     if isinstance(v, str):
@@ -358,7 +361,7 @@ class _BranchResults(tuple):
 
 
 # Compile-time choices read better named: pl.tile.move(t, target_memory=pl.Mem.Left).
-_KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR, Kind.LAYOUT})
+_KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR, Kind.LAYOUT, Kind.ATOMIC})
 
 
 def _arg(kind: Kind, v) -> str:

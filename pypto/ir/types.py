@@ -108,6 +108,20 @@ class TensorLayout(enum.Enum):
     NZ = "NZ"
 
 
+class AtomicType(enum.IntEnum):
+    """How a store combines with what GM holds: overwrite it (``None_``), or add to it
+    atomically (``Add``: split-K's partial products, summed by many cores in any order)."""
+
+    None_ = 0
+    Add = 1
+
+    def __repr__(self) -> str:
+        return f"pl.AtomicType.{self.name}"
+
+
+ATOMIC_ADD_DTYPES = (DataType.FP32, DataType.BF16, DataType.FP16, DataType.INT32, DataType.INT16, DataType.INT8)
+
+
 class ScopeMode(enum.Enum):
     """A runtime scope's: the runtime derives its tasks' dependencies (AUTO), or only
     ``deps=`` order them (MANUAL)."""

@@ -29,6 +29,7 @@ from pypto.ir.types import (
     DataType,
     TensorLayout,
     FunctionType,
+    AtomicType,
     PadValue,
     ParamDirection,
     ScalarType,
@@ -444,6 +445,8 @@ class CallConverter(ExprConverter):
             if k.arg is None:
                 raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in op calls")
             keywords[_KEYWORD_ALIASES.get(k.arg, k.arg)] = (ArgThunk(self, k.value), k)
+        if "atomic" in keywords and meaning.name in ("assemble", "tensor.assemble"):
+            self.check_atomic_assemble(thunks, keywords, node)
         op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
         self.require_incore(node, op.name)
         if op.name == "tensor.create":
@@ -460,6 +463,26 @@ class CallConverter(ExprConverter):
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    def check_atomic_assemble(self, thunks, keywords: dict, node) -> None:
+        """``pl.assemble(..., atomic=pl.AtomicType.Add)`` adds into GM, so it needs a
+        store: inside an InCore scope, into a tensor."""
+        thunk, where = keywords["atomic"]
+        if self.static_of(thunk.node, AtomicType, "atomic") is not AtomicType.Add:
+            return
+        if not self.incore:
+            raise self.error(TypeCheckError, where, "pl.assemble(..., atomic=pl.AtomicType.Add) is only supported inside "
+                             "an InCore function — typically a pl.at(level=pl.Level.CORE_GROUP, ...) scope — where it "
+                             "lowers to an atomic-add tile.store into global memory. This assemble sits at the "
+                             "orchestration level, where no atomic-combine instruction exists.",
+                             hint="Move it inside the scope that produces the partial result.")
+        target = thunks[0] if thunks else keywords.get("target", (None,))[0]
+        if target is not None and isinstance(target.operand()[1], TileType):
+            raise self.error(TypeCheckError, where, "tensor.assemble with atomic=AtomicType.Add requires a global-memory "
+                             "destination (a function output tensor), but this assemble targets an on-chip tile",
+                             hint="An atomic combine needs a global-memory destination, and a tile-to-tile assemble has "
+                                  "none. Write the accumulation into a Tensor target instead — inside an InCore "
+                                  "function that is pl.assemble(out_tensor, tile, offset, atomic=...).")
 
     def unified_options(self, meaning: N.Op, op: OpDef, keywords: dict) -> dict:
         """Keywords the unified ``pl.<op>`` takes for every level but a tile op has no
@@ -561,12 +584,15 @@ class CallConverter(ExprConverter):
         if p.kind is Kind.SHAPE:
             return tuple(n.Const(v) for v in self.static_ints(thunk.node, what)), None
         kinds = {Kind.DTYPE: DataType, Kind.SPACE: MemorySpace, Kind.PAD: PadValue, Kind.BOOL: bool,
-                 Kind.INT: int, Kind.STR: str, Kind.LAYOUT: TensorLayout}
+                 Kind.INT: int, Kind.STR: str, Kind.LAYOUT: TensorLayout, Kind.ATOMIC: AtomicType}
         if p.kind is Kind.INT and isinstance(thunk.node, ast.Constant) and isinstance(thunk.node.value, bool):
             raise self.error(TypeCheckError, thunk.node, f"{what} must be an int")
-        return self.static_of(thunk.node, kinds[p.kind], what), None
+        examples = {Kind.DTYPE: "pl.FP32", Kind.SPACE: "pl.Mem.Vec", Kind.PAD: "pl.PadValue.zero", Kind.BOOL: "True",
+                    Kind.INT: "1", Kind.STR: '"name"', Kind.LAYOUT: "pl.TensorLayout.ND", Kind.ATOMIC: "pl.AtomicType.Add"}
+        return self.static_of(thunk.node, kinds[p.kind], what, hint=f"e.g. {p.name}={examples[p.kind]}"), None
 
     def checked_call(self, op: OpDef, values: dict, types: dict, node):
+        values = {**{p.name: p.default for p in op.params if not p.required}, **values}
         try:
             t = infer_type(op, OpArgs(op.name, values, types), self.hooks.soc)
         except PyptoError as err:

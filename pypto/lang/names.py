@@ -17,7 +17,7 @@ import attrs
 import numpy
 
 from pypto.ir.ops import UNIFIED, lookup
-from pypto.ir.types import DataType, FunctionType, Level, PadValue, ScopeMode, TensorLayout
+from pypto.ir.types import AtomicType, DataType, FunctionType, Level, PadValue, ScopeMode, TensorLayout
 from pypto.backend import MemorySpace
 
 # ----------------------------------------------------------------------------- entities
@@ -93,6 +93,7 @@ ENUMS = {
     "Level": Level,
     "FunctionType": FunctionType,
     "PadValue": PadValue,
+    "AtomicType": AtomicType,
     "ScopeMode": ScopeMode,
     "TensorLayout": TensorLayout,
 }
@@ -266,4 +267,4 @@ def _is_constant(obj) -> bool:
 
 
 def _is_dsl_enum(obj) -> bool:
-    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue))
+    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue, AtomicType))

@@ -26,7 +26,7 @@ import attrs
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, with_args
-from pypto.ir.types import FunctionType, TensorType, type_name
+from pypto.ir.types import AtomicType, FunctionType, TensorType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable, plus, whole
 from pypto.passes.sink_plan import emit_sink, plan_sink
@@ -104,7 +104,7 @@ class _Converter:
     # ------------------------------------------------------------------ sinks
 
     def assemble(self, stmt, call: n.Call) -> list:
-        target, source, offset = call.args
+        target, source, offset = (argument(call, x) for x in ("target", "source", "offset"))
         window = self.g.window(target.name, {})
         if window is None:
             raise UnsupportedSyntaxError(
@@ -113,6 +113,13 @@ class _Converter:
                                      "with tensor ops")
         gm, base = window
         offsets = tuple(plus(b, o) for b, o in zip(base, offset))
+        if argument(call, "atomic") is AtomicType.Add and not self.g.computed(self.g.resolve(source.name)):
+            raise UnsupportedSyntaxError(
+                "tensor.assemble with atomic=AtomicType.Add requires a tile source stored into a global-memory "
+                "target: the source must be an on-chip compute result (the split-K partial product), not a plain "
+                "tensor. This assemble copies one tensor into another, so there is no store to carry the atomic "
+                "combine.", span=stmt.span,
+                hint="assemble the result of a computation (pl.matmul, pl.add, ...) atomically, not a tensor as it is")
         try:
             plan = plan_sink(self.em, stmt, gm, offsets, source.name)
             out = list(emit_sink(self.em, stmt, gm, offsets, source.name, plan).stmts)

@@ -25,7 +25,7 @@ import attrs
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.affine import interval, linear
-from pypto.ir.ops import op_call
+from pypto.ir.ops import argument, op_call
 from pypto.ir.types import INDEX, DataType
 from pypto.passes.tensor_graph import Unblockable, block_sizes, extents, plus
 from pypto.passes.tile_emitter import Emitter
@@ -56,6 +56,7 @@ def emit_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str, plan:
     block does not divide its axis, what is left over is a block of its own (so the value
     is computed in pieces: the loops, then each remainder)."""
     em.sink_stmt, em.loads, em.live, em.peak, em.ranges = stmt, [], 0, 0, {}
+    atomic = argument(stmt.value, "atomic")
     em.fold_budget = plan.fold_budget
     shape = em.g.types[em.g.resolve(source)].shape
     root = em.g.gm_root(target)
@@ -79,7 +80,7 @@ def emit_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str, plan:
         tile = em.value(source, tuple(region), stmt)
         store_at = tuple(plus(o, r) for o, (r, _) in zip(offsets, region))
         em.frames[-1].stmts.append(n.Eval(op_call("tile.store", tile=tile, offsets=store_at,
-                                                  output_tensor=n.Var(target)), span=stmt.span))
+                                                  output_tensor=n.Var(target), atomic=atomic), span=stmt.span))
         loop_frames = em.frames[len(em.frames) - len(loops):]
         for x in em.loads[first_load:]:
             if x.root != root or _outside(x, offsets, shape, em.ranges):

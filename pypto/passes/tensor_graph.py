@@ -206,7 +206,7 @@ class TensorGraph:
             d = self.defs.get(name)
             if not (isinstance(d, Op) and d.call.op == "tensor.slice"):
                 return None
-            x, _, off = d.call.args
+            x, off = argument(d.call, "x"), argument(d.call, "offset")
             off = tuple(substitute_expr(o, env) for o in off)
             offsets = off if offsets is None else tuple(plus(a, b) for a, b in zip(off, offsets))
             name = self.resolve(x.name)

@@ -95,6 +95,12 @@ def _swimlane(value) -> int:
     return value
 
 
+def _seed(value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"atomic_order_seed={value!r} is not an int", hint="atomic_order_seed=1 (or None: in order)")
+    return value
+
+
 def _ring(name: str, ok, rule: str, example: int):
     """A ring size: None (the default), one int for all four rings, or exactly four (0 keeps
     that ring's default); four either way, as a tuple (a config is a cache key)."""
@@ -156,6 +162,10 @@ class RunConfig:
     ring_task_window: tuple | None = None
     ring_heap: tuple | None = None
     ring_dep_pool: tuple | None = None
+    # Atomic adds commit in the order their stores complete (cycle, then core); with a seed,
+    # those in flight at once commit in an order the seed picks — the last-bit differences
+    # between runs that hardware shows.
+    atomic_order_seed: int | None = None
 
     def __init__(self, *args, **fields):
         try:
@@ -187,6 +197,7 @@ _CONVERTERS = {
     "ring_task_window": _ring("ring_task_window", _power_of_two(4), "a power of 2 >= 4", 16384),
     "ring_heap": _ring("ring_heap", _power_of_two(1024), "a power of 2 >= 1024 (bytes per ring)", 268435456),
     "ring_dep_pool": _ring("ring_dep_pool", lambda v: 4 <= v <= 2**31 - 1, "in [4, INT32_MAX]", 16384),
+    "atomic_order_seed": _seed,
 }
 
 

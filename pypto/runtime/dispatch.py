@@ -26,7 +26,7 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
             return interpreter.run(program, entry, args), RunReport()
         run = ChipRun(program, backend(config.backend), kernels, unsafe_colive=config.unsafe_allow_colive_slots,
                       unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch, entry=entry,
-                      rings=ring_sizes(config))
+                      rings=ring_sizes(config), atomic_seed=config.atomic_order_seed)
         values = interpreter.run(program, entry, args, run)
         report = run.finish()
         if dfx is not None and config.any_dfx_enabled():

@@ -25,16 +25,21 @@ import torch
 
 from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
+from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
 from pypto.sim.issue import ConcreteBuf, Dyn
 from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal, window
 
 
 class Memories:
-    """The on-chip memories of one run: raw bytes per (core, space), with typed views."""
+    """The on-chip memories of one run: raw bytes per (core, space), with typed views —
+    and where its atomic adds into GM go."""
 
-    def __init__(self, sizes):
-        """``sizes``: (core name, space, bytes) of each memory."""
+    def __init__(self, sizes, atomic=None):
+        """``sizes``: (core name, space, bytes) of each memory. ``atomic(tensor, index,
+        data, start, end)``, when given, takes each atomic-add store (its data read at its
+        start, ``start``/``end`` its cycles) to add when the chip says; else it adds now."""
+        self.atomic_sink = atomic
         self.raw = {(core, space): torch.zeros(size, dtype=torch.uint8) for core, space, size in sizes}
         self.bounds = [(m.data_ptr(), m.data_ptr() + m.numel()) for m in self.raw.values()]
         self.views: dict[tuple, torch.Tensor | None] = {}
@@ -67,6 +72,12 @@ class Memories:
                 return data.clone()
         return data
 
+    def atomic(self, tensor, index, data: torch.Tensor, start: int, end: int) -> None:
+        if self.atomic_sink is None:
+            num.atomic_add(tensor, index, data)
+        else:
+            self.atomic_sink(tensor, index, data, start, end)
+
     def write(self, core: str, b: ConcreteBuf, data: torch.Tensor) -> None:
         v = self.view(core, b)
         if v is not None and v.dtype == data.dtype and v.numel() == data.numel():
@@ -80,10 +91,11 @@ class Memories:
         self.raw[(core, b.space)][b.addr: b.addr + raw.numel()] = raw
 
 
-def apply(effects, memory_sizes, tensors) -> None:
+def apply(effects, memory_sizes, tensors, atomic=None) -> None:
     """Perform ``effects`` — (time, 0 end / 1 begin, launch, order, Dyn), sorted — on fresh
-    memories of ``memory_sizes`` and on ``tensors[launch]`` (GM, by parameter name)."""
-    memories = Memories(memory_sizes)
+    memories of ``memory_sizes`` and on ``tensors[launch]`` (GM, by parameter name);
+    atomic adds as ``Memories`` says."""
+    memories = Memories(memory_sizes, atomic)
     pending: dict[int, tuple] = {}
     for _, phase, launch, _, d in effects:
         if phase:
@@ -122,13 +134,16 @@ def _store(kwargs):
         region = num.cast(region, num.FROM_TORCH[out.dtype], "rint")
     else:
         region = region.clone()
-    return out, window(out.shape, kwargs["offsets"], region.shape, "store region"), region
+    return out, window(out.shape, kwargs["offsets"], region.shape, "store region"), region, kwargs.get("atomic")
 
 
 def _commit(d: Dyn, write, memories: Memories) -> None:
     if write[0] is not None:
-        tensor, index, data = write
-        tensor[index] = data
+        tensor, index, data, atomic = write
+        if atomic is AtomicType.Add:
+            memories.atomic(tensor, index, data, d.start, d.end)
+        else:
+            tensor[index] = data
         return
     memories.write(d.core.name, d.args["__dst__"], write[1])
 
@@ -214,9 +229,10 @@ def shareable(x) -> bool:
     return all(v is None or type(v) in (int, str) or (type(v) is tuple and shareable(v)) for v in x)
 
 
-def run_steps(steps: Steps, memory_sizes, tensors) -> None:
-    """Perform compiled steps on fresh memories and ``tensors[launch]``."""
-    memories = Memories(memory_sizes)
+def run_steps(steps: Steps, memory_sizes, tensors, atomic=None) -> None:
+    """Perform compiled steps on fresh memories and ``tensors[launch]`` (atomic adds as
+    ``Memories`` says)."""
+    memories = Memories(memory_sizes, atomic)
     views = [memories.view(core, b) for core, b in steps.buffers]
     buffers = steps.buffers
     for template, launch, varying in steps.steps:
@@ -241,6 +257,12 @@ def _step(d: Dyn, steps: Steps, tensors: dict) -> tuple:
     out = steps.index(core, dst) if dst is not None else None
     raw = out in steps.unaligned or any(i in steps.unaligned for _, i, _, _ in reads)
     arg = dict(values)
+    if op == "tile.store" and arg.get("atomic") is AtomicType.Add:
+        (_, tile, valid, _), = reads
+        param = gm[0][1]
+        template = steps.template((id(ins), core, "atomic", param, raw),
+                                  lambda: _atomic_template(param, raw, ins.span))
+        return template, d.launch, (tile, steps.ints(tuple(arg["offsets"])), steps.ints(tuple(valid)), d.start, d.end)
     if op == "tile.store" and not raw:
         (_, tile, valid, buf), = reads
         param = gm[0][1]
@@ -359,6 +381,22 @@ def _store_template(param: str, whole: bool, span):
         if data.dtype != t.dtype:
             data = num.cast(data, num.FROM_TORCH[t.dtype], "rint")
         t[index] = data
+
+    return step
+
+
+def _atomic_template(param: str, raw: bool, span):
+    """A tile's valid part, read at the store's start (converted like a store), added into
+    GM atomically — when the chip says (``Memories.atomic``)."""
+
+    def step(views, tensors, memories, buffers, varying):
+        tile, offsets, valid, start, end = varying
+        t = tensors[param]
+        index = _gm_window("tile.store", t, offsets, valid, "store region", span)
+        source = memories.read(*buffers[tile]).data if raw else views[tile]
+        data = source[tuple(slice(0, v) for v in valid)]
+        data = num.cast(data, num.FROM_TORCH[t.dtype], "rint") if data.dtype != t.dtype else data.clone()
+        memories.atomic(t, index, data, start, end)
 
     return step
 

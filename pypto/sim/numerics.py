@@ -149,6 +149,12 @@ def arith(fn):
 # ----------------------------------------------------------------------------- elementwise
 
 
+def atomic_add(target: torch.Tensor, index, data: torch.Tensor) -> None:
+    """An atomic-add store: ``target[index] += data``, one add in the target's dtype (an
+    integer wraps); it computes, so the NaN policy applies."""
+    target[index] = canonical_nan(torch.add(target[index], data))
+
+
 def minimum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """IEEE 754-2019 minimum: -0 < +0 whichever operand it is; NaN in, canonical NaN out."""
     r = torch.minimum(a, b)

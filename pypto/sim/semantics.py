@@ -17,7 +17,7 @@ import attrs
 import torch
 
 from pypto.ir.ops.tile import mask_cols
-from pypto.ir.types import DataType
+from pypto.ir.types import AtomicType, DataType
 from pypto.sim import numerics as num
 
 
@@ -74,11 +74,15 @@ def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
 
 
 @impl("tile.store")
-def store(tile: TileVal, offsets, output_tensor):
+def store(tile: TileVal, offsets, output_tensor, atomic=AtomicType.None_):
     region = tile.region()
     if region.dtype != output_tensor.dtype:  # the fixpipe's conversion out of Acc
         region = num.cast(region, num.FROM_TORCH[output_tensor.dtype], "rint")
-    output_tensor[window(output_tensor.shape, offsets, region.shape, "store region")] = region
+    index = window(output_tensor.shape, offsets, region.shape, "store region")
+    if atomic is AtomicType.Add:
+        num.atomic_add(output_tensor, index, region)
+    else:
+        output_tensor[index] = region
     return output_tensor
 
 
@@ -321,6 +325,10 @@ IMPLS["tensor.fillpad"] = lambda x, pad_value: x.clone()
 
 
 @impl("tensor.assemble")
-def assemble(target, source, offset):
-    target[window(target.shape, offset, source.shape, "assemble window")] = source
+def assemble(target, source, offset, atomic=AtomicType.None_):
+    index = window(target.shape, offset, source.shape, "assemble window")
+    if atomic is AtomicType.Add:
+        num.atomic_add(target, index, source)
+    else:
+        target[index] = source
     return target

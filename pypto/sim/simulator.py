@@ -34,7 +34,7 @@ from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, SetFlag, WaitF
 from pypto.errors import Span
 from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS
-from pypto.ir.types import TensorType
+from pypto.ir.types import AtomicType, TensorType
 from pypto.sim import effects as Effects
 from pypto.sim.hazards import RaceChecker, SimulatorHazard
 from pypto.sim.schedule import SimulatorDeadlock, schedule
@@ -407,6 +407,9 @@ class _Record:
                         self.extents.sizes(), self.launches, self.steps, self.footprint.windows())
 
 
+ATOMIC_ADD = 2  # a footprint's mode for an atomic-add store (False: a load, True: a store)
+
+
 class Footprint:
     """The GM windows a timeline's loads and stores move, each distinct window once: what
     a task reads and writes, for the chip's race check (by parameter and element offsets,
@@ -417,8 +420,9 @@ class Footprint:
 
     def add(self, d) -> None:
         args = d.args
-        if "output_tensor" in args:
-            key = (d.launch, d.gm[0], True, args["offsets"], args["tile"].valid)
+        if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
+            mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True
+            key = (d.launch, d.gm[0], mode, args["offsets"], args["tile"].valid)
         else:
             shapes = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
             key = (d.launch, d.gm[0], False, args["offsets"], tuple(shapes))
@@ -428,14 +432,16 @@ class Footprint:
         return tuple(self.seen)
 
 
-def apply(timeline: Timeline, *tensors: dict) -> None:
+def apply(timeline: Timeline, *tensors: dict, atomic=None) -> None:
     """Perform a timeline's data effects, in time order, on fresh on-chip memories and on
-    the GM tensors — each launch's by parameter name, in launch order — written in place."""
+    the GM tensors — each launch's by parameter name, in launch order — written in place.
+    ``atomic(tensor, index, data, start, end)`` takes its atomic adds (the chip orders them
+    among other tasks'); without it they add at once."""
     with _collector_paused():
         if timeline.steps is not None:
-            Effects.run_steps(timeline.steps, timeline.memories, tensors)
+            Effects.run_steps(timeline.steps, timeline.memories, tensors, atomic)
         else:
-            Effects.apply(timeline.effects, timeline.memories, tensors)
+            Effects.apply(timeline.effects, timeline.memories, tensors, atomic)
 
 
 def _trace_events(items, shift: int, cores: dict | None = None):

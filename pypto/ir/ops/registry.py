@@ -32,6 +32,7 @@ class Kind(enum.Enum):
     DTYPE = "dtype"
     SPACE = "space"
     PAD = "pad"
+    ATOMIC = "atomic"  # an AtomicType
     BOOL = "bool"
     INT = "int"
     STR = "str"
@@ -192,8 +193,11 @@ def op_call(name: str, **args):
 
 
 def argument(call, name: str):
-    """A call's argument for the op's parameter ``name`` — by name, never by position."""
-    return call.args[_OPS[call.op].index(name)]
+    """A call's argument for the op's parameter ``name`` — by name, never by position (a
+    call holding fewer arguments than its op has parameters has the rest at their defaults)."""
+    op = _OPS[call.op]
+    k = op.index(name)
+    return call.args[k] if k < len(call.args) else op.params[k].default
 
 
 def with_args(call, **changes):

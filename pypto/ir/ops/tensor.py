@@ -31,7 +31,7 @@ from pypto.ir.ops.tile import (
 )
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.types import DataType, PadValue, ScalarType, TensorLayout, TensorType
+from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType
 from pypto.backend import SoC
 
 
@@ -243,11 +243,16 @@ def _assemble(a: OpArgs, soc: SoC) -> TensorType:
         raise fail("tensor.assemble", "the source dtype to match the target's",
                    f"{source.dtype.name} into {target.dtype.name}", "cast the source first")
     check_region("tensor.assemble", target, a["offset"], source.shape, what="window")
+    if a["atomic"] is AtomicType.Add and target.dtype not in ATOMIC_ADD_DTYPES:
+        raise TypeCheckError("tensor.assemble with atomic=AtomicType.Add requires an fp32/bf16/fp16/int32/int16/int8 "
+                             f"target (hardware atomic-add dtypes), but got {target.dtype.name}",
+                             hint="accumulate into an FP32 tensor and cast the sum afterwards")
     return target
 
 
-register("tensor.assemble", [P("target", Kind.TENSOR), P("source", Kind.TENSOR), P("offset", Kind.INDEX_LIST)],
-         _assemble, doc="write source into target at offset", writes_operand="target")
+register("tensor.assemble", [P("target", Kind.TENSOR), P("source", Kind.TENSOR), P("offset", Kind.INDEX_LIST),
+                             P("atomic", Kind.ATOMIC, AtomicType.None_)],
+         _assemble, doc="write source into target at offset (atomic=pl.AtomicType.Add: add it)", writes_operand="target")
 
 
 def _reshape(a: OpArgs, soc: SoC) -> TensorType:

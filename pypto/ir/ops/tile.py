@@ -22,7 +22,7 @@ from pypto.ir.ops.registry import (
 from pypto.ir.ops.registry import (
     ParamSpec as P,
 )
-from pypto.ir.types import DataType, PadValue, TensorType, TileType
+from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, TensorType, TileType
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 
@@ -168,12 +168,17 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
         raise fail("tile.store", "the tile's dtype to match the tensor's", f"{tile.dtype.name} into {out.dtype.name}",
                    f"cast first: pl.cast(tile, target_type=pl.{out.dtype.name})")
     check_region("tile.store", out, a["offsets"], tile.shape, what="region", valid=tile.valid_shape)
+    if a["atomic"] is AtomicType.Add and tile.dtype not in ATOMIC_ADD_DTYPES:
+        raise TypeCheckError(f"The operator tile.store with atomic=AtomicType.Add requires an "
+                             f"fp32/bf16/fp16/int32/int16/int8 tile (hardware atomic-add dtypes), but got {tile.dtype.name}",
+                             hint="accumulate in FP32 (pl.cast the tile first) and cast the sum afterwards")
     return out
 
 
 register(
     "tile.store",
-    [P("tile", Kind.TILE), P("offsets", Kind.INDEX_LIST), P("output_tensor", Kind.TENSOR)],
+    [P("tile", Kind.TILE), P("offsets", Kind.INDEX_LIST), P("output_tensor", Kind.TENSOR),
+     P("atomic", Kind.ATOMIC, AtomicType.None_)],
     _infer_store,
     doc="Vec|Acc -> GM: write a tile's valid region at offsets of a tensor",
     writes_operand="output_tensor",
