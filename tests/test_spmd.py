@@ -224,11 +224,36 @@ def test_the_records_show_one_task_over_many_cores(tmp_path):
     ("with pl.at(level=pl.Level.CORE_GROUP):\n        for i in pl.spmd(4):\n            pass",
      r"pl.spmd is the orchestration's"),
     ("x = pl.tile.get_block_idx()", r"get_block_idx"),
+    ("with pl.spmd(4) as (t, u):\n        pass", r"binds one name"),
+    ("with pl.spmd(4):\n        for j in pl.range(2):\n            out = k(a, out)",
+     r"called at the body's top level, once"),
+    ("with pl.spmd(4):\n        out = k(a, out)\n        out = k(a, out)", r"dispatch body launches 2 kernels"),
+    ("with pl.spmd(4):\n        out = helper(a, out)", r"'helper' is not one"),
+    ("with pl.spmd(4):\n        for j in pl.range(1):\n            with pl.at(level=pl.Level.CORE_GROUP):\n"
+     "                pass", r"only statement of its body"),
+    ("with pl.spmd(4):\n        i = pl.tile.get_block_idx()\n        out = k(a, out)", r"not both"),
+    ("for i in pl.spmd(4):\n        pass\n    else:\n        pass", r"for-else"),
+    ("n = pl.system.available_aiv_count(1)", r"takes no arguments"),
+    ("with pl.spmd(4, deps=3) as t:\n        i = pl.tile.get_block_idx()", r"pl.spmd\(deps=...\) must be a list"),
 ])
 def test_spmd_mistakes_are_located_with_the_references_words(tmp_path, body, message):
     path = tmp_path / "bad.py"
     path.write_text(textwrap.dedent('''
         import pypto.language as pl
+
+
+        @pl.jit.incore
+        def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+            i = pl.tile.get_block_idx()
+            pl.store(pl.load(a, [i * 32, 0], [32, 128]), [i * 32, 0], out)
+            return out
+
+
+        @pl.jit
+        def helper(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                pl.store(pl.load(a, [0, 0], [32, 128]), [0, 0], out)
+            return out
 
 
         @pl.jit
@@ -238,7 +263,7 @@ def test_spmd_mistakes_are_located_with_the_references_words(tmp_path, body, mes
     ''').replace("BODY", body))
     with pytest.raises(PyptoError, match=message) as info:
         load_kernel(path, "bad")(torch.zeros(4 * R, C), torch.zeros(4 * R, C))
-    assert info.value.span is not None and info.value.span.file.endswith("bad.py")
+    assert info.value.span is not None and info.value.span.file.endswith("bad.py") and info.value.hint
 
 
 def test_the_device_counts_size_a_launch():
@@ -252,3 +277,38 @@ def test_the_device_counts_size_a_launch():
     a = torch.randn(n * 8, C)
     report, (_, out) = run_both(per_vector_core, a, torch.zeros(n * 8, C))
     assert torch.equal(out, torch.exp(a)) and len({t.core for t in report.tasks}) == n
+
+
+def test_a_jit_kernel_dispatched_by_spmd_and_device_counts_in_expressions(tmp_path):
+    path = tmp_path / "dispatch.py"
+    path.write_text(textwrap.dedent('''
+        import pypto.language as pl
+
+
+        @pl.jit.incore
+        def band(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+            i = pl.tile.get_block_idx()
+            for j in pl.range(pl.tile.get_block_num() // 4):  # a register in a loop bound: once
+                pl.store(pl.exp(pl.load(a, [i * 8, 0], [8, 128])), [i * 8, 0], out)
+            return out
+
+
+        @pl.jit
+        def entry(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+            with pl.spmd(min(pl.system.available_aiv_count(), 4) + pl.system.available_cluster_count() // 6):
+                out = band(a, out)
+            return out
+    '''))
+    entry = load_kernel(path, "entry")
+    a = torch.randn(8 * 8, C)
+    report, (_, out) = run_both(entry, a, torch.zeros(8 * 8, C))
+    assert torch.equal(out, torch.exp(a))  # 4 + 24 // 6 = 8 blocks
+    assert sorted(t.block for t in report.tasks) == list(range(8))
+
+
+def test_deps_json_counts_the_blocks(tmp_path):
+    a = torch.randn(BLOCKS * R, C)
+    out = torch.zeros(BLOCKS * R, C)
+    reversed_bands.compile(a, out, config=RunConfig(enable_dep_gen=True, output_dir=tmp_path)).run(a, out)
+    (task,) = json.loads((tmp_path / "dfx_outputs" / "deps.json").read_text())["tasks"]
+    assert task["block_num"] == BLOCKS

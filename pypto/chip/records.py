@@ -110,7 +110,7 @@ def deps(tasks, edges) -> dict:
                  "dummy": [-1, -1, -1]}[t.core_type]
         out_tasks.append({"task_id": str(t.id), "name": t.name, "scope": "manual" if t.manual else "auto",
                           "early_dispatch": t.early,
-                          "kernel_ids": slots, "block_num": 1,
+                          "kernel_ids": slots, "block_num": len(t.blocks),
                           "args": [{"idx": a.index, "type": _DIRECTION[a.direction.value], **_view(a, tensors)}
                                    for a in t.args]})
     out_edges = []

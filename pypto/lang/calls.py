@@ -538,7 +538,8 @@ class CallConverter(ExprConverter):
     def bind_args(self, op: OpDef, thunks, keywords, node):
         params = op.params
         if len(thunks) > len(params):
-            raise self.error(TypeCheckError, node, f"{op.name} takes at most {len(params)} arguments, got {len(thunks)}")
+            raise self.error(TypeCheckError, node, f"{op.name} takes at most {len(params)} arguments, got {len(thunks)}",
+                             hint=f"pl.{op.name}({', '.join(p.name for p in params)})")
         chosen: dict[str, tuple] = {}
         for p, t in zip(params, thunks):
             chosen[p.name] = (t, t.node)

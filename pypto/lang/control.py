@@ -104,7 +104,8 @@ class ControlFlow:
         if self._is_builtin_call(node.iter, "spmd"):
             return self.spmd_for(node, live_after)
         if node.orelse:
-            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
+            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported",
+                             hint="write the else block's statements after the loop")
         kind, start, stop, step, stage, inits = self.loop_header(node)
         explicit = inits is not None
         target = node.target
@@ -421,7 +422,8 @@ class ControlFlow:
 
     def with_(self, node: ast.With, live_after: frozenset) -> None:
         if len(node.items) != 1:
-            raise self.error(UnsupportedSyntaxError, node, "a with statement opens one pl.at(...) scope")
+            raise self.error(UnsupportedSyntaxError, node, "a with statement opens one pl.at(...) scope",
+                             hint="nest them: one with statement per scope")
         item = node.items[0]
         call = item.context_expr
         if self._is_builtin_call(call, "scope") or self._is_builtin_call(call, "manual_scope"):

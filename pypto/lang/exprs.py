@@ -35,6 +35,7 @@ from pypto.ir.types import (
     TileType,
     type_name,
 )
+from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.lang import folding
 from pypto.lang import names as N
 from pypto.backend import MemorySpace
@@ -501,6 +502,11 @@ class ExprConverter:
             minmax = self._minmax(node)
             if minmax is not None:
                 return minmax
+            _, meaning = self.entity(node.func)
+            if isinstance(meaning, N.Builtin) and meaning.name in ("available_cluster_count", "available_aiv_count"):
+                return self.available_count(node, meaning.name)[0]
+            if isinstance(meaning, N.Op) and meaning.name in BLOCK_REGISTERS:  # a scalar a kernel reads
+                return self.operand(node)[0]
             pure = self.pure_function(node.func)
             if pure is not None and self.maybe_static(node) is RUNTIME:
                 raise self.error(UnsupportedSyntaxError, node,

@@ -66,7 +66,7 @@ class SpmdForms:
             elif kw.arg == "name_hint":
                 fields["name_hint"] = self.scope_name_hint(kw.value)
             elif kw.arg == "deps":
-                fields["deps"] = self.task_deps(kw.value)
+                fields["deps"] = self.task_deps(kw.value, "pl.spmd")
             else:  # optimizations=, predicate=: they come with mixed kernels and dispatch predicates
                 raise self.error(UnsupportedSyntaxError, kw.value, f"pl.spmd({kw.arg}=...) is not supported yet",
                                  hint="leave it out: every block is dispatched, on cores of one kind")
@@ -94,7 +94,8 @@ class SpmdForms:
         """``for i in pl.spmd(n):``: the body outlined into one kernel run by ``n`` blocks,
         ``i`` each block's ``pl.tile.get_block_idx()``."""
         if node.orelse:
-            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
+            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported",
+                             hint="write the else block's statements after the loop")
         launch = self.spmd_launch(node.iter, allow_deps=False)
         if not isinstance(node.target, ast.Name):
             raise self.error(UnsupportedSyntaxError, node.target, "the loop variable of pl.spmd is one name: the "
@@ -124,7 +125,8 @@ class SpmdForms:
         reading ``pl.tile.get_block_idx()`` (outlined), or one kernel dispatch."""
         target = node.items[0].optional_vars
         if target is not None and not isinstance(target, ast.Name):
-            raise self.error(UnsupportedSyntaxError, target, "'with pl.spmd(...) as tid' binds one name: the task's id")
+            raise self.error(UnsupportedSyntaxError, target, "'with pl.spmd(...) as tid' binds one name: the task's id",
+                             hint="with pl.spmd(4) as tid:, then deps=[tid] on a later task")
         launch = self.spmd_launch(call, allow_deps=target is not None)
         body = node.body
         if len(body) == 1 and isinstance(body[0], ast.With) and len(body[0].items) == 1 \
@@ -134,34 +136,59 @@ class SpmdForms:
             if (launch.deps or launch.allow_early_resolve or target is not None) and \
                     (scope.deps or scope.allow_early_resolve or scope.task_id is not None):
                 raise self.error(TypeCheckError, body[0], "the task's deps=, allow_early_resolve= and 'as tid' go on "
-                                 "one line: the pl.spmd(...) or the pl.at(...) it holds, not both")
+                                 "one line: the pl.spmd(...) or the pl.at(...) it holds, not both",
+                                 hint="keep them on the pl.spmd(...) line and drop them from the pl.at(...)")
             self.emit(attrs.evolve(scope, blocks=launch.blocks, sync_start=launch.sync_start,
                                    name_hint=scope.name_hint or launch.name_hint,
                                    deps=scope.deps or launch.deps,
                                    allow_early_resolve=scope.allow_early_resolve or launch.allow_early_resolve,
                                    task_id=scope.task_id if target is None else self.bind_task_id(target)))
             return
+        carriers = [x for s in body for x in ast.walk(s) if isinstance(x, ast.With) and len(x.items) == 1
+                    and self._is_builtin_call(x.items[0].context_expr, "at")]
+        if carriers:  # not the one statement of the body, or the case above had taken it
+            raise self.error(UnsupportedSyntaxError, carriers[0], "the pl.at(...) a `with pl.spmd(...)` holds is the "
+                             "only statement of its body: the scope every block runs",
+                             hint="move the other statements into the pl.at(...) (or out of the pl.spmd scope)")
+        top = [s for s in body if isinstance(s, (ast.Assign, ast.AnnAssign, ast.Expr))
+               and isinstance(s.value, ast.Call) and self.dispatches(s.value)]
         if self.reads_block_index(body):
+            if top:
+                raise self.error(UnsupportedSyntaxError, top[0].value, "a `with pl.spmd(...)` body either reads the "
+                                 "block index itself (and is outlined into one kernel) or dispatches a kernel that "
+                                 "reads it, not both",
+                                 hint="read pl.tile.get_block_idx() inside the dispatched kernel, or inline its work")
             inner = self.incore_block(body, live_after)
             self.emit(n.Scope(inner, Level.CORE_GROUP, launch.name_hint, span=self.span(node),
                               deps=launch.deps, allow_early_resolve=launch.allow_early_resolve,
                               blocks=launch.blocks, sync_start=launch.sync_start,
                               task_id=None if target is None else self.bind_task_id(target)))
             return
-        if not any(self.dispatches(x) for stmt in body for x in ast.walk(stmt) if isinstance(x, ast.Call)):
+        nested = [x for s in body for x in ast.walk(s) if isinstance(x, ast.Call) and self.dispatches(x)]
+        if nested and not top:
+            raise self.error(UnsupportedSyntaxError, nested[0], "the kernel a `with pl.spmd(...)` body dispatches is "
+                             "called at the body's top level, once: not inside a loop or a branch",
+                             hint="put the loop around the pl.spmd scope (one SPMD task per trip), or read "
+                                  "pl.tile.get_block_idx() in the body so it is outlined into one kernel")
+        if not top:
             raise self.error(TypeCheckError, node, "`with pl.spmd(...)` body neither reads the per-block index via "
                              "`pl.tile.get_block_idx()` nor dispatches a `self.<kernel>(...)` call, so every block "
                              "would run identical work.",
                              hint="Add `i = pl.tile.get_block_idx()` inside the scope, dispatch a kernel that reads "
                                   "it, or use `for i in pl.spmd(n):` to bind the block index automatically.")
-        stmts = self.block(body, live_after)
-        dispatches = [k for k, s in enumerate(stmts) if self.dispatch_of(s) is not None]
-        if len(dispatches) > 1:
-            raise self.error(TypeCheckError, node, f"`with pl.spmd(...)` dispatch body launches {len(dispatches)} "
+        if len(top) > 1:
+            raise self.error(TypeCheckError, node, f"`with pl.spmd(...)` dispatch body launches {len(top)} "
                              "kernels; only one kernel dispatch per SPMD scope is supported.",
                              hint="Use one `pl.spmd(...)` scope per kernel, or make the body inline by reading "
                                   "`pl.tile.get_block_idx()` so the whole body is outlined into a single per-block "
                                   "kernel.")
+        stmts = self.block(body, live_after)
+        dispatches = [k for k, s in enumerate(stmts) if self.dispatch_of(s) is not None]
+        if not dispatches:
+            raise self.error(TypeCheckError, top[0].value, f"`with pl.spmd(...)` dispatches a kernel, and "
+                             f"'{ast.unparse(top[0].value.func)}' is not one: its body runs in the orchestration",
+                             hint="dispatch an InCore (or AIC / AIV) function of the program, or call the helper "
+                                  "outside the pl.spmd scope")
         k = dispatches[0]
         stmt = stmts[k]
         task = n.Submit(self.dispatch_of(stmt), launch.deps, (), launch.allow_early_resolve, launch.blocks,
@@ -239,7 +266,7 @@ class SpmdForms:
         """``pl.system.available_cluster_count()`` / ``available_aiv_count()``: the device's
         clusters / vector cores — known when compiling, the program being for one SoC."""
         if node.args or node.keywords:
-            raise self.error(TypeCheckError, node, f"pl.system.{name}() takes no arguments")
+            raise self.error(TypeCheckError, node, f"pl.system.{name}() takes no arguments", hint=f"pl.system.{name}()")
         soc = self.hooks.soc
         count = soc.clusters if name == "available_cluster_count" else soc.clusters * soc.aiv_per_cluster
         e = n.Const(count)

@@ -44,7 +44,8 @@ class TaskForms:
         body make N tasks (``pl.range`` makes them at run time)."""
         it = node.iter
         if node.orelse:
-            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
+            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported",
+                             hint="write the else block's statements after the loop")
         for k in it.keywords:
             if k.arg == "init_values":
                 raise self.error(TypeCheckError, k, "pl.unroll() cannot be combined with init_values",
@@ -120,10 +121,11 @@ class TaskForms:
             self.manual_depth -= manual
         self.emit(n.RuntimeScope(body, manual, span=self.span(node)))
 
-    def task_deps(self, node) -> tuple:
-        """``deps=[...]``: TaskIds (``None`` waits for nothing, and is dropped)."""
+    def task_deps(self, node, form: str = "pl.at") -> tuple:
+        """``deps=[...]`` of ``form`` (``pl.at``, ``pl.spmd``, ...): TaskIds (``None`` waits
+        for nothing, and is dropped)."""
         if not isinstance(node, (ast.List, ast.Tuple)):
-            raise self.error(TypeCheckError, node, "pl.at(deps=...) must be a list literal",
+            raise self.error(TypeCheckError, node, f"{form}(deps=...) must be a list literal",
                              hint="deps=[tid] (the ids of 'with pl.at(...) as tid' scopes)")
         out = []
         for e in node.elts:
@@ -135,7 +137,7 @@ class TaskForms:
             ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
             t = self.types.get(ssa) if ssa is not None else None
             if t != TASK_ID and not _task_ids(t):  # a TaskId, or an array of them (every slot)
-                raise self.error(TypeCheckError, e, "pl.at deps= entries must be a TaskId variable, a TASK_ID array "
+                raise self.error(TypeCheckError, e, f"{form} deps= entries must be a TaskId variable, a TASK_ID array "
                                  f"element (e.g. `arr[i]`), or None — got '{ast.unparse(e)}'",
                                  hint="bind a task's id with 'with pl.at(...) as tid', then deps=[tid]")
             out.append(n.Var(ssa))
@@ -178,7 +180,7 @@ class TaskForms:
         if node.args or any(k.arg != "deps" for k in node.keywords):
             raise self.error(TypeCheckError, node, "pl.system.task_dummy takes only deps=[...]",
                              hint="pl.system.task_dummy(deps=[tids])")
-        deps = self.task_deps(node.keywords[0].value) if node.keywords else ()
+        deps = self.task_deps(node.keywords[0].value, "pl.system.task_dummy") if node.keywords else ()
         return n.Submit(None, deps), TASK_ID
 
     def dim_call(self, node: ast.Call):
@@ -227,7 +229,7 @@ class TaskForms:
                              hint=f"{form}(self.kernel, *args, {'core_num=8, ' if spmd else ''}deps=[...], "
                                   "allow_early_resolve=True): the kernel's arguments by position")
         blocks, sync = self.spmd_submit_keywords(node, kw, target.attr) if spmd else (None, False)
-        deps = self.task_deps(kw["deps"].value) if "deps" in kw else ()
+        deps = self.task_deps(kw["deps"].value, form) if "deps" in kw else ()
         early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve",
                                 hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
         call = ast.copy_location(ast.Call(target, args, []), node)
