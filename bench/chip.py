@@ -1,7 +1,9 @@
 """Chip figures: the seed's pl.parallel claim (16 independent row-band tasks against the
-same tasks under pl.range, which R-seq chains), and how fast the chip simulates a large
-task graph (tasks per second of wall time, first run and again), and how the time of an
-orchestration that reads an element after each task grows with its length.
+same tasks under pl.range, which R-seq chains); one SPMD dispatch of 16 blocks against 16
+unrolled scopes; split-K against one long accumulation (M = N = 64, K = 4096); how fast
+the chip simulates a large task graph (tasks per second of wall time, first run and
+again), and how the time of an orchestration that reads an element after each task grows
+with its length.
 
     python bench/chip.py [--repeat N] [--tasks N]
 """
@@ -9,7 +11,9 @@ orchestration that reads an element after each task grows with its length.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from pathlib import Path
 
 import torch
 
@@ -29,6 +33,23 @@ def bands(loop, n: int):
         return out
 
     return band_tasks
+
+
+def spmd_or_unrolled(blocks: int):
+    @pl.jit
+    def unrolled(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.unroll(blocks):  # one task per block: each dispatched on its own
+            with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[out]):
+                pl.store(pl.exp(pl.load(a, [i * ROWS, 0], [ROWS, COLS])), [i * ROWS, 0], out)
+        return out
+
+    @pl.jit
+    def spmd(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(blocks):  # one task of blocks
+            pl.store(pl.exp(pl.load(a, [i * ROWS, 0], [ROWS, COLS])), [i * ROWS, 0], out)
+        return out
+
+    return unrolled, spmd
 
 
 def read_after_each(n: int):
@@ -68,6 +89,30 @@ def main() -> None:
         line(f"{n} row-band tasks under {name}: makespan (cycles), {busy} core(s)", report.cycles)
     ratio = makespans["pl.parallel"] / makespans["pl.range"]
     line("pl.parallel / pl.range makespan (issue 12: the seed's claim)", ratio, "<= 0.25", ratio <= 0.25, " x")
+
+    unrolled, spmd = spmd_or_unrolled(n)
+    spans = {}
+    for name, kernel in (("pl.unroll scopes", unrolled), ("pl.spmd blocks", spmd)):
+        out = torch.zeros(n * ROWS, COLS)
+        report = kernel.compile(a, out).run(a, out)
+        assert torch.equal(out, torch.exp(a))
+        spans[name] = report.cycles
+        line(f"{n} {name}: {len({t.task_id for t in report.tasks})} task(s) dispatched, makespan (cycles)",
+             report.cycles)
+    ratio = spans["pl.spmd blocks"] / spans["pl.unroll scopes"]
+    line("pl.spmd / pl.unroll makespan (issue 13: fewer dispatches, shorter)", ratio, "< 1", ratio < 1, " x")
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "advanced"))
+    split_k = importlib.import_module("01_split_k")
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(split_k.M, split_k.K, generator=g), torch.randn(split_k.K, split_k.N, generator=g)
+    spans = {}
+    for kernel in (split_k.unsplit, split_k.split_k):
+        c = torch.zeros(split_k.M, split_k.N)
+        spans[kernel.__name__] = kernel.compile(x, y, c).run(x, y, c).cycles
+        line(f"{kernel.__name__} M=N={split_k.M}, K={split_k.K}: makespan (cycles)", spans[kernel.__name__])
+    speedup = spans["unsplit"] / spans["split_k"]
+    line(f"split-K ({split_k.SPLIT} splits) speed-up over unsplit (issue 13)", speedup, "> 1", speedup > 1, " x")
 
     big = args.tasks
     a = torch.randn(big * ROWS, COLS)

@@ -58,13 +58,10 @@ def _split_k(name: str):
         spec = importlib.util.spec_from_file_location("split_k", ROOT / "examples" / "advanced" / "01_split_k.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        m, k, n, splits = module.M, module.K, module.N, module.SPLITS
         g = torch.Generator().manual_seed(0)
-        a, w = torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
-        part, out = torch.zeros(splits * m, n), torch.zeros(m, n)
-        args = {"unsplit": (a, w, out), "partials": (a, w, part), "combine": (part, out)}[name]
-        config = _config(where, disabled_diagnostics=["PH001"])  # as the example runs it
-        return getattr(module, name).compile(*args, config=config), args
+        args = (torch.randn(module.M, module.K, generator=g), torch.randn(module.K, module.N, generator=g),
+                torch.zeros(module.M, module.N))
+        return getattr(module, name).compile(*args, config=_config(where)), args
 
     return build
 
@@ -95,8 +92,8 @@ def cases() -> dict:
             out[f"seed_{name}_{planner.lower()}"] = _seed(name, planner)
     for name in ("matmul_b_trans", "matmul_row_major"):
         out[f"example_{name}"] = _b_trans(name)
-    for name in ("unsplit", "partials", "combine"):
-        out[f"split_k_{name}"] = _split_k(name)
+    for case, name in (("unsplit", "unsplit"), ("chained", "split_k_chained"), ("parallel", "split_k")):
+        out[f"split_k_{case}"] = _split_k(name)
     for path in sorted(GENERATED.glob("*.py")):
         out[f"generated_{path.stem}"] = _generated(path)
     return out

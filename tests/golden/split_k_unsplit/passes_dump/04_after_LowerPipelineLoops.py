@@ -8,22 +8,24 @@ import pypto.language as pl
 @pl.program
 class unsplit:
     @pl.function(type=pl.FunctionType.InCore)
-    def unsplit_incore_0(self, a: pl.Tensor[[16, 512], pl.FP16], w: pl.Tensor[[512, 256], pl.FP16], out: pl.Out[pl.Tensor[[16, 256], pl.FP32]]):
-        load = pl.tile.load(a, [0, 0], [16, 128], target_memory=pl.Mem.Mat)
-        x = pl.tile.move(load, target_memory=pl.Mem.Left)
-        load_1 = pl.tile.load(w, [0, 0], [128, 256], target_memory=pl.Mem.Mat)
-        y = pl.tile.move(load_1, target_memory=pl.Mem.Right)
-        acc = pl.tile.matmul(x, y)
-        for k, (acc_1,) in pl.range(1, 4, init_values=(acc,)):
-            load_2 = pl.tile.load(a, [0, k * 128], [16, 128], target_memory=pl.Mem.Mat)
-            x_1 = pl.tile.move(load_2, target_memory=pl.Mem.Left)
-            load_3 = pl.tile.load(w, [k * 128, 0], [128, 256], target_memory=pl.Mem.Mat)
-            y_1 = pl.tile.move(load_3, target_memory=pl.Mem.Right)
-            acc_2 = pl.tile.matmul_acc(acc_1, x_1, y_1)
-            acc_3 = pl.yield_(acc_2)
-        pl.tile.store(acc_3, [0, 0], out)
+    def unsplit_incore_0(self, a: pl.Tensor[[64, 4096], pl.FP32], b: pl.Tensor[[4096, 64], pl.FP32], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        a_tile = pl.tile.load(a, [0, 0], [64, 256], target_memory=pl.Mem.Mat)
+        b_tile = pl.tile.load(b, [0, 0], [256, 64], target_memory=pl.Mem.Mat)
+        a_tile_Left = pl.tile.move(a_tile, target_memory=pl.Mem.Left)
+        b_tile_Right = pl.tile.move(b_tile, target_memory=pl.Mem.Right)
+        acc = pl.tile.matmul(a_tile_Left, b_tile_Right)
+        for ki, (acc_iter,) in pl.range(256, 4096, 256, init_values=(acc,)):
+            a_tile_1 = pl.tile.load(a, [0, ki], [64, 256], target_memory=pl.Mem.Mat)
+            b_tile_1 = pl.tile.load(b, [ki, 0], [256, 64], target_memory=pl.Mem.Mat)
+            a_tile_1_Left = pl.tile.move(a_tile_1, target_memory=pl.Mem.Left)
+            b_tile_1_Right = pl.tile.move(b_tile_1, target_memory=pl.Mem.Right)
+            acc_1 = pl.tile.matmul_acc(acc_iter, a_tile_1_Left, b_tile_1_Right)
+            acc_out = pl.yield_(acc_1)
+        pl.tile.store(acc_out, [0, 0], c)
+        c_1: pl.Tensor[[64, 64], pl.FP32] = c
+        return c_1
 
     @pl.function(type=pl.FunctionType.Orchestration)
-    def unsplit(self, a: pl.Tensor[[16, 512], pl.FP16], w: pl.Tensor[[512, 256], pl.FP16], out: pl.Out[pl.Tensor[[16, 256], pl.FP32]]) -> pl.Tensor[[16, 256], pl.FP32]:
-        self.unsplit_incore_0(a, w, out)  # task args: Input, Input, OutputExisting
-        return out
+    def unsplit(self, a: pl.Tensor[[64, 4096], pl.FP32], b: pl.Tensor[[4096, 64], pl.FP32], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        c_1 = self.unsplit_incore_0(a, b, c)  # task args: Input, Input, OutputExisting
+        return c_1

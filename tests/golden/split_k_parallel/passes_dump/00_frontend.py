@@ -1,0 +1,23 @@
+# pypto.program: split_k
+# after: frontend
+# memory_planner: PYPTO
+# backend: a2a3
+import pypto.language as pl
+
+
+@pl.program
+class split_k:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def split_k(self, a: pl.Tensor[[64, 4096], pl.FP32], b: pl.Tensor[[4096, 64], pl.FP32], c: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="zero_init") as zeroed:
+            full = pl.tensor.full([64, 64], dtype=pl.FP32, value=0.0)
+            c_1 = pl.tensor.assemble(c, full, [0, 0])
+        for ks, (c_2,) in pl.parallel(8, init_values=(c_1,)):
+            with pl.at(level=pl.Level.CORE_GROUP, name_hint="split_k", no_dep_args=[c_2], deps=[zeroed]):
+                k0 = ks * 512
+                slice = pl.tensor.slice(a, [64, 512], [0, k0])
+                slice_1 = pl.tensor.slice(b, [512, 64], [k0, 0])
+                partial = pl.tensor.matmul(slice, slice_1, out_dtype=pl.FP32)
+                c_3 = pl.tensor.assemble(c_2, partial, [0, 0], atomic=pl.AtomicType.Add)
+            c_4 = pl.yield_(c_3)
+        return c_4
