@@ -312,3 +312,117 @@ def test_deps_json_counts_the_blocks(tmp_path):
     reversed_bands.compile(a, out, config=RunConfig(enable_dep_gen=True, output_dir=tmp_path)).run(a, out)
     (task,) = json.loads((tmp_path / "dfx_outputs" / "deps.json").read_text())["tasks"]
     assert task["block_num"] == BLOCKS
+
+
+@pl.program
+class Gated:
+    @pl.function(type=pl.FunctionType.InCore)
+    def count(self, a: pl.Tensor[[R, C], pl.FP32], flags: pl.Out[pl.Tensor[[1, 8], pl.INT32]]):
+        pl.store(pl.cast(pl.load(a, [0, 0], [1, 8]), target_type=pl.INT32, mode="round"), [0, 0], flags)
+        return flags
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def work(self, a: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+        i = pl.tile.get_block_idx()  # 4 blocks of R // 4 rows
+        pl.store(pl.exp(pl.load(a, [i * (R // 4), 0], [R // 4, C])), [i * (R // 4), 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def after(self, out: pl.Tensor[[R, C], pl.FP32], z: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+        pl.store(pl.add(pl.load(out, [0, 0], [R, C]), 1.0), [0, 0], z)
+        return z
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[R, C], pl.FP32], flags: pl.Out[pl.Tensor[[1, 8], pl.INT32]],
+             out: pl.Out[pl.Tensor[[R, C], pl.FP32]], z: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+        flags, c = pl.submit(self.count, a, flags)
+        out, w = pl.spmd_submit(self.work, a, out, core_num=4, deps=[c], predicate=(0 < flags[0, 3]))
+        z, _ = pl.submit(self.after, out, z, deps=[w])
+        return z
+
+
+@pytest.mark.parametrize("gate", [5.0, -5.0])
+def test_a_false_predicate_retires_the_task_and_still_releases_its_consumer(gate):
+    from pypto.runtime.compiled import compile_program
+
+    a = torch.randn(R, C)
+    a[0, 3] = gate
+    for platform in ("ref", "a2a3sim"):
+        flags, out, z = torch.zeros(1, 8, dtype=torch.int32), torch.zeros(R, C), torch.zeros(R, C)
+        report = compile_program(Gated, ["a", "flags", "out", "z"], RunConfig(platform=platform),
+                                 write=False).run(a, flags, out, z)
+        assert torch.equal(out, torch.exp(a) if gate > 0 else torch.zeros(R, C))
+        assert torch.equal(z, out + 1.0)  # the consumer ran either way
+    work = [t for t in report.tasks if t.kernel == "work"]
+    if gate > 0:
+        assert len(work) == 4 and not any(t.retired for t in work)
+    else:
+        (retired,) = work
+        assert retired.retired and retired.core == -1 and retired.start == retired.end
+    consumer = next(t for t in report.tasks if t.kernel == "after")
+    assert consumer.deps == (work[0].task_id,) and consumer.dispatch >= max(t.finish for t in work)
+    text = Gated.as_python()
+    assert "predicate=(flags[0, 3] > 0)" in text and parse(text) == Gated
+
+
+def test_a_predicate_over_an_element_its_producer_may_still_be_writing_is_a_race(tmp_path):
+    path = tmp_path / "stale.py"
+    path.write_text(textwrap.dedent(f'''
+        import pypto.language as pl
+        R, C = {R}, {C}
+
+
+        @pl.program
+        class Stale:
+            @pl.function(type=pl.FunctionType.InCore)
+            def count(self, a: pl.Tensor[[R, C], pl.FP32], flags: pl.Out[pl.Tensor[[1, 8], pl.INT32]]):
+                t = pl.load(a, [0, 0], [R, C])
+                for _ in pl.range(6):  # long: still running when the next task is dispatched
+                    t = pl.exp(t)
+                pl.store(pl.cast(pl.load(a, [0, 0], [1, 8]), target_type=pl.INT32, mode="round"), [0, 0], flags)
+                return flags
+
+            @pl.function(type=pl.FunctionType.InCore)
+            def work(self, a: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+                pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], out)
+                return out
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[R, C], pl.FP32], flags: pl.Out[pl.Tensor[[1, 8], pl.INT32]],
+                     out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+                flags, c = pl.submit(self.count, a, flags)
+                out, w = pl.submit(self.work, a, out, predicate=(flags[0, 3] > 0))  # no deps=[c]
+                return out
+    '''))
+    from pypto.runtime.compiled import compile_program
+
+    stale = load_kernel(path, "Stale")
+    args = torch.ones(R, C), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(R, C)
+    with pytest.raises(TaskRace, match=r"the predicate of task r0t1 .* reads element \[0, 3\] .* while task r0t0"):
+        compile_program(stale, ["a", "flags", "out"], RunConfig(), write=False).run(*args)
+
+
+@pytest.mark.parametrize("predicate, message", [
+    ("flags[0, 3]", "must be a single comparison"),
+    ("flags[0, 3] > 0 > -1", "got a chained comparison"),
+    ("flags[0, 3] > a[0, 0]", "against an integer literal"),
+    ("flags[0, 3] > 0.5", "against an integer literal"),
+    ("a[0, 3] > 0", "signed 8/16/32/64-bit integer tensor, got FP32"),
+    ("flags[3] > 0", "needs 2 index"),
+    ("flags[0, -1] > 0", "must be non-negative"),
+])
+def test_predicate_mistakes_are_located_with_the_references_words(tmp_path, predicate, message):
+    path = tmp_path / "bad.py"
+    path.write_text(textwrap.dedent(f'''
+        import pypto.language as pl
+
+
+        @pl.jit
+        def bad(a: pl.Tensor, flags: pl.Tensor, out: pl.Out[pl.Tensor]):
+            for i in pl.spmd(2, predicate=({predicate})):
+                pl.store(pl.load(a, [i * 32, 0], [32, 128]), [i * 32, 0], out)
+            return out
+    '''))
+    with pytest.raises(PyptoError, match=message) as info:
+        load_kernel(path, "bad")(torch.zeros(64, 128), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(64, 128))
+    assert info.value.span is not None and info.value.span.file.endswith("bad.py") and info.value.hint

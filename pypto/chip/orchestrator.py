@@ -47,6 +47,7 @@ class TaskRecord:
     finish: int
     deps: tuple = ()  # the task_ids it waited for
     pipe_cycles: dict = attrs.Factory(dict)  # core name -> pipe -> cycles, this task's alone
+    retired: bool = False  # its dispatch predicate was false: it ran nothing, on no core
 
 
 class ChipRun:
@@ -72,7 +73,7 @@ class ChipRun:
         self.untracked: dict[int, object] = {}  # storage address -> a tensor created with manual_dep=True
         self.unapplied: list[Task] = []  # the tasks whose data is not in place yet (a read places those started)
         self.unfinished: list[Task] = []  # the tasks not finished by the orchestrator's clock (as far as known)
-        self.chip = Chip(soc)  # decided as far as the orchestrator has had to know
+        self.chip = Chip(soc, self._decide)  # decided as far as the orchestrator has had to know
         self.atomics = AtomicAdds(atomic_seed)  # atomic adds kept until their stores complete
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
@@ -137,7 +138,7 @@ class ChipRun:
         task = Task(len(self.tasks), ring, self.locals[ring], fn.name, core_type, tuple(targs),
                     getattr(stmt, "span", None), 0, max(cycles),
                     early=submit is not None and submit.allow_early_resolve, durations=cycles if spmd else (),
-                    sync_start=spmd and submit.sync_start)
+                    sync_start=spmd and submit.sync_start, predicate=submit.predicate if submit is not None else None)
         self.locals[ring] += 1
         self._enter(task, submit.deps if submit is not None else (), runs)
         by_name = {p.name: v for p, v in zip(fn.params, args)}
@@ -182,6 +183,31 @@ class ChipRun:
 
     def scope_stats(self) -> list[dict]:
         return self.rings.stats(self.tracker.entries())
+
+    def _decide(self, t: Task, now: int) -> bool:
+        """The scheduler reached task ``t``'s dispatch at cycle ``now``: its predicate over
+        the data as it is then — every task that started by then in place. A task that
+        writes the element and has not finished, ordered by nothing, makes the value a race."""
+        p = t.predicate
+        placed = self.chip.placed
+        self._apply([u for u in self.unapplied if placed[u.number] and u.start < now])
+        self.atomics.flush(until=now)
+        tensor = p.tensor
+        lo = tensor.data_ptr() + sum(i * st for i, st in zip(p.indices, tensor.stride())) * tensor.element_size()
+        for u in self.tasks:
+            if u is t or self.chip.finished[u.number] or self.unsafe_races or not self.launches[u.number]:
+                continue
+            if any(write and a < lo + tensor.element_size() and lo < b for block in range(len(self.launches[u.number]))
+                   for a, b, write, _ in self._accesses(u, block)):
+                raise races.TaskRace(
+                    f"the predicate of {t.where()} reads {_element(tensor, p.indices)} at cycle {now}, when it is "
+                    f"dispatched, while {u.where()} writes it, and no dependency orders them", span=t.span,
+                    hint=f"put the task that writes the element in deps=[...] ({u.name} here): the scheduler reads "
+                         "the predicate once the task's deps have finished")
+        if p.holds():
+            return True
+        self.launches[t.number] = []  # retired: it runs nothing
+        return False
 
     def _finish_of(self, number: int) -> int:
         """When a task submitted so far finishes: the orchestrator waits for it, so nothing
@@ -241,9 +267,9 @@ class ChipRun:
         report = RunReport(cycles=makespan)
         for t in sorted(self.tasks, key=lambda t: (t.start, t.number)):
             deps = tuple(self.tasks[p].name for p in t.preds)
-            if not self.launches[t.number]:  # a dummy: on no core
+            if not self.launches[t.number]:  # a dummy, or retired by its predicate: on no core
                 report.tasks.append(TaskRecord(t.name, t.kernel, -1, t.core_type, 0, t.dispatch, t.start, t.end,
-                                               t.finish, deps))
+                                               t.finish, deps, retired=t.retired))
                 continue
             for p, (launch, timeline) in zip(t.placements, self.launches[t.number]):
                 cores = self._cores(t, p.core)

@@ -43,8 +43,11 @@ def schedule(tasks: list[Task], soc: SoC) -> int:
 
 
 class Chip:
-    def __init__(self, soc: SoC):
+    def __init__(self, soc: SoC, decide=None):
+        """``decide(task, cycle)``: whether a task with a dispatch predicate runs, asked
+        once, when it reaches dispatch (None: every such task runs)."""
         self.soc, self.c = soc, soc.chip
+        self.decide = decide
         self.number = soc.core_number
         self.idle = {kind: sorted(soc.cores(kind), key=self.number) for kind in (CoreKind.AIC, CoreKind.AIV)}
         self.ready = {"aic": collections.deque(), "aiv": collections.deque(), "mix": collections.deque(),
@@ -119,6 +122,11 @@ class Chip:
         for core_type, queue in self.ready.items():
             while queue:  # first come first served: the head's blocks take cores before the next task
                 t = tasks[queue[0]]
+                if t.predicate is not None and not t.placements and self.decide is not None \
+                        and not self.decide(t, now):
+                    queue.popleft()
+                    self._retire(t, now)
+                    continue
                 if t.sync_start and not t.placements and _room(core_type, self.idle, self.soc) < len(t.blocks):
                     break  # all its blocks at once, or none yet
                 cores = _take(core_type, self.idle, self.soc)
@@ -161,9 +169,17 @@ class Chip:
         if not t.sync_start:
             heapq.heappush(self.events, (end + c.completion, _FINISH, t.number, block))
 
+    def _retire(self, t: Task, now: int) -> None:
+        """A false predicate: done at once, on no core; its consumers are released."""
+        t.retired = True
+        t.placements.append(Placement(0, None, now, now, now, now))
+        self.held[(t.number, 0)] = ()
+        heapq.heappush(self.events, (now, _FINISH, t.number, 0))
+        self._placed(t, now)
+
     def _placed(self, t: Task, now: int) -> None:
         """Every block of ``t`` has its cores: its times, and what its flag lets consumers do."""
-        if t.sync_start and t.core_type != "dummy":  # admitted together: they start when the last is picked up
+        if t.sync_start and not t.retired and t.core_type != "dummy":  # admitted together: they start when the last is picked up
             start = max(p.start for p in t.placements)
             for p, duration in zip(t.placements, t.blocks):
                 p.start, p.end = start, start + duration
@@ -185,7 +201,8 @@ class Chip:
         for core in self.held.pop((k, block)):
             bisect.insort(self.idle[core.kind], core, key=self.number)
         self.ended[k] += 1
-        if self.ended[k] < len(self.tasks[k].blocks):
+        t = self.tasks[k]
+        if self.ended[k] < (1 if t.retired else len(t.blocks)):
             return
         self.finished[k] = True
         for succ in self.consumers[k]:

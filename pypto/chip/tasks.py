@@ -71,6 +71,8 @@ class Task:
     manual: bool = False  # submitted in a manual scope: only its deps= order it
     durations: tuple = ()  # an SPMD task's: cycles of each block (else its one block runs ``duration``)
     sync_start: bool = False  # SPMD: every block takes its core at once, or none does
+    predicate: object = None  # the dispatch predicate (``interpreter.Dispatch``): false retires it
+    retired: bool = False  # its predicate was false: it ran nothing, on no core
     # once scheduled: each block's placement, and the task's — its first block's core and
     # dispatch, its first start, its last end and finish
     placements: list = attrs.Factory(list)

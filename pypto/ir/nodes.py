@@ -129,6 +129,19 @@ class FuncCall:
 
 
 @attrs.frozen
+class Predicate:
+    """A dispatch predicate: ``tensor[indices] op value`` — one element of an integer
+    tensor against an integer literal, which the scheduler evaluates when the task reaches
+    dispatch (its deps finished); false retires the task without running it, and its
+    consumers are released all the same."""
+
+    tensor: Var
+    indices: tuple = attrs.field(converter=tuple)
+    op: str = ">"  # one of == != > < >= <=
+    value: int = 0
+
+
+@attrs.frozen
 class Submit:
     """A kernel call submitted as a task that carries something a plain call cannot: its
     value is the task's id (``pl.TASK_ID``). ``deps``: TaskId expressions it also waits
@@ -146,6 +159,7 @@ class Submit:
     # ``sync_start``: all blocks admitted to cores together
     blocks: object = None
     sync_start: bool = False
+    predicate: Predicate | None = None
 
 
 # --------------------------------------------------------------------------- statements
@@ -227,12 +241,13 @@ class Scope:
     allow_early_resolve: bool = False
     blocks: object = None  # ``pl.spmd(n)``: the task's block count (see ``Submit``)
     sync_start: bool = False
+    predicate: Predicate | None = None
 
     @property
     def submits(self) -> bool:
         """Whether the scope's task is a ``Submit`` rather than a plain call."""
         return bool(self.task_id is not None or self.deps or self.no_dep_args or self.allow_early_resolve
-                    or self.blocks is not None)
+                    or self.blocks is not None or self.predicate is not None)
 
 
 @attrs.frozen
@@ -397,6 +412,9 @@ def value_exprs(value):
         yield from value.deps
         if value.blocks is not None:
             yield value.blocks
+        if value.predicate is not None:
+            yield value.predicate.tensor
+            yield from value.predicate.indices
     elif isinstance(value, (Call, FuncCall)):
         for arg in value.args:
             if isinstance(arg, tuple):

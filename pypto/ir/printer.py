@@ -104,6 +104,10 @@ def string(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+def predicate(p: n.Predicate) -> str:
+    return f"({expr(p.tensor)}[{', '.join(expr(i) for i in p.indices)}] {p.op} {p.value})"
+
+
 def static(v) -> str:
     """A compile-time argument value."""
     if v is None:
@@ -271,6 +275,8 @@ class _Printer:
                 args.append(f"no_dep_args=[{', '.join(s.no_dep_args)}]")
             if s.allow_early_resolve:
                 task.append("allow_early_resolve=True")
+            if s.predicate is not None:
+                task.append(f"predicate={predicate(s.predicate)}")
             bound = f" as {s.task_id}" if s.task_id is not None else ""
             if s.blocks is not None:
                 spmd = [expr(s.blocks)] + (["sync_start=True"] if s.sync_start else []) + task
@@ -316,6 +322,8 @@ class _Printer:
                 args.append(f"deps=[{', '.join(expr(d) for d in v.deps)}]")
             if v.allow_early_resolve:
                 args.append("allow_early_resolve=True")
+            if v.predicate is not None:
+                args.append(f"predicate={predicate(v.predicate)}")
             if v.blocks is not None:
                 return f"pl.spmd_submit(self.{v.call.callee}{''.join(', ' + a for a in args)})"
             return f"pl.submit(self.{v.call.callee}{''.join(', ' + a for a in args)})"

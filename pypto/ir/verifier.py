@@ -163,6 +163,8 @@ class _FunctionChecker:
             self.uses(s.deps, scope, s)
             if s.blocks is not None:
                 self.uses((s.blocks,), scope, s)
+            if s.predicate is not None:
+                self.uses((s.predicate.tensor, *s.predicate.indices), scope, s)
             self.block(s.body, scope, None)
             for inner in s.body:  # a scope is transparent: what its body binds is visible after it
                 scope.update(n.visible_after(inner))
@@ -224,6 +226,8 @@ class _FunctionChecker:
                 self.uses((v.blocks,), scope, stmt)
                 if v.call is None:
                     raise self.fail("a task of blocks needs a kernel: task_dummy has none", stmt)
+            if v.predicate is not None:
+                self.uses((v.predicate.tensor, *v.predicate.indices), scope, stmt)
             return TASK_ID
         if isinstance(v, n.FuncCall):
             self.uses(v.args, scope, stmt)

@@ -13,9 +13,12 @@ import attrs
 from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import op_call
-from pypto.ir.types import INDEX, TASK_ID, Level, ScalarType, type_name
+from pypto.ir.types import INDEX, TASK_ID, DataType, Level, ScalarType, TensorType, type_name
 from pypto.lang import names as N
 
+_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Gt: ">", ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<="}
+_FLIPPED = {"==": "==", "!=": "!=", ">": "<", "<": ">", ">=": "<=", "<=": ">="}
+_SIGNED = frozenset({DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64})
 _KEYWORDS = ("core_num", "sync_start", "name_hint", "optimizations", "allow_early_resolve", "predicate")
 _USAGE = "pl.spmd(n) takes the block count first: for i in pl.spmd(4): (or with pl.spmd(4):)"
 
@@ -29,6 +32,7 @@ class Launch:
     name_hint: str = ""
     allow_early_resolve: bool = False
     deps: tuple = ()
+    predicate: n.Predicate | None = None
 
 
 class SpmdForms:
@@ -67,13 +71,51 @@ class SpmdForms:
                 fields["name_hint"] = self.scope_name_hint(kw.value)
             elif kw.arg == "deps":
                 fields["deps"] = self.task_deps(kw.value, "pl.spmd")
-            else:  # optimizations=, predicate=: they come with mixed kernels and dispatch predicates
+            elif kw.arg == "predicate":
+                fields["predicate"] = self.predicate_of(kw.value, "pl.spmd()")
+            else:  # optimizations=: they come with mixed kernels
                 raise self.error(UnsupportedSyntaxError, kw.value, f"pl.spmd({kw.arg}=...) is not supported yet",
                                  hint="leave it out: every block is dispatched, on cores of one kind")
         if blocks is None:
             raise self.error(TypeCheckError, call, "pl.spmd() requires core_num (first positional argument)",
                              hint=_USAGE)
         return Launch(blocks, **fields)
+
+    def predicate_of(self, node, form: str) -> n.Predicate:
+        """``predicate=(t[i, j] > 0)``: what the runtime can evaluate at dispatch — one
+        element of a signed integer tensor compared with an integer literal."""
+        hint = "Use predicate=(tensor[i0, ...] > 0) — one comparison against an integer literal."
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE):
+            got = type(node.ops[0]).__name__ if isinstance(node, ast.Compare) and len(node.ops) == 1 else \
+                "a chained comparison" if isinstance(node, ast.Compare) else type(node).__name__
+            raise self.error(TypeCheckError, node, f"'{form}' predicate must be a single comparison (==, !=, >, <, "
+                             f">=, <=); got {got}", hint=hint)
+        op, lhs, rhs = _COMPARE[type(node.ops[0])], node.left, node.comparators[0]
+        if isinstance(rhs, ast.Subscript) and _literal(lhs) is not None:
+            lhs, rhs, op = rhs, lhs, _FLIPPED[op]
+        if not (isinstance(lhs, ast.Subscript) and _literal(rhs) is not None):
+            raise self.error(TypeCheckError, node, f"'{form}' predicate must compare one tensor element (e.g. t[i]) "
+                             "against an integer literal; the runtime evaluates a single element-vs-constant "
+                             "comparison", hint=hint)
+        t = self.local_type(lhs.value)
+        if not isinstance(t, TensorType):
+            raise self.error(TypeCheckError, lhs.value, f"predicate operand must be a tensor, got "
+                             f"{type_name(t) if t is not None else ast.unparse(lhs.value)}", hint=hint)
+        if t.dtype not in _SIGNED:
+            raise self.error(TypeCheckError, lhs.value, f"predicate operand must be a signed 8/16/32/64-bit integer "
+                             f"tensor, got {t.dtype.name}. The runtime sign-extends the value it reads, so an unsigned "
+                             "operand can compare as negative and silently invert the dispatch decision", hint=hint)
+        elts = lhs.slice.elts if isinstance(lhs.slice, ast.Tuple) else [lhs.slice]
+        indices = tuple(self.index(e, "a predicate index") for e in elts)
+        for e, at in zip(indices, elts):
+            if isinstance(e, n.Const) and e.value < 0:
+                raise self.error(TypeCheckError, at, f"predicate index must be non-negative, got {e.value}; the "
+                                 "runtime stores indices as uint32_t, so a negative value wraps to an out-of-bounds "
+                                 "address", hint=hint)
+        if len(indices) != len(t.shape):
+            raise self.error(TypeCheckError, lhs, f"predicate needs {len(t.shape)} index(es) to locate a single "
+                             f"element of a rank-{len(t.shape)} tensor, got {len(indices)}", hint=hint)
+        return n.Predicate(n.Var(self.env[lhs.value.id]), indices, op, _literal(rhs))
 
     def core_num(self, node, hint: str) -> n.Expr:
         """The block count: an integer expression, positive when it is a constant."""
@@ -118,7 +160,7 @@ class SpmdForms:
                 self.env.pop(node.target.id, None)
         self.emit(n.Scope((index, *body), Level.CORE_GROUP, launch.name_hint, span=self.span(node),
                           allow_early_resolve=launch.allow_early_resolve, blocks=launch.blocks,
-                          sync_start=launch.sync_start))
+                          sync_start=launch.sync_start, predicate=launch.predicate))
 
     def spmd_with(self, node: ast.With, call: ast.Call, live_after: frozenset) -> None:
         """``with pl.spmd(n, ...) [as tid]:`` around an explicit ``pl.at`` carrier, a body
@@ -138,7 +180,7 @@ class SpmdForms:
                 raise self.error(TypeCheckError, body[0], "the task's deps=, allow_early_resolve= and 'as tid' go on "
                                  "one line: the pl.spmd(...) or the pl.at(...) it holds, not both",
                                  hint="keep them on the pl.spmd(...) line and drop them from the pl.at(...)")
-            self.emit(attrs.evolve(scope, blocks=launch.blocks, sync_start=launch.sync_start,
+            self.emit(attrs.evolve(scope, blocks=launch.blocks, sync_start=launch.sync_start, predicate=launch.predicate,
                                    name_hint=scope.name_hint or launch.name_hint,
                                    deps=scope.deps or launch.deps,
                                    allow_early_resolve=scope.allow_early_resolve or launch.allow_early_resolve,
@@ -161,7 +203,7 @@ class SpmdForms:
             inner = self.incore_block(body, live_after)
             self.emit(n.Scope(inner, Level.CORE_GROUP, launch.name_hint, span=self.span(node),
                               deps=launch.deps, allow_early_resolve=launch.allow_early_resolve,
-                              blocks=launch.blocks, sync_start=launch.sync_start,
+                              blocks=launch.blocks, sync_start=launch.sync_start, predicate=launch.predicate,
                               task_id=None if target is None else self.bind_task_id(target)))
             return
         nested = [x for s in body for x in ast.walk(s) if isinstance(x, ast.Call) and self.dispatches(x)]
@@ -192,7 +234,7 @@ class SpmdForms:
         k = dispatches[0]
         stmt = stmts[k]
         task = n.Submit(self.dispatch_of(stmt), launch.deps, (), launch.allow_early_resolve, launch.blocks,
-                        launch.sync_start)
+                        launch.sync_start, launch.predicate)
         submitted = [n.Assign(self.bind_task_id(target), TASK_ID, task, span=stmt.span) if target is not None
                      else n.Eval(task, span=stmt.span)]
         if isinstance(stmt, n.Assign):  # out = self.k(...): the tensor the kernel returns is the argument it wrote
@@ -271,3 +313,13 @@ class SpmdForms:
         count = soc.clusters if name == "available_cluster_count" else soc.clusters * soc.aiv_per_cluster
         e = n.Const(count)
         return e, self.expr_type(e, node)
+
+
+def _literal(node) -> int | None:
+    """An integer literal's value (a negative one too), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return None

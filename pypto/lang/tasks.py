@@ -222,13 +222,14 @@ class TaskForms:
                 a = a.args[0]
             args.append(a)
         kw = {k.arg: k for k in node.keywords}
-        unknown = set(kw) - {"deps", "allow_early_resolve"} - ({"core_num", "sync_start"} if spmd else set())
+        unknown = set(kw) - {"deps", "allow_early_resolve", "predicate"} - ({"core_num", "sync_start"} if spmd else set())
         if unknown:
             raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
                              f"{form} got an unexpected keyword '{sorted(unknown)[0]}'",
                              hint=f"{form}(self.kernel, *args, {'core_num=8, ' if spmd else ''}deps=[...], "
                                   "allow_early_resolve=True): the kernel's arguments by position")
         blocks, sync = self.spmd_submit_keywords(node, kw, target.attr) if spmd else (None, False)
+        predicate = self.predicate_of(kw["predicate"].value, form) if "predicate" in kw else None
         deps = self.task_deps(kw["deps"].value, form) if "deps" in kw else ()
         early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve",
                                 hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
@@ -242,7 +243,7 @@ class TaskForms:
         for k in no_dep:
             if not isinstance(self.expr_type(value.args[k], node.args[k + 1]), TensorType):
                 raise self.error(TypeCheckError, node.args[k + 1], "pl.no_dep marks a tensor argument")
-        task = n.Submit(value, deps, tuple(no_dep), early, blocks, sync)
+        task = n.Submit(value, deps, tuple(no_dep), early, blocks, sync, predicate)
         self.submitted[task] = t
         return task, TASK_ID
 

@@ -125,7 +125,7 @@ class _Outliner:
                 raise UnsupportedSyntaxError(f"pl.at(no_dep_args=...) names '{name}', which the scope does not use",
                                              span=scope.span, hint="list the tensors the scope reads or writes")
         task = n.Submit(call, scope.deps, tuple(k for k, x in enumerate(reads) if x in scope.no_dep_args),
-                        scope.allow_early_resolve, scope.blocks, scope.sync_start)
+                        scope.allow_early_resolve, scope.blocks, scope.sync_start, scope.predicate)
         out = [n.Assign(scope.task_id, TASK_ID, task, span=scope.span) if scope.task_id is not None
                else n.Eval(task, span=scope.span)]
         for name in exported:

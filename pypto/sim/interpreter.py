@@ -14,6 +14,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.ir.printer import expr
+from pypto.ir.tensors import block_roots
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.types import TensorType, TileType
 from pypto.sim import numerics as num
@@ -51,6 +52,28 @@ class Site:
         return self.path + (id(self.stmt),)
 
 
+
+
+@attrs.frozen
+class Dispatch:
+    """A task's dispatch predicate, its element located: ``tensor[indices] op value``."""
+
+    tensor: object
+    indices: tuple
+    op: str
+    value: int
+
+    def holds(self) -> bool:
+        return bool(OPERATORS[self.op](int(self.tensor[self.indices]), self.value))
+
+
+def returned_args(fn: n.Function, args: tuple) -> tuple:
+    """What a kernel returns when it runs nothing: the arguments of the parameters it
+    returns (kernels return their Out tensors)."""
+    params = {p.name: a for p, a in zip(fn.params, args) if isinstance(p.type, TensorType)}
+    roots = block_roots(fn.body, {x: x for x in params})
+    ret = next((s for s in reversed(fn.body) if isinstance(s, n.Return)), None)
+    return tuple(params[roots[v.name]] for v in ret.values) if ret is not None else ()
 
 
 class _Yield(Exception):
@@ -169,6 +192,14 @@ class _Interpreter:
                     raise ExecutionError(f"an SPMD task of {blocks} blocks: core_num is at least 1", span=stmt.span,
                                          hint="size pl.spmd(n) / core_num=n by a positive count")
                 v = attrs.evolve(v, blocks=blocks)
+            if v.predicate is not None:  # the element it compares, located now; read at dispatch
+                p = v.predicate
+                tensor, indices = self.expr(p.tensor, env, stmt), tuple(self.expr(i, env, stmt) for i in p.indices)
+                if not all(0 <= i < d for i, d in zip(indices, tensor.shape)):
+                    raise ExecutionError(f"the predicate reads [{', '.join(map(str, indices))}] of a "
+                                         f"{list(tensor.shape)} tensor", span=stmt.span,
+                                         hint="index an element of the tensor the predicate compares")
+                v = attrs.evolve(v, predicate=Dispatch(tensor, indices, p.op, p.value))
             if v.call is None:  # pl.system.task_dummy
                 if self.orchestrator is not None:
                     return self.orchestrator.dummy(deps, Site(stmt, self.depth, self.manual > 0, None, tuple(self.path)))
@@ -197,6 +228,8 @@ class _Interpreter:
                                                                   tuple(self.path)))
             return tuple(values), task
         self.tasks += 1
+        if submit is not None and submit.predicate is not None and not submit.predicate.holds():
+            return returned_args(fn, args), self.tasks - 1  # retired at dispatch: it runs nothing
         blocks = submit.blocks if submit is not None and submit.blocks is not None else None
         if blocks is None:
             return self.call(fn, args), self.tasks - 1
