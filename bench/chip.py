@@ -1,6 +1,7 @@
 """Chip figures: the seed's pl.parallel claim (16 independent row-band tasks against the
-same tasks under pl.range, which R-seq chains); one SPMD dispatch of 16 blocks against 16
-unrolled scopes; split-K against one long accumulation (M = N = 64, K = 4096); how fast
+same tasks under pl.range, which R-seq chains); one mixed scope (matmul then bias add)
+against the same work as two staged scopes, at the reference example's shapes; one SPMD
+dispatch of 16 blocks against 16 unrolled scopes; split-K against one long accumulation (M = N = 64, K = 4096); how fast
 the chip simulates a large task graph (tasks per second of wall time, first run and
 again), and how the time of an orchestration that reads an element after each task grows
 with its length.
@@ -33,6 +34,31 @@ def bands(loop, n: int):
         return out
 
     return band_tasks
+
+
+def mixed_or_staged():
+    m, k, n = 128, 256, 128
+    cg = pl.Level.CORE_GROUP
+
+    @pl.jit
+    def staged(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=cg):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        with pl.at(level=cg):
+            out[:] = pl.add(acc, bias)
+        return out
+
+    @pl.jit
+    def mixed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=cg, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.add(acc, bias)
+        return out
+
+    g = torch.Generator().manual_seed(0)
+    operands = (torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half(),
+                torch.randn(m, n, generator=g))
+    return staged, mixed, operands, (m, n)
 
 
 def spmd_or_unrolled(blocks: int):
@@ -89,6 +115,16 @@ def main() -> None:
         line(f"{n} row-band tasks under {name}: makespan (cycles), {busy} core(s)", report.cycles)
     ratio = makespans["pl.parallel"] / makespans["pl.range"]
     line("pl.parallel / pl.range makespan (issue 12: the seed's claim)", ratio, "<= 0.25", ratio <= 0.25, " x")
+
+    staged, mixed, operands, shape = mixed_or_staged()
+    spans = {}
+    for name, kernel in (("staged (two scopes)", staged), ("mixed (one scope, UP_DOWN)", mixed)):
+        out = torch.zeros(shape)
+        report = kernel.compile(*operands, out).run(*operands, out)
+        spans[name] = report.cycles
+        line(f"a @ b + bias [128x256 @ 256x128], {name}: makespan (cycles)", report.cycles)
+    ratio = spans["mixed (one scope, UP_DOWN)"] / spans["staged (two scopes)"]
+    line("mixed / staged makespan (issue 13)", ratio, "< 1", ratio < 1, " x")
 
     unrolled, spmd = spmd_or_unrolled(n)
     spans = {}

@@ -203,3 +203,41 @@ def test_the_listing_and_the_dumps_show_the_atomic_store():
     assert parse(compiled.program.as_python()) == compiled.program
     listings = {p.name: p.read_text() for p in compiled.output_dir.rglob("*.pto")}
     assert "atomic_add" in listings["split_k.pto"] and "atomic_add" not in listings["zero_init.pto"]
+
+
+def test_a_kernel_sees_its_own_atomic_add_when_it_reads_the_bytes_back():
+    @pl.jit
+    def add_then_read(a: pl.Tensor, c: pl.InOut[pl.Tensor], d: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            c = pl.assemble(c, pl.exp(a), [0, 0], atomic=pl.AtomicType.Add)
+            pl.assemble(d, pl.add(c, 1.0), [0, 0])  # reads c after its own add
+        return c, d
+
+    @pl.jit
+    def add_then_overwrite(a: pl.Tensor, c: pl.InOut[pl.Tensor]):
+        with pl.at(level=CG):
+            pl.store(pl.exp(pl.load(a, [0, 0], [16, 64])), [0, 0], c, atomic=pl.AtomicType.Add)
+            pl.store(pl.add(pl.load(a, [0, 0], [16, 64]), 10.0), [0, 0], c)  # the last word is the plain store
+        return c
+
+    a = torch.randn(16, 64)
+    for platform in ("ref", "a2a3sim"):
+        c, d = torch.full((16, 64), 2.0), torch.zeros(16, 64)
+        add_then_read(a, c, d, config=RunConfig(platform=platform))
+        assert torch.equal(c, 2.0 + torch.exp(a)) and torch.equal(d, c + 1.0)
+        c = torch.full((16, 64), 2.0)
+        add_then_overwrite(a, c, config=RunConfig(platform=platform))
+        assert torch.equal(c, a + 10.0)
+
+
+def test_assembling_into_a_view_made_in_the_scope_is_a_located_refusal():
+    @pl.jit
+    def into_view(a: pl.Tensor, c: pl.InOut[pl.Tensor]):
+        with pl.at(level=CG):
+            v = c[16:32, :]
+            v = pl.assemble(v, pl.exp(a[0:16, :]), [0, 0], atomic=pl.AtomicType.Add)
+        return c
+
+    with pytest.raises(PyptoError, match="assembling into a slice") as info:
+        into_view(torch.randn(16, 128), torch.ones(48, 128))
+    assert info.value.span is not None and info.value.hint

@@ -426,3 +426,77 @@ def test_predicate_mistakes_are_located_with_the_references_words(tmp_path, pred
     with pytest.raises(PyptoError, match=message) as info:
         load_kernel(path, "bad")(torch.zeros(64, 128), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(64, 128))
     assert info.value.span is not None and info.value.span.file.endswith("bad.py") and info.value.hint
+
+
+@pl.jit
+def _early_producer(a: pl.Tensor, src: pl.Tensor, flags: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+    with pl.at(level=CG, allow_early_resolve=True) as t:  # its consumers may be staged while it runs
+        x = pl.load(a, [0, 0], [64, 128])
+        for _ in pl.range(4):
+            x = pl.exp(pl.mul(x, 0.5))
+        pl.store(pl.add(pl.load(src, [0, 0], [1, 8]), 0), [0, 0], flags)
+        pl.store(x, [0, 0], out)
+    with pl.spmd(2, deps=[t], predicate=(flags[0, 3] > 0)) as gated:
+        with pl.at(level=CG, no_dep_args=[out]):
+            i = pl.tile.get_block_idx()
+            pl.store(pl.add(pl.load(a, [i * 32, 0], [32, 128]), 5.0), [i * 32, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("gate", [1, 0])
+def test_a_predicated_task_is_not_staged_early_it_reads_once_its_producer_ends(gate):
+    a = torch.randn(64, 128)
+    src = torch.zeros(1, 8, dtype=torch.int32)
+    src[0, 3] = gate
+    report, (_, _, flags, out) = run_both(_early_producer, a, src, torch.zeros(1, 8, dtype=torch.int32),
+                                          torch.zeros(64, 128))
+    assert torch.equal(out, a + 5.0) == bool(gate)
+    producer = next(t for t in report.tasks if t.task_id == "r0t0")
+    assert all(t.dispatch >= producer.finish for t in report.tasks if t.task_id == "r0t1")
+
+
+def test_a_later_writer_of_the_predicates_element_that_already_ran_is_a_race(tmp_path):
+    path = tmp_path / "war.py"
+    path.write_text(textwrap.dedent(f'''
+        import pypto.language as pl
+        R, C = {R}, {C}
+
+
+        @pl.program
+        class War:
+            @pl.function(type=pl.FunctionType.InCore)
+            def setf(self, src: pl.Tensor[[1, 8], pl.INT32], flags: pl.Out[pl.Tensor[[1, 8], pl.INT32]]):
+                pl.store(pl.load(src, [0, 0], [1, 8]), [0, 0], flags)
+                return flags
+
+            @pl.function(type=pl.FunctionType.InCore)
+            def slow(self, a: pl.Tensor[[R, C], pl.FP32], s: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+                t = pl.load(a, [0, 0], [R, C])
+                for _ in pl.range(8):
+                    t = pl.exp(pl.mul(t, 0.5))
+                pl.store(t, [0, 0], s)
+                return s
+
+            @pl.function(type=pl.FunctionType.InCore)
+            def work(self, a: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+                pl.store(pl.exp(pl.load(a, [0, 0], [R, C])), [0, 0], out)
+                return out
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, a: pl.Tensor[[R, C], pl.FP32], one: pl.Tensor[[1, 8], pl.INT32],
+                     zero: pl.Tensor[[1, 8], pl.INT32], flags: pl.Out[pl.Tensor[[1, 8], pl.INT32]],
+                     s: pl.Out[pl.Tensor[[R, C], pl.FP32]], out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+                flags, t1 = pl.submit(self.setf, one, flags)
+                s, ts = pl.submit(self.slow, a, s)
+                out, tw = pl.submit(self.work, a, out, deps=[t1, ts], predicate=(flags[0, 0] > 0))
+                flags, _ = pl.submit(self.setf, zero, flags)  # waits for the first setf only (WAW)
+                return out
+    '''))
+    from pypto.runtime.compiled import compile_program
+
+    war = load_kernel(path, "War")
+    args = (torch.randn(R, C), torch.ones(1, 8, dtype=torch.int32), torch.zeros(1, 8, dtype=torch.int32),
+            torch.zeros(1, 8, dtype=torch.int32), torch.zeros(R, C), torch.zeros(R, C))
+    with pytest.raises(TaskRace, match=r"the predicate of task r0t2 .* while task r0t3 .* writes it") as info:
+        compile_program(war, ["a", "one", "zero", "flags", "s", "out"], RunConfig(), write=False).run(*args)
+    assert "make r0t3 wait for r0t2" in info.value.hint

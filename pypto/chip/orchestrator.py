@@ -28,7 +28,7 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim.simulator import Launch, RunReport, apply, simulate
+from pypto.sim.simulator import ATOMIC_ADD, Launch, RunReport, apply, simulate
 from pypto.sim.views import window_runs
 
 @attrs.frozen
@@ -186,16 +186,22 @@ class ChipRun:
 
     def _decide(self, t: Task, now: int) -> bool:
         """The scheduler reached task ``t``'s dispatch at cycle ``now``: its predicate over
-        the data as it is then — every task that started by then in place. A task that
-        writes the element and has not finished, ordered by nothing, makes the value a race."""
+        the data as it is then — every task that started by then in place. A writer of the
+        element that no edge orders before ``t`` makes the value a race when it has not
+        finished by then, or when it comes later in the program and has already started
+        (``ref`` reads the element where the program puts the task)."""
         p = t.predicate
         placed = self.chip.placed
         self._apply([u for u in self.unapplied if placed[u.number] and u.start < now])
         self.atomics.flush(until=now)
         tensor = p.tensor
         lo = tensor.data_ptr() + sum(i * st for i, st in zip(p.indices, tensor.stride())) * tensor.element_size()
+        before = _ancestors(self.tasks, t.number)
         for u in self.tasks:
-            if u is t or self.chip.finished[u.number] or self.unsafe_races or not self.launches[u.number]:
+            if u is t or u.number in before or self.unsafe_races or not self.launches[u.number]:
+                continue
+            started = placed[u.number] and u.start < now
+            if not (u.number < t.number and not self.chip.finished[u.number] or u.number > t.number and started):
                 continue
             if any(write and a < lo + tensor.element_size() and lo < b for block in range(len(self.launches[u.number]))
                    for a, b, write, _ in self._accesses(u, block)):
@@ -203,7 +209,9 @@ class ChipRun:
                     f"the predicate of {t.where()} reads {_element(tensor, p.indices)} at cycle {now}, when it is "
                     f"dispatched, while {u.where()} writes it, and no dependency orders them", span=t.span,
                     hint=f"put the task that writes the element in deps=[...] ({u.name} here): the scheduler reads "
-                         "the predicate once the task's deps have finished")
+                         "the predicate once the task's deps have finished" if u.number < t.number else
+                         f"make {u.name} wait for {t.name} (deps=[...] on it): the predicate is read at dispatch, "
+                         "and the runtime does not order a writer after an earlier reader")
         if p.holds():
             return True
         self.launches[t.number] = []  # retired: it runs nothing
@@ -252,7 +260,9 @@ class ChipRun:
                 launch, timeline = self.launches[number][block]
                 self.atomics.flush(until=start)  # what completed before it starts is in place
                 core = self.soc.core_number(self.tasks[number].placements[block].core)
-                apply(timeline, launch.tensors(), atomic=self.atomics.sink(start, core))
+                # a kernel that also reads or rewrites what it adds into sees its adds at once
+                sink = None if _reads_back(timeline) else self.atomics.sink(start, core)
+                apply(timeline, launch.tensors(), atomic=sink)
         done = {t.number for t in tasks}
         self.unapplied = [t for t in self.unapplied if t.number not in done]
 
@@ -334,6 +344,25 @@ def _element(tensor, indices) -> str:
 
 
 _KINDS = {"aic": "cube cores", "aiv": "vector cores", "mix": "clusters"}
+
+
+def _ancestors(tasks: list, number: int) -> set:
+    """The tasks some chain of edges puts before task ``number``."""
+    out, todo = set(), list(tasks[number].preds)
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out.add(p)
+            todo.extend(tasks[p].preds)
+    return out
+
+
+def _reads_back(timeline) -> bool:
+    """Whether a timeline loads or plainly stores a tensor it also adds into atomically."""
+    modes: dict = {}
+    for _, param, mode, _, _ in timeline.footprint:
+        modes.setdefault(param, set()).add(mode)
+    return any(ATOMIC_ADD in m and len(m) > 1 for m in modes.values())
 
 
 def _canonical(kind: CoreKind) -> CoreId:

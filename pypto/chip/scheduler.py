@@ -145,6 +145,8 @@ class Chip:
     def _stage(self, k: int, now: int) -> None:
         """allow_early_resolve: a task whose unfinished producers are all flagged and all
         running may take a core now, to start the moment the last of them ends."""
+        if self.tasks[k].predicate is not None:  # read at dispatch, once its producers have finished
+            return
         waiting = [p for p in self.tasks[k].preds if not self.finished[p]]
         if waiting and all(self.tasks[p].early and self.placed[p] for p in waiting):
             self._enqueue(k, now)

@@ -242,6 +242,10 @@ class Scope:
     blocks: object = None  # ``pl.spmd(n)``: the task's block count (see ``Submit``)
     sync_start: bool = False
     predicate: Predicate | None = None
+    # optimizations=[pl.split(mode), pl.cross_core_slot(slot_num=n)]: how a mixed scope's
+    # vector work is shared by the cluster's vector cores, and its cross-core ring's slots
+    split: object = None  # a SplitMode
+    slot_num: int | None = None
 
     @property
     def submits(self) -> bool:

@@ -273,6 +273,10 @@ class _Printer:
                 task.append(f"deps=[{', '.join(expr(d) for d in s.deps)}]")
             if s.no_dep_args:
                 args.append(f"no_dep_args=[{', '.join(s.no_dep_args)}]")
+            if s.split is not None or s.slot_num is not None:
+                entries = ([f"pl.split(pl.SplitMode.{s.split.name})"] if s.split is not None else []) + \
+                    ([f"pl.cross_core_slot(slot_num={s.slot_num})"] if s.slot_num is not None else [])
+                args.append(f"optimizations=[{', '.join(entries)}]")
             if s.allow_early_resolve:
                 task.append("allow_early_resolve=True")
             if s.predicate is not None:

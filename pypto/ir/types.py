@@ -108,6 +108,18 @@ class TensorLayout(enum.Enum):
     NZ = "NZ"
 
 
+class SplitMode(enum.Enum):
+    """How a mixed (cube + vector) scope's vector work is shared by its cluster's two
+    vector cores: not halved (``NONE``), by rows (``UP_DOWN``) or by columns (``LEFT_RIGHT``)."""
+
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+    def __repr__(self) -> str:
+        return f"pl.SplitMode.{self.name}"
+
+
 class AtomicType(enum.IntEnum):
     """How a store combines with what GM holds: overwrite it (``None_``), or add to it
     atomically (``Add``: split-K's partial products, summed by many cores in any order)."""

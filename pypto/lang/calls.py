@@ -154,6 +154,8 @@ class CallConverter(ExprConverter):
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",
                      "parallel": "a for-loop iterator", "unroll": "a for-loop iterator", "at": "a with statement",
                      "spmd": "a for-loop iterator or a with statement",
+                     "split": "an entry of pl.at(optimizations=[...])",
+                     "cross_core_slot": "an entry of pl.at(optimizations=[...])",
                      "no_dep": "an argument of pl.submit(self.kernel, ...) (in a @pl.jit entry: "
                                "pl.at(..., no_dep_args=[t]))",
                      "scope": "a with statement", "manual_scope": "a with statement",

@@ -443,10 +443,12 @@ class ControlFlow:
             raise self.error(TypeCheckError, call, "pl.at takes keywords: pl.at(level=pl.Level.CORE_GROUP)",
                              hint="pl.at(level=pl.Level.CORE_GROUP, deps=[tid])")
         kw = {k.arg: k.value for k in call.keywords}
-        unknown = set(kw) - {"level", "name_hint", "deps", "no_dep_args", "allow_early_resolve"}
+        unknown = set(kw) - {"level", "name_hint", "deps", "no_dep_args", "allow_early_resolve", "optimizations"}
         if unknown:
             raise self.error(TypeCheckError, call, f"pl.at got an unexpected keyword '{sorted(unknown)[0]}'",
-                             hint="pl.at takes level=, name_hint=, deps=, no_dep_args= and allow_early_resolve=")
+                             hint="pl.at takes level=, name_hint=, deps=, no_dep_args=, allow_early_resolve= and "
+                                  "optimizations=")
+        split, slot_num = self.optimizations(kw["optimizations"], "pl.at") if "optimizations" in kw else (None, None)
         if "level" not in kw:
             raise self.error(TypeCheckError, call, "pl.at needs level=", hint="pl.at(level=pl.Level.CORE_GROUP)")
         level = self.static_of(kw["level"], Level, "pl.at's level")
@@ -465,7 +467,7 @@ class ControlFlow:
             self.incore = False
         tid = self.bind_task_id(target) if target is not None else None
         self.emit(n.Scope(body, level, hint, span=self.span(node), task_id=tid, deps=deps, no_dep_args=no_dep,
-                          allow_early_resolve=early))
+                          allow_early_resolve=early, split=split, slot_num=slot_num))
 
 
 def has_effect(stmts) -> bool:

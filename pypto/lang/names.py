@@ -17,7 +17,7 @@ import attrs
 import numpy
 
 from pypto.ir.ops import UNIFIED, lookup
-from pypto.ir.types import AtomicType, DataType, FunctionType, Level, PadValue, ScopeMode, TensorLayout
+from pypto.ir.types import AtomicType, DataType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
 from pypto.backend import MemorySpace
 
 # ----------------------------------------------------------------------------- entities
@@ -94,11 +94,12 @@ ENUMS = {
     "FunctionType": FunctionType,
     "PadValue": PadValue,
     "AtomicType": AtomicType,
+    "SplitMode": SplitMode,
     "ScopeMode": ScopeMode,
     "TensorLayout": TensorLayout,
 }
 DTYPES = {d.name: d for d in DataType}
-BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit"})
+BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot"})
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array"})
@@ -267,4 +268,4 @@ def _is_constant(obj) -> bool:
 
 
 def _is_dsl_enum(obj) -> bool:
-    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue, AtomicType))
+    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue, AtomicType, SplitMode))

@@ -115,6 +115,13 @@ class SpmdForms:
         if len(indices) != len(t.shape):
             raise self.error(TypeCheckError, lhs, f"predicate needs {len(t.shape)} index(es) to locate a single "
                              f"element of a rank-{len(t.shape)} tensor, got {len(indices)}", hint=hint)
+        for e, at, extent in zip(indices, elts, t.shape):
+            if isinstance(e, n.Const) and e.value >= extent:
+                raise self.error(TypeCheckError, at, f"predicate index {e.value} is outside the tensor's {extent}",
+                                 hint=f"an index in 0..{extent - 1}")
+        if not -(1 << 63) <= _literal(rhs) < (1 << 63):
+            raise self.error(TypeCheckError, rhs, f"predicate literal {_literal(rhs)} does not fit the runtime's "
+                             "64-bit comparison", hint=hint)
         return n.Predicate(n.Var(self.env[lhs.value.id]), indices, op, _literal(rhs))
 
     def core_num(self, node, hint: str) -> n.Expr:

@@ -11,7 +11,7 @@ import keyword
 
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.types import INDEX, TASK_ID, ArrayType, DataType, ScopeMode, TensorType, type_name
+from pypto.ir.types import INDEX, TASK_ID, ArrayType, DataType, ScopeMode, SplitMode, TensorType, type_name
 from pypto.lang import liveness
 from pypto.lang.calls import Nothing, Several
 from pypto.lang import names as N
@@ -271,6 +271,39 @@ class TaskForms:
                 self.dropped.pop(name.id, None)
             else:
                 self.bind(name.id, rt, arg, name)
+
+    def optimizations(self, node, owner: str) -> tuple:
+        """``optimizations=[pl.split(pl.SplitMode.X), pl.cross_core_slot(slot_num=N)]``:
+        (the split mode or None, the slot count or None)."""
+        entry_hint = "Each entry must be pl.split(pl.SplitMode.X) or pl.cross_core_slot(slot_num=N)."
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(TypeCheckError, node, f"{owner}(optimizations=...) must be a list literal",
+                             hint="Use optimizations=[pl.split(pl.SplitMode.NONE)].")
+        split = slots = None
+        for e in node.elts:
+            if self._is_builtin_call(e, "split"):
+                if split is not None:
+                    raise self.error(TypeCheckError, e, "Duplicate 'pl.split(...)' in optimizations=[...]",
+                                     hint="Keep one pl.split(pl.SplitMode.X).")
+                if len(e.args) != 1 or e.keywords:
+                    raise self.error(TypeCheckError, e, "pl.split takes the mode: pl.split(pl.SplitMode.UP_DOWN)",
+                                     hint=entry_hint)
+                split = self.static_of(e.args[0], SplitMode, "pl.split's mode", hint="pl.SplitMode.UP_DOWN")
+            elif self._is_builtin_call(e, "cross_core_slot"):
+                if slots is not None:
+                    raise self.error(TypeCheckError, e, "Duplicate 'pl.cross_core_slot(...)' in optimizations=[...]",
+                                     hint="Keep one pl.cross_core_slot(slot_num=N).")
+                if e.args or [k.arg for k in e.keywords] != ["slot_num"]:
+                    raise self.error(TypeCheckError, e, "pl.cross_core_slot() takes slot_num= only",
+                                     hint="Use pl.cross_core_slot(slot_num=4).")
+                slots = self.static_of(e.keywords[0].value, int, "slot_num", hint="Use pl.cross_core_slot(slot_num=4).")
+                if slots < 1:
+                    raise self.error(TypeCheckError, e.keywords[0].value, f"slot_num must be positive, got {slots}",
+                                     hint="Use pl.cross_core_slot(slot_num=4).")
+            else:
+                raise self.error(TypeCheckError, e, f"Unsupported entry in {owner}(optimizations=[...])",
+                                 hint=entry_hint)
+        return split, slots
 
     def scope_name_hint(self, node) -> str:
         """A scope's ``name_hint=``: it names the outlined function, which dumps print as a

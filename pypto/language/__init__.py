@@ -7,7 +7,7 @@ decorators that turn a function or class into a kernel or a program.
 
 from pypto.ir.ops import UNIFIED as _UNIFIED
 from pypto.ir.types import DataType as _DataType
-from pypto.ir.types import AtomicType, FunctionType, Level, PadValue, ScopeMode, TensorLayout
+from pypto.ir.types import AtomicType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
 from pypto.lang.dsl import DslName as _DslName
 from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
 from pypto.lang.dsl import OpNamespace as _OpNamespace
@@ -59,6 +59,8 @@ no_dep = _DslName("no_dep")
 at = _DslName("at")
 spmd = _DslName("spmd")
 spmd_submit = _DslName("spmd_submit")
+split = _DslName("split")
+cross_core_slot = _DslName("cross_core_slot")
 yield_ = _DslName("yield_")
 min = _DslName("min")  # noqa: A001
 max = _DslName("max")  # noqa: A001
@@ -72,5 +74,5 @@ __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
     "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
-    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", *sorted(_UNIFIED),
+    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]

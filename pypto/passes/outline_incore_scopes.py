@@ -23,6 +23,7 @@ from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
 from pypto.ir.types import TASK_ID, FunctionType, ParamDirection, TensorType, TileType, type_name
 from pypto.passes.context import PassContext, PassResult, result
+from pypto.passes.crossings import stage as stage_crossings
 
 
 def outline_incore_scopes(program: n.Program, ctx: PassContext) -> PassResult:
@@ -64,6 +65,10 @@ class _Outliner:
         return tuple(out)
 
     def outline(self, scope: n.Scope, rest: tuple) -> list:
+        body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used))
+        scope = attrs.evolve(scope, body=body)
+        for name, t in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
+            self.types[name] = t
         bound = set(_bound(scope.body))
         reads = [v for v in _reads(scope.body) if v not in bound]
         roots = block_roots(scope.body, {x: x for x in reads if isinstance(self.types.get(x), TensorType)})
@@ -92,6 +97,9 @@ class _Outliner:
         # A tensor the scope computes and a later one reads needs GM to live in between: a
         # buffer the orchestration creates, which the scope writes the value into.
         before, body, handed = [], list(scope.body), {}
+        for name, t in crossings:
+            before.append(n.Assign(name, t, op_call("tensor.create", shape=tuple(n.Const(d) for d in t.shape),
+                                                    dtype=t.dtype), span=scope.span))
         for name in exported:
             if roots.get(name, name) in reads:
                 handed[name] = name

@@ -371,6 +371,8 @@ def _sides(g: TensorGraph) -> dict[str, M]:
         if isinstance(d, Op):
             op = lookup(d.call.op)
             args = dict(zip((p.name for p in op.params), d.call.args))
+            if op.windows is None:  # an assemble's result: the tensor it wrote, on neither side
+                continue
             if op.windows.kind == "cube":
                 fix(name, M.Acc, d.span)
                 if "acc" in args:
@@ -427,7 +429,8 @@ def _crossing(first, second) -> UnsupportedSyntaxError:
     vec_span = second[1] if first[0] is M.Acc else first[1]
     return UnsupportedSyntaxError(
         "on a2a3 a matmul's result reaches vector ops only through GM", span=vec_span or acc_span,
-        hint="assemble the matmul into an output tensor, and load it back in a second kernel")
+        hint="compute it in a pl.at scope of the orchestration (a mixed scope stages the matmul's result through "
+             "GM for the vector cores), or assemble the matmul into an output tensor and load it back")
 
 
 # ----------------------------------------------------------------------------- loop carries

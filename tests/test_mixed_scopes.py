@@ -1,0 +1,122 @@
+"""Mixed scopes: cube work whose result vector work reads, in one ``pl.at`` — staged
+through a GM buffer the orchestration creates, one kernel of cube and vector programs on
+one cluster, one task; ``optimizations=[pl.split(...), pl.cross_core_slot(...)]`` parsed,
+printed and checked with the reference's words."""
+
+import textwrap
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.errors import PyptoError
+from pypto.lang import parse
+from helpers import load_kernel
+from pypto.runtime import RunConfig
+
+M, K, N = 128, 256, 128
+CG = pl.Level.CORE_GROUP
+
+
+@pl.jit
+def staged(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=CG, name_hint="cube_only"):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+    with pl.at(level=CG, name_hint="vector_only"):
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+def mixed(mode):
+    @pl.jit
+    def mixed_matmul_bias(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(mode), pl.cross_core_slot(slot_num=2)], name_hint="mixed"):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)  # cube
+            out[:] = pl.add(acc, bias)  # vector: reads the cube's result
+        return out
+
+    return mixed_matmul_bias
+
+
+def operands():
+    g = torch.Generator().manual_seed(3)
+    return (torch.randn(M, K, generator=g).half(), torch.randn(K, N, generator=g).half(),
+            torch.randn(M, N, generator=g))
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT, pl.SplitMode.NONE])
+def test_a_mixed_scope_is_one_cluster_task_with_the_bits_of_ref(mode):
+    a, b, bias = operands()
+    kernel = mixed(mode)
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(M, N)
+        report = kernel.compile(a, b, bias, out, config=RunConfig(platform=platform)).run(a, b, bias, out)
+        got.append(out)
+    assert torch.equal(got[0], got[1])
+    torch.testing.assert_close(got[1], a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    (task,) = report.tasks
+    assert task.core_type == "mix"
+    cube, vector = "aic", "aiv"
+    assert {name[:3] for name in task.pipe_cycles} == {cube, vector}  # both kinds of core worked
+
+
+def test_one_mixed_task_beats_the_two_staged_ones_and_the_dumps_say_how():
+    a, b, bias = operands()
+    out = torch.zeros(M, N)
+    two = staged.compile(a, b, bias, out).run(a, b, bias, out)
+    kernel = mixed(pl.SplitMode.UP_DOWN)
+    compiled = kernel.compile(a, b, bias, out)
+    one = compiled.run(a, b, bias, out)
+    assert len(two.tasks) == 2 and len(one.tasks) == 1 and one.cycles < two.cycles
+    text = compiled.program.as_python()
+    assert "optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=2)]" in text
+    assert parse(text) == compiled.program
+    lowered = compiled.lowered.as_python()
+    assert "acc_gm = pl.tensor.create([128, 128], dtype=pl.FP32)" in lowered  # the crossing's GM buffer
+
+
+def test_a_cube_accumulation_carried_through_a_loop_crosses_once_after_it():
+    @pl.jit
+    def accumulate(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.NONE)]):
+            acc = pl.matmul(a[:, 0:64], b[0:64, :], out_dtype=pl.FP32)
+            for k in pl.range(1, 4):
+                acc = pl.matmul_acc(acc, a[:, k * 64:(k + 1) * 64], b[k * 64:(k + 1) * 64, :])
+            out[:] = pl.exp(pl.mul(acc, 0.01))
+        return out
+
+    a, b, _ = operands()
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(M, N)
+        accumulate(a, b, out, config=RunConfig(platform=platform))
+        got.append(out)
+    assert torch.equal(got[0], got[1])
+    torch.testing.assert_close(got[1], torch.exp((a.float() @ b.float()) * 0.01), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("pl.split(pl.SplitMode.UP_DOWN)", r"pl.at\(optimizations=...\) must be a list literal"),
+    ("[pl.split(pl.SplitMode.UP_DOWN), pl.split(pl.SplitMode.NONE)]", "Duplicate 'pl.split"),
+    ("[pl.cross_core_slot(slot_num=2), pl.cross_core_slot(slot_num=4)]", "Duplicate 'pl.cross_core_slot"),
+    ("[pl.cross_core_slot(slot_num=0)]", "slot_num must be positive"),
+    ("[pl.cross_core_slot(2)]", "takes slot_num= only"),
+    ("[pl.exp]", r"Unsupported entry in pl.at\(optimizations"),
+    ("[pl.split('UP_DOWN')]", "pl.split's mode must be"),
+])
+def test_optimizations_mistakes_are_located(tmp_path, entry, message):
+    path = tmp_path / "bad.py"
+    path.write_text(textwrap.dedent(f'''
+        import pypto.language as pl
+
+
+        @pl.jit
+        def bad(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+            with pl.at(level=pl.Level.CORE_GROUP, optimizations={entry}):
+                pl.store(pl.load(a, [0, 0], [32, 128]), [0, 0], out)
+            return out
+    '''))
+    with pytest.raises(PyptoError, match=message) as info:
+        load_kernel(path, "bad")(torch.zeros(32, 128), torch.zeros(32, 128))
+    assert info.value.span is not None and info.value.span.file.endswith("bad.py") and info.value.hint
