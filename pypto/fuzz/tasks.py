@@ -6,8 +6,13 @@ touch one band with a writer (``race_free``: a model written from the rules, not
 tracker, so it checks the tracker).
 
 A step is ``(form, kind, trips, (op, [(tensor, band)], (tensor, band)))``: ``form`` is
-"scope" or "loop" (``kind`` "parallel" / "range", ``trips`` iterations, a band "i" the
-loop index). Tensors: inputs x0, x1, outputs y0, y1, a created scratch s0.
+"scope", "loop" (``kind`` "parallel" / "range", ``trips`` iterations, a band "i" the
+loop index) or "spmd" (one task of ``trips`` blocks, "i" the block index). Tensors:
+inputs x0, x1, outputs y0, y1, a created scratch s0.
+
+``atomic_graphs`` draws integer tasks that add bands of x into bands of y atomically,
+some in ``pl.parallel`` loops, some SPMD: any order of the adds gives the same sum, so
+``atomic_source`` must compute ``atomic_oracle``'s bits on every platform.
 """
 
 from __future__ import annotations
@@ -38,7 +43,12 @@ def graphs(draw):
     steps, written = [], set()
     while len(steps) < draw(st.integers(2, 7)):
         readable = list(INPUTS) + sorted(written)
-        if draw(st.booleans()):
+        form = draw(st.sampled_from(["scope", "loop", "spmd"]))
+        if form == "spmd":
+            trips = draw(st.integers(1, BANDS))
+            scope = draw(scopes(readable, "spmd"))
+            steps.append(("spmd", None, trips, scope))
+        elif form == "loop":
             kind = draw(st.sampled_from(["parallel", "range"]))
             trips = draw(st.integers(2, BANDS))
             scope = draw(scopes(readable, kind))
@@ -63,13 +73,16 @@ def source(steps, opt_out: tuple | None = None) -> str:
              f"    s0 = pl.create_tensor([{BANDS * R}, {C}], pl.FP32)",
              f"    w = pl.create_tensor([{BANDS * R}, {C}], pl.FP32)"]
     for form, kind, trips, (op, srcs, (dst, band)) in steps:
+        loads = [f"pl.load({t}, [{b} * {R}, 0], [{R}, {C}])" for t, b in srcs]
+        value = f"pl.{op}({', '.join(loads)})"
+        if form == "spmd":  # the body is the kernel: each block's i is its index
+            lines += [f"    for i in pl.spmd({trips}):", f"        pl.store({value}, [{band} * {R}, 0], {dst})"]
+            continue
         indent = "    "
         if form == "loop":
             lines.append(f"    for i in pl.{kind}({trips}):")
             indent = "        "
         lines.append(f"{indent}with pl.at(level=pl.Level.CORE_GROUP):")
-        loads = [f"pl.load({t}, [{b} * {R}, 0], [{R}, {C}])" for t, b in srcs]
-        value = f"pl.{op}({', '.join(loads)})"
         lines.append(f"{indent}    pl.store({value}, [{band} * {R}, 0], {dst})")
     if opt_out is not None:
         op, band = opt_out
@@ -98,23 +111,26 @@ def oracle(steps, inputs: dict) -> dict:
 def race_free(steps) -> bool:
     """The rules, tensor by tensor (each task is given whole tensors): an Out argument is
     InOut in a sequential loop or after an earlier writer of its tensor; Input and InOut
-    wait for the tensor's last registered producer, InOut and OutputExisting register.
-    Race-free when every two tasks touching one band, one writing, are ordered."""
+    wait for the tensor's last registered producer (every block of it), InOut and
+    OutputExisting register. Race-free when every two runs — a task, or one block of an
+    SPMD task — touching one band, one writing, are ordered (blocks of one task never are)."""
     tasks, producer, written = [], {}, set()
     for form, kind, trips, (op, srcs, (dst, band)) in steps:
         read_names = {x for x, _ in srcs}
         direction = "InOut" if dst in read_names or kind == "range" or dst in written else "OutputExisting"
-        for i in range(trips):
-            preds = {producer[x] for x in read_names if x in producer}
+        for group in ([range(trips)] if form == "spmd" else [[i] for i in range(trips)]):
+            preds = set().union(*(producer[x] for x in read_names if x in producer))
             if direction == "InOut" and dst in producer:
-                preds.add(producer[dst])
-            number = len(tasks)
+                preds |= producer[dst]
             before = set(preds)
             for p in preds:
                 before |= tasks[p]["before"]
-            tasks.append({"before": before, "reads": {(x, _band(b, i)) for x, b in srcs},
-                          "writes": {(dst, _band(band, i))}})
-            producer[dst] = number
+            numbers = set()
+            for i in group:  # the blocks of one task: each runs on its own, none ordered against another
+                numbers.add(len(tasks))
+                tasks.append({"before": before, "reads": {(x, _band(b, i)) for x, b in srcs},
+                              "writes": {(dst, _band(band, i))}})
+            producer[dst] = numbers
         written.add(dst)
     for j, b in enumerate(tasks):
         for i in range(j):
@@ -123,3 +139,45 @@ def race_free(steps) -> bool:
             if conflict and i not in b["before"]:
                 return False
     return True
+
+
+# ----------------------------------------------------------------------------- atomic adds
+
+
+@st.composite
+def atomic_graphs(draw):
+    """Steps ``(form, trips, src band, dst tensor, dst band)``: each task adds band ``src`` of
+    x0 (a band "i": the loop or block index) into band ``dst`` of y0 or y1 atomically."""
+    steps = []
+    for _ in range(draw(st.integers(1, 5))):
+        form = draw(st.sampled_from(["scope", "parallel", "spmd"]))
+        trips = 1 if form == "scope" else draw(st.integers(1, BANDS))
+        index = st.sampled_from(["i", 0, 1]) if form != "scope" else st.integers(0, BANDS - 1)
+        steps.append((form, trips, draw(index), draw(st.sampled_from(OUTPUTS)), draw(index)))
+    return steps
+
+
+def atomic_source(steps) -> str:
+    lines = ["import pypto.language as pl", "", "", "@pl.jit",
+             f"def adds(x0: pl.Tensor, {', '.join(f'{y}: pl.Out[pl.Tensor]' for y in OUTPUTS)}):"]
+    for form, trips, src, dst, band in steps:
+        store = (f"pl.store(pl.load(x0, [{src} * {R}, 0], [{R}, {C}]), [{band} * {R}, 0], {dst}, "
+                 "atomic=pl.AtomicType.Add)")
+        if form == "spmd":
+            lines += [f"    for i in pl.spmd({trips}):", f"        {store}"]
+        elif form == "parallel":
+            lines += [f"    for i in pl.parallel({trips}):", "        with pl.at(level=pl.Level.CORE_GROUP):",
+                      f"            {store}"]
+        else:
+            lines += ["    with pl.at(level=pl.Level.CORE_GROUP):", f"        {store}"]
+    lines.append(f"    return {', '.join(OUTPUTS)}")
+    return "\n".join(lines) + "\n"
+
+
+def atomic_oracle(steps, x0: torch.Tensor, outputs: dict) -> dict:
+    t = {y: v.clone() for y, v in outputs.items()}
+    for form, trips, src, dst, band in steps:
+        for i in range(trips):
+            s, d = _band(src, i), _band(band, i)
+            t[dst][d * R:(d + 1) * R] += x0[s * R:(s + 1) * R]
+    return t
