@@ -120,3 +120,26 @@ def test_optimizations_mistakes_are_located(tmp_path, entry, message):
     with pytest.raises(PyptoError, match=message) as info:
         load_kernel(path, "bad")(torch.zeros(32, 128), torch.zeros(32, 128))
     assert info.value.span is not None and info.value.span.file.endswith("bad.py") and info.value.hint
+
+
+def test_the_blocks_of_a_mixed_spmd_scope_each_stage_through_their_own_window():
+    m, k, n = 64, 128, 64
+
+    @pl.jit
+    def spmd_mixed(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(4):
+            acc = pl.matmul(a[i * m:(i + 1) * m, :], b, out_dtype=pl.FP32)
+            out[i * m:(i + 1) * m, :] = pl.exp(pl.mul(acc, 0.01))
+        return out
+
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(4 * m, k, generator=g).half(), torch.randn(k, n, generator=g).half()
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(4 * m, n)
+        report = spmd_mixed.compile(a, b, out, config=RunConfig(platform=platform)).run(a, b, out)
+        got.append(out)
+    assert torch.equal(got[0], got[1])  # no race between the blocks: each its own window
+    torch.testing.assert_close(got[1], torch.exp((a.float() @ b.float()) * 0.01), rtol=1e-2, atol=1e-2)
+    assert len(report.tasks) == 4 and {t.core_type for t in report.tasks} == {"mix"}
+    assert len({t.core for t in report.tasks}) == 4  # a cluster each

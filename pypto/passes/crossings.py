@@ -9,8 +9,10 @@ insertion places for the GM dependence — and one task.
     out[:] = pl.add(acc, bias)     ->      acc_gm_1 = pl.assemble(acc_gm, acc, [0, 0])
                                            out[:] = pl.add(acc_gm_1, bias)
 
-``stage(body, types, fresh) -> (body, [(buffer name, TensorType)])``; the outliner makes
-each buffer an Out parameter of the kernel and creates it in the orchestration.
+``stage(body, types, fresh, blocks) -> (body, [(buffer name, TensorType)])``; the
+outliner makes each buffer an Out parameter of the kernel and creates it in the
+orchestration. The blocks of an SPMD scope each take a window of their own (the buffer
+stacks ``blocks`` of them along its first axis), so they do not share bytes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.rewrite import substitute
+from pypto.ir.types import INDEX, TensorType
 
 # where a cube value may go without leaving the cube: into GM, on into the accumulator,
 # or viewed (a slice of it is as much the cube's)
@@ -29,16 +32,29 @@ _STAYS = {("tensor.assemble", "source"), ("tensor.matmul_acc", "acc"), ("tensor.
           ("tensor.matmul_acc", "rhs")}
 
 
-def stage(body: tuple, types: dict, fresh) -> tuple[tuple, list]:
-    """``types``: the type of every name; ``fresh(base)``: a new name. The body with its
-    crossings through GM, and the GM buffers they need."""
+def stage(body: tuple, types: dict, fresh, blocks: int | None = None) -> tuple[tuple, list]:
+    """``types``: the type of every name; ``fresh(base)``: a new name; ``blocks``: the
+    block count of an SPMD scope. The body with its crossings through GM, and the GM
+    buffers they need."""
     buffers: list = []
-    return tuple(_Stager(types, fresh, buffers).block(body, set(), {})), buffers
+    stager = _Stager(types, fresh, buffers, blocks)
+    out = stager.block(body, set(), {})
+    if stager.block_index is not None:  # where each block's window starts
+        out.insert(0, n.Assign(stager.block_index, INDEX, op_call("tile.get_block_idx")))
+    return tuple(out), buffers
+
+
+def crosses(body: tuple) -> bool:
+    """Whether any value of the body crosses from the cube to the vector cores."""
+    found = []
+    _block(_Finder(found), body, set(), {})
+    return bool(found)
 
 
 class _Stager:
-    def __init__(self, types: dict, fresh, buffers: list):
-        self.types, self.fresh, self.buffers = types, fresh, buffers
+    def __init__(self, types: dict, fresh, buffers: list, blocks: int | None):
+        self.types, self.fresh, self.buffers, self.blocks = types, fresh, buffers, blocks
+        self.block_index = None
 
     def block(self, body, cube: set, subst: dict) -> list:
         return _block(self, body, cube, subst)
@@ -47,13 +63,38 @@ class _Stager:
         """A GM buffer for cube value ``name`` and the statement that fills it."""
         t = self.types[name]
         buf, staged = self.fresh(f"{name}_gm"), self.fresh(f"{name}_gm")
-        self.buffers.append((buf, t))
-        assemble = n.Assign(staged, t, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
-                                               offset=tuple(n.Const(0) for _ in t.shape)), span=at.span)
-        return staged, assemble
+        if self.blocks is None:
+            self.buffers.append((buf, t))
+            return staged, [n.Assign(staged, t, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
+                                                         offset=tuple(n.Const(0) for _ in t.shape)), span=at.span)]
+        if self.block_index is None:
+            self.block_index = self.fresh("block")
+        stacked = TensorType((self.blocks * t.shape[0], *t.shape[1:]), t.dtype)
+        self.buffers.append((buf, stacked))
+        offset = (n.BinOp("*", n.Var(self.block_index), n.Const(t.shape[0])), *(n.Const(0) for _ in t.shape[1:]))
+        whole = self.fresh(f"{name}_gm")
+        return staged, [
+            n.Assign(whole, stacked, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name), offset=offset),
+                     span=at.span),
+            n.Assign(staged, t, op_call("tensor.slice", x=n.Var(whole), shape=tuple(n.Const(d) for d in t.shape),
+                                        offset=offset), span=at.span)]
 
 
-def _block(st: _Stager, body, cube: set, subst: dict) -> list:
+class _Finder:
+    """A stager that only notes the crossings."""
+
+    def __init__(self, found: list):
+        self.found = found
+
+    def block(self, body, cube: set, subst: dict) -> list:
+        return _block(self, body, cube, subst)
+
+    def through_gm(self, name: str, at):
+        self.found.append(name)
+        return name, []
+
+
+def _block(st, body, cube: set, subst: dict) -> list:
     subst = dict(subst)  # what this block stages holds from here to its end
     out = []
     for stmt in body:
@@ -84,8 +125,8 @@ def _block(st: _Stager, body, cube: set, subst: dict) -> list:
             crossing = [a.name for p, a in zip(op.params, call.args)
                         if isinstance(a, n.Var) and a.name in cube and (op.name, p.name) not in _STAYS]
             for name in dict.fromkeys(crossing):
-                staged, assemble = st.through_gm(name, stmt)
-                out.append(assemble)
+                staged, filling = st.through_gm(name, stmt)
+                out.extend(filling)
                 subst[name] = staged
             if crossing:
                 stmt = substitute(stmt, {k: n.Var(subst[k]) for k in crossing})

@@ -23,6 +23,7 @@ from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
 from pypto.ir.types import TASK_ID, FunctionType, ParamDirection, TensorType, TileType, type_name
 from pypto.passes.context import PassContext, PassResult, result
+from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
 
 
@@ -65,7 +66,14 @@ class _Outliner:
         return tuple(out)
 
     def outline(self, scope: n.Scope, rest: tuple) -> list:
-        body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used))
+        blocks = scope.blocks
+        if blocks is not None and not isinstance(blocks, n.Const) and crosses(scope.body):
+            raise UnsupportedSyntaxError(
+                "a mixed SPMD scope gives each block a GM window of its own for what crosses from the cube to the "
+                "vector cores, so its block count must be known when compiling", span=scope.span,
+                hint="write the block count as a constant (or pl.system.available_*_count())")
+        body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used),
+                                          blocks.value if isinstance(blocks, n.Const) else None)
         scope = attrs.evolve(scope, body=body)
         for name, t in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
             self.types[name] = t
