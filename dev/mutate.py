@@ -7,14 +7,14 @@ temporary directory, each mutant is written into that copy only, and the tests r
 with ``PYTHONPATH=<copy>`` (nothing is installed; the copy shadows the editable install).
 
     python dev/mutate.py --list                            # every mutant of the default modules
-    python dev/mutate.py --sample 20 --seed 1 pypto/codegen/sync.py
-    python dev/mutate.py --only pypto/codegen/sync.py:606          # the mutants of one line
-    python dev/mutate.py --only pypto/codegen/sync.py:606:2        # one of them (as --list numbers them)
-    python dev/mutate.py --match "d > ea" pypto/codegen/sync.py    # by what it changes (lines move)
-    python dev/mutate.py --quick "python -m pytest -x -q tests/test_sync_windows.py" pypto/codegen/sync.py
+    python dev/mutate.py --sample 20 --seed 1 pypto/codegen/sync/*.py
+    python dev/mutate.py --only pypto/codegen/sync/locations.py:60          # the mutants of one line
+    python dev/mutate.py --only pypto/codegen/sync/locations.py:60:2        # one of them (as --list numbers them)
+    python dev/mutate.py --match "d > ea" pypto/codegen/sync/*.py    # by what it changes (lines move)
+    python dev/mutate.py --quick "python -m pytest -x -q tests/test_sync_windows.py" pypto/codegen/sync/*.py
     nice -n 10 python dev/mutate.py                        # everything (hours)
 
-Modules (positional, globs allowed; default: pypto/codegen/sync.py, pypto/passes/*.py,
+Modules (positional, globs allowed; default: pypto/codegen/sync/*.py, pypto/passes/*.py,
 pypto/sim/semantics.py, pypto/ir/verifier.py). Mutants, made with ``ast`` and applied as a
 text edit of the one expression or statement, so line numbers and the rest of the file
 stay as they are:
@@ -68,7 +68,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-DEFAULT_MODULES = ("pypto/codegen/sync.py", "pypto/passes/*.py", "pypto/sim/semantics.py", "pypto/ir/verifier.py")
+DEFAULT_MODULES = ("pypto/codegen/sync/*.py", "pypto/passes/*.py", "pypto/sim/semantics.py", "pypto/ir/verifier.py")
 DEFAULT_TEST = "python -m pytest -x -q -p no:cacheprovider"
 PRAGMA = "# pragma: no mutate"
 

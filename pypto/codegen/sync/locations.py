@@ -1,0 +1,80 @@
+"""Whether two accesses can touch the same bytes: buffers by address range or rotating
+slot, GM windows by offsets that differ by a proven constant; what is not proven apart
+may overlap. ``blur`` makes what depends on names bound inside a compound unknown."""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.codegen.isa import BufLoc, GmLoc
+from pypto.codegen.sync.edges import UNKNOWN
+from pypto.ir import nodes as n
+from pypto.ir.affine import static_difference
+
+
+def map_exprs(loc, f):
+    if isinstance(loc, BufLoc):
+        region = loc.region
+        if region is not None and region.slot is not UNKNOWN:
+            region = attrs.evolve(region, slot=f(region.slot))
+        return attrs.evolve(loc, addr=f(loc.addr), region=region)
+    return attrs.evolve(loc, offsets=tuple(f(o) for o in loc.offsets))
+
+
+def blur(loc, names: set):
+    """Addresses and offsets that depend on ``names`` become UNKNOWN."""
+    if not names:
+        return loc
+    return map_exprs(loc, lambda e: UNKNOWN if e is UNKNOWN or n.expr_vars(e) & names else e)
+
+
+def same_value(a, b):
+    """True / False when a == b is decidable for every value of the free names, else None."""
+    if a is UNKNOWN or b is UNKNOWN:
+        return None
+    if a == b:
+        return True
+    if isinstance(a, n.Const) and isinstance(b, n.Const):
+        return a.value == b.value
+    if isinstance(a, n.BinOp) and isinstance(b, n.BinOp) and a.op == b.op == "%" and a.rhs == b.rhs \
+            and isinstance(a.rhs, n.Const):
+        d = static_difference(a.lhs, b.lhs)
+        if d is not None:
+            return d % a.rhs.value == 0
+    d = static_difference(a, b)
+    if d is not None:
+        return d == 0
+    return None
+
+
+def may_overlap(a, b) -> bool:
+    if isinstance(a, BufLoc) and isinstance(b, BufLoc):
+        if a.space is not b.space or a.core is not b.core:
+            return False
+        if a.region is not None and b.region is not None and a.region.name == b.region.name:
+            same = same_value(a.region.slot, b.region.slot)
+            return same is not False
+        ra, rb = buffer_range(a), buffer_range(b)
+        if ra is None or rb is None:
+            return True
+        return ra[0] < rb[1] and rb[0] < ra[1]
+    if isinstance(a, GmLoc) and isinstance(b, GmLoc):
+        if a.tensor != b.tensor:
+            return False
+        for oa, ea, ob, eb in zip(a.offsets, a.extents, b.offsets, b.extents):
+            if oa is UNKNOWN or ob is UNKNOWN:
+                continue
+            d = static_difference(ob, oa)
+            if d is not None and (d >= ea or -d >= eb):
+                return False
+        return True
+    return False
+
+
+def buffer_range(loc: BufLoc):
+    if isinstance(loc.addr, n.Const):
+        return loc.addr.value, loc.addr.value + loc.size
+    if loc.region is not None:
+        r = loc.region
+        return r.base, r.base + r.slots * r.slot_size
+    return None

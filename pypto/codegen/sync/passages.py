@@ -1,0 +1,96 @@
+"""What a nested loop's own syncs already order, seen from outside it: from which body
+statement a pipe's work follows what another pipe did before the loop (``entered``), up to
+which statement it precedes what follows the loop (``exited``), and the edges a body's
+parent may count on (``passages``); a loop's trip count; whether a slot rotates."""
+
+from __future__ import annotations
+
+from pypto.codegen.isa import Loop
+from pypto.codegen.sync.edges import Edge
+from pypto.ir import nodes as n
+from pypto.ir.affine import static_difference
+from pypto.ir.rewrite import substitute
+from pypto.ir.simplify import simplify
+
+
+def passages(carried, runs) -> list[Edge]:
+    """What the nested loops of a body order on their own, as edges of the body for its
+    parent's chains: when the loop at statement k surely runs and its syncs order pipe P's
+    earlier work before pipe Q's work in it (``entered``), P's work up to statement k - 1
+    is ordered before Q's from statement k on, and P's from k before Q's from k + 1."""
+    out = []
+    for k, (edges, surely) in enumerate(zip(carried, runs)):
+        if not (surely and edges):
+            continue
+        for p in dict.fromkeys(x for e in edges for x in (e.src, e.dst)):
+            for q in entered(edges, p):
+                if q != p:
+                    out.append(Edge(-1, k, k + 1, p, q, 0, 0, passage="entry"))
+                    if k:
+                        out.append(Edge(-1, k - 1, k, p, q, 0, 0, passage="exit"))
+    return out
+
+
+def entered(edges, pipe) -> dict[tuple, int]:
+    """For a loop whose body surely runs, with its own ``edges``: per pipe, the first body
+    statement from which that pipe's work is ordered after everything ``pipe`` did before
+    the loop — directly (a wait fed in the first iteration by a set after earlier work, or
+    by a prologue set) or through a chain of same-iteration syncs."""
+    first = {pipe: 0}
+    changed = True
+    while changed:
+        changed = False
+        for e in edges:
+            if e.passage == "exit":
+                continue
+            fed = e.src == pipe if e.distance else e.src in first and e.u >= first[e.src]
+            if fed and e.v < first.get(e.dst, e.v + 1):
+                first[e.dst] = e.v
+                changed = True
+    return first
+
+
+def exited(edges, pipe) -> dict[tuple, int]:
+    """The mirror of ``entered``: per pipe, the last body statement up to which that
+    pipe's work (of the last iteration, hence of all) is ordered before what ``pipe`` does
+    after the loop — by an epilogue wait, or a chain of same-iteration syncs to a wait on
+    ``pipe`` in the body."""
+    last = {pipe: float("inf")}
+    changed = True
+    while changed:
+        changed = False
+        for e in edges:
+            if e.passage == "entry":
+                continue
+            drains = e.dst == pipe if e.distance else e.dst in last and last[e.dst] >= e.v
+            if drains and e.u > last.get(e.src, -1):
+                last[e.src] = e.u
+                changed = True
+    return last
+
+
+def rotates(slot, loop: Loop, slots: int) -> bool:
+    """Whether ``slot`` visits every slot once per ``slots`` iterations, in a fixed cycle
+    (``i % 2`` with a constant step of 1 or 3; not ``(i // 2) % 2``, nor a runtime step):
+    only then can each slot have its own event, set by one iteration and waited by the
+    iteration that comes back to the slot."""
+    if not (isinstance(loop.step, n.Const) and isinstance(slot, n.BinOp) and slot.op == "%"
+            and slot.rhs == n.Const(slots)):
+        return False
+    inner = slot.lhs
+    seen = set()
+    for t in range(slots + 1):
+        shifted = substitute(inner, {loop.var: n.BinOp("+", n.Var(loop.var), n.Const(t * loop.step.value))})
+        d = static_difference(simplify(shifted), inner)
+        if d is None:
+            return False
+        if t < slots:
+            seen.add(d % slots)
+    return len(seen) == slots and d % slots == 0
+
+
+def trip_count(loop: Loop):
+    span = loop.stop if loop.start == n.Const(0) else n.BinOp("-", loop.stop, loop.start)
+    if loop.step == n.Const(1):
+        return simplify(span)
+    return simplify(n.BinOp("//", n.BinOp("+", span, n.BinOp("-", loop.step, n.Const(1))), loop.step))
