@@ -76,6 +76,19 @@ def test_one_mixed_task_beats_the_two_staged_ones_and_the_dumps_say_how():
     assert "acc_gm = pl.tensor.create([128, 128], dtype=pl.FP32)" in lowered  # the crossing's GM buffer
 
 
+def test_the_older_spelling_of_the_slot_count_is_accepted():
+    @pl.jit
+    def old(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN, slot_num=4)]):
+            out[:] = pl.add(pl.matmul(a, b, out_dtype=pl.FP32), bias)
+        return out
+
+    a, b, bias = operands()
+    compiled = old.compile(a, b, bias, torch.zeros(M, N))
+    assert "optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)]" in \
+        compiled.program.as_python()
+
+
 def test_a_cube_accumulation_carried_through_a_loop_crosses_once_after_it():
     @pl.jit
     def accumulate(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
@@ -104,6 +117,7 @@ def test_a_cube_accumulation_carried_through_a_loop_crosses_once_after_it():
     ("[pl.cross_core_slot(2)]", "takes slot_num= only"),
     ("[pl.exp]", r"Unsupported entry in pl.at\(optimizations"),
     ("[pl.split('UP_DOWN')]", "pl.split's mode must be"),
+    ("[pl.split(pl.SplitMode.UP_DOWN, slot_num=2), pl.cross_core_slot(slot_num=4)]", "slot count twice"),
 ])
 def test_optimizations_mistakes_are_located(tmp_path, entry, message):
     path = tmp_path / "bad.py"
@@ -143,3 +157,60 @@ def test_the_blocks_of_a_mixed_spmd_scope_each_stage_through_their_own_window():
     torch.testing.assert_close(got[1], torch.exp((a.float() @ b.float()) * 0.01), rtol=1e-2, atol=1e-2)
     assert len(report.tasks) == 4 and {t.core_type for t in report.tasks} == {"mix"}
     assert len({t.core for t in report.tasks}) == 4  # a cluster each
+
+
+def _both(kernel, *args):
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        copies = [x.clone() for x in args]
+        report = kernel.compile(*copies, config=RunConfig(platform=platform)).run(*copies)
+        got.append(copies)
+    for x, y in zip(*got):
+        assert torch.equal(x, y)
+    return report, got[1]
+
+
+def test_the_cubes_own_uses_keep_the_value_after_a_vector_core_read_it():
+    @pl.jit
+    def read_then_accumulate(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, o1: pl.Out[pl.Tensor],
+                             o2: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            acc = pl.matmul(a[:, 0:128], b[0:128, :], out_dtype=pl.FP32)
+            o1[:] = pl.add(acc, bias)  # a vector read of acc ...
+            acc = pl.matmul_acc(acc, a[:, 128:256], b[128:256, :])  # ... and the cube goes on with it
+            o2[:] = acc
+        return o1, o2
+
+    a, b, bias = operands()
+    report, (_, _, _, o1, o2) = _both(read_then_accumulate, a, b, bias, torch.zeros(M, N), torch.zeros(M, N))
+    torch.testing.assert_close(o1, a[:, :128].float() @ b[:128].float() + bias, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(o2, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+    assert [t.core_type for t in report.tasks] == ["mix"]
+
+
+def test_a_value_the_cube_computes_on_one_path_and_the_vector_on_another_is_refused_there():
+    @pl.jit
+    def merged(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, f: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            if f > 0:
+                x = pl.matmul(a, b, out_dtype=pl.FP32)
+            else:
+                x = pl.mul(bias, 2.0)
+            out[:] = pl.add(x, bias)
+        return out
+
+    a, b, bias = operands()
+    with pytest.raises(PyptoError, match="a matmul's result on one path and vector work on another") as info:
+        merged(a, b, bias, 1, torch.zeros(M, N))
+    assert info.value.span is not None and info.value.hint
+
+
+def test_the_swimlane_shows_a_mixed_task_on_every_core_of_its_cluster(tmp_path):
+    import json
+
+    a, b, bias = operands()
+    out = torch.zeros(M, N)
+    config = RunConfig(enable_chip_swimlane=2, output_dir=tmp_path)
+    mixed(pl.SplitMode.NONE).compile(a, b, bias, out, config=config).run(a, b, bias, out)
+    rows = json.loads((tmp_path / "dfx_outputs" / "chip_swimlane_records.json").read_text())["aicore_tasks"]
+    assert sorted(row[0] for row in rows) == [0, 24, 25]  # cluster 0: its cube core and both vector cores

@@ -584,12 +584,19 @@ def test_the_transpose_of_a_column_vector_is_stored(platform):
     assert ps.bits_equal(run(k, a, ps.sentinel((8, 1)), platform=platform), a.min(dim=0, keepdim=True).values.T)
 
 
-def test_a_matmul_of_a_matmul_says_the_product_goes_through_gm():
+def test_a_matmul_of_a_matmul_in_a_scope_takes_the_product_through_gm():
     @pl.jit
     def k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
-            c[:] = pl.matmul(pl.matmul(a, b, out_dtype=pl.FP16), b)
+            c[:] = pl.matmul(pl.matmul(a, b, out_dtype=pl.FP16), b)  # on a2a3 Acc reaches L0A through GM only
         return c
 
-    with pytest.raises(UnsupportedSyntaxError, match="a matmul's result reaches the cube only through GM"):
-        k.lower(torch.randn(16, 16).half(), torch.randn(16, 16).half(), torch.zeros(16, 16))
+    a, b = torch.randn(16, 16).half(), torch.randn(16, 16).half()
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        c = torch.zeros(16, 16)
+        k(a, b, c, config=RunConfig(platform=platform))
+        got.append(c)
+    assert torch.equal(got[0], got[1])
+    torch.testing.assert_close(got[1], (a.float() @ b.float()).half().float() @ b.float(), rtol=1e-2, atol=1e-2)
+    assert "_gm = pl.tensor.create([16, 16], dtype=pl.FP16)" in k.compile(a, b, torch.zeros(16, 16)).lowered.as_python()

@@ -53,11 +53,14 @@ def swimlane(tasks, soc: SoC, level: int) -> dict:
     # one row per block (a task that is not SPMD has one); dummies run on no core
     ordered = sorted(((t, p) for t in tasks if t.core is not None for p in t.placements),
                      key=lambda tp: (tp[1].start, tp[0].number, tp[1].block))
-    out["aicore_tasks"] = [[soc.core_number(p.core), t.number, t.id, ticks(p.start, soc), ticks(p.end, soc),
-                            ticks(p.start, soc) - ticks(p.dispatch, soc), 0] for t, p in ordered]
+    # a row per core a block held: a mix task's whole cluster
+    held = [(t, p, c) for t, p in ordered for c in (soc.cluster_cores(p.core.cluster) if t.core_type == "mix"
+                                                    else (p.core,))]
+    out["aicore_tasks"] = [[soc.core_number(c), t.number, t.id, ticks(p.start, soc), ticks(p.end, soc),
+                            ticks(p.start, soc) - ticks(p.dispatch, soc), 0] for t, p, c in held]
     if level >= 2:
         out["scheduler_tasks"] = {"producer": "aicpu", "records": [
-            [soc.core_number(p.core), t.id, ticks(p.dispatch, soc), ticks(p.finish, soc), 0] for t, p in ordered]}
+            [soc.core_number(c), t.id, ticks(p.dispatch, soc), ticks(p.finish, soc), 0] for t, p, c in held]}
     if level >= 3:
         phases = []
         for t, p in ordered:

@@ -73,9 +73,10 @@ class SpmdForms:
                 fields["deps"] = self.task_deps(kw.value, "pl.spmd")
             elif kw.arg == "predicate":
                 fields["predicate"] = self.predicate_of(kw.value, "pl.spmd()")
-            else:  # optimizations=: they come with mixed kernels
+            else:  # optimizations=
                 raise self.error(UnsupportedSyntaxError, kw.value, f"pl.spmd({kw.arg}=...) is not supported yet",
-                                 hint="leave it out: every block is dispatched, on cores of one kind")
+                                 hint="put it on the pl.at the pl.spmd holds: with pl.spmd(n): with "
+                                      "pl.at(level=pl.Level.CORE_GROUP, optimizations=[...]):")
         if blocks is None:
             raise self.error(TypeCheckError, call, "pl.spmd() requires core_num (first positional argument)",
                              hint=_USAGE)

@@ -279,31 +279,46 @@ class TaskForms:
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.error(TypeCheckError, node, f"{owner}(optimizations=...) must be a list literal",
                              hint="Use optimizations=[pl.split(pl.SplitMode.NONE)].")
-        split = slots = None
+        split = slots = from_split = None  # from_split: a slot count the older pl.split(slot_num=) gave
         for e in node.elts:
             if self._is_builtin_call(e, "split"):
                 if split is not None:
                     raise self.error(TypeCheckError, e, "Duplicate 'pl.split(...)' in optimizations=[...]",
                                      hint="Keep one pl.split(pl.SplitMode.X).")
-                if len(e.args) != 1 or e.keywords:
+                if len(e.args) != 1 or any(k.arg != "slot_num" for k in e.keywords):
                     raise self.error(TypeCheckError, e, "pl.split takes the mode: pl.split(pl.SplitMode.UP_DOWN)",
                                      hint=entry_hint)
                 split = self.static_of(e.args[0], SplitMode, "pl.split's mode", hint="pl.SplitMode.UP_DOWN")
+                if e.keywords:  # the reference's older spelling of the slot count
+                    if slots is not None:
+                        raise self.error(TypeCheckError, e, "optimizations=[...] sets the cross-core slot count "
+                                         "twice: via the deprecated pl.split(slot_num=...) and via "
+                                         "pl.cross_core_slot(...)",
+                                         hint="Drop slot_num= from pl.split(...) and keep pl.cross_core_slot(slot_num=N).")
+                    slots = from_split = self.slot_num(e.keywords[0].value)
             elif self._is_builtin_call(e, "cross_core_slot"):
-                if slots is not None:
+                if slots is not None and from_split is None:
                     raise self.error(TypeCheckError, e, "Duplicate 'pl.cross_core_slot(...)' in optimizations=[...]",
                                      hint="Keep one pl.cross_core_slot(slot_num=N).")
                 if e.args or [k.arg for k in e.keywords] != ["slot_num"]:
                     raise self.error(TypeCheckError, e, "pl.cross_core_slot() takes slot_num= only",
                                      hint="Use pl.cross_core_slot(slot_num=4).")
-                slots = self.static_of(e.keywords[0].value, int, "slot_num", hint="Use pl.cross_core_slot(slot_num=4).")
-                if slots < 1:
-                    raise self.error(TypeCheckError, e.keywords[0].value, f"slot_num must be positive, got {slots}",
-                                     hint="Use pl.cross_core_slot(slot_num=4).")
+                if slots is not None:
+                    raise self.error(TypeCheckError, e, "optimizations=[...] sets the cross-core slot count twice: "
+                                     "via the deprecated pl.split(slot_num=...) and via pl.cross_core_slot(...)",
+                                     hint="Keep only pl.cross_core_slot(slot_num=N).")
+                slots = self.slot_num(e.keywords[0].value)
             else:
                 raise self.error(TypeCheckError, e, f"Unsupported entry in {owner}(optimizations=[...])",
                                  hint=entry_hint)
         return split, slots
+
+    def slot_num(self, node) -> int:
+        slots = self.static_of(node, int, "slot_num", hint="Use pl.cross_core_slot(slot_num=4).")
+        if slots < 1:
+            raise self.error(TypeCheckError, node, f"slot_num must be positive, got {slots}",
+                             hint="Use pl.cross_core_slot(slot_num=4).")
+        return slots
 
     def scope_name_hint(self, node) -> str:
         """A scope's ``name_hint=``: it names the outlined function, which dumps print as a

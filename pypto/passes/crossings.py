@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import attrs
 
+from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
-from pypto.ir.rewrite import substitute
 from pypto.ir.types import INDEX, TensorType
 
 # where a cube value may go without leaving the cube: into GM, on into the accumulator,
 # or viewed (a slice of it is as much the cube's)
-_STAYS = {("tensor.assemble", "source"), ("tensor.matmul_acc", "acc"), ("tensor.slice", "x"),
-          # the cube's own operands are another matter (its chain lowering decides)
-          ("tensor.matmul", "lhs"), ("tensor.matmul", "rhs"), ("tensor.matmul_acc", "lhs"),
-          ("tensor.matmul_acc", "rhs")}
+# (a matmul's own operands are not among them: on a2a3 an Acc result reaches L0A/L0B only
+# through GM, so a matmul of a matmul's result reads the GM copy)
+_STAYS = {("tensor.assemble", "source"), ("tensor.matmul_acc", "acc"), ("tensor.slice", "x")}
 
 
 def stage(body: tuple, types: dict, fresh, blocks: int | None = None) -> tuple[tuple, list]:
@@ -55,6 +54,7 @@ class _Stager:
     def __init__(self, types: dict, fresh, buffers: list, blocks: int | None):
         self.types, self.fresh, self.buffers, self.blocks = types, fresh, buffers, blocks
         self.block_index = None
+        self.vector: set = set()  # values the vector cores compute
 
     def block(self, body, cube: set, subst: dict) -> list:
         return _block(self, body, cube, subst)
@@ -85,6 +85,7 @@ class _Finder:
 
     def __init__(self, found: list):
         self.found = found
+        self.vector: set = set()
 
     def block(self, body, cube: set, subst: dict) -> list:
         return _block(self, body, cube, subst)
@@ -94,45 +95,68 @@ class _Finder:
         return name, []
 
 
-def _block(st, body, cube: set, subst: dict) -> list:
-    subst = dict(subst)  # what this block stages holds from here to its end
+def _block(st, body, cube: set, staged: dict) -> list:
+    """``staged``: cube value -> its GM copy, made earlier in this block or around it; a
+    copy serves every later crossing use, and only those: the cube's own uses keep the value."""
+    staged = dict(staged)
     out = []
     for stmt in body:
-        stmt = substitute(stmt, {k: n.Var(v) for k, v in subst.items()})
         if isinstance(stmt, n.For):
             for a in stmt.iter_args:
-                if isinstance(a.init, n.Var) and a.init.name in cube:
+                if _named(a.init) in cube:
                     cube.add(a.name)
-            stmt = attrs.evolve(stmt, body=tuple(st.block(stmt.body, cube, subst)))
+            stmt = attrs.evolve(stmt, body=tuple(st.block(stmt.body, cube, staged)))
             yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()
-            for b, v in zip(stmt.results, yields):
-                if isinstance(v, n.Var) and v.name in cube:
+            for a, b, v in zip(stmt.iter_args, stmt.results, yields):
+                if {_named(a.init), _named(v)} & cube and {_named(a.init), _named(v)} & st.vector:
+                    raise _merged(stmt, a.name)  # the cube's on entry, the vector's on the back edge (or back)
+                if _named(v) in cube:
+                    cube.add(a.name)
                     cube.add(b.name)
             out.append(stmt)
             continue
         if isinstance(stmt, n.If):
-            stmt = attrs.evolve(stmt, then_body=tuple(st.block(stmt.then_body, cube, subst)),
-                                else_body=tuple(st.block(stmt.else_body, cube, subst)))
+            stmt = attrs.evolve(stmt, then_body=tuple(st.block(stmt.then_body, cube, staged)),
+                                else_body=tuple(st.block(stmt.else_body, cube, staged)))
             for k, b in enumerate(stmt.results):
-                if any(body and isinstance(body[-1], n.Yield) and isinstance(body[-1].values[k], n.Var)
-                       and body[-1].values[k].name in cube for body in (stmt.then_body, stmt.else_body)):
+                names = {_named(body[-1].values[k]) for body in (stmt.then_body, stmt.else_body)
+                         if body and isinstance(body[-1], n.Yield)}
+                if names & cube and names & st.vector:
+                    raise _merged(stmt, b.name)
+                if names & cube:
                     cube.add(b.name)
             out.append(stmt)
             continue
         call = getattr(stmt, "value", None)
         if isinstance(call, n.Call):
             op = lookup(call.op)
-            crossing = [a.name for p, a in zip(op.params, call.args)
-                        if isinstance(a, n.Var) and a.name in cube and (op.name, p.name) not in _STAYS]
-            for name in dict.fromkeys(crossing):
-                staged, filling = st.through_gm(name, stmt)
-                out.extend(filling)
-                subst[name] = staged
-            if crossing:
-                stmt = substitute(stmt, {k: n.Var(subst[k]) for k in crossing})
+            args = list(call.args)
+            for k, (p, a) in enumerate(zip(op.params, call.args)):
+                if isinstance(a, n.Var) and a.name in cube and (op.name, p.name) not in _STAYS:
+                    if a.name not in staged:
+                        copy, filling = st.through_gm(a.name, stmt)
+                        out.extend(filling)
+                        staged[a.name] = copy
+                    args[k] = n.Var(staged[a.name])
+            if args != list(call.args):
+                stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=tuple(args)))
             target = getattr(stmt, "target", None)
             if target is not None and (op.windows is not None and op.windows.kind == "cube"
                                        or op.name == "tensor.slice" and call.args[0].name in cube):
                 cube.add(target)
+            elif target is not None and op.windows is not None and op.windows.kind not in ("cube", "source", "slice"):
+                st.vector.add(target)  # computed by the vector cores
         out.append(stmt)
     return out
+
+
+def _named(e) -> str | None:
+    return e.name if isinstance(e, n.Var) else None
+
+
+def _merged(stmt, name: str) -> UnsupportedSyntaxError:
+    return UnsupportedSyntaxError(
+        f"'{name}' is a matmul's result on one path and vector work on another; a mixed scope moves only what "
+        "the cube computes to the vector cores", span=stmt.span,
+        hint="compute the value on one side on every path (e.g. a matmul on both branches), or move the vector "
+             "path into a scope of its own")

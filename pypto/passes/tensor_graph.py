@@ -384,7 +384,8 @@ def _sides(g: TensorGraph) -> dict[str, M]:
                         raise UnsupportedSyntaxError(
                             f"the {p} of this matmul is computed on chip; on a2a3 {what} reaches the cube only "
                             "through GM", span=d.span,
-                            hint="assemble it into an output tensor, and pass that to a second kernel")
+                            hint="end the scope with the value assembled into a tensor, and read it in a second "
+                                 "pl.at scope (or kernel)")
             elif op.windows.kind == "slice":
                 union(name, args["x"].name, d.span)
             elif op.windows.kind != "source":
