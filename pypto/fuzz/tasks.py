@@ -86,8 +86,11 @@ def source(steps, opt_out: tuple | None = None) -> str:
         lines.append(f"{indent}    pl.store({value}, [{band} * {R}, 0], {dst})")
     if opt_out is not None:
         op, band = opt_out
-        lines += ["    with pl.at(level=pl.Level.CORE_GROUP):",
-                  f"        pl.store(pl.{op}(pl.load(x0, [0, 0], [{BANDS * R}, {C}])), [0, 0], w)",
+        lines += ["    with pl.at(level=pl.Level.CORE_GROUP):",  # long: it outlasts any dispatch queue ahead of z
+                  f"        t = pl.load(x0, [0, 0], [{BANDS * R}, {C}])",
+                  "        for _ in pl.range(64):",
+                  f"            t = pl.{op}(t)",
+                  "        pl.store(t, [0, 0], w)",
                   "    with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[w]):",
                   f"        pl.store(pl.neg(pl.load(w, [{band * R}, 0], [{R}, {C}])), [{band * R}, 0], z)"]
     lines.append(f"    return {', '.join(OUTPUTS + ('z',))}")
