@@ -214,3 +214,28 @@ def test_the_swimlane_shows_a_mixed_task_on_every_core_of_its_cluster(tmp_path):
     mixed(pl.SplitMode.NONE).compile(a, b, bias, out, config=config).run(a, b, bias, out)
     rows = json.loads((tmp_path / "dfx_outputs" / "chip_swimlane_records.json").read_text())["aicore_tasks"]
     assert sorted(row[0] for row in rows) == [0, 24, 25]  # cluster 0: its cube core and both vector cores
+
+
+def test_a_crossing_read_in_a_loop_is_staged_once_before_it():
+    @pl.jit
+    def sliced_in_a_loop(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            for k in pl.range(4):  # each trip reads a band of the cube's result
+                out[k * 32:(k + 1) * 32, :] = pl.mul(acc[k * 32:(k + 1) * 32, :], 2.0)
+        return out
+
+    @pl.jit
+    def whole(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            out[:] = pl.mul(pl.matmul(a, b, out_dtype=pl.FP32), 2.0)
+        return out
+
+    a, b, _ = operands()
+    report, (_, _, out) = _both(sliced_in_a_loop, a, b, torch.zeros(M, N))
+    torch.testing.assert_close(out, (a.float() @ b.float()) * 2.0, rtol=1e-2, atol=1e-2)
+    once = whole.compile(a, b, torch.zeros(M, N)).run(a, b, torch.zeros(M, N))
+    cube = lambda r: next(p for core, p in r.tasks[0].pipe_cycles.items() if core.startswith("aic"))  # noqa: E731
+    assert cube(report)["MTE2"] == cube(once)["MTE2"]  # the cube loads a and b once, not once per trip
+    text = sliced_in_a_loop.compile(a, b, torch.zeros(M, N)).lowered.as_python()
+    assert text.count("pl.tile.matmul(") == 1

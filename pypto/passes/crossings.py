@@ -95,17 +95,25 @@ class _Finder:
         return name, []
 
 
-def _block(st, body, cube: set, staged: dict) -> list:
+def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset()) -> list:
     """``staged``: cube value -> its GM copy, made earlier in this block or around it; a
-    copy serves every later crossing use, and only those: the cube's own uses keep the value."""
+    copy serves every later crossing use, and only those: the cube's own uses keep the value.
+    ``before_loop``: the values staged before an enclosing loop, whose slices in it are
+    views of the copy (a slice's crossing would stage it again on every trip)."""
     staged = dict(staged)
     out = []
     for stmt in body:
         if isinstance(stmt, n.For):
+            hoisted = _crossing_uses(stmt.body, cube)  # the same each trip: staged once, before the loop
+            for name in hoisted:
+                if name not in staged:
+                    copy, filling = st.through_gm(name, stmt)
+                    out.extend(filling)
+                    staged[name] = copy
             for a in stmt.iter_args:
                 if _named(a.init) in cube:
                     cube.add(a.name)
-            stmt = attrs.evolve(stmt, body=tuple(st.block(stmt.body, cube, staged)))
+            stmt = attrs.evolve(stmt, body=tuple(_block(st, stmt.body, cube, staged, before_loop | set(hoisted))))
             yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()
             for a, b, v in zip(stmt.iter_args, stmt.results, yields):
                 if {_named(a.init), _named(v)} & cube and {_named(a.init), _named(v)} & st.vector:
@@ -116,8 +124,8 @@ def _block(st, body, cube: set, staged: dict) -> list:
             out.append(stmt)
             continue
         if isinstance(stmt, n.If):
-            stmt = attrs.evolve(stmt, then_body=tuple(st.block(stmt.then_body, cube, staged)),
-                                else_body=tuple(st.block(stmt.else_body, cube, staged)))
+            stmt = attrs.evolve(stmt, then_body=tuple(_block(st, stmt.then_body, cube, staged, before_loop)),
+                                else_body=tuple(_block(st, stmt.else_body, cube, staged, before_loop)))
             for k, b in enumerate(stmt.results):
                 names = {_named(body[-1].values[k]) for body in (stmt.then_body, stmt.else_body)
                          if body and isinstance(body[-1], n.Yield)}
@@ -131,6 +139,11 @@ def _block(st, body, cube: set, staged: dict) -> list:
         if isinstance(call, n.Call):
             op = lookup(call.op)
             args = list(call.args)
+            if op.name == "tensor.slice" and call.args[0].name in before_loop:  # a view of the GM copy
+                stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=(n.Var(staged[call.args[0].name]),
+                                                                          *call.args[1:])))
+                out.append(stmt)
+                continue
             for k, (p, a) in enumerate(zip(op.params, call.args)):
                 if isinstance(a, n.Var) and a.name in cube and (op.name, p.name) not in _STAYS:
                     if a.name not in staged:
@@ -148,6 +161,19 @@ def _block(st, body, cube: set, staged: dict) -> list:
                 st.vector.add(target)  # computed by the vector cores
         out.append(stmt)
     return out
+
+
+def _crossing_uses(body, cube: set) -> list:
+    """The values of ``cube`` (defined before ``body``) that ``body`` reads where they cross."""
+    out = []
+    for stmt in n.walk_stmts(body):
+        call = getattr(stmt, "value", None)
+        if isinstance(call, n.Call):
+            op = lookup(call.op)
+            out += [a.name for p, a in zip(op.params, call.args)  # a slice of it crosses in its stead
+                    if isinstance(a, n.Var) and a.name in cube
+                    and ((op.name, p.name) not in _STAYS or (op.name, p.name) == ("tensor.slice", "x"))]
+    return list(dict.fromkeys(out))
 
 
 def _named(e) -> str | None:
