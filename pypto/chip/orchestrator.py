@@ -192,10 +192,9 @@ class ChipRun:
         (``ref`` reads the element where the program puts the task)."""
         p = t.predicate
         placed = self.chip.placed
-        self._apply([u for u in self.unapplied if placed[u.number] and u.start < now])
-        self.atomics.flush(until=now)
+        self._settle(now)
         tensor = p.tensor
-        lo = tensor.data_ptr() + sum(i * st for i, st in zip(p.indices, tensor.stride())) * tensor.element_size()
+        lo, hi = _element_bytes(tensor, p.indices)
         before = _ancestors(self.tasks, t.number)
         for u in self.tasks:
             if u is t or u.number in before or self.unsafe_races or not self.launches[u.number]:
@@ -203,8 +202,7 @@ class ChipRun:
             started = placed[u.number] and u.start < now
             if not (u.number < t.number and not self.chip.finished[u.number] or u.number > t.number and started):
                 continue
-            if any(write and a < lo + tensor.element_size() and lo < b for block in range(len(self.launches[u.number]))
-                   for a, b, write, _ in self._accesses(u, block)):
+            if self._writes(u, lo, hi):
                 raise races.TaskRace(
                     f"the predicate of {t.where()} reads {_element(tensor, p.indices)} at cycle {now}, when it is "
                     f"dispatched, while {u.where()} writes it, and no dependency orders them", span=t.span,
@@ -228,9 +226,8 @@ class ChipRun:
         then is in place (the schedule up to that cycle cannot change: whatever is
         submitted later arrives later). A task that writes the element and has not finished
         by then, ordered by nothing, is a race with the orchestrator."""
-        esize = tensor.element_size()
-        lo = tensor.data_ptr() + sum(i * st for i, st in zip(indices, tensor.stride())) * esize
-        producers = self.tracker.producer_of(lo, lo + esize)
+        lo, hi = _element_bytes(tensor, indices)
+        producers = self.tracker.producer_of(lo, hi)
         for p in producers:
             self.clock = max(self.clock, self.chip.until_placed(p).finish)
         self.chip.through(self.clock)  # what has started by now, and where
@@ -238,17 +235,20 @@ class ChipRun:
         self.unfinished = [t for t in self.unfinished if not placed[t.number] or t.finish > self.clock]
         for t in self.unfinished:
             running = placed[t.number]
-            if not self.unsafe_races and any(
-                    write and a < lo + esize and lo < b for block in range(len(self.launches[t.number]))
-                    for a, b, write, _ in self._accesses(t, block)):
+            if not self.unsafe_races and self._writes(t, lo, hi):
                 when = f"cycles {t.start}-{t.end}" if running else "it has not started yet"
                 raise races.TaskRace(
                     f"the orchestrator reads {_element(tensor, indices)} at cycle {self.clock} while {t.where()} "
                     f"writes it ({when}), and no dependency orders them", span=span,
                     hint="read a tensor its producer registers (not manual_dep / a manual scope / no_dep_args), "
                          "or read after the task by another route")
-        self._apply([t for t in self.unapplied if placed[t.number] and t.start < self.clock])
-        self.atomics.flush(until=self.clock)
+        self._settle(self.clock)
+
+    def _settle(self, cycle: int) -> None:
+        """GM as it is at ``cycle``: the data of every task placed to start before it, and
+        the atomic adds completed by then."""
+        self._apply([t for t in self.unapplied if self.chip.placed[t.number] and t.start < cycle])
+        self.atomics.flush(until=cycle)
 
     def _apply(self, tasks) -> None:
         """Perform the tasks' data effects, in the order they started."""
@@ -322,6 +322,11 @@ class ChipRun:
             return len(self.soc.cores(CoreKind.AIV))
         return len(self.soc.cores(CoreKind.AIC))  # a cube core, or a whole cluster
 
+    def _writes(self, t: Task, lo: int, hi: int) -> bool:
+        """Whether any block of ``t`` writes (or adds into) bytes of [lo, hi)."""
+        return any(write and a < hi and lo < b for block in range(len(self.launches[t.number]))
+                   for a, b, write, _ in self._accesses(t, block))
+
     def _accesses(self, t: Task, block: int = 0) -> list:
         if not self.launches[t.number]:
             return []
@@ -344,6 +349,12 @@ def _element(tensor, indices) -> str:
 
 
 _KINDS = {"aic": "cube cores", "aiv": "vector cores", "mix": "clusters"}
+
+
+def _element_bytes(tensor, indices) -> tuple:
+    """[lo, hi): the bytes of one element of ``tensor``."""
+    lo = tensor.data_ptr() + sum(i * st for i, st in zip(indices, tensor.stride())) * tensor.element_size()
+    return lo, lo + tensor.element_size()
 
 
 def _ancestors(tasks: list, number: int) -> set:

@@ -365,13 +365,17 @@ class FunctionConverter(SpmdForms, TaskForms, ControlFlow, CallConverter):
                                  hint="a kernel returning several values returns the Out/InOut tensors it writes")
         self.emit(n.Eval(value, span=self.span(call_node)))
         for name, index, rt in zip(names, callee.returned_params, callee.returns):
-            arg = t.args[index]
-            if isinstance(arg, n.Var):
-                self.check_local_name(name.id, name)
-                self.env[name.id] = arg.name
-                self.dropped.pop(name.id, None)
-            else:
-                self.bind(name.id, rt, arg, name)
+            self.bind_returned(name, t.args[index], rt)
+
+    def bind_returned(self, name: ast.Name, arg, t) -> None:
+        """``name`` for a tensor a call returns, which is the argument ``arg`` it wrote: the
+        same tensor under another name (a fresh binding only for an expression)."""
+        if isinstance(arg, n.Var):
+            self.check_local_name(name.id, name)
+            self.env[name.id] = arg.name
+            self.dropped.pop(name.id, None)
+        else:
+            self.bind(name.id, t, arg, name)
 
     def array_element(self, node: ast.Subscript):
         """``arr[i]``: one element of an orchestration array."""

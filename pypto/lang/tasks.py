@@ -265,12 +265,7 @@ class TaskForms:
                              "Out/InOut parameters)")
         self.bind(names[-1].id, TASK_ID, task, names[-1])
         for name, arg, rt in zip(names, returned, t.callee.returns if isinstance(t, Several) else [t]):
-            if isinstance(arg, n.Var):
-                self.check_local_name(name.id, name)
-                self.env[name.id] = arg.name
-                self.dropped.pop(name.id, None)
-            else:
-                self.bind(name.id, rt, arg, name)
+            self.bind_returned(name, arg, rt)
 
     def optimizations(self, node, owner: str) -> tuple:
         """``optimizations=[pl.split(pl.SplitMode.X), pl.cross_core_slot(slot_num=N)]``:

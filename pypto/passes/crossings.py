@@ -37,7 +37,7 @@ def stage(body: tuple, types: dict, fresh, blocks: int | None = None) -> tuple[t
     buffers they need."""
     buffers: list = []
     stager = _Stager(types, fresh, buffers, blocks)
-    out = stager.block(body, set(), {})
+    out = _block(stager, body, set(), {})
     if stager.block_index is not None:  # where each block's window starts
         out.insert(0, n.Assign(stager.block_index, INDEX, op_call("tile.get_block_idx")))
     return tuple(out), buffers
@@ -55,9 +55,6 @@ class _Stager:
         self.types, self.fresh, self.buffers, self.blocks = types, fresh, buffers, blocks
         self.block_index = None
         self.vector: set = set()  # values the vector cores compute
-
-    def block(self, body, cube: set, subst: dict) -> list:
-        return _block(self, body, cube, subst)
 
     def through_gm(self, name: str, at):
         """A GM buffer for cube value ``name`` and the statement that fills it."""
@@ -86,9 +83,6 @@ class _Finder:
     def __init__(self, found: list):
         self.found = found
         self.vector: set = set()
-
-    def block(self, body, cube: set, subst: dict) -> list:
-        return _block(self, body, cube, subst)
 
     def through_gm(self, name: str, at):
         self.found.append(name)
