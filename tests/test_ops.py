@@ -184,10 +184,10 @@ def test_every_op_is_exercised_and_has_semantics():
         fn = _program(build, inputs, out_shape, out_dtype).functions[0]
         used |= {s.value.op for s in n.walk_stmts(fn.body) if isinstance(getattr(s, "value", None), n.Call)}
     # the orchestration's ops run in tests/test_task_ir.py and tests/test_orchestration.py, the
-    # block registers (which read the launch, not operands) in tests/test_spmd.py
-    from pypto.ir.ops.spmd import BLOCK_REGISTERS
+    # core registers (which read the launch, not operands) in tests/test_spmd.py and tests/test_lanes.py
+    from pypto.ir.ops.spmd import CORE_REGISTERS
 
-    names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(BLOCK_REGISTERS)
+    names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS)
     assert names - used == set()
     assert names - set(IMPLS) == set()
 

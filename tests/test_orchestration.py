@@ -112,7 +112,7 @@ def test_a_python_iterator_names_every_loop_form():
         return c
 
     err = _error(k, torch.randn(R, C), torch.zeros(R, C))
-    assert "pl.range(), pl.parallel(), pl.unroll() or pl.pipeline()" in err.message
+    assert "pl.range(), pl.parallel(), pl.unroll(), pl.pipeline()" in err.message
 
 
 def test_param_names_is_a_list():

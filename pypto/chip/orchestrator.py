@@ -292,8 +292,7 @@ class ChipRun:
                 report.instructions += timeline.instructions
                 report.sync_instructions += timeline.sync_instructions
                 report.launches += 1
-                report.timelines.append((p.start, timeline.items,
-                                         {_canonical(k): v for k, v in self._core_ids(t, p.core).items()}))
+                report.timelines.append((p.start, timeline.items, self._core_ids(t, p.core)))
                 if self.on_launch is not None:
                     self.on_launch(launch.kernel, own)
                     report.trace_dirs.extend(own.trace_dirs)
@@ -307,14 +306,12 @@ class ChipRun:
         """The cores a block's timeline was simulated on (cluster 0's) -> the ones it ran on
         (``core``: the block's; a mix task's, its cluster's cube core)."""
         if t.core_type == "mix":
-            cores = self.soc.cluster_cores(core.cluster)
-            aiv = next(c for c in cores if c.kind is CoreKind.AIV)
-            return {CoreKind.AIC: core, CoreKind.AIV: aiv}
-        return {core.kind: core}
+            return dict(zip(self.soc.cluster_cores(0), self.soc.cluster_cores(core.cluster)))
+        return {_canonical(core.kind): core}
 
     def _cores(self, t: Task, core: CoreId) -> dict:
         """Core name in a block's timeline -> the name of the core it ran on."""
-        return {_canonical(kind).name: c.name for kind, c in self._core_ids(t, core).items()}
+        return {a.name: b.name for a, b in self._core_ids(t, core).items()}
 
     def _capacity(self, core_type: str) -> int:
         """How many blocks of ``core_type`` the chip holds at once."""
@@ -384,7 +381,8 @@ def _core_type(kernel) -> str:
     kinds = {p.core for p in kernel.programs}
     if kinds == {CoreKind.AIC}:
         return "aic"
-    return "mix" if CoreKind.AIC in kinds else "aiv"
+    # a kernel split over both vector cores takes their cluster, as a cube-and-vector one does
+    return "mix" if CoreKind.AIC in kinds or kernel.lanes > 1 else "aiv"
 
 
 def _direction(d: ParamDirection) -> ArgDirection:

@@ -184,6 +184,7 @@ class Kernel:
     params: tuple  # (name, Type) in call order
     programs: tuple  # Program per core
     returns: tuple = ()  # the parameters (GM tensors) the function returns
+    lanes: int = 1  # the cluster's vector cores its AIV program runs on, each with its lane register
 
     def program(self, core: CoreKind) -> Program | None:
         return next((p for p in self.programs if p.core is core), None)

@@ -29,10 +29,10 @@ from pypto.codegen.isa import (
 from pypto.errors import CodegenError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, lookup
-from pypto.ir.ops.spmd import BLOCK_REGISTERS
+from pypto.ir.ops.spmd import CORE_REGISTERS, LANE_REGISTER
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
-from pypto.ir.types import ScalarType, TensorType, TileType
+from pypto.ir.types import ForKind, ScalarType, TensorType, TileType
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.plan_ptoas_memory import assembler_plan, unguarded_slots
 from pypto.backend import CoreKind, Pipe
@@ -40,8 +40,9 @@ from pypto.backend import MemorySpace as M
 
 
 def select(fn: n.Function, ctx: PassContext):
-    """(body, allocs, returned parameters) for ``fn``: structured instructions for the
-    cluster, with the bytes each accesses."""
+    """(body, allocs, returned parameters, vector lanes) for ``fn``: structured
+    instructions for the cluster, with the bytes each accesses, and how many vector cores
+    run its AIV program (2 when it has a ``pl.split_aiv`` region)."""
     if ctx.planner is Planner.PTOAS:
         # PlanPtoasMemory has refused co-live slots unless the unsafe switch is on: then
         # they are what the sync inserter leaves unguarded, as ptoas does.
@@ -64,6 +65,7 @@ class _Selector:
         self.roots = tensor_roots(fn)
         self.tensor_params = {p.name for p in fn.params if isinstance(p.type, TensorType)}
         self.allocs: dict[str, Alloc] = {}
+        self.lanes = 1  # how many of the cluster's vector cores run the AIV program: 2 with a split region
 
     def owner(self, space) -> CoreKind:
         """The core whose memory ``space`` is: the one that runs what writes or reads it."""
@@ -75,7 +77,7 @@ class _Selector:
         returns = tuple(self.tensor(v.name, ret.span) for v in ret.values) if ret is not None else ()
         allocs = tuple(self.allocs[k] for k in sorted(self.allocs, key=lambda k: (self.allocs[k].space.name,
                                                                                     self.allocs[k].addr or 0, k)))
-        return body, allocs, returns
+        return body, allocs, returns, self.lanes
 
     def tensor(self, name: str, span) -> str:
         """The GM tensor (a parameter) a tensor name stands for."""
@@ -113,8 +115,8 @@ class _Selector:
 
     def stmt(self, s) -> list:
         if isinstance(s, n.Assign):
-            if isinstance(s.value, n.Call) and s.value.op in BLOCK_REGISTERS:  # a read of the core's block register
-                return [ScalarAssign(s.target, n.Var(BLOCK_REGISTERS[s.value.op]))]
+            if isinstance(s.value, n.Call) and s.value.op in CORE_REGISTERS:  # a read of one of the core's registers
+                return [ScalarAssign(s.target, n.Var(CORE_REGISTERS[s.value.op]))]
             if isinstance(s.value, n.Call):
                 return self.call(s.value, s.target, s.span)
             if isinstance(s.type, TensorType) and isinstance(s.value, n.Var):
@@ -124,6 +126,9 @@ class _Selector:
             raise CodegenError(f"cannot lower '{s.target}' in an InCore function", span=s.span)
         if isinstance(s, n.Eval) and isinstance(s.value, n.Call):
             return self.call(s.value, None, s.span)
+        if isinstance(s, n.For) and s.kind is ForKind.SplitAiv:  # each vector core runs it, as its lane
+            self.lanes = 2
+            return [ScalarAssign(s.var, n.Var(LANE_REGISTER)), *self.block(s.body)]
         if isinstance(s, n.For):
             if all(isinstance(x, n.Const) for x in (s.start, s.stop, s.step)) and \
                     not range(s.start.value, s.stop.value, s.step.value):

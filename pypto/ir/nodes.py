@@ -204,6 +204,9 @@ class For:
     iter_args: tuple = attrs.field(default=(), converter=tuple)
     results: tuple = attrs.field(default=(), converter=tuple)
     span: Span | None = _span_field()
+    # a SplitAiv region's: how its vector work divides between the lanes (a SplitMode);
+    # NONE once halved — each lane then runs the body as written, by its own lane index
+    split: object = None
 
 
 @attrs.frozen

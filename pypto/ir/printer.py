@@ -292,6 +292,10 @@ class _Printer:
             raise TypeError(f"not a statement: {s!r}")
 
     def for_(self, s: n.For, depth: int) -> None:
+        if s.kind is ForKind.SplitAiv:
+            self.emit(depth, f"for {s.var} in pl.split_aiv({expr(s.stop)}, mode=pl.SplitMode.{s.split.name}):")
+            self.block(s.body, depth + 1)
+            return
         args = [expr(s.stop)]
         if s.start != n.Const(0) or s.step != n.Const(1):
             args.insert(0, expr(s.start))

@@ -176,6 +176,9 @@ class ForKind(enum.Enum):
     Sequential = "range"
     Parallel = "parallel"
     Pipeline = "pipeline"
+    # a region of an InCore body both vector cores of the cluster run, the loop variable
+    # each one's lane (0, 1): ``for aiv_id in pl.split_aiv(2, mode=...)``
+    SplitAiv = "split_aiv"
 
 
 class PadValue(enum.Enum):

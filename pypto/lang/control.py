@@ -49,7 +49,7 @@ class Frame:
 
 
 
-LOOPS = "For loop must use pl.range(), pl.parallel(), pl.unroll() or pl.pipeline()"
+LOOPS = "For loop must use pl.range(), pl.parallel(), pl.unroll(), pl.pipeline(), pl.spmd(), or pl.split_aiv()"
 
 
 class ControlFlow:
@@ -103,6 +103,8 @@ class ControlFlow:
             return self.unroll(node, live_after)
         if self._is_builtin_call(node.iter, "spmd"):
             return self.spmd_for(node, live_after)
+        if self._is_builtin_call(node.iter, "split_aiv"):
+            return self.split_aiv_for(node, live_after)
         if node.orelse:
             raise self.error(UnsupportedSyntaxError, node, "for-else is not supported",
                              hint="write the else block's statements after the loop")

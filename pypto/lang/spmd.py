@@ -13,7 +13,7 @@ import attrs
 from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import op_call
-from pypto.ir.types import INDEX, TASK_ID, DataType, Level, ScalarType, TensorType, type_name
+from pypto.ir.types import INDEX, TASK_ID, DataType, ForKind, Level, ScalarType, SplitMode, TensorType, type_name
 from pypto.lang import names as N
 
 _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Gt: ">", ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<="}
@@ -33,6 +33,9 @@ class Launch:
     allow_early_resolve: bool = False
     deps: tuple = ()
     predicate: n.Predicate | None = None
+    split: object = None  # optimizations=[pl.split(...), pl.cross_core_slot(...)]: the outlined scope's
+    slot_num: int | None = None
+    optimized: object = None  # where optimizations= was written
 
 
 class SpmdForms:
@@ -73,10 +76,9 @@ class SpmdForms:
                 fields["deps"] = self.task_deps(kw.value, "pl.spmd")
             elif kw.arg == "predicate":
                 fields["predicate"] = self.predicate_of(kw.value, "pl.spmd()")
-            else:  # optimizations=
-                raise self.error(UnsupportedSyntaxError, kw.value, f"pl.spmd({kw.arg}=...) is not supported yet",
-                                 hint="put it on the pl.at the pl.spmd holds: with pl.spmd(n): with "
-                                      "pl.at(level=pl.Level.CORE_GROUP, optimizations=[...]):")
+            else:  # optimizations=: the scope the blocks run, as pl.at(optimizations=) would give it
+                fields["split"], fields["slot_num"] = self.optimizations(kw.value, "pl.spmd")
+                fields["optimized"] = kw.value
         if blocks is None:
             raise self.error(TypeCheckError, call, "pl.spmd() requires core_num (first positional argument)",
                              hint=_USAGE)
@@ -168,7 +170,8 @@ class SpmdForms:
                 self.env.pop(node.target.id, None)
         self.emit(n.Scope((index, *body), Level.CORE_GROUP, launch.name_hint, span=self.span(node),
                           allow_early_resolve=launch.allow_early_resolve, blocks=launch.blocks,
-                          sync_start=launch.sync_start, predicate=launch.predicate))
+                          sync_start=launch.sync_start, predicate=launch.predicate, split=launch.split,
+                          slot_num=launch.slot_num))
 
     def spmd_with(self, node: ast.With, call: ast.Call, live_after: frozenset) -> None:
         """``with pl.spmd(n, ...) [as tid]:`` around an explicit ``pl.at`` carrier, a body
@@ -188,6 +191,12 @@ class SpmdForms:
                 raise self.error(TypeCheckError, body[0], "the task's deps=, allow_early_resolve= and 'as tid' go on "
                                  "one line: the pl.spmd(...) or the pl.at(...) it holds, not both",
                                  hint="keep them on the pl.spmd(...) line and drop them from the pl.at(...)")
+            if launch.optimized is not None and (scope.split is not None or scope.slot_num is not None):
+                raise self.error(TypeCheckError, launch.optimized, "optimizations= goes on one line: the "
+                                 "pl.spmd(...) or the pl.at(...) it holds, not both",
+                                 hint="keep it on the pl.at(...) and drop it from the pl.spmd(...)")
+            if launch.optimized is not None:
+                scope = attrs.evolve(scope, split=launch.split, slot_num=launch.slot_num)
             self.emit(attrs.evolve(scope, blocks=launch.blocks, sync_start=launch.sync_start, predicate=launch.predicate,
                                    name_hint=scope.name_hint or launch.name_hint,
                                    deps=scope.deps or launch.deps,
@@ -212,8 +221,13 @@ class SpmdForms:
             self.emit(n.Scope(inner, Level.CORE_GROUP, launch.name_hint, span=self.span(node),
                               deps=launch.deps, allow_early_resolve=launch.allow_early_resolve,
                               blocks=launch.blocks, sync_start=launch.sync_start, predicate=launch.predicate,
-                              task_id=None if target is None else self.bind_task_id(target)))
+                              task_id=None if target is None else self.bind_task_id(target), split=launch.split,
+                              slot_num=launch.slot_num))
             return
+        if launch.optimized is not None:
+            raise self.error(UnsupportedSyntaxError, launch.optimized, "optimizations= shapes the work a pl.spmd "
+                             "scope outlines; this one dispatches a kernel written elsewhere",
+                             hint="put the optimizations on the pl.at(...) inside that kernel's body")
         nested = [x for s in body for x in ast.walk(s) if isinstance(x, ast.Call) and self.dispatches(x)]
         if nested and not top:
             raise self.error(UnsupportedSyntaxError, nested[0], "the kernel a `with pl.spmd(...)` body dispatches is "
@@ -283,6 +297,52 @@ class SpmdForms:
                     if isinstance(meaning, N.Op) and meaning.name == "tile.get_block_idx":
                         return True
         return False
+
+    def split_aiv_for(self, node: ast.For, live_after: frozenset) -> None:
+        """``for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.X):``: a region both vector
+        cores of the cluster run, ``aiv_id`` each one's lane; outside a core scope it is
+        one of its own. What it binds stays in it — a GM tensor it stores into is the same
+        tensor after it."""
+        it = node.iter
+        usage = "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):"
+        if node.orelse:
+            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported", hint=usage)
+        kw = {k.arg: k for k in it.keywords}
+        if len(it.args) != 1 or set(kw) != {"mode"}:
+            raise self.error(TypeCheckError, it, "pl.split_aiv takes the lane count and mode=", hint=usage)
+        count = self.static_of(it.args[0], int, "pl.split_aiv's lane count")
+        if count != 2:
+            raise self.error(TypeCheckError, it.args[0], f"pl.split_aiv(n, ...) splits over the cluster's 2 vector "
+                             f"cores: n must be 2, got {count}", hint=usage)
+        mode = self.static_of(kw["mode"].value, SplitMode, "pl.split_aiv's mode", hint="mode=pl.SplitMode.UP_DOWN")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(UnsupportedSyntaxError, node.target, "the loop variable of pl.split_aiv is one name: "
+                             "the lane", hint=usage)
+        self.check_local_name(node.target.id, node.target)
+        if not self.incore:  # a region of its own, outlined like any scope
+            body = self.incore_block([node], live_after)
+            self.emit(n.Scope(tuple(body), Level.CORE_GROUP, "", span=self.span(node)))
+            return
+        outer = dict(self.env)
+        var = self.fresh(node.target.id)
+        self.types[var] = INDEX
+        self.ranges[var] = (0, count - 1)
+        self.domains[var] = range(count)
+        self.env[node.target.id] = var
+        body = tuple(self.block(node.body, live_after))
+        for name in [x for x in self.env if self.env[x] != outer.get(x)]:
+            if name in live_after and name in outer and isinstance(self.types.get(self.env[name]), TensorType):
+                self.env[name] = outer[name]  # stored into in place: the tensor it was
+            elif name in live_after and name != node.target.id:
+                raise self.error(UnsupportedSyntaxError, node, f"'{name}' is bound inside a pl.split_aiv region "
+                                 "and read after it; each vector core has its own",
+                                 hint="store it into a GM tensor inside the region, or compute it outside")
+            elif name in outer:
+                self.env[name] = outer[name]
+            else:
+                del self.env[name]
+        self.emit(n.For(var, n.Const(0), n.Const(count), n.Const(1), body, ForKind.SplitAiv, span=self.span(node),
+                        split=mode))
 
     def incore_block(self, body, live_after: frozenset) -> tuple:
         """A scope's body, converted as code that runs on a core."""

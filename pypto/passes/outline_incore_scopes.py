@@ -21,10 +21,11 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
-from pypto.ir.types import TASK_ID, FunctionType, ParamDirection, TensorType, TileType, type_name
+from pypto.ir.types import TASK_ID, FunctionType, ParamDirection, SplitMode, TensorType, TileType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
+from pypto.passes.lanes import split_lanes
 
 
 def outline_incore_scopes(program: n.Program, ctx: PassContext) -> PassResult:
@@ -120,6 +121,8 @@ class _Outliner:
             body.append(n.Eval(op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
                                        offset=tuple(n.Const(0) for _ in t.shape)), span=scope.span))
             roots[name] = handed[name] = buf
+        if scope.split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):  # the vector work on both vector cores
+            body = list(split_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used)))
         fname = n.fresh_name(scope.name_hint or f"{self.fn.name}_incore_{len(self.functions)}", self.names)
         returns = tuple(self.types[name] for name in exported)
         if exported:

@@ -16,7 +16,7 @@ from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.ir.printer import expr
 from pypto.ir.tensors import block_roots
 from pypto.ir.simplify import OPERATORS
-from pypto.ir.types import TensorType, TileType
+from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.sim import numerics as num
 from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
 from pypto.sim.views import check_call
@@ -97,6 +97,7 @@ class _Interpreter:
         self.tasks = 0  # kernel calls run here, without an orchestrator: a Submit's id
         self.path: list = []  # the orchestration-call statements running
         self.block_registers = [(0, 1)]  # (block index, blocks) of the SPMD task running
+        self.lane = 0  # which vector core of the cluster runs the code (a pl.split_aiv region's lane)
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
         if self.orchestrator is not None and fn.type.is_kernel:  # an entry that is a kernel
@@ -165,6 +166,14 @@ class _Interpreter:
         return ()
 
     def for_(self, s: n.For, env: dict) -> None:
+        if s.kind is ForKind.SplitAiv:  # both vector cores run it, lane 0's then lane 1's (they share no bytes)
+            for lane in range(self.expr(s.stop, env, s)):
+                env[s.var] = self.lane = lane
+                try:
+                    self.block(s.body, env)
+                finally:
+                    self.lane = 0
+            return
         start, stop, step = (self.expr(e, env, s) for e in (s.start, s.stop, s.step))
         if step <= 0:
             raise ExecutionError(f"loop step is {step}; it must be positive", span=s.span)
@@ -245,6 +254,8 @@ class _Interpreter:
     def call_op(self, call: n.Call, result_type, env: dict, stmt):
         if call.op in BLOCK_REGISTERS:
             return self.block_registers[-1][call.op == "tile.get_block_num"]
+        if call.op == "tile.get_subblock_idx":
+            return self.lane
         op = lookup(call.op)
         kwargs = {}
         for p, arg in zip(op.params, call.args):

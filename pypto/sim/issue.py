@@ -22,7 +22,7 @@ from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS
-from pypto.backend import CoreId, MemorySpace, Pipe, SoC
+from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
 from pypto.sim.views import window_runs
 
 
@@ -88,7 +88,8 @@ class Issuer:
     def __init__(self, program: Program, scalars: dict, tensors: dict, soc: SoC, peers: dict, launch: int = 0,
                  number: int = 0, unwritten: frozenset = frozenset()):
         """``peers``: the core instance of each core kind the kernel runs on (its own among
-        them), which its flags name; ``launch``: which of the launches simulated together;
+        them), which its flags name (the AIV's a tuple of both lanes where the cube of a
+        split kernel sets or waits for each); ``launch``: which of the launches simulated together;
         ``number``: this core's among the cores simulated together (its pipes' ``key``s);
         ``unwritten``: the tensors in storage no launch writes (their loads need no
         hazard check)."""
@@ -99,6 +100,9 @@ class Issuer:
         self.costs = soc.costs
         self.core = peers[program.core]
         self.peers = peers
+        # the cube core of a kernel split over both vector cores: its flags with "the AIV" go to each
+        lanes = peers.get(CoreKind.AIV)
+        self.lanes = lanes if isinstance(lanes, tuple) else ()
         self.launch = launch
         self.key_base = number * len(PIPE_NUMBER)
         self.unwritten = unwritten
@@ -139,17 +143,20 @@ class Issuer:
             elif isinstance(node, Cond):
                 self.pending += self.costs.branch
                 yield from self.block(node.then_body if self.eval(node.cond) else node.else_body, path)
+            elif self.lanes and isinstance(node, (SetFlag, WaitFlag)) and CoreKind.AIV in (node.src_core, node.dst_core):
+                for lane in self.lanes:  # the cube's flag with each vector core that runs the split program
+                    yield self.issue(node, path + (node.pos,), lane)
             else:
                 yield self.issue(node, path + (node.pos,))
 
-    def issue(self, node, order: tuple) -> Dyn:
+    def issue(self, node, order: tuple, lane=None) -> Dyn:
         cost = self.pending + self.costs.scalar_issue
         self.pending = 0
         d = Dyn(node, self.core, node.pipe, order, cost, launch=self.launch,
                 key=self.key_base + PIPE_NUMBER[node.pipe])
         if isinstance(node, (SetFlag, WaitFlag)):
-            d.flag = (self.peers[node.src_core], node.src, self.peers[node.dst_core], node.dst,
-                      int(self.eval(node.event)))
+            peers = self.peers if lane is None else {**self.peers, CoreKind.AIV: lane}
+            d.flag = (peers[node.src_core], node.src, peers[node.dst_core], node.dst, int(self.eval(node.event)))
             d.cost = self.costs.sync_cycles
         else:
             self.prepare(node, d)

@@ -33,7 +33,7 @@ import attrs
 from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, SetFlag, WaitFlag, walk
 from pypto.errors import Span
 from pypto.ir import nodes as n
-from pypto.ir.ops.spmd import BLOCK_REGISTERS
+from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import AtomicType, TensorType
 from pypto.sim import effects as Effects
 from pypto.sim.hazards import RaceChecker, SimulatorHazard
@@ -213,7 +213,13 @@ class Launch:
         aiv = [c for c in cores if c.kind is CoreKind.AIV]
         if not 0 <= self.lane < len(aiv):
             raise SimulatorError(f"{soc.name} clusters have vector cores 0..{len(aiv) - 1}, not {self.lane}")
-        return {CoreKind.AIC: next(c for c in cores if c.kind is CoreKind.AIC), CoreKind.AIV: aiv[self.lane]}
+        cube = next(c for c in cores if c.kind is CoreKind.AIC)
+        if self.kernel.lanes > 1:  # a split kernel's AIV program runs on each vector core
+            if self.kernel.lanes > len(aiv):
+                raise SimulatorError(f"{self.kernel.name} splits its vector work over {self.kernel.lanes} cores, and "
+                                     f"{soc.name} clusters have {len(aiv)}")
+            return {CoreKind.AIC: cube, CoreKind.AIV: tuple(aiv[:self.kernel.lanes])}
+        return {CoreKind.AIC: cube, CoreKind.AIV: aiv[self.lane]}
 
     def tensors(self) -> dict:
         return {name: v for (name, t), v in zip(self.kernel.params, self.args) if isinstance(t, TensorType)}
@@ -337,13 +343,16 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
         scalars.update(zip(_BLOCK_NAMES, (launch.block, launch.blocks)))
         tensors = launch.tensors()
         peers = launch.peers(soc)
+        unwritten = frozenset(name for name, t in tensors.items() if not overlaps_any(t, written))
         for program in launch.kernel.programs:
-            core = peers[program.core]
-            if core in streams:
-                raise SimulatorError(f"two launches run on {core.name} at once",
-                                     hint="give each launch a cluster (and vector core) of its own")
-            unwritten = frozenset(name for name, t in tensors.items() if not overlaps_any(t, written))
-            streams[core] = Issuer(program, scalars, tensors, soc, peers, k, len(streams), unwritten).stream()
+            split = program.core is CoreKind.AIV and isinstance(peers[CoreKind.AIV], tuple)
+            for lane, core in enumerate(peers[program.core] if split else (peers[program.core],)):
+                if core in streams:
+                    raise SimulatorError(f"two launches run on {core.name} at once",
+                                         hint="give each launch a cluster (and vector core) of its own")
+                own = {**peers, CoreKind.AIV: core} if split else peers
+                streams[core] = Issuer(program, {**scalars, LANE_REGISTER: lane}, tensors, soc, own, k, len(streams),
+                                       unwritten).stream()
     record = _Record(launches, unsafe)
     leftover = schedule(streams, soc.costs.queue_depth, record.started)
     if leftover and not unsafe:

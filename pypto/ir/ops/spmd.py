@@ -1,6 +1,6 @@
-"""The block registers of an SPMD task: which block of how many the running kernel is.
-One kernel, dispatched as ``pl.spmd(n)`` blocks, reads them to pick its share of the work;
-outside an SPMD task they read 0 and 1."""
+"""The registers a kernel reads to find its share of the work: which block of how many of
+an SPMD task it is (``pl.spmd(n)``; outside one they read 0 and 1), and which of its
+cluster's two vector cores runs it (a ``pl.split_aiv`` region's lane; 0 elsewhere)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pypto.ir.types import DataType, ScalarType
 
 # what the code generator and the simulator call the registers (not names a program can bind)
 BLOCK_REGISTERS = {"tile.get_block_idx": "%block_idx", "tile.get_block_num": "%block_num"}
+LANE_REGISTER = "%subblock_idx"
+CORE_REGISTERS = {**BLOCK_REGISTERS, "tile.get_subblock_idx": LANE_REGISTER}
 
 
 def _index(a: OpArgs, soc: SoC) -> ScalarType:
@@ -18,3 +20,5 @@ def _index(a: OpArgs, soc: SoC) -> ScalarType:
 
 register("tile.get_block_idx", [], _index, doc="this block's index in its SPMD task, 0..get_block_num() - 1")
 register("tile.get_block_num", [], _index, doc="how many blocks the SPMD task running this kernel has")
+register("tile.get_subblock_idx", [], _index,
+         doc="which vector core of its cluster runs this code: 0 or 1 in a pl.split_aiv region, else 0")

@@ -1,0 +1,192 @@
+"""A split mixed scope's vector work on both vector cores of the cluster: UP_DOWN halves
+every vector value's rows, LEFT_RIGHT its columns, each lane computing its half at once
+with the other (``pl.split_aiv`` regions the outliner makes), with the bits of ``ref``;
+what halving cannot express is refused where it is written."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.errors import PyptoError
+from pypto.lang import parse
+from pypto.runtime import RunConfig
+
+M, K, N = 128, 256, 128
+CG = pl.Level.CORE_GROUP
+UP_DOWN, LEFT_RIGHT, NONE = pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT, pl.SplitMode.NONE
+
+
+def operands(m=M, k=K, n=N, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half(), torch.randn(m, n, generator=g)
+
+
+def both(kernel, *args):
+    """Run on ref and on a2a3sim: the a2a3sim report and its arguments, which match ref's bit for bit."""
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in args]
+        report = kernel.compile(*copies, config=RunConfig(platform=platform)).run(*copies)
+        got.append(copies)
+    for x, y in zip(*got):
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x, y)
+    return report, got[1]
+
+
+def bias_add(mode):
+    @pl.jit
+    def mixed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(mode)], name_hint="mixed"):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.add(acc, bias)
+        return out
+
+    return mixed
+
+
+def vector_cycles(report) -> dict:
+    return {core: pipes.get("VECTOR", 0) for core, pipes in report.pipe_cycles.items() if core.startswith("aiv")}
+
+
+@pytest.mark.parametrize("mode", [UP_DOWN, LEFT_RIGHT])
+def test_each_vector_core_computes_its_half_at_the_bits_of_ref(mode):
+    a, b, bias = operands()
+    report, (_, _, _, out) = both(bias_add(mode), a, b, bias, torch.zeros(M, N))
+    torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    (task,) = report.tasks
+    assert task.core_type == "mix"
+    lanes = vector_cycles(report)
+    assert sorted(lanes) == ["aiv0", "aiv1"] and lanes["aiv0"] == lanes["aiv1"] > 0  # an equal half each
+    unsplit, _ = both(bias_add(NONE), a, b, bias, torch.zeros(M, N))
+    (alone,) = vector_cycles(unsplit).values()
+    assert lanes["aiv0"] * 2 == alone  # the one core's work, shared
+    assert report.cycles < unsplit.cycles
+
+
+@pytest.mark.parametrize("mode", [UP_DOWN, LEFT_RIGHT])
+def test_the_lanes_read_the_crossing_and_store_in_halves(mode):
+    compiled = bias_add(mode).compile(*operands(), torch.zeros(M, N))
+    text = compiled.lowered.as_python()
+    assert "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.NONE):" in text
+    half = "[aiv_id * 64, 0]" if mode is UP_DOWN else "[0, aiv_id * 64]"
+    assert f"pl.tile.store(add_1, {half}, out)" in text
+    assert parse(text) == compiled.lowered  # the region reads back
+
+
+def test_broadcast_operands_are_halved_only_along_the_split_axis():
+    @pl.jit
+    def epilogue(a: pl.Tensor, b: pl.Tensor, row: pl.Tensor, col: pl.Tensor, o1: pl.Out[pl.Tensor],
+                 o2: pl.Out[pl.Tensor], mode: pl.Scalar[pl.INDEX]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            o1[:] = pl.row_expand_mul(acc, row)  # row: [M, 1], halved by rows
+            o2[:] = pl.col_expand_add(acc, col)  # col: [1, N], the same on both lanes
+        return o1, o2
+
+    @pl.jit
+    def epilogue_lr(a: pl.Tensor, b: pl.Tensor, row: pl.Tensor, col: pl.Tensor, o1: pl.Out[pl.Tensor],
+                    o2: pl.Out[pl.Tensor], mode: pl.Scalar[pl.INDEX]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            o1[:] = pl.row_expand_mul(acc, row)
+            o2[:] = pl.col_expand_add(acc, col)
+        return o1, o2
+
+    a, b, _ = operands()
+    g = torch.Generator().manual_seed(9)
+    row, col = torch.randn(M, 1, generator=g), torch.randn(1, N, generator=g)
+    want = a.float() @ b.float()
+    for kernel in (epilogue, epilogue_lr):
+        _, (_, _, _, _, o1, o2, _) = both(kernel, a, b, row, col, torch.zeros(M, N), torch.zeros(M, N), 0)
+        torch.testing.assert_close(o1, want * row, rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(o2, want + col, rtol=1e-2, atol=1e-2)
+
+
+def test_a_row_reduction_splits_by_rows_and_is_refused_by_columns():
+    def reduce(mode):
+        @pl.jit
+        def row_sums(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+            with pl.at(level=CG, optimizations=[pl.split(mode)]):
+                acc = pl.matmul(a, b, out_dtype=pl.FP32)
+                out[:] = pl.row_sum(acc)
+            return out
+
+        return row_sums
+
+    a, b, _ = operands()
+    _, (_, _, out) = both(reduce(UP_DOWN), a, b, torch.zeros(M, 1))
+    torch.testing.assert_close(out, (a.float() @ b.float()).sum(1, keepdim=True), rtol=1e-2, atol=1e-1)
+    with pytest.raises(PyptoError, match="row_sum reduces 'acc_gm_1' across the split axis") as info:
+        reduce(LEFT_RIGHT)(a, b, torch.zeros(M, 1))
+    assert info.value.span is not None and "UP_DOWN" in info.value.hint
+
+
+def test_a_transpose_of_a_lanes_half_is_refused_where_it_is_written():
+    @pl.jit
+    def turned(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.transpose(pl.exp(acc), 0, 1)
+        return out
+
+    a, b, _ = operands()
+    with pytest.raises(PyptoError, match="a transpose moves the split axis") as info:
+        turned(a, b, torch.zeros(N, M))
+    assert info.value.span is not None and "NONE" in info.value.hint
+
+
+def test_a_cube_loop_feeding_the_vector_cores_each_trip_splits_inside_the_loop():
+    @pl.jit
+    def banded(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            for i in pl.range(4):
+                acc = pl.matmul(a[i * 32:(i + 1) * 32, :], b, out_dtype=pl.FP32)
+                out[i * 32:(i + 1) * 32, :] = pl.add(acc, bias[i * 32:(i + 1) * 32, :])
+        return out
+
+    a, b, bias = operands()
+    report, (_, _, _, out) = both(banded, a, b, bias, torch.zeros(M, N))
+    torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    lanes = vector_cycles(report)
+    assert sorted(lanes) == ["aiv0", "aiv1"] and lanes["aiv0"] == lanes["aiv1"] > 0
+
+
+def test_the_blocks_of_a_split_spmd_scope_each_halve_their_own_window():
+    m, k, n = 64, 128, 64
+
+    @pl.jit
+    def spmd_split(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for i in pl.spmd(4, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)]):
+            acc = pl.matmul(a[i * m:(i + 1) * m, :], b, out_dtype=pl.FP32)
+            out[i * m:(i + 1) * m, :] = pl.exp(pl.mul(acc, 0.01))
+        return out
+
+    a, b, _ = operands(4 * m, k, n, seed=5)
+    report, (_, _, out) = both(spmd_split, a, b, torch.zeros(4 * m, n))
+    torch.testing.assert_close(out, torch.exp((a.float() @ b.float()) * 0.01), rtol=1e-2, atol=1e-2)
+    assert len(report.tasks) == 4 and {t.core_type for t in report.tasks} == {"mix"}
+
+
+def test_a_store_both_lanes_would_make_to_the_same_bytes_is_refused():
+    @pl.jit
+    def column_sums(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            s = pl.row_sum(pl.col_sum(acc))  # refused before: it reduces across the split axis
+            out[:] = s
+        return out
+
+    @pl.jit
+    def uniform_store(a: pl.Tensor, b: pl.Tensor, x: pl.Tensor, out: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.exp(acc)
+            o2[:] = pl.exp(x)  # a [1, N] row: the same on both lanes
+        return out, o2
+
+    a, b, _ = operands()
+    with pytest.raises(PyptoError, match="both vector cores would store"):
+        uniform_store(a, b, torch.zeros(1, N), torch.zeros(M, N), torch.zeros(1, N))
+    with pytest.raises(PyptoError, match="across the split axis"):
+        column_sums(a, b, torch.zeros(1, 1))
