@@ -4,7 +4,7 @@ the simulator runs.
     Program  = (name, core: CoreKind, params, allocs: Alloc*, body: Node*)
     Node     = Instr | SetFlag | WaitFlag | ScalarAssign | Loop | Cond
     Instr    = (mnemonic, pipe, core, op, args, reads: Loc*, writes: Loc*, span, note)
-    Loc      = BufLoc(space, core, addr: Expr, size, region?) | GmLoc(tensor, offsets: Expr*, extents)
+    Loc      = BufLoc(space, core, addr: Expr, size, region?) | GmLoc(tensor, offsets: Expr*, extents, region?)
 
 An instruction is one tile op at the hardware's granularity (its cost counts 256 B
 repeats or 16x16x16 fractals); ``op`` names the registry op whose semantics it runs and
@@ -75,6 +75,9 @@ class GmLoc:
     tensor: str
     offsets: tuple  # Exprs
     extents: tuple  # ints
+    # a slot of a cross-core ring (system.reserve_buffer): which one ``region.slot`` picks,
+    # the offsets then being within it — accesses to different slots never overlap
+    region: Region | None = None
 
 
 @attrs.frozen

@@ -28,8 +28,10 @@ from pypto.codegen.isa import (
 )
 from pypto.errors import CodegenError
 from pypto.ir import nodes as n
-from pypto.ir.ops import Kind, lookup
+from pypto.ir.ops import Kind, argument, lookup
 from pypto.ir.ops.spmd import CORE_REGISTERS, LANE_REGISTER
+from pypto.ir.ops.rings import reserved
+from pypto.ir.rewrite import rewrite
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ForKind, ScalarType, TensorType, TileType
@@ -65,6 +67,7 @@ class _Selector:
         self.roots = tensor_roots(fn)
         self.tensor_params = {p.name for p in fn.params if isinstance(p.type, TensorType)}
         self.allocs: dict[str, Alloc] = {}
+        self.rings = {name: slots for name, (_, _, slots) in reserved(fn.body).items()}
         self.lanes = 1  # how many of the cluster's vector cores run the AIV program: 2 with a split region
 
     def owner(self, space) -> CoreKind:
@@ -104,6 +107,20 @@ class _Selector:
         self.allocs.setdefault(m.name, Alloc(m.name, t.space, m.addr, m.size, m.slots))
         return Buf(t.space, addr, t.shape, t.dtype, t.valid_shape, name, region)
 
+    def gm(self, tensor: str, offsets, extents) -> GmLoc:
+        """Where a transfer lands in GM; in a cross-core ring, the slot (the ``x % slot_num``
+        term of its first offset, which the ring's builder wrote) apart from the rows in it."""
+        slots = self.rings.get(tensor)
+        if slots is not None and slots > 1:
+            found = [e for e in _subterms(offsets[0]) if isinstance(e, n.BinOp) and e.op == "%"
+                     and e.rhs == n.Const(slots)]
+            if len(found) == 1:  # only then surely the ring's (a second could be the program's own)
+                slot = found[0]
+                inside = simplify(rewrite(offsets[0], {n.BinOp: lambda b: n.Const(0) if b == slot else None}))
+                region = Region(tensor, 0, 0, slots, slot)
+                return GmLoc(tensor, (inside, *offsets[1:]), extents, region)
+        return GmLoc(tensor, offsets, extents)
+
     def loc(self, b: Buf, core: CoreKind) -> BufLoc:
         return BufLoc(b.space, core, b.addr, b.nbytes, b.region)
 
@@ -114,6 +131,10 @@ class _Selector:
         return out
 
     def stmt(self, s) -> list:
+        if isinstance(s.value if isinstance(s, (n.Assign, n.Eval)) else None, n.Call) \
+                and s.value.op == "system.reserve_buffer":  # the ring's bytes: kept by the planners
+            base = argument(s.value, "base")
+            return [ScalarAssign(s.target, n.Const(base))] if isinstance(s, n.Assign) else []
         if isinstance(s, n.Assign):
             if isinstance(s.value, n.Call) and s.value.op in CORE_REGISTERS:  # a read of one of the core's registers
                 return [ScalarAssign(s.target, n.Var(CORE_REGISTERS[s.value.op]))]
@@ -195,8 +216,8 @@ class _Selector:
         if call.op == "tile.load":
             dst = self.buf(target)
             core = self.owner(dst.space)
-            gm = GmLoc(self.tensor(values["tensor"].name, span), values["offsets"],
-                       tuple(c.value for c in values["shapes"]))
+            gm = self.gm(self.tensor(values["tensor"].name, span), values["offsets"],
+                         tuple(c.value for c in values["shapes"]))
             return [Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm,), (self.loc(dst, core),), span, target,
                           dst)]
         if call.op == "tile.store":
@@ -205,7 +226,7 @@ class _Selector:
             pipe, mnemonic = (Pipe.FIXPIPE, "FIXSTORE") if src.space is M.Acc else (Pipe.MTE3, "TSTORE")
             tensor = self.tensor(values["output_tensor"].name, span)
             extents = tuple(src.shape)
-            gm = GmLoc(tensor, values["offsets"], extents)
+            gm = self.gm(tensor, values["offsets"], extents)
             return [Instr(mnemonic, pipe, core, call.op, tuple(args), (self.loc(src, core),), (gm,), span, "")]
         dst = self.buf(target)
         if call.op == "tile.move":
@@ -231,3 +252,12 @@ class _Selector:
                 return []  # a view of the same bytes: nothing moves
         reads = tuple(self.loc(b, core) for b in bufs)
         return [Instr(mnemonic, pipe, core, call.op, tuple(args), reads, (self.loc(dst, core),), span, target, dst)]
+
+
+def _subterms(e):
+    yield e
+    if isinstance(e, n.BinOp):
+        yield from _subterms(e.lhs)
+        yield from _subterms(e.rhs)
+    elif isinstance(e, n.UnaryOp):
+        yield from _subterms(e.operand)

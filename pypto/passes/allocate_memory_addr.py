@@ -18,7 +18,8 @@ from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
 from pypto.ir.types import TileType
 from pypto.passes.context import PassContext, PassResult, Planner, result
-from pypto.passes.memory import Buffer, aligned, buffers, peak, retype
+from pypto.backend import MemorySpace as M
+from pypto.passes.memory import Buffer, aligned, buffers, peak, retype, ring_overflow, ring_reserve
 
 PLANNERS = frozenset({Planner.PYPTO})
 
@@ -35,16 +36,21 @@ def allocate_memory_addr(program: n.Program, ctx: PassContext) -> PassResult:
 def _allocate(fn: n.Function, ctx: PassContext) -> n.Function:
     bufs = buffers(fn, lambda s: ctx.soc.spec(s).align)
     addr: dict[str, int] = {}
-    for space in {b.space for b in bufs.values()}:
+    ring = ring_reserve(fn.body)
+    spaces = {b.space for b in bufs.values()} | ({M.Vec} if ring else set())
+    for space in spaces:
         spec = ctx.soc.spec(space)
+        base = aligned(ring, spec.align) if space is M.Vec else 0  # the rings the kernel reserves come first
         group = [b for b in bufs.values() if b.space is space]
+        room = spec.capacity - base
         placed = _first_fit(group, spec.align, key=lambda b: (-b.size, b.start, b.name))
-        if max((placed[b.name] + b.size for b in group), default=0) > spec.capacity:
+        if max((placed[b.name] + b.size for b in group), default=0) > room:
             placed = _first_fit(group, spec.align, key=lambda b: (b.start, -b.size, b.name))
         top = max((placed[b.name] + b.size for b in group), default=0)
-        if top > spec.capacity:
-            raise _overflow(fn, space, group, spec.capacity, top)
-        addr.update(placed)
+        if top > room:
+            raise ring_overflow(fn, spec.capacity, base, top) if base else _overflow(fn, space, group, spec.capacity,
+                                                                                     top)
+        addr.update({name: at + base for name, at in placed.items()})
 
     def new_type(name, t):
         if isinstance(t, TileType) and t.memref is not None:

@@ -30,6 +30,7 @@ from pypto.ir.types import AtomicType, FunctionType, TensorType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable, plus, whole
 from pypto.passes.sink_plan import emit_sink, plan_sink
+from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.tile_emitter import Emitter
 from pypto.backend import MemorySpace as M
 
@@ -40,7 +41,13 @@ def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResu
     out = []
     for fn in program.functions:
         if fn.type in INCORE and any(_tensor_call(s) for s in n.walk_stmts(fn.body)):
-            fn = _Converter(fn, ctx).run()
+            ring = ring_reserve(fn.body)
+            try:
+                fn = _Converter(fn, ctx).run()
+            except MemorySpaceError as err:
+                if not ring or getattr(err, "need", None) is None:
+                    raise
+                raise ring_overflow(fn, ctx.soc.spec(M.Vec).capacity, ring, err.need) from None
         out.append(fn)
     return result(n.Program(program.name, tuple(out)))
 
@@ -67,6 +74,7 @@ class _Converter:
                     freed.update(x for inner in n.walk_stmts(block) for x in n.bound_names(inner))
         self.mat: dict[str, n.Var] = {}
         self.em = Emitter(self.g, ctx.soc, types, set(types) - freed, self.mat)
+        self.em.reserved = ring_reserve(fn.body)
         # per storing loop or if being walked: which of the values it carries are tiles
         self.carrying: list[tuple[bool, ...]] = []
 

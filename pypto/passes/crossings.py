@@ -9,10 +9,14 @@ insertion places for the GM dependence — and one task.
     out[:] = pl.add(acc, bias)     ->      acc_gm_1 = pl.assemble(acc_gm, acc, [0, 0])
                                            out[:] = pl.add(acc_gm_1, bias)
 
-``stage(body, types, fresh, blocks) -> (body, [(buffer name, TensorType)])``; the
-outliner makes each buffer an Out parameter of the kernel and creates it in the
-orchestration. The blocks of an SPMD scope each take a window of their own (the buffer
-stacks ``blocks`` of them along its first axis), so they do not share bytes.
+``stage(body, types, fresh, blocks, slots) -> (body, [(buffer name, TensorType, crossing
+TensorType)])``; the outliner makes each buffer an Out parameter of the kernel, creates it
+in the orchestration and reserves its ring in the vector cores' UB. The buffer is the
+cross-core ring: a value staged on each trip of a unit-step loop takes slot ``trip %
+slots`` of ``slots`` (``pl.cross_core_slot(slot_num=N)``, default 2), so the cube can run
+that many tiles ahead of the vector cores; the blocks of an SPMD scope each take a window
+of their own (the buffer stacks ``blocks`` rings along its first axis), so they do not
+share bytes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import attrs
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
+from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, TensorType
 
 # where a cube value may go without leaving the cube: into GM, on into the accumulator,
@@ -31,12 +36,12 @@ from pypto.ir.types import INDEX, TensorType
 _STAYS = {("tensor.assemble", "source"), ("tensor.matmul_acc", "acc"), ("tensor.slice", "x")}
 
 
-def stage(body: tuple, types: dict, fresh, blocks: int | None = None) -> tuple[tuple, list]:
+def stage(body: tuple, types: dict, fresh, blocks: int | None = None, slots: int = 2) -> tuple[tuple, list]:
     """``types``: the type of every name; ``fresh(base)``: a new name; ``blocks``: the
-    block count of an SPMD scope. The body with its crossings through GM, and the GM
-    buffers they need."""
+    block count of an SPMD scope; ``slots``: the ring's depth. The body with its crossings
+    through GM, and the GM buffers they need."""
     buffers: list = []
-    stager = _Stager(types, fresh, buffers, blocks)
+    stager = _Stager(types, fresh, buffers, blocks, slots)
     out = _block(stager, body, set(), {})
     if stager.block_index is not None:  # where each block's window starts
         out.insert(0, n.Assign(stager.block_index, INDEX, op_call("tile.get_block_idx")))
@@ -51,27 +56,38 @@ def crosses(body: tuple) -> bool:
 
 
 class _Stager:
-    def __init__(self, types: dict, fresh, buffers: list, blocks: int | None):
-        self.types, self.fresh, self.buffers, self.blocks = types, fresh, buffers, blocks
+    def __init__(self, types: dict, fresh, buffers: list, blocks: int | None, slots: int):
+        self.types, self.fresh, self.buffers, self.blocks, self.slots = types, fresh, buffers, blocks, slots
         self.block_index = None
         self.vector: set = set()  # values the vector cores compute
+        self.loops: list = []  # the loops around the statement being staged, innermost last
 
     def through_gm(self, name: str, at):
-        """A GM buffer for cube value ``name`` and the statement that fills it."""
+        """A GM ring for cube value ``name`` and the statements that fill its slot."""
         t = self.types[name]
         buf, staged = self.fresh(f"{name}_gm"), self.fresh(f"{name}_gm")
-        if self.blocks is None:
-            self.buffers.append((buf, t))
+        loop = self.loops[-1] if self.loops else None
+        rotating = loop is not None and isinstance(loop.start, n.Const) and loop.step == n.Const(1) and self.slots > 1
+        depth = self.slots if rotating else 1  # one crossing per launch needs one slot
+        rows = t.shape[0]
+        ring_rows = depth * rows * (self.blocks or 1)
+        first = n.Const(0)
+        if rotating:  # this trip's slot
+            trip = n.Var(loop.var) if loop.start == n.Const(0) else n.BinOp("-", n.Var(loop.var), loop.start)
+            first = n.BinOp("*", n.BinOp("%", trip, n.Const(depth)), n.Const(rows))
+        if self.blocks is not None:  # this block's ring
+            if self.block_index is None:
+                self.block_index = self.fresh("block")
+            first = simplify(n.BinOp("+", n.BinOp("*", n.Var(self.block_index), n.Const(depth * rows)), first))
+        ring = TensorType((ring_rows, *t.shape[1:]), t.dtype)
+        self.buffers.append((buf, ring, t))
+        offset = (first, *(n.Const(0) for _ in t.shape[1:]))
+        if ring_rows == rows:
             return staged, [n.Assign(staged, t, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
-                                                         offset=tuple(n.Const(0) for _ in t.shape)), span=at.span)]
-        if self.block_index is None:
-            self.block_index = self.fresh("block")
-        stacked = TensorType((self.blocks * t.shape[0], *t.shape[1:]), t.dtype)
-        self.buffers.append((buf, stacked))
-        offset = (n.BinOp("*", n.Var(self.block_index), n.Const(t.shape[0])), *(n.Const(0) for _ in t.shape[1:]))
+                                                         offset=offset), span=at.span)]
         whole = self.fresh(f"{name}_gm")
         return staged, [
-            n.Assign(whole, stacked, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name), offset=offset),
+            n.Assign(whole, ring, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name), offset=offset),
                      span=at.span),
             n.Assign(staged, t, op_call("tensor.slice", x=n.Var(whole), shape=tuple(n.Const(d) for d in t.shape),
                                         offset=offset), span=at.span)]
@@ -107,7 +123,12 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
             for a in stmt.iter_args:
                 if _named(a.init) in cube:
                     cube.add(a.name)
-            stmt = attrs.evolve(stmt, body=tuple(_block(st, stmt.body, cube, staged, before_loop | set(hoisted))))
+            loops = getattr(st, "loops", [])
+            loops.append(stmt)
+            try:
+                stmt = attrs.evolve(stmt, body=tuple(_block(st, stmt.body, cube, staged, before_loop | set(hoisted))))
+            finally:
+                loops.pop()
             yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()
             for a, b, v in zip(stmt.iter_args, stmt.results, yields):
                 if {_named(a.init), _named(v)} & cube and {_named(a.init), _named(v)} & st.vector:

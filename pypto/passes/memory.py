@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from pypto.errors import Span
+from pypto.errors import MemorySpaceError, Span
 from pypto.ir import nodes as n
 from pypto.ir.types import TileType
 
@@ -213,6 +213,26 @@ def retype(fn: n.Function, new_type) -> n.Function:
         n.IterArg: lambda a: at(a, a.name),
         n.Binding: lambda b: at(b, b.name),
     })
+
+
+def ring_reserve(body) -> int:
+    """The Vec bytes a kernel's cross-core rings reserve from its base (``system.reserve_buffer``):
+    its tiles go above them."""
+    from pypto.ir.ops.rings import reserved
+
+    return max((base + size for base, size, _ in reserved(body).values()), default=0)
+
+
+def ring_overflow(fn: n.Function, capacity: int, base: int, top: int) -> MemorySpaceError:
+    """The reference's words: the ring, reserved from Vec's base, and the tiles above it overrun Vec."""
+    span = next((s.span for s in n.walk_stmts(fn.body) if isinstance(getattr(s, "value", None), n.Call)
+                 and s.value.op == "system.reserve_buffer" and s.span is not None), fn.span)
+    return MemorySpaceError(
+        f"Vec buffer usage ({base + top} bytes) exceeds platform limit ({capacity} bytes). The first {base} bytes of "
+        "that space are reserved by system.reserve_buffer, so tiles are allocated above them — this is the "
+        "cross-core pipe ring. Lower its depth with optimizations=[pl.cross_core_slot(slot_num=N)] on the enclosing "
+        "pl.at(...), or shrink the tile that crosses the cube/vector boundary", span=span,
+        hint="the ring holds slot_num slots of the crossing tile: fewer slots, or a smaller tile crossing each trip")
 
 
 def peak(bufs, position: int) -> int:

@@ -32,7 +32,8 @@ from pypto.passes.context import (
     Severity,
     result,
 )
-from pypto.passes.memory import Buffer, buffers, peak, retype
+from pypto.backend import MemorySpace
+from pypto.passes.memory import Buffer, buffers, peak, retype, ring_reserve
 
 PLANNERS = frozenset({Planner.PYPTO})
 
@@ -64,7 +65,7 @@ def plan_reuse(fn: n.Function, ctx: PassContext, rule: str = "MemoryReuse") -> R
     bufs = buffers(fn, lambda s: ctx.soc.spec(s).align)
     merged = _merge(bufs)
     live = _after_merge(bufs, merged)
-    depths, diagnostics = _pipeline_depths(live, ctx, rule)
+    depths, diagnostics = _pipeline_depths(live, ctx, rule, ring_reserve(fn.body))
     return ReusePlan(fn, merged, live, depths, tuple(diagnostics))
 
 
@@ -225,7 +226,7 @@ def _after_merge(bufs: dict[str, Buffer], merged: dict[str, str]) -> dict[str, B
     return out
 
 
-def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext, rule: str):
+def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext, rule: str, ring: int = 0):
     """Depth per pipeline buffer (one group per operand): the most slots (<= requested)
     that fit beside everything else live during its loop. The groups of one loop compete
     for the same bytes; while they over-subscribe, the group holding the most bytes gives
@@ -243,7 +244,7 @@ def _pipeline_depths(live: dict[str, Buffer], ctx: PassContext, rule: str):
         start, end = min(b.start for b in pipes), max(b.end for b in pipes)
         others = [b for b in live.values() if b.space is space and b not in pipes]
         reserved = max((peak(others, p) for p in range(start, end + 1)), default=0)
-        free = ctx.soc.spec(space).capacity - reserved
+        free = ctx.soc.spec(space).capacity - reserved - (ring if space is MemorySpace.Vec else 0)
         depth = {b.name: max(1, min(b.slots, free // b.slot_size)) for b in pipes}
         while sum(depth[b.name] * b.slot_size for b in pipes) > free:
             shed = [b for b in pipes if depth[b.name] > 1]

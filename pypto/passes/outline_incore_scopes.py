@@ -21,11 +21,14 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
-from pypto.ir.types import TASK_ID, FunctionType, ParamDirection, SplitMode, TensorType, TileType, type_name
+from pypto.ir.types import (TASK_ID, DataType, FunctionType, ParamDirection, ScalarType, SplitMode, TensorType, TileType,
+                             type_name)
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
 from pypto.passes.lanes import split_lanes
+
+DEFAULT_SLOTS = 2  # pl.cross_core_slot(slot_num=...)'s default: the shallowest ring that double-buffers
 
 
 def outline_incore_scopes(program: n.Program, ctx: PassContext) -> PassResult:
@@ -73,10 +76,11 @@ class _Outliner:
                 "a mixed SPMD scope gives each block a GM window of its own for what crosses from the cube to the "
                 "vector cores, so its block count must be known when compiling", span=scope.span,
                 hint="write the block count as a constant (or pl.system.available_*_count())")
+        slots = scope.slot_num if scope.slot_num is not None else DEFAULT_SLOTS
         body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used),
-                                          blocks.value if isinstance(blocks, n.Const) else None)
+                                          blocks.value if isinstance(blocks, n.Const) else None, slots)
         scope = attrs.evolve(scope, body=body)
-        for name, t in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
+        for name, t, _ in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
             self.types[name] = t
         bound = set(_bound(scope.body))
         reads = [v for v in _reads(scope.body) if v not in bound]
@@ -106,7 +110,7 @@ class _Outliner:
         # A tensor the scope computes and a later one reads needs GM to live in between: a
         # buffer the orchestration creates, which the scope writes the value into.
         before, body, handed = [], list(scope.body), {}
-        for name, t in crossings:
+        for name, t, _ in crossings:
             before.append(n.Assign(name, t, op_call("tensor.create", shape=tuple(n.Const(d) for d in t.shape),
                                                     dtype=t.dtype), span=scope.span))
         for name in exported:
@@ -121,8 +125,18 @@ class _Outliner:
             body.append(n.Eval(op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
                                        offset=tuple(n.Const(0) for _ in t.shape)), span=scope.span))
             roots[name] = handed[name] = buf
+        lanes = 1
         if scope.split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):  # the vector work on both vector cores
             body = list(split_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used)))
+            lanes = 2
+        base = 0
+        for name, _, tile in crossings:  # each ring's slots in the vector cores' UB: what a lane receives, slots times
+            size = slots * tile.nbytes // lanes
+            ring = n.fresh_name(f"{name}_ring", self.used)
+            body.insert(0, n.Assign(ring, ScalarType(DataType.INT32), op_call("system.reserve_buffer", name=name,
+                                                                              size=size, base=base, slot_num=slots),
+                                    span=scope.span))
+            base += size
         fname = n.fresh_name(scope.name_hint or f"{self.fn.name}_incore_{len(self.functions)}", self.names)
         returns = tuple(self.types[name] for name in exported)
         if exported:

@@ -283,8 +283,10 @@ def _too_large(stmt, shape, tried, capacity, in_place_only):
         b, need = min(sized, key=lambda x: x[1])
         block = "x".join(map(str, b))
         why = f"; larger blocks: {blocked[-1].message}" if blocked else ""
-        return MemorySpaceError(f"this tensor expression needs {need} B of Vec even in blocks of {block}, more than "
-                                f"its {capacity} B{why}", span=stmt.span,
-                                hint="use smaller tensors or fewer live intermediates, or block it yourself with "
-                                     "slices in a loop")
+        err = MemorySpaceError(f"this tensor expression needs {need} B of Vec even in blocks of {block}, more than "
+                               f"its {capacity} B{why}", span=stmt.span,
+                               hint="use smaller tensors or fewer live intermediates, or block it yourself with "
+                                    "slices in a loop")
+        err.need = need  # what the smallest blocks take (a ring's overflow reports it above the ring)
+        return err
     return MemorySpaceError(f"this tensor expression does not fit Vec's {capacity} B", span=stmt.span)

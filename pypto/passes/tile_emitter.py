@@ -92,16 +92,18 @@ class Emitter:
         self.wanted_fold = False  # a reduction did not fit whole, and folds were not allowed
         self.budget_bound = False  # a fold took a shorter block for its budget than Vec allowed
         self.folds: dict = {}  # fold decisions by (value, window extents, axis, live bytes, budget)
+        self.reserved = 0  # Vec bytes the kernel's cross-core rings hold (system.reserve_buffer)
 
     def scratch(self) -> Emitter:
         """A throwaway copy, to measure what emitting would take."""
         e = Emitter(self.g, self.soc, dict(self.types), set(self.used), self.mat, self.env)
-        e.sink_stmt, e.fold_budget, e.folds = self.sink_stmt, self.fold_budget, self.folds
+        e.sink_stmt, e.fold_budget, e.folds, e.reserved = self.sink_stmt, self.fold_budget, self.folds, self.reserved
         return e
 
     @property
     def capacity(self) -> int:
-        return self.soc.spec(M.Vec).capacity
+        """What Vec holds for tiles: its capacity above the rings the kernel reserves."""
+        return max(0, self.soc.spec(M.Vec).capacity - self.reserved)
 
     @property
     def span(self):

@@ -32,8 +32,9 @@ class BlockAnalysis:
         window = 1
         if loop is not None:
             depth = max((a[0].region.slots for s in summaries for accs in s.values() for a in accs
-                         if isinstance(a[0], BufLoc) and a[0].region is not None and a[0].addr is not UNKNOWN
-                         and loop.var in n.expr_vars(a[0].region.slot)), default=1)
+                         if a[0].region is not None and getattr(a[0], "addr", None) is not UNKNOWN
+                         and a[0].region.slot is not UNKNOWN and loop.var in n.expr_vars(a[0].region.slot)),
+                        default=1)
             window = depth + 1
             trip = trip_count(loop)
             if isinstance(trip, n.Const):  # distances a loop never reaches need no sync
@@ -302,7 +303,7 @@ class BlockAnalysis:
         uj, ukey, vj, vkey, d = key
         _, _, (la, lb) = value
         region = None
-        if d >= 1 and loop is not None and isinstance(la, BufLoc) and isinstance(lb, BufLoc) \
+        if d >= 1 and loop is not None and type(la) is type(lb) \
                 and la.region is not None and lb.region is not None and la.region.name == lb.region.name \
                 and la.region.slot is not UNKNOWN and lb.region.slot is not UNKNOWN \
                 and loop.var in n.expr_vars(la.region.slot) \

@@ -1,6 +1,6 @@
 """Whether two accesses can touch the same bytes: buffers by address range or rotating
-slot, GM windows by offsets that differ by a proven constant; what is not proven apart
-may overlap. ``blur`` makes what depends on names bound inside a compound unknown."""
+slot, GM windows by ring slot and by offsets that differ by a proven constant; what is not
+proven apart may overlap. ``blur`` makes what depends on names bound inside a compound unknown."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pypto.ir.affine import static_difference
 
 
 def map_exprs(loc, f):
+    region = loc.region
+    if region is not None and region.slot is not UNKNOWN:
+        region = attrs.evolve(region, slot=f(region.slot))
     if isinstance(loc, BufLoc):
-        region = loc.region
-        if region is not None and region.slot is not UNKNOWN:
-            region = attrs.evolve(region, slot=f(region.slot))
         return attrs.evolve(loc, addr=f(loc.addr), region=region)
-    return attrs.evolve(loc, offsets=tuple(f(o) for o in loc.offsets))
+    return attrs.evolve(loc, offsets=tuple(f(o) for o in loc.offsets), region=region)
 
 
 def blur(loc, names: set):
@@ -61,6 +61,8 @@ def may_overlap(a, b) -> bool:
     if isinstance(a, GmLoc) and isinstance(b, GmLoc):
         if a.tensor != b.tensor:
             return False
+        if a.region is not None and b.region is not None and same_value(a.region.slot, b.region.slot) is False:
+            return False  # two slots of a ring
         for oa, ea, ob, eb in zip(a.offsets, a.extents, b.offsets, b.extents):
             if oa is UNKNOWN or ob is UNKNOWN:
                 continue

@@ -179,12 +179,12 @@ def lookup(name: str) -> OpDef | None:
     return _OPS.get(name)
 
 
-def op_call(name: str, **args):
+def op_call(_op: str, **args):
     """A Call of a registered op from its arguments by parameter name; the others at their
     defaults (a required one left out is an error of the caller)."""
     from pypto.ir.nodes import Call
 
-    op = _OPS[name]
+    name, op = _op, _OPS[_op]
     unknown = set(args) - {p.name for p in op.params}
     missing = [p.name for p in op.params if p.required and p.name not in args]
     if unknown or missing:

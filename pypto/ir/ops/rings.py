@@ -1,0 +1,38 @@
+"""The cross-core ring a mixed kernel's crossings move through: ``system.reserve_buffer``
+reserves ``size`` bytes of the consuming vector core's UB, from ``base``, for the ring's
+``slot_num`` slots of the GM buffer ``name`` (the crossing's, which the orchestration
+creates). The planners allocate the kernel's tiles above it; the code generator turns the
+cube's store into that buffer and the vector core's load from it into a push and a pop:
+the producer waits for a free slot, the consumer for a ready one."""
+
+from __future__ import annotations
+
+from pypto.backend import SoC
+from pypto.errors import TypeCheckError
+from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, register
+from pypto.ir.types import DataType, ScalarType
+
+
+def _reserve(a: OpArgs, soc: SoC) -> ScalarType:
+    if a["size"] <= 0 or a["slot_num"] < 1 or a["base"] < 0:
+        raise TypeCheckError(f"system.reserve_buffer: size {a['size']}, base {a['base']} and slot_num "
+                             f"{a['slot_num']} must be positive (base may be 0)")
+    return ScalarType(DataType.INT32)
+
+
+register("system.reserve_buffer", [P("name", Kind.STR), P("size", Kind.INT), P("base", Kind.INT, default=0, show=True),
+                                   P("slot_num", Kind.INT, default=1)], _reserve,
+         doc="reserve the vector cores' UB bytes [base, base + size) for the cross-core ring of GM buffer 'name'")
+
+
+def reserved(body) -> dict:
+    """GM buffer name -> (base, size, slot_num) of each ring a kernel body reserves."""
+    from pypto.ir import nodes as n
+    from pypto.ir.ops.registry import argument
+
+    out = {}
+    for s in n.walk_stmts(body):
+        call = getattr(s, "value", None)
+        if isinstance(call, n.Call) and call.op == "system.reserve_buffer":
+            out[argument(call, "name")] = tuple(argument(call, k) for k in ("base", "size", "slot_num"))
+    return out

@@ -1,0 +1,131 @@
+"""The cross-core ring of a mixed scope: a crossing staged on each trip of a loop takes
+slot ``trip % slot_num`` of a GM ring, so the cube runs at most ``slot_num`` tiles ahead of
+the vector cores (per-slot flags: the producer waits for its slot's reads, the consumer for
+its writes); the ring's slots are reserved in each vector core's UB and count against it,
+and a ring too deep for Vec is the reference's error with both levers."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.errors import MemorySpaceError
+from pypto.runtime import RunConfig
+
+M, K, N = 128, 32, 128
+CG = pl.Level.CORE_GROUP
+
+
+def banded(slots, mode=pl.SplitMode.UP_DOWN):
+    """Eight bands: a short matmul each, then long vector work on what it gave."""
+
+    @pl.jit
+    def bands(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(mode), pl.cross_core_slot(slot_num=slots)]):
+            for i in pl.range(8):
+                acc = pl.matmul(a[i * 16:(i + 1) * 16, :], b, out_dtype=pl.FP32)
+                y = pl.exp(pl.exp(pl.exp(pl.add(acc, bias[i * 16:(i + 1) * 16, :]))))
+                out[i * 16:(i + 1) * 16, :] = pl.exp(pl.exp(pl.exp(y)))
+        return out
+
+    return bands
+
+
+def operands(m=M, k=K, n=N):
+    g = torch.Generator().manual_seed(7)
+    return (torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half(),
+            torch.randn(m, n, generator=g) * 0.01)
+
+
+def run(kernel, *args, **config):
+    out = torch.zeros(M, N)
+    report = kernel.compile(*args, out, config=RunConfig(**config)).run(*args, out)
+    return report, out
+
+
+def in_flight(report) -> list[int]:
+    """At each cube store into the ring: how many tiles it had stored that a vector core
+    had not yet loaded (the slowest lane's count)."""
+    events = [e for e in report.events if e.kind == "instr"]
+    stores = sorted(e.start for e in events if e.core.startswith("aic") and e.name.startswith("FIXSTORE"))
+    loads = {c: sorted(e.end for e in events if e.core == c and e.name.startswith("TLOAD acc_gm"))
+             for c in {e.core for e in events if e.core.startswith("aiv")}}
+    assert len(loads) == 2 and all(len(v) == len(stores) == 8 for v in loads.values())
+    return [k - min(sum(t <= s for t in ends) for ends in loads.values()) for k, s in enumerate(stores)]
+
+
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_the_cube_runs_at_most_slot_num_tiles_ahead(slots):
+    a, b, bias = operands()
+    report, out = run(banded(slots), a, b, bias)
+    ahead = in_flight(report)
+    assert max(ahead) == slots - 1  # the ring full, never past it: slot_num tiles in flight at most
+    _, want = run(banded(slots), a, b, bias, platform="ref")
+    assert torch.equal(out, want)
+
+
+def test_the_ring_is_reserved_in_each_vector_cores_ub_below_its_tiles(tmp_path):
+    a, b, bias = operands()
+    out = torch.zeros(M, N)
+    compiled = banded(3).compile(a, b, bias, out)
+    text = compiled.lowered.as_python()
+    lane_tile = 8 * N * 4  # a [16, 128] FP32 crossing, halved by rows
+    assert f'pl.system.reserve_buffer(name="acc_gm", size={3 * lane_tile}, base=0, slot_num=3)' in text
+    kernel = next(iter(compiled.kernels.values()))
+    aiv = next(p for p in kernel.programs if p.core.value == "aiv")
+    assert min(alloc.addr for alloc in aiv.allocs) >= 3 * lane_tile  # tiles go above the ring
+    assert kernel.lanes == 2
+
+
+def test_the_ring_in_the_l0_trace_shows_the_cluster_and_its_flags(tmp_path):
+    import json
+
+    a, b, bias = operands()
+    report, _ = run(banded(2), a, b, bias, enable_l0_trace=True, output_dir=tmp_path)
+    trace = json.loads((report.trace_dir / "simulator" / "trace.json").read_text())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    cores = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert len(cores) == 3  # the cube core and both vector cores of the cluster
+    flags = [e for e in events if e.get("name", "").startswith(("SET_FLAG", "WAIT_FLAG"))]
+    assert flags
+
+
+def test_a_ring_deeper_than_vec_holds_is_the_references_error_with_both_levers():
+    @pl.jit
+    def deep(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=6)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.add(acc, bias)
+        return out
+
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(128, 256, generator=g).half(), torch.randn(256, 128, generator=g).half()
+    with pytest.raises(MemorySpaceError) as info:
+        deep(a, b, torch.zeros(128, 128), torch.zeros(128, 128))
+    message = info.value.message
+    assert message.startswith("Vec buffer usage (") and "exceeds platform limit (188416 bytes)" in message
+    assert f"The first {6 * 64 * 128 * 4} bytes of that space are reserved by system.reserve_buffer" in message
+    assert "pl.cross_core_slot(slot_num=N)" in message and "shrink the tile that crosses" in message
+    span = info.value.span
+    assert span.file == __file__ and "pl.at(" in (span.text or "")  # the scope that asks for the ring
+
+
+def test_the_blocks_of_a_spmd_ring_rotate_their_own_slots():
+    m = 64
+
+    @pl.jit
+    def spmd_bands(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for blk in pl.spmd(2, optimizations=[pl.split(pl.SplitMode.LEFT_RIGHT)]):
+            for i in pl.range(4):
+                rows = blk * m + i * 16
+                acc = pl.matmul(a[rows:rows + 16, :], b, out_dtype=pl.FP32)
+                out[rows:rows + 16, :] = pl.exp(pl.mul(acc, 0.1))
+        return out
+
+    a, b, _ = operands(2 * m)
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(2 * m, N)
+        spmd_bands.compile(a, b, out, config=RunConfig(platform=platform)).run(a, b, out)
+        got.append(out)
+    assert torch.equal(*got)
+    torch.testing.assert_close(got[1], torch.exp((a.float() @ b.float()) * 0.1), rtol=1e-2, atol=1e-2)
