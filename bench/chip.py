@@ -1,7 +1,8 @@
 """Chip figures: the seed's pl.parallel claim (16 independent row-band tasks against the
 same tasks under pl.range, which R-seq chains); one mixed scope (matmul then bias add)
 against the same work as two staged scopes, at the reference example's shapes; one SPMD
-dispatch of 16 blocks against 16 unrolled scopes; split-K against one long accumulation (M = N = 64, K = 4096); how fast
+dispatch of 16 blocks against 16 unrolled scopes; how many tiles the cube keeps in the
+cross-core ring for each slot_num; split-K against one long accumulation (M = N = 64, K = 4096); how fast
 the chip simulates a large task graph (tasks per second of wall time, first run and
 again), and how the time of an orchestration that reads an element after each task grows
 with its length.
@@ -48,17 +49,44 @@ def mixed_or_staged():
             out[:] = pl.add(acc, bias)
         return out
 
-    @pl.jit
-    def mixed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-        with pl.at(level=cg, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
-            acc = pl.matmul(a, b, out_dtype=pl.FP32)
-            out[:] = pl.add(acc, bias)
-        return out
+    def mixed(mode):
+        @pl.jit
+        def mixed_scope(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+            with pl.at(level=cg, optimizations=[pl.split(mode)]):
+                acc = pl.matmul(a, b, out_dtype=pl.FP32)
+                out[:] = pl.add(acc, bias)
+            return out
+
+        return mixed_scope
 
     g = torch.Generator().manual_seed(0)
     operands = (torch.randn(m, k, generator=g).half(), torch.randn(k, n, generator=g).half(),
                 torch.randn(m, n, generator=g))
     return staged, mixed, operands, (m, n)
+
+
+def ring_bands(slots: int):
+    """Eight row bands, a short matmul then long vector work each: how far the cube runs ahead."""
+
+    @pl.jit
+    def bands_through_ring(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP,
+                   optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=slots)]):
+            for i in pl.range(8):
+                acc = pl.matmul(a[i * 16:(i + 1) * 16, :], b, out_dtype=pl.FP32)
+                out[i * 16:(i + 1) * 16, :] = pl.exp(pl.exp(pl.exp(pl.exp(pl.mul(acc, 0.01)))))
+        return out
+
+    return bands_through_ring
+
+
+def in_flight(report) -> int:
+    """The most tiles the cube had stored into the ring that a vector core had not loaded."""
+    events = [e for e in report.events if e.kind == "instr"]
+    stores = sorted(e.start for e in events if e.core.startswith("aic") and e.name.startswith("FIXSTORE"))
+    loads = [sorted(e.end for e in events if e.core == c and e.name.startswith("TLOAD acc_gm"))
+             for c in sorted({e.core for e in events if e.core.startswith("aiv")})]
+    return max(k - min(sum(t <= s for t in ends) for ends in loads) for k, s in enumerate(stores)) + 1
 
 
 def spmd_or_unrolled(blocks: int):
@@ -118,13 +146,24 @@ def main() -> None:
 
     staged, mixed, operands, shape = mixed_or_staged()
     spans = {}
-    for name, kernel in (("staged (two scopes)", staged), ("mixed (one scope, UP_DOWN)", mixed)):
+    kernels = [("staged (two scopes)", staged)] + [(f"mixed (one scope, {mode.name})", mixed(mode)) for mode in
+                                                   (pl.SplitMode.NONE, pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT)]
+    for name, kernel in kernels:
         out = torch.zeros(shape)
         report = kernel.compile(*operands, out).run(*operands, out)
         spans[name] = report.cycles
         line(f"a @ b + bias [128x256 @ 256x128], {name}: makespan (cycles)", report.cycles)
     ratio = spans["mixed (one scope, UP_DOWN)"] / spans["staged (two scopes)"]
-    line("mixed / staged makespan (issue 13)", ratio, "< 1", ratio < 1, " x")
+    line("mixed (UP_DOWN) / staged makespan (issue 13)", ratio, "< 1", ratio < 1, " x")
+
+    g = torch.Generator().manual_seed(0)
+    a16, b16 = torch.randn(128, 32, generator=g).half(), torch.randn(32, 128, generator=g).half()
+    for slots in (1, 2, 4):
+        out = torch.zeros(128, 128)
+        report = ring_bands(slots).compile(a16, b16, out).run(a16, b16, out)
+        depth = in_flight(report)
+        line(f"8 bands, a ring of slot_num={slots}: makespan (cycles), {depth} tile(s) in flight at most",
+             report.cycles, f"in flight <= {slots}", depth <= slots)
 
     unrolled, spmd = spmd_or_unrolled(n)
     spans = {}
