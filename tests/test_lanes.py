@@ -190,3 +190,62 @@ def test_a_store_both_lanes_would_make_to_the_same_bytes_is_refused():
         uniform_store(a, b, torch.zeros(1, N), torch.zeros(M, N), torch.zeros(1, N))
     with pytest.raises(PyptoError, match="across the split axis"):
         column_sums(a, b, torch.zeros(1, 1))
+
+
+def explicit_region(mode):
+    @pl.jit
+    def explicit(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            for aiv_id in pl.split_aiv(2, mode=mode):  # written whole: the region halves it
+                out[:] = pl.add(acc, bias)
+        return out
+
+    return explicit
+
+
+@pytest.mark.parametrize("mode", [UP_DOWN, LEFT_RIGHT])
+def test_a_hand_written_data_parallel_region_is_halved_like_the_split(mode):
+    a, b, bias = operands()
+    report, (_, _, _, out) = both(explicit_region(mode), a, b, bias, torch.zeros(M, N))
+    torch.testing.assert_close(out, a.float() @ b.float() + bias, rtol=1e-2, atol=1e-2)
+    lanes = vector_cycles(report)
+    assert sorted(lanes) == ["aiv0", "aiv1"] and lanes["aiv0"] == lanes["aiv1"] > 0
+
+
+def test_a_task_parallel_region_runs_its_body_on_both_lanes_by_lane_index():
+    @pl.jit
+    def strided(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG):
+            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+                for r in pl.range(aiv_id, 8, 2):  # lane 0 the even bands, lane 1 the odd
+                    out[r * 16:(r + 1) * 16, :] = pl.exp(x[r * 16:(r + 1) * 16, :])
+        return out
+
+    x = torch.randn(128, 128, generator=torch.Generator().manual_seed(2))
+    report, (_, out) = both(strided, x, torch.zeros(128, 128))
+    assert torch.equal(out, torch.exp(x))
+    (task,) = report.tasks
+    assert task.core_type == "mix" and sorted(vector_cycles(report)) == ["aiv0", "aiv1"]
+
+
+def test_split_aiv_mistakes_are_located(tmp_path):
+    import textwrap
+
+    from pypto.lang import parse as parse_text
+
+    def program(body):
+        head = ("import pypto.language as pl\n\n\n@pl.program\nclass P:\n"
+                "    @pl.function(type=pl.FunctionType.Orchestration)\n"
+                "    def main(self, x: pl.Tensor[[64, 64], pl.FP32], out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]):\n"
+                "        with pl.at(level=pl.Level.CORE_GROUP):\n")
+        return head + textwrap.indent(body, " " * 12) + "        return out\n"
+
+    cases = [("for k in pl.split_aiv(4, mode=pl.SplitMode.NONE):\n    out[:] = pl.exp(x)\n", "n must be 2, got 4"),
+             ("for k in pl.split_aiv(2):\n    out[:] = pl.exp(x)\n", "pl.split_aiv takes the lane count and mode="),
+             ("for k in pl.split_aiv(2, mode=pl.SplitMode.NONE):\n    y = pl.exp(x)\nout[:] = y\n",
+              "'y' is bound inside a pl.split_aiv region and read after it")]
+    for body, message in cases:
+        with pytest.raises(PyptoError, match=message) as info:
+            parse_text(program(body))
+        assert info.value.span is not None and info.value.hint

@@ -48,6 +48,30 @@ def split_lanes(body: tuple, mode: SplitMode, types: dict, fresh) -> tuple:
     return tuple(_Splitter(mode, types, cube_operands, fresh).block(body))
 
 
+def halve_regions(body: tuple, types: dict, fresh) -> tuple:
+    """The hand-written ``pl.split_aiv(2, mode=UP_DOWN | LEFT_RIGHT)`` regions of a kernel
+    body halved as the split's own are (``NONE`` regions run as written, on both lanes)."""
+    for s in n.walk_stmts(body):
+        if isinstance(s, n.Assign):
+            types.setdefault(s.target, s.type)
+
+    def block(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv and stmt.split in (SplitMode.UP_DOWN,
+                                                                                               SplitMode.LEFT_RIGHT):
+                halver = _Halver(_Splitter(stmt.split, types, set(), fresh), stmt.var)
+                stmt = attrs.evolve(stmt, body=tuple(halver.block(stmt.body, set())), split=SplitMode.NONE)
+            elif isinstance(stmt, (n.For, *n.BLOCKS)):
+                stmt = attrs.evolve(stmt, body=tuple(block(stmt.body)))
+            elif isinstance(stmt, n.If):
+                stmt = attrs.evolve(stmt, then_body=tuple(block(stmt.then_body)), else_body=tuple(block(stmt.else_body)))
+            out.append(stmt)
+        return out
+
+    return tuple(block(body))
+
+
 class _Splitter:
     def __init__(self, mode: SplitMode, types: dict, cube_operands: set, fresh):
         self.mode, self.types, self.cube_operands, self.fresh = mode, types, cube_operands, fresh

@@ -21,12 +21,12 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
-from pypto.ir.types import (TASK_ID, DataType, FunctionType, ParamDirection, ScalarType, SplitMode, TensorType, TileType,
+from pypto.ir.types import (TASK_ID, DataType, ForKind, FunctionType, ParamDirection, ScalarType, SplitMode, TensorType, TileType,
                              type_name)
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
-from pypto.passes.lanes import split_lanes
+from pypto.passes.lanes import halve_regions, split_lanes
 
 DEFAULT_SLOTS = 2  # pl.cross_core_slot(slot_num=...)'s default: the shallowest ring that double-buffers
 
@@ -126,6 +126,9 @@ class _Outliner:
                                        offset=tuple(n.Const(0) for _ in t.shape)), span=scope.span))
             roots[name] = handed[name] = buf
         lanes = 1
+        if any(isinstance(s, n.For) and s.kind is ForKind.SplitAiv for s in n.walk_stmts(body)):
+            body = list(halve_regions(tuple(body), self.types, lambda base: n.fresh_name(base, self.used)))
+            lanes = 2
         if scope.split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):  # the vector work on both vector cores
             body = list(split_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used)))
             lanes = 2
