@@ -17,7 +17,7 @@ import time
 import attrs
 
 from pypto.backend import CoreId, CoreKind, SoC
-from pypto.chip import races
+from pypto.chip import groups, races
 from pypto.chip.atomics import AtomicAdds
 from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
@@ -28,7 +28,7 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim.simulator import ATOMIC_ADD, Launch, RunReport, apply, simulate
+from pypto.sim.simulator import ATOMIC_ADD, Launch, RunReport, apply, simulate, simulate_together
 from pypto.sim.views import window_runs
 
 @attrs.frozen
@@ -78,6 +78,7 @@ class ChipRun:
         self.clock = 0  # the orchestrator's
         self.began = time.perf_counter()
         self.rings = Rings(*rings)
+        self.members: list | None = None  # inside a pl.cluster(): the kernel calls of its Group task
         self.rings.open(0, _site(entry_fn.span if entry_fn is not None else None), 0)  # the function body's scope
 
     def creating(self, nbytes: int, span=None) -> None:
@@ -110,6 +111,9 @@ class ChipRun:
         (``interpreter.Site``: its statement, scope depth, manual scope, Submit)."""
         stmt, depth, submit = site.stmt, site.depth, site.submit
         kernel = self.kernels[fn.name]
+        if self.members is not None:  # a member of the Group task the cluster closes with
+            self.members.append((fn, args, site))
+            return _returned(fn, kernel, args), None
         spmd = submit is not None and submit.blocks is not None
         blocks = submit.blocks if spmd else 1
         core_type = _core_type(kernel)
@@ -122,17 +126,7 @@ class ChipRun:
         runs = [(Launch(kernel, args, block=b, blocks=blocks),
                  simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
                 for b in range(blocks)]
-        directions = self.directions.get(site.key) if stmt is not None else None
-        call = kernel_call(stmt) if stmt is not None else None
-        written = [expr(a) for a in call.args] if call is not None else [p.name for p in fn.params]
-        targs = []
-        for k, (p, a) in enumerate(zip(fn.params, args)):
-            if not isinstance(p.type, TensorType):
-                continue
-            d = directions[k] if directions is not None else _direction(p.direction)
-            if a.untyped_storage().data_ptr() in self.untracked:  # manual_dep: its whole life
-                d = ArgDirection.NoDep
-            targs.append(TaskArg(k, p.name, d, a, written[k]))
+        targs = self._task_args(fn, args, site)
         ring = min(depth, RINGS - 1)
         cycles = tuple(timeline.cycles for _, timeline in runs)
         task = Task(len(self.tasks), ring, self.locals[ring], fn.name, core_type, tuple(targs),
@@ -141,8 +135,54 @@ class ChipRun:
                     sync_start=spmd and submit.sync_start, predicate=submit.predicate if submit is not None else None)
         self.locals[ring] += 1
         self._enter(task, submit.deps if submit is not None else (), runs)
-        by_name = {p.name: v for p, v in zip(fn.params, args)}
-        return tuple(by_name[name] for name in kernel.returns), task.id
+        return _returned(fn, kernel, args), task.id
+
+    def _task_args(self, fn: n.Function, args: tuple, site, prefix: str = "") -> list:
+        """The call's tensor arguments with their directions at its site."""
+        directions = self.directions.get(site.key) if site.stmt is not None else None
+        call = kernel_call(site.stmt) if site.stmt is not None else None
+        written = [expr(a) for a in call.args] if call is not None else [p.name for p in fn.params]
+        out = []
+        for k, (p, a) in enumerate(zip(fn.params, args)):
+            if not isinstance(p.type, TensorType):
+                continue
+            d = directions[k] if directions is not None else _direction(p.direction)
+            if a.untyped_storage().data_ptr() in self.untracked:  # manual_dep: its whole life
+                d = ArgDirection.NoDep
+            out.append(TaskArg(k, prefix + p.name, d, a, written[k]))
+        return out
+
+    def cluster(self, opening: bool, span=None, depth: int = 0, blocks: int | None = None,
+                sync_start: bool = False, name: str = "") -> int | None:
+        """A ``pl.cluster()`` opens (its kernel calls collect) or closes: its members as one
+        Group task on one cluster (``blocks`` of them, one cluster each, for an unwrapped
+        ``pl.spmd``); the task's id."""
+        if opening:
+            self.members = []
+            return None
+        members, self.members = self.members, None
+        kernels = [self.kernels[fn.name] for fn, _, _ in members]
+        lanes = groups.place(kernels, self.soc, span)
+        count = blocks or 1
+        if sync_start and count > self._capacity("mix"):
+            raise PyptoError(f"sync_start=True admits all {count} blocks at once, and {self.soc.name} has "
+                             f"{self._capacity('mix')} clusters", span=span,
+                             hint="launch at most pl.system.available_cluster_count() blocks, or drop sync_start")
+        runs = []
+        for b in range(count):
+            launch = groups.GroupLaunch(tuple(Launch(k, args, lane=lane, block=b, blocks=count) for k, (_, args, _), lane
+                                              in zip(kernels, members, lanes)), name)
+            runs.append((launch, simulate_together(launch.launches, self.soc, unsafe=self.unsafe_colive)))
+        targs = [a for m, (fn, args, site) in enumerate(members)
+                 for a in self._task_args(fn, args, site, prefix=f"{fn.name}.")]
+        targs = [attrs.evolve(a, index=k) for k, a in enumerate(targs)]
+        ring = min(depth, RINGS - 1)
+        cycles = tuple(timeline.cycles for _, timeline in runs)
+        task = Task(len(self.tasks), ring, self.locals[ring], name, "mix", tuple(targs), span, 0, max(cycles),
+                    durations=cycles if blocks is not None else (), sync_start=sync_start)
+        self.locals[ring] += 1
+        self._enter(task, (), runs)
+        return task.id
 
     def dummy(self, deps: tuple, site) -> int:
         """``pl.system.task_dummy(deps=[...])``: a task with no work, on no core, that
@@ -262,7 +302,7 @@ class ChipRun:
                 core = self.soc.core_number(self.tasks[number].placements[block].core)
                 # a kernel that also reads or rewrites what it adds into sees its adds at once
                 sink = None if _reads_back(timeline) else self.atomics.sink(start, core)
-                apply(timeline, launch.tensors(), atomic=sink)
+                apply(timeline, *_tensor_maps(launch), atomic=sink)
         done = {t.number for t in tasks}
         self.unapplied = [t for t in self.unapplied if t.number not in done]
 
@@ -328,12 +368,13 @@ class ChipRun:
         if not self.launches[t.number]:
             return []
         launch, timeline = self.launches[t.number][block]
-        tensors = launch.tensors()
+        maps = _tensor_maps(launch)
         by_param = {a.param: a for a in t.args}
         out = []
-        for _, param, write, offsets, extents in timeline.footprint:
-            for lo, hi in window_runs(tensors[param], offsets, extents):
-                out.append((lo, hi, write, by_param[param]))
+        for member, param, write, offsets, extents in timeline.footprint:
+            key = launch.key(member, param) if isinstance(launch, groups.GroupLaunch) else param
+            for lo, hi in window_runs(maps[member][param], offsets, extents):
+                out.append((lo, hi, write, by_param[key]))
         return out
 
 
@@ -371,6 +412,17 @@ def _reads_back(timeline) -> bool:
     for _, param, mode, _, _ in timeline.footprint:
         modes.setdefault(param, set()).add(mode)
     return any(ATOMIC_ADD in m and len(m) > 1 for m in modes.values())
+
+
+def _tensor_maps(launch) -> tuple:
+    """What ``apply`` takes: each launch's tensors by parameter name."""
+    return launch.maps() if isinstance(launch, groups.GroupLaunch) else (launch.tensors(),)
+
+
+def _returned(fn: n.Function, kernel, args: tuple) -> tuple:
+    """What a kernel call hands back: the tensors it returns, which are its arguments."""
+    by_name = {p.name: v for p, v in zip(fn.params, args)}
+    return tuple(by_name[name] for name in kernel.returns)
 
 
 def _canonical(kind: CoreKind) -> CoreId:

@@ -16,6 +16,7 @@
              | Scope(level, name_hint, body: Stmt*, task_id?, deps: Expr*, no_dep_args: str*,
                      allow_early_resolve)       ``with pl.at(...) [as task_id]``
              | RuntimeScope(body: Stmt*, manual)  ``with pl.scope()`` / ``pl.manual_scope()``
+             | Cluster(body: Stmt*, name_hint, blocks?, sync_start)  ``with pl.cluster()``
     IterArg  = (name, type, init: Expr)        Binding = (name, type)
     Param    = (name, type, direction)
     Function = (name, type, params: Param*, returns: Type*, body: Stmt*, auto_scope)
@@ -269,8 +270,22 @@ class RuntimeScope:
     span: Span | None = _span_field()
 
 
-Stmt = Assign | Eval | For | If | Yield | Return | Scope | RuntimeScope
-BLOCKS = (Scope, RuntimeScope)  # statements that only group others: what they bind is visible after them
+@attrs.frozen
+class Cluster:
+    """``with pl.cluster():`` in an orchestration: the kernels its body calls are one Group
+    task, co-scheduled on one physical cluster (the cube core and the two vector cores),
+    started together. A ``pl.spmd(n)`` inside it is unwrapped: ``blocks`` Group tasks'
+    worth, one cluster each, as one task."""
+
+    body: tuple = attrs.field(converter=tuple)
+    name_hint: str = ""
+    span: Span | None = _span_field()
+    blocks: object = None  # an Expr: the unwrapped pl.spmd's core_num
+    sync_start: bool = False
+
+
+Stmt = Assign | Eval | For | If | Yield | Return | Scope | RuntimeScope | Cluster
+BLOCKS = (Scope, RuntimeScope, Cluster)  # statements that only group others: what they bind is visible after them
 
 
 # --------------------------------------------------------------------------- functions
@@ -344,7 +359,7 @@ def as_expr(value) -> Expr:
 
 def stmt_children(stmt) -> tuple[tuple, ...]:
     """The nested statement blocks of a statement."""
-    if isinstance(stmt, (For, Scope, RuntimeScope)):
+    if isinstance(stmt, (For, *BLOCKS)):
         return (stmt.body,)
     if isinstance(stmt, If):
         return (stmt.then_body, stmt.else_body)

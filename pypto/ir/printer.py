@@ -264,6 +264,13 @@ class _Printer:
         elif isinstance(s, n.RuntimeScope):
             self.emit(depth, "with pl.manual_scope():" if s.manual else "with pl.scope():")
             self.block(s.body, depth + 1)
+        elif isinstance(s, n.Cluster):
+            self.emit(depth, f"with pl.cluster(name_hint={string(s.name_hint)}):" if s.name_hint else
+                      "with pl.cluster():")
+            if s.blocks is not None:  # the pl.spmd it unwrapped
+                depth += 1
+                self.emit(depth, f"with pl.spmd({expr(s.blocks)}{', sync_start=True' if s.sync_start else ''}):")
+            self.block(s.body, depth + 1)
         elif isinstance(s, n.Scope):
             args = [f"level=pl.Level.{s.level.name}"]
             if s.name_hint:

@@ -155,7 +155,7 @@ class _FunctionChecker:
             for b in s.results:
                 self.bind(b.name, b.type, s)
                 scope.add(b.name)
-        elif isinstance(s, n.RuntimeScope):
+        elif isinstance(s, (n.RuntimeScope, n.Cluster)):
             self.block(s.body, scope, None)
             for inner in s.body:
                 scope.update(n.visible_after(inner))

@@ -21,6 +21,7 @@ from pypto.errors import (
     UnsupportedSyntaxError,
 )
 from pypto.ir import nodes as n
+from pypto.ir.tensors import block_roots
 from pypto.ir.affine import interval
 from pypto.ir.ops import UNIFIED, Kind, all_ops, infer_type, lookup
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
@@ -70,7 +71,11 @@ class Callee:
     def of(cls, fn: n.Function, display: str | None = None) -> Callee:
         index = {p.name: k for k, p in enumerate(fn.params)}
         ret = fn.body[-1] if fn.body and isinstance(fn.body[-1], n.Return) else None
-        returned = tuple(index.get(v.name) if isinstance(v, n.Var) else None for v in ret.values) if ret else ()
+        # a returned name is the parameter, or what an in-place write of it named it (y = pl.store(..., y))
+        roots = block_roots(fn.body, {p.name: p.name for p in fn.params if isinstance(p.type, TensorType)}) \
+            if ret else {}
+        returned = tuple(index.get(roots.get(v.name, v.name)) if isinstance(v, n.Var) else None
+                         for v in ret.values) if ret else ()
         return cls(fn.name, fn.returns, fn.params, returned, display or fn.name, fn.type.is_kernel)
 
 

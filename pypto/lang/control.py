@@ -432,6 +432,8 @@ class ControlFlow:
             return self.runtime_scope(node, call, live_after)
         if self._is_builtin_call(call, "spmd"):
             return self.spmd_with(node, call, live_after)
+        if self._is_builtin_call(call, "cluster"):
+            return self.cluster_with(node, call, live_after)
         if not self._is_builtin_call(call, "at"):
             raise self.error(UnsupportedSyntaxError, call, "kernels open scopes with pl.at(level=pl.Level.CORE_GROUP)")
         target = item.optional_vars
@@ -462,6 +464,12 @@ class ControlFlow:
         no_dep = self.no_dep_args(kw["no_dep_args"]) if "no_dep_args" in kw else ()
         early = (self.static_of(kw["allow_early_resolve"], bool, "allow_early_resolve",
                                 hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
+        if self.in_cluster and (deps or no_dep or early or target is not None):
+            carried = [x for x, on in (("deps", deps), ("no_dep_args", no_dep), ("allow_early_resolve", early),
+                                       ("as tid", target is not None)) if on]
+            raise self.error(TypeCheckError, call, f"`pl.at(...)` inside `pl.cluster()` cannot carry per-task "
+                             f"dispatch metadata ({', '.join(carried)}) — the cluster is dispatched as one Group task",
+                             hint="move it to the dispatch surrounding the cluster, or drop it")
         self.incore = True
         try:
             body = self.block(node.body, live_after)

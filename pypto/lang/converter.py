@@ -50,6 +50,7 @@ class FunctionConverter(SpmdForms, TaskForms, ControlFlow, CallConverter):
         super().__init__(source)
         self.auto_scope = auto_scope
         self.manual_depth = 0  # pl.manual_scope() blocks open around the statement
+        self.in_cluster = False  # inside a pl.cluster() body: its dispatches are one Group task
         self.fdef = fdef
         self.name = name
         self.kind = kind

@@ -82,6 +82,17 @@ class SpmdForms:
         if blocks is None:
             raise self.error(TypeCheckError, call, "pl.spmd() requires core_num (first positional argument)",
                              hint=_USAGE)
+        if self.in_cluster:  # unwrapped into the Group task: what only a Submit carries would be lost
+            for kwarg, lost, on in (("allow_early_resolve=True", "the early-dispatch hint",
+                                     fields.get("allow_early_resolve")),
+                                    ("predicate=(...)", "the dispatch predicate", fields.get("predicate") is not None),
+                                    ("deps=[...]", "its dependencies", bool(fields.get("deps")))):
+                if on:
+                    raise self.error(TypeCheckError, call, f"`pl.spmd(..., {kwarg})` cannot be nested inside "
+                                     "`pl.cluster()` — a cluster-nested pl.spmd is unwrapped into the Group function "
+                                     f"and never produces a Submit, so {lost} would be lost.",
+                                     hint=f"Use a standalone `with pl.spmd(..., {kwarg}):` (implicit cluster) to "
+                                          "keep it.")
         return Launch(blocks, **fields)
 
     def predicate_of(self, node, form: str) -> n.Predicate:
@@ -180,6 +191,12 @@ class SpmdForms:
         if target is not None and not isinstance(target, ast.Name):
             raise self.error(UnsupportedSyntaxError, target, "'with pl.spmd(...) as tid' binds one name: the task's id",
                              hint="with pl.spmd(4) as tid:, then deps=[tid] on a later task")
+        if target is not None and self.in_cluster:
+            raise self.error(UnsupportedSyntaxError, node, "`with pl.spmd(...) as tid:` cannot capture a TaskId when "
+                             "nested inside `pl.cluster()` — a cluster-nested pl.spmd is unwrapped into the Group "
+                             "function and never produces a Submit.",
+                             hint="Use a standalone `with pl.spmd(...) as tid:` (implicit cluster) to capture the "
+                                  "dispatch TaskId.")
         launch = self.spmd_launch(call, allow_deps=target is not None)
         body = node.body
         if len(body) == 1 and isinstance(body[0], ast.With) and len(body[0].items) == 1 \
@@ -297,6 +314,52 @@ class SpmdForms:
                     if isinstance(meaning, N.Op) and meaning.name == "tile.get_block_idx":
                         return True
         return False
+
+    def cluster_with(self, node: ast.With, call: ast.Call, live_after: frozenset) -> None:
+        """``with pl.cluster(name_hint=""):``: the kernels the body dispatches (calls,
+        ``pl.at`` scopes) are one Group task on one cluster; a ``with pl.spmd(n):`` that is
+        the body's only statement is unwrapped, its launch the Group's."""
+        if self.incore:
+            raise self.error(ParseError, call, "pl.cluster is the orchestration's: it co-schedules kernels on one "
+                             "cluster", hint="open it in the @pl.jit entry (or an Orchestration function)")
+        if self.in_cluster:
+            raise self.error(UnsupportedSyntaxError, call, "pl.cluster() scopes do not nest: one cluster is one "
+                             "Group task", hint="drop the inner pl.cluster()")
+        if node.items[0].optional_vars is not None:
+            raise self.error(UnsupportedSyntaxError, node.items[0].optional_vars, "'with pl.cluster() as ...' binds "
+                             "nothing", hint="with pl.cluster():")
+        kw = {k.arg: k for k in call.keywords}
+        if call.args or set(kw) - {"name_hint"}:
+            raise self.error(TypeCheckError, call, "pl.cluster() takes only name_hint=",
+                             hint='with pl.cluster(name_hint="attention"):')
+        name = self.scope_name_hint(kw["name_hint"].value) if "name_hint" in kw else ""
+        self.in_cluster = True
+        try:
+            body = list(self.block(node.body, live_after))
+        finally:
+            self.in_cluster = False
+        blocks, sync = None, False
+        if len(body) == 1 and isinstance(body[0], n.Scope) and body[0].blocks is not None:  # a nested pl.spmd scope
+            blocks, sync = body[0].blocks, body[0].sync_start
+            body = [attrs.evolve(body[0], blocks=None, sync_start=False)]
+        elif body and isinstance(body[0], (n.Assign, n.Eval)) and isinstance(body[0].value, n.Submit) \
+                and body[0].value.blocks is not None and all(isinstance(x, n.Assign) and isinstance(x.value, n.Var)
+                                                            for x in body[1:]):  # with pl.spmd(n): out = self.k(...)
+            submit = body[0].value
+            blocks, sync = submit.blocks, submit.sync_start
+            body = [n.Eval(submit.call, span=body[0].span), *body[1:]]
+        members = [s for s in n.walk_stmts(body) if isinstance(s, n.Scope)
+                   or isinstance(getattr(s, "value", None), (n.FuncCall, n.Submit))]
+        for s in n.walk_stmts(body):
+            if isinstance(s, n.Scope) and s.blocks is not None or \
+                    isinstance(getattr(s, "value", None), n.Submit) and s.value.blocks is not None:
+                raise self.error(UnsupportedSyntaxError, node, "a pl.spmd inside pl.cluster() is unwrapped into the "
+                                 "Group task's launch: it is the cluster body's only statement",
+                                 hint="with pl.cluster():\n    with pl.spmd(4):\n        out = self.k(...)")
+        if not members:
+            raise self.error(TypeCheckError, node, "the pl.cluster() body dispatches no kernel",
+                             hint="call the AIC and AIV kernels (or open pl.at scopes) inside it")
+        self.emit(n.Cluster(tuple(body), name, span=self.span(node), blocks=blocks, sync_start=sync))
 
     def split_aiv_for(self, node: ast.For, live_after: frozenset) -> None:
         """``for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.X):``: a region both vector

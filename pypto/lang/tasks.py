@@ -243,6 +243,16 @@ class TaskForms:
         for k in no_dep:
             if not isinstance(self.expr_type(value.args[k], node.args[k + 1]), TensorType):
                 raise self.error(TypeCheckError, node.args[k + 1], "pl.no_dep marks a tensor argument")
+        if self.in_cluster:
+            carried = [name for name, on in (("deps", bool(deps)), ("core_num", blocks is not None),
+                                             ("sync_start", sync), ("allow_early_resolve", early),
+                                             ("predicate", predicate is not None)) if on]
+            if carried:
+                raise self.error(TypeCheckError, node, f"`{form}(...)` inside `pl.cluster()` cannot carry per-task "
+                                 f"dispatch metadata ({', '.join(carried)}) — the cluster is dispatched as one Group "
+                                 "task, so metadata on an inner Submit would be ignored",
+                                 hint="Move the dependency or launch control to the dispatch surrounding the cluster, "
+                                      "or omit it from the inner Submit.")
         task = n.Submit(value, deps, tuple(no_dep), early, blocks, sync, predicate)
         self.submitted[task] = t
         return task, TASK_ID

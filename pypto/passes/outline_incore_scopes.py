@@ -60,7 +60,7 @@ class _Outliner:
             rest = (*body[i + 1:], *after)
             if isinstance(stmt, n.Scope):
                 out.extend(self.outline(stmt, rest))
-            elif isinstance(stmt, (n.For, n.RuntimeScope)):
+            elif isinstance(stmt, (n.For, n.RuntimeScope, n.Cluster)):
                 out.append(attrs.evolve(stmt, body=self.block(stmt.body, rest)))
             elif isinstance(stmt, n.If):
                 out.append(attrs.evolve(stmt, then_body=self.block(stmt.then_body, rest),

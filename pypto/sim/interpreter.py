@@ -155,8 +155,34 @@ class _Interpreter:
             self.block(s.body, env)
         elif isinstance(s, n.RuntimeScope):
             self.scoped(lambda: self.block(s.body, env), s.span, manual=s.manual)
+        elif isinstance(s, n.Cluster):
+            self.cluster(s, env)
         else:
             raise TypeError(f"not a statement: {s!r}")
+
+    def cluster(self, s: n.Cluster, env: dict) -> None:
+        """One Group task: on the chip, its kernel calls collected and submitted together;
+        here, run in program order (each block's, one block after another)."""
+        blocks = self.expr(s.blocks, env, s) if s.blocks is not None else None
+        if blocks is not None and blocks < 1:
+            raise ExecutionError(f"a cluster of {blocks} blocks: core_num is at least 1", span=s.span,
+                                 hint="size the pl.spmd(n) inside pl.cluster() by a positive count")
+        if self.orchestrator is not None:
+            self.orchestrator.cluster(True)
+            try:
+                self.block(s.body, env)
+            except BaseException:
+                self.orchestrator.members = None
+                raise
+            self.orchestrator.cluster(False, s.span, self.depth, blocks, s.sync_start, s.name_hint or _cluster_name(s))
+            return
+        self.tasks += 1
+        for block in range(blocks or 1):
+            self.block_registers.append((block, blocks or 1))
+            try:
+                self.block(s.body, env)
+            finally:
+                self.block_registers.pop()
 
     def run_body(self, body, env: dict) -> tuple:
         try:
@@ -321,3 +347,10 @@ class _Interpreter:
             v = self.expr(e.operand, env, stmt)
             return -v if e.op == "-" else not v
         raise TypeError(f"not an expression: {e!r}")
+
+
+def _cluster_name(s: n.Cluster) -> str:
+    """A Group task's name: its members', joined."""
+    callees = [x.value.callee if isinstance(x.value, n.FuncCall) else x.value.call.callee
+               for x in n.walk_stmts(s.body) if isinstance(getattr(x, "value", None), (n.FuncCall, n.Submit))]
+    return "+".join(dict.fromkeys(callees)) or "cluster"
