@@ -33,6 +33,7 @@ from pypto.lang import names as N
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import RUNTIME, Source
+from pypto.lang.placement import PlacementForms
 from pypto.lang.spmd import SpmdForms
 from pypto.lang.tasks import TaskForms
 
@@ -43,7 +44,7 @@ _OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: 
                   ast.Not: "not", ast.Invert: "~"}
 
 
-class FunctionConverter(SpmdForms, TaskForms, ControlFlow, CallConverter):
+class FunctionConverter(SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
                  returns=None, auto_scope: bool = True):

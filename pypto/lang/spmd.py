@@ -13,7 +13,7 @@ import attrs
 from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import op_call
-from pypto.ir.types import INDEX, TASK_ID, DataType, ForKind, Level, ScalarType, SplitMode, TensorType, type_name
+from pypto.ir.types import INDEX, TASK_ID, DataType, Level, ScalarType, TensorType, type_name
 from pypto.lang import names as N
 
 _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Gt: ">", ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<="}
@@ -314,98 +314,6 @@ class SpmdForms:
                     if isinstance(meaning, N.Op) and meaning.name == "tile.get_block_idx":
                         return True
         return False
-
-    def cluster_with(self, node: ast.With, call: ast.Call, live_after: frozenset) -> None:
-        """``with pl.cluster(name_hint=""):``: the kernels the body dispatches (calls,
-        ``pl.at`` scopes) are one Group task on one cluster; a ``with pl.spmd(n):`` that is
-        the body's only statement is unwrapped, its launch the Group's."""
-        if self.incore:
-            raise self.error(ParseError, call, "pl.cluster is the orchestration's: it co-schedules kernels on one "
-                             "cluster", hint="open it in the @pl.jit entry (or an Orchestration function)")
-        if self.in_cluster:
-            raise self.error(UnsupportedSyntaxError, call, "pl.cluster() scopes do not nest: one cluster is one "
-                             "Group task", hint="drop the inner pl.cluster()")
-        if node.items[0].optional_vars is not None:
-            raise self.error(UnsupportedSyntaxError, node.items[0].optional_vars, "'with pl.cluster() as ...' binds "
-                             "nothing", hint="with pl.cluster():")
-        kw = {k.arg: k for k in call.keywords}
-        if call.args or set(kw) - {"name_hint"}:
-            raise self.error(TypeCheckError, call, "pl.cluster() takes only name_hint=",
-                             hint='with pl.cluster(name_hint="attention"):')
-        name = self.scope_name_hint(kw["name_hint"].value) if "name_hint" in kw else ""
-        self.in_cluster = True
-        try:
-            body = list(self.block(node.body, live_after))
-        finally:
-            self.in_cluster = False
-        blocks, sync = None, False
-        if len(body) == 1 and isinstance(body[0], n.Scope) and body[0].blocks is not None:  # a nested pl.spmd scope
-            blocks, sync = body[0].blocks, body[0].sync_start
-            body = [attrs.evolve(body[0], blocks=None, sync_start=False)]
-        elif body and isinstance(body[0], (n.Assign, n.Eval)) and isinstance(body[0].value, n.Submit) \
-                and body[0].value.blocks is not None and all(isinstance(x, n.Assign) and isinstance(x.value, n.Var)
-                                                            for x in body[1:]):  # with pl.spmd(n): out = self.k(...)
-            submit = body[0].value
-            blocks, sync = submit.blocks, submit.sync_start
-            body = [n.Eval(submit.call, span=body[0].span), *body[1:]]
-        members = [s for s in n.walk_stmts(body) if isinstance(s, n.Scope)
-                   or isinstance(getattr(s, "value", None), (n.FuncCall, n.Submit))]
-        for s in n.walk_stmts(body):
-            if isinstance(s, n.Scope) and s.blocks is not None or \
-                    isinstance(getattr(s, "value", None), n.Submit) and s.value.blocks is not None:
-                raise self.error(UnsupportedSyntaxError, node, "a pl.spmd inside pl.cluster() is unwrapped into the "
-                                 "Group task's launch: it is the cluster body's only statement",
-                                 hint="with pl.cluster():\n    with pl.spmd(4):\n        out = self.k(...)")
-        if not members:
-            raise self.error(TypeCheckError, node, "the pl.cluster() body dispatches no kernel",
-                             hint="call the AIC and AIV kernels (or open pl.at scopes) inside it")
-        self.emit(n.Cluster(tuple(body), name, span=self.span(node), blocks=blocks, sync_start=sync))
-
-    def split_aiv_for(self, node: ast.For, live_after: frozenset) -> None:
-        """``for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.X):``: a region both vector
-        cores of the cluster run, ``aiv_id`` each one's lane; outside a core scope it is
-        one of its own. What it binds stays in it — a GM tensor it stores into is the same
-        tensor after it."""
-        it = node.iter
-        usage = "for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):"
-        if node.orelse:
-            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported", hint=usage)
-        kw = {k.arg: k for k in it.keywords}
-        if len(it.args) != 1 or set(kw) != {"mode"}:
-            raise self.error(TypeCheckError, it, "pl.split_aiv takes the lane count and mode=", hint=usage)
-        count = self.static_of(it.args[0], int, "pl.split_aiv's lane count")
-        if count != 2:
-            raise self.error(TypeCheckError, it.args[0], f"pl.split_aiv(n, ...) splits over the cluster's 2 vector "
-                             f"cores: n must be 2, got {count}", hint=usage)
-        mode = self.static_of(kw["mode"].value, SplitMode, "pl.split_aiv's mode", hint="mode=pl.SplitMode.UP_DOWN")
-        if not isinstance(node.target, ast.Name):
-            raise self.error(UnsupportedSyntaxError, node.target, "the loop variable of pl.split_aiv is one name: "
-                             "the lane", hint=usage)
-        self.check_local_name(node.target.id, node.target)
-        if not self.incore:  # a region of its own, outlined like any scope
-            body = self.incore_block([node], live_after)
-            self.emit(n.Scope(tuple(body), Level.CORE_GROUP, "", span=self.span(node)))
-            return
-        outer = dict(self.env)
-        var = self.fresh(node.target.id)
-        self.types[var] = INDEX
-        self.ranges[var] = (0, count - 1)
-        self.domains[var] = range(count)
-        self.env[node.target.id] = var
-        body = tuple(self.block(node.body, live_after))
-        for name in [x for x in self.env if self.env[x] != outer.get(x)]:
-            if name in live_after and name in outer and isinstance(self.types.get(self.env[name]), TensorType):
-                self.env[name] = outer[name]  # stored into in place: the tensor it was
-            elif name in live_after and name != node.target.id:
-                raise self.error(UnsupportedSyntaxError, node, f"'{name}' is bound inside a pl.split_aiv region "
-                                 "and read after it; each vector core has its own",
-                                 hint="store it into a GM tensor inside the region, or compute it outside")
-            elif name in outer:
-                self.env[name] = outer[name]
-            else:
-                del self.env[name]
-        self.emit(n.For(var, n.Const(0), n.Const(count), n.Const(1), body, ForKind.SplitAiv, span=self.span(node),
-                        split=mode))
 
     def incore_block(self, body, live_after: frozenset) -> tuple:
         """A scope's body, converted as code that runs on a core."""
