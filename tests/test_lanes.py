@@ -249,3 +249,89 @@ def test_split_aiv_mistakes_are_located(tmp_path):
         with pytest.raises(PyptoError, match=message) as info:
             parse_text(program(body))
         assert info.value.span is not None and info.value.hint
+
+
+def test_a_crossing_read_by_a_reduction_and_by_its_broadcast_is_sliced_once():
+    @pl.jit
+    def centered(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            out[:] = pl.row_expand_sub(acc, pl.row_max(acc))
+        return out
+
+    a, b, _ = operands(k=64)
+    _, (_, _, out) = both(centered, a, b, torch.zeros(M, N))
+    mm = a.float() @ b.float()
+    torch.testing.assert_close(out, mm - mm.amax(1, keepdim=True), rtol=1e-2, atol=1e-2)
+
+
+def test_two_rows_split_by_rows_give_each_lane_one():
+    @pl.jit
+    def two_rows(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            out[:] = pl.exp(x)
+        return out
+
+    @pl.jit
+    def two_rows_summed(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            out[:] = pl.col_sum(x)  # the two lanes' rows summed across the split axis: refused
+        return out
+
+    x = torch.randn(2, 64, generator=torch.Generator().manual_seed(4))
+    _, (_, out) = both(two_rows, x, torch.zeros(2, 64))
+    assert torch.equal(out, torch.exp(x))
+    with pytest.raises(PyptoError, match="reduces 'x_half' across the split axis|reduces 'x' across the split axis"):
+        two_rows_summed(x, torch.zeros(1, 64))
+
+
+def test_vector_work_under_a_branch_stages_the_crossing_once():
+    @pl.jit
+    def branch(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, f: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor]):
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.NONE)]):
+            acc = pl.matmul(a, b, out_dtype=pl.FP32)
+            if f > 0:
+                out[:] = pl.add(acc, bias)
+            else:
+                out[:] = pl.mul(acc, 3.0)
+        return out
+
+    a, b, bias = operands(k=64)
+    for f, want in ((1, a.float() @ b.float() + bias), (0, (a.float() @ b.float()) * 3.0)):
+        report, (*_, out) = both(branch, a, b, bias, f, torch.zeros(M, N))
+        torch.testing.assert_close(out, want, rtol=1e-2, atol=1e-2)
+    text = branch.compile(a, b, bias, 1, torch.zeros(M, N)).lowered.as_python()
+    assert text.count("pl.system.reserve_buffer(") == 1  # one ring, not one per branch
+
+
+@pytest.mark.parametrize("body, message", [
+    ("with pl.at(level=CG):\n    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
+     "        out[:] = pl.exp(pl.matmul(a, b, out_dtype=pl.FP32))\n",
+     "cube op 'tensor.matmul' inside a pl.split_aiv region"),
+    ("with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):\n"
+     "    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n        out[:] = pl.exp(x)\n",
+     "scope combines a function-level pl.split\\(pl.SplitMode.UP_DOWN\\)"),
+    ("with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):\n"
+     "    lane = pl.tile.get_subblock_idx()\n    out[:] = pl.mul(x, lane)\n",
+     "get_subblock_idx\\(\\) outside a pl.split_aiv region"),
+    ("with pl.at(level=CG):\n    y = pl.exp(x)\n    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
+     "        y = pl.mul(y, 2.0)\n    out[:] = y\n",
+     "'y' is bound inside a pl.split_aiv region and read after it"),
+    ("with pl.at(level=CG):\n    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
+     "        for k in pl.split_aiv(2, mode=pl.SplitMode.NONE):\n            out[:] = pl.exp(x)\n",
+     "nested 'for ... in pl.split_aiv\\(...\\)' is not allowed"),
+])
+def test_what_a_lane_region_cannot_mean_is_refused_where_it_is_written(tmp_path, body, message):
+    import textwrap
+
+    source = tmp_path / "regions.py"
+    source.write_text("import pypto.language as pl\n\nCG = pl.Level.CORE_GROUP\n\n\n@pl.jit\n"
+                      "def k(a: pl.Tensor, b: pl.Tensor, x: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
+                      + textwrap.indent(body, "    ") + "    return out\n")
+    from helpers import load_kernel
+
+    kernel = load_kernel(source, "k")
+    a, b, _ = operands(k=64)
+    with pytest.raises(PyptoError, match=message) as info:
+        kernel.compile(a, b, torch.randn(M, N), torch.zeros(M, N))
+    assert info.value.span is not None and info.value.hint

@@ -151,3 +151,30 @@ def test_clean_sim_trace_draws_the_cross_core_flows_of_a_split_kernel(tmp_path):
     crossing = {(kind[starts[i]], ends[i]) for i in starts if i in ends and starts[i] != ends[i]}
     assert {pid for k, pid in crossing if k == "cube"} == {p for p, k in kind.items() if k == "vec"}  # to each lane
     assert any(k == "vec" and kind[pid] == "cube" for k, pid in crossing)  # and back: a lane frees a slot
+
+
+@pytest.mark.parametrize("trips, slots, mode", [(2, 2, ""), (2, 3, "pl.split(pl.SplitMode.NONE), "), (3, 4, ""),
+                                                (2, 4, "pl.split(pl.SplitMode.UP_DOWN), ")])
+def test_a_ring_as_deep_as_the_loop_or_deeper_needs_no_more_flags_than_it_sets(tmp_path, trips, slots, mode):
+    from helpers import load_kernel
+
+    source = tmp_path / "short.py"
+    source.write_text(f"""import pypto.language as pl
+
+
+@pl.jit
+def short(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[{mode}pl.cross_core_slot(slot_num={slots})]):
+        for i in pl.range({trips}):
+            acc = pl.matmul(a[i * 16:(i + 1) * 16, :], b, out_dtype=pl.FP32)
+            out[i * 16:(i + 1) * 16, :] = pl.exp(pl.mul(acc, 0.1))
+    return out
+""")
+    short = load_kernel(source, "short")
+    a, b, _ = operands(m=16 * trips)
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(16 * trips, N)
+        short.compile(a, b, out, config=RunConfig(platform=platform)).run(a, b, out)
+        got.append(out)
+    assert torch.equal(*got)

@@ -600,3 +600,18 @@ def test_a_matmul_of_a_matmul_in_a_scope_takes_the_product_through_gm():
     assert torch.equal(got[0], got[1])
     torch.testing.assert_close(got[1], (a.float() @ b.float()).half().float() @ b.float(), rtol=1e-2, atol=1e-2)
     assert "_gm = pl.tensor.create([16, 16], dtype=pl.FP16)" in k.compile(a, b, torch.zeros(16, 16)).lowered.as_python()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_two_names_of_one_window_in_one_expression_are_one_load(platform):
+    @pl.jit
+    def k(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            u = x[0:8, :]
+            v = x[0:8, :]  # the same window again, under another name
+            out[:] = pl.row_expand_sub(u, pl.row_max(v))
+        return out
+
+    x = torch.randn(8, 16)
+    got = run(k, x, ps.sentinel((8, 16)), platform=platform)
+    assert ps.bits_equal(got, x - x.amax(1, keepdim=True))

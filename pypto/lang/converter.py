@@ -52,6 +52,7 @@ class FunctionConverter(SpmdForms, PlacementForms, TaskForms, ControlFlow, CallC
         self.auto_scope = auto_scope
         self.manual_depth = 0  # pl.manual_scope() blocks open around the statement
         self.in_cluster = False  # inside a pl.cluster() body: its dispatches are one Group task
+        self.in_split_aiv = False  # inside a pl.split_aiv region: it already is the two lanes
         self.fdef = fdef
         self.name = name
         self.kind = kind

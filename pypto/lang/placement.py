@@ -11,6 +11,7 @@ import attrs
 
 from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
+from pypto.ir.ops import lookup
 from pypto.ir.types import INDEX, ForKind, Level, SplitMode, TensorType
 
 
@@ -82,6 +83,10 @@ class PlacementForms:
             raise self.error(UnsupportedSyntaxError, node.target, "the loop variable of pl.split_aiv is one name: "
                              "the lane", hint=usage)
         self.check_local_name(node.target.id, node.target)
+        if self.in_split_aiv:
+            raise self.error(UnsupportedSyntaxError, node, "nested 'for ... in pl.split_aiv(...)' is not allowed: a "
+                             "split_aiv body already represents the two AIV lanes, so it cannot contain another "
+                             "split_aiv loop", hint=usage)
         if not self.incore:  # a region of its own, outlined like any scope
             body = self.incore_block([node], live_after)
             self.emit(n.Scope(tuple(body), Level.CORE_GROUP, "", span=self.span(node)))
@@ -92,9 +97,15 @@ class PlacementForms:
         self.ranges[var] = (0, count - 1)
         self.domains[var] = range(count)
         self.env[node.target.id] = var
-        body = tuple(self.block(node.body, live_after))
+        self.in_split_aiv = True
+        try:
+            body = tuple(self.block(node.body, live_after))
+        finally:
+            self.in_split_aiv = False
+        stored = {s.target for s in n.walk_stmts(body) if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
+                  and lookup(s.value.op).writes_operand is not None}  # in-place writes of GM tensors
         for name in [x for x in self.env if self.env[x] != outer.get(x)]:
-            if name in live_after and name in outer and isinstance(self.types.get(self.env[name]), TensorType):
+            if name in live_after and name in outer and self.env[name] in stored:
                 self.env[name] = outer[name]  # stored into in place: the tensor it was
             elif name in live_after and name != node.target.id:
                 raise self.error(UnsupportedSyntaxError, node, f"'{name}' is bound inside a pl.split_aiv region "

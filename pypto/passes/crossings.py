@@ -27,7 +27,7 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.simplify import simplify
-from pypto.ir.types import INDEX, TensorType
+from pypto.ir.types import INDEX, ForKind, TensorType
 
 # where a cube value may go without leaving the cube: into GM, on into the accumulator,
 # or viewed (a slice of it is as much the cube's)
@@ -66,7 +66,8 @@ class _Stager:
         """A GM ring for cube value ``name`` and the statements that fill its slot."""
         t = self.types[name]
         buf, staged = self.fresh(f"{name}_gm"), self.fresh(f"{name}_gm")
-        loop = self.loops[-1] if self.loops else None
+        loops = [x for x in self.loops if x.kind is not ForKind.SplitAiv]  # a lane region is no trip
+        loop = loops[-1] if loops else None
         rotating = loop is not None and isinstance(loop.start, n.Const) and loop.step == n.Const(1) and self.slots > 1
         depth = self.slots if rotating else 1  # one crossing per launch needs one slot
         rows = t.shape[0]
@@ -139,6 +140,11 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
             out.append(stmt)
             continue
         if isinstance(stmt, n.If):
+            for name in _crossing_uses((*stmt.then_body, *stmt.else_body), cube):  # staged once, before the branch
+                if name not in staged:
+                    copy, filling = st.through_gm(name, stmt)
+                    out.extend(filling)
+                    staged[name] = copy
             stmt = attrs.evolve(stmt, then_body=tuple(_block(st, stmt.then_body, cube, staged, before_loop)),
                                 else_body=tuple(_block(st, stmt.else_body, cube, staged, before_loop)))
             for k, b in enumerate(stmt.results):

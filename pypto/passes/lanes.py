@@ -72,6 +72,30 @@ def halve_regions(body: tuple, types: dict, fresh) -> tuple:
     return tuple(block(body))
 
 
+def check_lanes(body: tuple) -> None:
+    """A kernel split over both vector cores: no cube work inside a region (the cube is no
+    vector core), and no lane register read outside one (only a region has a lane)."""
+    def walk(stmts, inside: bool):
+        for stmt in stmts:
+            call = getattr(stmt, "value", None)
+            if isinstance(call, n.Call):
+                op = lookup(call.op)
+                if inside and op.windows is not None and op.windows.kind == "cube":
+                    raise UnsupportedSyntaxError(f"cube op '{call.op}' inside a pl.split_aiv region",
+                                                 span=getattr(stmt, "span", None),
+                                                 hint="compute it before the region and read its result there")
+                if not inside and call.op == "tile.get_subblock_idx":
+                    raise UnsupportedSyntaxError(
+                        "pl.tile.get_subblock_idx() outside a pl.split_aiv region: only a region's code runs on "
+                        "each vector core with a lane of its own", span=getattr(stmt, "span", None),
+                        hint="read it inside the region (its loop variable is the lane)")
+            region = isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv
+            for block in n.stmt_children(stmt):
+                walk(block, inside or region)
+
+    walk(body, False)
+
+
 class _Splitter:
     def __init__(self, mode: SplitMode, types: dict, cube_operands: set, fresh):
         self.mode, self.types, self.cube_operands, self.fresh = mode, types, cube_operands, fresh
@@ -209,6 +233,8 @@ class _Halver:
     def __init__(self, splitter: _Splitter, lane: str):
         self.s, self.lane = splitter, lane
         self.types = splitter.types
+        self.sliced: dict = {}  # GM tensor -> the lane's half of it, sliced once per block
+        self.halved: set = set()  # the values that are a lane's half (even one element wide, of two)
 
     def axis(self, t: TensorType, at) -> int:
         rank = len(t.shape)
@@ -234,9 +260,11 @@ class _Halver:
     def block(self, body, local: set) -> list:
         """``local``: the tensor values computed in the region (halved, unless one element
         wide on the split axis), which its statements read as they are."""
+        outer = dict(self.sliced)  # a half sliced in a nested block is not visible after it
         out = []
         for stmt in body:
             out.extend(self.stmt(stmt, local))
+        self.sliced = outer
         return out
 
     def stmt(self, stmt, local: set) -> list:
@@ -250,6 +278,7 @@ class _Halver:
                     t = self.half_type(a.type, stmt)
                     self.types[a.name] = t
                     local.add(a.name)
+                    self.mark(a.name, a.type, stmt)
                     a = attrs.evolve(a, type=t, init=init)
                 iter_args.append(a)
             body = self.block(stmt.body, local)
@@ -257,6 +286,7 @@ class _Halver:
                 if isinstance(r.type, TensorType):
                     self.types[r.name] = self.half_type(r.type, stmt)
                     local.add(r.name)
+                    self.mark(r.name, r.type, stmt)
             results = tuple(attrs.evolve(r, type=self.types[r.name]) for r in stmt.results)
             return before + [attrs.evolve(stmt, body=tuple(body), iter_args=tuple(iter_args), results=results)]
         if isinstance(stmt, n.If):
@@ -265,6 +295,7 @@ class _Halver:
                 if isinstance(r.type, TensorType):
                     self.types[r.name] = self.half_type(r.type, stmt)
                     local.add(r.name)
+                    self.mark(r.name, r.type, stmt)
             results = tuple(attrs.evolve(r, type=self.types[r.name]) for r in stmt.results)
             return [attrs.evolve(stmt, then_body=tuple(then_b), else_body=tuple(else_b), results=results)]
         call = getattr(stmt, "value", None)
@@ -289,7 +320,8 @@ class _Halver:
         if t.shape[ax] == 1:
             for name, a in args.items():
                 at = self.types.get(a.name) if isinstance(a, n.Var) else None
-                if isinstance(at, TensorType) and at.shape[self.axis(at, stmt)] > 1:
+                if isinstance(at, TensorType) and (a.name in self.halved or a.name not in local
+                                                   and at.shape[self.axis(at, stmt)] > 1):
                     other = "LEFT_RIGHT" if self.s.mode is SplitMode.UP_DOWN else "UP_DOWN"
                     raise self.refuse(stmt, f"{call.op} reduces '{a.name}' across the split axis",
                                       f"pl.SplitMode.{other} (which halves the other axis) or pl.SplitMode.NONE")
@@ -307,8 +339,14 @@ class _Halver:
         ht = self.half_type(t, stmt)
         self.types[target] = ht
         local.add(target)
+        self.halved.add(target)
         new = attrs.evolve(call, args=tuple(new_args[p.name] for p in op.params[:len(call.args)]))
         return before + [attrs.evolve(stmt, type=ht, value=new)]
+
+    def mark(self, name: str, full: TensorType, at) -> None:
+        """``name``, of type ``full`` before halving, is a lane's half when it was halved."""
+        if full.shape[self.axis(full, at)] > 1:
+            self.halved.add(name)
 
     def half_type(self, t: TensorType, at) -> TensorType:
         ax = self.axis(t, at)
@@ -330,12 +368,16 @@ class _Halver:
             return a, []
         if extent != want:
             raise self.refuse(at, f"'{a.name}' is {extent} wide on the split axis where the result is {want}")
+        if a.name in self.sliced:
+            return self.sliced[a.name], []
         half = self.halves(extent, at)
         shape = tuple(n.Const(half if k == ax else d) for k, d in enumerate(t.shape))
         offset = tuple(self.offset(n.Const(0), half) if k == ax else n.Const(0) for k in range(len(t.shape)))
         name = self.s.fresh(f"{a.name}_half")
         ht = attrs.evolve(t, shape=tuple(c.value for c in shape))
         self.types[name] = ht
+        self.sliced[a.name] = n.Var(name)
+        self.halved.add(name)
         return n.Var(name), [n.Assign(name, ht, op_call("tensor.slice", x=a, shape=shape, offset=offset),
                                       span=getattr(at, "span", None))]
 
@@ -354,6 +396,7 @@ class _Halver:
         offset[ax] = self.offset(offset[ax], half)
         ht = self.half_type(t, stmt)
         self.types[stmt.target] = ht
+        self.halved.add(stmt.target)
         new = attrs.evolve(call, args=(x, tuple(shape), tuple(offset), *call.args[3:]))
         return [attrs.evolve(stmt, type=ht, value=new)]
 
@@ -365,7 +408,7 @@ class _Halver:
             return [stmt]  # a GM value into GM: the vector side does not copy it
         t = self.types[source.name]
         ax = self.axis(t, stmt)
-        if t.shape[ax] == 1:
+        if source.name not in self.halved:
             raise self.refuse(stmt, f"both vector cores would store '{source.name}' (one element wide on the split "
                                     "axis, the same on each) to the same bytes")
         offset = list(args["offset"])

@@ -26,7 +26,7 @@ from pypto.ir.types import (TASK_ID, DataType, ForKind, FunctionType, ParamDirec
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
-from pypto.passes.lanes import halve_regions, split_lanes
+from pypto.passes.lanes import check_lanes, halve_regions, split_lanes
 
 DEFAULT_SLOTS = 2  # pl.cross_core_slot(slot_num=...)'s default: the shallowest ring that double-buffers
 
@@ -126,12 +126,23 @@ class _Outliner:
                                        offset=tuple(n.Const(0) for _ in t.shape)), span=scope.span))
             roots[name] = handed[name] = buf
         lanes = 1
-        if any(isinstance(s, n.For) and s.kind is ForKind.SplitAiv for s in n.walk_stmts(body)):
+        regions = [s for s in n.walk_stmts(body) if isinstance(s, n.For) and s.kind is ForKind.SplitAiv]
+        if regions and scope.split is not None:
+            raise UnsupportedSyntaxError(
+                f"scope combines a function-level pl.split(pl.SplitMode.{scope.split.name}) (optimizations=[pl.split"
+                "(...)]) with a pl.split_aiv region; these are mutually exclusive AIV-split mechanisms — the "
+                "function-level split would be silently dropped (the per-region split governs the lanes)",
+                span=regions[0].span, hint="Remove optimizations=[pl.split(...)] or the pl.split_aiv region. To pin "
+                "a custom cross-core slot count, use optimizations=[pl.cross_core_slot(slot_num=N)], which is "
+                "orthogonal to splitting.")
+        if regions:
             body = list(halve_regions(tuple(body), self.types, lambda base: n.fresh_name(base, self.used)))
             lanes = 2
         if scope.split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):  # the vector work on both vector cores
             body = list(split_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used)))
             lanes = 2
+        if lanes > 1:
+            check_lanes(tuple(body))
         base = 0
         for name, _, tile in crossings:  # each ring's slots in the vector cores' UB: what a lane receives, slots times
             size = slots * tile.nbytes // lanes

@@ -206,7 +206,9 @@ class Emitter:
             if key in f.memo:
                 return f.memo[key]
         var = self._compute(name, region, hint or name)
-        self.home[var.name].memo[key] = var
+        home = self.home.get(var.name)
+        if home is not None:  # not when it is a load another name of the same window already made
+            home.memo[key] = var
         return var
 
     def load(self, name: str, region: tuple, reader, hint: str, target, transpose: bool = False) -> n.Var:

@@ -267,6 +267,9 @@ class BlockAnalysis:
         if not (isinstance(la, GmLoc) and isinstance(lb, GmLoc) and la.tensor == lb.tensor
                 and isinstance(loop.step, n.Const)):
             return False
+        if la.region is not None and lb.region is not None and all(
+                r.slot is not UNKNOWN and loop.var in n.expr_vars(r.slot) for r in (la.region, lb.region)):
+            return False  # ring slots: the window spans a whole rotation, or the loop ends before one
         trip = trip_count(loop)
         lo, hi = self.reach, trip.value - 1 if isinstance(trip, n.Const) else None
         for oa, ea, ob, eb in zip(la.offsets, la.extents, lb.offsets, lb.extents):
@@ -304,7 +307,7 @@ class BlockAnalysis:
         _, _, (la, lb) = value
         region = None
         if d >= 1 and loop is not None and type(la) is type(lb) \
-                and la.region is not None and lb.region is not None and la.region.name == lb.region.name \
+                and la.region is not None and d % la.region.slots == 0 and lb.region is not None and la.region.name == lb.region.name \
                 and la.region.slot is not UNKNOWN and lb.region.slot is not UNKNOWN \
                 and loop.var in n.expr_vars(la.region.slot) \
                 and rotates(la.region.slot, loop, la.region.slots) and rotates(lb.region.slot, loop, lb.region.slots):
