@@ -66,6 +66,19 @@ def _split_k(name: str):
     return build
 
 
+def _mixed(mode: str):
+    def build(where: Path):
+        import pypto.language as pl
+
+        spec = importlib.util.spec_from_file_location("mixed_kernel", ROOT / "examples" / "advanced" / "02_mixed_kernel.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        args = (*module.inputs(), torch.zeros(module.M, module.N))
+        return module.bands(getattr(pl.SplitMode, mode), 2).compile(*args, config=_config(where)), args
+
+    return build
+
+
 def _generated(path: Path):
     def build(where: Path):
         text = path.read_text()
@@ -94,6 +107,8 @@ def cases() -> dict:
         out[f"example_{name}"] = _b_trans(name)
     for case, name in (("unsplit", "unsplit"), ("chained", "split_k_chained"), ("parallel", "split_k")):
         out[f"split_k_{case}"] = _split_k(name)
+    for mode in ("NONE", "UP_DOWN", "LEFT_RIGHT"):
+        out[f"mixed_{mode.lower()}"] = _mixed(mode)
     for path in sorted(GENERATED.glob("*.py")):
         out[f"generated_{path.stem}"] = _generated(path)
     return out
