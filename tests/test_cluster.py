@@ -148,3 +148,74 @@ def test_per_task_metadata_on_a_cluster_member_is_refused():
     text = program(PAIR.replace("y = self.vec(x, y)", "y, tid = pl.submit(self.vec, x, y, allow_early_resolve=True)"))
     with pytest.raises(PyptoError, match="inside `pl.cluster\\(\\)` cannot carry per-task dispatch metadata"):
         parse(text)
+
+
+def test_a_crowded_cluster_is_refused_on_every_platform():
+    two = PAIR.replace("y = self.vec(x, y)", "c = self.cube(a, b, c)")
+    a, b, x, x2 = operands()
+    with pytest.raises(PyptoError, match="both run on the cube core"):
+        run(program(two), ["a", "b", "x", "x2", "c", "y", "y2"], a, b, x, x2, *[torch.zeros(M, N)] * 3,
+            platform="ref")
+
+
+HELPERS = f'''
+@pl.function(type=pl.FunctionType.Orchestration)
+def helper(self, x: pl.Tensor[[{M}, {N}], pl.FP32], y: pl.Out[pl.Tensor[[{M}, {N}], pl.FP32]]):
+    BODY
+    return y
+
+@pl.function(type=pl.FunctionType.Orchestration)
+def main(self, x: pl.Tensor[[{M}, {N}], pl.FP32], y: pl.Out[pl.Tensor[[{M}, {N}], pl.FP32]]):
+    with pl.cluster():
+        y = self.helper(x, y)
+    return y
+'''
+
+
+@pytest.mark.parametrize("body, message", [
+    ("with pl.cluster():\n        y = self.vec(x, y)", "pl.cluster\\(\\) scopes do not nest"),
+    ("y, t = pl.submit(self.vec, x, y, allow_early_resolve=True)",
+     "`pl.submit\\(...\\)` inside `pl.cluster\\(\\)` cannot carry per-task dispatch metadata"),
+])
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_what_a_called_orchestration_does_inside_a_cluster_is_checked_where_it_runs(body, message, platform):
+    text = program(HELPERS.replace("BODY", body))
+    x = torch.randn(M, N)
+    with pytest.raises(PyptoError, match=message) as info:
+        run(text, ["x", "y"], x, torch.zeros(M, N), platform=platform)
+    assert info.value.span is not None and info.value.hint
+
+
+def test_a_members_task_id_is_its_group_tasks():
+    text = program(f'''
+@pl.function(type=pl.FunctionType.Orchestration)
+def main(self, x: pl.Tensor[[{M}, {N}], pl.FP32], y: pl.Out[pl.Tensor[[{M}, {N}], pl.FP32]],
+         z: pl.Out[pl.Tensor[[{M}, {N}], pl.FP32]]):
+    with pl.manual_scope():
+        with pl.cluster():
+            y, t = pl.submit(self.vec, x, y)
+        z, _ = pl.submit(self.vec, y, z, deps=[t])
+    return y, z
+''')
+    x = torch.randn(M, N)
+    report, (_, y, z) = both(text, ["x", "y", "z"], x, torch.zeros(M, N), torch.zeros(M, N))
+    assert torch.equal(z, torch.exp(torch.exp(x)))
+    group, after = sorted(report.tasks, key=lambda t: t.start)
+    assert group.core_type == "mix" and after.deps == (group.task_id,)
+
+
+def test_the_dependency_record_names_the_cores_a_group_runs_on(tmp_path):
+    import json
+
+    a, b, x, x2 = operands()
+    names = ["a", "b", "x", "x2", "c", "y", "y2"]
+    config = RunConfig(enable_dep_gen=True, output_dir=tmp_path)
+    compiled = compile_program(parse(program(PAIR)), names, config, write=True)
+    compiled.run(a, b, x, x2, *[torch.zeros(M, N) for _ in range(3)])
+    (task,) = json.loads(next((compiled.output_dir / "dfx_outputs").glob("deps*.json")).read_text())["tasks"]
+    assert all(k >= 0 for k in task["kernel_ids"])  # its cube core and both vector cores
+    vectors = PAIR.replace("        c = self.cube(a, b, c)\n", "")
+    compiled = compile_program(parse(program(vectors)), names, config, write=True)
+    compiled.run(a, b, x, x2, *[torch.zeros(M, N) for _ in range(3)])
+    (task,) = json.loads(next((compiled.output_dir / "dfx_outputs").glob("deps*.json")).read_text())["tasks"]
+    assert task["kernel_ids"][0] == -1 and min(task["kernel_ids"][1:]) >= 0  # not the cube core

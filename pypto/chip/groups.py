@@ -59,6 +59,32 @@ def place(kernels: list, soc: SoC, span) -> list[int]:
     return lanes
 
 
+def check(program, kernels: dict, soc: SoC) -> None:
+    """Each ``pl.cluster()`` of the program's orchestrations fits one cluster, counting the
+    kernels its body calls where it calls them (a refusal on every platform, at compile time)."""
+    from pypto.ir import nodes as n
+
+    for fn in program.functions:
+        for s in n.walk_stmts(fn.body):
+            if isinstance(s, n.Cluster):
+                calls = [x.value if isinstance(x.value, n.FuncCall) else x.value.call for x in n.walk_stmts(s.body)
+                         if isinstance(getattr(x, "value", None), n.FuncCall)
+                         or isinstance(getattr(x, "value", None), n.Submit) and x.value.call is not None]
+                place([kernels[c.callee] for c in calls if c.callee in kernels], soc, s.span)
+
+
+def slots(kernels: list, lanes: list, soc: SoC) -> tuple:
+    """Which of the cluster's cores (cube, vector 0, vector 1, ...) the members run on."""
+    used = [False] * (1 + soc.aiv_per_cluster)
+    for k, lane in zip(kernels, lanes):
+        kinds = {p.core for p in k.programs}
+        used[0] = used[0] or CoreKind.AIC in kinds
+        if CoreKind.AIV in kinds:
+            for v in range(lane, lane + k.lanes):
+                used[1 + v] = True
+    return tuple(used)
+
+
 def _crowded(what: str, soc: SoC, span) -> PyptoError:
     return PyptoError(f"a pl.cluster() is one cluster of {soc.name}: 1 cube core and {soc.aiv_per_cluster} vector "
                       f"cores, and {what}", span=span,

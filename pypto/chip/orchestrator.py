@@ -22,7 +22,7 @@ from pypto.chip.atomics import AtomicAdds
 from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
 from pypto.chip.scheduler import Chip
-from pypto.chip.tasks import Edge, Task, TaskArg
+from pypto.chip.tasks import Edge, Task, TaskArg, task_id
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
@@ -79,6 +79,7 @@ class ChipRun:
         self.began = time.perf_counter()
         self.rings = Rings(*rings)
         self.members: list | None = None  # inside a pl.cluster(): the kernel calls of its Group task
+        self.cluster_depth = 0  # the runtime scope depth the open cluster's Group task is submitted at
         self.rings.open(0, _site(entry_fn.span if entry_fn is not None else None), 0)  # the function body's scope
 
     def creating(self, nbytes: int, span=None) -> None:
@@ -111,9 +112,10 @@ class ChipRun:
         (``interpreter.Site``: its statement, scope depth, manual scope, Submit)."""
         stmt, depth, submit = site.stmt, site.depth, site.submit
         kernel = self.kernels[fn.name]
-        if self.members is not None:  # a member of the Group task the cluster closes with
+        if self.members is not None:  # a member of the Group task the cluster closes with: its id is the Group's
             self.members.append((fn, args, site))
-            return _returned(fn, kernel, args), None
+            ring = min(self.cluster_depth, RINGS - 1)
+            return _returned(fn, kernel, args), task_id(ring, self.locals[ring])
         spmd = submit is not None and submit.blocks is not None
         blocks = submit.blocks if spmd else 1
         core_type = _core_type(kernel)
@@ -132,7 +134,8 @@ class ChipRun:
         task = Task(len(self.tasks), ring, self.locals[ring], fn.name, core_type, tuple(targs),
                     getattr(stmt, "span", None), 0, max(cycles),
                     early=submit is not None and submit.allow_early_resolve, durations=cycles if spmd else (),
-                    sync_start=spmd and submit.sync_start, predicate=submit.predicate if submit is not None else None)
+                    sync_start=spmd and submit.sync_start, predicate=submit.predicate if submit is not None else None,
+                    slots=groups.slots([kernel], [0], self.soc) if core_type == "mix" else ())
         self.locals[ring] += 1
         self._enter(task, submit.deps if submit is not None else (), runs)
         return _returned(fn, kernel, args), task.id
@@ -158,9 +161,15 @@ class ChipRun:
         Group task on one cluster (``blocks`` of them, one cluster each, for an unwrapped
         ``pl.spmd``); the task's id."""
         if opening:
-            self.members = []
+            if self.members is not None:
+                raise PyptoError("pl.cluster() scopes do not nest: one cluster is one Group task", span=span,
+                                 hint="drop the inner pl.cluster() (here it is opened in a function the outer "
+                                      "cluster's body calls)")
+            self.members, self.cluster_depth = [], depth
             return None
         members, self.members = self.members, None
+        if not members:  # every call it holds was skipped: nothing to dispatch
+            return None
         kernels = [self.kernels[fn.name] for fn, _, _ in members]
         lanes = groups.place(kernels, self.soc, span)
         count = blocks or 1
@@ -179,7 +188,8 @@ class ChipRun:
         ring = min(depth, RINGS - 1)
         cycles = tuple(timeline.cycles for _, timeline in runs)
         task = Task(len(self.tasks), ring, self.locals[ring], name, "mix", tuple(targs), span, 0, max(cycles),
-                    durations=cycles if blocks is not None else (), sync_start=sync_start)
+                    durations=cycles if blocks is not None else (), sync_start=sync_start,
+                    slots=groups.slots(kernels, lanes, self.soc))
         self.locals[ring] += 1
         self._enter(task, (), runs)
         return task.id

@@ -111,6 +111,8 @@ def deps(tasks, edges) -> dict:
         kernel = ids.get(t.kernel, -1)
         slots = {"aic": [kernel, -1, -1], "aiv": [-1, kernel, -1], "mix": [kernel, kernel, -1],
                  "dummy": [-1, -1, -1]}[t.core_type]
+        if t.slots:  # the cores of its cluster a mix task runs on
+            slots = [kernel if used else -1 for used in t.slots]
         out_tasks.append({"task_id": str(t.id), "name": t.name, "scope": "manual" if t.manual else "auto",
                           "early_dispatch": t.early,
                           "kernel_ids": slots, "block_num": len(t.blocks),

@@ -464,8 +464,8 @@ class ControlFlow:
         no_dep = self.no_dep_args(kw["no_dep_args"]) if "no_dep_args" in kw else ()
         early = (self.static_of(kw["allow_early_resolve"], bool, "allow_early_resolve",
                                 hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
-        if self.in_cluster and (deps or no_dep or early or target is not None):
-            carried = [x for x, on in (("deps", deps), ("no_dep_args", no_dep), ("allow_early_resolve", early),
+        if self.in_cluster and (deps or early or target is not None):  # no_dep_args: the member's own directions
+            carried = [x for x, on in (("deps", deps), ("allow_early_resolve", early),
                                        ("as tid", target is not None)) if on]
             raise self.error(TypeCheckError, call, f"`pl.at(...)` inside `pl.cluster()` cannot carry per-task "
                              f"dispatch metadata ({', '.join(carried)}) — the cluster is dispatched as one Group task",

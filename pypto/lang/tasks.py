@@ -177,6 +177,10 @@ class TaskForms:
         if self.incore:
             raise self.error(ParseError, node, "pl.system.task_dummy is the orchestration's: it runs on the host",
                              hint="submit it in the @pl.jit entry")
+        if self.in_cluster:
+            raise self.error(TypeCheckError, node, "`pl.system.task_dummy(...)` inside `pl.cluster()`: a dummy task "
+                             "carries nothing but its deps, and the cluster is dispatched as one Group task",
+                             hint="put the dummy before or after the pl.cluster()")
         if node.args or any(k.arg != "deps" for k in node.keywords):
             raise self.error(TypeCheckError, node, "pl.system.task_dummy takes only deps=[...]",
                              hint="pl.system.task_dummy(deps=[tids])")

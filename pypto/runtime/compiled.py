@@ -19,6 +19,7 @@ from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.arguments import as_declared
 from pypto.runtime.callsite import call_span, located
+from pypto.chip import groups
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.sim.simulator import RunReport
@@ -112,6 +113,7 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     # Code is generated on every platform, so that a program codegen refuses is refused on
     # `ref` too; `ref` then interprets the IR instead of running the kernels.
     compiled.kernels = generate(lowering.program, pass_context(config))
+    groups.check(lowering.program, compiled.kernels, backend(config.backend))  # each pl.cluster() fits a cluster
     if write:
         compiled.output_dir = _output_dir(config, program.name)
         write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes,

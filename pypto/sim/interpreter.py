@@ -98,6 +98,7 @@ class _Interpreter:
         self.path: list = []  # the orchestration-call statements running
         self.block_registers = [(0, 1)]  # (block index, blocks) of the SPMD task running
         self.lane = 0  # which vector core of the cluster runs the code (a pl.split_aiv region's lane)
+        self.in_cluster = False  # running a pl.cluster() body: its kernel calls are one Group task
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
         if self.orchestrator is not None and fn.type.is_kernel:  # an entry that is a kernel
@@ -167,8 +168,19 @@ class _Interpreter:
         if blocks is not None and blocks < 1:
             raise ExecutionError(f"a cluster of {blocks} blocks: core_num is at least 1", span=s.span,
                                  hint="size the pl.spmd(n) inside pl.cluster() by a positive count")
+        if self.in_cluster:
+            raise ExecutionError("pl.cluster() scopes do not nest: one cluster is one Group task", span=s.span,
+                                 hint="drop the inner pl.cluster() (it is opened in a function the outer cluster's "
+                                      "body calls)")
+        self.in_cluster = True
+        try:
+            self.grouped(s, env, blocks)
+        finally:
+            self.in_cluster = False
+
+    def grouped(self, s: n.Cluster, env: dict, blocks) -> None:
         if self.orchestrator is not None:
-            self.orchestrator.cluster(True)
+            self.orchestrator.cluster(True, s.span, self.depth)
             try:
                 self.block(s.body, env)
             except BaseException:
@@ -220,6 +232,19 @@ class _Interpreter:
         if isinstance(v, n.Call):
             return self.call_op(v, result_type, env, stmt)
         if isinstance(v, n.Submit):
+            if self.in_cluster:
+                carried = [x for x, on in (("deps", v.deps), ("core_num", v.blocks is not None),
+                                           ("allow_early_resolve", v.allow_early_resolve),
+                                           ("predicate", v.predicate is not None), ("no call", v.call is None)) if on]
+                if carried:
+                    what = "pl.system.task_dummy" if v.call is None else \
+                        "pl.spmd_submit" if v.blocks is not None else "pl.submit"
+                    raise ExecutionError(
+                        f"`{what}(...)` inside `pl.cluster()` cannot carry per-task dispatch metadata "
+                        f"({', '.join(x for x in carried if x != 'no call') or 'deps'}) — the cluster is dispatched "
+                        "as one Group task, so metadata on an inner Submit would be ignored", span=stmt.span,
+                        hint="Move the dependency or launch control to the dispatch surrounding the cluster, or "
+                             "omit it from the inner Submit.")
             deps = tuple(self.expr(d, env, stmt) for d in v.deps)
             if v.blocks is not None:
                 blocks = self.expr(v.blocks, env, stmt)
@@ -352,5 +377,6 @@ class _Interpreter:
 def _cluster_name(s: n.Cluster) -> str:
     """A Group task's name: its members', joined."""
     callees = [x.value.callee if isinstance(x.value, n.FuncCall) else x.value.call.callee
-               for x in n.walk_stmts(s.body) if isinstance(getattr(x, "value", None), (n.FuncCall, n.Submit))]
+               for x in n.walk_stmts(s.body) if isinstance(getattr(x, "value", None), n.FuncCall)
+               or isinstance(getattr(x, "value", None), n.Submit) and x.value.call is not None]
     return "+".join(dict.fromkeys(callees)) or "cluster"
