@@ -5,9 +5,12 @@ what halving cannot express is refused where it is written."""
 
 import pytest
 import torch
+from hypothesis import given, settings
 
 import pypto.language as pl
 from pypto.errors import PyptoError
+from pypto.fuzz import strategies as ps
+from pypto.fuzz.lanes import split_scopes
 from pypto.lang import parse
 from pypto.runtime import RunConfig
 
@@ -335,3 +338,24 @@ def test_what_a_lane_region_cannot_mean_is_refused_where_it_is_written(tmp_path,
     with pytest.raises(PyptoError, match=message) as info:
         kernel.compile(a, b, torch.randn(M, N), torch.zeros(M, N))
     assert info.value.span is not None and info.value.hint
+
+
+@settings(deadline=None)
+@given(case=split_scopes())
+def test_property_a_split_gives_the_bits_of_one_vector_core(tmp_path_factory, case):
+    from helpers import load_kernel
+
+    mode, program = case
+    where = tmp_path_factory.mktemp("lanes")
+    runs = []
+    for form, platform in ((mode, "ref"), (mode, "a2a3sim"), ("NONE", "a2a3sim")):
+        path = where / f"{form.lower()}.py"
+        path.write_text(program.source(form))
+        args = [*program.inputs(), torch.zeros(program.out_shape())]
+        load_kernel(path, "mixed").compile(*args, config=RunConfig(platform=platform)).run(*args)
+        runs.append(args[-1])
+    assert ps.bits_equal(runs[0], runs[1]), program.source(mode)
+    if program.reduces:  # summed in other blocks, perhaps
+        torch.testing.assert_close(runs[1], runs[2], rtol=1e-5, atol=1e-5, equal_nan=True)
+    else:
+        assert ps.bits_equal(runs[1], runs[2]), program.source(mode)

@@ -1,0 +1,94 @@
+"""Mixed scopes for the lane split: a matmul (whole, or per row band through the cross-core
+ring) and a chain of vector ops on its result — elementwise, with a scalar, broadcasting
+a row or a column vector, and perhaps a row or column reduction last — under a split mode
+that can halve it. Sharing the vector work between the two vector cores changes nothing
+elementwise, so a chain without a reduction gives the bits of ``SplitMode.NONE``; a
+reduction stays within one lane but may be summed in other blocks (what fits beside the
+ring differs), so it is within FP32 rounding of it. Either way ``ref`` gives the split's
+bits.
+
+    mode, program = draw(split_scopes())   # program.source(mode), .inputs(), .out_shape()
+"""
+
+from __future__ import annotations
+
+import attrs
+import hypothesis.strategies as st
+import torch
+
+K = 32
+UNARY = ("exp", "neg", "abs")
+WITH = {"add": "bias", "mul": "bias", "row_expand_mul": "row", "col_expand_add": "col"}
+REDUCE = {"UP_DOWN": ("row_sum", "row_max"), "LEFT_RIGHT": ("col_sum", "col_max")}
+
+
+@attrs.frozen
+class Mixed:
+    m: int
+    n: int
+    bands: int  # 0: one matmul; else the row bands a loop computes, one crossing each
+    slots: int
+    chain: tuple  # op names, a reduction possibly last
+    seed: int
+
+    def source(self, mode: str) -> str:
+        """The program under ``optimizations=[pl.split(pl.SplitMode.<mode>)]``."""
+        opts = f"[pl.split(pl.SplitMode.{mode}), pl.cross_core_slot(slot_num={self.slots})]"
+        lines = ["import pypto.language as pl", "", "", "@pl.jit",
+                 "def mixed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, row: pl.Tensor, col: pl.Tensor, "
+                 "out: pl.Out[pl.Tensor]):",
+                 f"    with pl.at(level=pl.Level.CORE_GROUP, optimizations={opts}):"]
+        if self.bands:
+            h = self.m // self.bands
+            rows = f"i * {h}:(i + 1) * {h}"
+            lines += [f"        for i in pl.range({self.bands}):",
+                      f"            v = pl.matmul(a[{rows}, :], b, out_dtype=pl.FP32)"]
+            operand = {"bias": f"bias[{rows}, :]", "row": f"row[{rows}, :]", "col": "col"}
+            target, indent = f"out[{rows}, :]", " " * 12
+        else:
+            lines.append("        v = pl.matmul(a, b, out_dtype=pl.FP32)")
+            operand, target, indent = {"bias": "bias", "row": "row", "col": "col"}, "out[:]", " " * 8
+        for op in self.chain:
+            if op in UNARY or op in sum(REDUCE.values(), ()):
+                lines.append(f"{indent}v = pl.{op}(v)")
+            elif op in WITH:
+                lines.append(f"{indent}v = pl.{op}(v, {operand[WITH[op]]})")
+            else:  # a scalar
+                lines.append(f"{indent}v = pl.muls(v, 0.5)")
+        lines += [f"{indent}{target} = v", "    return out"]
+        return "\n".join(lines) + "\n"
+
+    @property
+    def reduces(self) -> bool:
+        return bool(self.chain) and self.chain[-1] in sum(REDUCE.values(), ())
+
+    def out_shape(self) -> tuple:
+        last = self.chain[-1] if self.chain else ""
+        if last.startswith("row_") and last in sum(REDUCE.values(), ()):
+            return (self.m, 1)
+        if last.startswith("col_") and last in sum(REDUCE.values(), ()):
+            return (1, self.n)
+        return (self.m, self.n)
+
+    def inputs(self) -> tuple:
+        g = torch.Generator().manual_seed(self.seed)
+        return (torch.randn(self.m, K, generator=g).half(), (torch.randn(K, self.n, generator=g) * 0.1).half(),
+                torch.randn(self.m, self.n, generator=g) * 0.1, torch.rand(self.m, 1, generator=g),
+                torch.randn(1, self.n, generator=g) * 0.1)
+
+
+@st.composite
+def split_scopes(draw):
+    """(mode, a Mixed whose vector chain that split mode — UP_DOWN or LEFT_RIGHT — can halve)."""
+    mode = draw(st.sampled_from(("UP_DOWN", "LEFT_RIGHT")))
+    m = draw(st.sampled_from((32, 64, 128)))
+    n = draw(st.sampled_from((32, 64, 128)))
+    bands = draw(st.sampled_from((0, 2, 4)))
+    chain = list(draw(st.lists(st.sampled_from(UNARY + tuple(WITH) + ("muls",)), min_size=1, max_size=4)))
+    if draw(st.booleans()) and not (bands and mode == "LEFT_RIGHT"):  # a column reduction of a band: no
+        chain.append(draw(st.sampled_from(REDUCE[mode])))
+    # the ring of NONE, the form compared against, holds slots x the whole crossing in one core's UB:
+    # leave room for the vector work beside it (a row reduction's rows whole)
+    crossing = (m // max(bands, 1)) * n * 4
+    slots = draw(st.integers(1, max(1, min(4, 64 * 1024 // crossing))))
+    return mode, Mixed(m, n, bands, slots, tuple(chain), draw(st.integers(0, 2**16)))
