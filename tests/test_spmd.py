@@ -500,3 +500,28 @@ def test_a_later_writer_of_the_predicates_element_that_already_ran_is_a_race(tmp
     with pytest.raises(TaskRace, match=r"the predicate of task r0t2 .* while task r0t3 .* writes it") as info:
         compile_program(war, ["a", "one", "zero", "flags", "s", "out"], RunConfig(), write=False).run(*args)
     assert "make r0t3 wait for r0t2" in info.value.hint
+
+
+def test_a_kernel_dispatched_in_the_loop_form_of_spmd_is_refused_with_the_with_form_as_the_fix():
+    text = f'''
+import pypto.language as pl
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def band(self, a: pl.Tensor[[{BLOCKS * R}, {C}], pl.FP32],
+             out: pl.Out[pl.Tensor[[{BLOCKS * R}, {C}], pl.FP32]]) -> pl.Tensor[[{BLOCKS * R}, {C}], pl.FP32]:
+        i = pl.tile.get_block_idx()
+        pl.store(pl.load(a, [i * {R}, 0], [{R}, {C}]), [i * {R}, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[{BLOCKS * R}, {C}], pl.FP32], b: pl.Out[pl.Tensor[[{BLOCKS * R}, {C}], pl.FP32]]):
+        for i in pl.spmd({BLOCKS}):
+            b = self.band(a, b)
+        return b
+'''
+    with pytest.raises(PyptoError, match="outlines its body into one kernel") as info:
+        parse(text)
+    assert "with pl.spmd(n)" in info.value.hint

@@ -160,6 +160,13 @@ class SpmdForms:
             raise self.error(UnsupportedSyntaxError, node, "for-else is not supported",
                              hint="write the else block's statements after the loop")
         launch = self.spmd_launch(node.iter, allow_deps=False)
+        dispatch = next((x for s in node.body for x in ast.walk(s) if isinstance(x, ast.Call) and self.dispatches(x)),
+                        None)
+        if dispatch is not None:
+            raise self.error(UnsupportedSyntaxError, dispatch, "`for i in pl.spmd(n):` outlines its body into one "
+                             "kernel that every block runs; a kernel dispatch inside it would be a kernel calling "
+                             "a kernel", hint=f"dispatch it as n blocks with `with pl.spmd(n): ... = "
+                                              f"{ast.unparse(dispatch)}` (the kernel reads pl.tile.get_block_idx())")
         if not isinstance(node.target, ast.Name):
             raise self.error(UnsupportedSyntaxError, node.target, "the loop variable of pl.spmd is one name: the "
                              "block index", hint="for i in pl.spmd(4):")
