@@ -239,3 +239,22 @@ def test_a_crossing_read_in_a_loop_is_staged_once_before_it():
     assert cube(report)["MTE2"] == cube(once)["MTE2"]  # the cube loads a and b once, not once per trip
     text = sliced_in_a_loop.compile(a, b, torch.zeros(M, N)).lowered.as_python()
     assert text.count("pl.tile.matmul(") == 1
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.NONE, pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT])
+def test_vector_work_a_matmul_reads_reaches_the_cube_through_gm(mode):
+    def kernel(split):
+        @pl.jit
+        def vector_then_cube(x: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+            with pl.at(level=CG, optimizations=[pl.split(split)]):
+                h = pl.cast(pl.exp(x), pl.FP16)  # vector work ...
+                out[:] = pl.matmul(h, b, out_dtype=pl.FP32)  # ... the cube multiplies
+            return out
+
+        return vector_then_cube
+
+    g = torch.Generator().manual_seed(8)
+    x, b = torch.randn(64, 64, generator=g) * 0.1, torch.randn(64, 64, generator=g).half()
+    report, (_, _, out) = _both(kernel(mode), x, b, torch.zeros(64, 64))
+    torch.testing.assert_close(out, torch.exp(x).half().float() @ b.float(), rtol=1e-3, atol=1e-3)
+    assert [t.core_type for t in report.tasks] == ["mix"]

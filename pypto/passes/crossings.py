@@ -1,5 +1,5 @@
-"""A mixed scope's crossings: cube work whose result vector work reads, inside one
-``pl.at``. On a2a3 a matmul's result reaches the vector cores only through GM, so each
+"""A mixed scope's crossings: cube work whose result vector work reads, and vector work a
+matmul reads, inside one ``pl.at``. On a2a3 a matmul's result reaches the vector cores only through GM, so each
 crossing value is assembled into a GM buffer the orchestration creates for the scope, and
 the vector work reads that buffer instead. The scope stays one kernel — its cube and
 vector programs run together on one cluster, ordered by the cross-core flags sync
@@ -81,7 +81,7 @@ class _Stager:
                 self.block_index = self.fresh("block")
             first = simplify(n.BinOp("+", n.BinOp("*", n.Var(self.block_index), n.Const(depth * rows)), first))
         ring = TensorType((ring_rows, *t.shape[1:]), t.dtype)
-        self.buffers.append((buf, ring, t))
+        self.buffers.append((buf, ring, t, False))
         offset = (first, *(n.Const(0) for _ in t.shape[1:]))
         if ring_rows == rows:
             return staged, [n.Assign(staged, t, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
@@ -91,6 +91,25 @@ class _Stager:
             n.Assign(whole, ring, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name), offset=offset),
                      span=at.span),
             n.Assign(staged, t, op_call("tensor.slice", x=n.Var(whole), shape=tuple(n.Const(d) for d in t.shape),
+                                        offset=offset), span=at.span)]
+
+
+    def to_cube(self, name: str, at):
+        """A GM buffer for vector value ``name`` a matmul reads, the vector work's store into
+        it, and the cube's view of it — of the buffer itself, so the view may follow the
+        vector work wherever that is (a lane region)."""
+        t = self.types[name]
+        buf, staged = self.fresh(f"{name}_gm"), self.fresh(f"{name}_gm")
+        first = n.Const(0)
+        if self.blocks is not None:  # this block's window
+            if self.block_index is None:
+                self.block_index = self.fresh("block")
+            first = n.BinOp("*", n.Var(self.block_index), n.Const(t.shape[0]))
+        self.buffers.append((buf, TensorType((t.shape[0] * (self.blocks or 1), *t.shape[1:]), t.dtype), t, True))
+        offset = (first, *(n.Const(0) for _ in t.shape[1:]))
+        return staged, [
+            n.Eval(op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name), offset=offset), span=at.span),
+            n.Assign(staged, t, op_call("tensor.slice", x=n.Var(buf), shape=tuple(n.Const(d) for d in t.shape),
                                         offset=offset), span=at.span)]
 
 
@@ -104,6 +123,8 @@ class _Finder:
     def through_gm(self, name: str, at):
         self.found.append(name)
         return name, []
+
+    to_cube = through_gm
 
 
 def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset()) -> list:
@@ -166,6 +187,14 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                 out.append(stmt)
                 continue
             for k, (p, a) in enumerate(zip(op.params, call.args)):
+                if isinstance(a, n.Var) and a.name in st.vector and op.windows is not None \
+                        and op.windows.kind == "cube" and p.name in ("lhs", "rhs"):  # vector work a matmul reads
+                    if a.name not in staged:
+                        copy, filling = st.to_cube(a.name, stmt)
+                        out.extend(filling)
+                        staged[a.name] = copy
+                    args[k] = n.Var(staged[a.name])
+                    continue
                 if isinstance(a, n.Var) and a.name in cube and (op.name, p.name) not in _STAYS:
                     if a.name not in staged:
                         copy, filling = st.through_gm(a.name, stmt)

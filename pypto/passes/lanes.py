@@ -131,6 +131,9 @@ class _Splitter:
                 self.escaping(stmt, defined_in_run)
                 close()
                 out.append(self.compound(stmt))
+            elif run and _reads(stmt) & set().union(*(_gm_written(v) for v in run)):
+                close()  # cube work reading what the vector work stored (its operand, through GM): after it
+                out.append(stmt)
             elif run:  # cube or scalar work between vector statements: it goes first
                 self.escaping(stmt, defined_in_run)
                 self.conflicts(stmt, run)

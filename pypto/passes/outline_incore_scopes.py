@@ -80,7 +80,7 @@ class _Outliner:
         body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used),
                                           blocks.value if isinstance(blocks, n.Const) else None, slots)
         scope = attrs.evolve(scope, body=body)
-        for name, t, _ in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
+        for name, t, _, _ in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
             self.types[name] = t
         bound = set(_bound(scope.body))
         reads = [v for v in _reads(scope.body) if v not in bound]
@@ -110,7 +110,7 @@ class _Outliner:
         # A tensor the scope computes and a later one reads needs GM to live in between: a
         # buffer the orchestration creates, which the scope writes the value into.
         before, body, handed = [], list(scope.body), {}
-        for name, t, _ in crossings:
+        for name, t, _, _ in crossings:
             before.append(n.Assign(name, t, op_call("tensor.create", shape=tuple(n.Const(d) for d in t.shape),
                                                     dtype=t.dtype), span=scope.span))
         for name in exported:
@@ -144,7 +144,9 @@ class _Outliner:
         if lanes > 1:
             check_lanes(tuple(body))
         base = 0
-        for name, _, tile in crossings:  # each ring's slots in the vector cores' UB: what a lane receives, slots times
+        for name, _, tile, to_cube in crossings:  # each ring's slots in the vector cores' UB: a lane's, slots times
+            if to_cube:  # the cube reads it from GM: no vector UB holds it
+                continue
             size = slots * tile.nbytes // lanes
             ring = n.fresh_name(f"{name}_ring", self.used)
             body.insert(0, n.Assign(ring, ScalarType(DataType.INT32), op_call("system.reserve_buffer", name=name,
