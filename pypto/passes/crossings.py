@@ -1,7 +1,7 @@
 """A mixed scope's crossings: cube work whose result vector work reads, and vector work a
-matmul reads, inside one ``pl.at``. On a2a3 a matmul's result reaches the vector cores only through GM, so each
-crossing value is assembled into a GM buffer the orchestration creates for the scope, and
-the vector work reads that buffer instead. The scope stays one kernel — its cube and
+matmul reads, inside one ``pl.at``. On a2a3 a matmul's result reaches the vector cores only
+through GM (and a vector result the cube), so each crossing value is assembled into a GM
+buffer the orchestration creates for the scope, and the other side reads that buffer instead. The scope stays one kernel — its cube and
 vector programs run together on one cluster, ordered by the cross-core flags sync
 insertion places for the GM dependence — and one task.
 
