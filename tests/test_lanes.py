@@ -201,7 +201,7 @@ def explicit_region(mode):
         with pl.at(level=CG):
             acc = pl.matmul(a, b, out_dtype=pl.FP32)
             for aiv_id in pl.split_aiv(2, mode=mode):  # written whole: the region halves it
-                out[:] = pl.add(acc, bias)
+                out[:] = pl.add(pl.aiv_shard(acc), bias)  # the crossing, named
         return out
 
     return explicit
@@ -311,6 +311,14 @@ def test_vector_work_under_a_branch_stages_the_crossing_once():
     ("with pl.at(level=CG):\n    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n"
      "        out[:] = pl.exp(pl.matmul(a, b, out_dtype=pl.FP32))\n",
      "cube op 'tensor.matmul' inside a pl.split_aiv region"),
+    ("with pl.at(level=CG):\n    acc = pl.matmul(a, b, out_dtype=pl.FP32)\n"
+     "    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n        out[:] = pl.exp(acc)\n",
+     "'acc' is produced on the CUBE lane and read on the VECTOR lane inside a pl.split_aiv region"),
+    ("with pl.at(level=CG):\n    y = pl.exp(x)\n"
+     "    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.NONE):\n        out[:] = pl.mul(y, 2.0)\n",
+     "vector op 'tensor.exp' sits outside every pl.split_aiv region"),
+    ("with pl.at(level=CG):\n    acc = pl.matmul(a, b, out_dtype=pl.FP32)\n    out[:] = pl.exp(pl.aiv_shard(acc))\n",
+     "pl.aiv_shard names a crossing into a pl.split_aiv region, and this is outside every region"),
     ("with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):\n"
      "    for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):\n        out[:] = pl.exp(x)\n",
      "scope combines a function-level pl.split\\(pl.SplitMode.UP_DOWN\\)"),
@@ -359,3 +367,11 @@ def test_property_a_split_gives_the_bits_of_one_vector_core(tmp_path_factory, ca
         torch.testing.assert_close(runs[1], runs[2], rtol=1e-5, atol=1e-5, equal_nan=True)
     else:
         assert ps.bits_equal(runs[1], runs[2]), program.source(mode)
+
+
+def test_a_named_crossing_reads_back_from_the_dumps():
+    a, b, bias = operands()
+    compiled = explicit_region(UP_DOWN).compile(a, b, bias, torch.zeros(M, N))
+    text = compiled.program.as_python()
+    assert "pl.tensor.aiv_shard(acc)" in text and parse(text) == compiled.program
+    assert parse(compiled.lowered.as_python()) == compiled.lowered

@@ -201,6 +201,9 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                         out.extend(filling)
                         staged[a.name] = copy
                     args[k] = n.Var(staged[a.name])
+            if op.name == "tensor.aiv_shard":  # the named crossing: the staged copy, under the name it gave
+                out.append(n.Assign(stmt.target, stmt.type, args[0], span=stmt.span))
+                continue
             if args != list(call.args):
                 stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=tuple(args)))
             target = getattr(stmt, "target", None)

@@ -72,6 +72,43 @@ def halve_regions(body: tuple, types: dict, fresh) -> tuple:
     return tuple(block(body))
 
 
+_VECTOR_KINDS = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col_broadcast", "transpose", "whole")
+
+
+def check_manual(body: tuple) -> None:
+    """A scope with hand-written ``pl.split_aiv`` regions places its vector work by them:
+    vector compute outside every region is refused, and so is a cube value read inside one
+    without ``pl.aiv_shard`` naming the crossing (the reference's manual-mode rules)."""
+    cube: set = set()
+
+    def walk(stmts, inside: bool):
+        for stmt in stmts:
+            call = getattr(stmt, "value", None)
+            target = getattr(stmt, "target", None)
+            if isinstance(call, n.Call):
+                op = lookup(call.op)
+                kind = op.windows.kind if op.windows is not None else None
+                if not inside and kind in _VECTOR_KINDS:
+                    raise UnsupportedSyntaxError(
+                        f"vector op '{call.op}' sits outside every pl.split_aiv region", span=getattr(stmt, "span", None),
+                        hint="move it into a region (mode=pl.SplitMode.NONE runs its body as written on both lanes)")
+                if inside and call.op != "tensor.aiv_shard":
+                    read = next((a.name for a in call.args if isinstance(a, n.Var) and a.name in cube), None)
+                    if read is not None:
+                        raise UnsupportedSyntaxError(
+                            f"'{read}' is produced on the CUBE lane and read on the VECTOR lane inside a pl.split_aiv "
+                            "region without naming the crossing", span=getattr(stmt, "span", None),
+                            hint=f"read it through pl.aiv_shard({read}) at the top of the region")
+                if target is not None and not inside and (kind == "cube" or kind == "slice" and call.args
+                                                          and getattr(call.args[0], "name", None) in cube):
+                    cube.add(target)
+            region = isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv
+            for block in n.stmt_children(stmt):
+                walk(block, inside or region)
+
+    walk(body, False)
+
+
 def check_lanes(body: tuple) -> None:
     """A kernel split over both vector cores: no cube work inside a region (the cube is no
     vector core), and no lane register read outside one (only a region has a lane)."""
@@ -80,6 +117,10 @@ def check_lanes(body: tuple) -> None:
             call = getattr(stmt, "value", None)
             if isinstance(call, n.Call):
                 op = lookup(call.op)
+                if not inside and call.op == "tensor.aiv_shard":
+                    raise UnsupportedSyntaxError("pl.aiv_shard names a crossing into a pl.split_aiv region, and this "
+                                                 "is outside every region", span=getattr(stmt, "span", None),
+                                                 hint="read the cube value through pl.aiv_shard(x) inside the region")
                 if inside and op.windows is not None and op.windows.kind == "cube":
                     raise UnsupportedSyntaxError(f"cube op '{call.op}' inside a pl.split_aiv region",
                                                  span=getattr(stmt, "span", None),

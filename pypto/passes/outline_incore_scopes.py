@@ -26,7 +26,7 @@ from pypto.ir.types import (TASK_ID, DataType, ForKind, FunctionType, ParamDirec
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
-from pypto.passes.lanes import check_lanes, halve_regions, split_lanes
+from pypto.passes.lanes import check_lanes, check_manual, halve_regions, split_lanes
 
 DEFAULT_SLOTS = 2  # pl.cross_core_slot(slot_num=...)'s default: the shallowest ring that double-buffers
 
@@ -76,6 +76,12 @@ class _Outliner:
                 "a mixed SPMD scope gives each block a GM window of its own for what crosses from the cube to the "
                 "vector cores, so its block count must be known when compiling", span=scope.span,
                 hint="write the block count as a constant (or pl.system.available_*_count())")
+        if scope.split is None and any(isinstance(s, n.For) and s.kind is ForKind.SplitAiv
+                                       for s in n.walk_stmts(scope.body)):
+            check_manual(scope.body)  # hand-written regions: they place the vector work
+        if any(isinstance(getattr(s, "value", None), n.Call) and s.value.op == "tensor.aiv_shard"
+               for s in n.walk_stmts(scope.body)):
+            check_lanes(scope.body)  # a named crossing is a region's
         slots = scope.slot_num if scope.slot_num is not None else DEFAULT_SLOTS
         body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used),
                                           blocks.value if isinstance(blocks, n.Const) else None, slots)

@@ -5,7 +5,7 @@ cluster's two vector cores runs it (a ``pl.split_aiv`` region's lane; 0 elsewher
 from __future__ import annotations
 
 from pypto.backend import SoC
-from pypto.ir.ops.registry import OpArgs, register
+from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, register, unify
 from pypto.ir.types import DataType, ScalarType
 
 # what the code generator and the simulator call the registers (not names a program can bind)
@@ -22,3 +22,14 @@ register("tile.get_block_idx", [], _index, doc="this block's index in its SPMD t
 register("tile.get_block_num", [], _index, doc="how many blocks the SPMD task running this kernel has")
 register("tile.get_subblock_idx", [], _index,
          doc="which vector core of its cluster runs this code: 0 or 1 in a pl.split_aiv region, else 0")
+
+
+def _shard(a: OpArgs, soc: SoC):
+    return a.type("x")
+
+
+# Names a cube value a pl.split_aiv region reads (the crossing the compiler stages); a
+# data-parallel region halves it like any operand it reads from GM.
+register("tensor.aiv_shard", [P("x", Kind.TENSOR)], _shard,
+         doc="the cube value x, read on the vector lane: names a crossing into a pl.split_aiv region")
+unify("aiv_shard", tensor="tensor.aiv_shard")
