@@ -37,7 +37,12 @@ class GroupLaunch:
 
     def key(self, member: int, param: str) -> str:
         """A member's parameter as the Group task names it."""
-        return f"{self.launches[member].kernel.name}.{param}"
+        return member_prefix(member, self.launches[member].kernel.name) + param
+
+
+def member_prefix(member: int, kernel: str) -> str:
+    """How a Group task names its members' parameters: apart, though two members run one kernel."""
+    return f"{kernel}#{member}."
 
 
 def place(kernels: list, soc: SoC, span) -> list[int]:

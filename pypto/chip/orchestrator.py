@@ -119,12 +119,8 @@ class ChipRun:
         spmd = submit is not None and submit.blocks is not None
         blocks = submit.blocks if spmd else 1
         core_type = _core_type(kernel)
-        if spmd and submit.sync_start and blocks > self._capacity(core_type):
-            raise PyptoError(f"sync_start=True admits all {blocks} blocks at once, and {self.soc.name} has "
-                             f"{self._capacity(core_type)} {_KINDS[core_type]}", span=getattr(stmt, "span", None),
-                             hint=f"launch at most {self._capacity(core_type)} blocks (pl.system."
-                                  f"{'available_aiv_count' if core_type == 'aiv' else 'available_cluster_count'}()"
-                                  "), or drop sync_start so blocks reuse cores")
+        if spmd and submit.sync_start:
+            self._admit_together(blocks, core_type, getattr(stmt, "span", None))
         runs = [(Launch(kernel, args, block=b, blocks=blocks),
                  simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
                 for b in range(blocks)]
@@ -160,11 +156,7 @@ class ChipRun:
         """A ``pl.cluster()`` opens (its kernel calls collect) or closes: its members as one
         Group task on one cluster (``blocks`` of them, one cluster each, for an unwrapped
         ``pl.spmd``); the task's id."""
-        if opening:
-            if self.members is not None:
-                raise PyptoError("pl.cluster() scopes do not nest: one cluster is one Group task", span=span,
-                                 hint="drop the inner pl.cluster() (here it is opened in a function the outer "
-                                      "cluster's body calls)")
+        if opening:  # (the interpreter refuses a nested one)
             self.members, self.cluster_depth = [], depth
             return None
         members, self.members = self.members, None
@@ -173,17 +165,15 @@ class ChipRun:
         kernels = [self.kernels[fn.name] for fn, _, _ in members]
         lanes = groups.place(kernels, self.soc, span)
         count = blocks or 1
-        if sync_start and count > self._capacity("mix"):
-            raise PyptoError(f"sync_start=True admits all {count} blocks at once, and {self.soc.name} has "
-                             f"{self._capacity('mix')} clusters", span=span,
-                             hint="launch at most pl.system.available_cluster_count() blocks, or drop sync_start")
+        if sync_start:
+            self._admit_together(count, "mix", span)
         runs = []
         for b in range(count):
             launch = groups.GroupLaunch(tuple(Launch(k, args, lane=lane, block=b, blocks=count) for k, (_, args, _), lane
                                               in zip(kernels, members, lanes)), name)
             runs.append((launch, simulate_together(launch.launches, self.soc, unsafe=self.unsafe_colive)))
         targs = [a for m, (fn, args, site) in enumerate(members)
-                 for a in self._task_args(fn, args, site, prefix=f"{fn.name}.")]
+                 for a in self._task_args(fn, args, site, prefix=groups.member_prefix(m, fn.name))]
         targs = [attrs.evolve(a, index=k) for k, a in enumerate(targs)]
         ring = min(depth, RINGS - 1)
         cycles = tuple(timeline.cycles for _, timeline in runs)
@@ -362,6 +352,15 @@ class ChipRun:
     def _cores(self, t: Task, core: CoreId) -> dict:
         """Core name in a block's timeline -> the name of the core it ran on."""
         return {a.name: b.name for a, b in self._core_ids(t, core).items()}
+
+    def _admit_together(self, blocks: int, core_type: str, span) -> None:
+        """``sync_start=True``: all the blocks must fit the chip's cores of the kind at once."""
+        if blocks > self._capacity(core_type):
+            raise PyptoError(f"sync_start=True admits all {blocks} blocks at once, and {self.soc.name} has "
+                             f"{self._capacity(core_type)} {_KINDS[core_type]}", span=span,
+                             hint=f"launch at most {self._capacity(core_type)} blocks (pl.system."
+                                  f"{'available_aiv_count' if core_type == 'aiv' else 'available_cluster_count'}()"
+                                  "), or drop sync_start so blocks reuse cores")
 
     def _capacity(self, core_type: str) -> int:
         """How many blocks of ``core_type`` the chip holds at once."""

@@ -77,9 +77,7 @@ class _Stager:
             trip = n.Var(loop.var) if loop.start == n.Const(0) else n.BinOp("-", n.Var(loop.var), loop.start)
             first = n.BinOp("*", n.BinOp("%", trip, n.Const(depth)), n.Const(rows))
         if self.blocks is not None:  # this block's ring
-            if self.block_index is None:
-                self.block_index = self.fresh("block")
-            first = simplify(n.BinOp("+", n.BinOp("*", n.Var(self.block_index), n.Const(depth * rows)), first))
+            first = simplify(n.BinOp("+", self.block_start(depth * rows), first))
         ring = TensorType((ring_rows, *t.shape[1:]), t.dtype)
         self.buffers.append((buf, ring, t, False))
         offset = (first, *(n.Const(0) for _ in t.shape[1:]))
@@ -94,17 +92,19 @@ class _Stager:
                                         offset=offset), span=at.span)]
 
 
+    def block_start(self, rows: int):
+        """Where this SPMD block's window of ``rows`` rows starts (its index read once, at the top)."""
+        if self.block_index is None:
+            self.block_index = self.fresh("block")
+        return n.BinOp("*", n.Var(self.block_index), n.Const(rows))
+
     def to_cube(self, name: str, at):
         """A GM buffer for vector value ``name`` a matmul reads, the vector work's store into
         it, and the cube's view of it — of the buffer itself, so the view may follow the
         vector work wherever that is (a lane region)."""
         t = self.types[name]
         buf, staged = self.fresh(f"{name}_gm"), self.fresh(f"{name}_gm")
-        first = n.Const(0)
-        if self.blocks is not None:  # this block's window
-            if self.block_index is None:
-                self.block_index = self.fresh("block")
-            first = n.BinOp("*", n.Var(self.block_index), n.Const(t.shape[0]))
+        first = self.block_start(t.shape[0]) if self.blocks is not None else n.Const(0)  # this block's window
         self.buffers.append((buf, TensorType((t.shape[0] * (self.blocks or 1), *t.shape[1:]), t.dtype), t, True))
         offset = (first, *(n.Const(0) for _ in t.shape[1:]))
         return staged, [

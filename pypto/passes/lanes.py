@@ -36,12 +36,40 @@ from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
 _HALVED = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col_broadcast", "source")
 
 
+def check_regions(body: tuple, split) -> None:
+    """A scope as written (``split``: its ``pl.split`` mode, or None): its hand-written
+    ``pl.split_aiv`` regions, where it has any, and the crossings it names."""
+    regions = [s for s in n.walk_stmts(body) if _is_region(s)]
+    if regions and split is not None:
+        raise _refused(regions[0], f"scope combines a function-level pl.split(pl.SplitMode.{split.name}) "
+                       "(optimizations=[pl.split(...)]) with a pl.split_aiv region; these are mutually exclusive "
+                       "AIV-split mechanisms — the function-level split would be silently dropped (the per-region "
+                       "split governs the lanes)", "Remove optimizations=[pl.split(...)] or the pl.split_aiv region. "
+                       "To pin a custom cross-core slot count, use optimizations=[pl.cross_core_slot(slot_num=N)], "
+                       "which is orthogonal to splitting.")
+    if regions:
+        check_manual(body)  # the regions place the vector work
+    if regions or any(call.op == "tensor.aiv_shard" for _, call, _, _ in _calls(body)):
+        check_lanes(body)
+
+
+def share_lanes(body: tuple, split, types: dict, fresh) -> tuple[tuple, int]:
+    """A kernel body, its crossings staged, with its vector work shared between the
+    cluster's vector cores as its regions or its ``pl.split`` say; and how many run it."""
+    if any(_is_region(s) for s in n.walk_stmts(body)):
+        body = halve_regions(body, types, fresh)
+    elif split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):
+        body = split_lanes(body, split, types, fresh)
+    else:
+        return body, 1
+    check_lanes(body)
+    return body, 2
+
+
 def split_lanes(body: tuple, mode: SplitMode, types: dict, fresh) -> tuple:
     """``body``: a kernel's, its crossings staged; ``types``: every name's (the names the
     halving makes are added); ``fresh(base)``: a new name."""
-    for s in n.walk_stmts(body):  # the names staging made
-        if isinstance(s, n.Assign):
-            types.setdefault(s.target, s.type)
+    _name_types(body, types)
     cube_operands = {a.name for s in n.walk_stmts(body) if isinstance(getattr(s, "value", None), n.Call)
                      and (w := lookup(s.value.op).windows) is not None and w.kind == "cube"
                      for a in s.value.args if isinstance(a, n.Var)}
@@ -51,15 +79,12 @@ def split_lanes(body: tuple, mode: SplitMode, types: dict, fresh) -> tuple:
 def halve_regions(body: tuple, types: dict, fresh) -> tuple:
     """The hand-written ``pl.split_aiv(2, mode=UP_DOWN | LEFT_RIGHT)`` regions of a kernel
     body halved as the split's own are (``NONE`` regions run as written, on both lanes)."""
-    for s in n.walk_stmts(body):
-        if isinstance(s, n.Assign):
-            types.setdefault(s.target, s.type)
+    _name_types(body, types)
 
     def block(stmts):
         out = []
         for stmt in stmts:
-            if isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv and stmt.split in (SplitMode.UP_DOWN,
-                                                                                               SplitMode.LEFT_RIGHT):
+            if _is_region(stmt) and stmt.split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):
                 halver = _Halver(_Splitter(stmt.split, types, set(), fresh), stmt.var)
                 stmt = attrs.evolve(stmt, body=tuple(halver.block(stmt.body, set())), split=SplitMode.NONE)
             elif isinstance(stmt, (n.For, *n.BLOCKS)):
@@ -80,61 +105,60 @@ def check_manual(body: tuple) -> None:
     vector compute outside every region is refused, and so is a cube value read inside one
     without ``pl.aiv_shard`` naming the crossing (the reference's manual-mode rules)."""
     cube: set = set()
-
-    def walk(stmts, inside: bool):
-        for stmt in stmts:
-            call = getattr(stmt, "value", None)
-            target = getattr(stmt, "target", None)
-            if isinstance(call, n.Call):
-                op = lookup(call.op)
-                kind = op.windows.kind if op.windows is not None else None
-                if not inside and kind in _VECTOR_KINDS:
-                    raise UnsupportedSyntaxError(
-                        f"vector op '{call.op}' sits outside every pl.split_aiv region", span=getattr(stmt, "span", None),
-                        hint="move it into a region (mode=pl.SplitMode.NONE runs its body as written on both lanes)")
-                if inside and call.op != "tensor.aiv_shard":
-                    read = next((a.name for a in call.args if isinstance(a, n.Var) and a.name in cube), None)
-                    if read is not None:
-                        raise UnsupportedSyntaxError(
-                            f"'{read}' is produced on the CUBE lane and read on the VECTOR lane inside a pl.split_aiv "
-                            "region without naming the crossing", span=getattr(stmt, "span", None),
-                            hint=f"read it through pl.aiv_shard({read}) at the top of the region")
-                if target is not None and not inside and (kind == "cube" or kind == "slice" and call.args
-                                                          and getattr(call.args[0], "name", None) in cube):
-                    cube.add(target)
-            region = isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv
-            for block in n.stmt_children(stmt):
-                walk(block, inside or region)
-
-    walk(body, False)
+    for stmt, call, kind, inside in _calls(body):
+        if not inside and kind in _VECTOR_KINDS:
+            raise _refused(stmt, f"vector op '{call.op}' sits outside every pl.split_aiv region",
+                           "move it into a region (mode=pl.SplitMode.NONE runs its body as written on both lanes)")
+        read = next((a.name for a in call.args if isinstance(a, n.Var) and a.name in cube), None)
+        if inside and call.op != "tensor.aiv_shard" and read is not None:
+            raise _refused(stmt, f"'{read}' is produced on the CUBE lane and read on the VECTOR lane inside a "
+                                 "pl.split_aiv region without naming the crossing",
+                           f"read it through pl.aiv_shard({read}) at the top of the region")
+        if not inside and (kind == "cube" or kind == "slice" and read is not None):
+            cube.add(getattr(stmt, "target", None))
 
 
 def check_lanes(body: tuple) -> None:
     """A kernel split over both vector cores: no cube work inside a region (the cube is no
-    vector core), and no lane register read outside one (only a region has a lane)."""
-    def walk(stmts, inside: bool):
-        for stmt in stmts:
-            call = getattr(stmt, "value", None)
-            if isinstance(call, n.Call):
-                op = lookup(call.op)
-                if not inside and call.op == "tensor.aiv_shard":
-                    raise UnsupportedSyntaxError("pl.aiv_shard names a crossing into a pl.split_aiv region, and this "
-                                                 "is outside every region", span=getattr(stmt, "span", None),
-                                                 hint="read the cube value through pl.aiv_shard(x) inside the region")
-                if inside and op.windows is not None and op.windows.kind == "cube":
-                    raise UnsupportedSyntaxError(f"cube op '{call.op}' inside a pl.split_aiv region",
-                                                 span=getattr(stmt, "span", None),
-                                                 hint="compute it before the region and read its result there")
-                if not inside and call.op == "tile.get_subblock_idx":
-                    raise UnsupportedSyntaxError(
-                        "pl.tile.get_subblock_idx() outside a pl.split_aiv region: only a region's code runs on "
-                        "each vector core with a lane of its own", span=getattr(stmt, "span", None),
-                        hint="read it inside the region (its loop variable is the lane)")
-            region = isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv
-            for block in n.stmt_children(stmt):
-                walk(block, inside or region)
+    vector core), and no lane register read nor named crossing outside one (only a region
+    has a lane, and a crossing into it)."""
+    for stmt, call, kind, inside in _calls(body):
+        if inside and kind == "cube":
+            raise _refused(stmt, f"cube op '{call.op}' inside a pl.split_aiv region",
+                           "compute it before the region and read its result there")
+        if not inside and call.op == "tensor.aiv_shard":
+            raise _refused(stmt, "pl.aiv_shard names a crossing into a pl.split_aiv region, and this is outside "
+                                 "every region", "read the cube value through pl.aiv_shard(x) inside the region")
+        if not inside and call.op == "tile.get_subblock_idx":
+            raise _refused(stmt, "pl.tile.get_subblock_idx() outside a pl.split_aiv region: only a region's code "
+                                 "runs on each vector core with a lane of its own",
+                           "read it inside the region (its loop variable is the lane)")
 
-    walk(body, False)
+
+def _calls(body, inside: bool = False):
+    """(statement, call, its op's window kind, whether a region holds it) for every op call."""
+    for stmt in body:
+        call = getattr(stmt, "value", None)
+        if isinstance(call, n.Call):
+            windows = lookup(call.op).windows
+            yield stmt, call, windows.kind if windows is not None else None, inside
+        for block in n.stmt_children(stmt):
+            yield from _calls(block, inside or _is_region(stmt))
+
+
+def _is_region(stmt) -> bool:
+    return isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv
+
+
+def _refused(stmt, message: str, hint: str) -> UnsupportedSyntaxError:
+    return UnsupportedSyntaxError(message, span=getattr(stmt, "span", None), hint=hint)
+
+
+def _name_types(body, types: dict) -> None:
+    """The types of the names staging made (the outliner's table has the program's)."""
+    for s in n.walk_stmts(body):
+        if isinstance(s, n.Assign):
+            types.setdefault(s.target, s.type)
 
 
 class _Splitter:
@@ -186,7 +210,8 @@ class _Splitter:
 
     def side(self, stmt) -> str:
         """"vector", "cube" (or scalar: either way not the vector cores'), or "both" (a
-        loop or branch holding each)."""
+        loop or branch holding each); the vector values it computes join ``self.vector``
+        (statements are asked in program order)."""
         if isinstance(stmt, (n.For, n.If)):
             bodies = (stmt.body,) if isinstance(stmt, n.For) else (stmt.then_body, stmt.else_body)
             sides = {self.side(s) for b in bodies for s in b if not isinstance(s, n.Yield)}
@@ -319,29 +344,15 @@ class _Halver:
                 if isinstance(a.type, TensorType):
                     init, pre = self.operand(init, a.type, local, stmt)
                     before += pre
-                    t = self.half_type(a.type, stmt)
-                    self.types[a.name] = t
-                    local.add(a.name)
-                    self.mark(a.name, a.type, stmt)
-                    a = attrs.evolve(a, type=t, init=init)
+                    a = attrs.evolve(a, type=self.bind(a.name, a.type, local, stmt), init=init)
                 iter_args.append(a)
             body = self.block(stmt.body, local)
-            for r in stmt.results:
-                if isinstance(r.type, TensorType):
-                    self.types[r.name] = self.half_type(r.type, stmt)
-                    local.add(r.name)
-                    self.mark(r.name, r.type, stmt)
-            results = tuple(attrs.evolve(r, type=self.types[r.name]) for r in stmt.results)
-            return before + [attrs.evolve(stmt, body=tuple(body), iter_args=tuple(iter_args), results=results)]
+            return before + [attrs.evolve(stmt, body=tuple(body), iter_args=tuple(iter_args),
+                                          results=self.bindings(stmt.results, local, stmt))]
         if isinstance(stmt, n.If):
             then_b, else_b = self.block(stmt.then_body, local), self.block(stmt.else_body, local)
-            for r in stmt.results:
-                if isinstance(r.type, TensorType):
-                    self.types[r.name] = self.half_type(r.type, stmt)
-                    local.add(r.name)
-                    self.mark(r.name, r.type, stmt)
-            results = tuple(attrs.evolve(r, type=self.types[r.name]) for r in stmt.results)
-            return [attrs.evolve(stmt, then_body=tuple(then_b), else_body=tuple(else_b), results=results)]
+            return [attrs.evolve(stmt, then_body=tuple(then_b), else_body=tuple(else_b),
+                                 results=self.bindings(stmt.results, local, stmt))]
         call = getattr(stmt, "value", None)
         if not isinstance(call, n.Call):
             return [stmt]
@@ -380,17 +391,24 @@ class _Halver:
             shape = list(args["shape"])
             shape[ax] = n.Const(half)
             new_args["shape"] = tuple(shape)
-        ht = self.half_type(t, stmt)
-        self.types[target] = ht
-        local.add(target)
-        self.halved.add(target)
+        ht = self.bind(target, t, local, stmt)
         new = attrs.evolve(call, args=tuple(new_args[p.name] for p in op.params[:len(call.args)]))
         return before + [attrs.evolve(stmt, type=ht, value=new)]
 
-    def mark(self, name: str, full: TensorType, at) -> None:
-        """``name``, of type ``full`` before halving, is a lane's half when it was halved."""
+    def bind(self, name: str, full: TensorType, local: set, at) -> TensorType:
+        """``name``, of type ``full`` before halving, computed in the region: its type now
+        (a lane's half, unless one element wide on the split axis)."""
+        t = self.half_type(full, at)
+        self.types[name] = t
+        local.add(name)
         if full.shape[self.axis(full, at)] > 1:
             self.halved.add(name)
+        return t
+
+    def bindings(self, results, local: set, at) -> tuple:
+        """A loop's or branch's result bindings, their tensors halved."""
+        return tuple(attrs.evolve(r, type=self.bind(r.name, r.type, local, at)) if isinstance(r.type, TensorType)
+                     else r for r in results)
 
     def half_type(self, t: TensorType, at) -> TensorType:
         ax = self.axis(t, at)
@@ -431,16 +449,12 @@ class _Halver:
             raise self.refuse(stmt, f"a slice of '{x.name}' names whole-value coordinates of a lane's half")
         t = self.types[stmt.target]
         ax = self.axis(t, stmt)
-        local.add(stmt.target)
+        ht = self.bind(stmt.target, t, local, stmt)
         if t.shape[ax] == 1:
             return [stmt]
-        half = self.halves(t.shape[ax], stmt)
         shape, offset = list(args["shape"]), list(args["offset"])
-        shape[ax] = n.Const(half)
-        offset[ax] = self.offset(offset[ax], half)
-        ht = self.half_type(t, stmt)
-        self.types[stmt.target] = ht
-        self.halved.add(stmt.target)
+        shape[ax] = n.Const(ht.shape[ax])
+        offset[ax] = self.offset(offset[ax], ht.shape[ax])
         new = attrs.evolve(call, args=(x, tuple(shape), tuple(offset), *call.args[3:]))
         return [attrs.evolve(stmt, type=ht, value=new)]
 

@@ -21,12 +21,12 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
-from pypto.ir.types import (TASK_ID, DataType, ForKind, FunctionType, ParamDirection, ScalarType, SplitMode, TensorType, TileType,
+from pypto.ir.types import (TASK_ID, DataType, FunctionType, ParamDirection, ScalarType, SplitMode, TensorType, TileType,
                              type_name)
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
-from pypto.passes.lanes import check_lanes, check_manual, halve_regions, split_lanes
+from pypto.passes.lanes import check_regions, share_lanes
 
 DEFAULT_SLOTS = 2  # pl.cross_core_slot(slot_num=...)'s default: the shallowest ring that double-buffers
 
@@ -76,12 +76,7 @@ class _Outliner:
                 "a mixed SPMD scope gives each block a GM window of its own for what crosses from the cube to the "
                 "vector cores, so its block count must be known when compiling", span=scope.span,
                 hint="write the block count as a constant (or pl.system.available_*_count())")
-        if scope.split is None and any(isinstance(s, n.For) and s.kind is ForKind.SplitAiv
-                                       for s in n.walk_stmts(scope.body)):
-            check_manual(scope.body)  # hand-written regions: they place the vector work
-        if any(isinstance(getattr(s, "value", None), n.Call) and s.value.op == "tensor.aiv_shard"
-               for s in n.walk_stmts(scope.body)):
-            check_lanes(scope.body)  # a named crossing is a region's
+        check_regions(scope.body, scope.split)
         slots = scope.slot_num if scope.slot_num is not None else DEFAULT_SLOTS
         body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used),
                                           blocks.value if isinstance(blocks, n.Const) else None, slots)
@@ -131,24 +126,8 @@ class _Outliner:
             body.append(n.Eval(op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
                                        offset=tuple(n.Const(0) for _ in t.shape)), span=scope.span))
             roots[name] = handed[name] = buf
-        lanes = 1
-        regions = [s for s in n.walk_stmts(body) if isinstance(s, n.For) and s.kind is ForKind.SplitAiv]
-        if regions and scope.split is not None:
-            raise UnsupportedSyntaxError(
-                f"scope combines a function-level pl.split(pl.SplitMode.{scope.split.name}) (optimizations=[pl.split"
-                "(...)]) with a pl.split_aiv region; these are mutually exclusive AIV-split mechanisms — the "
-                "function-level split would be silently dropped (the per-region split governs the lanes)",
-                span=regions[0].span, hint="Remove optimizations=[pl.split(...)] or the pl.split_aiv region. To pin "
-                "a custom cross-core slot count, use optimizations=[pl.cross_core_slot(slot_num=N)], which is "
-                "orthogonal to splitting.")
-        if regions:
-            body = list(halve_regions(tuple(body), self.types, lambda base: n.fresh_name(base, self.used)))
-            lanes = 2
-        if scope.split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):  # the vector work on both vector cores
-            body = list(split_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used)))
-            lanes = 2
-        if lanes > 1:
-            check_lanes(tuple(body))
+        body, lanes = share_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used))
+        body = list(body)
         base = 0
         for name, _, tile, to_cube in crossings:  # each ring's slots in the vector cores' UB: a lane's, slots times
             if to_cube:  # the cube reads it from GM: no vector UB holds it

@@ -174,27 +174,21 @@ class _Interpreter:
                                       "body calls)")
         self.in_cluster = True
         try:
-            self.grouped(s, env, blocks)
+            if self.orchestrator is not None:
+                self.orchestrator.cluster(True, s.span, self.depth)
+                self.block(s.body, env)
+                self.orchestrator.cluster(False, s.span, self.depth, blocks, s.sync_start,
+                                          s.name_hint or _cluster_name(s))
+                return
+            self.tasks += 1
+            for block in range(blocks or 1):
+                self.block_registers.append((block, blocks or 1))
+                try:
+                    self.block(s.body, env)
+                finally:
+                    self.block_registers.pop()
         finally:
             self.in_cluster = False
-
-    def grouped(self, s: n.Cluster, env: dict, blocks) -> None:
-        if self.orchestrator is not None:
-            self.orchestrator.cluster(True, s.span, self.depth)
-            try:
-                self.block(s.body, env)
-            except BaseException:
-                self.orchestrator.members = None
-                raise
-            self.orchestrator.cluster(False, s.span, self.depth, blocks, s.sync_start, s.name_hint or _cluster_name(s))
-            return
-        self.tasks += 1
-        for block in range(blocks or 1):
-            self.block_registers.append((block, blocks or 1))
-            try:
-                self.block(s.body, env)
-            finally:
-                self.block_registers.pop()
 
     def run_body(self, body, env: dict) -> tuple:
         try:
