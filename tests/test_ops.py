@@ -189,15 +189,18 @@ def test_every_op_is_exercised_and_has_semantics():
 
     # the ring reservation (which moves no data) in tests/test_rings.py, the named crossing (which the
     # outliner stages) in tests/test_lanes.py
+    # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py
+    from pypto.ir.ops.pipes import PIPE_OPS
+
     names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
-        "system.reserve_buffer", "tensor.aiv_shard"}
+        "system.reserve_buffer", "tensor.aiv_shard", "system.import_peer_buffer"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()
 
 
 def test_unified_names_point_at_registered_ops():
     for name, forms in UNIFIED.items():
-        for target in (forms.tile, forms.tile_scalar, forms.tensor, forms.tensor_scalar):
+        for target in (forms.tile, forms.tile_scalar, forms.tensor, forms.tensor_scalar, forms.only):
             assert target is None or lookup(target) is not None, (name, target)
 
 

@@ -64,6 +64,53 @@ def place(kernels: list, soc: SoC, span) -> list[int]:
     return lanes
 
 
+def pipes(kernels: list, lanes: list, span) -> tuple:
+    """Each member's (GM rings of its hand-written pipes, the vector lanes its cube flags go
+    to), made once per launch: a pipe one member pushes into another pops; both sides agree
+    on its slots and tile; a split tile needs both vector cores on the AIV side."""
+    import torch
+
+    from pypto.codegen.pipes import describe
+    from pypto.sim.numerics import TORCH
+
+    sides: dict = {}
+    for k in kernels:
+        for ring in k.pipes:
+            sides.setdefault(ring.name, []).append((k, ring))
+    for name, found in sides.items():
+        ring = found[0][1]
+        what = describe(ring.pipe, ring.direction)
+        if len(found) != 2:
+            users = " and ".join(f"'{k.name}'" for k, _ in found)
+            raise PyptoError(f"{what}: {users} {'uses' if len(found) == 1 else 'use'} it, and a pipe joins one "
+                             "producer to one consumer of the Group", span=span,
+                             hint="push in one member and pop (and free) in the other, both initializing the pipe")
+        (a, ra), (b, rb) = found
+        if (ra.slots, ra.slot_size, ra.shape, ra.dtype, ra.split) != (rb.slots, rb.slot_size, rb.shape, rb.dtype,
+                                                                       rb.split):
+            raise PyptoError(f"{what}: '{a.name}' and '{b.name}' disagree on it ({ra.slots} and {rb.slots} slots of "
+                             f"{ra.slot_size} and {rb.slot_size} bytes; tiles {ra.dtype.name} {list(ra.shape)} and "
+                             f"{rb.dtype.name} {list(rb.shape)} over all slots; split {ra.split} and {rb.split})",
+                             span=span, hint="give both initialize_pipe calls the same slot_num and slot_size, and "
+                                             "push and pop the same tile with the same split=")
+        if ra.split:
+            vector = next(k for k, _ in found if any(p.core is CoreKind.AIV for p in k.programs))
+            if vector.lanes < 2:
+                raise PyptoError(f"{what} splits its tile between the cluster's two vector cores (split={ra.split}), "
+                                 f"and '{vector.name}' runs on one", span=span,
+                                 hint='@pl.function(type=pl.FunctionType.AIV, attrs={"dual_aiv_dispatch": True})')
+    vector_lanes = tuple(v for k, lane in zip(kernels, lanes) if k.pipes and any(p.core is CoreKind.AIV
+                                                                                  for p in k.programs)
+                         for v in range(lane, lane + k.lanes))
+    rings = {name: torch.zeros(found[0][1].shape, dtype=TORCH[found[0][1].dtype]) for name, found in sides.items()}
+    out = []
+    for k in kernels:
+        scratch = tuple((r.name, rings[r.name]) for r in k.pipes)
+        cube_only = all(p.core is CoreKind.AIC for p in k.programs)
+        out.append((scratch, vector_lanes if k.pipes and cube_only else ()))
+    return tuple(out)
+
+
 def check(program, kernels: dict, soc: SoC) -> None:
     """Each ``pl.cluster()`` of the program's orchestrations fits one cluster, counting the
     kernels its body calls where it calls them (a refusal on every platform, at compile time)."""
@@ -75,7 +122,8 @@ def check(program, kernels: dict, soc: SoC) -> None:
                 calls = [x.value if isinstance(x.value, n.FuncCall) else x.value.call for x in n.walk_stmts(s.body)
                          if isinstance(getattr(x, "value", None), n.FuncCall)
                          or isinstance(getattr(x, "value", None), n.Submit) and x.value.call is not None]
-                place([kernels[c.callee] for c in calls if c.callee in kernels], soc, s.span)
+                members = [kernels[c.callee] for c in calls if c.callee in kernels]
+                pipes(members, place(members, soc, s.span), s.span)
 
 
 def slots(kernels: list, lanes: list, soc: SoC) -> tuple:

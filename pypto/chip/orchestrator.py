@@ -23,7 +23,7 @@ from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
 from pypto.chip.scheduler import Chip
 from pypto.chip.tasks import Edge, Task, TaskArg, task_id
-from pypto.errors import PyptoError
+from pypto.errors import ExecutionError, PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
@@ -116,6 +116,10 @@ class ChipRun:
             self.members.append((fn, args, site))
             ring = min(self.cluster_depth, RINGS - 1)
             return _returned(fn, kernel, args), task_id(ring, self.locals[ring])
+        if kernel.pipes:  # its peer is nowhere: nothing would pop what it pushes
+            raise ExecutionError(f"'{fn.name}' moves tiles through a cross-core pipe, and this call runs it outside "
+                                 "a Group", span=getattr(stmt, "span", None),
+                                 hint="call it with its peer from a @pl.function(type=pl.FunctionType.Group)")
         spmd = submit is not None and submit.blocks is not None
         blocks = submit.blocks if spmd else 1
         core_type = _core_type(kernel)
@@ -169,8 +173,11 @@ class ChipRun:
             self._admit_together(count, "mix", span)
         runs = []
         for b in range(count):
-            launch = groups.GroupLaunch(tuple(Launch(k, args, lane=lane, block=b, blocks=count) for k, (_, args, _), lane
-                                              in zip(kernels, members, lanes)), name)
+            shared = groups.pipes(kernels, lanes, span)  # each block's own pipe rings
+            launch = groups.GroupLaunch(tuple(Launch(k, args, lane=lane, block=b, blocks=count, scratch=scratch,
+                                                     peer_lanes=peers)
+                                              for k, (_, args, _), lane, (scratch, peers)
+                                              in zip(kernels, members, lanes, shared)), name)
             runs.append((launch, simulate_together(launch.launches, self.soc, unsafe=self.unsafe_colive)))
         targs = [a for m, (fn, args, site) in enumerate(members)
                  for a in self._task_args(fn, args, site, prefix=groups.member_prefix(m, fn.name))]

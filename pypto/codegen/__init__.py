@@ -30,14 +30,14 @@ def generate(program: n.Program, ctx: PassContext) -> dict[str, Kernel]:
 
 
 def generate_function(fn: n.Function, ctx: PassContext) -> Kernel:
-    body, allocs, returns, lanes = select(fn, ctx)
+    body, allocs, returns, lanes, pipes = select(fn, ctx)
     body, _ = insert_syncs(body, ctx.soc)
     body = number(body)
     params = tuple((p.name, p.type) for p in fn.params)
     cores = [c for c in CoreKind if any(isinstance(x, Instr) and x.core is c for x in walk(body))]
     programs = tuple(Program(fn.name, c, params, tuple(a for a in allocs if ctx.soc.spec(a.space).core is c),
                              _project(body, c)) for c in cores)
-    return Kernel(fn.name, params, programs, returns, lanes)
+    return Kernel(fn.name, params, programs, returns, lanes, pipes)
 
 
 def number(body, counter=None) -> tuple:

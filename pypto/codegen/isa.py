@@ -104,6 +104,8 @@ class SetFlag:
     dst_core: CoreKind
     edge: int = -1  # which sync edge it belongs to (for tests that remove one)
     pos: int = attrs.field(default=-1, eq=False)
+    # a hand-written pipe's flag (edge -1): what it stands for, in messages
+    note: str = ""
 
     @property
     def pipe(self) -> Pipe:
@@ -123,6 +125,7 @@ class WaitFlag:
     dst_core: CoreKind
     edge: int = -1
     pos: int = attrs.field(default=-1, eq=False)
+    note: str = ""
 
     @property
     def pipe(self) -> Pipe:
@@ -188,6 +191,7 @@ class Kernel:
     programs: tuple  # Program per core
     returns: tuple = ()  # the parameters (GM tensors) the function returns
     lanes: int = 1  # the cluster's vector cores its AIV program runs on, each with its lane register
+    pipes: tuple = ()  # PipeBuffer: the GM slots of each hand-written cross-core pipe it pushes or pops
 
     def program(self, core: CoreKind) -> Program | None:
         return next((p for p in self.programs if p.core is core), None)

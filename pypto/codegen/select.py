@@ -14,6 +14,7 @@ compiles through codegen as well.
 
 from __future__ import annotations
 
+from pypto.codegen.pipes import Pipes
 from pypto.codegen.isa import (
     Alloc,
     Buf,
@@ -30,11 +31,12 @@ from pypto.errors import CodegenError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, argument, lookup
 from pypto.ir.ops.spmd import CORE_REGISTERS, LANE_REGISTER
+from pypto.ir.ops.pipes import FREES, INITS, POPS, PUSHES
 from pypto.ir.ops.rings import reserved
 from pypto.ir.rewrite import rewrite
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
-from pypto.ir.types import ForKind, ScalarType, TensorType, TileType
+from pypto.ir.types import ForKind, FunctionType, ScalarType, TensorType, TileType
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.plan_ptoas_memory import assembler_plan, unguarded_slots
 from pypto.backend import CoreKind, Pipe
@@ -42,9 +44,10 @@ from pypto.backend import MemorySpace as M
 
 
 def select(fn: n.Function, ctx: PassContext):
-    """(body, allocs, returned parameters, vector lanes) for ``fn``: structured
-    instructions for the cluster, with the bytes each accesses, and how many vector cores
-    run its AIV program (2 when it has a ``pl.split_aiv`` region)."""
+    """(body, allocs, returned parameters, vector lanes, pipe rings) for ``fn``: structured
+    instructions for the cluster, with the bytes each accesses, how many vector cores run
+    its AIV program (2 with a ``pl.split_aiv`` region or ``dual_aiv_dispatch``), and the GM
+    rings of the hand-written pipes it pushes or pops."""
     if ctx.planner is Planner.PTOAS:
         # PlanPtoasMemory has refused co-live slots unless the unsafe switch is on: then
         # they are what the sync inserter leaves unguarded, as ptoas does.
@@ -67,20 +70,24 @@ class _Selector:
         self.roots = tensor_roots(fn)
         self.tensor_params = {p.name for p in fn.params if isinstance(p.type, TensorType)}
         self.allocs: dict[str, Alloc] = {}
-        self.rings = {name: slots for name, (_, _, slots) in reserved(fn.body).items()}
-        self.lanes = 1  # how many of the cluster's vector cores run the AIV program: 2 with a split region
+        self.reserved = reserved(fn.body)
+        self.rings = {name: slots for name, (_, _, slots) in self.reserved.items()}
+        # how many of the cluster's vector cores run the AIV program: 2 with a split region or dual dispatch
+        self.lanes = 2 if fn.dual_aiv else 1
+        side = {FunctionType.AIC: CoreKind.AIC, FunctionType.AIV: CoreKind.AIV}.get(fn.type)
+        self.pipes = Pipes(fn, side, self.lanes)
 
     def owner(self, space) -> CoreKind:
         """The core whose memory ``space`` is: the one that runs what writes or reads it."""
         return self.soc.spec(space).core
 
     def run(self):
-        body = self.block(self.fn.body)
+        body = self.block(self.fn.body) + self.pipes.finish()
         ret = next((s for s in self.fn.body if isinstance(s, n.Return)), None)
         returns = tuple(self.tensor(v.name, ret.span) for v in ret.values) if ret is not None else ()
         allocs = tuple(self.allocs[k] for k in sorted(self.allocs, key=lambda k: (self.allocs[k].space.name,
                                                                                     self.allocs[k].addr or 0, k)))
-        return body, allocs, returns, self.lanes
+        return body, allocs, returns, self.lanes, self.pipes.buffers()
 
     def tensor(self, name: str, span) -> str:
         """The GM tensor (a parameter) a tensor name stands for."""
@@ -133,8 +140,10 @@ class _Selector:
     def stmt(self, s) -> list:
         if isinstance(s.value if isinstance(s, (n.Assign, n.Eval)) else None, n.Call) \
                 and s.value.op == "system.reserve_buffer":  # the ring's bytes: kept by the planners
-            base = argument(s.value, "base")
+            base = self.reserved[argument(s.value, "name")][0]
             return [ScalarAssign(s.target, n.Const(base))] if isinstance(s, n.Assign) else []
+        if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "system.import_peer_buffer":
+            return [ScalarAssign(s.target, n.Const(0))]  # the peer's buffer: its slots are the pipe's GM ring here
         if isinstance(s, n.Assign):
             if isinstance(s.value, n.Call) and s.value.op in CORE_REGISTERS:  # a read of one of the core's registers
                 return [ScalarAssign(s.target, n.Var(CORE_REGISTERS[s.value.op]))]
@@ -198,6 +207,14 @@ class _Selector:
                                                          zip(pairs, temps)]
 
     def call(self, call: n.Call, target: str | None, span) -> list:
+        if call.op in INITS:
+            return self.pipes.init(call, span)
+        if call.op in PUSHES:
+            return self.pipes.push(call, self.buf(argument(call, "tile").name), span)
+        if call.op in POPS:
+            return self.pipes.pop(call, self.buf(target), target, span)
+        if call.op in FREES:
+            return self.pipes.free(call, span)
         op = lookup(call.op)
         if op.level != "tile":
             raise CodegenError(f"{call.op} is still tensor-level: ConvertTensorToTileOps should have lowered it",

@@ -309,6 +309,8 @@ class Function:
     # an orchestration whose loop bodies and branches are each a runtime scope (the
     # default); False: only its explicit pl.scope() / pl.manual_scope() blocks are
     auto_scope: bool = True
+    # an AIV function of a Group both vector cores of the cluster run (attrs={"dual_aiv_dispatch": True})
+    dual_aiv: bool = False
 
 
 @attrs.frozen

@@ -209,6 +209,8 @@ class _Printer:
         options = [] if fn.type is FunctionType.Opaque else [f"type=pl.FunctionType.{fn.type.name}"]
         if not fn.auto_scope:
             options.append("auto_scope=False")
+        if fn.dual_aiv:
+            options.append('attrs={"dual_aiv_dispatch": True}')
         deco = f"@pl.function({', '.join(options)})" if options else "@pl.function"
         params = ", ".join(["self", *(param(p) for p in fn.params)])
         ret = ""
@@ -264,6 +266,8 @@ class _Printer:
         elif isinstance(s, n.RuntimeScope):
             self.emit(depth, "with pl.manual_scope():" if s.manual else "with pl.scope():")
             self.block(s.body, depth + 1)
+        elif isinstance(s, n.Cluster) and self.fn.type is FunctionType.Group and s.name_hint == self.fn.name:
+            self.block(s.body, depth)  # a Group function is its cluster: the parser wraps its body again
         elif isinstance(s, n.Cluster):
             self.emit(depth, f"with pl.cluster(name_hint={string(s.name_hint)}):" if s.name_hint else
                       "with pl.cluster():")
@@ -358,6 +362,9 @@ class _Printer:
                 parts.append(f"{p.name}={_arg(p.kind, v)}")
             elif p.show or v != p.default:
                 parts.append(f"{p.name}={_arg(p.kind, v)}")
+                named = True
+            else:
+                named = True  # left out: what follows it is named
         return f"pl.{c.op}({', '.join(parts)})"
 
     def needs_annotation(self, s: n.Assign) -> bool:

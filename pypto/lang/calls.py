@@ -23,6 +23,7 @@ from pypto.errors import (
 from pypto.ir import nodes as n
 from pypto.ir.tensors import block_roots
 from pypto.ir.affine import interval
+from pypto.ir.ops.pipes import POPS
 from pypto.ir.ops import UNIFIED, Kind, all_ops, infer_type, lookup
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (
@@ -460,6 +461,9 @@ class CallConverter(ExprConverter):
             self.check_create(keywords)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
         values, types = self.bind_args(op, thunks, keywords, node)
+        declared = getattr(self, "declared", None)
+        if op.name in POPS and values["shape"] is None and isinstance(declared, TileType):
+            values["shape"], values["dtype"] = tuple(n.Const(s) for s in declared.shape), declared.dtype
         call, t = self.checked_call(op, values, types, node)
         if "out_dtype" in options:
             want, where = options["out_dtype"]
@@ -520,6 +524,8 @@ class CallConverter(ExprConverter):
 
     def pick_op(self, meaning: N.Op, thunks, keywords, node) -> OpDef:
         forms = UNIFIED[meaning.name]
+        if forms.only is not None:
+            return lookup(forms.only)
         first = thunks[0] if thunks else next((t for t, _ in keywords.values()), None)
         level = "tile"
         if forms.tensor is not None and forms.tile is None and forms.tile_scalar is None:

@@ -74,7 +74,10 @@ class FunctionConverter(SpmdForms, PlacementForms, TaskForms, ControlFlow, CallC
         params = self.params()
         for p in params:
             self.types[p.name] = p.type
+        self.in_cluster = self.kind is FunctionType.Group
         body = self.block(self._body_statements(self.fdef.body), frozenset(), top=True)
+        if self.kind is FunctionType.Group:
+            body = self.group_body(body)
         returns = self.return_types or ()
         if self.fdef.returns is not None:
             declared = self._return_annotation(self.fdef.returns)
@@ -227,7 +230,12 @@ class FunctionConverter(SpmdForms, PlacementForms, TaskForms, ControlFlow, CallC
             raise self.error(UnsupportedSyntaxError, node, "annotated assignments bind one name to a value")
         if self._is_builtin_call(node.value, "yield_"):
             return self.yield_(node.value, node.target, self.annotation(node.annotation)[0])
-        value, inferred = self.value(node.value, hint=node.target.id)
+        # a pipe's pop receives the tile its annotation declares (x: pl.Tile[...] = pl.tpop_from_aiv(split=0))
+        self.declared = self.annotation(node.annotation)[0] if isinstance(node.value, ast.Call) else None
+        try:
+            value, inferred = self.value(node.value, hint=node.target.id)
+        finally:
+            self.declared = None
         self.single(inferred, node.value)
         declared, _ = self.annotation(node.annotation)
         if isinstance(value, n.Const) and isinstance(declared, ScalarType) and isinstance(inferred, ScalarType):

@@ -17,6 +17,7 @@ import attrs
 import numpy
 
 from pypto.ir.ops import UNIFIED, lookup
+from pypto.ir.ops.rings import AUTO
 from pypto.ir.types import AtomicType, DataType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
 from pypto.backend import MemorySpace
 
@@ -136,6 +137,8 @@ def interpret(path: Path):
     head, rest = parts[0], parts[1:]
     if head in DTYPES and not rest:
         return Value(DTYPES[head])
+    if head == "AUTO" and not rest:  # a reserve_buffer base the planner picks
+        return Value(AUTO)
     if head in ENUMS:
         enum_cls = ENUMS[head]
         if not rest:

@@ -62,6 +62,16 @@ class PlacementForms:
                              hint="call the AIC and AIV kernels (or open pl.at scopes) inside it")
         self.emit(n.Cluster(tuple(body), name, span=self.span(node), blocks=blocks, sync_start=sync))
 
+    def group_body(self, body: list) -> list:
+        """A ``pl.FunctionType.Group`` function is one ``pl.cluster()``: the AIC and AIV
+        functions it calls, started together on one cluster (its return after them)."""
+        ret = [s for s in body if isinstance(s, n.Return)]
+        rest = [s for s in body if not isinstance(s, n.Return)]
+        if not any(isinstance(getattr(s, "value", None), n.FuncCall) for s in n.walk_stmts(rest)):
+            raise self.error(TypeCheckError, self.fdef, f"the Group function '{self.name}' calls no kernel",
+                             hint="call its AIC and AIV functions: self.cube(...); self.vector(...)")
+        return [n.Cluster(tuple(rest), self.name, span=self.span(self.fdef)), *ret]
+
     def split_aiv_for(self, node: ast.For, live_after: frozenset) -> None:
         """``for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.X):``: a region both vector
         cores of the cluster run, ``aiv_id`` each one's lane; outside a core scope it is

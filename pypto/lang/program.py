@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+
+import attrs
 import linecache
 import textwrap
 from pathlib import Path
@@ -62,10 +64,12 @@ class ProgramBuilder(ProgramHooks):
         fdef = self.defs[name]
         self.active.append(name)
         try:
-            kind, auto = function_options(self.source, fdef, self.soc)
+            kind, auto, dual = function_options(self.source, fdef, self.soc)
             conv = FunctionConverter(self.source, fdef, name=name, kind=kind, hooks=self, has_self=True,
                                      auto_scope=auto)
             fn = conv.convert()
+            if dual:
+                fn = attrs.evolve(fn, dual_aiv=True)
         finally:
             self.active.pop()
         self.done[name] = fn
@@ -105,9 +109,9 @@ def function_type(source: Source, fdef: ast.FunctionDef, soc) -> FunctionType:
     return function_options(source, fdef, soc)[0]
 
 
-def function_options(source: Source, fdef: ast.FunctionDef, soc) -> tuple[FunctionType, bool]:
-    """(the type a ``@pl.function(type=..., auto_scope=...)`` decorator names — Opaque when
-    bare —, its auto_scope)."""
+def function_options(source: Source, fdef: ast.FunctionDef, soc) -> tuple[FunctionType, bool, bool]:
+    """(the type a ``@pl.function(type=..., auto_scope=..., attrs=...)`` decorator names —
+    Opaque when bare —, its auto_scope, whether both vector cores run it)."""
     conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.Opaque, hooks=ProgramHooks(soc))
     for deco in fdef.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
@@ -122,15 +126,36 @@ def function_options(source: Source, fdef: ast.FunctionDef, soc) -> tuple[Functi
                                  "source needs the vendor toolkit, which this implementation does without",
                                  hint=f"write '{fdef.name}' in PyPTO (type=pl.FunctionType.InCore) to run it on "
                                       "ref or a2a3sim")
-            if deco.args or set(kw) - {"type", "auto_scope"}:
-                raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type= and auto_scope= here")
+            if deco.args or set(kw) - {"type", "auto_scope", "attrs"}:
+                raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type=, auto_scope= and "
+                                 "attrs= here")
             kind = conv.static_of(kw["type"], FunctionType, "the function type") if "type" in kw else \
                 FunctionType.Opaque
             auto = conv.static_of(kw["auto_scope"], bool, "auto_scope") if "auto_scope" in kw else True
-            return kind, auto
-        return FunctionType.Opaque, True
+            dual = _function_attrs(conv, kw["attrs"], kind) if "attrs" in kw else False
+            return kind, auto, dual
+        return FunctionType.Opaque, True, False
     raise conv.error(ParseError, fdef, f"method '{fdef.name}' needs @pl.function",
                      hint="@pl.function(type=pl.FunctionType.InCore)")
+
+
+def _function_attrs(conv, node, kind: FunctionType) -> bool:
+    """``attrs={"dual_aiv_dispatch": True}``: the one attribute a program function takes here."""
+    if not isinstance(node, ast.Dict) or any(not isinstance(k, ast.Constant) for k in node.keys):
+        raise conv.error(TypeCheckError, node, "attrs= is a dict literal of attribute names",
+                         hint='attrs={"dual_aiv_dispatch": True}')
+    dual = False
+    for k, v in zip(node.keys, node.values):
+        if k.value != "dual_aiv_dispatch":
+            raise conv.error(UnsupportedSyntaxError, k, f"unknown function attribute {k.value!r}",
+                             hint='the attribute known here is "dual_aiv_dispatch" (an AIV function both vector '
+                                  'cores of the cluster run)')
+        dual = conv.static_of(v, bool, "dual_aiv_dispatch")
+    if dual and kind is not FunctionType.AIV:
+        raise conv.error(TypeCheckError, node, f"dual_aiv_dispatch runs an AIV function on both vector cores; this "
+                         f"function is {kind.name}", hint="@pl.function(type=pl.FunctionType.AIV, "
+                                                           'attrs={"dual_aiv_dispatch": True})')
+    return dual
 
 
 def parse_text(text: str, filename: str, soc) -> n.Program:
@@ -236,7 +261,7 @@ class FunctionDecl:
                                   "kernel you call directly")
 
 
-def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None):
+def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None, auto_scope=True, attrs=None):
     """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)`` /
     ``@pl.function(type=pl.FunctionType.AIV, external_source="kernels/k.cpp")``."""
     if fn is None:

@@ -21,6 +21,7 @@ from pypto.backend import MemorySpace
 __pypto_path__ = ()
 
 Mem = MemorySpace
+AUTO = -1  # system.reserve_buffer(base=pl.AUTO): the planner places it
 
 BOOL = _DataType.BOOL
 INT8 = _DataType.INT8
@@ -72,7 +73,7 @@ del _name
 
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
-    "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
+    "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
     "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]

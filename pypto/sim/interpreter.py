@@ -12,7 +12,9 @@ import attrs
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
+from pypto.ir.ops.pipes import INITS, PIPE_OPS, POPS, PUSHES
 from pypto.ir.ops.spmd import BLOCK_REGISTERS
+from pypto.sim import pipe_hub
 from pypto.ir.printer import expr
 from pypto.ir.tensors import block_roots
 from pypto.ir.simplify import OPERATORS
@@ -99,6 +101,7 @@ class _Interpreter:
         self.block_registers = [(0, 1)]  # (block index, blocks) of the SPMD task running
         self.lane = 0  # which vector core of the cluster runs the code (a pl.split_aiv region's lane)
         self.in_cluster = False  # running a pl.cluster() body: its kernel calls are one Group task
+        self.collected: list | None = None  # a piped Group's member calls, to run together
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
         if self.orchestrator is not None and fn.type.is_kernel:  # an entry that is a kernel
@@ -184,11 +187,51 @@ class _Interpreter:
             for block in range(blocks or 1):
                 self.block_registers.append((block, blocks or 1))
                 try:
-                    self.block(s.body, env)
+                    if _uses_pipes(self.program, s):
+                        self.concurrently(s, env)
+                    else:
+                        self.block(s.body, env)
                 finally:
                     self.block_registers.pop()
         finally:
             self.in_cluster = False
+
+    def concurrently(self, s: n.Cluster, env: dict) -> None:
+        """A Group whose members talk through pipes: their calls collected, then run at
+        once, each vector core of a dual-dispatch member on a thread of its own."""
+        self.collected = []
+        try:
+            self.block(s.body, env)
+            members = self.collected
+        finally:
+            self.collected = None
+        dual = any(fn.dual_aiv for fn, _ in members)
+        hub = pipe_hub.Hub(dual)
+        runs = []
+        for fn, args in members:
+            for lane in ((0, 1) if fn.dual_aiv else (0,)):
+                member = _Interpreter(self.program)
+                member.lane, member.block_registers = lane, list(self.block_registers)
+                runs.append((lambda member=member, fn=fn, args=args: member.call(fn, args), lane))
+        hub.run(runs)
+
+    def pipe_op(self, call: n.Call, kwargs: dict, stmt):
+        """A cross-core pipe op, on the Group member this thread runs."""
+        if call.op == "system.import_peer_buffer":
+            return 0
+        found = pipe_hub.current()
+        if found is None:
+            raise ExecutionError(f"{call.op} moves tiles between a Group's AIC and AIV functions, and this one runs "
+                                 "outside a Group", span=stmt.span,
+                                 hint="call the AIC and AIV functions from a @pl.function(type=pl.FunctionType.Group)")
+        hub, lane = found
+        if call.op in INITS:
+            return hub.init(kwargs["dir_mask"], kwargs["slot_num"], kwargs["id"])
+        if call.op in PUSHES:
+            return hub.push(call.op, kwargs["tile"], kwargs["split"], kwargs["id"], lane, stmt.span)
+        if call.op in POPS:
+            return hub.pop(call.op, kwargs["split"], kwargs["id"], lane, stmt.span)
+        return hub.free(call.op, kwargs["id"], lane)
 
     def run_body(self, body, env: dict) -> tuple:
         try:
@@ -269,6 +312,10 @@ class _Interpreter:
         """(what the callee returns, the task's id when it is a kernel)."""
         fn = self.program.function(v.callee)
         args = tuple(self.expr(a, env, stmt) for a in v.args)
+        if fn.type.is_kernel and self.collected is not None:  # a member of a Group that talks through pipes
+            self.collected.append((fn, args))
+            self.tasks += 1
+            return returned_args(fn, args), self.tasks - 1
         if not fn.type.is_kernel:
             self.path.append(id(stmt))
             try:
@@ -305,6 +352,9 @@ class _Interpreter:
         kwargs = {}
         for p, arg in zip(op.params, call.args):
             kwargs[p.name] = self.arg(arg, env, stmt)
+        if call.op in PIPE_OPS or call.op == "system.import_peer_buffer":
+            data = self.pipe_op(call, kwargs, stmt)
+            return TileVal(data, self.valid(result_type, env, stmt)) if isinstance(result_type, TileType) else data
         if call.op == "tensor.read" and self.orchestrator is not None:  # waits for the element's producer
             self.orchestrator.wait(kwargs["x"], kwargs["indices"], stmt.span)
         if call.op == "tensor.create" and isinstance(result_type, TensorType) and not self.kernel[-1]:
@@ -366,6 +416,13 @@ class _Interpreter:
             v = self.expr(e.operand, env, stmt)
             return -v if e.op == "-" else not v
         raise TypeError(f"not an expression: {e!r}")
+
+
+def _uses_pipes(program: n.Program, s: n.Cluster) -> bool:
+    """Whether a kernel the cluster's body calls pushes or pops a cross-core pipe."""
+    callees = {x.value.callee for x in n.walk_stmts(s.body) if isinstance(getattr(x, "value", None), n.FuncCall)}
+    return any(isinstance(getattr(x, "value", None), n.Call) and x.value.op in PIPE_OPS
+               for f in program.functions if f.name in callees for x in n.walk_stmts(f.body))
 
 
 def _cluster_name(s: n.Cluster) -> str:

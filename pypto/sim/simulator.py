@@ -207,6 +207,10 @@ class Launch:
     lane: int = 0
     block: int = 0  # which block of an SPMD task, of ``blocks``: what its block registers read
     blocks: int = 1
+    # a Group member's hand-written pipes: their GM rings by name (shared with the peer), and
+    # the vector cores (lanes) a cube member's pipe flags go to
+    scratch: tuple = ()
+    peer_lanes: tuple = ()
 
     def peers(self, soc: SoC) -> dict:
         cores = soc.cluster_cores(self.cluster)
@@ -219,10 +223,14 @@ class Launch:
                 raise SimulatorError(f"{self.kernel.name} splits its vector work over {self.kernel.lanes} cores, and "
                                      f"{soc.name} clusters have {len(aiv)}")
             return {CoreKind.AIC: cube, CoreKind.AIV: tuple(aiv[:self.kernel.lanes])}
+        if self.peer_lanes:
+            return {CoreKind.AIC: cube, CoreKind.AIV: tuple(aiv[k] for k in self.peer_lanes)}
         return {CoreKind.AIC: cube, CoreKind.AIV: aiv[self.lane]}
 
     def tensors(self) -> dict:
-        return {name: v for (name, t), v in zip(self.kernel.params, self.args) if isinstance(t, TensorType)}
+        out = {name: v for (name, t), v in zip(self.kernel.params, self.args) if isinstance(t, TensorType)}
+        out.update(self.scratch)
+        return out
 
 
 def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -> tuple[tuple, RunReport]:
@@ -428,6 +436,8 @@ class Footprint:
         self.seen: dict = {}
 
     def add(self, d) -> None:
+        if d.gm[0].startswith("%"):  # a pipe's GM ring: the Group's own, no tensor of the program
+            return
         args = d.args
         if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
             mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True

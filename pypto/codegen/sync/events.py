@@ -21,7 +21,7 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for pos, x in enumerate(walk(body)):
-        if isinstance(x, (SetFlag, WaitFlag)):
+        if isinstance(x, (SetFlag, WaitFlag)) and x.edge >= 0:  # a hand-written pipe's flags keep their ids
             first.setdefault(x.edge, pos)
             last[x.edge] = pos
     try:
@@ -30,7 +30,7 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
         bases, shared = _colour(edges, first, last, limit, _chains(edges))
 
     def shifted(x):
-        if not isinstance(x, (SetFlag, WaitFlag)):
+        if not isinstance(x, (SetFlag, WaitFlag)) or x.edge < 0:
             return x
         if x.edge in shared:
             return attrs.evolve(x, event=n.Const(bases[x.edge]))

@@ -1,6 +1,7 @@
 """The op registry (``registry``) and the ops it holds, by level (``tile``, ``tensor``)."""
 
 from pypto.ir.ops import array as _array  # noqa: F401  (registers array.*)
+from pypto.ir.ops import pipes as _pipes  # noqa: F401  (registers the cross-core pipe ops)
 from pypto.ir.ops import rings as _rings  # noqa: F401  (registers system.reserve_buffer)
 from pypto.ir.ops import spmd as _spmd  # noqa: F401  (registers the block registers)
 from pypto.ir.ops import tensor as _tensor  # noqa: F401  (registers tensor.*)

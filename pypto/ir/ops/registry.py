@@ -132,11 +132,13 @@ class OpDef:
     # Where it may appear: "core" (inside pl.at / InCore functions), "orchestration" (the
     # entry's host code: arrays, element reads), "both" (creation and the views of tensors).
     plane: str = "core"
+    # does something to the cores besides computing its result (a cross-core pipe's flags)
+    effect: bool = False
 
     @property
     def has_effect(self) -> bool:
-        """Whether a call does something besides computing its result (writes GM)."""
-        return self.writes_operand is not None
+        """Whether a call does something besides computing its result (writes GM, moves a pipe)."""
+        return self.writes_operand is not None or self.effect
 
     @property
     def level(self) -> str:
@@ -165,12 +167,13 @@ _OPS: dict[str, OpDef] = {}
 
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
-             unit: str = "simple", reduces: bool = False, plane: str = "core") -> OpDef:
+             unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False) -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
     if plane not in ("core", "orchestration", "both"):
         raise ValueError(f"op {name}: plane {plane!r}")
-    op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane)
+    op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane,
+               effect)
     _OPS[name] = op
     return op
 
@@ -224,6 +227,7 @@ class Unified:
     tile_scalar: str | None = None  # rhs is a scalar: add -> adds
     tensor: str | None = None
     tensor_scalar: str | None = None
+    only: str | None = None  # one op whatever the operands (pl.tfree_to_aic is system.tfree_to_aic)
 
 
 UNIFIED: dict[str, Unified] = {}

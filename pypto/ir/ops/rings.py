@@ -13,8 +13,11 @@ from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, register
 from pypto.ir.types import DataType, ScalarType
 
 
+AUTO = -1  # base=pl.AUTO: the planner places the reservation (after the ones before it)
+
+
 def _reserve(a: OpArgs, soc: SoC) -> ScalarType:
-    if a["size"] <= 0 or a["slot_num"] < 1 or a["base"] < 0:
+    if a["size"] <= 0 or a["slot_num"] < 1 or a["base"] < AUTO:
         raise TypeCheckError(f"system.reserve_buffer: size {a['size']}, base {a['base']} and slot_num "
                              f"{a['slot_num']} must be positive (base may be 0)")
     return ScalarType(DataType.INT32)
@@ -26,13 +29,19 @@ register("system.reserve_buffer", [P("name", Kind.STR), P("size", Kind.INT), P("
 
 
 def reserved(body) -> dict:
-    """GM buffer name -> (base, size, slot_num) of each ring a kernel body reserves."""
+    """Buffer name -> (base, size, slot_num) of each ring a kernel body reserves; a base
+    left to the planner (``pl.AUTO``) follows the reservations before it, 512-byte aligned."""
     from pypto.ir import nodes as n
     from pypto.ir.ops.registry import argument
 
     out = {}
+    top = 0
     for s in n.walk_stmts(body):
         call = getattr(s, "value", None)
         if isinstance(call, n.Call) and call.op == "system.reserve_buffer":
-            out[argument(call, "name")] = tuple(argument(call, k) for k in ("base", "size", "slot_num"))
+            base, size, slots = (argument(call, k) for k in ("base", "size", "slot_num"))
+            if base == AUTO:
+                base = -(-top // 512) * 512
+            out[argument(call, "name")] = (base, size, slots)
+            top = max(top, base + size)
     return out
