@@ -12,6 +12,8 @@ import sys
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pypto.errors import PyptoError
 from pypto.lang import parse
@@ -75,7 +77,7 @@ class MultiPipe:
 M, K, N, NB = 32, 64, 256, 64
 
 
-def c2v(split: int, slots: int = 2, free: bool = True, dual: bool = True) -> str:
+def c2v(split: int, slots: int = 2, free: bool = True, dual: bool = True, blocks: int = N // NB) -> str:
     """The cube multiplies a by each column block of b and pushes the result; the vector
     cores pop their half (split 1: rows, 2: columns; 0: one vector core, the whole block),
     add it into c, and free the slot."""
@@ -124,7 +126,7 @@ class C2V:
         c = self.group(a, b, c)
         return c
 '''
-    for name, value in (("NB", NB), ("M", M), ("K", K), ("N", N)):  # a parsed text has no module constants
+    for name, value in (("NB", NB), ("M", M), ("K", K), ("N", blocks * NB)):  # a parsed text has no module constants
         text = re.sub(rf"\b{name}\b", str(value), text)
     return text
 
@@ -324,3 +326,20 @@ def test_pipe_init_attributes_are_checked_with_the_references_words():
 def test_a_pipe_op_outside_a_group_is_refused_where_it_runs():
     text = c2v(1).replace("        c = self.group(a, b, c)\n", "        c = self.cube(a, b, c)\n")
     refused(text, "outside a Group")
+
+
+@given(split=st.sampled_from([0, 1, 2]), slots=st.integers(1, 4), blocks=st.integers(1, 5))
+@settings(max_examples=max(1, settings().max_examples // 4))
+def test_any_ring_depth_and_trip_count_give_torch_s_result_on_both_platforms(split, slots, blocks):
+    g = torch.Generator().manual_seed(blocks)
+    a, b, c = torch.randn(M, K, generator=g), torch.randn(K, blocks * NB, generator=g), torch.randn(M, blocks * NB,
+                                                                                                   generator=g)
+    text = c2v(split, slots, dual=split != 0, blocks=blocks)
+    report, (_, _, on_sim) = run(text, ["a", "b", "c"], a, b, c)
+    _, (_, _, on_ref) = run(text, ["a", "b", "c"], a, b, c, platform="ref")
+    assert torch.equal(on_sim, on_ref)
+    assert torch.allclose(on_sim, c + a @ b, atol=1e-4)
+    pushes = sorted(e.start for e in report.events if e.kind == "instr" and e.name.startswith("TPUSH"))
+    pops = [sorted(e.end for e in report.events if e.kind == "instr" and e.core == core and e.name.startswith("TPOP"))
+            for core in {e.core for e in report.events if e.core.startswith("aiv")}]
+    assert all(k - sum(t <= at for t in ends) <= slots - 1 for ends in pops for k, at in enumerate(pushes))
