@@ -206,6 +206,20 @@ def test_a_pop_without_its_free_stalls_the_producer_naming_the_pipe():
         run(c2v(1, free=False), ["a", "b", "c"], a, b, c, platform="ref")
 
 
+def test_ref_reports_the_deadlock_its_last_waiting_member_finds():
+    a, b, c = wide()  # every push fits the ring: only the cube's final wait for its frees is stuck
+    with pytest.raises(PyptoError, match="the producer of cross-core pipe 0 waits for a free slot"):
+        run(c2v(1, slots=4, free=False), ["a", "b", "c"], a, b, c, platform="ref")
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_free_without_id_gives_back_its_pops_pipe(platform):
+    text = (c2v(1).replace("slot_num=2)", "slot_num=2, id=5)").replace("split=1)", "split=1, id=5)"))
+    a, b, c = wide()
+    _, (_, _, got) = run(text, ["a", "b", "c"], a, b, c, platform=platform)
+    assert torch.allclose(got, c + a @ b, atol=1e-4)
+
+
 def test_a_pop_nobody_pushes_is_a_deadlock_naming_the_consumer():
     extra = (f"        extra: pl.Tile[[{D}, {D}], pl.FP32, pl.Mem.Mat] = pl.tpop_from_aiv(split=0, id=0)\n"
              "        pl.tfree_to_aiv(extra)\n")

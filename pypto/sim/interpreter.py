@@ -231,7 +231,7 @@ class _Interpreter:
             return hub.push(call.op, kwargs["tile"], kwargs["split"], kwargs["id"], lane, stmt.span)
         if call.op in POPS:
             return hub.pop(call.op, kwargs["split"], kwargs["id"], lane, stmt.span)
-        return hub.free(call.op, kwargs["id"], lane)
+        return hub.free(call.op, kwargs["tile"].data, lane)  # (codegen has checked it is a pop's, of its id)
 
     def run_body(self, body, env: dict) -> tuple:
         try:

@@ -39,6 +39,7 @@ class Hub:
         self.failure: BaseException | None = None
         self.blocked: dict = {}  # thread -> (what would wake it, what it waits for)
         self.produced: dict = {}  # thread -> {(pipe, direction, lane): what its drain waits for}
+        self.origins: dict = {}  # id of a popped tile's data -> (the data, its pipe id)
 
     @contextlib.contextmanager
     def member(self, lane: int):
@@ -87,7 +88,8 @@ class Hub:
                     raise _Abandoned()
                 self.blocked[threading.get_ident()] = (ready, what)
                 self._check()
-                self.cond.wait()
+                if self.failure is None:  # (this thread may have just found the deadlock: then nobody wakes it)
+                    self.cond.wait()
                 self.blocked.pop(threading.get_ident(), None)
             if self.failure is not None:
                 raise _Abandoned()
@@ -100,8 +102,8 @@ class Hub:
             what = "; ".join(sorted({w for _, w in self.blocked.values()}))
             free = "free slot" in what
             self.failure = ExecutionError(
-                f"the Group deadlocks: {what}" + (": the consumer popped a tile and did not free it, so its slot "
-                                                  "stays taken" if free else ""),
+                f"the Group deadlocks: {what}" + (": the consumer popped a tile and did not free it (or waits "
+                                                  "itself, for the producer)" if free else ""),
                 hint="free every popped tile once it is used: pl.tfree_to_aiv(tile) on the cube, pl.tfree_to_aic(tile) "
                      "on a vector core" if free else "pair every tpop with a tpush of the same pipe id in the peer "
                                                      "function")
@@ -143,16 +145,18 @@ class Hub:
         self._wait(lambda: all(self.queues[(pipe, d, k)] for k in lanes), what, span)
         with self.cond:
             parts = [self.queues[(pipe, d, k)].popleft() for k in lanes]
-            if d == V2C and split and len(parts) == 2:
-                return torch.cat(parts, dim=split - 1)
-            return parts[0]
+            data = torch.cat(parts, dim=split - 1) if d == V2C and split and len(parts) == 2 else parts[0]
+            self.origins[id(data)] = (data, pipe)  # (the tile kept: its id stays its own)
+            return data
 
-    def free(self, op: str, pipe, lane: int) -> None:
+    def free(self, op: str, tile, lane: int) -> None:
+        """Give back the slot of the pop that made ``tile`` (its pipe id the pop's)."""
         d = direction(op)
         lanes = ((0, 1) if self.dual else (0,)) if d == V2C else (lane,)
         with self.cond:
+            _, pipe = self.origins.pop(id(tile))
             for k in lanes:
-                self.busy[(pipe or 0, d, k)] -= 1
+                self.busy[(pipe, d, k)] -= 1
             self.cond.notify_all()
 
     def _slots(self, pipe: int, d: int, op: str, span) -> int:

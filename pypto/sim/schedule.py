@@ -131,7 +131,7 @@ def _deadlock(stuck, stalled, depth: int) -> SimulatorDeadlock:
         if free:
             return SimulatorDeadlock(
                 f"the Group deadlocks: {d.core.name} (the producer of {pipe}) waits for {d.node.note} that is never "
-                f"freed: the consumer popped a tile and did not free it, so its slot stays taken",
+                f"given back: the consumer popped a tile and did not free it (or waits itself, for the producer)",
                 hint="free every popped tile once it is used: pl.tfree_to_aiv(tile) on the cube, "
                      "pl.tfree_to_aic(tile) on a vector core")
         return SimulatorDeadlock(
