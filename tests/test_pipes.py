@@ -357,3 +357,9 @@ def test_any_ring_depth_and_trip_count_give_torch_s_result_on_both_platforms(spl
     pops = [sorted(e.end for e in report.events if e.kind == "instr" and e.core == core and e.name.startswith("TPOP"))
             for core in {e.core for e in report.events if e.core.startswith("aiv")}]
     assert all(k - sum(t <= at for t in ends) <= slots - 1 for ends in pops for k, at in enumerate(pushes))
+
+
+def test_submitting_a_group_says_its_call_is_already_one_group_task():
+    text = c2v(1).replace("        c = self.group(a, b, c)\n", "        c = pl.submit(self.group, a, b, c)\n")
+    with pytest.raises(PyptoError, match="'self.group' is a Group function: calling it is already one Group task"):
+        parse(text)

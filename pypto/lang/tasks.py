@@ -11,7 +11,7 @@ import keyword
 
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.types import INDEX, TASK_ID, ArrayType, DataType, ScopeMode, SplitMode, TensorType, type_name
+from pypto.ir.types import INDEX, TASK_ID, ArrayType, DataType, FunctionType, ScopeMode, SplitMode, TensorType, type_name
 from pypto.lang import liveness
 from pypto.lang.calls import Nothing, Several
 from pypto.lang import names as N
@@ -239,9 +239,14 @@ class TaskForms:
                                 hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
         call = ast.copy_location(ast.Call(target, args, []), node)
         value, t = self.function_call(call, lambda types: self.hooks.call_method(target.attr, types, call, self))
-        if not self.hooks.function(target.attr, node).type.is_kernel:
+        callee = self.hooks.function(target.attr, node)
+        if callee.type is FunctionType.Group:
+            raise self.error(TypeCheckError, target, f"{form}(...) submits one kernel, and 'self.{target.attr}' is a "
+                             "Group function: calling it is already one Group task on one cluster (which takes no "
+                             "deps=, predicate= or core_num= here)", hint=f"call it directly: self.{target.attr}(...)")
+        if not callee.type.is_kernel:
             raise self.error(TypeCheckError, target, f"{form}(...) submits a kernel, and 'self.{target.attr}' is "
-                             "not one (a task runs an InCore, AIC, AIV or Group function)",
+                             "not one (a task runs an InCore, AIC or AIV function)",
                              hint=f"call it directly: self.{target.attr}(...), or make it "
                                   "@pl.function(type=pl.FunctionType.InCore)")
         for k in no_dep:
