@@ -375,3 +375,36 @@ def test_a_named_crossing_reads_back_from_the_dumps():
     text = compiled.program.as_python()
     assert "pl.tensor.aiv_shard(acc)" in text and parse(text) == compiled.program
     assert parse(compiled.lowered.as_python()) == compiled.lowered
+
+
+@pytest.mark.parametrize("mode", ["UP_DOWN", "LEFT_RIGHT"])
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_split_vector_work_a_matmul_reads_reaches_the_cube_whole(mode, platform):
+    """The reference's V2C programs: each lane computes its half of both matmul operands and
+    stores it into the GM copy the cube then loads whole (the stores one run, before the cube)."""
+    from pypto.lang import parse
+    from pypto.runtime import RunConfig
+    from pypto.runtime.compiled import compile_program
+
+    text = f'''
+import pypto.language as pl
+
+
+@pl.program
+class V2C:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[32, 32], pl.FP32], b: pl.Tensor[[32, 32], pl.FP32],
+             output: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.{mode})]):
+            a_plus_b = pl.add(a, b)
+            sub = pl.sub(a, b)
+            out = pl.matmul(a_plus_b, sub)
+            output = pl.assemble(output, out, [0, 0])
+        return output
+'''
+    g = torch.Generator().manual_seed(3)
+    a, b, out = torch.randn(32, 32, generator=g), torch.randn(32, 32, generator=g), torch.zeros(32, 32)
+    compiled = compile_program(parse(text), ["a", "b", "output"], RunConfig(platform=platform), write=False)
+    assert [k.lanes for k in compiled.kernels.values()] == [2]
+    compiled.run(a, b, out)
+    assert torch.allclose(out, (a + b) @ (a - b), atol=1e-4)

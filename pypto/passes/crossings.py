@@ -186,12 +186,14 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                                                                           *call.args[1:])))
                 out.append(stmt)
                 continue
+            views = []  # the cube's views of what the vector work stores for this matmul: after all the stores
             for k, (p, a) in enumerate(zip(op.params, call.args)):
                 if isinstance(a, n.Var) and a.name in st.vector and op.windows is not None \
                         and op.windows.kind == "cube" and p.name in ("lhs", "rhs"):  # vector work a matmul reads
                     if a.name not in staged:
                         copy, filling = st.to_cube(a.name, stmt)
-                        out.extend(filling)
+                        out.extend(x for x in filling if isinstance(x, n.Eval))
+                        views.extend(x for x in filling if not isinstance(x, n.Eval))
                         staged[a.name] = copy
                     args[k] = n.Var(staged[a.name])
                     continue
@@ -201,6 +203,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                         out.extend(filling)
                         staged[a.name] = copy
                     args[k] = n.Var(staged[a.name])
+            out.extend(views)  # (so the vector work is one run, its stores in it, before the cube reads)
             if op.name == "tensor.aiv_shard":  # the named crossing: the staged copy, under the name it gave
                 out.append(n.Assign(stmt.target, stmt.type, args[0], span=stmt.span))
                 continue
