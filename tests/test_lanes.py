@@ -408,3 +408,66 @@ class V2C:
     assert [k.lanes for k in compiled.kernels.values()] == [2]
     compiled.run(a, b, out)
     assert torch.allclose(out, (a + b) @ (a - b), atol=1e-4)
+
+
+GATHER = '''
+import pypto.language as pl
+
+
+@pl.program
+class G:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[32, 32], pl.FP32], b: pl.Tensor[[32, 32], pl.FP32],
+             output: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.MODE):
+                s = pl.add(a, b)
+                d = pl.sub(a, b)
+                s = pl.aic_gather(s)
+                d = pl.aic_gather(d)
+            out = pl.matmul(s, d)
+            output = pl.assemble(output, out, [0, 0])
+        return output
+'''
+
+
+def _gathered(text: str, platform: str):
+    from pypto.lang import parse
+    from pypto.runtime import RunConfig
+    from pypto.runtime.compiled import compile_program
+
+    g = torch.Generator().manual_seed(4)
+    a, b, out = torch.randn(32, 32, generator=g), torch.randn(32, 32, generator=g), torch.zeros(32, 32)
+    compile_program(parse(text), ["a", "b", "output"], RunConfig(platform=platform), write=False).run(a, b, out)
+    return a, b, out
+
+
+@pytest.mark.parametrize("mode", ["UP_DOWN", "LEFT_RIGHT", "NONE"])
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_aic_gather_hands_the_lanes_halves_to_the_cube_rejoined(mode, platform):
+    a, b, out = _gathered(GATHER.replace("MODE", mode), platform)  # NONE: both lanes hold it whole, lane 0's goes
+    assert torch.allclose(out, (a + b) @ (a - b), atol=1e-4)
+
+
+def test_a_gather_program_prints_and_parses_back():
+    from pypto.lang import parse
+
+    program = parse(GATHER.replace("MODE", "UP_DOWN"))
+    assert "pl.tensor.aic_gather(s)" in program.as_python()
+    assert parse(program.as_python()) == program
+
+
+@pytest.mark.parametrize("change, match", [
+    (("                d = pl.aic_gather(d)\n", ""),
+     "'d' is bound inside a pl.split_aiv region and read after it"),
+    (("            out = pl.matmul(s, d)\n", "            e = pl.aic_gather(d)\n            out = pl.matmul(s, e)\n"),
+     "pl.aic_gather names a crossing out of a pl.split_aiv region, and this is outside every region"),
+    (("                d = pl.aic_gather(d)\n", "                for i in pl.range(1):\n                    d = pl.aic_gather(d)\n"),
+     "this one sits inside a loop or branch of the region"),
+])
+def test_aic_gather_misplaced_is_refused(change, match):
+    text = GATHER.replace("MODE", "UP_DOWN").replace(*change)
+    with pytest.raises(PyptoError, match=match) as err:
+        _gathered(text, "a2a3sim")
+    if "bound inside" in match:
+        assert "pl.aic_gather(d)" in err.value.hint

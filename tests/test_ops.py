@@ -187,13 +187,13 @@ def test_every_op_is_exercised_and_has_semantics():
     # core registers (which read the launch, not operands) in tests/test_spmd.py and tests/test_lanes.py
     from pypto.ir.ops.spmd import CORE_REGISTERS
 
-    # the ring reservation (which moves no data) in tests/test_rings.py, the named crossing (which the
+    # the ring reservation (which moves no data) in tests/test_rings.py, the named crossings (which the
     # outliner stages) in tests/test_lanes.py
     # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py
     from pypto.ir.ops.pipes import PIPE_OPS
 
     names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
-        "system.reserve_buffer", "tensor.aiv_shard", "system.import_peer_buffer"} - PIPE_OPS
+        "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "system.import_peer_buffer"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()
 

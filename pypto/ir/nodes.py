@@ -393,12 +393,22 @@ def visible_after(stmt) -> tuple[str, ...]:
     """The names a statement makes available to the statements after it."""
     if isinstance(stmt, Assign):
         return (stmt.target,)
-    if isinstance(stmt, (For, If)):
+    if isinstance(stmt, For):
+        return tuple(b.name for b in stmt.results) + gathered(stmt)
+    if isinstance(stmt, If):
         return tuple(b.name for b in stmt.results)
     if isinstance(stmt, BLOCKS):
         inner = tuple(name for s in stmt.body for name in visible_after(s))
         return inner + ((stmt.task_id,) if getattr(stmt, "task_id", None) is not None else ())
     return ()
+
+
+def gathered(stmt) -> tuple[str, ...]:
+    """The names a ``pl.split_aiv`` region hands the cube after it: what its ``pl.aic_gather``s bind."""
+    if not isinstance(stmt, For) or stmt.kind.value != "split_aiv":
+        return ()
+    return tuple(s.target for s in stmt.body if isinstance(s, Assign) and isinstance(s.value, Call)
+                 and s.value.op == "tensor.aic_gather")
 
 
 def symbols(function: Function) -> dict:

@@ -148,6 +148,7 @@ class _FunctionChecker:
             for b in s.results:
                 self.bind(b.name, b.type, s)
                 scope.add(b.name)
+            scope.update(n.gathered(s))  # a region's pl.aic_gather values: the cube's after it
         elif isinstance(s, n.If):
             self.uses((s.cond,), scope, s)
             self.block(s.then_body, scope, s.results or None)

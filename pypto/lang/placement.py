@@ -114,16 +114,27 @@ class PlacementForms:
             self.in_split_aiv = False
         stored = {s.target for s in n.walk_stmts(body) if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
                   and lookup(s.value.op).writes_operand is not None}  # in-place writes of GM tensors
+        region = n.For(var, n.Const(0), n.Const(count), n.Const(1), body, ForKind.SplitAiv, span=self.span(node),
+                       split=mode)
+        handed = set(n.gathered(region))  # pl.aic_gather: the cube's after the region
+        nested = [s for s in n.walk_stmts(body) if isinstance(getattr(s, "value", None), n.Call)
+                  and s.value.op == "tensor.aic_gather" and s.target not in handed]
+        if nested:
+            raise self.error(UnsupportedSyntaxError, node, "pl.aic_gather hands a value to the cube after its "
+                             "pl.split_aiv region, and this one sits inside a loop or branch of the region",
+                             hint="gather at the region's top level: y = pl.aic_gather(x)")
         for name in [x for x in self.env if self.env[x] != outer.get(x)]:
+            if name in live_after and self.env[name] in handed:
+                continue  # gathered: the cube reads it whole after the region
             if name in live_after and name in outer and self.env[name] in stored:
                 self.env[name] = outer[name]  # stored into in place: the tensor it was
             elif name in live_after and name != node.target.id:
                 raise self.error(UnsupportedSyntaxError, node, f"'{name}' is bound inside a pl.split_aiv region "
                                  "and read after it; each vector core has its own",
-                                 hint="store it into a GM tensor inside the region, or compute it outside")
+                                 hint=f"hand it to the cube with {name} = pl.aic_gather({name}) in the region, store "
+                                      "it into a GM tensor there, or compute it outside")
             elif name in outer:
                 self.env[name] = outer[name]
             else:
                 del self.env[name]
-        self.emit(n.For(var, n.Const(0), n.Const(count), n.Const(1), body, ForKind.SplitAiv, span=self.span(node),
-                        split=mode))
+        self.emit(region)

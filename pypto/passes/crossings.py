@@ -27,7 +27,7 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.simplify import simplify
-from pypto.ir.types import INDEX, ForKind, TensorType
+from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
 
 # where a cube value may go without leaving the cube: into GM, on into the accumulator,
 # or viewed (a slice of it is as much the cube's)
@@ -147,6 +147,8 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                     cube.add(a.name)
             loops = getattr(st, "loops", [])
             loops.append(stmt)
+            if stmt.kind is ForKind.SplitAiv:  # (a NONE region's gathers: lane 0's copy is the cube's)
+                st.region = stmt
             try:
                 stmt = attrs.evolve(stmt, body=tuple(_block(st, stmt.body, cube, staged, before_loop | set(hoisted))))
             finally:
@@ -159,6 +161,9 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                     cube.add(a.name)
                     cube.add(b.name)
             out.append(stmt)
+            if stmt.kind is ForKind.SplitAiv:  # the cube's views of what the region gathered, after it
+                out.extend(getattr(st, "gathered", ()))
+                st.gathered = []
             continue
         if isinstance(stmt, n.If):
             for name in _crossing_uses((*stmt.then_body, *stmt.else_body), cube):  # staged once, before the branch
@@ -204,6 +209,16 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                         staged[a.name] = copy
                     args[k] = n.Var(staged[a.name])
             out.extend(views)  # (so the vector work is one run, its stores in it, before the cube reads)
+            if op.name == "tensor.aic_gather":  # each lane stores its half of the cube's copy; the cube views it after
+                copy, filling = st.to_cube(args[0].name, stmt)
+                stores = [x for x in filling if isinstance(x, n.Eval)]
+                region = getattr(st, "region", None)
+                if stores and region is not None and region.split is SplitMode.NONE:  # both lanes hold it whole
+                    stores = [n.If(n.BinOp("==", n.Var(region.var), n.Const(0)), tuple(stores), span=stmt.span)]
+                out.extend(stores)
+                views = [attrs.evolve(x, target=stmt.target) for x in filling if not isinstance(x, n.Eval)]
+                st.gathered = [*getattr(st, "gathered", []), *views]
+                continue
             if op.name == "tensor.aiv_shard":  # the named crossing: the staged copy, under the name it gave
                 out.append(n.Assign(stmt.target, stmt.type, args[0], span=stmt.span))
                 continue

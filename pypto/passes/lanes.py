@@ -49,7 +49,7 @@ def check_regions(body: tuple, split) -> None:
                        "which is orthogonal to splitting.")
     if regions:
         check_manual(body)  # the regions place the vector work
-    if regions or any(call.op == "tensor.aiv_shard" for _, call, _, _ in _calls(body)):
+    if regions or any(call.op in ("tensor.aiv_shard", "tensor.aic_gather") for _, call, _, _ in _calls(body)):
         check_lanes(body)
 
 
@@ -129,6 +129,9 @@ def check_lanes(body: tuple) -> None:
         if not inside and call.op == "tensor.aiv_shard":
             raise _refused(stmt, "pl.aiv_shard names a crossing into a pl.split_aiv region, and this is outside "
                                  "every region", "read the cube value through pl.aiv_shard(x) inside the region")
+        if not inside and call.op == "tensor.aic_gather":
+            raise _refused(stmt, "pl.aic_gather names a crossing out of a pl.split_aiv region, and this is outside "
+                                 "every region", "gather the vector value inside the region that computes it")
         if not inside and call.op == "tile.get_subblock_idx":
             raise _refused(stmt, "pl.tile.get_subblock_idx() outside a pl.split_aiv region: only a region's code "
                                  "runs on each vector core with a lane of its own",

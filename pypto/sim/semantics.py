@@ -339,6 +339,6 @@ def _reserve_buffer(name, size, base, slot_num):
     return base  # the ring's UB address; reserving moves no data
 
 
-@impl("tensor.aiv_shard")
+@impl("tensor.aiv_shard", "tensor.aic_gather")
 def _aiv_shard(x):
     return x  # the crossing itself: the compiler stages it through GM

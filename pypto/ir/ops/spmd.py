@@ -33,3 +33,9 @@ def _shard(a: OpArgs, soc: SoC):
 register("tensor.aiv_shard", [P("x", Kind.TENSOR)], _shard,
          doc="the cube value x, read on the vector lane: names a crossing into a pl.split_aiv region")
 unify("aiv_shard", tensor="tensor.aiv_shard")
+# Names a vector value the cube reads after the pl.split_aiv region that computes it: the
+# lanes' halves rejoined (the crossing the compiler stages: each lane stores its half of the
+# cube's GM copy).
+register("tensor.aic_gather", [P("x", Kind.TENSOR)], _shard,
+         doc="the vector value x, handed to the cube after its pl.split_aiv region: names a crossing out of it")
+unify("aic_gather", tensor="tensor.aic_gather")
