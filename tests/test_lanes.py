@@ -471,3 +471,40 @@ def test_aic_gather_misplaced_is_refused(change, match):
         _gathered(text, "a2a3sim")
     if "bound inside" in match:
         assert "pl.aic_gather(d)" in err.value.hint
+
+
+@pytest.mark.parametrize("mode", ["UP_DOWN", "LEFT_RIGHT"])
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_split_loop_assembling_into_a_carried_tensor_hands_the_tensor_on(mode, platform):
+    """The reference's C2V / bidirectional programs: nested loops, each trip's matmul result
+    added to a slice of c (halved, per lane) and assembled back; the loop carries c itself."""
+    from pypto.lang import parse
+    from pypto.runtime import RunConfig
+    from pypto.runtime.compiled import compile_program
+
+    text = f'''
+import pypto.language as pl
+
+
+@pl.program
+class C2V:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[32, 64], pl.FP32], b: pl.Tensor[[64, 256], pl.FP32],
+             c: pl.InOut[pl.Tensor[[32, 256], pl.FP32]]) -> pl.Tensor[[32, 256], pl.FP32]:
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.{mode})]):
+            for cb in pl.range(0, 2):
+                for ci in pl.range(0, 2):
+                    n0 = (cb * 2 + ci) * 64
+                    c_prev = pl.slice(c, [32, 64], [0, n0])
+                    a_add = pl.add(a, 1.0)
+                    c_next = pl.add(c_prev, pl.matmul(a_add, pl.slice(b, [64, 64], [0, n0])))
+                    c = pl.assemble(c, c_next, [0, n0])
+        return c
+'''
+    g = torch.Generator().manual_seed(5)
+    a, b, c = torch.randn(32, 64, generator=g), torch.randn(64, 256, generator=g), torch.randn(32, 256, generator=g)
+    want = c + (a + 1) @ b
+    compiled = compile_program(parse(text), ["a", "b", "c"], RunConfig(platform=platform), write=False)
+    assert [k.lanes for k in compiled.kernels.values()] == [2]
+    compiled.run(a, b, c)
+    assert torch.allclose(c, want, atol=1e-4)

@@ -29,7 +29,8 @@ import attrs
 
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.ops import lookup, op_call
+from pypto.ir.ops import argument, lookup, op_call
+from pypto.ir.rewrite import rename
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
 
@@ -149,6 +150,12 @@ def _calls(body, inside: bool = False):
             yield from _calls(block, inside or _is_region(stmt))
 
 
+def _writes_in_place(stmt) -> bool:
+    """Whether a statement names a GM tensor after writing into it (an assemble, a store)."""
+    call = getattr(stmt, "value", None)
+    return isinstance(stmt, n.Assign) and isinstance(call, n.Call) and lookup(call.op).writes_operand is not None
+
+
 def _is_region(stmt) -> bool:
     return isinstance(stmt, n.For) and stmt.kind is ForKind.SplitAiv
 
@@ -180,7 +187,7 @@ class _Splitter:
         def close():
             if run:
                 out.extend(hoisted)
-                out.append(self.region(run))
+                out.extend(self.region(run))
                 hoisted.clear()
                 run.clear()
 
@@ -194,7 +201,8 @@ class _Splitter:
                 if not run:  # a region's values stay in it
                     self.escaping(stmt, defined_in_run)
                 run.append(stmt)
-                defined_in_run.update(_defined(stmt))
+                if not _writes_in_place(stmt):  # (a GM tensor written in place is the tensor: whole, after it)
+                    defined_in_run.update(_defined(stmt))
             elif side == "both":
                 self.escaping(stmt, defined_in_run)
                 close()
@@ -290,13 +298,23 @@ class _Splitter:
         return attrs.evolve(stmt, then_body=tuple(self.block(stmt.then_body)),
                             else_body=tuple(self.block(stmt.else_body)))
 
-    def region(self, run: list) -> n.For:
+    def region(self, run: list) -> list:
+        """The run in a region, and after it the GM tensors it wrote in place under the names
+        the statements after it read (the tensor itself: a region's own names stay in it)."""
         lane = self.fresh("aiv_id")
         self.types[lane] = INDEX
-        body = _Halver(self, lane).block(run, set())
+        inside, after, root = {}, [], {}
+        for stmt in run:
+            if _writes_in_place(stmt):
+                written = argument(stmt.value, lookup(stmt.value.op).writes_operand)
+                root[stmt.target] = root.get(written.name, written.name)
+                inside[stmt.target] = self.fresh(stmt.target)
+                self.types[inside[stmt.target]] = stmt.type
+                after.append(n.Assign(stmt.target, stmt.type, n.Var(root[stmt.target]), span=stmt.span))
+        body = _Halver(self, lane).block([rename(s, inside) for s in run], set())
         span = next((s.span for s in run if getattr(s, "span", None) is not None), None)
-        return n.For(lane, n.Const(0), n.Const(2), n.Const(1), tuple(body), ForKind.SplitAiv, span=span,
-                     split=SplitMode.NONE)
+        return [n.For(lane, n.Const(0), n.Const(2), n.Const(1), tuple(body), ForKind.SplitAiv, span=span,
+                      split=SplitMode.NONE), *after]
 
 
 class _Halver:
