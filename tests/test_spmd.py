@@ -525,3 +525,38 @@ class P:
     with pytest.raises(PyptoError, match="outlines its body into one kernel") as info:
         parse(text)
     assert "with pl.spmd(n)" in info.value.hint
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_an_opaque_function_looping_over_pl_spmd_orchestrates_it(platform):
+    """The reference's bidirectional SPMD program: no ``with`` in the function, its loop over
+    pl.spmd(n) is the SPMD scope (vector, cube, vector work on each block's rows)."""
+    from pypto.lang import parse
+    from pypto.runtime import RunConfig
+    from pypto.runtime.compiled import compile_program
+
+    text = '''
+import pypto.language as pl
+
+
+@pl.program
+class S:
+    @pl.function(type=pl.FunctionType.Opaque)
+    def main(self, a: pl.Tensor[[32, 64], pl.FP32], b: pl.Tensor[[64, 16], pl.FP32],
+             out: pl.InOut[pl.Tensor[[32, 16], pl.FP32]]) -> pl.Tensor[[32, 16], pl.FP32]:
+        for ob in pl.spmd(2, name_hint="rows"):
+            m0 = ob * 16
+            a_add = pl.add(pl.slice(a, [16, 64], [m0, 0]), 1.0)
+            c_vec = pl.add(pl.matmul(a_add, b), 1.0)
+            out = pl.assemble(out, pl.transpose(c_vec, axis1=0, axis2=1), [m0, 0])
+        return out
+'''
+    g = torch.Generator().manual_seed(6)
+    a, b, out = torch.randn(32, 64, generator=g), torch.randn(64, 16, generator=g), torch.zeros(32, 16)
+    want = out.clone()
+    for m0 in (0, 16):
+        want[m0:m0 + 16] = ((a[m0:m0 + 16] + 1) @ b + 1).t()
+    report = compile_program(parse(text), ["a", "b", "out"], RunConfig(platform=platform), write=False).run(a, b, out)
+    assert torch.allclose(out, want, atol=1e-4)
+    if platform == "a2a3sim":
+        assert len(report.tasks) == 2 and len({t.task_id for t in report.tasks}) == 1  # one task, two blocks

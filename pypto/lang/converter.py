@@ -44,6 +44,18 @@ _OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: 
                   ast.Not: "not", ast.Invert: "~"}
 
 
+def _orchestrates(fdef: ast.FunctionDef) -> bool:
+    """An Opaque function orchestrates when it opens scopes: a ``with`` block, or a ``for``
+    over ``pl.spmd(n)`` (its body one SPMD scope)."""
+    for x in ast.walk(fdef):
+        if isinstance(x, ast.With):
+            return True
+        if isinstance(x, ast.For) and isinstance(x.iter, ast.Call) and isinstance(x.iter.func, ast.Attribute) \
+                and x.iter.func.attr == "spmd":
+            return True
+    return False
+
+
 class FunctionConverter(SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
@@ -61,8 +73,7 @@ class FunctionConverter(SpmdForms, PlacementForms, TaskForms, ControlFlow, CallC
         self.given = given  # param name -> type from the call being specialized (jit)
         self.declared_returns = returns
         # An Opaque function is InCore unless it opens pl.at scopes (then it orchestrates them).
-        self.incore = kind in INCORE_TYPES and not (
-            kind is FunctionType.Opaque and any(isinstance(x, ast.With) for x in ast.walk(fdef)))
+        self.incore = kind in INCORE_TYPES and not (kind is FunctionType.Opaque and _orchestrates(fdef))
         self.out: list = []  # statements of the block being converted
         self.frames: list[Frame] = []
         self.return_types: tuple | None = None
