@@ -6,6 +6,7 @@ overwrites its parent's."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 
@@ -58,7 +59,6 @@ class BlockAnalysis:
         conflicts = self.conflicts(nodes, last)
         pattern: dict[tuple, tuple] = {}  # (u.j, u.key, v.j, v.key, d) -> (u, v, access pair)
         self.groups_in_order = [list(g) for _, g in itertools.groupby(nodes, key=lambda y: (y.t, y.j))]
-        self.group_index = {(g[0].t, g[0].j): k for k, g in enumerate(self.groups_in_order)}
         by_place: dict[tuple, list] = {}  # (j, key) -> its node in each window iteration
         for x in nodes:
             by_place.setdefault((x.j, x.key), []).append(x)
@@ -66,7 +66,11 @@ class BlockAnalysis:
         for a, x, at_start, own in self.implicit:
             after.setdefault(x.seq, []).append((a, at_start, own))
         self.places = ({(x.t, x.j, x.key): x for x in nodes}, by_place, after)
-        state = self.known(nodes, pattern)
+        self.chain(nodes)
+        preds: dict[int, tuple] = {}  # node -> the nodes the pattern's edges order it after
+        self.successors: dict[int, tuple] = {}  # and the other way round (a dropped edge's source keeps
+        #                                         its old target, which is recomputed anyway)
+        state = self.known(preds)
         while True:
             added = False
             for v in (x for x in nodes if x.t == last):
@@ -74,17 +78,26 @@ class BlockAnalysis:
                     if self.ordered(state[0], u, v, first, last_k):
                         continue
                     key = (u.j, u.key, v.j, v.key, v.t - u.t)
+                    known_key = key in pattern
                     pattern[key] = (u, v, pair)
-                    state = self.known(nodes, pattern, self.affected(key), state)
+                    if not known_key:  # (its edges are in preds already)
+                        pairs = self.instances(key)
+                        preds = _with(preds, pairs)
+                        self.successors = _with(self.successors, [(x, u) for u, x in pairs])
+                        state = self.updated(preds, state, pairs)
                     added = True
             if not added:
                 break
         order = lambda k: (k[0], rank(k[1]), k[2], rank(k[3]), k[4])  # noqa: E731
         for key in sorted(pattern, key=lambda k: (-k[4], *order(k))):  # drop what others already order
             trial = {k: p for k, p in pattern.items() if k != key}
-            tried = self.known(nodes, trial, self.affected(key), state)
-            if self.covered(tried[0], nodes, conflicts):
-                pattern, state = trial, tried
+            pairs = self.instances(key)
+            trial_preds = _without(preds, pairs)
+            tried = self.updated(trial_preds, state, pairs)
+            # (state covers every conflict: only those whose consumer's group moved may now not be)
+            moved = {v: found for v, found in conflicts.items() if self.group_of[v] in self.moved}
+            if self.covered(tried[0], nodes, moved):
+                pattern, state, preds = trial, tried, trial_preds
         return [self.make_edge(key, pattern[key], loop) for key in sorted(pattern, key=order)]
 
     def conflicts(self, nodes, last: int) -> dict[int, list]:
@@ -141,58 +154,97 @@ class BlockAnalysis:
                     out.append((a, x, start, own))
         return out
 
-    def affected(self, key: tuple) -> int:
-        """The first group (in node order) whose knowledge a pattern's edges can change:
-        they end on (j, key) nodes from window iteration d on; the groups before keep theirs."""
-        _, _, vj, _, d = key
-        return self.group_index.get((d, vj), len(self.groups_in_order))
+    def chain(self, nodes) -> None:
+        """Each node's neighbours on its pipe (the previous and next node of its key, in
+        node order) and its group's index: what a node's knowledge is made of."""
+        self.prev_on: dict[int, Node] = {}
+        self.next_on: dict[int, Node] = {}
+        self.group_of: dict[int, int] = {}
+        last_on: dict[tuple, Node] = {}
+        for g, group in enumerate(self.groups_in_order):
+            for x in group:
+                self.group_of[x.seq] = g
+                if x.key in last_on:
+                    self.prev_on[x.seq] = last_on[x.key]
+                    self.next_on[last_on[x.key].seq] = x
+            for x in group:
+                last_on[x.key] = x
 
-    def known(self, nodes, pattern, since: int = 0, base: tuple | None = None) -> tuple[dict, dict]:
+    def instances(self, key: tuple) -> list[tuple]:
+        """(u, x) for each window iteration a pattern's edge orders x after u in."""
+        by_pos, by_place, _ = self.places
+        uj, ukey, vj, vkey, d = key
+        out = []
+        for x in by_place.get((vj, vkey), ()):
+            if x.t - d >= 0:
+                u = by_pos.get((x.t - d, uj, ukey))
+                if u is not None:
+                    out.append((u, x))
+        return out
+
+    def known(self, preds: dict) -> tuple[dict, dict]:
         """(start, end): what each node knows has landed when it starts (key -> latest
         seq), and once it is done — its own work too and what ``implied`` adds. Under
         ``("done", key)``, the nodes known to have finished as a whole — a loop's waits
-        included, which the landing of its work alone does not imply. Groups before group
-        ``since`` are taken from ``base`` (an earlier result whose pattern differs only in
-        edges that end at or after it): adding or dropping one pattern recomputes only what
-        it can change."""
-        by_pos, by_place, after = self.places
-        preds: dict[int, list] = {}
-        for (uj, ukey, vj, vkey, d) in pattern:
-            for x in by_place.get((vj, vkey), ()):
-                if x.t - d >= 0:
-                    u = by_pos.get((x.t - d, uj, ukey))
-                    if u is not None:
-                        preds.setdefault(x.seq, []).append(u)
-        groups = self.groups_in_order
-        if base is None or since == 0:
-            start, end = {}, {}
-            since = 0
-        else:
-            start, end = dict(base[0]), dict(base[1])
-        last_on: dict[tuple, Node] = {}
-        for group in groups[:since]:
-            for x in group:
-                last_on[x.key] = x
-        for group in groups[since:]:
-            for x in group:
-                k: dict = {}
-                sources = [last_on[x.key]] if x.key in last_on else []
-                for u in sources + preds.get(x.seq, []):
-                    merge(k, end[u.seq])
-                start[x.seq] = k
-            for x in group:
-                end[x.seq] = {**start[x.seq], x.key: x.seq, ("done", x.key): x.seq}
-            for x in group:  # a compound's parts vouch for each other
-                for a, at_start, own in after.get(x.seq, []):
-                    # Never a's end: that holds what a learns after the body (its
-                    # epilogue waits), which x's completion does not imply.
-                    if at_start:
-                        merge(end[x.seq], start[a.seq])
-                    if own:
-                        merge(end[x.seq], {a.key: a.seq})
-            for x in group:
-                last_on[x.key] = x
+        included, which the landing of its work alone does not imply. ``preds``: the nodes
+        the pattern's edges order each after."""
+        start: dict = {}
+        end: dict = {}
+        for group in self.groups_in_order:
+            self.group(group, preds, start, end)
         return start, end
+
+    def updated(self, preds: dict, base: tuple, pairs: list) -> tuple[dict, dict]:
+        """``known`` for ``preds``, which differ from ``base``'s only in the edges ``pairs``
+        end with: only the groups whose inputs changed are recomputed, in node order — a
+        pattern edge's target, then whoever reads a node whose knowledge changed (the next
+        node on its pipe, the nodes it is a pred of)."""
+        start, end = dict(base[0]), dict(base[1])
+        successors = self.successors
+        todo = sorted({self.group_of[x.seq] for _, x in pairs})
+        heapq.heapify(todo)
+        queued = set(todo)
+        groups = self.groups_in_order
+        self.moved = set()  # the groups whose starts changed: the only conflicts whose order may have
+        while todo:
+            g = heapq.heappop(todo)
+            group = groups[g]
+            before = [(start.get(x.seq), end[x.seq]) for x in group]
+            self.group(group, preds, start, end)
+            for x, (old_start, old) in zip(group, before):
+                if start[x.seq] != old_start:
+                    self.moved.add(g)
+                if end[x.seq] == old:
+                    continue
+                readers = [self.next_on[x.seq].seq] if x.seq in self.next_on else []
+                readers += [y.seq for y in successors.get(x.seq, ())]
+                for r in readers:
+                    h = self.group_of[r]
+                    if h not in queued:
+                        queued.add(h)
+                        heapq.heappush(todo, h)
+        return start, end
+
+    def group(self, group: list, preds: dict, start: dict, end: dict) -> None:
+        """One group's knowledge from what its nodes read: the node before each on its pipe,
+        its preds, and — a compound's parts vouching for each other — its group's starts."""
+        _, _, after = self.places
+        for x in group:
+            prev = self.prev_on.get(x.seq)
+            k = dict(end[prev.seq]) if prev is not None else {}  # (a copy: most nodes read only it)
+            for u in preds.get(x.seq, ()):
+                merge(k, end[u.seq])
+            start[x.seq] = k
+        for x in group:
+            end[x.seq] = {**start[x.seq], x.key: x.seq, ("done", x.key): x.seq}
+        for x in group:
+            for a, at_start, own in after.get(x.seq, []):
+                # Never a's end: that holds what a learns after the body (its epilogue
+                # waits), which x's completion does not imply.
+                if at_start:
+                    merge(end[x.seq], start[a.seq])
+                if own:
+                    merge(end[x.seq], {a.key: a.seq})
 
     def covered(self, known, nodes, conflicts) -> bool:
         return all(self.ordered(known, u, nodes[v], first, last_k)
@@ -316,3 +368,20 @@ class BlockAnalysis:
                     la.region.slot if region else None, lb.region.slot if region else None, self.block_id)
         self.edges.append(edge)
         return edge
+
+
+def _with(preds: dict, pairs: list) -> dict:
+    """``preds`` with the edges ``pairs`` added (a new table: the old one stays a state's)."""
+    out = dict(preds)
+    for u, x in pairs:
+        out[x.seq] = (*out.get(x.seq, ()), u)
+    return out
+
+
+def _without(preds: dict, pairs: list) -> dict:
+    out = dict(preds)
+    for u, x in pairs:
+        rest = list(out.get(x.seq, ()))
+        rest.remove(u)
+        out[x.seq] = tuple(rest)
+    return out
