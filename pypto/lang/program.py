@@ -112,7 +112,9 @@ def function_type(source: Source, fdef: ast.FunctionDef, soc) -> FunctionType:
 def function_options(source: Source, fdef: ast.FunctionDef, soc) -> tuple[FunctionType, bool, bool]:
     """(the type a ``@pl.function(type=..., auto_scope=..., attrs=...)`` decorator names —
     Opaque when bare —, its auto_scope, whether both vector cores run it)."""
-    conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.Opaque, hooks=ProgramHooks(soc))
+    # (a converter only to read the decorator's constants: InCore, so it does not walk the body to
+    # tell whether an Opaque function orchestrates)
+    conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.InCore, hooks=ProgramHooks(soc))
     for deco in fdef.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         ref = conv.resolve_chain(target)
