@@ -12,7 +12,7 @@ import attrs
 from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
-from pypto.ir.types import INDEX, ForKind, Level, SplitMode, TensorType
+from pypto.ir.types import INDEX, ForKind, Level, SplitMode
 
 
 class PlacementForms:

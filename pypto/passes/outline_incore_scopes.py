@@ -21,12 +21,13 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.tensors import block_roots
-from pypto.ir.types import (TASK_ID, DataType, FunctionType, ParamDirection, ScalarType, SplitMode, TensorType, TileType,
+from pypto.ir.types import (TASK_ID, DataType, FunctionType, ParamDirection, ScalarType, TensorType, TileType,
                              type_name)
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
-from pypto.passes.lanes import check_regions, share_lanes
+from pypto.passes.lane_rules import check_regions
+from pypto.passes.lanes import share_lanes
 
 DEFAULT_SLOTS = 2  # pl.cross_core_slot(slot_num=...)'s default: the shallowest ring that double-buffers
 

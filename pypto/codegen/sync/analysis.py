@@ -10,7 +10,7 @@ import heapq
 import itertools
 import math
 
-from pypto.codegen.isa import BufLoc, GmLoc, Loop, ScalarAssign, walk
+from pypto.codegen.isa import GmLoc, Loop, ScalarAssign, walk
 from pypto.codegen.sync.edges import UNKNOWN, Edge, Node, merge, rank
 from pypto.codegen.sync.locations import map_exprs, may_overlap
 from pypto.codegen.sync.passages import entered, exited, rotates, trip_count
