@@ -1,5 +1,5 @@
 """Expressions of kernel source: names, compile-time constants, index arithmetic and type
-annotations, converted from ``ast`` without running any of it (a constant expression is
+annotations (``pypto.lang.annotations``), converted from ``ast`` without running any of it (a constant expression is
 computed on its values, as Python computes it: ``pypto.lang.folding``).
 
 ``ExprConverter`` holds what a function body's conversion needs to look names up (the SSA
@@ -19,7 +19,6 @@ from pypto.errors import (
     ParseError,
     PyptoError,
     Span,
-    SpecializationError,
     TypeCheckError,
     UnsupportedSyntaxError,
 )
@@ -28,8 +27,6 @@ from pypto.ir.infer import scalar_type
 from pypto.ir.simplify import fold
 from pypto.ir.types import (
     DataType,
-    MemRef,
-    ParamDirection,
     ScalarType,
     TensorType,
     TileType,
@@ -37,6 +34,7 @@ from pypto.ir.types import (
 )
 from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.lang import folding
+from pypto.lang.annotations import Annotations
 from pypto.lang import names as N
 from pypto.backend import MemorySpace
 
@@ -101,7 +99,7 @@ class Dropped:
     hint: str | None = None
 
 
-class ExprConverter:
+class ExprConverter(Annotations):
     def __init__(self, source: Source):
         self.source = source
         self.env: dict[str, str] = {}  # Python name -> SSA name
@@ -551,187 +549,6 @@ class ExprConverter:
         raise self.error(TypeCheckError, node, f"'{_short(ast.unparse(node))}' is {shown}, not a number")
 
     # ------------------------------------------------------------------ annotations
-
-    def annotation(self, node, *, given=None, param: str | None = None):
-        """(type, direction) of an annotation; ``given`` is the specializing argument's type."""
-        ref, meaning = self.entity(node if not isinstance(node, ast.Subscript) else node.value)
-        if isinstance(ref, N.Alias):
-            raise self.alias_error(node, ref)
-        if isinstance(meaning, N.TypeCtor) and meaning.name in ("Out", "InOut"):
-            if not isinstance(node, ast.Subscript):
-                raise self.error(TypeCheckError, node, f"pl.{meaning.name} needs the type it wraps",
-                                 hint=f"pl.{meaning.name}[pl.Tensor] or pl.{meaning.name}[pl.Tensor[[64, 128], pl.FP32]]")
-            _, wrapped = self.entity(node.slice.value if isinstance(node.slice, ast.Subscript) else node.slice)
-            if isinstance(wrapped, N.TypeCtor) and wrapped.name in ("Out", "InOut"):
-                raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' nests two parameter directions",
-                                 hint=f"write one: pl.{meaning.name}[pl.Tensor[...]]")
-            inner, _ = self.annotation(node.slice, given=given, param=param)
-            if not isinstance(inner, TensorType):
-                raise self.error(TypeCheckError, node, f"pl.{meaning.name} wraps a tensor, not {type_name(inner)}",
-                                 hint="only GM tensors are written by a kernel; pass a scalar as a plain parameter")
-            return inner, ParamDirection[meaning.name]
-        if isinstance(meaning, N.Value) and isinstance(meaning.value, DataType):
-            return ScalarType(meaning.value), ParamDirection.In
-        if isinstance(ref, N.Path) and meaning is None:
-            message, hint = N.unknown(ref)
-            raise self.error(ParseError, node, message, hint=hint)
-        if not isinstance(meaning, N.TypeCtor):
-            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is not a type annotation",
-                             hint="annotate with pl.Tensor[[shape], dtype], pl.Tile[...] or pl.Scalar[dtype]")
-        ctor = meaning.name
-        if ctor == "Tensor":
-            return self._tensor_annotation(node, given, param), ParamDirection.In
-        if ctor == "Scalar":
-            return self._scalar_annotation(node, given, param), ParamDirection.In
-        if ctor == "Tile":
-            if not isinstance(node, ast.Subscript):
-                if isinstance(given, TileType):  # an inline function's bare pl.Tile
-                    return given, ParamDirection.In
-                raise self.error(TypeCheckError, node, "pl.Tile needs a shape and a dtype",
-                                 hint="pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec]")
-            declared = self._tile_annotation(node)
-            if given is not None:  # an inline function's argument
-                if not (isinstance(given, TileType) and (given.shape, given.dtype) == (declared.shape, declared.dtype)
-                        and declared.space in (None, given.space)):
-                    raise self.error(SpecializationError, node,
-                                     f"argument '{param}' is {type_name(given)} but the parameter is declared "
-                                     f"{type_name(declared)}")
-                return given, ParamDirection.In
-            return declared, ParamDirection.In
-        raise self.error(TypeCheckError, node, f"pl.{ctor} is not a type", hint="use it inside pl.Tile[...]")
-
-    def _scalar_annotation(self, node, given, param) -> ScalarType:
-        if not isinstance(node, ast.Subscript):
-            if isinstance(given, ScalarType):  # a bare pl.Scalar takes the argument's dtype, as pl.Tensor does
-                return given
-            if given is not None:
-                raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)}, not a scalar")
-            raise self.error(TypeCheckError, node, "pl.Scalar needs a dtype", hint="pl.Scalar[pl.INT32]")
-        declared = ScalarType(self._dtype(node.slice))
-        if given is None:
-            return declared
-        # A Python int widens to a float parameter; a float never narrows to an int one.
-        fits = isinstance(given, ScalarType) and (
-            given.dtype.is_int == declared.dtype.is_int and given.dtype.is_bool == declared.dtype.is_bool
-            or given.dtype.is_int and declared.dtype.is_float)
-        if not fits:
-            got = f"a {given.dtype} scalar" if isinstance(given, ScalarType) else type_name(given)
-            raise self.error(SpecializationError, node,
-                             f"argument '{param}' is {got} but the parameter is declared {declared.dtype}",
-                             hint=f"pass a {'number' if declared.dtype.is_float else 'Python int'}, or declare "
-                                  f"the parameter as a bare pl.Scalar")
-        return declared
-
-    def _dtype(self, node) -> DataType:
-        return self.static_of(node, DataType, "a dtype")
-
-    def _tensor_annotation(self, node, given, param) -> TensorType:
-        if not isinstance(node, ast.Subscript):
-            if isinstance(given, TensorType):
-                return given
-            raise self.error(SpecializationError if given is not None else TypeCheckError, node,
-                             "a bare pl.Tensor takes its shape and dtype from a call's argument"
-                             + (f", and '{param}' got {type_name(given)}" if given is not None else ""),
-                             hint="spell it out: pl.Tensor[[128, 128], pl.FP32]")
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if len(items) != 2:
-            raise self.error(TypeCheckError, node, "pl.Tensor takes [shape, dtype]",
-                             hint="pl.Tensor[[128, 128], pl.FP32]")
-        shape = self.static_dims(items[0], "a tensor shape")
-        declared = TensorType(shape, self._dtype(items[1]))
-        if given is not None and given != declared:
-            raise self.error(SpecializationError, node,
-                             f"argument '{param}' is {type_name(given)} but the kernel declares {type_name(declared)}",
-                             hint="pass a tensor of the declared shape and dtype, or annotate with a bare pl.Tensor")
-        return declared
-
-    def _tile_annotation(self, node: ast.Subscript) -> TileType:
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if len(items) < 2:
-            raise self.error(TypeCheckError, node, "pl.Tile takes [shape, dtype, memref?, space?, view?]")
-        shape = self.static_dims(items[0], "a tile shape")
-        dtype = self._dtype(items[1])
-        memref = space = valid = None
-        for item in items[2:]:
-            head = item.value if isinstance(item, ast.Subscript) else item
-            head = head.func if isinstance(head, ast.Call) else head
-            ref, meaning = self.entity(head)
-            if isinstance(ref, N.Alias):
-                raise self.alias_error(item, ref)
-            if isinstance(meaning, N.TypeCtor) and meaning.name == "MemRef":
-                memref = self._memref(item)
-            elif isinstance(meaning, N.TypeCtor) and meaning.name == "TileView":
-                valid = self._tile_view(item)
-            elif isinstance(meaning, N.Value) and isinstance(meaning.value, MemorySpace):
-                space = meaning.value
-            elif isinstance(ref, N.Path) and meaning is None:
-                message, hint = N.unknown(ref)
-                raise self.error(ParseError, item, message, hint=hint)
-            else:
-                raise self.error(TypeCheckError, item, f"'{ast.unparse(item)}' does not belong in pl.Tile[...]",
-                                 hint="pl.Tile[[shape], dtype, pl.MemRef(...)?, pl.Mem.<space>?, pl.TileView(...)?]")
-        return TileType(shape=shape, dtype=dtype, space=space, memref=memref, valid_shape=valid)
-
-    def _memref(self, node) -> MemRef:
-        call = node.value if isinstance(node, ast.Subscript) else node
-        if not isinstance(call, ast.Call):
-            raise self.error(TypeCheckError, node, "pl.MemRef is called with its name",
-                             hint='pl.MemRef("ub", slots=2)[i % 2]')
-        for k in call.keywords:
-            if k.arg is None:
-                raise self.error(UnsupportedSyntaxError, k, "pl.MemRef takes no **keywords",
-                                 hint='pl.MemRef("name", slots=N)')
-            if k.arg not in ("slots", "size", "pipeline", "reusable"):
-                raise self.error(TypeCheckError, k, f"pl.MemRef got an unexpected keyword '{k.arg}'",
-                                 hint='pl.MemRef("name", slots=N)')
-        # Placement is decided before the kernel runs: the planners lay out on-chip memory
-        # from these values, so none of them may come from a runtime value.
-        why = "the compiler lays out on-chip memory before the kernel runs"
-        args = [self.required(a, f"pl.MemRef's {what}", why)
-                for a, what in zip(call.args, ("name", "address", "size", "argument", "argument"))]
-        kw = {k.arg: self.required(k.value, f"pl.MemRef's {k.arg}=", why) for k in call.keywords}
-        if not args or not isinstance(args[0], str) or not args[0]:
-            raise self.error(TypeCheckError, call, "pl.MemRef needs a name (a non-empty string) first",
-                             hint='pl.MemRef("ub", slots=2)[i % 2]')
-        if len(args) not in (1, 3) or not all(isinstance(a, int) and not isinstance(a, bool) for a in args[1:]):
-            raise self.error(TypeCheckError, call, "pl.MemRef takes (name) or (name, address, size)")
-        slots = kw.get("slots", 1)
-        if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
-            raise self.error(TypeCheckError, call, f"slots must be a positive int, not {slots!r}")
-        index = self._slot_index(node.slice) if isinstance(node, ast.Subscript) else None
-        if slots > 1 and index is None:
-            raise self.error(TypeCheckError, call, f"a {slots}-slot MemRef needs a slot index",
-                             hint=f'select one per use: pl.MemRef("{args[0]}", slots={slots})[i % {slots}]')
-        if slots == 1 and index is not None:
-            raise self.error(TypeCheckError, node, "only a MemRef with slots > 1 takes a slot index")
-        addr, size = (args[1], args[2]) if len(args) == 3 else (None, kw.get("size"))
-        if size is not None and (not isinstance(size, int) or isinstance(size, bool)):
-            raise self.error(TypeCheckError, call, f"a MemRef's size is a number of bytes, not {size!r}")
-        flags = {k: kw.get(k, False) for k in ("pipeline", "reusable")}  # who made it (dumps print them)
-        for k, v in flags.items():
-            if not isinstance(v, bool):
-                raise self.error(TypeCheckError, call, f"{k} must be True or False, not {v!r}")
-        return MemRef(name=args[0], slots=slots, index=index, addr=addr, size=size, **flags)
-
-    def _slot_index(self, node) -> n.Expr:
-        """Which slot of a multi-slot MemRef a tile takes: an integer expression (a float
-        or a bool would select a slot the planners and the simulator cannot agree on)."""
-        e = self.scalar(node)
-        t = self.expr_type(e, node)
-        if not (isinstance(t, ScalarType) and t.dtype.is_int):
-            raise self.error(TypeCheckError, node,
-                             f"a slot index is an integer, but '{ast.unparse(node)}' is {type_name(t)}",
-                             hint="select the slot with an integer expression, e.g. "
-                                  'pl.MemRef("ub", slots=2)[i % 2] (use // to divide)')
-        return e
-
-    def _tile_view(self, node) -> tuple:
-        if not isinstance(node, ast.Call) or node.args or [k.arg for k in node.keywords] != ["valid_shape"]:
-            raise self.error(TypeCheckError, node, "pl.TileView takes valid_shape=[...] here")
-        value = node.keywords[0].value
-        if not isinstance(value, (ast.List, ast.Tuple)):
-            raise self.error(TypeCheckError, value, "valid_shape is a list of extents")
-        return tuple(self.scalar(e) for e in value.elts)
 
 
 def _as_list(value):
