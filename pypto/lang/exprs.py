@@ -1,6 +1,7 @@
 """Expressions of kernel source: names, compile-time constants, index arithmetic and type
-annotations (``pypto.lang.annotations``), converted from ``ast`` without running any of it (a constant expression is
-computed on its values, as Python computes it: ``pypto.lang.folding``).
+annotations (``pypto.lang.annotations``), converted from ``ast`` without running any of it
+(a constant expression is computed on its values, as Python computes it:
+``pypto.lang.folding``).
 
 ``ExprConverter`` holds what a function body's conversion needs to look names up (the SSA
 environment and the module's resolver) and is extended by the statement converter.

@@ -1,0 +1,317 @@
+"""Calls of ``pl`` ops in kernel source: the unified name resolved to a level's op, the
+arguments bound to the registry's signature by name, and the call checked where it is
+written (operand types and spaces, static bounds, scalar constants that fit, an atomic
+assemble's destination). A mixin of the call converter."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+
+from pypto.errors import OutOfBoundsError, ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.affine import interval
+from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
+from pypto.ir.ops.pipes import POPS
+from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
+from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
+                            type_name)
+from pypto.lang import names as N
+from pypto.lang.reach import Unknown, reach
+from pypto.backend import MemorySpace
+
+# Older spellings of keyword names the reference language accepted.
+_KEYWORD_ALIASES = {"valid_shapes": "valid_shape"}
+# Keywords of a unified op's signature that its tile form has no parameter for.
+_TILE_OPTIONS = {
+    "tile.matmul": ("out_dtype", "a_trans", "b_trans", "c_matrix_nz"),
+    "tile.matmul_acc": ("a_trans", "b_trans"),
+}
+
+
+
+class ArgThunk:
+    """A call argument converted on first use, in the form its parameter wants."""
+
+    def __init__(self, conv, node):
+        self.conv, self.node = conv, node
+        self._operand = None
+
+    def operand(self):
+        if self._operand is None:
+            self._operand = self.conv.operand(self.node)
+        return self._operand
+
+
+
+class OpCalls:
+    def require_incore(self, node, opname: str) -> None:
+        """An op is written on the plane it belongs to (``OpDef.plane``)."""
+        plane = lookup(opname).plane
+        if self.incore and plane == "orchestration":
+            raise self.error(ParseError, node, f"pl.{opname} is the orchestration's: it runs on the host, not on a "
+                             "core", hint="write it in the @pl.jit entry, outside the pl.at scopes")
+        if not self.incore and plane == "core":
+            raise self.error(
+                ParseError, node,
+                f"Misplaced tensor op '{opname}' in Orchestration function (should be inside InCore block)",
+                hint="wrap it in `with pl.at(level=pl.Level.CORE_GROUP):` or move it into a @pl.jit.incore function",
+            )
+
+    def op_call(self, meaning: N.Op, node: ast.Call):
+        thunks = [ArgThunk(self, a) for a in node.args]
+        keywords = {}
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.error(UnsupportedSyntaxError, k, "**kwargs are not supported in op calls")
+            keywords[_KEYWORD_ALIASES.get(k.arg, k.arg)] = (ArgThunk(self, k.value), k)
+        if "atomic" in keywords and meaning.name in ("assemble", "tensor.assemble"):
+            self.check_atomic_assemble(thunks, keywords, node)
+        op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
+        self.require_incore(node, op.name)
+        if op.name == "tensor.create":
+            self.check_create(keywords)
+        options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
+        values, types = self.bind_args(op, thunks, keywords, node)
+        declared = getattr(self, "declared", None)
+        if op.name in POPS and values["shape"] is None and isinstance(declared, TileType):
+            values["shape"], values["dtype"] = tuple(n.Const(s) for s in declared.shape), declared.dtype
+        call, t = self.checked_call(op, values, types, node)
+        if "out_dtype" in options:
+            want, where = options["out_dtype"]
+            if want is not None and want is not t.dtype:
+                raise self.error(TypeCheckError, where,
+                                 f"pl.{meaning.name}: out_dtype=pl.{want.name} on Tile operands, but the Cube "
+                                 f"accumulator fixes the result dtype to {t.dtype.name}",
+                                 hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
+                                      "converts to the output tensor's dtype")
+        return call, t
+
+    def check_atomic_assemble(self, thunks, keywords: dict, node) -> None:
+        """``pl.assemble(..., atomic=pl.AtomicType.Add)`` adds into GM, so it needs a
+        store: inside an InCore scope, into a tensor."""
+        thunk, where = keywords["atomic"]
+        if self.static_of(thunk.node, AtomicType, "atomic") is not AtomicType.Add:
+            return
+        if not self.incore:
+            raise self.error(TypeCheckError, where, "pl.assemble(..., atomic=pl.AtomicType.Add) is only supported inside "
+                             "an InCore function — typically a pl.at(level=pl.Level.CORE_GROUP, ...) scope — where it "
+                             "lowers to an atomic-add tile.store into global memory. This assemble sits at the "
+                             "orchestration level, where no atomic-combine instruction exists.",
+                             hint="Move it inside the scope that produces the partial result.")
+        target = thunks[0] if thunks else keywords.get("target", (None,))[0]
+        if target is not None and isinstance(target.operand()[1], TileType):
+            raise self.error(TypeCheckError, where, "tensor.assemble with atomic=AtomicType.Add requires a global-memory "
+                             "destination (a function output tensor), but this assemble targets an on-chip tile",
+                             hint="An atomic combine needs a global-memory destination, and a tile-to-tile assemble has "
+                                  "none. Write the accumulation into a Tensor target instead — inside an InCore "
+                                  "function that is pl.assemble(out_tensor, tile, offset, atomic=...).")
+
+    def unified_options(self, meaning: N.Op, op: OpDef, keywords: dict) -> dict:
+        """Keywords the unified ``pl.<op>`` takes for every level but a tile op has no
+        parameter for (``pl.matmul(l, r, out_dtype=pl.FP32, b_trans=False)``): their
+        defaults are what the tile op does; anything else is explained, not ignored."""
+        names = _TILE_OPTIONS.get(op.name, ())
+        options = {}
+        for key in names:
+            if key not in keywords:
+                continue
+            thunk, where = keywords.pop(key)
+            if key == "out_dtype":
+                value = None if isinstance(thunk.node, ast.Constant) and thunk.node.value is None else \
+                    self.static_of(thunk.node, DataType, f"pl.{meaning.name}'s out_dtype")
+                options[key] = (value, where)
+                continue
+            if self.static_of(thunk.node, bool, f"pl.{meaning.name}'s {key}"):
+                hint = {"a_trans": "transpose on the way into L1 instead: pl.load(..., target_memory=pl.Mem.Mat, "
+                                   "transpose=True), then pl.move it to pl.Mem.Left; or use the tensor-level "
+                                   f"pl.{meaning.name}(a, b, a_trans=True)",
+                        "b_trans": "transpose on the way into L1 instead: pl.load(..., target_memory=pl.Mem.Mat, "
+                                   "transpose=True), then pl.move it to pl.Mem.Right; or use the tensor-level "
+                                   f"pl.{meaning.name}(a, b, b_trans=True)",
+                        "c_matrix_nz": "the accumulator's layout is not selectable here"}[key]
+                raise self.error(TypeCheckError, where, f"pl.{meaning.name}: {key}=True is not supported for Tile "
+                                                        "operands", hint=hint)
+        return options
+
+    def pick_op(self, meaning: N.Op, thunks, keywords, node) -> OpDef:
+        forms = UNIFIED[meaning.name]
+        if forms.only is not None:
+            return lookup(forms.only)
+        first = thunks[0] if thunks else next((t for t, _ in keywords.values()), None)
+        level = "tile"
+        if forms.tensor is not None and forms.tile is None and forms.tile_scalar is None:
+            level = "tensor"
+        elif first is not None and (forms.tensor or forms.tensor_scalar) and (forms.tile or forms.tile_scalar):
+            _, t = first.operand()
+            if isinstance(t, TensorType):
+                level = "tensor"
+            elif not isinstance(t, TileType):
+                raise self.error(TypeCheckError, first.node,
+                                 f"pl.{meaning.name}: expected Tensor or Tile operands, got {type_name(t)}")
+        plain, scalar = (forms.tensor, forms.tensor_scalar) if level == "tensor" else (forms.tile, forms.tile_scalar)
+        name = plain
+        if scalar is not None:
+            second = thunks[1] if len(thunks) > 1 else keywords.get("rhs", (None,))[0]
+            if plain is None or (second is not None and isinstance(second.operand()[1], ScalarType)):
+                name = scalar
+        if name is None:
+            raise self.error(TypeCheckError, node, f"pl.{meaning.name} has no {level}-level form",
+                             hint=f"use pl.{'tile' if level == 'tensor' else 'tensor'}.{meaning.name} operands")
+        return lookup(name)
+
+    def bind_args(self, op: OpDef, thunks, keywords, node):
+        params = op.params
+        if len(thunks) > len(params):
+            raise self.error(TypeCheckError, node, f"{op.name} takes at most {len(params)} arguments, got {len(thunks)}",
+                             hint=f"pl.{op.name}({', '.join(p.name for p in params)})")
+        chosen: dict[str, tuple] = {}
+        for p, t in zip(params, thunks):
+            chosen[p.name] = (t, t.node)
+        names = [p.name for p in params]
+        for key, (t, kwnode) in keywords.items():
+            if key not in names:
+                close = difflib.get_close_matches(key, names, n=1)
+                raise self.error(TypeCheckError, kwnode, f"{op.name} got an unexpected keyword '{key}'",
+                                 hint=f"did you mean '{close[0]}'?" if close else f"its parameters are: {', '.join(names)}")
+            if key in chosen:
+                raise self.error(TypeCheckError, kwnode, f"{op.name} got '{key}' twice")
+            chosen[key] = (t, kwnode)
+        values, types = {}, {}
+        for p in params:
+            if p.name not in chosen:
+                if p.required:
+                    raise self.error(TypeCheckError, node, f"{op.name} is missing its '{p.name}' argument",
+                                     hint=f"pl.{op.name}({', '.join(x.name for x in params if x.required)})")
+                values[p.name] = p.default
+                continue
+            thunk, where = chosen[p.name]
+            values[p.name], t = self.convert_arg(op, p, thunk, where)
+            if t is not None:
+                types[p.name] = t
+        return values, types
+
+    def convert_arg(self, op: OpDef, p: ParamSpec, thunk: ArgThunk, node):
+        what = f"{op.name}'s '{p.name}'"
+        if p.optional and isinstance(thunk.node, ast.Constant) and thunk.node.value is None:
+            return None, None
+        if p.kind is Kind.SCALAR and p.integer:
+            return self.index(thunk.node, what, "an integer"), None
+        if p.kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.ARRAY):
+            e, t = thunk.operand()
+            if t == TASK_ID and not op.name.startswith("array."):
+                raise self.error(TypeCheckError, thunk.node, f"{what} is a TaskId, which is not a number: it only "
+                                 "names a task", hint="pass TaskIds to deps=[...] (or keep them in a pl.array)")
+            return e, t
+        if p.kind is Kind.INDEX_LIST:
+            if not isinstance(thunk.node, (ast.List, ast.Tuple)):
+                raise self.error(TypeCheckError, thunk.node, f"{what} is a list of indices", hint="[i * 64, 0]")
+            return tuple(self.index(e, what) for e in thunk.node.elts), None
+        if p.kind is Kind.SHAPE:
+            return tuple(n.Const(v) for v in self.static_ints(thunk.node, what)), None
+        kinds = {Kind.DTYPE: DataType, Kind.SPACE: MemorySpace, Kind.PAD: PadValue, Kind.BOOL: bool,
+                 Kind.INT: int, Kind.STR: str, Kind.LAYOUT: TensorLayout, Kind.ATOMIC: AtomicType}
+        if p.kind is Kind.INT and isinstance(thunk.node, ast.Constant) and isinstance(thunk.node.value, bool):
+            raise self.error(TypeCheckError, thunk.node, f"{what} must be an int")
+        examples = {Kind.DTYPE: "pl.FP32", Kind.SPACE: "pl.Mem.Vec", Kind.PAD: "pl.PadValue.zero", Kind.BOOL: "True",
+                    Kind.INT: "1", Kind.STR: '"name"', Kind.LAYOUT: "pl.TensorLayout.ND", Kind.ATOMIC: "pl.AtomicType.Add"}
+        return self.static_of(thunk.node, kinds[p.kind], what, hint=f"e.g. {p.name}={examples[p.kind]}"), None
+
+    def checked_call(self, op: OpDef, values: dict, types: dict, node):
+        values = {**{p.name: p.default for p in op.params if not p.required}, **values}
+        try:
+            t = infer_type(op, OpArgs(op.name, values, types), self.hooks.soc)
+        except PyptoError as err:
+            raise err.with_span(self.span(node)) from None
+        if op.writes_operand is not None:
+            self.check_writable(values[op.writes_operand], node, f"{op.name} writes its '{op.writes_operand}', which is")
+        self.check_scalar_constants(op, values, types, t, node)
+        self.check_bounds(op, values, types, node)
+        return n.Call(op.name, tuple(values[p.name] for p in op.params)), t
+
+    def check_scalar_constants(self, op: OpDef, values: dict, types: dict, result, node) -> None:
+        """An integer constant an op narrows to its operand's integer dtype (pl.adds on an
+        INT32 tile, pl.full of an INT8 tile) must fit it: a constant that does not is a
+        mistake, caught where it is written rather than wrapped at run time. On a float
+        operand, an integer constant must be a number some float holds (10 ** 400 is not)."""
+        operand = next((types[p.name] for p in op.params if p.kind in (Kind.TILE, Kind.TENSOR)
+                        and isinstance(types.get(p.name), (TileType, TensorType))), result)
+        dtype = getattr(operand, "dtype", None)
+        if dtype is not None and dtype.is_float:
+            for p in op.params:
+                v = values.get(p.name)
+                if p.kind is Kind.SCALAR and not p.integer and isinstance(v, n.Const) \
+                        and isinstance(v.value, int) and not _float_holds(v.value):
+                    raise self.error(TypeCheckError, node,
+                                     f"{op.name}'s '{p.name}' is an integer of {v.value.bit_length()} bits, which no "
+                                     f"float holds (the {dtype.name} values it applies to)",
+                                     hint="use a constant a float can hold (a float64 reaches about 1.8e308)")
+        if dtype is None or not dtype.is_int:
+            return
+        lo, hi = dtype.int_range
+        for p in op.params:
+            v = values.get(p.name)
+            if p.kind is Kind.SCALAR and not p.integer and isinstance(v, n.Const) \
+                    and isinstance(v.value, int) and not isinstance(v.value, bool) and not lo <= v.value <= hi:
+                raise self.error(TypeCheckError, node,
+                                 f"{op.name}'s '{p.name}' is {v.value}, which does not fit the {dtype.name} values "
+                                 f"it applies to ({lo}..{hi})",
+                                 hint=f"use a constant in {lo}..{hi}, or compute in a wider dtype (pl.cast the tile "
+                                      "first)")
+
+    def check_bounds(self, op: OpDef, values: dict, types: dict, node) -> None:
+        """Offsets that loop bounds make go out of range, e.g. a load at i * 64 for i up to 8,
+        on the iterations the enclosing conditions let through to the op (``if i < 4:``). What
+        depends on a runtime value is left to the run, which checks every access."""
+        tensor_key = {"tile.load": "tensor", "tile.store": "output_tensor", "tensor.slice": "x",
+                      "tensor.assemble": "target"}.get(op.name)
+        if tensor_key is None:
+            return
+        tensor_t = types[tensor_key]
+        offsets = values["offsets" if op.name.startswith("tile.") else "offset"]
+        if op.name == "tile.load":
+            moved = values["valid_shape"] or values["shapes"]
+            extents = [c.value if isinstance(c, n.Const) else None for c in moved]
+        elif op.name == "tensor.slice":
+            extents = [c.value for c in values["shape"]]
+        else:
+            src = types["tile" if op.name == "tile.store" else "source"]
+            moved = getattr(src, "valid_shape", None)
+            extents = list(src.shape) if moved is None else [c.value if isinstance(c, n.Const) else None for c in moved]
+        for axis, (off, extent, dim) in enumerate(zip(offsets, extents, tensor_t.shape)):
+            if extent is None or isinstance(off, n.Const):
+                continue
+            span = interval(off, self.ranges)
+            if span is not None and span[0] >= 0 and span[1] + extent <= dim:
+                continue  # in range on every iteration, reached or not
+            witness = None
+            try:
+                found = reach(off, self.guards, self.domains, self.scalar_defs)
+            except Unknown:
+                if self.guards or span is None:
+                    continue  # under a condition decided at run time: checked when it runs
+                lo, hi = span
+            else:
+                if found is None:
+                    continue  # no iteration gets past the enclosing conditions to this op
+                lo, lo_at, hi, hi_at = found
+                witness = hi_at if hi + extent > dim else lo_at
+            if lo < 0 or hi + extent > dim:
+                bad = hi if hi + extent > dim else lo
+                at = ", ".join(f"{self.user_name(k)} = {v}" for k, v in (witness or {}).items())
+                raise self.error(
+                    OutOfBoundsError, node,
+                    f"{op.name} region on axis {axis} reaches [{bad}, {bad + extent}) but the tensor's axis is [0, {dim})"
+                    + (f" (when {at})" if at else ""),
+                    hint="check the loop bounds against the tensor shape (the offset spans "
+                         f"{lo}..{hi} over the loop"
+                         + (", on the iterations that reach it)" if self.guards else ")"),
+                )
+
+
+def _float_holds(v: int) -> bool:
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
