@@ -6,12 +6,12 @@ overwrites its parent's."""
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 
 from pypto.codegen.isa import GmLoc, Loop, ScalarAssign, walk
-from pypto.codegen.sync.edges import UNKNOWN, Edge, Node, merge, rank
+from pypto.codegen.sync.edges import UNKNOWN, Edge, Node, rank
+from pypto.codegen.sync.knowledge import Knowledge
 from pypto.codegen.sync.locations import map_exprs, may_overlap
 from pypto.codegen.sync.passages import entered, exited, rotates, trip_count
 from pypto.ir import nodes as n
@@ -65,12 +65,8 @@ class BlockAnalysis:
         after: dict[int, list] = {}  # node -> what its completion implies of its compound's parts
         for a, x, at_start, own in self.implicit:
             after.setdefault(x.seq, []).append((a, at_start, own))
-        self.places = ({(x.t, x.j, x.key): x for x in nodes}, by_place, after)
-        self.chain(nodes)
-        preds: dict[int, tuple] = {}  # node -> the nodes the pattern's edges order it after
-        self.successors: dict[int, tuple] = {}  # and the other way round (a dropped edge's source keeps
-        #                                         its old target, which is recomputed anyway)
-        state = self.known(preds)
+        knowledge = Knowledge(self.groups_in_order, {(x.t, x.j, x.key): x for x in nodes}, by_place, after)
+        state = knowledge.full()
         while True:
             added = False
             for v in (x for x in nodes if x.t == last):
@@ -78,26 +74,20 @@ class BlockAnalysis:
                     if self.ordered(state[0], u, v, first, last_k):
                         continue
                     key = (u.j, u.key, v.j, v.key, v.t - u.t)
-                    known_key = key in pattern
+                    if key not in pattern:  # (else its edges are there already)
+                        knowledge, state = knowledge.adding(key, state)
                     pattern[key] = (u, v, pair)
-                    if not known_key:  # (its edges are in preds already)
-                        pairs = self.instances(key)
-                        preds = _with(preds, pairs)
-                        self.successors = _with(self.successors, [(x, u) for u, x in pairs])
-                        state = self.updated(preds, state, pairs)
                     added = True
             if not added:
                 break
         order = lambda k: (k[0], rank(k[1]), k[2], rank(k[3]), k[4])  # noqa: E731
         for key in sorted(pattern, key=lambda k: (-k[4], *order(k))):  # drop what others already order
-            trial = {k: p for k, p in pattern.items() if k != key}
-            pairs = self.instances(key)
-            trial_preds = _without(preds, pairs)
-            tried = self.updated(trial_preds, state, pairs)
+            trial, tried = knowledge.dropping(key, state)
             # (state covers every conflict: only those whose consumer's group moved may now not be)
-            moved = {v: found for v, found in conflicts.items() if self.group_of[v] in self.moved}
+            moved = {v: found for v, found in conflicts.items() if trial.group_of[v] in trial.moved}
             if self.covered(tried[0], nodes, moved):
-                pattern, state, preds = trial, tried, trial_preds
+                pattern = {k: p for k, p in pattern.items() if k != key}
+                knowledge, state = trial, tried
         return [self.make_edge(key, pattern[key], loop) for key in sorted(pattern, key=order)]
 
     def conflicts(self, nodes, last: int) -> dict[int, list]:
@@ -153,98 +143,6 @@ class BlockAnalysis:
                 if start or own:
                     out.append((a, x, start, own))
         return out
-
-    def chain(self, nodes) -> None:
-        """Each node's neighbours on its pipe (the previous and next node of its key, in
-        node order) and its group's index: what a node's knowledge is made of."""
-        self.prev_on: dict[int, Node] = {}
-        self.next_on: dict[int, Node] = {}
-        self.group_of: dict[int, int] = {}
-        last_on: dict[tuple, Node] = {}
-        for g, group in enumerate(self.groups_in_order):
-            for x in group:
-                self.group_of[x.seq] = g
-                if x.key in last_on:
-                    self.prev_on[x.seq] = last_on[x.key]
-                    self.next_on[last_on[x.key].seq] = x
-            for x in group:
-                last_on[x.key] = x
-
-    def instances(self, key: tuple) -> list[tuple]:
-        """(u, x) for each window iteration a pattern's edge orders x after u in."""
-        by_pos, by_place, _ = self.places
-        uj, ukey, vj, vkey, d = key
-        out = []
-        for x in by_place.get((vj, vkey), ()):
-            if x.t - d >= 0:
-                u = by_pos.get((x.t - d, uj, ukey))
-                if u is not None:
-                    out.append((u, x))
-        return out
-
-    def known(self, preds: dict) -> tuple[dict, dict]:
-        """(start, end): what each node knows has landed when it starts (key -> latest
-        seq), and once it is done — its own work too and what ``implied`` adds. Under
-        ``("done", key)``, the nodes known to have finished as a whole — a loop's waits
-        included, which the landing of its work alone does not imply. ``preds``: the nodes
-        the pattern's edges order each after."""
-        start: dict = {}
-        end: dict = {}
-        for group in self.groups_in_order:
-            self.group(group, preds, start, end)
-        return start, end
-
-    def updated(self, preds: dict, base: tuple, pairs: list) -> tuple[dict, dict]:
-        """``known`` for ``preds``, which differ from ``base``'s only in the edges ``pairs``
-        end with: only the groups whose inputs changed are recomputed, in node order — a
-        pattern edge's target, then whoever reads a node whose knowledge changed (the next
-        node on its pipe, the nodes it is a pred of)."""
-        start, end = dict(base[0]), dict(base[1])
-        successors = self.successors
-        todo = sorted({self.group_of[x.seq] for _, x in pairs})
-        heapq.heapify(todo)
-        queued = set(todo)
-        groups = self.groups_in_order
-        self.moved = set()  # the groups whose starts changed: the only conflicts whose order may have
-        while todo:
-            g = heapq.heappop(todo)
-            group = groups[g]
-            before = [(start.get(x.seq), end[x.seq]) for x in group]
-            self.group(group, preds, start, end)
-            for x, (old_start, old) in zip(group, before):
-                if start[x.seq] != old_start:
-                    self.moved.add(g)
-                if end[x.seq] == old:
-                    continue
-                readers = [self.next_on[x.seq].seq] if x.seq in self.next_on else []
-                readers += [y.seq for y in successors.get(x.seq, ())]
-                for r in readers:
-                    h = self.group_of[r]
-                    if h not in queued:
-                        queued.add(h)
-                        heapq.heappush(todo, h)
-        return start, end
-
-    def group(self, group: list, preds: dict, start: dict, end: dict) -> None:
-        """One group's knowledge from what its nodes read: the node before each on its pipe,
-        its preds, and — a compound's parts vouching for each other — its group's starts."""
-        _, _, after = self.places
-        for x in group:
-            prev = self.prev_on.get(x.seq)
-            k = dict(end[prev.seq]) if prev is not None else {}  # (a copy: most nodes read only it)
-            for u in preds.get(x.seq, ()):
-                merge(k, end[u.seq])
-            start[x.seq] = k
-        for x in group:
-            end[x.seq] = {**start[x.seq], x.key: x.seq, ("done", x.key): x.seq}
-        for x in group:
-            for a, at_start, own in after.get(x.seq, []):
-                # Never a's end: that holds what a learns after the body (its epilogue
-                # waits), which x's completion does not imply.
-                if at_start:
-                    merge(end[x.seq], start[a.seq])
-                if own:
-                    merge(end[x.seq], {a.key: a.seq})
 
     def covered(self, known, nodes, conflicts) -> bool:
         return all(self.ordered(known, u, nodes[v], first, last_k)
@@ -368,20 +266,3 @@ class BlockAnalysis:
                     la.region.slot if region else None, lb.region.slot if region else None, self.block_id)
         self.edges.append(edge)
         return edge
-
-
-def _with(preds: dict, pairs: list) -> dict:
-    """``preds`` with the edges ``pairs`` added (a new table: the old one stays a state's)."""
-    out = dict(preds)
-    for u, x in pairs:
-        out[x.seq] = (*out.get(x.seq, ()), u)
-    return out
-
-
-def _without(preds: dict, pairs: list) -> dict:
-    out = dict(preds)
-    for u, x in pairs:
-        rest = list(out.get(x.seq, ()))
-        rest.remove(u)
-        out[x.seq] = tuple(rest)
-    return out

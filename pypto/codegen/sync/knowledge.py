@@ -1,0 +1,137 @@
+"""What each node of a block's analysis knows has landed: when it starts, the latest work
+of each pipe (by node order) that reaches it through its pipe's order, the pattern's edges
+and a nested loop's own syncs; and once it is done. Immutable: adding or dropping one
+pattern edge makes a new ``Knowledge`` and recomputes only the groups whose inputs change.
+
+    knowledge = Knowledge(groups, by_pos, by_place, after)
+    state = knowledge.full()                              # (start, end): node -> {key: seq}
+    knowledge, state = knowledge.adding(key, state)       # one more pattern edge
+    trial, tried = knowledge.dropping(key, state)         # one fewer; trial.moved: what moved
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from pypto.codegen.sync.edges import Node, merge
+
+
+class Knowledge:
+    def __init__(self, groups: list, by_pos: dict, by_place: dict, after: dict, preds: dict | None = None,
+                 successors: dict | None = None):
+        """``groups``: the nodes in order, by (iteration, statement); ``by_pos``: (t, j, key) ->
+        node; ``by_place``: (j, key) -> its node in each iteration; ``after``: node -> what its
+        completion implies of its compound's parts (``implied``). ``preds`` / ``successors``:
+        the nodes the pattern's edges order each after / before."""
+        self.groups, self.by_pos, self.by_place, self.after = groups, by_pos, by_place, after
+        self.preds = preds if preds is not None else {}
+        # (a dropped edge's source keeps its old target here: that one is recomputed anyway)
+        self.successors = successors if successors is not None else {}
+        self.moved: set = set()  # the groups whose starts the last update changed
+        self.prev_on: dict[int, Node] = {}  # each node's neighbours on its pipe, and its group
+        self.next_on: dict[int, Node] = {}
+        self.group_of: dict[int, int] = {}
+        last_on: dict[tuple, Node] = {}
+        for g, group in enumerate(groups):
+            for x in group:
+                self.group_of[x.seq] = g
+                if x.key in last_on:
+                    self.prev_on[x.seq] = last_on[x.key]
+                    self.next_on[last_on[x.key].seq] = x
+            for x in group:
+                last_on[x.key] = x
+
+    def _with(self, preds: dict, successors: dict) -> Knowledge:
+        out = object.__new__(Knowledge)
+        out.__dict__.update(self.__dict__)
+        out.preds, out.successors, out.moved = preds, successors, set()
+        return out
+
+    def instances(self, key: tuple) -> list[tuple]:
+        """(u, x) for each window iteration a pattern's edge orders x after u in."""
+        uj, ukey, vj, vkey, d = key
+        out = []
+        for x in self.by_place.get((vj, vkey), ()):
+            if x.t - d >= 0:
+                u = self.by_pos.get((x.t - d, uj, ukey))
+                if u is not None:
+                    out.append((u, x))
+        return out
+
+    def adding(self, key: tuple, state: tuple) -> tuple[Knowledge, tuple]:
+        pairs = self.instances(key)
+        preds, successors = dict(self.preds), dict(self.successors)
+        for u, x in pairs:
+            preds[x.seq] = (*preds.get(x.seq, ()), u)
+            successors[u.seq] = (*successors.get(u.seq, ()), x)
+        out = self._with(preds, successors)
+        return out, out.updated(state, pairs)
+
+    def dropping(self, key: tuple, state: tuple) -> tuple[Knowledge, tuple]:
+        pairs = self.instances(key)
+        preds = dict(self.preds)
+        for u, x in pairs:
+            rest = list(preds[x.seq])
+            rest.remove(u)
+            preds[x.seq] = tuple(rest)
+        out = self._with(preds, self.successors)
+        return out, out.updated(state, pairs)
+
+    def full(self) -> tuple[dict, dict]:
+        """(start, end): what each node knows has landed when it starts (key -> latest
+        seq), and once it is done — its own work too and what ``implied`` adds. Under
+        ``("done", key)``, the nodes known to have finished as a whole — a loop's waits
+        included, which the landing of its work alone does not imply."""
+        start: dict = {}
+        end: dict = {}
+        for group in self.groups:
+            self.group(group, start, end)
+        return start, end
+
+    def updated(self, base: tuple, pairs: list) -> tuple[dict, dict]:
+        """``full()``, from ``base`` — the knowledge of a pattern that differs only in the
+        edges ``pairs`` end with: only the groups whose inputs changed are recomputed, in
+        node order — an edge's target, then whoever reads a node whose knowledge changed
+        (the next node on its pipe, the nodes it is a pred of)."""
+        start, end = dict(base[0]), dict(base[1])
+        todo = sorted({self.group_of[x.seq] for _, x in pairs})
+        heapq.heapify(todo)
+        queued = set(todo)
+        while todo:
+            g = heapq.heappop(todo)
+            group = self.groups[g]
+            before = [(start.get(x.seq), end[x.seq]) for x in group]
+            self.group(group, start, end)
+            for x, (old_start, old) in zip(group, before):
+                if start[x.seq] != old_start:
+                    self.moved.add(g)
+                if end[x.seq] == old:
+                    continue
+                readers = [self.next_on[x.seq].seq] if x.seq in self.next_on else []
+                readers += [y.seq for y in self.successors.get(x.seq, ())]
+                for r in readers:
+                    h = self.group_of[r]
+                    if h not in queued:
+                        queued.add(h)
+                        heapq.heappush(todo, h)
+        return start, end
+
+    def group(self, group: list, start: dict, end: dict) -> None:
+        """One group's knowledge from what its nodes read: the node before each on its pipe,
+        its preds, and — a compound's parts vouching for each other — its group's starts."""
+        for x in group:
+            prev = self.prev_on.get(x.seq)
+            k = dict(end[prev.seq]) if prev is not None else {}  # (a copy: most nodes read only it)
+            for u in self.preds.get(x.seq, ()):
+                merge(k, end[u.seq])
+            start[x.seq] = k
+        for x in group:
+            end[x.seq] = {**start[x.seq], x.key: x.seq, ("done", x.key): x.seq}
+        for x in group:
+            for a, at_start, own in self.after.get(x.seq, []):
+                # Never a's end: that holds what a learns after the body (its epilogue
+                # waits), which x's completion does not imply.
+                if at_start:
+                    merge(end[x.seq], start[a.seq])
+                if own:
+                    merge(end[x.seq], {a.key: a.seq})
