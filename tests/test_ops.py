@@ -225,3 +225,25 @@ def test_a_calls_arguments_are_read_and_replaced_by_parameter_name():
     assert argument(moved, "offsets") is argument(call, "offsets")  # the others untouched
     with pytest.raises(KeyError, match="tile.load has no parameter 'tile'"):
         argument(call, "tile")
+
+
+def test_the_elementwise_families_are_the_rows_every_level_and_the_fuzzers_use():
+    from pypto.fuzz import data
+    from pypto.ir.ops import families
+
+    for name, allowed, unit in (*families.BINARY, *families.UNARY):
+        for level in ("tile", "tensor"):
+            assert lookup(f"{level}.{name}") is not None, (level, name)
+        assert lookup(f"tile.{name}").unit == unit
+        assert UNIFIED[name].tile == f"tile.{name}" and UNIFIED[name].tensor == f"tensor.{name}"
+    for name, _, _ in families.BINARY:
+        s = families.scalar_form(name)
+        assert lookup(f"tile.{s}") is not None and lookup(f"tensor.{s}") is not None
+        assert UNIFIED[name].tile_scalar == f"tile.{s}"
+    # the fuzzers draw every family, each from dtypes it computes in
+    assert set(data.UNARY) == {u for u, _, _ in families.UNARY}
+    assert set(data.BINARY) == {b for b, _, _ in families.BINARY}
+    rows = {name: allowed for name, allowed, _ in (*families.BINARY, *families.UNARY)}
+    for table in (data.UNARY, data.BINARY):
+        for name, (_, dtypes) in table.items():
+            assert set(dtypes) <= set(rows[name]), name

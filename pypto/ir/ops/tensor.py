@@ -17,15 +17,13 @@ from pypto.ir.ops.registry import (
     static_ints,
     unify,
 )
+from pypto.ir.ops.families import BINARY, EXPANDS, REDUCTIONS, UNARY, scalar_form
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import (
     CAST_MODES,
     CUBE_IN,
-    DIVIDES,
-    FLOATS,
     NUMERIC,
     SHAPE_HINT,
-    SIGNED,
     acc_dtype,
     check_region,
 )
@@ -53,8 +51,7 @@ def _static_shape(op: str, exprs) -> tuple[int, ...]:
     return shape
 
 
-for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("div", DIVIDES),
-                        ("maximum", NUMERIC), ("minimum", NUMERIC)):
+for _name, _allowed, _ in BINARY:
     def _bin(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
         lhs, rhs = a.type("lhs"), a.type("rhs")
         same_shape_dtype(_op, lhs, rhs)
@@ -64,8 +61,9 @@ for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR)], _bin, doc=f"elementwise {_name}",
              windows=Windows("elementwise"))
 
-for _name, _allowed in (("adds", NUMERIC), ("subs", NUMERIC), ("muls", NUMERIC), ("divs", DIVIDES),
-                        ("maximums", NUMERIC), ("minimums", NUMERIC)):
+for _family, _allowed, _ in BINARY:
+    _name = scalar_form(_family)
+
     def _sc(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
         _dtype_in(_op, a.type("lhs"), _allowed)
         return a.type("lhs")
@@ -73,8 +71,7 @@ for _name, _allowed in (("adds", NUMERIC), ("subs", NUMERIC), ("muls", NUMERIC),
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.SCALAR)], _sc,
              doc=f"elementwise {_name} with a scalar", windows=Windows("elementwise"))
 
-for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("exp", FLOATS),
-                        ("log", FLOATS), ("sqrt", FLOATS), ("rsqrt", FLOATS), ("recip", FLOATS)):
+for _name, _allowed, _ in UNARY:
     def _un(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
         _dtype_in(_op, a.type("x"), _allowed)
         return a.type("x")
@@ -82,7 +79,7 @@ for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("ex
     register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _un, doc=f"elementwise {_name}", windows=Windows("elementwise"))
 
 _COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum"}  # two partial reductions, merged
-for _name, _axis in (("row_sum", 1), ("row_max", 1), ("row_min", 1), ("col_sum", 0), ("col_max", 0), ("col_min", 0)):
+for _name, _axis, _ in REDUCTIONS:
     def _red(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _axis=_axis) -> TensorType:
         x = a.type("x")
         _two_d(_op, x)
@@ -92,10 +89,9 @@ for _name, _axis in (("row_sum", 1), ("row_max", 1), ("row_min", 1), ("col_sum",
     register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _red, doc=f"{_name} over a whole tensor",
              windows=Windows("row_reduce" if _axis == 1 else "col_reduce", combine=_COMBINE[_name.split("_")[1]]))
 
-for _f in ("add", "sub", "mul", "div", "expdif"):
-    for _kind, _axis in (("row", 1), ("col", 0)):
-        if _kind == "col" and _f == "expdif":
-            continue
+for _f, _, _, _axes in EXPANDS:
+    for _kind in _axes:
+        _axis = 1 if _kind == "row" else 0
         _vec = f"{_kind}_vec"
 
         def _exp(a: OpArgs, soc: SoC, _op=f"tensor.{_kind}_expand_{_f}", _axis=_axis, _vec=_vec) -> TensorType:

@@ -1,4 +1,6 @@
-"""Tile-level ops (``pl.tile.*``): operands and results live in on-chip memory spaces.
+"""Tile-level ops (``pl.tile.*``): operands and results live in on-chip memory spaces. The
+elementwise families come from ``pypto.ir.ops.families``, the transfers and creation are
+``pypto.ir.ops.transfers``.
 
 Vector ops read and write Vec tiles; the cube reads Left x Right into Acc; transfers obey
 the SoC table's legal moves.
@@ -6,7 +8,7 @@ the SoC table's legal moves.
 
 from __future__ import annotations
 
-from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
+from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
 from pypto.ir.ops.registry import (
     REQUIRED,
@@ -19,16 +21,18 @@ from pypto.ir.ops.registry import (
     static_ints,
     unify,
 )
+from pypto.ir.ops.transfers import SHAPE_HINT, check_region  # noqa: F401  (registers the transfers; re-exported)
+from pypto.ir.ops.families import (BINARY, DIVIDES, EXPANDS, FLOATS, NUMERIC, REDUCTIONS, SIGNED, UNARY,  # noqa: F401
+                                   scalar_form, unify_families)
 from pypto.ir.ops.registry import (
     ParamSpec as P,
 )
-from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, TensorType, TileType
+from pypto.ir.types import DataType, PadValue, TileType
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 
 VEC = (M.Vec,)
 CMP_NAMES = ("EQ", "NE", "LT", "LE", "GT", "GE")
-SHAPE_HINT = "give every extent as a positive compile-time constant"
 CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
 
 
@@ -69,179 +73,12 @@ def _require_2d(op: str, t: TileType, what: str = "its operand") -> None:
         raise fail(op, f"{what} to be 2D", f"{len(t.shape)} dimensions")
 
 
-FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)
-SIGNED = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.FP16, DataType.BF16, DataType.FP32)
-NUMERIC = (*SIGNED, DataType.UINT8, DataType.INT64)
-DIVIDES = (DataType.INT16, DataType.INT32, DataType.FP16, DataType.FP32, DataType.BF16)
-
-
-def check_region(op: str, tensor: TensorType, offsets, shape, *, what: str, valid=None) -> None:
-    """Static parts of a GM region check: ranks, and constant extents and offsets inside the
-    tensor. ``valid`` (Exprs) narrows the extents actually moved: a tail tile may be larger
-    than what is left of the tensor."""
-    rank = len(tensor.shape)
-    if len(offsets) != rank or len(shape) != rank:
-        raise fail(op, f"offsets and shapes of the tensor's rank {rank}",
-                   f"{len(offsets)} offsets and {len(shape)} extents")
-    extents = list(shape)
-    if valid is not None:
-        extents = [v.value if isinstance(v, Const) else None for v in valid]
-    for axis, (o, extent, dim) in enumerate(zip(offsets, extents, tensor.shape)):
-        if extent is None:
-            continue
-        if extent > dim:
-            raise OutOfBoundsError(
-                f"{op} {what} extent {extent} on axis {axis} exceeds the tensor's {dim}",
-                hint="shrink the tile shape or tile the tensor in a loop",
-            )
-        if isinstance(o, Const) and (o.value < 0 or o.value + extent > dim):
-            raise OutOfBoundsError(
-                f"{op} {what} [{o.value}, {o.value + extent}) on axis {axis} is outside the tensor's [0, {dim})",
-                hint="check the offsets against the tensor shape",
-            )
-
-
-# --------------------------------------------------------------------------- movement
-
-
-def _infer_load(a: OpArgs, soc: SoC) -> TileType:
-    tensor: TensorType = a.type("tensor")
-    shape = static_ints(a["shapes"])
-    if shape is None or any(s <= 0 for s in shape):
-        raise fail("tile.load", "static positive tile shapes", fmt_shape(a["shapes"]), SHAPE_HINT)
-    target = a["target_memory"]
-    if target is not None and not soc.can_move(M.DDR, target):
-        legal = " or ".join(s.name for s in soc.targets_from(M.DDR))
-        raise MemorySpaceError(
-            f"tile.load cannot land a GM tensor in {target.name}: a load from DDR reaches only {legal}",
-            hint=f"load into pl.Mem.Mat, then pl.move(tile, target_memory=pl.Mem.{target.name})"
-            if target in (M.Left, M.Right, M.Bias) else "load into pl.Mem.Vec or pl.Mem.Mat",
-        )
-    valid = a["valid_shape"]
-    check_region("tile.load", tensor, a["offsets"], shape, what="region", valid=valid)
-    if valid is not None:
-        valid = tuple(valid)
-        if len(valid) != len(shape):
-            raise fail("tile.load", f"valid_shape of rank {len(shape)}", f"{len(valid)} extents")
-        sv = static_ints(valid)
-        if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
-            raise fail("tile.load", f"valid_shape within the tile shape {fmt_shape(shape)}", fmt_shape(sv))
-    if a["transpose"]:
-        if len(shape) != 2:
-            raise fail("tile.load", "a 2D region to transpose", f"{len(shape)} dimensions")
-        if target not in (None, M.Mat):
-            raise fail("tile.load", "target_memory=pl.Mem.Mat for a transposing load",
-                       f"target_memory=pl.Mem.{target.name}", "only the GM->L1 path transposes on the way in")
-        shape = shape[::-1]
-        valid = None if valid is None else valid[::-1]
-    return TileType(shape=shape, dtype=tensor.dtype, space=target, valid_shape=valid)
-
-
-register(
-    "tile.load",
-    [
-        P("tensor", Kind.TENSOR),
-        P("offsets", Kind.INDEX_LIST),
-        P("shapes", Kind.SHAPE),
-        P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
-        P("target_memory", Kind.SPACE, default=M.Vec, optional=True, show=True),
-        P("transpose", Kind.BOOL, default=False),
-    ],
-    _infer_load,
-    doc="GM -> Vec|Mat: copy the region [offsets, offsets+shapes) of a tensor into a tile "
-        "(transposed on the way into Mat with transpose=True)",
-)
-
-
-def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
-    tile: TileType = a.tile("tile")
-    out: TensorType = a.type("output_tensor")
-    if tile.space is not None and not soc.can_move(tile.space, M.DDR):
-        legal = " or ".join(s.name for s, d in sorted(soc.legal_moves, key=str) if d is M.DDR)
-        raise MemorySpaceError(
-            f"tile.store cannot write a {tile.space.name} tile to GM: only {legal} tiles store",
-            hint="pl.move the tile to a space that stores, or store from the vector core's Vec tile",
-        )
-    # The fixpipe converts the accumulator's FP32 on its way out of Acc; elsewhere dtypes match.
-    converts = tile.space is M.Acc and tile.dtype is DataType.FP32 and out.dtype in FLOATS
-    if tile.dtype is not out.dtype and not converts:
-        raise fail("tile.store", "the tile's dtype to match the tensor's", f"{tile.dtype.name} into {out.dtype.name}",
-                   f"cast first: pl.cast(tile, target_type=pl.{out.dtype.name})")
-    check_region("tile.store", out, a["offsets"], tile.shape, what="region", valid=tile.valid_shape)
-    if a["atomic"] is AtomicType.Add and tile.dtype not in ATOMIC_ADD_DTYPES:
-        raise TypeCheckError(f"The operator tile.store with atomic=AtomicType.Add requires an "
-                             f"fp32/bf16/fp16/int32/int16/int8 tile (hardware atomic-add dtypes), but got {tile.dtype.name}",
-                             hint="accumulate in FP32 (pl.cast the tile first) and cast the sum afterwards")
-    return out
-
-
-register(
-    "tile.store",
-    [P("tile", Kind.TILE), P("offsets", Kind.INDEX_LIST), P("output_tensor", Kind.TENSOR),
-     P("atomic", Kind.ATOMIC, AtomicType.None_)],
-    _infer_store,
-    doc="Vec|Acc -> GM: write a tile's valid region at offsets of a tensor",
-    writes_operand="output_tensor",
-)
-
-
-def _infer_move(a: OpArgs, soc: SoC) -> TileType:
-    tile: TileType = a.tile("tile")
-    target = a["target_memory"]
-    if tile.space is not None and not soc.can_move(tile.space, target):
-        legal = ", ".join(s.name for s in soc.targets_from(tile.space)) or "nowhere"
-        raise MemorySpaceError(
-            f"tile.move cannot move a {tile.space.name} tile to {target.name} on {soc.name}: "
-            f"from {tile.space.name} a tile moves to {legal}",
-            hint="go through GM (store, then load), or through Mat for the cube's L0 buffers",
-        )
-    return TileType(shape=tile.shape, dtype=tile.dtype, space=target, valid_shape=tile.valid_shape)
-
-
-register(
-    "tile.move",
-    [P("tile", Kind.TILE), P("target_memory", Kind.SPACE)],
-    _infer_move,
-    doc="copy a tile to another on-chip space (Mat->Left|Right|Bias, Acc->Mat)",
-)
-
-
-def _infer_create(a: OpArgs, soc: SoC) -> TileType:
-    shape = static_ints(a["shape"])
-    if shape is None or any(s <= 0 for s in shape):
-        raise fail("tile.create", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
-    return TileType(shape=shape, dtype=a["dtype"], space=a["target_memory"])
-
-
-register(
-    "tile.create",
-    [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("target_memory", Kind.SPACE, default=M.Vec, show=True)],
-    _infer_create,
-    doc="a zero-filled tile",
-    mnemonic="VDUP",
-)
-
-
-def _infer_full(a: OpArgs, soc: SoC) -> TileType:
-    shape = static_ints(a["shape"])
-    if shape is None or any(s <= 0 for s in shape):
-        raise fail("tile.full", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
-    return TileType(shape=shape, dtype=a["dtype"], space=M.Vec)
-
-
-register(
-    "tile.full",
-    [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("value", Kind.SCALAR)],
-    _infer_full,
-    doc="a Vec tile filled with a scalar",
-    mnemonic="VDUP",
-)
 
 
 # --------------------------------------------------------------------------- elementwise
 
 
-def _binary(name: str, allowed=NUMERIC):
+def _binary(name: str, allowed, unit: str):
     op = f"tile.{name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
@@ -252,10 +89,10 @@ def _binary(name: str, allowed=NUMERIC):
         return _vec_result(lhs)
 
     register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC)], infer,
-             doc=f"elementwise {name}", in_place=True, unit="divide" if name == "div" else "simple")
+             doc=f"elementwise {name}", in_place=True, unit=unit)
 
 
-def _scalar(name: str, allowed=NUMERIC):
+def _scalar(name: str, allowed, unit: str):
     op = f"tile.{name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
@@ -265,19 +102,16 @@ def _scalar(name: str, allowed=NUMERIC):
         return _vec_result(lhs)
 
     register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR)], infer,
-             doc=f"elementwise {name} with a scalar (converted to the tile's dtype)", in_place=True,
-             unit="divide" if name == "divs" else "simple")
+             doc=f"elementwise {name} with a scalar (converted to the tile's dtype)", in_place=True, unit=unit)
 
 
-for _name, _allowed in (("add", NUMERIC), ("sub", NUMERIC), ("mul", NUMERIC), ("div", DIVIDES),
-                        ("maximum", NUMERIC), ("minimum", NUMERIC)):
-    _binary(_name, _allowed)
-for _name, _allowed in (("adds", NUMERIC), ("subs", NUMERIC), ("muls", NUMERIC), ("divs", DIVIDES),
-                        ("maximums", NUMERIC), ("minimums", NUMERIC)):
-    _scalar(_name, _allowed)
+for _name, _allowed, _unit in BINARY:
+    _binary(_name, _allowed, _unit)
+for _name, _allowed, _unit in BINARY:
+    _scalar(scalar_form(_name), _allowed, _unit)
 
 
-def _unary(name: str, allowed):
+def _unary(name: str, allowed, unit: str):
     op = f"tile.{name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
@@ -285,13 +119,11 @@ def _unary(name: str, allowed):
         _require_dtype(op, t, allowed, "a dtype it computes in")
         return _vec_result(t)
 
-    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {name}", in_place=True,
-             unit="transcendental" if name in ("exp", "log", "sqrt", "rsqrt", "recip") else "simple")
+    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {name}", in_place=True, unit=unit)
 
 
-for _name, _allowed in (("neg", SIGNED), ("abs", SIGNED), ("relu", SIGNED), ("exp", FLOATS),
-                        ("log", FLOATS), ("sqrt", FLOATS), ("rsqrt", FLOATS), ("recip", FLOATS)):
-    _unary(_name, _allowed)
+for _name, _allowed, _unit in UNARY:
+    _unary(_name, _allowed, _unit)
 
 
 def _check_cmp_type(op: str, code) -> None:
@@ -368,8 +200,7 @@ def _reduction(name: str, axis: int, allowed, tmp: bool):
              reduces=True)
 
 
-for _name, _axis, _tmp in (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True),
-                           ("col_sum", 0, True), ("col_max", 0, False), ("col_min", 0, False)):
+for _name, _axis, _tmp in REDUCTIONS:
     _reduction(_name, _axis, NUMERIC, _tmp)
 
 
@@ -403,11 +234,9 @@ def _expand(name: str, axis: int, vec_param: str, allowed=NUMERIC, unit: str = "
              in_place=True, unit=unit)
 
 
-for _f in ("add", "sub", "mul", "div"):
-    _unit = "divide" if _f == "div" else "simple"
-    _expand(f"row_expand_{_f}", 1, "row_vec", DIVIDES if _f == "div" else NUMERIC, _unit)
-    _expand(f"col_expand_{_f}", 0, "col_vec", DIVIDES if _f == "div" else NUMERIC, _unit)
-_expand("row_expand_expdif", 1, "row_vec", FLOATS, "exp_difference")
+for _f, _allowed, _unit, _axes in EXPANDS:
+    for _axis in _axes:
+        _expand(f"{_axis}_expand_{_f}", 1 if _axis == "row" else 0, f"{_axis}_vec", _allowed, _unit)
 
 
 def _broadcast(name: str, axis: int, vec_param: str):
@@ -567,18 +396,9 @@ register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind
 
 # --------------------------------------------------------------------------- unified names
 
-for _n in ("add", "sub", "mul", "div", "maximum", "minimum"):
-    _s = {"maximum": "maximums", "minimum": "minimums"}.get(_n, _n + "s")
-    unify(_n, tile=f"tile.{_n}", tile_scalar=f"tile.{_s}", tensor=f"tensor.{_n}", tensor_scalar=f"tensor.{_s}")
-for _n in ("adds", "subs", "muls", "divs", "maximums", "minimums"):
-    unify(_n, tile_scalar=f"tile.{_n}", tensor_scalar=f"tensor.{_n}")
-for _n in ("neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "recip", "row_sum", "row_max", "row_min",
-           "col_sum", "col_max", "col_min", "row_expand", "col_expand", "row_expand_expdif", "cast",
-           "reshape", "transpose", "matmul"):
+unify_families()
+for _n in ("row_expand", "col_expand", "cast", "reshape", "transpose", "matmul"):
     unify(_n, tile=f"tile.{_n}", tensor=f"tensor.{_n}")
-for _f in ("add", "sub", "mul", "div"):
-    unify(f"row_expand_{_f}", tile=f"tile.row_expand_{_f}", tensor=f"tensor.row_expand_{_f}")
-    unify(f"col_expand_{_f}", tile=f"tile.col_expand_{_f}", tensor=f"tensor.col_expand_{_f}")
 unify("cmp", tile="tile.cmp", tile_scalar="tile.cmps")
 unify("cmps", tile_scalar="tile.cmps")
 for _n in ("load", "store", "move", "sel", "set_validshape"):

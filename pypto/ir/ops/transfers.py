@@ -1,0 +1,179 @@
+"""Tile transfers and creation (``pl.tile.load`` / ``store`` / ``move`` / ``create`` /
+``full``): GM to an on-chip space and back, between the spaces the SoC table connects,
+and tiles made on chip; with the static part of a GM region's bounds check."""
+
+from __future__ import annotations
+
+from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
+from pypto.ir.nodes import Const
+from pypto.ir.ops.families import FLOATS
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, TensorType, TileType
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
+
+SHAPE_HINT = "give every extent as a positive compile-time constant"
+
+
+def check_region(op: str, tensor: TensorType, offsets, shape, *, what: str, valid=None) -> None:
+    """Static parts of a GM region check: ranks, and constant extents and offsets inside the
+    tensor. ``valid`` (Exprs) narrows the extents actually moved: a tail tile may be larger
+    than what is left of the tensor."""
+    rank = len(tensor.shape)
+    if len(offsets) != rank or len(shape) != rank:
+        raise fail(op, f"offsets and shapes of the tensor's rank {rank}",
+                   f"{len(offsets)} offsets and {len(shape)} extents")
+    extents = list(shape)
+    if valid is not None:
+        extents = [v.value if isinstance(v, Const) else None for v in valid]
+    for axis, (o, extent, dim) in enumerate(zip(offsets, extents, tensor.shape)):
+        if extent is None:
+            continue
+        if extent > dim:
+            raise OutOfBoundsError(
+                f"{op} {what} extent {extent} on axis {axis} exceeds the tensor's {dim}",
+                hint="shrink the tile shape or tile the tensor in a loop",
+            )
+        if isinstance(o, Const) and (o.value < 0 or o.value + extent > dim):
+            raise OutOfBoundsError(
+                f"{op} {what} [{o.value}, {o.value + extent}) on axis {axis} is outside the tensor's [0, {dim})",
+                hint="check the offsets against the tensor shape",
+            )
+
+
+# --------------------------------------------------------------------------- movement
+
+
+def _infer_load(a: OpArgs, soc: SoC) -> TileType:
+    tensor: TensorType = a.type("tensor")
+    shape = static_ints(a["shapes"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.load", "static positive tile shapes", fmt_shape(a["shapes"]), SHAPE_HINT)
+    target = a["target_memory"]
+    if target is not None and not soc.can_move(M.DDR, target):
+        legal = " or ".join(s.name for s in soc.targets_from(M.DDR))
+        raise MemorySpaceError(
+            f"tile.load cannot land a GM tensor in {target.name}: a load from DDR reaches only {legal}",
+            hint=f"load into pl.Mem.Mat, then pl.move(tile, target_memory=pl.Mem.{target.name})"
+            if target in (M.Left, M.Right, M.Bias) else "load into pl.Mem.Vec or pl.Mem.Mat",
+        )
+    valid = a["valid_shape"]
+    check_region("tile.load", tensor, a["offsets"], shape, what="region", valid=valid)
+    if valid is not None:
+        valid = tuple(valid)
+        if len(valid) != len(shape):
+            raise fail("tile.load", f"valid_shape of rank {len(shape)}", f"{len(valid)} extents")
+        sv = static_ints(valid)
+        if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
+            raise fail("tile.load", f"valid_shape within the tile shape {fmt_shape(shape)}", fmt_shape(sv))
+    if a["transpose"]:
+        if len(shape) != 2:
+            raise fail("tile.load", "a 2D region to transpose", f"{len(shape)} dimensions")
+        if target not in (None, M.Mat):
+            raise fail("tile.load", "target_memory=pl.Mem.Mat for a transposing load",
+                       f"target_memory=pl.Mem.{target.name}", "only the GM->L1 path transposes on the way in")
+        shape = shape[::-1]
+        valid = None if valid is None else valid[::-1]
+    return TileType(shape=shape, dtype=tensor.dtype, space=target, valid_shape=valid)
+
+
+register(
+    "tile.load",
+    [
+        P("tensor", Kind.TENSOR),
+        P("offsets", Kind.INDEX_LIST),
+        P("shapes", Kind.SHAPE),
+        P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
+        P("target_memory", Kind.SPACE, default=M.Vec, optional=True, show=True),
+        P("transpose", Kind.BOOL, default=False),
+    ],
+    _infer_load,
+    doc="GM -> Vec|Mat: copy the region [offsets, offsets+shapes) of a tensor into a tile "
+        "(transposed on the way into Mat with transpose=True)",
+)
+
+
+def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
+    tile: TileType = a.tile("tile")
+    out: TensorType = a.type("output_tensor")
+    if tile.space is not None and not soc.can_move(tile.space, M.DDR):
+        legal = " or ".join(s.name for s, d in sorted(soc.legal_moves, key=str) if d is M.DDR)
+        raise MemorySpaceError(
+            f"tile.store cannot write a {tile.space.name} tile to GM: only {legal} tiles store",
+            hint="pl.move the tile to a space that stores, or store from the vector core's Vec tile",
+        )
+    # The fixpipe converts the accumulator's FP32 on its way out of Acc; elsewhere dtypes match.
+    converts = tile.space is M.Acc and tile.dtype is DataType.FP32 and out.dtype in FLOATS
+    if tile.dtype is not out.dtype and not converts:
+        raise fail("tile.store", "the tile's dtype to match the tensor's", f"{tile.dtype.name} into {out.dtype.name}",
+                   f"cast first: pl.cast(tile, target_type=pl.{out.dtype.name})")
+    check_region("tile.store", out, a["offsets"], tile.shape, what="region", valid=tile.valid_shape)
+    if a["atomic"] is AtomicType.Add and tile.dtype not in ATOMIC_ADD_DTYPES:
+        raise TypeCheckError(f"The operator tile.store with atomic=AtomicType.Add requires an "
+                             f"fp32/bf16/fp16/int32/int16/int8 tile (hardware atomic-add dtypes), but got {tile.dtype.name}",
+                             hint="accumulate in FP32 (pl.cast the tile first) and cast the sum afterwards")
+    return out
+
+
+register(
+    "tile.store",
+    [P("tile", Kind.TILE), P("offsets", Kind.INDEX_LIST), P("output_tensor", Kind.TENSOR),
+     P("atomic", Kind.ATOMIC, AtomicType.None_)],
+    _infer_store,
+    doc="Vec|Acc -> GM: write a tile's valid region at offsets of a tensor",
+    writes_operand="output_tensor",
+)
+
+
+def _infer_move(a: OpArgs, soc: SoC) -> TileType:
+    tile: TileType = a.tile("tile")
+    target = a["target_memory"]
+    if tile.space is not None and not soc.can_move(tile.space, target):
+        legal = ", ".join(s.name for s in soc.targets_from(tile.space)) or "nowhere"
+        raise MemorySpaceError(
+            f"tile.move cannot move a {tile.space.name} tile to {target.name} on {soc.name}: "
+            f"from {tile.space.name} a tile moves to {legal}",
+            hint="go through GM (store, then load), or through Mat for the cube's L0 buffers",
+        )
+    return TileType(shape=tile.shape, dtype=tile.dtype, space=target, valid_shape=tile.valid_shape)
+
+
+register(
+    "tile.move",
+    [P("tile", Kind.TILE), P("target_memory", Kind.SPACE)],
+    _infer_move,
+    doc="copy a tile to another on-chip space (Mat->Left|Right|Bias, Acc->Mat)",
+)
+
+
+def _infer_create(a: OpArgs, soc: SoC) -> TileType:
+    shape = static_ints(a["shape"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.create", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
+    return TileType(shape=shape, dtype=a["dtype"], space=a["target_memory"])
+
+
+register(
+    "tile.create",
+    [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("target_memory", Kind.SPACE, default=M.Vec, show=True)],
+    _infer_create,
+    doc="a zero-filled tile",
+    mnemonic="VDUP",
+)
+
+
+def _infer_full(a: OpArgs, soc: SoC) -> TileType:
+    shape = static_ints(a["shape"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.full", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
+    return TileType(shape=shape, dtype=a["dtype"], space=M.Vec)
+
+
+register(
+    "tile.full",
+    [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("value", Kind.SCALAR)],
+    _infer_full,
+    doc="a Vec tile filled with a scalar",
+    mnemonic="VDUP",
+)
