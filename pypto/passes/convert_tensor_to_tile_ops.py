@@ -28,7 +28,8 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import argument, with_args
 from pypto.ir.types import AtomicType, FunctionType, TensorType, type_name
 from pypto.passes.context import PassContext, PassResult, result
-from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable, plus, whole
+from pypto.passes.regions import plus, whole
+from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable
 from pypto.passes.sink_plan import emit_sink, plan_sink
 from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.tile_emitter import Emitter

@@ -20,7 +20,8 @@ from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.types import INDEX
-from pypto.passes.tensor_graph import Op, block_sizes, plus, region_vars
+from pypto.passes.regions import block_sizes, plus, region_vars
+from pypto.passes.tensor_graph import Op
 from pypto.backend import MemorySpace as M
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import interval, linear
 from pypto.ir.ops import argument, op_call
 from pypto.ir.types import INDEX, DataType
-from pypto.passes.tensor_graph import Unblockable, block_sizes, extents, plus
+from pypto.passes.regions import block_sizes, extents, plus
+from pypto.passes.tensor_graph import Unblockable
 from pypto.passes.tile_emitter import Emitter
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC

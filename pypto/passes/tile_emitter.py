@@ -37,18 +37,8 @@ from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ScalarType, TileType
 from pypto.passes import cube_chain
-from pypto.passes.tensor_graph import (
-    Carried,
-    Op,
-    TensorGraph,
-    Unblockable,
-    carried_regions,
-    block_sizes,
-    extents,
-    operand_regions,
-    region_vars,
-    whole,
-)
+from pypto.passes.regions import block_sizes, extents, operand_regions, region_vars, whole
+from pypto.passes.tensor_graph import Carried, Op, TensorGraph, Unblockable, carried_regions
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 

@@ -92,7 +92,7 @@ WINDOW_KINDS = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col
 @attrs.frozen
 class Windows:
     """How a tensor op reads its operands, window by window, so that its code can be
-    computed block by block (``pypto.passes.tensor_graph.operand_regions``):
+    computed block by block (``pypto.passes.regions.operand_regions``):
 
     - ``elementwise``: a window of the result reads the same window of each operand;
     - ``row_reduce`` / ``col_reduce``: whole rows (columns) of the operand; two partial
