@@ -1,6 +1,6 @@
 """One kernel function's source (``ast``) to an IR ``Function``, in SSA form: parameters,
-expression statements, subscripts and returns; assignments are ``Assignments``, loops, ifs
-and scopes ``ControlFlow``.
+expression statements, values and returns; assignments are ``Assignments``, subscripts of
+arrays and tensors ``Subscripts``, loops, ifs and scopes ``ControlFlow``.
 
 Rebinding a Python name makes a fresh SSA name. Op calls are checked against the op
 registry where they are written, so every mistake names the user's line.
@@ -17,7 +17,6 @@ from pypto.errors import (
     UnsupportedSyntaxError,
 )
 from pypto.ir import nodes as n
-from pypto.ir.affine import static_difference
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
     ArrayType,
@@ -31,6 +30,7 @@ from pypto.ir.types import (
 from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.assignments import Assignments
+from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import Source
@@ -39,10 +39,6 @@ from pypto.lang.spmd import SpmdForms
 from pypto.lang.tasks import TaskForms
 
 INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
-_ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
-_OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<",
-                  ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.USub: "-",
-                  ast.Not: "not", ast.Invert: "~"}
 
 
 def _orchestrates(fdef: ast.FunctionDef) -> bool:
@@ -57,7 +53,7 @@ def _orchestrates(fdef: ast.FunctionDef) -> bool:
     return False
 
 
-class FunctionConverter(Assignments, SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
+class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
                  returns=None, auto_scope: bool = True):
@@ -215,61 +211,6 @@ class FunctionConverter(Assignments, SpmdForms, PlacementForms, TaskForms, Contr
         self.emit(n.Assign(ssa, t, value, span=span or self.span(node)))
         return ssa
 
-    def array_element(self, node: ast.Subscript):
-        """``arr[i]``: one element of an orchestration array."""
-        self.require_incore(node, "array.get")
-        arr, t = self.var(node.value.id)
-        return self.checked_call(lookup("array.get"), {"array": arr, "index": self.index(node.slice, "an array index")},
-                                 {"array": t}, node)
-
-    def array_store(self, target: ast.Subscript, value_node, node) -> None:
-        """``arr[i] = v``: the name now holds the array with element i replaced."""
-        self.require_incore(target, "array.set")
-        arr, t = self.var(target.value.id)
-        value, vt = self.operand(value_node)
-        call, rt = self.checked_call(lookup("array.set"),
-                                     {"array": arr, "index": self.index(target.slice, "an array index"),
-                                      "value": value}, {"array": t, "value": vt}, node)
-        self.bind(target.value.id, rt, call, node)
-
-    def assemble(self, target: ast.Subscript, value_node, node) -> None:
-        """``out[:] = x`` / ``out[a:b, c:d] = x``: write a tensor value into a window of out."""
-        dst, dst_t = self.operand(target.value)
-        if not isinstance(dst_t, TensorType):
-            raise self.error(TypeCheckError, target, f"only tensors take slice assignment, not {type_name(dst_t)}")
-        offsets, shape = self.window(target, dst_t)
-        src, src_t = self.operand(value_node)
-        if isinstance(src_t, TensorType) and src_t.shape != shape:
-            raise self.error(TypeCheckError, node,
-                             f"the window is {list(shape)} but the value is {list(src_t.shape)}")
-        self.require_incore(target, "tensor.assemble")
-        call, _ = self.checked_call(lookup("tensor.assemble"), {"target": dst, "source": src, "offset": offsets},
-                                    {"target": dst_t, "source": src_t}, node)
-        self.emit(n.Eval(call, span=self.span(node)))
-
-    def window(self, sub: ast.Subscript, t: TensorType):
-        """(offsets, static shape) of a subscript window over a tensor."""
-        items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-        if len(items) > len(t.shape):
-            raise self.error(TypeCheckError, sub, f"{len(items)} indices for a tensor of rank {len(t.shape)}")
-        items = list(items) + [ast.Slice()] * (len(t.shape) - len(items))
-        offsets, shape = [], []
-        for axis, item in enumerate(items):
-            if not isinstance(item, ast.Slice) or item.step is not None:
-                raise self.error(UnsupportedSyntaxError, item, "tensor windows are written with start:stop slices",
-                                 hint="a[i * 64:(i + 1) * 64, :]")
-            lo = self.index(item.lower, "window bounds") if item.lower is not None else n.Const(0)
-            hi = self.index(item.upper, "window bounds") if item.upper is not None else n.Const(t.shape[axis])
-            extent = static_difference(hi, lo)
-            if extent is None or extent <= 0:
-                raise self.error(TypeCheckError, item, "a window's extent (stop - start) must be a positive constant",
-                                 hint="write both bounds from the same index, e.g. i * 64:(i + 1) * 64")
-            offsets.append(lo)
-            shape.append(extent)
-        return tuple(offsets), tuple(shape)
-
-    # ------------------------------------------------------------------ values
-
     def expr_statement(self, node: ast.Expr) -> None:
         if self._is_builtin_call(node.value, "yield_"):
             return self.yield_(node.value, None)
@@ -306,7 +247,7 @@ class FunctionConverter(Assignments, SpmdForms, PlacementForms, TaskForms, Contr
                 return self.value(node.operand, hint)
             x = ast.unparse(node.operand)
             raise self.error(UnsupportedSyntaxError, node,
-                             f"unary '{_OPERATOR_TEXT.get(type(node.op), '?')}' on a tile or tensor is not supported",
+                             f"unary '{OPERATOR_TEXT.get(type(node.op), '?')}' on a tile or tensor is not supported",
                              hint=f"write pl.neg({x}) (or pl.muls({x}, -1))" if isinstance(node.op, ast.USub)
                              else "kernels compute on tiles with pl.* ops")
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
@@ -326,55 +267,9 @@ class FunctionConverter(Assignments, SpmdForms, PlacementForms, TaskForms, Contr
         e = self.scalar(node)
         return e, self.expr_type(e, node)
 
-    def array_operator(self, node: ast.BinOp):
-        """``a + b``, ``t * 2``, ``2 * t`` on tiles/tensors are the unified ops; the forms
-        with no op behind them are explained."""
-        op = _ARITH.get(type(node.op))
-        left, right = node.left, node.right
-        if op is None:
-            hint = f"write pl.mul({ast.unparse(left)}, {ast.unparse(left)})" if isinstance(node.op, ast.Pow) \
-                else "kernels compute on tiles with pl.* ops (pl.add, pl.mul, ...)"
-            raise self.error(UnsupportedSyntaxError, node,
-                             f"operator '{_OPERATOR_TEXT.get(type(node.op), '?')}' is not an op on tiles or tensors",
-                             hint=hint)
-        if not self._is_array(left):
-            if op in ("add", "mul"):  # commutative: t + 1 computes the same bits as 1 + t
-                left, right = right, left
-            else:
-                s, x = ast.unparse(left), ast.unparse(right)
-                hint = {"sub": f"write pl.adds(pl.neg({x}), {s})",
-                        "div": f"write pl.muls(pl.recip({x}), {s}) (a reciprocal then a scale, which may round "
-                               "differently from a division), or make the scalar a tile with pl.full and pl.div"}[op]
-                raise self.error(UnsupportedSyntaxError, node,
-                                 f"'{ast.unparse(node)}': a scalar on the left of '{'-' if op == 'sub' else '/'}' "
-                                 "with a tile or tensor on the right is not supported (there is no reversed op)",
-                                 hint=hint)
-        fake = ast.copy_location(ast.Call(func=None, args=[left, right], keywords=[]), node)
-        return self.op_call(N.Op(op, unified=True), fake)
-
     def _is_inline_call(self, node) -> bool:
         ref = self.resolve_chain(node.func) if isinstance(node, ast.Call) and node.func is not None else None
         return isinstance(ref, N.Kernel) and getattr(ref.obj, "function_type", None) is FunctionType.Inline
-
-    def _is_array(self, node) -> bool:
-        """Whether an expression denotes a tile or tensor (so `a + b` is pl.add), decided
-        without converting it."""
-        if isinstance(node, ast.Name):
-            return isinstance(self.local_type(node), (TileType, TensorType))
-        if isinstance(node, ast.BinOp):
-            return self._is_array(node.left) or self._is_array(node.right)
-        if isinstance(node, ast.UnaryOp):
-            return self._is_array(node.operand)
-        if self.element_read(node):  # one element of a tensor: a scalar
-            return False
-        if isinstance(node, ast.Subscript):
-            return isinstance(self.local_type(node.value), TensorType)
-        if isinstance(node, ast.Call):
-            _, meaning = self.entity(node.func)
-            return isinstance(meaning, N.Op) or isinstance(self.resolve_chain(node.func), N.Kernel) or (
-                self.has_self and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "self")
-        return False
 
     def single(self, t, node) -> None:
         """A value that is one value: not a call returning several, nor one returning nothing."""
@@ -400,16 +295,6 @@ class FunctionConverter(Assignments, SpmdForms, PlacementForms, TaskForms, Contr
             self.emit(n.Assign(ssa, t, value, span=self.span(node)))
             return n.Var(ssa), t
         return value, t
-
-    def slice(self, node: ast.Subscript, t: TensorType):
-        src, _ = self.operand(node.value)
-        offsets, shape = self.window(node, t)
-        self.require_incore(node, "tensor.slice")
-        return self.checked_call(lookup("tensor.slice"),
-                                 {"x": src, "shape": tuple(n.Const(s) for s in shape), "offset": offsets},
-                                 {"x": t}, node)
-
-    # ------------------------------------------------------------------ control flow
 
     def return_(self, node: ast.Return, top: bool) -> None:
         if not top or self.frames:

@@ -1,0 +1,133 @@
+"""Subscripts and operators in kernel source on the orchestration's values: an element of
+a ``pl.array`` (read, stored, arithmetic on arrays), and a window of a tensor
+(``x[0:8, :]`` read as a slice, ``out[0:8, :] = y`` written as an assemble). A mixin of the
+function converter."""
+
+from __future__ import annotations
+
+import ast
+
+from pypto.errors import TypeCheckError, UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.affine import static_difference
+from pypto.ir.ops import lookup
+from pypto.ir.types import TensorType, TileType, type_name
+from pypto.lang import names as N
+
+ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
+OPERATOR_TEXT = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<",
+                  ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.USub: "-",
+                  ast.Not: "not", ast.Invert: "~"}
+
+
+class Subscripts:
+    def array_element(self, node: ast.Subscript):
+        """``arr[i]``: one element of an orchestration array."""
+        self.require_incore(node, "array.get")
+        arr, t = self.var(node.value.id)
+        return self.checked_call(lookup("array.get"), {"array": arr, "index": self.index(node.slice, "an array index")},
+                                 {"array": t}, node)
+
+    def array_store(self, target: ast.Subscript, value_node, node) -> None:
+        """``arr[i] = v``: the name now holds the array with element i replaced."""
+        self.require_incore(target, "array.set")
+        arr, t = self.var(target.value.id)
+        value, vt = self.operand(value_node)
+        call, rt = self.checked_call(lookup("array.set"),
+                                     {"array": arr, "index": self.index(target.slice, "an array index"),
+                                      "value": value}, {"array": t, "value": vt}, node)
+        self.bind(target.value.id, rt, call, node)
+
+    def assemble(self, target: ast.Subscript, value_node, node) -> None:
+        """``out[:] = x`` / ``out[a:b, c:d] = x``: write a tensor value into a window of out."""
+        dst, dst_t = self.operand(target.value)
+        if not isinstance(dst_t, TensorType):
+            raise self.error(TypeCheckError, target, f"only tensors take slice assignment, not {type_name(dst_t)}")
+        offsets, shape = self.window(target, dst_t)
+        src, src_t = self.operand(value_node)
+        if isinstance(src_t, TensorType) and src_t.shape != shape:
+            raise self.error(TypeCheckError, node,
+                             f"the window is {list(shape)} but the value is {list(src_t.shape)}")
+        self.require_incore(target, "tensor.assemble")
+        call, _ = self.checked_call(lookup("tensor.assemble"), {"target": dst, "source": src, "offset": offsets},
+                                    {"target": dst_t, "source": src_t}, node)
+        self.emit(n.Eval(call, span=self.span(node)))
+
+    def window(self, sub: ast.Subscript, t: TensorType):
+        """(offsets, static shape) of a subscript window over a tensor."""
+        items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+        if len(items) > len(t.shape):
+            raise self.error(TypeCheckError, sub, f"{len(items)} indices for a tensor of rank {len(t.shape)}")
+        items = list(items) + [ast.Slice()] * (len(t.shape) - len(items))
+        offsets, shape = [], []
+        for axis, item in enumerate(items):
+            if not isinstance(item, ast.Slice) or item.step is not None:
+                raise self.error(UnsupportedSyntaxError, item, "tensor windows are written with start:stop slices",
+                                 hint="a[i * 64:(i + 1) * 64, :]")
+            lo = self.index(item.lower, "window bounds") if item.lower is not None else n.Const(0)
+            hi = self.index(item.upper, "window bounds") if item.upper is not None else n.Const(t.shape[axis])
+            extent = static_difference(hi, lo)
+            if extent is None or extent <= 0:
+                raise self.error(TypeCheckError, item, "a window's extent (stop - start) must be a positive constant",
+                                 hint="write both bounds from the same index, e.g. i * 64:(i + 1) * 64")
+            offsets.append(lo)
+            shape.append(extent)
+        return tuple(offsets), tuple(shape)
+
+    # ------------------------------------------------------------------ values
+
+    def array_operator(self, node: ast.BinOp):
+        """``a + b``, ``t * 2``, ``2 * t`` on tiles/tensors are the unified ops; the forms
+        with no op behind them are explained."""
+        op = ARITH.get(type(node.op))
+        left, right = node.left, node.right
+        if op is None:
+            hint = f"write pl.mul({ast.unparse(left)}, {ast.unparse(left)})" if isinstance(node.op, ast.Pow) \
+                else "kernels compute on tiles with pl.* ops (pl.add, pl.mul, ...)"
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"operator '{OPERATOR_TEXT.get(type(node.op), '?')}' is not an op on tiles or tensors",
+                             hint=hint)
+        if not self._is_array(left):
+            if op in ("add", "mul"):  # commutative: t + 1 computes the same bits as 1 + t
+                left, right = right, left
+            else:
+                s, x = ast.unparse(left), ast.unparse(right)
+                hint = {"sub": f"write pl.adds(pl.neg({x}), {s})",
+                        "div": f"write pl.muls(pl.recip({x}), {s}) (a reciprocal then a scale, which may round "
+                               "differently from a division), or make the scalar a tile with pl.full and pl.div"}[op]
+                raise self.error(UnsupportedSyntaxError, node,
+                                 f"'{ast.unparse(node)}': a scalar on the left of '{'-' if op == 'sub' else '/'}' "
+                                 "with a tile or tensor on the right is not supported (there is no reversed op)",
+                                 hint=hint)
+        fake = ast.copy_location(ast.Call(func=None, args=[left, right], keywords=[]), node)
+        return self.op_call(N.Op(op, unified=True), fake)
+
+    def _is_array(self, node) -> bool:
+        """Whether an expression denotes a tile or tensor (so `a + b` is pl.add), decided
+        without converting it."""
+        if isinstance(node, ast.Name):
+            return isinstance(self.local_type(node), (TileType, TensorType))
+        if isinstance(node, ast.BinOp):
+            return self._is_array(node.left) or self._is_array(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self._is_array(node.operand)
+        if self.element_read(node):  # one element of a tensor: a scalar
+            return False
+        if isinstance(node, ast.Subscript):
+            return isinstance(self.local_type(node.value), TensorType)
+        if isinstance(node, ast.Call):
+            _, meaning = self.entity(node.func)
+            return isinstance(meaning, N.Op) or isinstance(self.resolve_chain(node.func), N.Kernel) or (
+                self.has_self and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self")
+        return False
+
+    def slice(self, node: ast.Subscript, t: TensorType):
+        src, _ = self.operand(node.value)
+        offsets, shape = self.window(node, t)
+        self.require_incore(node, "tensor.slice")
+        return self.checked_call(lookup("tensor.slice"),
+                                 {"x": src, "shape": tuple(n.Const(s) for s in shape), "offset": offsets},
+                                 {"x": t}, node)
+
+    # ------------------------------------------------------------------ control flow
