@@ -22,14 +22,14 @@ from pypto.chip.atomics import AtomicAdds
 from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
 from pypto.chip.scheduler import Chip
+from pypto.chip.settling import Settling
 from pypto.chip.tasks import Edge, Task, TaskArg, task_id
 from pypto.errors import ExecutionError, PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim.simulator import ATOMIC_ADD, Launch, RunReport, apply, simulate, simulate_together
-from pypto.sim.views import window_runs
+from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
 
 @attrs.frozen
 class TaskRecord:
@@ -50,7 +50,7 @@ class TaskRecord:
     retired: bool = False  # its dispatch predicate was false: it ran nothing, on no core
 
 
-class ChipRun:
+class ChipRun(Settling):
     def __init__(self, program: n.Program, soc: SoC, kernels: dict, *, unsafe_colive: bool = False,
                  unsafe_races: bool = False, on_launch=None, entry: str | None = None, rings: tuple = (None,) * 3,
                  atomic_seed: int | None = None):
@@ -231,88 +231,6 @@ class ChipRun:
     def scope_stats(self) -> list[dict]:
         return self.rings.stats(self.tracker.entries())
 
-    def _decide(self, t: Task, now: int) -> bool:
-        """The scheduler reached task ``t``'s dispatch at cycle ``now``: its predicate over
-        the data as it is then — every task that started by then in place. A writer of the
-        element that no edge orders before ``t`` makes the value a race when it has not
-        finished by then, or when it comes later in the program and has already started
-        (``ref`` reads the element where the program puts the task)."""
-        p = t.predicate
-        placed = self.chip.placed
-        self._settle(now)
-        tensor = p.tensor
-        lo, hi = _element_bytes(tensor, p.indices)
-        before = _ancestors(self.tasks, t.number)
-        for u in self.tasks:
-            if u is t or u.number in before or self.unsafe_races or not self.launches[u.number]:
-                continue
-            started = placed[u.number] and u.start < now
-            if not (u.number < t.number and not self.chip.finished[u.number] or u.number > t.number and started):
-                continue
-            if self._writes(u, lo, hi):
-                raise races.TaskRace(
-                    f"the predicate of {t.where()} reads {_element(tensor, p.indices)} at cycle {now}, when it is "
-                    f"dispatched, while {u.where()} writes it, and no dependency orders them", span=t.span,
-                    hint=f"put the task that writes the element in deps=[...] ({u.name} here): the scheduler reads "
-                         "the predicate once the task's deps have finished" if u.number < t.number else
-                         f"make {u.name} wait for {t.name} (deps=[...] on it): the predicate is read at dispatch, "
-                         "and the runtime does not order a writer after an earlier reader")
-        if p.holds():
-            return True
-        self.launches[t.number] = []  # retired: it runs nothing
-        return False
-
-    def _finish_of(self, number: int) -> int:
-        """When a task submitted so far finishes: the orchestrator waits for it, so nothing
-        submitted later can move it."""
-        return self.chip.until_placed(number).finish
-
-    def wait(self, tensor, indices, span) -> None:
-        """The orchestrator reads one element of ``tensor``: it waits until the element's
-        registered producer has finished, and then the data of every task that started by
-        then is in place (the schedule up to that cycle cannot change: whatever is
-        submitted later arrives later). A task that writes the element and has not finished
-        by then, ordered by nothing, is a race with the orchestrator."""
-        lo, hi = _element_bytes(tensor, indices)
-        producers = self.tracker.producer_of(lo, hi)
-        for p in producers:
-            self.clock = max(self.clock, self.chip.until_placed(p).finish)
-        self.chip.through(self.clock)  # what has started by now, and where
-        placed = self.chip.placed
-        self.unfinished = [t for t in self.unfinished if not placed[t.number] or t.finish > self.clock]
-        for t in self.unfinished:
-            running = placed[t.number]
-            if not self.unsafe_races and self._writes(t, lo, hi):
-                when = f"cycles {t.start}-{t.end}" if running else "it has not started yet"
-                raise races.TaskRace(
-                    f"the orchestrator reads {_element(tensor, indices)} at cycle {self.clock} while {t.where()} "
-                    f"writes it ({when}), and no dependency orders them", span=span,
-                    hint="read a tensor its producer registers (not manual_dep / a manual scope / no_dep_args), "
-                         "or read after the task by another route")
-        self._settle(self.clock)
-
-    def _settle(self, cycle: int) -> None:
-        """GM as it is at ``cycle``: the data of every task placed to start before it, and
-        the atomic adds completed by then."""
-        self._apply([t for t in self.unapplied if self.chip.placed[t.number] and t.start < cycle])
-        self.atomics.flush(until=cycle)
-
-    def _apply(self, tasks) -> None:
-        """Perform the tasks' data effects, in the order they started."""
-        if not tasks:
-            return
-        runs = sorted((p.start, t.number, p.block) for t in tasks for p in t.placements)
-        for start, number, block in runs:
-            if self.launches[number]:  # a dummy has no data
-                launch, timeline = self.launches[number][block]
-                self.atomics.flush(until=start)  # what completed before it starts is in place
-                core = self.soc.core_number(self.tasks[number].placements[block].core)
-                # a kernel that also reads or rewrites what it adds into sees its adds at once
-                sink = None if _reads_back(timeline) else self.atomics.sink(start, core)
-                apply(timeline, *_tensor_maps(launch), atomic=sink)
-        done = {t.number for t in tasks}
-        self.unapplied = [t for t in self.unapplied if t.number not in done]
-
     def finish(self) -> RunReport:
         """Schedule the tasks, check them for races, apply their data; the report."""
         self.rings.close(self.clock, self.tracker.entries())  # the function body's scope
@@ -375,64 +293,18 @@ class ChipRun:
             return len(self.soc.cores(CoreKind.AIV))
         return len(self.soc.cores(CoreKind.AIC))  # a cube core, or a whole cluster
 
-    def _writes(self, t: Task, lo: int, hi: int) -> bool:
-        """Whether any block of ``t`` writes (or adds into) bytes of [lo, hi)."""
-        return any(write and a < hi and lo < b for block in range(len(self.launches[t.number]))
-                   for a, b, write, _ in self._accesses(t, block))
-
-    def _accesses(self, t: Task, block: int = 0) -> list:
-        if not self.launches[t.number]:
-            return []
-        launch, timeline = self.launches[t.number][block]
-        maps = _tensor_maps(launch)
-        by_param = {a.param: a for a in t.args}
-        out = []
-        for member, param, write, offsets, extents in timeline.footprint:
-            key = launch.key(member, param) if isinstance(launch, groups.GroupLaunch) else param
-            for lo, hi in window_runs(maps[member][param], offsets, extents):
-                out.append((lo, hi, write, by_param[key]))
-        return out
 
 
 def _site(span) -> str:
     return f"{span.file}:{span.line}" if span is not None else "?"
 
 
-def _element(tensor, indices) -> str:
-    return f"element [{', '.join(map(str, indices))}] of a {list(tensor.shape)} tensor"
-
 
 _KINDS = {"aic": "cube cores", "aiv": "vector cores", "mix": "clusters"}
 
 
-def _element_bytes(tensor, indices) -> tuple:
-    """[lo, hi): the bytes of one element of ``tensor``."""
-    lo = tensor.data_ptr() + sum(i * st for i, st in zip(indices, tensor.stride())) * tensor.element_size()
-    return lo, lo + tensor.element_size()
 
 
-def _ancestors(tasks: list, number: int) -> set:
-    """The tasks some chain of edges puts before task ``number``."""
-    out, todo = set(), list(tasks[number].preds)
-    while todo:
-        p = todo.pop()
-        if p not in out:
-            out.add(p)
-            todo.extend(tasks[p].preds)
-    return out
-
-
-def _reads_back(timeline) -> bool:
-    """Whether a timeline loads or plainly stores a tensor it also adds into atomically."""
-    modes: dict = {}
-    for _, param, mode, _, _ in timeline.footprint:
-        modes.setdefault(param, set()).add(mode)
-    return any(ATOMIC_ADD in m and len(m) > 1 for m in modes.values())
-
-
-def _tensor_maps(launch) -> tuple:
-    """What ``apply`` takes: each launch's tensors by parameter name."""
-    return launch.maps() if isinstance(launch, groups.GroupLaunch) else (launch.tensors(),)
 
 
 def _returned(fn: n.Function, kernel, args: tuple) -> tuple:
