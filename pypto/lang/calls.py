@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import re
 from collections.abc import Callable
 
 import attrs
@@ -21,7 +20,7 @@ from pypto.errors import (
 )
 from pypto.ir import nodes as n
 from pypto.ir.tensors import block_roots
-from pypto.ir.ops import UNIFIED, all_ops, lookup
+from pypto.ir.ops import UNIFIED, all_ops
 from pypto.ir.types import (
     FunctionType,
     ParamDirection,
@@ -33,6 +32,7 @@ from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.exprs import ExprConverter
 from pypto.lang.op_calls import OpCalls
+from pypto.lang.writes import Writes
 from pypto.backend import SoC
 
 @attrs.frozen
@@ -94,7 +94,7 @@ class ProgramHooks:
         raise conv.error(ParseError, node, "inline kernels are only available in @pl.jit source")
 
 
-class CallConverter(OpCalls, ExprConverter):
+class CallConverter(Writes, OpCalls, ExprConverter):
     def _is_builtin_call(self, node, name: str) -> bool:
         if not isinstance(node, ast.Call):
             return False
@@ -339,74 +339,6 @@ class CallConverter(OpCalls, ExprConverter):
             raise TypeCheckError(f"'{fname}': {err.message}{declared}", span=where,
                                  hint=f"pass a value of the declared type, or annotate '{param.arg}' with a bare "
                                       "pl.Tile / pl.Tensor to take any") from None
-
-    def check_writable(self, value, node, what: str) -> None:
-        """A kernel writes only the tensors its caller hands it to write: pl.Out / pl.InOut
-        parameters, under whatever name they reach the write. (Dump text is read as
-        printed: passes answer for what they produce.)"""
-        if self.source.exact or not isinstance(value, n.Var):
-            return
-        name = next((k for k, v in self.env.items() if v == value.name), None)  # the user's name for it
-        self.writes.append((value.name, name, node, what))
-        self._check_write(value.name, name, node, what)
-
-    def recheck_writes(self) -> None:
-        for write in self.writes:
-            self._check_write(*write)
-
-    def _check_write(self, ssa: str, name: str | None, node, what: str) -> None:
-        leaves = self.leaves(ssa)
-        params = [self.inputs[x] for x in leaves if x in self.inputs]
-        if not params:
-            return
-        param = params[0]
-        hint = (f"declare it written: '{param}: pl.Out[pl.Tensor[...]]' (written only) or "
-                f"'{param}: pl.InOut[pl.Tensor[...]]' (read and written)")
-        if ssa in self.inputs or name == param and len(leaves) == 1:
-            message = f"{what} the input parameter '{param}'"
-        elif name is None:
-            message = f"{what} {'' if len(leaves) == 1 else 'on some path '}the input parameter '{param}'"
-        elif len(leaves) == 1:
-            message = f"{what} '{name}', another name for the input parameter '{param}'"
-        else:
-            message = f"{what} '{name}', and on some path '{name}' is the input parameter '{param}'"
-        raise self.error(TypeCheckError, node, message, hint=hint)
-
-    def derive(self, ssa: str, value) -> None:
-        """Record which tensors ``ssa`` may be when it is bound to ``value``."""
-        if isinstance(value, n.Var):
-            if isinstance(self.types.get(value.name), TensorType):
-                self.sources.setdefault(ssa, set()).add(value.name)
-        elif isinstance(value, n.Call):
-            op = lookup(value.op)
-            args = dict(zip((p.name for p in op.params), value.args))
-            # A window is a view of its tensor; a store's result is the tensor it wrote.
-            key = "x" if op.name == "tensor.slice" else op.writes_operand
-            if key is not None:
-                self.derive(ssa, args[key])
-        elif isinstance(value, n.FuncCall) and value in self.returned_args:
-            self.derive(ssa, self.returned_args[value])
-
-    def leaves(self, ssa: str) -> set[str]:
-        """The tensors with no source of their own (parameters, op results) ``ssa`` may be."""
-        out, seen, todo = set(), set(), [ssa]
-        while todo:
-            x = todo.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            more = self.sources.get(x, set()) - {x}
-            if not more:
-                out.add(x)
-            todo.extend(more)
-        return out
-
-    def user_name(self, ssa: str) -> str:
-        """The Python name an SSA name stands for, for messages."""
-        for k, v in self.env.items():
-            if v == ssa:
-                return k
-        return re.sub(r"_\d+$", "", ssa)
 
 
 def _ops_of(module: str):
