@@ -34,12 +34,12 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import call_type
 from pypto.ir.ops import argument, lookup, op_call
 from pypto.ir.rewrite import substitute
-from pypto.ir.simplify import simplify
-from pypto.ir.types import INDEX, ScalarType, TileType
+from pypto.ir.types import TileType
 from pypto.passes import cube_chain
+from pypto.passes.carried_emitter import CarriedValues
 from pypto.passes.reduction_emitter import Reductions
-from pypto.passes.regions import extents, operand_regions, region_vars, whole
-from pypto.passes.tensor_graph import Carried, Op, TensorGraph, Unblockable, carried_regions
+from pypto.passes.regions import extents, operand_regions, whole
+from pypto.passes.tensor_graph import Carried, Op, TensorGraph, Unblockable
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 
@@ -63,7 +63,7 @@ class Load:
     frame: Frame = attrs.field(eq=False)
 
 
-class Emitter(Reductions):
+class Emitter(Reductions, CarriedValues):
     def __init__(self, graph: TensorGraph, soc: SoC, types: dict, used: set, materialized: dict,
                  env: dict | None = None):
         self.g = graph
@@ -280,92 +280,6 @@ class Emitter(Reductions):
         # the tile form names its first operand "tile"; the rest by position, the same
         values = dict(zip((q.name for q in tile.params), args.values()))
         return self.bind(name, op_call(tile.name, **values), d.span, frame)
-
-    # ------------------------------------------------------------------ carried values
-
-    def loop(self, stmt: n.For, index: int, region) -> n.Var:
-        """A pure loop, emitted for the windows its carried values need."""
-        for x in _bound_inside(stmt):
-            self.env.pop(x, None)
-        regions = sorted(carried_regions(self.g, stmt, index, region, self.env).items())
-        inits = [self.value(stmt.iter_args[k].init.name, r, stmt) for k, r in regions]
-        # scalars it carries beside them (nothing after the loop reads them)
-        scalars = [(k, a, simplify(substitute(a.init, self.env))) for k, a in enumerate(stmt.iter_args)
-                   if isinstance(a.type, ScalarType)]
-        bounds = [simplify(substitute(x, self.env)) for x in (stmt.start, stmt.stop, stmt.step)]
-        deps = set().union(*(n.expr_vars(b) for b in bounds), *(region_vars(r) for _, r in regions),
-                           {v.name for v in inits}, *(n.expr_vars(init) for _, _, init in scalars))
-        with self.at(self.level(deps)) as frame:
-            var = self.fresh(stmt.var, INDEX)
-            self.env[stmt.var] = n.Var(var)
-            body = self.push("body", (var,))
-            iters = []
-            for (k, r), init in zip(regions, inits):
-                it = self.fresh(stmt.iter_args[k].name, self.types[init.name])
-                # the chain updates its initial tile in place unless another reader may
-                # still want that tile, which then is copied (InsertAliasCopies)
-                self.adopt(body, it, counted=not self.g.read_once(stmt.iter_args[k].init.name))
-                body.memo[(stmt.iter_args[k].name, r)] = n.Var(it)
-                iters.append(n.IterArg(it, self.types[it], init))
-            for k, a, init in scalars:
-                it = self.fresh(a.name, a.type)
-                body.names.add(it)
-                self.home[it] = body
-                self.env[a.name] = n.Var(it)
-                iters.append(n.IterArg(it, a.type, init))
-            self.scalars(stmt.body, body)
-            yields = tuple(self.value(stmt.body[-1].values[k].name, r, stmt) for k, r in regions) + tuple(
-                simplify(substitute(stmt.body[-1].values[k], self.env)) for k, _, _ in scalars)
-            body.stmts.append(n.Yield(yields, span=stmt.span))
-            self.pop()
-            results = [n.Binding(self.fresh(stmt.results[k].name, it.type), it.type) for k, it in
-                       zip([k for k, _ in regions] + [k for k, _, _ in scalars], iters)]
-            self.emit_loop(frame, var, *bounds, body, kind=stmt.kind, stage=stmt.stage, iter_args=iters,
-                           results=results, span=stmt.span)
-            for (k, r), b in zip(regions, results):
-                self.adopt(frame, b.name, counted=False)
-                frame.memo[(stmt.results[k].name, r)] = n.Var(b.name)
-            return n.Var(next(b.name for (k, _), b in zip(regions, results) if k == index))
-
-    def branch(self, stmt: n.If, index: int, region) -> n.Var:
-        """A pure if, emitted for one window of one of its results."""
-        for x in _bound_inside(stmt):
-            self.env.pop(x, None)
-        cond = simplify(substitute(stmt.cond, self.env))
-        with self.at(self.level(n.expr_vars(cond) | region_vars(region))) as frame:
-            blocks, types = [], []
-            for body in (stmt.then_body, stmt.else_body):
-                f = self.push("body")
-                self.scalars(body, f)
-                y = self.value(body[-1].values[index].name, region, stmt)
-                f.stmts.append(n.Yield((y,), span=stmt.span))
-                self.pop()
-                blocks.append(tuple(f.stmts))
-                types.append(self.types[y.name])
-            if types[0] != types[1]:
-                raise UnsupportedSyntaxError(f"the branches of this if compute '{stmt.results[index].name}' "
-                                             "as different tiles", span=stmt.span)
-            out = self.fresh(stmt.results[index].name, types[0])
-            frame.stmts.append(n.If(cond=cond, then_body=blocks[0], else_body=blocks[1],
-                                    results=(n.Binding(out, types[0]),), span=stmt.span))
-            self.adopt(frame, out, counted=False)
-            return n.Var(out)
-
-    def scalars(self, body, frame: Frame) -> None:
-        """The scalar statements of a pure body, under names of their own for this copy."""
-        for s in body:
-            if isinstance(s, n.Assign) and isinstance(s.type, ScalarType):
-                name = self.fresh(s.target, s.type)
-                frame.stmts.append(n.Assign(name, s.type, simplify(substitute(s.value, self.env)), span=s.span))
-                self.env[s.target] = n.Var(name)
-                frame.names.add(name)
-                self.home[name] = frame
-
-
-def _bound_inside(stmt) -> set[str]:
-    blocks = (stmt.body,) if isinstance(stmt, n.For) else (stmt.then_body, stmt.else_body)
-    return {x for block in blocks for s in n.walk_stmts(block) for x in n.bound_names(s)} | (
-        {stmt.var} if isinstance(stmt, n.For) else set())
 
 
 def _call_vars(call: n.Call) -> set[str]:
