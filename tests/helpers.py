@@ -112,3 +112,24 @@ def load_kernel(path, name: str = "k"):
     import runpy
 
     return runpy.run_path(str(path))[name]
+
+
+def assert_cross_core_flows(trace_dir, out) -> None:
+    """``clean_sim_trace`` of a split cluster's L0 trace (written to ``out``) shows its three
+    cores, flow arrows from the cube to each vector core, and at least one back."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pypto.tools.clean_sim_trace", str(trace_dir), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    events = json.loads((out / "trace.clean.json").read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert len(names) == 3
+    starts = {e["id"]: e["pid"] for e in events if e.get("ph") == "s"}
+    ends = {e["id"]: e["pid"] for e in events if e.get("ph") == "f"}
+    kind = {pid: "cube" if "cube" in name else "vec" for pid, name in names.items()}  # core0.cubecore0, core0.veccore1
+    crossing = {(kind[starts[i]], ends[i]) for i in starts if i in ends and starts[i] != ends[i]}
+    assert {pid for k, pid in crossing if k == "cube"} == {p for p, k in kind.items() if k == "vec"}  # to each lane
+    assert any(k == "vec" and kind[pid] == "cube" for k, pid in crossing)  # and back: a lane frees a slot

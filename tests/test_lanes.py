@@ -382,10 +382,6 @@ def test_a_named_crossing_reads_back_from_the_dumps():
 def test_split_vector_work_a_matmul_reads_reaches_the_cube_whole(mode, platform):
     """The reference's V2C programs: each lane computes its half of both matmul operands and
     stores it into the GM copy the cube then loads whole (the stores one run, before the cube)."""
-    from pypto.lang import parse
-    from pypto.runtime import RunConfig
-    from pypto.runtime.compiled import compile_program
-
     text = f'''
 import pypto.language as pl
 
@@ -404,7 +400,7 @@ class V2C:
 '''
     g = torch.Generator().manual_seed(3)
     a, b, out = torch.randn(32, 32, generator=g), torch.randn(32, 32, generator=g), torch.zeros(32, 32)
-    compiled = compile_program(parse(text), ["a", "b", "output"], RunConfig(platform=platform), write=False)
+    compiled = _compiled(text, ["a", "b", "output"], platform)
     assert [k.lanes for k in compiled.kernels.values()] == [2]
     compiled.run(a, b, out)
     assert torch.allclose(out, (a + b) @ (a - b), atol=1e-4)
@@ -432,13 +428,9 @@ class G:
 
 
 def _gathered(text: str, platform: str):
-    from pypto.lang import parse
-    from pypto.runtime import RunConfig
-    from pypto.runtime.compiled import compile_program
-
     g = torch.Generator().manual_seed(4)
     a, b, out = torch.randn(32, 32, generator=g), torch.randn(32, 32, generator=g), torch.zeros(32, 32)
-    compile_program(parse(text), ["a", "b", "output"], RunConfig(platform=platform), write=False).run(a, b, out)
+    _compiled(text, ["a", "b", "output"], platform).run(a, b, out)
     return a, b, out
 
 
@@ -450,8 +442,6 @@ def test_aic_gather_hands_the_lanes_halves_to_the_cube_rejoined(mode, platform):
 
 
 def test_a_gather_program_prints_and_parses_back():
-    from pypto.lang import parse
-
     program = parse(GATHER.replace("MODE", "UP_DOWN"))
     assert "pl.tensor.aic_gather(s)" in program.as_python()
     assert parse(program.as_python()) == program
@@ -478,10 +468,6 @@ def test_aic_gather_misplaced_is_refused(change, match):
 def test_a_split_loop_assembling_into_a_carried_tensor_hands_the_tensor_on(mode, platform):
     """The reference's C2V / bidirectional programs: nested loops, each trip's matmul result
     added to a slice of c (halved, per lane) and assembled back; the loop carries c itself."""
-    from pypto.lang import parse
-    from pypto.runtime import RunConfig
-    from pypto.runtime.compiled import compile_program
-
     text = f'''
 import pypto.language as pl
 
@@ -504,7 +490,14 @@ class C2V:
     g = torch.Generator().manual_seed(5)
     a, b, c = torch.randn(32, 64, generator=g), torch.randn(64, 256, generator=g), torch.randn(32, 256, generator=g)
     want = c + (a + 1) @ b
-    compiled = compile_program(parse(text), ["a", "b", "c"], RunConfig(platform=platform), write=False)
+    compiled = _compiled(text, ["a", "b", "c"], platform)
     assert [k.lanes for k in compiled.kernels.values()] == [2]
     compiled.run(a, b, c)
     assert torch.allclose(c, want, atol=1e-4)
+
+
+def _compiled(text: str, names, platform: str):
+    """A program text's entry compiled for ``platform``, without writing its dumps."""
+    from pypto.runtime.compiled import compile_program
+
+    return compile_program(parse(text), names, RunConfig(platform=platform), write=False)

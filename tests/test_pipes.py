@@ -5,10 +5,7 @@ vector cores — with the pipe's slots in GM; a producer waits for a free slot, 
 for a ready one, so a pop without its free stalls the producer: a deadlock naming the pipe.
 Ref runs the members as threads with the same protocol."""
 
-import json
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -19,6 +16,7 @@ from pypto.errors import PyptoError
 from pypto.lang import parse
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
+from helpers import assert_cross_core_flows
 
 D = 16
 SLOT = D * D * 4
@@ -234,19 +232,7 @@ def test_a_pop_nobody_pushes_is_a_deadlock_naming_the_consumer():
 def test_the_l0_trace_shows_the_cluster_and_the_pipes_flows(tmp_path):
     a, b, c = wide()
     report, _ = run(c2v(1), ["a", "b", "c"], a, b, c, enable_l0_trace=True, output_dir=tmp_path / "build")
-    out = tmp_path / "clean"
-    done = subprocess.run([sys.executable, "-m", "pypto.tools.clean_sim_trace", str(report.trace_dir), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    events = json.loads((out / "trace.clean.json").read_text())["traceEvents"]
-    names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
-    assert len(names) == 3
-    starts = {e["id"]: e["pid"] for e in events if e.get("ph") == "s"}
-    ends = {e["id"]: e["pid"] for e in events if e.get("ph") == "f"}
-    kind = {pid: "cube" if "cube" in name else "vec" for pid, name in names.items()}
-    crossing = {(kind[starts[i]], ends[i]) for i in starts if i in ends and starts[i] != ends[i]}
-    assert {pid for k, pid in crossing if k == "cube"} == {p for p, k in kind.items() if k == "vec"}  # ready, to each
-    assert any(k == "vec" and kind[pid] == "cube" for k, pid in crossing)  # free, back to the cube
+    assert_cross_core_flows(report.trace_dir, tmp_path / "clean")
 
 
 def test_a_pipe_program_prints_and_parses_back():

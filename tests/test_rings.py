@@ -10,6 +10,7 @@ import torch
 import pypto.language as pl
 from pypto.errors import MemorySpaceError
 from pypto.runtime import RunConfig
+from helpers import assert_cross_core_flows
 
 M, K, N = 128, 32, 128
 CG = pl.Level.CORE_GROUP
@@ -138,25 +139,9 @@ def test_the_blocks_of_a_spmd_ring_rotate_their_own_slots():
 
 
 def test_clean_sim_trace_draws_the_cross_core_flows_of_a_split_kernel(tmp_path):
-    import json
-    import subprocess
-    import sys
-
     a, b, bias = operands()
     report, _ = run(banded(2), a, b, bias, enable_l0_trace=True, output_dir=tmp_path / "build")
-    out = tmp_path / "clean"
-    done = subprocess.run([sys.executable, "-m", "pypto.tools.clean_sim_trace", str(report.trace_dir), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    events = json.loads((out / "trace.clean.json").read_text())["traceEvents"]
-    names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
-    assert len(names) == 3
-    starts = {e["id"]: e["pid"] for e in events if e.get("ph") == "s"}
-    ends = {e["id"]: e["pid"] for e in events if e.get("ph") == "f"}
-    kind = {pid: "cube" if "cube" in name else "vec" for pid, name in names.items()}  # core0.cubecore0, core0.veccore1
-    crossing = {(kind[starts[i]], ends[i]) for i in starts if i in ends and starts[i] != ends[i]}
-    assert {pid for k, pid in crossing if k == "cube"} == {p for p, k in kind.items() if k == "vec"}  # to each lane
-    assert any(k == "vec" and kind[pid] == "cube" for k, pid in crossing)  # and back: a lane frees a slot
+    assert_cross_core_flows(report.trace_dir, tmp_path / "clean")
 
 
 @pytest.mark.parametrize("trips, slots, mode", [(2, 2, ""), (2, 3, "pl.split(pl.SplitMode.NONE), "), (3, 4, ""),
