@@ -104,8 +104,8 @@ class SetFlag:
     dst_core: CoreKind
     edge: int = -1  # which sync edge it belongs to (for tests that remove one)
     pos: int = attrs.field(default=-1, eq=False)
-    # a hand-written pipe's flag (edge -1): what it stands for, in messages
-    note: str = ""
+    # a hand-written pipe's flag (edge -1): ("ready" | "free", the pipe), what deadlock messages name
+    note: tuple = ()
 
     @property
     def pipe(self) -> Pipe:
@@ -125,7 +125,7 @@ class WaitFlag:
     dst_core: CoreKind
     edge: int = -1
     pos: int = attrs.field(default=-1, eq=False)
-    note: str = ""
+    note: tuple = ()
 
     @property
     def pipe(self) -> Pipe:

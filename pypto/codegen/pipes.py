@@ -47,15 +47,19 @@ def ring_name(pipe: int, d: int) -> str:
     return f"%pipe{pipe}.{_TAGS[d]}"
 
 
+def is_ring(tensor: str) -> bool:
+    """Whether a GM tensor name is a pipe's ring (the launch's own, no tensor of the program)."""
+    return tensor.startswith("%pipe")
+
+
 def describe(pipe: int, d: int) -> str:
     return f"cross-core pipe {pipe} ({_NAMES[d]})"
 
 
 class Pipes:
-    def __init__(self, fn: n.Function, core: CoreKind | None, lanes: int):
+    def __init__(self, fn: n.Function, core: CoreKind | None):
         self.fn = fn
         self.core = core
-        self.lanes = lanes
         self.inits: dict[tuple, tuple] = {}  # (pipe, direction) -> (slots, slot size)
         self.rings: dict[str, PipeBuffer] = {}
         self.pushed: list[tuple] = []  # (pipe, direction) this side produces into
@@ -85,25 +89,21 @@ class Pipes:
                                    "matmul's result) through the fixpipe", span=span,
                                    hint="push the pl.matmul result itself")
             full, at = (rows, cols), (n.Const(0), n.Const(0))
-            push_pipe, mnemonic = Pipe.FIXPIPE, "TPUSH"
         else:
             full, at = _lane_part(split, rows, cols, lane, stacked=True)
-            push_pipe, mnemonic = Pipe.MTE3, "TPUSH"
         ring = self._ring(pipe, d, full, buf.dtype, split, span)
         count = n.Var(_counter(pipe, d))
         offsets = _slot_offsets(ring, count, at)
         extents = tuple(buf.shape)
         if (pipe, d) not in self.pushed:
             self.pushed.append((pipe, d))
-        free = WaitFlag(Pipe.MTE2, push_pipe, n.Const(pipe), consumer, producer,
-                        note=f"a free slot of {describe(pipe, d)}")
         return [
-            Cond(n.BinOp(">=", count, n.Const(ring.slots)), (free,)),
-            Instr(mnemonic, push_pipe, producer, "tile.store", (buf, offsets, TensorArg(ring.name), AtomicType.None_),
+            Cond(n.BinOp(">=", count, n.Const(ring.slots)), (_flag(WaitFlag, "free", pipe, d),)),
+            Instr("TPUSH", _push_pipe(d), producer, "tile.store",
+                  (buf, offsets, TensorArg(ring.name), AtomicType.None_),
                   (BufLoc(buf.space, producer, buf.addr, buf.nbytes, buf.region),),
                   (GmLoc(ring.name, offsets, extents),), span, f"pipe {pipe}"),
-            SetFlag(push_pipe, Pipe.MTE2, n.Const(pipe), producer, consumer,
-                    note=f"a ready slot of {describe(pipe, d)}"),
+            _flag(SetFlag, "ready", pipe, d),
             ScalarAssign(count.name, n.BinOp("+", count, n.Const(1))),
         ]
 
@@ -119,12 +119,10 @@ class Pipes:
         ring = self._ring(pipe, d, full, dst.dtype, split, span)
         count = n.Var(_counter(pipe, d))
         offsets = _slot_offsets(ring, count, at)
-        push_pipe = Pipe.FIXPIPE if d == C2V else Pipe.MTE3
         self.popped[target] = (call.op, pipe, split)
         shapes = (n.Const(rows), n.Const(cols))
         return [
-            WaitFlag(push_pipe, Pipe.MTE2, n.Const(pipe), producer, consumer,
-                     note=f"a ready slot of {describe(pipe, d)}"),
+            _flag(WaitFlag, "ready", pipe, d),
             Instr("TPOP", Pipe.MTE2, consumer, "tile.load",
                   (TensorArg(ring.name), offsets, shapes, None, dst.space, False),
                   (GmLoc(ring.name, offsets, (rows, cols)),), (BufLoc(dst.space, consumer, dst.addr, dst.nbytes,
@@ -148,23 +146,16 @@ class Pipes:
         if pipe is not None and pipe != origin[1]:
             raise CodegenError(f"{call.op} pipe id {pipe} does not match originating {origin[0]} pipe id "
                                f"{origin[1]}", span=span, hint="leave id= out: the free inherits its pop's")
-        d = direction(call.op)
-        producer, consumer = _ends(d)
-        push_pipe = Pipe.FIXPIPE if d == C2V else Pipe.MTE3
-        return [SetFlag(Pipe.MTE2, push_pipe, n.Const(origin[1]), consumer, producer,
-                        note=f"a free slot of {describe(origin[1], d)}")]
+        return [_flag(SetFlag, "free", origin[1], direction(call.op))]
 
     def finish(self) -> list:
         """The producer's last wait: every slot it filled freed again."""
         out = []
         for pipe, d in self.pushed:
-            producer, consumer = _ends(d)
-            push_pipe = Pipe.FIXPIPE if d == C2V else Pipe.MTE3
             slots = self.rings[ring_name(pipe, d)].slots
             count = n.Var(_counter(pipe, d))
             out.append(Loop(f"{_counter(pipe, d)}.drain", n.Const(0), n.BinOp("min", count, n.Const(slots)),
-                            n.Const(1), (WaitFlag(Pipe.MTE2, push_pipe, n.Const(pipe), consumer, producer,
-                                                  note=f"a free slot of {describe(pipe, d)}"),)))
+                            n.Const(1), (_flag(WaitFlag, "free", pipe, d),)))
         return out
 
     def buffers(self) -> tuple:
@@ -173,8 +164,7 @@ class Pipes:
     # ------------------------------------------------------------------ checks
 
     def _side(self, op: str, span) -> None:
-        want = CoreKind.AIC if "aic_" in op or op in ("tile.tpush_to_aiv", "tile.tpop_from_aiv",
-                                                         "system.tfree_to_aiv") else CoreKind.AIV
+        want = _CORE[op]
         if self.core is not want:
             kind = "AIC" if want is CoreKind.AIC else "AIV"
             raise CodegenError(f"{op} runs on the {'cube' if want is CoreKind.AIC else 'vector'} core: it belongs in "
@@ -208,6 +198,28 @@ class Pipes:
                                f"{list(full)} {dtype.name} split={split}, before {list(old.shape)} ...",
                                span=span, hint="give each kind of tile a pipe id of its own")
         return ring
+
+
+# the core each pipe op runs on
+_CORE = {"system.aic_initialize_pipe": CoreKind.AIC, "tile.tpush_to_aiv": CoreKind.AIC,
+         "tile.tpop_from_aiv": CoreKind.AIC, "system.tfree_to_aiv": CoreKind.AIC,
+         "system.aiv_initialize_pipe": CoreKind.AIV, "tile.tpush_to_aic": CoreKind.AIV,
+         "tile.tpop_from_aic": CoreKind.AIV, "system.tfree_to_aic": CoreKind.AIV}
+
+
+def _push_pipe(d: int) -> Pipe:
+    """The producer's pipe: the cube pushes Acc tiles through the fixpipe, a vector core by MTE3."""
+    return Pipe.FIXPIPE if d == C2V else Pipe.MTE3
+
+
+def _flag(cls, slot: str, pipe: int, d: int):
+    """One of a pipe's flags: "ready" (the producer's push pipe to the consumer's MTE2) or "free"
+    (back), set or waited for (``cls``), its note what the deadlock message names."""
+    producer, consumer = _ends(d)
+    ends = (_push_pipe(d), Pipe.MTE2, producer, consumer) if slot == "ready" else \
+        (Pipe.MTE2, _push_pipe(d), consumer, producer)
+    src, dst, src_core, dst_core = ends
+    return cls(src, dst, n.Const(pipe), src_core, dst_core, note=(slot, describe(pipe, d)))
 
 
 def _counter(pipe: int, d: int) -> str:

@@ -75,7 +75,7 @@ class _Selector:
         # how many of the cluster's vector cores run the AIV program: 2 with a split region or dual dispatch
         self.lanes = 2 if fn.dual_aiv else 1
         side = {FunctionType.AIC: CoreKind.AIC, FunctionType.AIV: CoreKind.AIV}.get(fn.type)
-        self.pipes = Pipes(fn, side, self.lanes)
+        self.pipes = Pipes(fn, side)
 
     def owner(self, space) -> CoreKind:
         """The core whose memory ``space`` is: the one that runs what writes or reads it."""

@@ -123,21 +123,20 @@ def schedule(streams: dict, depth: int, started) -> list:
 
 
 def _deadlock(stuck, stalled, depth: int) -> SimulatorDeadlock:
-    piped = [d for d in stuck if getattr(d.node, "note", "")]
+    piped = [d for d in stuck if getattr(d.node, "note", ())]
     if piped:  # a hand-written pipe's flag: say which ring, and which op is missing
         d = piped[0]
-        free = d.node.note.startswith("a free slot")
-        pipe = d.node.note.split(" of ", 1)[1]
-        if free:
+        slot, pipe = d.node.note
+        if slot == "free":
             return SimulatorDeadlock(
-                f"the Group deadlocks: {d.core.name} (the producer of {pipe}) waits for {d.node.note} that is never "
-                f"given back: the consumer popped a tile and did not free it (or waits itself, for the producer)",
-                hint="free every popped tile once it is used: pl.tfree_to_aiv(tile) on the cube, "
-                     "pl.tfree_to_aic(tile) on a vector core")
+                f"the Group deadlocks: {d.core.name} (the producer of {pipe}) waits for a free slot of {pipe} that "
+                f"is never given back: the consumer popped a tile and did not free it (or waits itself, for the "
+                f"producer)", hint="free every popped tile once it is used: pl.tfree_to_aiv(tile) on the cube, "
+                                   "pl.tfree_to_aic(tile) on a vector core")
         return SimulatorDeadlock(
-            f"the Group deadlocks: {d.core.name} (the consumer of {pipe}) waits for {d.node.note} that never "
-            f"comes: it pops more tiles than its producer pushes", hint="pair every tpop with a tpush of the same "
-                                                                       "pipe id in the peer function")
+            f"the Group deadlocks: {d.core.name} (the consumer of {pipe}) waits for a ready slot of {pipe} that "
+            f"never comes: it pops more tiles than its producer pushes",
+            hint="pair every tpop with a tpush of the same pipe id in the peer function")
     waits = ", ".join(f"{d.core.name}.{d.pipe.value} {d.name()}" for d in stuck[:4])
     if stalled:  # a set_flag is still to be issued behind a full queue
         cores = ", ".join(c.name for c in stalled)

@@ -31,6 +31,7 @@ import weakref
 import attrs
 
 from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, SetFlag, WaitFlag, walk
+from pypto.codegen.pipes import is_ring
 from pypto.errors import Span
 from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
@@ -436,7 +437,7 @@ class Footprint:
         self.seen: dict = {}
 
     def add(self, d) -> None:
-        if d.gm[0].startswith("%"):  # a pipe's GM ring: the Group's own, no tensor of the program
+        if is_ring(d.gm[0]):  # a pipe's GM ring: the Group's own, no tensor of the program
             return
         args = d.args
         if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
