@@ -43,13 +43,14 @@ class Assignments:
         if self._is_builtin_call(node.value, "yield_"):
             return self.yield_(node.value, node.target, self.annotation(node.annotation)[0])
         # a pipe's pop receives the tile its annotation declares (x: pl.Tile[...] = pl.tpop_from_aiv(split=0))
-        self.declared = self.annotation(node.annotation)[0] if isinstance(node.value, ast.Call) else None
+        early = self.annotation(node.annotation)[0] if isinstance(node.value, ast.Call) else None
+        self.declared = early
         try:
             value, inferred = self.value(node.value, hint=node.target.id)
         finally:
             self.declared = None
         self.single(inferred, node.value)
-        declared, _ = self.annotation(node.annotation)
+        declared = early if early is not None else self.annotation(node.annotation)[0]
         if isinstance(value, n.Const) and isinstance(declared, ScalarType) and isinstance(inferred, ScalarType):
             value = self.typed_constant(value, declared, node)
             inferred = declared

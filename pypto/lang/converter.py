@@ -62,6 +62,7 @@ class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, Task
         self.manual_depth = 0  # pl.manual_scope() blocks open around the statement
         self.in_cluster = False  # inside a pl.cluster() body: its dispatches are one Group task
         self.in_split_aiv = False  # inside a pl.split_aiv region: it already is the two lanes
+        self.declared = None  # the annotated type of the value being converted (a pipe's pop takes it)
         self.fdef = fdef
         self.name = name
         self.kind = kind

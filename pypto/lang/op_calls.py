@@ -73,7 +73,7 @@ class OpCalls:
             self.check_create(keywords)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
         values, types = self.bind_args(op, thunks, keywords, node)
-        declared = getattr(self, "declared", None)
+        declared = self.declared
         if op.name in POPS and values["shape"] is None and isinstance(declared, TileType):
             values["shape"], values["dtype"] = tuple(n.Const(s) for s in declared.shape), declared.dtype
         call, t = self.checked_call(op, values, types, node)

@@ -61,6 +61,7 @@ class _Stager:
         self.block_index = None
         self.vector: set = set()  # values the vector cores compute
         self.loops: list = []  # the loops around the statement being staged, innermost last
+        self.gathered: list = []  # the cube's views of what the region being staged gathers (pl.aic_gather)
 
     def through_gm(self, name: str, at):
         """A GM ring for cube value ``name`` and the statements that fill its slot."""
@@ -119,6 +120,8 @@ class _Finder:
     def __init__(self, found: list):
         self.found = found
         self.vector: set = set()
+        self.loops: list = []
+        self.gathered: list = []
 
     def through_gm(self, name: str, at):
         self.found.append(name)
@@ -145,10 +148,8 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
             for a in stmt.iter_args:
                 if _named(a.init) in cube:
                     cube.add(a.name)
-            loops = getattr(st, "loops", [])
+            loops = st.loops
             loops.append(stmt)
-            if stmt.kind is ForKind.SplitAiv:  # (a NONE region's gathers: lane 0's copy is the cube's)
-                st.region = stmt
             try:
                 stmt = attrs.evolve(stmt, body=tuple(_block(st, stmt.body, cube, staged, before_loop | set(hoisted))))
             finally:
@@ -162,7 +163,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                     cube.add(b.name)
             out.append(stmt)
             if stmt.kind is ForKind.SplitAiv:  # the cube's views of what the region gathered, after it
-                out.extend(getattr(st, "gathered", ()))
+                out.extend(st.gathered)
                 st.gathered = []
             continue
         if isinstance(stmt, n.If):
@@ -212,12 +213,12 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
             if op.name == "tensor.aic_gather":  # each lane stores its half of the cube's copy; the cube views it after
                 copy, filling = st.to_cube(args[0].name, stmt)
                 stores = [x for x in filling if isinstance(x, n.Eval)]
-                region = getattr(st, "region", None)
+                region = next((x for x in reversed(st.loops) if x.kind is ForKind.SplitAiv), None)
                 if stores and region is not None and region.split is SplitMode.NONE:  # both lanes hold it whole
                     stores = [n.If(n.BinOp("==", n.Var(region.var), n.Const(0)), tuple(stores), span=stmt.span)]
                 out.extend(stores)
                 views = [attrs.evolve(x, target=stmt.target) for x in filling if not isinstance(x, n.Eval)]
-                st.gathered = [*getattr(st, "gathered", []), *views]
+                st.gathered.extend(views)
                 continue
             if op.name == "tensor.aiv_shard":  # the named crossing: the staged copy, under the name it gave
                 out.append(n.Assign(stmt.target, stmt.type, args[0], span=stmt.span))

@@ -33,10 +33,11 @@ class Clusters:
                                           s.name_hint or _cluster_name(s))
                 return
             self.tasks += 1
+            piped = _uses_pipes(self.program, s)
             for block in range(blocks or 1):
                 self.block_registers.append((block, blocks or 1))
                 try:
-                    if _uses_pipes(self.program, s):
+                    if piped:
                         self.concurrently(s, env)
                     else:
                         self.block(s.body, env)

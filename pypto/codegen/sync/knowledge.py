@@ -11,6 +11,7 @@ pattern edge makes a new ``Knowledge`` and recomputes only the groups whose inpu
 
 from __future__ import annotations
 
+import copy
 import heapq
 
 from pypto.codegen.sync.edges import Node, merge
@@ -42,8 +43,8 @@ class Knowledge:
                 last_on[x.key] = x
 
     def _with(self, preds: dict, successors: dict) -> Knowledge:
-        out = object.__new__(Knowledge)
-        out.__dict__.update(self.__dict__)
+        """The same block's knowledge over other edge tables (the chain is shared)."""
+        out = copy.copy(self)
         out.preds, out.successors, out.moved = preds, successors, set()
         return out
 
