@@ -64,14 +64,10 @@ def place(kernels: list, soc: SoC, span) -> list[int]:
     return lanes
 
 
-def pipes(kernels: list, lanes: list, span) -> tuple:
-    """Each member's (GM rings of its hand-written pipes, the vector lanes its cube flags go
-    to), made once per launch: a pipe one member pushes into another pops; both sides agree
-    on its slots and tile; a split tile needs both vector cores on the AIV side."""
-    import torch
-
+def check_pipes(kernels: list, span) -> dict:
+    """Ring name -> [(member, its side's ring)]: a pipe one member pushes into another pops; both
+    sides agree on its slots and tile; a split tile needs both vector cores on the AIV side."""
     from pypto.codegen.pipes import describe
-    from pypto.sim.numerics import TORCH
 
     sides: dict = {}
     for k in kernels:
@@ -99,6 +95,17 @@ def pipes(kernels: list, lanes: list, span) -> tuple:
                 raise PyptoError(f"{what} splits its tile between the cluster's two vector cores (split={ra.split}), "
                                  f"and '{vector.name}' runs on one", span=span,
                                  hint='@pl.function(type=pl.FunctionType.AIV, attrs={"dual_aiv_dispatch": True})')
+    return sides
+
+
+def pipes(kernels: list, lanes: list, span) -> tuple:
+    """Each member's (GM rings of its hand-written pipes, the vector lanes its cube flags go
+    to), made once per launch, for members whose pipes ``check_pipes`` accepts."""
+    import torch
+
+    from pypto.sim.numerics import TORCH
+
+    sides = check_pipes(kernels, span)
     vector_lanes = tuple(v for k, lane in zip(kernels, lanes) if k.pipes and any(p.core is CoreKind.AIV
                                                                                   for p in k.programs)
                          for v in range(lane, lane + k.lanes))
@@ -123,7 +130,8 @@ def check(program, kernels: dict, soc: SoC) -> None:
                          if isinstance(getattr(x, "value", None), n.FuncCall)
                          or isinstance(getattr(x, "value", None), n.Submit) and x.value.call is not None]
                 members = [kernels[c.callee] for c in calls if c.callee in kernels]
-                pipes(members, place(members, soc, s.span), s.span)
+                place(members, soc, s.span)
+                check_pipes(members, s.span)
 
 
 def slots(kernels: list, lanes: list, soc: SoC) -> tuple:
