@@ -18,12 +18,12 @@ from pypto.fuzz.data import BINARY, FLOATS, INTS, Case, random_tensor, sentinel
 
 
 @st.composite
-def carried_programs(draw):
+def carried_programs(draw, trips=None):
     """acc = f(acc, tile_i) over a loop: the loop-carried value and its order are exact."""
     dtype = draw(st.sampled_from(FLOATS + INTS))
     rows = draw(st.sampled_from([1, 4, 8]))
     cols = draw(st.sampled_from([16, 64, 128]))
-    trips = draw(st.integers(2, 6))
+    trips = draw(st.integers(2, 6) if trips is None else trips)
     f = draw(st.sampled_from(["add", "maximum", "minimum", "mul"]))
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
@@ -45,14 +45,14 @@ def carried_programs(draw):
 
 
 @st.composite
-def shuffled_carry_programs(draw):
+def shuffled_carry_programs(draw, trips=None):
     """A loop carrying several tiles that trade places, start from one shared tile, or
     whose initial tiles are read again after the loop: one buffer per carried value is
     InitMemRef's plan, and each live value must still keep bytes of its own."""
     dtype = draw(st.sampled_from([D.FP32, D.INT32, D.FP16]))
     rows, cols = draw(st.sampled_from([(1, 64), (4, 64), (8, 128)]))
     k = draw(st.integers(2, 3))
-    trips = draw(st.integers(0, 4))
+    trips = draw(st.integers(0, 4) if trips is None else trips)
     n_init = draw(st.integers(1, k))
     init_of = [draw(st.integers(0, n_init - 1)) for _ in range(k)]
     ops = st.sampled_from(["add", "sub", "maximum", "minimum"])
@@ -109,7 +109,7 @@ def shuffled_carry_programs(draw):
 
 
 @st.composite
-def loop_body_programs(draw):
+def loop_body_programs(draw, trips=None):
     """A loop whose body mixes tiles loaded before it (read by every iteration), tiles it
     loads, and values it computes — some stored mid-body, some never read again, one
     carried out and used after the loop: the lifetimes MemoryReuse packs, with a back edge
@@ -117,7 +117,7 @@ def loop_body_programs(draw):
     dtype = draw(st.sampled_from([D.FP32, D.INT32, D.FP16]))
     rows, cols = draw(st.sampled_from([(1, 64), (4, 64), (8, 128)]))
     n_inv = draw(st.integers(1, 3))
-    trips = draw(st.integers(0, 4))
+    trips = draw(st.integers(0, 4) if trips is None else trips)
     stage = draw(st.sampled_from([None, 2, 3]))
     ops = st.sampled_from(["add", "sub", "maximum", "minimum"])
     steps = []  # ("load",) or (op, a, b) over the pool: invariants, then this body's values

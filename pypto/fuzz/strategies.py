@@ -139,7 +139,7 @@ def _run_torch(steps, values: list) -> torch.Tensor:
 
 
 @st.composite
-def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6):
+def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6, trips=None):
     """A loop over row tiles of 1-3 input tensors applying a chain of elementwise ops
     (unary, binary, scalar, compare+select, row/col broadcasts of exact reductions, casts)
     and storing the last value. The loop is a range, a parallel or a pipeline whose trip
@@ -148,7 +148,7 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6):
     dtype = draw(st.sampled_from(dtypes))
     rows = draw(st.sampled_from([4, 8, 16, 2, 1]))
     cols = draw(st.sampled_from([16, 32, 64, 128, 8]))
-    trips = draw(st.integers(1, 5))
+    trips = draw(st.integers(1, 5) if trips is None else trips)
     kind = draw(st.sampled_from([ForKind.Sequential, ForKind.Parallel, ForKind.Pipeline]))
     stage = draw(st.integers(2, 4)) if kind is ForKind.Pipeline else None
     orchestrated = draw(st.booleans())
@@ -230,14 +230,14 @@ def _extent(full: int):
 
 
 @st.composite
-def matmul_programs(draw):
+def matmul_programs(draw, trips=None):
     """Mat -> Left/Right -> Acc, over a K loop that carries the accumulator (matmul, then
     matmul_acc), stored from Acc to GM."""
     dtype = draw(st.sampled_from((D.FP16, D.BF16)))
     m = draw(st.sampled_from([16, 32, 48]))
     k = draw(st.sampled_from([16, 32, 64]))
     nn = draw(st.sampled_from([16, 32, 64]))
-    ksteps = draw(st.integers(1, 3))
+    ksteps = draw(st.integers(1, 3) if trips is None else trips)
     seed = draw(st.integers(0, 2**31 - 1))
     a = random_tensor((m, k * ksteps), dtype, seed)
     w = random_tensor((k * ksteps, nn), dtype, seed + 1)
@@ -272,7 +272,7 @@ def matmul_programs(draw):
 
 
 @st.composite
-def slotted_programs(draw, colive: bool | None = None):
+def slotted_programs(draw, colive: bool | None = None, trips=None):
     """A loop whose loads rotate through the slots of a declared ``pl.MemRef("ub",
     slots=F)[(i + c) % F]``, then an elementwise chain and a store. With ``colive``, a
     second load takes another slot of the same region in the same iteration (PYPTO only:
@@ -282,7 +282,7 @@ def slotted_programs(draw, colive: bool | None = None):
     dtype = draw(st.sampled_from(FLOATS + INTS))
     rows = draw(st.sampled_from([1, 4, 16]))
     cols = draw(st.sampled_from([16, 64, 128]))
-    trips = draw(st.integers(1, 6))
+    trips = draw(st.integers(1, 6) if trips is None else trips)
     slots = draw(st.integers(2, 3))
     shift = draw(st.integers(0, slots - 1))
     colive = draw(st.booleans()) if colive is None else colive
@@ -330,3 +330,12 @@ def families() -> dict:
 def tile_programs():
     """Any of the program families (``families``)."""
     return st.one_of(*families().values())
+
+
+def steady_programs(trips=None):
+    """The loop families with long loops (``trips``: 16 to 40 by default): what
+    fast-forwarding a steady loop (``pypto.sim.steady``) must leave exact."""
+    trips = st.integers(16, 40) if trips is None else trips
+    return st.one_of(elementwise_programs(trips=trips), matmul_programs(trips=trips), carried_programs(trips=trips),
+                     shuffled_carry_programs(trips=trips), loop_body_programs(trips=trips),
+                     slotted_programs(colive=False, trips=trips))

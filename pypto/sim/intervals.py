@@ -82,6 +82,20 @@ class IntervalMap:
                     yield page.values[k]
                 k += 1
 
+    def rewrite(self, lo: int, hi: int, fn) -> None:
+        """Each segment overlapping [lo, hi) that holds a value holds ``fn(value)`` instead
+        (nothing is split: a segment partly outside gets it whole)."""
+        for p, plo, phi in self._parts(lo, hi):
+            page = self.pages.get(p)
+            if page is None:
+                continue
+            bounds, values = page.bounds, page.values
+            k = max(bisect.bisect_right(bounds, plo) - 1, 0)
+            while k < len(bounds) - 1 and bounds[k] < phi:
+                if bounds[k + 1] > plo and values[k] is not None:
+                    values[k] = fn(values[k])
+                k += 1
+
     def _parts(self, lo: int, hi: int):
         if hi <= lo:
             return

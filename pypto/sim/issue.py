@@ -23,6 +23,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS
 from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
+from pypto.sim.affine import uniform_trips
 from pypto.sim.views import window_runs
 
 
@@ -67,6 +68,24 @@ def item_name(node, flag) -> str:
 
 PIPE_NUMBER = {p: k for k, p in enumerate(Pipe)}
 
+# A loop of fewer trips is simulated trip by trip: comparing states costs more than it saves.
+STEADY_MIN_TRIPS = 16
+
+
+class Boundary:
+    """The top of trip ``k`` of a loop whose trips are uniform (``affine``), yielded in the
+    stream where the scheduler may compare its state with the trip before's and set
+    ``skip``: how many trips the scalar unit then jumps (they are produced from the last
+    one simulated, ``steady``). ``pending``: the scalar cycles spent since the last issue,
+    which are the state of the scalar unit. ``give_up``: no more boundaries for this loop."""
+
+    __slots__ = ("loop", "trips", "k", "pending", "skip", "give_up")
+
+    def __init__(self, loop, trips: int):
+        self.loop, self.trips = loop, trips
+        self.k = self.pending = self.skip = 0
+        self.give_up = False
+
 # GM is one space at real addresses: a tensor parameter's bytes are where its view puts them.
 GM = ("gm", "memory")
 
@@ -107,6 +126,7 @@ class Issuer:
         self.key_base = number * len(PIPE_NUMBER)
         self.unwritten = unwritten
         self.pending = 0  # scalar cycles spent since the last issue
+        self.steady = False  # yield a Boundary at the top of each trip of a uniform loop
         # keyed by id: the program holds every node as long as its issuer runs
         self.fns: dict[int, object] = {}  # id(expression) -> its closure
         self.plans: dict[int, tuple] = {}  # id(instruction) -> how to prepare it
@@ -136,10 +156,24 @@ class Issuer:
                 start, stop, step = self.eval(node.start), self.eval(node.stop), self.eval(node.step)
                 if step <= 0:
                     raise SimulatorError(f"loop step {step} is not positive", span=node.span)
-                for k, i in enumerate(range(start, stop, step)):
-                    self.env[node.var] = i
+                trips = range(start, stop, step)
+                mark = None
+                if self.steady and len(trips) >= STEADY_MIN_TRIPS and uniform_trips(node, self.env, start, step):
+                    mark = Boundary(node, len(trips))
+                k = 0
+                while k < len(trips):
+                    if mark is not None:
+                        mark.k, mark.pending, mark.skip = k, self.pending, 0
+                        yield mark
+                        if mark.skip:  # on to the last trip, which is simulated
+                            k += mark.skip
+                            mark = None
+                        elif mark.give_up:
+                            mark = None
+                    self.env[node.var] = trips[k]
                     self.pending += self.costs.loop_iteration
                     yield from self.block(node.body, path + (node.pos, k))
+                    k += 1
             elif isinstance(node, Cond):
                 self.pending += self.costs.branch
                 yield from self.block(node.then_body if self.eval(node.cond) else node.else_body, path)

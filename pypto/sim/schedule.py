@@ -18,18 +18,24 @@ import collections
 
 from pypto.codegen.isa import SetFlag
 from pypto.sim.happens import VectorClocks
-from pypto.sim.issue import SimulatorError
+from pypto.sim.issue import Boundary, SimulatorError
 
 
 class SimulatorDeadlock(SimulatorError):
     """Pipes wait for flags nobody will set."""
 
 
-def schedule(streams: dict, depth: int, started) -> list:
+def schedule(streams: dict, depth: int, started, boundary=None) -> list:
     """Give every record of ``streams`` (core -> iterator of ``Dyn``) its issue, start and
     end times and its vector clock, calling ``started(d)`` as each starts (in an order that
     extends happens-before); a deadlock raises. Returns the flags set more often than
-    waited for, with how many times."""
+    waited for, with how many times.
+
+    At a ``Boundary`` in a stream (the top of a loop's trip), everything issued before it
+    is started first if it can be, and ``boundary(mark, state)`` is told the state then
+    (``State``; None if something issued still waits for a flag set later); it may answer
+    (trips, cycles, issues per pipe) to move the state on by that many trips, each that
+    many cycles later with those issues (``steady``)."""
     head: dict = dict.fromkeys(streams)  # the record a core could not issue yet
     scalar_time = dict.fromkeys(streams, 0)
     count = dict.fromkeys(streams, 0)  # how many each core has issued
@@ -77,6 +83,50 @@ def schedule(streams: dict, depth: int, started) -> list:
                     ready.append(other)
             started(d)
 
+    def drained() -> bool:
+        """Start everything issued that can start; whether that is all of it."""
+        moved = True
+        while moved:
+            moved = False
+            for key, q in pending.items():
+                if q:
+                    before = len(q)
+                    start(key)
+                    moved = moved or len(q) != before
+            while ready:
+                start(ready.pop())
+                moved = True
+        return not any(pending.values())
+
+    def state(c) -> State:
+        pipes = {key: (issued[key], tuple(starts[key][-depth:]), busy[key], landed[key]) for key in issued}
+        return State(scalar_time[c], pipes, {f: tuple(q) for f, q in tokens.items() if q},
+                     {a: (s, clocks.learnt[a]) for a, s in clocks.seq.items()})
+
+    def move(c, jump: Move) -> None:
+        """On by ``jump.trips`` trips (``Move``)."""
+        trips, per = jump.trips, jump.per
+        shift = trips * jump.cycles
+        scalar_time[c] += shift
+        count[c] += trips * sum(per.values())
+        for key, k in per.items():
+            if not k:
+                continue
+            issued[key] += trips * k
+            free = starts[key]
+            tail = free[-depth:]
+            free.frombytes(bytes(free.itemsize * trips * k))  # issue numbers no later issue reads
+            free[len(free) - len(tail):] = array.array("q", (t + shift for t in tail))
+            busy[key] += shift
+            landed[key] += shift
+        for f in jump.flags:
+            tokens[f] = collections.deque((end + shift, jump.later(vc, trips)) for end, vc in tokens[f])
+        for a in clocks.seq:
+            if per.get(a):  # a pipe the loop does not use has no events in it
+                clocks.seq[a] += trips * per[a]
+                if a in jump.learning:
+                    clocks.learnt[a] = {b: v + trips * per.get(b, 0) for b, v in clocks.learnt[a].items()}
+
     def issue(c) -> None:
         """Issue what the core can; stop where a full queue's head has not started yet."""
         stream, d = streams[c], head[c]
@@ -86,6 +136,14 @@ def schedule(streams: dict, depth: int, started) -> list:
                 d = next(stream, None)
                 if d is None:
                     break
+                if type(d) is Boundary:
+                    scalar_time[c], count[c] = t_scalar, n_issued
+                    jump = boundary(d, state(c) if drained() else None)
+                    if jump is not None:
+                        move(c, jump)
+                    t_scalar, n_issued = scalar_time[c], count[c]
+                    d = None
+                    continue
             key = d.key
             t = t_scalar + d.scalar_cost
             n = issued[key]
@@ -120,6 +178,39 @@ def schedule(streams: dict, depth: int, started) -> list:
             isinstance(x.node, SetFlag) and x.flag in wanted for x in (d, *streams[c]))]
         raise _deadlock(stuck, stalled, depth)
     return [(k, len(v)) for k, v in tokens.items() if v]
+
+
+class State:
+    """The scheduler at a trip's top, everything issued before started: when the scalar
+    unit issued last; per pipe, how many it issued, the start times a later issue's queue
+    stall reads (the last ``depth``), when it is free and when all it started has landed;
+    the flag tokens waiting (landing time, clock); each pipe's clock (sequence number,
+    what it learnt)."""
+
+    __slots__ = ("scalar", "pipes", "tokens", "clocks")
+
+    def __init__(self, scalar: int, pipes: dict, tokens: dict, clocks: dict):
+        self.scalar, self.pipes, self.tokens, self.clocks = scalar, pipes, tokens, clocks
+
+
+class Move:
+    """How far the scheduler moves on at a loop's trip top (``steady``): ``trips`` trips of
+    ``cycles`` each, ``per[pipe]`` issues on each pipe per trip; the tokens of ``flags``
+    move with them (the others' were set before the loop and wait for after it), and the
+    pipes in ``learning`` receive in each trip (what the others learnt stays)."""
+
+    __slots__ = ("trips", "cycles", "per", "flags", "learning")
+
+    def __init__(self, trips: int, cycles: int, per: dict, flags=(), learning=frozenset()):
+        self.trips, self.cycles, self.per, self.flags, self.learning = trips, cycles, per, flags, learning
+
+    def later(self, vc: tuple, trips: int) -> tuple:
+        """The clock of the event ``trips`` trips after the one whose clock is ``vc``."""
+        agent, seq, learnt = vc
+        per = self.per
+        if agent in self.learning:
+            learnt = {b: v + trips * per.get(b, 0) for b, v in learnt.items()}
+        return agent, seq + trips * per.get(agent, 0), learnt
 
 
 def _deadlock(stuck, stalled, depth: int) -> SimulatorDeadlock:

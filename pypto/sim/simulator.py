@@ -25,6 +25,7 @@ import array
 import collections
 import contextlib
 import gc
+import itertools
 import time
 import weakref
 
@@ -39,6 +40,7 @@ from pypto.ir.types import AtomicType, TensorType
 from pypto.sim import effects as Effects
 from pypto.sim.hazards import RaceChecker, SimulatorHazard
 from pypto.sim.schedule import SimulatorDeadlock, schedule
+from pypto.sim.steady import Steady
 from pypto.sim.issue import Issuer, SimulatorError, item_name
 from pypto.sim.views import overlap_groups, overlaps_any
 from pypto.backend import CoreKind, Pipe, SoC
@@ -142,6 +144,14 @@ class Items:
         self.shared: dict = {}
         self.nodes, self.cores, self.pipes, self.flags, self.details = [], [], [], [], []
         self.issue, self.scalar_cost, self.start, self.end = (array.array("q") for _ in range(4))
+        # the trips of a fast-forwarded loop (``steady``): (where, first item, end, times, cycles):
+        # items [first, end) again ``times`` times, each ``cycles`` later, after the first ``where``
+        self.repeats: list[tuple] = []
+        self.repeated = 0
+
+    def repeat(self, first: int, end: int, times: int, cycles: int) -> None:
+        self.repeats.append((len(self.nodes), first, end, times, cycles))
+        self.repeated += (end - first) * times
 
     def add(self, d) -> None:
         self.nodes.append(d.node)
@@ -161,11 +171,30 @@ class Items:
         self.end.append(d.end)
 
     def __len__(self) -> int:
+        return len(self.nodes) + self.repeated
+
+    def stored(self) -> int:
+        """Items held (a repeated trip's are made as they are read)."""
         return len(self.nodes)
 
     def __iter__(self):
-        return zip(self.nodes, self.cores, self.pipes, self.flags, self.issue, self.scalar_cost, self.start,
+        rows = zip(self.nodes, self.cores, self.pipes, self.flags, self.issue, self.scalar_cost, self.start,
                    self.end, self.details)
+        if not self.repeats:
+            return rows
+        return self._with_repeats(rows)
+
+    def _with_repeats(self, rows):
+        done = 0
+        for where, first, end, times, cycles in self.repeats:
+            yield from itertools.islice(rows, where - done)
+            done = where
+            for j in range(1, times + 1):
+                shift = j * cycles
+                for k in range(first, end):
+                    yield (self.nodes[k], self.cores[k], self.pipes[k], self.flags[k], self.issue[k] + shift,
+                           self.scalar_cost[k], self.start[k] + shift, self.end[k] + shift, self.details[k])
+        yield from rows
 
 
 # ----------------------------------------------------------------------------- machine
@@ -190,6 +219,7 @@ class Timeline:
     steps: Effects.Steps | None = None  # a race-free timeline's effects, compiled (then ``effects`` is empty)
     # the GM windows its loads and stores move: (launch, parameter, writes, offsets, extents), each once
     footprint: tuple = ()
+    skipped: int = 0  # trips of steady loops produced from the trip before rather than simulated (``steady``)
 
     def report(self) -> RunReport:
         return RunReport(cycles=self.cycles, pipe_cycles={c: dict(p) for c, p in self.pipe_cycles.items()},
@@ -259,9 +289,9 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     timeline = cache.pop(key, None)  # the most recently used go last
     if timeline is None:
         timeline = simulate_together((Launch(kernel, args, cluster, lane, block, blocks),), soc, unsafe=unsafe)
-        cache.items_kept += len(timeline.items)
+        cache.items_kept += timeline.items.stored()
         while cache and cache.items_kept > _KEPT_ITEMS:
-            cache.items_kept -= len(cache.pop(next(iter(cache))).items)
+            cache.items_kept -= cache.pop(next(iter(cache))).items.stored()
     cache[key] = timeline
     return timeline
 
@@ -336,16 +366,30 @@ def _collector_paused():
             gc.enable()
 
 
-def simulate_together(launches, soc: SoC, *, unsafe: bool = False) -> Timeline:
+# Fast-forward steady loops (``steady``) where a launch runs on one core; the trip by trip
+# way gives the same timeline, and is what tests compare it with.
+FAST_FORWARD = True
+
+
+def simulate_together(launches, soc: SoC, *, unsafe: bool = False, steady: bool | None = None) -> Timeline:
     """Launches that start together on one clock, each on its own cores (two on one core
     are refused): every core's memories and flags are its own; GM is shared, so bytes two
-    launches touch (one writing) are a hazard — nothing orders one launch against another."""
+    launches touch (one writing) are a hazard — nothing orders one launch against another.
+    ``steady``: fast-forward steady loops (default ``FAST_FORWARD``)."""
     with _collector_paused():
-        return _simulate_together(launches, soc, unsafe)
+        steady = FAST_FORWARD if steady is None else steady
+        try:
+            return _simulate_together(launches, soc, unsafe, steady)
+        except SimulatorHazard as exc:
+            if not getattr(exc, "fast_forwarded", False):
+                raise
+        # a stand-in of skipped trips is later than the trip it stands for: the trip by
+        # trip check says whether there is a race, and names the instructions exactly
+        return _simulate_together(launches, soc, unsafe, False)
 
 
-def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
-    streams = {}
+def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeline:
+    issuers = {}
     written = [launch.tensors()[name] for launch in launches for name in _stored(launch.kernel)]
     for k, launch in enumerate(launches):
         scalars = {name: v for (name, t), v in zip(launch.kernel.params, launch.args) if not isinstance(t, TensorType)}
@@ -356,14 +400,23 @@ def _simulate_together(launches, soc: SoC, unsafe: bool) -> Timeline:
         for program in launch.kernel.programs:
             split = program.core is CoreKind.AIV and isinstance(peers[CoreKind.AIV], tuple)
             for lane, core in enumerate(peers[program.core] if split else (peers[program.core],)):
-                if core in streams:
+                if core in issuers:
                     raise SimulatorError(f"two launches run on {core.name} at once",
                                          hint="give each launch a cluster (and vector core) of its own")
                 own = {**peers, CoreKind.AIV: core} if split else peers
-                streams[core] = Issuer(program, {**scalars, LANE_REGISTER: lane}, tensors, soc, own, k, len(streams),
-                                       unwritten).stream()
-    record = _Record(launches, unsafe)
-    leftover = schedule(streams, soc.costs.queue_depth, record.started)
+                issuers[core] = Issuer(program, {**scalars, LANE_REGISTER: lane}, tensors, soc, own, k, len(issuers),
+                                       unwritten)
+    steady = steady and not unsafe and len(issuers) == 1  # one core: its state is the scheduler's
+    for issuer in issuers.values():
+        issuer.steady = steady
+    streams = {core: issuer.stream() for core, issuer in issuers.items()}
+    record = _Record(launches, unsafe, steady)
+    try:
+        leftover = schedule(streams, soc.costs.queue_depth, record.started,
+                            record.steady.boundary if steady else None)
+    except SimulatorHazard as exc:
+        exc.fast_forwarded = bool(steady and record.steady.skipped)
+        raise
     if leftover and not unsafe:
         (src_core, src, dst_core, dst, event), count = leftover[0]
         raise SimulatorError(f"flag {src_core.name}.{src.value} -> {dst_core.name}.{dst.value} event {event} is "
@@ -383,7 +436,7 @@ class _Record:
     accesses, its trace item, its data effect (compiled; or, unsafe, the record itself, to
     be applied at its start and end), and the totals."""
 
-    def __init__(self, launches, unsafe: bool):
+    def __init__(self, launches, unsafe: bool, steady: bool = False):
         self.launches = len(launches)
         self.races = None if unsafe else RaceChecker()
         self.steps = None if unsafe else Effects.Steps([launch.tensors() for launch in launches])
@@ -393,8 +446,11 @@ class _Record:
         self.items = Items()
         self.cycles = self.instructions = self.syncs = 0
         self.busy: dict = collections.defaultdict(int)  # (core name, pipe name) -> cycles occupied
+        self.steady = Steady(self) if steady else None
 
     def started(self, d) -> None:
+        if self.steady is not None:
+            self.steady.watch(d)
         self.items.add(d)
         if d.end > self.cycles:
             self.cycles = d.end
@@ -422,7 +478,8 @@ class _Record:
             pipe_cycles.setdefault(core, {})[pipe] = cycles
         self.effects.sort(key=lambda p: p[:4])
         return Timeline(tuple(self.effects), self.items, self.cycles, pipe_cycles, self.instructions, self.syncs,
-                        self.extents.sizes(), self.launches, self.steps, self.footprint.windows())
+                        self.extents.sizes(), self.launches, self.steps, self.footprint.windows(),
+                        self.steady.skipped if self.steady is not None else 0)
 
 
 ATOMIC_ADD = 2  # a footprint's mode for an atomic-add store (False: a load, True: a store)
@@ -437,16 +494,20 @@ class Footprint:
         self.seen: dict = {}
 
     def add(self, d) -> None:
+        key = self.key(d, d.args)
+        if key is not None:
+            self.seen[key] = None
+
+    @staticmethod
+    def key(d, args: dict) -> tuple | None:
+        """The window a load or store (its arguments ``args``) moves; None for a pipe's ring."""
         if is_ring(d.gm[0]):  # a pipe's GM ring: the Group's own, no tensor of the program
-            return
-        args = d.args
+            return None
         if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
             mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True
-            key = (d.launch, d.gm[0], mode, args["offsets"], args["tile"].valid)
-        else:
-            shapes = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
-            key = (d.launch, d.gm[0], False, args["offsets"], tuple(shapes))
-        self.seen[key] = None
+            return d.launch, d.gm[0], mode, tuple(args["offsets"]), tuple(args["tile"].valid)
+        shapes = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
+        return d.launch, d.gm[0], False, tuple(args["offsets"]), tuple(shapes)
 
     def windows(self) -> tuple:
         return tuple(self.seen)
