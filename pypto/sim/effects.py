@@ -327,6 +327,7 @@ def _into_template(fn, kinds: tuple):
         def step(views, tensors, memories, buffers, varying):
             operands, out = varying
             fn(views[out], *[views[x] if k else x for k, x in zip(kinds, operands)])
+    step.batch = ("into", fn, kinds)
     return step
 
 
@@ -367,6 +368,7 @@ def _load_template(param: str, shape: tuple, transpose: bool, span):
         region = t[r0:r0 + rows, c0:c0 + cols]
         views[out].copy_(region.T if transpose else region)
 
+    step.batch = ("load", param, shape, transpose)  # how many trips of it run at once (``trips``)
     return step
 
 
@@ -382,6 +384,7 @@ def _store_template(param: str, whole: bool, span):
             data = num.cast(data, num.FROM_TORCH[t.dtype], "rint")
         t[index] = data
 
+    step.batch = ("store", param, whole)
     return step
 
 
@@ -404,6 +407,9 @@ def _atomic_template(param: str, raw: bool, span):
 def _move(views, tensors, memories, buffers, varying):
     src, out = varying
     views[out].copy_(views[src])
+
+
+_move.batch = ("move",)
 
 
 def _gm_window(op: str, t, offsets, extents, what: str, span):

@@ -20,6 +20,7 @@ shown this way and the loop is simulated trip by trip, as it is unless a state r
 
 from __future__ import annotations
 
+from pypto.sim import trips as Trips
 from pypto.sim.happens import ordered
 from pypto.sim.issue import GM, Dyn
 from pypto.sim.schedule import Move
@@ -94,6 +95,7 @@ class _Jump:
     @classmethod
     def make(cls, prev: _Trip, base: _Trip, now, trips: int, rec):
         self = cls()
+        self._groups = None
         try:
             self.move = _moved_on(base.state, now, trips)
             self.cycles, self.per, self.trips = self.move.cycles, self.move.per, trips
@@ -156,22 +158,54 @@ class _Jump:
                             raise _Fail  # moving GM two instructions share across trips: the shadow could not follow
                         if not ordered(xvc, self.move.later(yvc, d)):
                             raise _Fail  # a race, or one this cannot rule out: the trip by trip check says which
-        for x, xvc, xs in self.touches:
-            first = self.move.later(xvc, 1)
-            for space, lo, hi, write, s in xs:
-                shadow = races.shadows.get(space)
-                if shadow is None:
-                    continue
-                for a, b in _skipped_ranges(lo, hi, s, trips):
-                    for value in shadow.values(a, b):
-                        if value is None:
+        # what the shadow holds, against the first skipped trip (later ones follow it on their pipe)
+        checks = [(space, x.key, write, ((lo, hi),), xvc) for x, xvc, xs in self.touches
+                  for space, lo, hi, write, s in xs if not s]
+        checks += [(space, key, write, ranges, first[1]) for space, key, write, ranges, first, _ in self._onward()]
+        for space, key, write, ranges, vc in checks:
+            shadow = races.shadows.get(space)
+            if shadow is None:
+                continue
+            first = self.move.later(vc, 1)
+            for a, b in ranges:
+                for value in shadow.values(a, b):
+                    if value is None:
+                        continue
+                    writer, readers = value
+                    for u in (writer, *readers):
+                        if u is None or id(u) in base_ids or u.key == key:
                             continue
-                        writer, readers = value
-                        for u in (writer, *readers):
-                            if u is None or id(u) in base_ids or u.key == x.key:
-                                continue
-                            if (write or u is writer) and not ordered(u.vc, first):
-                                raise _Fail
+                        if (write or u is writer) and not ordered(u.vc, first):
+                            raise _Fail
+
+    def _onward(self) -> list:
+        """The GM the skipped trips move on to, per pipe, step and direction: (space, pipe,
+        writes, byte ranges, the earliest and the latest of its records (with clocks) in a
+        trip). One pipe's windows that tile their step make one range for all the trips."""
+        if self._groups is not None:
+            return self._groups
+        groups: dict = {}
+        for d, vc, xs in self.touches:
+            for space, lo, hi, write, s in xs:
+                if s:
+                    g = groups.setdefault((space, d.key, s, write), ([], []))
+                    g[0].append((lo, hi))
+                    g[1].append((d, vc))
+        self._groups = []
+        for (space, key, s, write), (spans, members) in groups.items():
+            merged: list = []
+            for lo, hi in sorted(spans):
+                if merged and lo <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], hi)
+                else:
+                    merged.append([lo, hi])
+            if len(merged) == 1 and merged[0][1] - merged[0][0] >= abs(s):
+                ranges = list(_skipped_ranges(merged[0][0], merged[0][1], s, self.trips))
+            else:
+                ranges = [r for lo, hi in merged for r in _skipped_ranges(lo, hi, s, self.trips)]
+            order = sorted(members, key=lambda m: m[1][1])  # by sequence number on the pipe
+            self._groups.append((space, key, write, ranges, order[0], order[-1]))
+        return self._groups
 
     # ------------------------------------------------------------------ the rest of the loop
 
@@ -180,14 +214,16 @@ class _Jump:
         view to the record."""
         trips, cycles, base = self.trips, self.cycles, self.base
         rec.items.repeat(base.items, base.items + len(base.seen), trips, cycles)
-        out = rec.steps.steps
-        for j in range(1, trips + 1):
-            for template, launch, varying, delta in self.steps:
-                out.append((template, launch, varying if delta is None else _add(varying, delta, j)))
+        if self.steps:
+            entries = [(template, varying, delta) for template, _, varying, delta in self.steps]
+            launch = self.steps[0][1]
+            batched = Trips.plan(entries, rec.steps, trips, rec.steps.tensors[launch]) if self._gm_apart() else None
+            ops, chunk = batched or (None, 1)
+            columns = None if ops else [_series(varying, delta, trips) for _, varying, delta in entries]
+            rec.steps.steps.append((Trips.perform, launch, Trips.Trips(entries, trips, columns, ops, chunk)))
         seen = rec.footprint.seen
         for key, delta in self.prints:
-            for j in range(1, trips + 1):
-                seen[key if delta is None else _add(key, delta, j)] = None
+            seen.update(dict.fromkeys(_series(key, delta, trips)))
         end = 0
         for d, *_ in base.seen:
             rec.busy[(d.core.name, d.pipe.value)] += trips * d.cost
@@ -199,6 +235,22 @@ class _Jump:
         rec.cycles = max(rec.cycles, end + trips * cycles)
         if rec.races is not None:
             self._move_shadow(rec.races)
+
+    def _gm_apart(self) -> bool:
+        """Whether no trip's GM store meets another trip's load or store: then the trips'
+        effects may run in any order of trips (``trips``)."""
+        for x, _, xs in self.touches:
+            for y, _, ys in self.touches:
+                for ax in xs:
+                    for ay in ys:
+                        if ax[0] != GM or ay[0] != GM or not (ax[3] or ay[3]):
+                            continue
+                        try:
+                            if _meet(ax, ay, self.trips) is not None:
+                                return False
+                        except _Fail:
+                            return False
+        return True
 
     def _move_shadow(self, races) -> None:
         shift = self.trips * self.cycles
@@ -216,19 +268,16 @@ class _Jump:
         for d, _, xs in self.touches:
             for space, lo, hi, _, _ in xs:
                 races.shadows[space].rewrite(lo, hi, moved)
-        for d, _, xs in self.touches:  # GM the skipped trips moved on to
-            me = stand[id(d)]
-            for space, lo, hi, write, s in xs:
-                if not s:
+        for space, _, write, ranges, _, (last, _) in self._onward():  # GM the skipped trips moved on to
+            me = stand[id(last)]  # a pipe's latest: after the others on it, so none is missed
+            shadow = races.shadows[space]
+            for a, b in ranges:
+                if write:
+                    shadow.assign(a, b, (me, ()))
                     continue
-                shadow = races.shadows[space]
-                for a, b in _skipped_ranges(lo, hi, s, self.trips):
-                    if write:
-                        shadow.assign(a, b, (me, ()))
-                        continue
-                    for page, k in shadow.pieces(a, b):
-                        writer, readers = page.values[k] or (None, ())
-                        page.values[k] = (writer, tuple(u for u in readers if u.key != me.key) + (me,))
+                for page, k in shadow.pieces(a, b):
+                    writer, readers = page.values[k] or (None, ())
+                    page.values[k] = (writer, tuple(u for u in readers if u.key != me.key) + (me,))
 
 
 def _moved_on(s1, s2, trips: int) -> Move:
@@ -365,6 +414,15 @@ def _equal(a, b) -> bool:
         return bool(a == b)
     except Exception:  # an object with no equality (a tensor): not shown the same
         return False
+
+
+def _series(value, delta, trips: int) -> list:
+    """``value`` moved on by 1, 2, .. ``trips`` steps of ``delta``."""
+    if delta is None:
+        return [value] * trips
+    if type(delta) is int:
+        return list(range(value + delta, value + delta * (trips + 1), delta))
+    return list(zip(*(_series(v, d, trips) for v, d in zip(value, delta))))
 
 
 def _add(value, delta, trips: int):

@@ -1,0 +1,243 @@
+"""The skipped trips of a fast-forwarded loop (``steady``) as one effect of a timeline.
+
+Each skipped trip performs the last simulated trip's effects with their offsets moved on.
+Where the trips share no data but what each computes for itself — every on-chip buffer a
+trip reads it wrote earlier in the same trip, or no trip writes; no trip stores GM another
+trip touches — each instruction runs for many trips at once (``plan``), on a stacked copy
+of its buffers, one per trip, with GM windows as strided views; the buffers end as the last
+trip leaves them. Elsewhere the trips run one after the other.
+
+Batches keep every op's bits: copies are exact whatever their shape, and an elementwise op
+batches only where each tile is a whole number of torch's vector blocks and a batch stays
+below torch's grain (so neither a scalar tail nor a thread split falls inside a tile)."""
+
+from __future__ import annotations
+
+import torch
+
+from pypto.sim.semantics import OutOfRange, window
+from pypto.sim.views import span_of
+
+_CHUNK_BYTES = 1 << 20  # the stacked buffers of one batch: a cache's worth
+_GRAIN = 32768  # torch computes an elementwise op of fewer elements on one thread
+_VECTOR_BLOCK = 64  # elements: a multiple of torch's vector loop step, in every dtype and ISA
+
+
+class Trips:
+    """``entries``: (template, varying, step per trip) of the base trip, in its order;
+    ``trips``: how many follow it; ``columns``: each entry's varying for every trip (trip
+    by trip); ``plan``: the batched form, if the trips batch (``plan``)."""
+
+    __slots__ = ("entries", "trips", "columns", "plan", "chunk")
+
+    def __init__(self, entries, trips: int, columns, plan=None, chunk: int = 1):
+        self.entries, self.trips, self.columns, self.plan, self.chunk = entries, trips, columns, plan, chunk
+
+
+def perform(views, tensors, memories, buffers, block: Trips) -> None:
+    """A Steps template: the trips, batched where planned."""
+    if block.plan is None:
+        templates = [t for t, _, _ in block.entries]
+        for row in zip(*block.columns):
+            for template, varying in zip(templates, row):
+                template(views, tensors, memories, buffers, varying)
+        return
+    stacks: dict = {}
+    for j0 in range(1, block.trips + 1, block.chunk):
+        count = min(block.chunk, block.trips + 1 - j0)
+        stacks = {}
+        if not all(op(views, tensors, stacks, j0, count, False) for op in block.plan):
+            # a window out of range in these trips: trip by trip, to fail where it fails
+            for j in range(j0, j0 + count):
+                for template, varying, delta in block.entries:
+                    template(views, tensors, memories, buffers, _moved(varying, delta, j))
+            stacks = {}
+    for i, stack in stacks.items():  # the buffers as the last trip leaves them
+        views[i].copy_(stack[-1])
+
+
+def _moved(value, delta, trips: int):
+    if delta is None:
+        return value
+    if type(delta) is int:
+        return value + trips * delta
+    return tuple(_moved(v, d, trips) for v, d in zip(value, delta))
+
+
+def plan(entries, steps, trips: int, tensors: dict):
+    """(batched ops, trips per batch) for ``entries`` over Steps ``steps`` and the launch's
+    GM ``tensors``, or None where the trips cannot batch on-chip (GM is the caller's to
+    show apart: ``steady``)."""
+    ops, numel = [], 0
+    stored = [span_of(tensors[t.batch[1]]) for t, _, _ in entries if getattr(t, "batch", ("",))[0] == "store"]
+    writers = [w for t, v, _ in entries if hasattr(t, "batch") for w in _buffers(t.batch, v)[1]]
+    for template, varying, delta in entries:
+        kind = getattr(template, "batch", None)
+        if kind is None:
+            return None
+        reads, writes = _buffers(kind, varying)
+        if any(i in steps.unaligned for i in (*reads, *writes)):
+            return None
+        # a load whose buffer nothing else writes, of bytes no store of the trips writes:
+        # its readers may read the GM window itself
+        lazy = kind[0] == "load" and writers.count(varying[0]) == 1 and not any(
+            lo < b and a < hi for a, b in stored for lo, hi in [span_of(tensors[kind[1]])])
+        op = _op(kind, varying, delta, lazy)
+        if op is None:
+            return None
+        ops.append(op)
+        if kind[0] == "into":
+            numel = max(numel, *(_numel(steps.buffers[i][1]) for i in (*reads, *writes)))
+    written = {i for t, v, _ in entries for i in _buffers(t.batch, v)[1]}
+    if not _private(entries, steps):
+        return None
+    per_trip = sum(steps.buffers[i][1].nbytes for i in written) or 1
+    chunk = max(1, min(trips, _CHUNK_BYTES // per_trip))
+    if numel:
+        if numel % _VECTOR_BLOCK:
+            return None
+        chunk = max(1, min(chunk, (_GRAIN - 1) // numel))
+    return ops, chunk
+
+
+def _numel(b) -> int:
+    out = 1
+    for s in b.shape:
+        out *= s
+    return out
+
+
+def _buffers(kind, varying) -> tuple:
+    """(buffers read, buffers written) of one step."""
+    if kind[0] == "load":
+        return (), (varying[0],)
+    if kind[0] == "store":
+        return (varying[0],), ()
+    if kind[0] == "move":
+        return (varying[0],), (varying[1],)
+    _, _, kinds = kind
+    operands, out = varying
+    return tuple(x for k, x in zip(kinds, operands) if k), (out,)
+
+
+def _private(entries, steps) -> bool:
+    """Whether each trip reads on-chip only what it wrote before in the trip, or what no
+    trip writes — and no two buffers it names share bytes, so a stacked copy per buffer
+    is a trip's memory."""
+    kinds = [(getattr(t, "batch"), v) for t, v, _ in entries]
+    every_write = {i for kind, v in kinds for i in _buffers(kind, v)[1]}
+    named = {i for kind, v in kinds for part in _buffers(kind, v) for i in part}
+    written = set()
+    for kind, v in kinds:
+        reads, writes = _buffers(kind, v)
+        if any(i in every_write and i not in written for i in reads):
+            return False  # carried from the trip before
+        written.update(writes)
+    spans = sorted((core, b.space, b.addr, b.addr + b.nbytes) for core, b in (steps.buffers[i] for i in named))
+    for (c1, s1, _, hi), (c2, s2, lo, _) in zip(spans, spans[1:]):
+        if (c1, s1) == (c2, s2) and lo < hi:
+            return False
+    return True
+
+
+def _op(kind, varying, delta, lazy: bool = False):
+    """One step batched: a callable (views, tensors, stacks, first trip, trips, _) ->
+    False where a window of these trips is out of range."""
+    tag = kind[0]
+    delta = delta or (None,) * len(varying)
+    if tag == "load":
+        _, param, shape, transpose = kind
+        out, r0, c0 = varying
+        if delta[0] is not None:
+            return None
+        dr, dc = delta[1] or 0, delta[2] or 0
+        rows, cols = shape
+
+        def load(views, tensors, stacks, j0, count, _):
+            t = tensors[param]
+            first, last = (r0 + j0 * dr, c0 + j0 * dc), (r0 + (j0 + count - 1) * dr, c0 + (j0 + count - 1) * dc)
+            if not _inside(t.shape, first, shape) or not _inside(t.shape, last, shape):
+                return False
+            s0, s1 = t.stride()
+            src = t.as_strided((count, rows, cols), (dr * s0 + dc * s1, s0, s1),
+                               t.storage_offset() + first[0] * s0 + first[1] * s1)
+            if transpose:
+                src = src.transpose(1, 2)
+            if lazy and src.is_contiguous():  # read in place: the same elements in the same order
+                stacks[out] = src
+            else:
+                _dest(views, stacks, out, count).copy_(src)
+            return True
+
+        return load
+    if tag == "store":
+        _, param, whole = kind
+        tile, offsets, valid = varying
+        if delta[0] is not None or delta[2] is not None:
+            return None
+        steps = delta[1] or (None,) * len(offsets)
+        steps = tuple(d or 0 for d in steps)
+
+        def store(views, tensors, stacks, j0, count, _):
+            t = tensors[param]
+            first = tuple(o + j0 * d for o, d in zip(offsets, steps))
+            last = tuple(o + (j0 + count - 1) * d for o, d in zip(offsets, steps))
+            if not _inside(t.shape, first, valid) or not _inside(t.shape, last, valid):
+                return False
+            data = _read(views, stacks, tile, count)
+            if data.dtype != t.dtype:
+                return False  # a converting store: trip by trip (its rounding is elementwise, but kept apart)
+            if not whole:
+                data = data[(slice(None), *(slice(0, v) for v in valid))]
+            strides = t.stride()
+            dst = t.as_strided((count, *valid), (sum(d * s for d, s in zip(steps, strides)), *strides),
+                               t.storage_offset() + sum(o * s for o, s in zip(first, strides)))
+            dst.copy_(data)
+            return True
+
+        return store
+    if tag == "move":
+        if any(d is not None for d in delta):
+            return None
+        src, out = varying
+
+        def move(views, tensors, stacks, j0, count, _):
+            _dest(views, stacks, out, count).copy_(_read(views, stacks, src, count))
+            return True
+
+        return move
+    _, fn, kinds = kind
+    if any(d is not None for d in delta):
+        return None
+    operands, out = varying
+
+    def into(views, tensors, stacks, j0, count, _):
+        args = [_read(views, stacks, x, count) if k else x for k, x in zip(kinds, operands)]
+        fn(_dest(views, stacks, out, count), *args)
+        return True
+
+    return into
+
+
+def _inside(shape, offsets, extents) -> bool:
+    try:
+        window(shape, offsets, extents, "window")
+    except OutOfRange:
+        return False
+    return True
+
+
+def _read(views, stacks, i, count):
+    got = stacks.get(i)
+    if got is not None:
+        return got
+    v = views[i]  # what no trip writes: the same for every trip
+    return v.unsqueeze(0).expand(count, *v.shape)
+
+
+def _dest(views, stacks, i, count):
+    got = stacks.get(i)
+    if got is None:
+        v = views[i]
+        got = stacks[i] = torch.empty((count, *v.shape), dtype=v.dtype)
+    return got
