@@ -13,7 +13,7 @@ import attrs
 
 from pypto.chip.tasks import Task
 from pypto.errors import PyptoError
-from pypto.sim.simulator import ATOMIC_ADD
+from pypto.sim.record import ATOMIC_ADD
 from pypto.sim.views import element_at
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pypto.chip import races
 from pypto.chip import groups
 from pypto.chip.tasks import Task
-from pypto.sim.simulator import ATOMIC_ADD, apply
+from pypto.sim.record import ATOMIC_ADD
+from pypto.sim.simulator import apply
 from pypto.sim.views import window_runs
 
 

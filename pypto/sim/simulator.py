@@ -7,7 +7,8 @@ scalar unit (``issue.Issuer``) walks its program in order, evaluating scalars an
 every instruction into its pipe's queue; each pipe runs its queue in order, one
 instruction at a time, concurrently with the other pipes and cores, held back only by
 wait_flag (``schedule``). Costs come from the SoC table. As each record starts it is
-race-checked, traced and compiled into its data effect (``effects``), then dropped. The
+race-checked, traced and compiled into its data effect (``effects``), then dropped; a
+steady loop on one core is fast-forwarded from its last simulated trip (``steady``). The
 data: every instruction reads its operands when it starts and writes its result when it
 ends, on byte-addressed on-chip memories and the GM tensors — with the op semantics the
 interpreter uses, so a race-free program computes the interpreter's bits.
@@ -21,26 +22,22 @@ launches, so GM bytes they share (one writing) are a hazard.
 
 from __future__ import annotations
 
-import array
-import collections
 import contextlib
 import gc
-import itertools
 import time
 import weakref
 
 import attrs
 
 from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, SetFlag, WaitFlag, walk
-from pypto.codegen.pipes import is_ring
 from pypto.errors import Span
 from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
-from pypto.ir.types import AtomicType, TensorType
+from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
-from pypto.sim.hazards import RaceChecker, SimulatorHazard
+from pypto.sim.hazards import SimulatorHazard
+from pypto.sim.record import Items, Record
 from pypto.sim.schedule import SimulatorDeadlock, schedule
-from pypto.sim.steady import Steady
 from pypto.sim.issue import Issuer, SimulatorError, item_name
 from pypto.sim.views import overlap_groups, overlaps_any
 from pypto.backend import CoreKind, Pipe, SoC
@@ -132,69 +129,6 @@ class RunReport:
     def busy(self, pipe: str) -> list[tuple[int, int]]:
         """(start, end) of every instruction on a pipe, all cores."""
         return [(e.start, e.end) for e in self.events if e.pipe == pipe and e.kind == "instr"]
-
-
-class Items:
-    """Every issued item of a timeline, for the trace, in columns: times in integer
-    arrays, equal flags and details one object (``effects.shareable``) — a kept timeline
-    holds little per item.
-    Iterates (node, core, pipe, flag, issue, scalar cost, start, end, detail)."""
-
-    def __init__(self):
-        self.shared: dict = {}
-        self.nodes, self.cores, self.pipes, self.flags, self.details = [], [], [], [], []
-        self.issue, self.scalar_cost, self.start, self.end = (array.array("q") for _ in range(4))
-        # the trips of a fast-forwarded loop (``steady``): (where, first item, end, times, cycles):
-        # items [first, end) again ``times`` times, each ``cycles`` later, after the first ``where``
-        self.repeats: list[tuple] = []
-        self.repeated = 0
-
-    def repeat(self, first: int, end: int, times: int, cycles: int) -> None:
-        self.repeats.append((len(self.nodes), first, end, times, cycles))
-        self.repeated += (end - first) * times
-
-    def add(self, d) -> None:
-        self.nodes.append(d.node)
-        self.cores.append(d.core)
-        self.pipes.append(d.pipe)
-        self.flags.append(self.shared.setdefault(d.flag, d.flag))  # cores, pipes and an int event
-        detail = d.detail  # (name, value) pairs
-        for _, v in detail:
-            if type(v) is not int and type(v) is not str:
-                break
-        else:
-            detail = self.shared.setdefault(detail, detail)
-        self.details.append(detail)
-        self.issue.append(d.issue)
-        self.scalar_cost.append(d.scalar_cost)
-        self.start.append(d.start)
-        self.end.append(d.end)
-
-    def __len__(self) -> int:
-        return len(self.nodes) + self.repeated
-
-    def stored(self) -> int:
-        """Items held (a repeated trip's are made as they are read)."""
-        return len(self.nodes)
-
-    def __iter__(self):
-        rows = zip(self.nodes, self.cores, self.pipes, self.flags, self.issue, self.scalar_cost, self.start,
-                   self.end, self.details)
-        if not self.repeats:
-            return rows
-        return self._with_repeats(rows)
-
-    def _with_repeats(self, rows):
-        done = 0
-        for where, first, end, times, cycles in self.repeats:
-            yield from itertools.islice(rows, where - done)
-            done = where
-            for j in range(1, times + 1):
-                shift = j * cycles
-                for k in range(first, end):
-                    yield (self.nodes[k], self.cores[k], self.pipes[k], self.flags[k], self.issue[k] + shift,
-                           self.scalar_cost[k], self.start[k] + shift, self.end[k] + shift, self.details[k])
-        yield from rows
 
 
 # ----------------------------------------------------------------------------- machine
@@ -410,7 +344,7 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
     for issuer in issuers.values():
         issuer.steady = steady
     streams = {core: issuer.stream() for core, issuer in issuers.items()}
-    record = _Record(launches, unsafe, steady)
+    record = Record(launches, unsafe, steady)
     try:
         leftover = schedule(streams, soc.costs.queue_depth, record.started,
                             record.steady.boundary if steady else None)
@@ -422,95 +356,23 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
         raise SimulatorError(f"flag {src_core.name}.{src.value} -> {dst_core.name}.{dst.value} event {event} is "
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
-    return record.timeline()
+    return _timeline(record)
+
+
+def _timeline(record: Record) -> Timeline:
+    pipe_cycles: dict = {}
+    for (core, pipe), cycles in record.busy.items():
+        pipe_cycles.setdefault(core, {})[pipe] = cycles
+    record.effects.sort(key=lambda p: p[:4])
+    return Timeline(tuple(record.effects), record.items, record.cycles, pipe_cycles, record.instructions,
+                    record.syncs, record.extents.sizes(), record.launches, record.steps, record.footprint.windows(),
+                    record.steady.skipped if record.steady is not None else 0)
 
 
 def _stored(kernel: Kernel) -> set:
     """The tensor parameters the kernel's instructions write."""
     return {w.tensor for program in kernel.programs for node in walk(program.body) if isinstance(node, Instr)
             for w in node.writes if isinstance(w, GmLoc)}
-
-
-class _Record:
-    """What a simulation keeps of each record as it starts: the race check's view of its
-    accesses, its trace item, its data effect (compiled; or, unsafe, the record itself, to
-    be applied at its start and end), and the totals."""
-
-    def __init__(self, launches, unsafe: bool, steady: bool = False):
-        self.launches = len(launches)
-        self.races = None if unsafe else RaceChecker()
-        self.steps = None if unsafe else Effects.Steps([launch.tensors() for launch in launches])
-        self.effects: list = []
-        self.extents = Effects.Extents()
-        self.footprint = Footprint()
-        self.items = Items()
-        self.cycles = self.instructions = self.syncs = 0
-        self.busy: dict = collections.defaultdict(int)  # (core name, pipe name) -> cycles occupied
-        self.steady = Steady(self) if steady else None
-
-    def started(self, d) -> None:
-        if self.steady is not None:
-            self.steady.watch(d)
-        self.items.add(d)
-        if d.end > self.cycles:
-            self.cycles = d.end
-        self.busy[(d.core.name, d.pipe.value)] += d.cost
-        if d.flag is not None:
-            self.syncs += 1
-            return
-        self.instructions += 1
-        self.extents.add(d)
-        if d.gm is not None:
-            self.footprint.add(d)
-        if self.steps is None:
-            self.effects.append((d.start, 1, d.launch, d.order, d))
-            self.effects.append((d.end, 0, d.launch, d.order, d))
-            return
-        self.races.started(d)
-        self.steps.add(d)
-        # the hazard check may keep the record as a segment's writer or reader: only what
-        # its message needs stays
-        d.args = d.accesses = d.detail = d.order = None
-
-    def timeline(self) -> Timeline:
-        pipe_cycles: dict = {}
-        for (core, pipe), cycles in self.busy.items():
-            pipe_cycles.setdefault(core, {})[pipe] = cycles
-        self.effects.sort(key=lambda p: p[:4])
-        return Timeline(tuple(self.effects), self.items, self.cycles, pipe_cycles, self.instructions, self.syncs,
-                        self.extents.sizes(), self.launches, self.steps, self.footprint.windows(),
-                        self.steady.skipped if self.steady is not None else 0)
-
-
-ATOMIC_ADD = 2  # a footprint's mode for an atomic-add store (False: a load, True: a store)
-
-
-class Footprint:
-    """The GM windows a timeline's loads and stores move, each distinct window once: what
-    a task reads and writes, for the chip's race check (by parameter and element offsets,
-    so a timeline reused for other tensors says where in them)."""
-
-    def __init__(self):
-        self.seen: dict = {}
-
-    def add(self, d) -> None:
-        key = self.key(d, d.args)
-        if key is not None:
-            self.seen[key] = None
-
-    @staticmethod
-    def key(d, args: dict) -> tuple | None:
-        """The window a load or store (its arguments ``args``) moves; None for a pipe's ring."""
-        if is_ring(d.gm[0]):  # a pipe's GM ring: the Group's own, no tensor of the program
-            return None
-        if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
-            mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True
-            return d.launch, d.gm[0], mode, tuple(args["offsets"]), tuple(args["tile"].valid)
-        shapes = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
-        return d.launch, d.gm[0], False, tuple(args["offsets"]), tuple(shapes)
-
-    def windows(self) -> tuple:
-        return tuple(self.seen)
 
 
 def apply(timeline: Timeline, *tensors: dict, atomic=None) -> None:
