@@ -121,16 +121,19 @@ def _offset(e):
 I, K = n.Var("i"), n.Var("k")
 
 
-@pytest.mark.parametrize("body, uniform", [
-    ((_offset(n.BinOp("*", I, n.Const(8))),), True),  # offsets affine in the trip
-    ((ScalarAssign("k", n.BinOp("+", I, n.Const(1))), _offset(n.BinOp("*", K, n.Const(8)))), True),
-    ((_offset(n.BinOp("*", I, I)),), False),  # not affine
-    ((_offset(n.BinOp("%", I, n.Const(2))),), False),  # periodic, not affine
-    ((_offset(K), ScalarAssign("k", n.BinOp("+", K, n.Const(8)))), False),  # carried from the trip before
-    ((_loop(_offset(I), var="j"),), False),  # a nested loop
+@pytest.mark.parametrize("body, period", [
+    ((_offset(n.BinOp("*", I, n.Const(8))),), 1),  # offsets affine in the trip
+    ((ScalarAssign("k", n.BinOp("+", I, n.Const(1))), _offset(n.BinOp("*", K, n.Const(8)))), 1),
+    ((_offset(n.BinOp("%", I, n.Const(2))),), 2),  # alike every two trips
+    ((_offset(n.BinOp("*", n.BinOp("//", I, n.Const(2)), n.Const(8))),), 2),  # and drifting by 8 every two
+    ((_offset(n.BinOp("+", n.BinOp("%", I, n.Const(2)), n.BinOp("%", I, n.Const(3)))),), 6),
+    ((_offset(n.BinOp("%", I, n.Const(11))),), 0),  # too long a period to be worth it
+    ((_offset(n.BinOp("*", I, I)),), 0),  # not affine
+    ((_offset(K), ScalarAssign("k", n.BinOp("+", K, n.Const(8)))), 0),  # carried from the trip before
+    ((_loop(_offset(I), var="j"),), 0),  # a nested loop
 ])
-def test_uniform_trips_are_those_whose_offsets_alone_move_affinely(body, uniform):
-    assert uniform_trips(_loop(*body), {}, 0, 1) is uniform
+def test_uniform_trips_are_those_whose_offsets_alone_move_every_period(body, period):
+    assert uniform_trips(_loop(*body), {}, 0, 1) == period
 
 
 def test_accesses_meet_across_trips_where_their_windows_overlap():

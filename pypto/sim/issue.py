@@ -77,12 +77,13 @@ class Boundary:
     stream where the scheduler may compare its state with the trip before's and set
     ``skip``: how many trips the scalar unit then jumps (they are produced from the last
     one simulated, ``steady``). ``pending``: the scalar cycles spent since the last issue,
-    which are the state of the scalar unit. ``give_up``: no more boundaries for this loop."""
+    which are the state of the scalar unit. ``give_up``: no more boundaries for this loop.
+    ``period``: the trips after which they are alike (``affine``)."""
 
-    __slots__ = ("loop", "trips", "k", "pending", "skip", "give_up")
+    __slots__ = ("loop", "trips", "period", "k", "pending", "skip", "give_up")
 
-    def __init__(self, loop, trips: int):
-        self.loop, self.trips = loop, trips
+    def __init__(self, loop, trips: int, period: int = 1):
+        self.loop, self.trips, self.period = loop, trips, period
         self.k = self.pending = self.skip = 0
         self.give_up = False
 
@@ -158,8 +159,10 @@ class Issuer:
                     raise SimulatorError(f"loop step {step} is not positive", span=node.span)
                 trips = range(start, stop, step)
                 mark = None
-                if self.steady and len(trips) >= STEADY_MIN_TRIPS and uniform_trips(node, self.env, start, step):
-                    mark = Boundary(node, len(trips))
+                if self.steady and len(trips) >= STEADY_MIN_TRIPS:
+                    period = uniform_trips(node, self.env, start, step)
+                    if period and len(trips) >= 4 * period + 2:
+                        mark = Boundary(node, len(trips), period)
                 k = 0
                 while k < len(trips):
                     if mark is not None:

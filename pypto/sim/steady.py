@@ -58,29 +58,52 @@ class Steady:
 
     def boundary(self, mark, state):
         """The scheduler at the top of trip ``mark.k`` (``state`` None: not drained)."""
-        trip, rec = self.trip, self.record
+        trip, rec, period = self.trip, self.record, mark.period
         if trip is not None and trip.loop is mark.loop and trip.k == mark.k - 1 and state is not None:
-            self.done = self.done[-1:] + [trip]
+            self.done = self.done[1 - 2 * period:] + [trip]  # the last two periods' trips
         else:
             self.done = []
         self.trip = None if state is None else _Trip(mark, state, rec)
-        if mark.k > _ATTEMPTS:
+        if mark.k > _ATTEMPTS * period:
             mark.give_up, self.trip, self.done = True, None, []
             return None
-        if len(self.done) < 2 or self.done[0].k != mark.k - 2:
+        if len(self.done) < 2 * period or self.done[0].k != mark.k - 2 * period:
             return None
-        prev, base = self.done
-        trips = mark.trips - mark.k - 1  # the last trip is simulated: its scalars are the loop's last
+        prev, base = _joined(self.done[:period]), _joined(self.done[period:])
+        # whole periods, and the last trip simulated: its scalars are the loop's last
+        trips = (mark.trips - mark.k - 1) // period
         if trips < 1 or base.pending != mark.pending:
             return None
         jump = _Jump.make(prev, base, state, trips, rec)
         if jump is None:
             return None
         jump.emit(rec)
-        mark.skip = trips
-        self.skipped += trips
+        mark.skip = trips * period
+        self.skipped += trips * period
         self.trip, self.done = None, []
         return jump.move
+
+
+def _joined(trips: list) -> _Trip:
+    """Consecutive trips as one: a period of a loop whose trips are alike every few."""
+    if len(trips) == 1:
+        return trips[0]
+    first = trips[0]
+    out = _Trip.__new__(_Trip)
+    out.loop, out.k, out.state, out.pending, out.items, out.steps = (first.loop, first.k, first.state, first.pending,
+                                                                      first.items, first.steps)
+    out.seen = [x for t in trips for x in t.seen]
+    return out
+
+
+def _instances(seen) -> list:
+    """Each record of a period as (its node, how many of that node came before it)."""
+    counts: dict = {}
+    out = []
+    for d, *_ in seen:
+        k = counts[id(d.node)] = counts.get(id(d.node), -1) + 1
+        out.append((id(d.node), k))
+    return out
 
 
 class _Fail(Exception):
@@ -108,25 +131,26 @@ class _Jump:
         return self
 
     def _records(self, prev: _Trip, base: _Trip, rec) -> None:
-        before = {id(d.node): x for x in prev.seen for d in x[:1]}
+        # a record is its node's how-manieth in the period (a period of several trips issues each node once a trip)
+        before = dict(zip(_instances(prev.seen), prev.seen))
         if len(before) != len(prev.seen) or len(base.seen) != len(prev.seen):
             raise _Fail
         steps, footprint = rec.steps.steps, rec.footprint
         self.steps, self.prints, self.touches = [], [], []
         n_prev, n_base = prev.steps, base.steps
         order_prev = {}
-        for d, *_ in prev.seen:
+        for key, (d, *_) in zip(_instances(prev.seen), prev.seen):
             if d.flag is None:
-                order_prev[id(d.node)] = n_prev
+                order_prev[key] = n_prev
                 n_prev += 1
-        for d, vc, accesses, args in base.seen:
-            p = before.get(id(d.node))
+        for key, (d, vc, accesses, args) in zip(_instances(base.seen), base.seen):
+            p = before.get(key)
             if p is None or p[0].cost != d.cost or p[0].latency != d.latency:
                 raise _Fail
             if d.flag is not None:
                 continue
             template, launch, varying = steps[n_base]
-            t0, l0, v0 = steps[order_prev[id(d.node)]]
+            t0, l0, v0 = steps[order_prev[key]]
             if t0 is not template or l0 != launch:
                 raise _Fail
             self.steps.append((template, launch, varying, _delta(varying, v0)))
