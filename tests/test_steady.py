@@ -32,6 +32,17 @@ def pipelined(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def two_loops(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        half = a.shape[0] // TR // 2
+        for i in pl.pipeline(half, stage=2):
+            pl.store(pl.exp(pl.load(a, [i * TR, 0], [TR, TC])), [i * TR, 0], out)
+        for i in pl.range(half):
+            pl.store(pl.neg(pl.load(a, [(i + half) * TR, 0], [TR, TC])), [(i + half) * TR, 0], out)
+    return out
+
+
 def _kernel(tiles: int):
     a, out = torch.randn(tiles * TR, TC), torch.zeros(tiles * TR, TC)
     (kernel,) = pipelined.compile(a, out).kernels.values()
@@ -71,6 +82,14 @@ def test_the_seed_pipelined_kernel_fast_forwards_to_the_trip_by_trip_timeline():
     assert slow["skipped"] == 0 and fast["skipped"] > 48  # of its 64 trips (two tiles each)
     _assert_same(fast, slow, "pipelined x128")
     assert torch.equal(fast["outputs"][1], torch.exp(args[0]))
+
+
+def test_two_fast_forwarded_loops_of_one_kernel_each_repeat_their_own_trip():
+    a, out = torch.randn(128 * TR, TC), torch.zeros(128 * TR, TC)
+    (kernel,) = two_loops.compile(a, out).kernels.values()
+    fast, slow = _run(kernel, (a, out), True), _run(kernel, (a, out), False)
+    assert fast["skipped"] > 60
+    _assert_same(fast, slow, "two loops")
 
 
 def test_a_fast_forwarded_timeline_keeps_one_trips_items_and_makes_the_rest_as_read():

@@ -13,7 +13,7 @@ from pypto.ir import nodes as n
 from pypto.runtime.config import RunConfig, ring_sizes
 from pypto.sim import interpreter
 from pypto.sim.numerics import one_thread
-from pypto.sim.simulator import RunReport
+from pypto.sim.simulator import RunReport, collector_paused
 
 
 def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None,
@@ -24,14 +24,19 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
     with one_thread():
         if config.platform == "ref":
             return interpreter.run(program, entry, args), RunReport()
-        run = ChipRun(program, backend(config.backend), kernels, unsafe_colive=config.unsafe_allow_colive_slots,
-                      unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch, entry=entry,
-                      rings=ring_sizes(config), atomic_seed=config.atomic_order_seed)
-        values = interpreter.run(program, entry, args, run)
-        report = run.finish()
-        if dfx is not None and config.any_dfx_enabled():
-            report.dfx_files = records.write(dfx, entry, run.tasks, run.edges, run.soc,
-                                             swimlane_level=config.enable_chip_swimlane,
-                                             dep_gen=config.enable_dep_gen,
-                                             scope_stats=run.scope_stats() if config.enable_scope_stats else None)
-        return values, report
+        with collector_paused():  # the whole run, not each launch: a collection after every task walks them all
+            return _on_chip(program, entry, args, config, kernels, on_launch, dfx)
+
+
+def _on_chip(program: n.Program, entry: str, args, config: RunConfig, kernels, on_launch, dfx):
+    run = ChipRun(program, backend(config.backend), kernels, unsafe_colive=config.unsafe_allow_colive_slots,
+                  unsafe_races=config.unsafe_allow_task_races, on_launch=on_launch, entry=entry,
+                  rings=ring_sizes(config), atomic_seed=config.atomic_order_seed)
+    values = interpreter.run(program, entry, args, run)
+    report = run.finish()
+    if dfx is not None and config.any_dfx_enabled():
+        report.dfx_files = records.write(dfx, entry, run.tasks, run.edges, run.soc,
+                                         swimlane_level=config.enable_chip_swimlane,
+                                         dep_gen=config.enable_dep_gen,
+                                         scope_stats=run.scope_stats() if config.enable_scope_stats else None)
+    return values, report

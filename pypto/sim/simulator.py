@@ -287,7 +287,7 @@ def _timelines(kernel: Kernel) -> _Kept:
 
 
 @contextlib.contextmanager
-def _collector_paused():
+def collector_paused():
     """The cyclic garbage collector off while a launch is simulated or applied: it makes
     (and frees) many small records with no cycles among them, and each collection would
     walk all of them again."""
@@ -310,7 +310,7 @@ def simulate_together(launches, soc: SoC, *, unsafe: bool = False, steady: bool 
     are refused): every core's memories and flags are its own; GM is shared, so bytes two
     launches touch (one writing) are a hazard — nothing orders one launch against another.
     ``steady``: fast-forward steady loops (default ``FAST_FORWARD``)."""
-    with _collector_paused():
+    with collector_paused():
         steady = FAST_FORWARD if steady is None else steady
         try:
             return _simulate_together(launches, soc, unsafe, steady)
@@ -380,7 +380,7 @@ def apply(timeline: Timeline, *tensors: dict, atomic=None) -> None:
     the GM tensors — each launch's by parameter name, in launch order — written in place.
     ``atomic(tensor, index, data, start, end)`` takes its atomic adds (the chip orders them
     among other tasks'); without it they add at once."""
-    with _collector_paused():
+    with collector_paused():
         if timeline.steps is not None:
             Effects.run_steps(timeline.steps, timeline.memories, tensors, atomic)
         else:

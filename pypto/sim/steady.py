@@ -39,7 +39,7 @@ class _Trip:
     def __init__(self, mark, state, record):
         self.loop, self.k, self.state, self.pending = mark.loop, mark.k, state, mark.pending
         self.seen: list = []
-        self.items, self.steps = len(record.items), len(record.steps.steps)
+        self.items, self.steps = record.items.stored(), len(record.steps.steps)
 
 
 class Steady:
