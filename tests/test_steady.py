@@ -43,6 +43,25 @@ def two_loops(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def backwards(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        last = a.shape[0] // TR - 1
+        for i in pl.range(last + 1):
+            pl.store(pl.exp(pl.load(a, [(last - i) * TR, 0], [TR, TC])), [(last - i) * TR, 0], out)
+    return out
+
+
+@pl.jit
+def in_place_and_copy(x: pl.InOut[pl.Tensor], y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(x.shape[0] // TR):
+            u = pl.adds(pl.load(x, [i * TR, 0], [TR, TC]), 1.0)
+            pl.store(u, [i * TR, 0], x)
+            pl.store(u, [i * TR, 0], y)
+    return x, y
+
+
 def _kernel(tiles: int):
     a, out = torch.randn(tiles * TR, TC), torch.zeros(tiles * TR, TC)
     (kernel,) = pipelined.compile(a, out).kernels.values()
@@ -90,6 +109,27 @@ def test_two_fast_forwarded_loops_of_one_kernel_each_repeat_their_own_trip():
     fast, slow = _run(kernel, (a, out), True), _run(kernel, (a, out), False)
     assert fast["skipped"] > 60
     _assert_same(fast, slow, "two loops")
+
+
+def test_windows_moving_backwards_fast_forward_too():
+    a, out = torch.randn(64 * TR, TC), torch.zeros(64 * TR, TC)
+    (kernel,) = backwards.compile(a, out).kernels.values()
+    fast, slow = _run(kernel, (a, out), True), _run(kernel, (a, out), False)
+    assert fast["skipped"] > 40
+    _assert_same(fast, slow, "backwards")
+    assert torch.equal(fast["outputs"][1], torch.exp(a))
+
+
+def test_trips_that_cannot_batch_run_trip_by_trip_from_their_start():
+    # y's dtype is not the compiled one, so its store converts: those trips run one by
+    # one — and the in-place update of x before it in the trip is done once, not again
+    x, y = torch.randn(64 * TR, TC), torch.zeros(64 * TR, TC)
+    (kernel,) = in_place_and_copy.compile(x, y).kernels.values()
+    args = (x, torch.zeros(64 * TR, TC, dtype=torch.float16))
+    fast, slow = _run(kernel, args, True), _run(kernel, args, False)
+    assert fast["skipped"] > 40
+    _assert_same(fast, slow, "in place, and a converting store")
+    assert torch.equal(fast["outputs"][0], x + 1)
 
 
 def test_a_fast_forwarded_timeline_keeps_one_trips_items_and_makes_the_rest_as_read():

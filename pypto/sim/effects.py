@@ -217,6 +217,7 @@ class Steps:
         got = self._templates.get(key)
         if got is None:
             got = self._templates[key] = make()
+            got.template_key = key  # what it is made of: another simulation's equal template has it too
         return got
 
 

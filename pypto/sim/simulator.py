@@ -35,6 +35,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
+from pypto.sim import offsets
 from pypto.sim.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
 from pypto.sim.schedule import SimulatorDeadlock, schedule
@@ -218,16 +219,47 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     cache = _timelines(kernel)
     if cache.reads_registers is None:
         cache.reads_registers = _reads_block_registers(kernel)
+        cache.moving = offsets.moving(kernel)
     registers = (block, blocks) if cache.reads_registers else ()
-    key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args)
-    timeline = cache.pop(key, None)  # the most recently used go last
-    if timeline is None:
-        timeline = simulate_together((Launch(kernel, args, cluster, lane, block, blocks),), soc, unsafe=unsafe)
+    moving = {} if unsafe else _moving_values(kernel, args, cache.moving)
+    key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args, moving)
+    entry = cache.pop(key, None)  # the most recently used go last
+
+    def at(values=None):  # the launch with these values of its moving scalars
+        moved = args if values is None else tuple(values.get(p, a) for (p, _), a in zip(kernel.params, args))
+        return simulate_together((Launch(kernel, moved, cluster, lane, block, blocks),), soc, unsafe=unsafe)
+
+    if entry is None:
+        timeline = at()
+        entry = offsets.Family(timeline, moving) if moving else timeline
         cache.items_kept += timeline.items.stored()
         while cache and cache.items_kept > _KEPT_ITEMS:
-            cache.items_kept -= cache.pop(next(iter(cache))).items.stored()
-    cache[key] = timeline
-    return timeline
+            cache.items_kept -= _kept(cache.pop(next(iter(cache)))).items.stored()
+    cache[key] = entry
+    if not isinstance(entry, offsets.Family):
+        return entry
+    if entry.values != moving and entry.steps is None and not entry.learn(at):
+        entry.steps = False  # does not move in ints: each value simulated on its own
+    return entry.at(moving) if entry.steps is not False else at()
+
+
+def _kept(entry) -> Timeline:
+    return entry.timeline if isinstance(entry, offsets.Family) else entry
+
+
+def _moving_values(kernel: Kernel, args: tuple, moving: dict) -> dict:
+    """The values of the scalars that only move this launch's GM windows (``offsets``)."""
+    if not moving:
+        return {}
+    params = [p for p, _ in kernel.params]
+    tensors = {p: a for (p, t), a in zip(kernel.params, args) if isinstance(t, TensorType)}
+    groups = dict(zip(tensors, overlap_groups(list(tensors.values()))))
+    out = {}
+    for name, uses in moving.items():
+        value = args[params.index(name)]
+        if type(value) is int and offsets.shifts(uses, tensors, groups):
+            out[name] = value
+    return out
 
 
 def _reads_block_registers(kernel: Kernel) -> bool:
@@ -240,22 +272,25 @@ _REGISTERS = frozenset(BLOCK_REGISTERS.values())
 _BLOCK_NAMES = (BLOCK_REGISTERS["tile.get_block_idx"], BLOCK_REGISTERS["tile.get_block_num"])
 
 
-def _placement(kernel: Kernel, args: tuple) -> tuple:
+def _placement(kernel: Kernel, args: tuple, moving: dict | None = None) -> tuple:
     """The arguments as a timeline depends on them: scalars by value; a tensor by its view
     (shape, strides, dtype), which group of tensors whose bytes overlap it is in, and where
     relative to the group's first — costs depend on shapes and contiguity, never on
     addresses, and hazards on how tensors overlap. So the same kernel on another tile of
     the same tensors (a task graph's next task) reuses the timeline. Scalars by value and
-    type, a float by its bits (-0.0 is not 0.0)."""
+    type, a float by its bits (-0.0 is not 0.0); those in ``moving`` not at all (``offsets``)."""
+    moving = moving or {}
     tensors = [value for (_, t), value in zip(kernel.params, args) if isinstance(t, TensorType)]
     groups = iter(overlap_groups(tensors))
     first: dict[int, int] = {}  # group -> the address of its first tensor
     out = []
-    for (_, t), value in zip(kernel.params, args):
+    for (name, t), value in zip(kernel.params, args):
         if isinstance(t, TensorType):
             g = next(groups)
             base = first.setdefault(g, value.data_ptr())
             out.append((g, value.data_ptr() - base, tuple(value.shape), value.stride(), value.dtype))
+        elif name in moving:  # one timeline for every value, moved (``offsets``)
+            out.append(("moving",))
         elif isinstance(value, float):  # 0.0 == -0.0, and the sign is the program's
             out.append(("float", value.hex()))
         else:
@@ -275,6 +310,7 @@ class _Kept(dict):
 
     items_kept = 0
     reads_registers: bool | None = None  # whether the kernel reads its block registers
+    moving: dict | None = None  # its scalars that only move GM windows (``offsets.moving``)
 
 
 def _timelines(kernel: Kernel) -> _Kept:

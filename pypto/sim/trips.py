@@ -46,12 +46,16 @@ def perform(views, tensors, memories, buffers, block: Trips) -> None:
     for j0 in range(1, block.trips + 1, block.chunk):
         count = min(block.chunk, block.trips + 1 - j0)
         stacks = {}
-        if not all(op(views, tensors, stacks, j0, count, False) for op in block.plan):
-            # a window out of range in these trips: trip by trip, to fail where it fails
-            for j in range(j0, j0 + count):
-                for template, varying, delta in block.entries:
-                    template(views, tensors, memories, buffers, _moved(varying, delta, j))
-            stacks = {}
+        if all(fits(views, tensors, j0, count) for fits, _ in block.plan):
+            for _, run in block.plan:
+                run(views, tensors, stacks, j0, count)
+            continue
+        # these trips cannot batch (a window out of range, a converting store): trip by
+        # trip, nothing of them done yet, to fail where they fail
+        for j in range(j0, j0 + count):
+            for template, varying, delta in block.entries:
+                template(views, tensors, memories, buffers, _moved(varying, delta, j))
+        stacks = {}
     for i, stack in stacks.items():  # the buffers as the last trip leaves them
         views[i].copy_(stack[-1])
 
@@ -141,8 +145,10 @@ def _private(entries, steps) -> bool:
 
 
 def _op(kind, varying, delta, lazy: bool = False):
-    """One step batched: a callable (views, tensors, stacks, first trip, trips, _) ->
-    False where a window of these trips is out of range."""
+    """One step batched: (fits, run). ``fits(views, tensors, first trip, trips)``: whether
+    these trips can run batched (their windows inside their tensors, moving forwards; no
+    converting store) — asked of every step before any runs, so a batch that cannot is
+    run trip by trip from its start; ``run(views, tensors, stacks, first trip, trips)``."""
     tag = kind[0]
     delta = delta or (None,) * len(varying)
     if tag == "load":
@@ -153,70 +159,70 @@ def _op(kind, varying, delta, lazy: bool = False):
         dr, dc = delta[1] or 0, delta[2] or 0
         rows, cols = shape
 
-        def load(views, tensors, stacks, j0, count, _):
+        def fits(views, tensors, j0, count):
             t = tensors[param]
-            first, last = (r0 + j0 * dr, c0 + j0 * dc), (r0 + (j0 + count - 1) * dr, c0 + (j0 + count - 1) * dc)
-            if not _inside(t.shape, first, shape) or not _inside(t.shape, last, shape):
-                return False
+            s0, s1 = t.stride()
+            return dr * s0 + dc * s1 >= 0 and _inside(t.shape, (r0 + j0 * dr, c0 + j0 * dc), shape) \
+                and _inside(t.shape, (r0 + (j0 + count - 1) * dr, c0 + (j0 + count - 1) * dc), shape)
+
+        def load(views, tensors, stacks, j0, count):
+            t = tensors[param]
             s0, s1 = t.stride()
             src = t.as_strided((count, rows, cols), (dr * s0 + dc * s1, s0, s1),
-                               t.storage_offset() + first[0] * s0 + first[1] * s1)
+                               t.storage_offset() + (r0 + j0 * dr) * s0 + (c0 + j0 * dc) * s1)
             if transpose:
                 src = src.transpose(1, 2)
             if lazy and src.is_contiguous():  # read in place: the same elements in the same order
                 stacks[out] = src
             else:
                 _dest(views, stacks, out, count).copy_(src)
-            return True
 
-        return load
+        return fits, load
     if tag == "store":
         _, param, whole = kind
         tile, offsets, valid = varying
         if delta[0] is not None or delta[2] is not None:
             return None
-        steps = delta[1] or (None,) * len(offsets)
-        steps = tuple(d or 0 for d in steps)
+        steps = tuple(d or 0 for d in (delta[1] or (None,) * len(offsets)))
 
-        def store(views, tensors, stacks, j0, count, _):
+        def fits(views, tensors, j0, count):
             t = tensors[param]
-            first = tuple(o + j0 * d for o, d in zip(offsets, steps))
-            last = tuple(o + (j0 + count - 1) * d for o, d in zip(offsets, steps))
-            if not _inside(t.shape, first, valid) or not _inside(t.shape, last, valid):
-                return False
+            return views[tile].dtype == t.dtype and sum(d * s for d, s in zip(steps, t.stride())) >= 0 \
+                and _inside(t.shape, tuple(o + j0 * d for o, d in zip(offsets, steps)), valid) \
+                and _inside(t.shape, tuple(o + (j0 + count - 1) * d for o, d in zip(offsets, steps)), valid)
+
+        def store(views, tensors, stacks, j0, count):
+            t = tensors[param]
             data = _read(views, stacks, tile, count)
-            if data.dtype != t.dtype:
-                return False  # a converting store: trip by trip (its rounding is elementwise, but kept apart)
             if not whole:
                 data = data[(slice(None), *(slice(0, v) for v in valid))]
             strides = t.stride()
             dst = t.as_strided((count, *valid), (sum(d * s for d, s in zip(steps, strides)), *strides),
-                               t.storage_offset() + sum(o * s for o, s in zip(first, strides)))
+                               t.storage_offset() + sum((o + j0 * d) * s for o, d, s in zip(offsets, steps, strides)))
             dst.copy_(data)
-            return True
 
-        return store
-    if tag == "move":
-        if any(d is not None for d in delta):
-            return None
-        src, out = varying
-
-        def move(views, tensors, stacks, j0, count, _):
-            _dest(views, stacks, out, count).copy_(_read(views, stacks, src, count))
-            return True
-
-        return move
-    _, fn, kinds = kind
+        return fits, store
     if any(d is not None for d in delta):
         return None
+    if tag == "move":
+        src, out = varying
+
+        def move(views, tensors, stacks, j0, count):
+            _dest(views, stacks, out, count).copy_(_read(views, stacks, src, count))
+
+        return _always, move
+    _, fn, kinds = kind
     operands, out = varying
 
-    def into(views, tensors, stacks, j0, count, _):
+    def into(views, tensors, stacks, j0, count):
         args = [_read(views, stacks, x, count) if k else x for k, x in zip(kinds, operands)]
         fn(_dest(views, stacks, out, count), *args)
-        return True
 
-    return into
+    return _always, into
+
+
+def _always(views, tensors, j0, count) -> bool:
+    return True
 
 
 def _inside(shape, offsets, extents) -> bool:

@@ -1,0 +1,130 @@
+"""Scalars that only move a kernel's GM windows (``pypto.sim.offsets``): one timeline serves
+every value, its effects and footprint moved — exactly what simulating each value gives."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto.language as pl
+from pypto.backend import A2A3
+from pypto.codegen.isa import Instr, Loop, ScalarAssign
+from pypto.fuzz.data import bits_equal
+from pypto.ir import nodes as n
+from pypto.sim import offsets
+from pypto.sim.simulator import Launch, _timelines, apply, simulate, simulate_together
+
+R, C = 16, 128
+
+
+@pl.jit.incore
+def band(a: pl.Tensor, out: pl.Out[pl.Tensor], i: pl.Scalar[pl.INDEX], j: pl.Scalar[pl.INDEX]):
+    for k in pl.range(2):
+        t = pl.load(a, [(i + k) * R, j * 64], [R, 64])
+        pl.store(pl.add(pl.exp(t), t), [(2 * i + k) * R, j * 64], out)
+    return out
+
+
+@functools.cache
+def _compiled():
+    a, out = torch.randn(64 * R, C), torch.zeros(128 * R, C)
+    (kernel,) = band.compile(a, out, 0, 0).kernels.values()
+    return kernel, a, out
+
+
+def _kernel():
+    kernel, a, out = _compiled()
+    return kernel, a, out.clone()
+
+
+def _direct(kernel, args):
+    """The launch simulated on its own, nothing shared."""
+    copies = tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in args)
+    launch = Launch(kernel, copies)
+    timeline = simulate_together((launch,), A2A3)
+    apply(timeline, launch.tensors())
+    return timeline, copies
+
+
+def test_a_kernels_index_scalars_only_move_its_windows():
+    kernel, *_ = _kernel()
+    got = offsets.moving(kernel)
+    assert set(got) == {"i", "j"}
+    assert sorted(got["i"]) == [("a", (R, 0), False), ("out", (2 * R, 0), True)]  # elements per unit of i
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 1)), min_size=1, max_size=6))
+def test_property_every_value_gets_the_timeline_simulating_it_gives(values):
+    kernel, a, out = _kernel()
+    _timelines(kernel).clear()
+    for i, j in values:
+        args = (a, out.clone(), i, j)
+        timeline = simulate(kernel, args, A2A3)
+        direct, copies = _direct(kernel, args)
+        assert (timeline.cycles, timeline.pipe_cycles, timeline.footprint) == \
+               (direct.cycles, direct.pipe_cycles, direct.footprint)
+        assert [e for e in timeline.report().events] == [e for e in direct.report().events]
+        mine = (a.clone(), out.clone(), i, j)
+        apply(timeline, Launch(kernel, mine).tensors())
+        assert all(bits_equal(x, y) for x, y in zip(mine[:2], copies[:2]))
+    assert len(_timelines(kernel)) == 1  # one family for all the values
+
+
+def test_a_window_out_of_range_for_one_value_fails_as_simulating_it_does():
+    kernel, a, out = _kernel()
+    simulate(kernel, (a, out, 0, 0), A2A3)
+    timeline = simulate(kernel, (a, out, 63, 0), A2A3)  # reads rows 63 * R.. of a 64 * R tensor
+    with pytest.raises(Exception) as shared:
+        apply(timeline, Launch(kernel, (a, out.clone(), 63, 0)).tensors())
+    with pytest.raises(Exception) as alone:
+        _direct(kernel, (a, out, 63, 0))
+    assert type(shared.value) is type(alone.value) and str(shared.value) == str(alone.value)
+
+
+def test_views_of_one_storage_moving_apart_are_simulated_per_value():
+    # out is a view of a: how the load and the store overlap changes with i, so no sharing
+    kernel, *_ = _kernel()
+    base = torch.randn(256 * R, C)
+    a, out = base[: 64 * R], base[: 128 * R]
+    moving = offsets.moving(kernel)
+    tensors = {"a": a, "out": out}
+    assert not offsets.shifts(moving["i"], tensors, {"a": 0, "out": 0})
+    assert offsets.shifts(moving["j"], tensors, {"a": 0, "out": 0})  # j moves both alike
+
+
+I, J = n.Var("i"), n.Var("j")
+
+
+def _store(*offs):
+    from pypto.backend import MemorySpace
+    from pypto.codegen.isa import Buf, TensorArg
+    from pypto.ir.types import AtomicType, DataType
+
+    tile = Buf(MemorySpace.Vec, n.Const(0), (8, 64), DataType.FP32)
+    return Instr("TSTORE", None, None, "tile.store", (tile, tuple(offs), TensorArg("out"), AtomicType.None_))
+
+
+@pytest.mark.parametrize("body, moves", [
+    ((_store(n.BinOp("*", I, n.Const(8)), n.Const(0)),), True),
+    ((ScalarAssign("x", n.BinOp("+", I, n.Const(3))), _store(n.Var("x"), n.Const(0))), True),
+    ((_store(n.BinOp("*", I, J), n.Const(0)),), False),  # times another scalar
+    ((_store(n.BinOp("%", I, n.Const(2)), n.Const(0)),), False),  # not affine
+    ((Loop("k", n.Const(0), I, n.Const(1), (_store(n.Const(0), n.Const(0)),)),), False),  # a trip count
+    ((Loop("k", n.Const(0), n.Const(4), n.Const(1),
+           (ScalarAssign("x", n.BinOp("+", n.Var("x"), I)), _store(n.Var("x"), n.Const(0)))),), False),  # carried
+])
+def test_a_scalar_moves_only_offsets_when_nothing_else_reads_it(body, moves):
+    from pypto.backend import CoreKind
+    from pypto.codegen.isa import Kernel, Program
+    from pypto.ir.types import DataType, ScalarType, TensorType
+
+    params = (("out", TensorType((64, 64), DataType.FP32)), ("i", ScalarType(DataType.INDEX)),
+              ("j", ScalarType(DataType.INDEX)))
+    program = Program("k", CoreKind.AIV, params, (), tuple(body))
+    kernel = Kernel("k", params, (program,))
+    assert ("i" in offsets.moving(kernel)) is moves
