@@ -36,6 +36,19 @@ def _compiled():
     return kernel, a, out
 
 
+@pl.jit.incore
+def first_into_band(x: pl.InOut[pl.Tensor], i: pl.Scalar[pl.INDEX]):
+    pl.store(pl.exp(pl.load(x, [0, 0], [R, C])), [i * R, 0], x)
+    return x
+
+
+@pl.jit.incore
+def long_band(a: pl.Tensor, out: pl.Out[pl.Tensor], i: pl.Scalar[pl.INDEX]):
+    for k in pl.range(32):  # fast-forwarded: its trips are one effect, which moves by more than ints
+        pl.store(pl.exp(pl.load(a, [i * R, k * 4], [R, 4 * 16])), [i * R, 0], out)
+    return out
+
+
 def _kernel():
     kernel, a, out = _compiled()
     return kernel, a, out.clone()
@@ -95,6 +108,32 @@ def test_views_of_one_storage_moving_apart_are_simulated_per_value():
     tensors = {"a": a, "out": out}
     assert not offsets.shifts(moving["i"], tensors, {"a": 0, "out": 0})
     assert offsets.shifts(moving["j"], tensors, {"a": 0, "out": 0})  # j moves both alike
+
+
+def test_a_window_moving_against_a_fixed_one_of_the_same_tensor_is_not_shared():
+    x = torch.randn(8 * R, C)
+    (kernel,) = first_into_band.compile(x, 1).kernels.values()
+    uses = offsets.moving(kernel)["i"]
+    assert sorted(uses) == [("x", (0, 0), False), ("x", (R, 0), True)]
+    assert not offsets.shifts(uses, {"x": x}, {"x": 0})
+    for i in (0, 1, 3):  # i = 0 stores over what it loads: its own timeline, and right
+        mine = x.clone()
+        apply(simulate(kernel, (mine, i), A2A3), {"x": mine})
+        want = x.clone()
+        want[i * R:(i + 1) * R] = torch.exp(x[:R])
+        assert torch.equal(mine, want)
+
+
+def test_a_kernel_whose_effects_move_by_more_than_ints_gets_a_timeline_per_value():
+    a, out = torch.randn(8 * R, C + 128), torch.zeros(8 * R, 64)
+    (kernel,) = long_band.compile(a, out, 0).kernels.values()
+    assert "i" in offsets.moving(kernel)
+    for i in (0, 2, 5):
+        timeline = simulate(kernel, (a, out, i), A2A3)
+        assert timeline.skipped > 0
+        apply(timeline, {"a": a, "out": out})
+        assert torch.equal(out[i * R:(i + 1) * R], torch.exp(a[i * R:(i + 1) * R, 124:188]))
+    assert _timelines(kernel).moving == {}  # each value keyed as any scalar is
 
 
 I, J = n.Var("i"), n.Var("j")

@@ -17,7 +17,7 @@ import copy
 
 import attrs
 
-from pypto.codegen.isa import Buf, Cond, Instr, Loop, ScalarAssign, SetFlag, WaitFlag
+from pypto.codegen.isa import Buf, Cond, Instr, Loop, ScalarAssign, SetFlag, TensorArg, WaitFlag
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
@@ -29,8 +29,9 @@ class _Reaches(Exception):
 
 
 def moving(kernel) -> dict:
-    """Scalar parameter -> the (tensor parameter, per-axis coefficients) of each load and
-    store whose offsets it moves, for every parameter that only moves offsets."""
+    """Scalar parameter -> the (tensor parameter, per-axis coefficients, writes) of every
+    load and store (coefficients 0 where it does not move them), for every parameter that
+    only moves offsets and moves some."""
     out = {}
     for name, t in kernel.params:
         if isinstance(t, TensorType):
@@ -41,7 +42,8 @@ def moving(kernel) -> dict:
                 _walk(program.body, name, {}, uses)
         except _Reaches:
             continue
-        out[name] = uses
+        if any(any(c) for _, c, _ in uses):
+            out[name] = uses
     return out
 
 
@@ -89,18 +91,19 @@ def _walk(body, p: str, coef: dict, uses: list) -> None:
         elif isinstance(node, Instr):
             moved = None
             for param, a in zip(lookup(node.op).params, node.args):
-                if param.name == "offsets" and isinstance(a, tuple):
-                    cs = tuple(_coef(e, p, coef) for e in a)
-                    if any(cs):
-                        moved = cs
+                if param.name == "offsets" and node.op in _MOVED and isinstance(a, tuple):
+                    moved = tuple(_coef(e, p, coef) for e in a)
                     continue
                 for e in _exprs(a):
                     _still(e, p, coef)
             for e in _exprs(node.dst):
                 _still(e, p, coef)
-            if moved is not None:
-                tensor = next(a.name for a in node.args if type(a).__name__ == "TensorArg")
+            if moved is not None:  # every GM access, moved or not: how they overlap is what must not change
+                tensor = next(a.name for a in node.args if isinstance(a, TensorArg))
                 uses.append((tensor, moved, node.op == "tile.store"))
+
+
+_MOVED = ("tile.load", "tile.store")  # the ops whose offsets place a GM window
 
 
 def _exprs(a):

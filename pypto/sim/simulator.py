@@ -239,8 +239,12 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     if not isinstance(entry, offsets.Family):
         return entry
     if entry.values != moving and entry.steps is None and not entry.learn(at):
-        entry.steps = False  # does not move in ints: each value simulated on its own
-    return entry.at(moving) if entry.steps is not False else at()
+        # its effects do not move in ints alone (a fast-forwarded loop's trips are one
+        # effect): a timeline per value, as for any other scalar
+        cache.moving = {}
+        cache.pop(key)
+        return simulate(kernel, args, soc, unsafe=unsafe, cluster=cluster, lane=lane, block=block, blocks=blocks)
+    return entry.at(moving)
 
 
 def _kept(entry) -> Timeline:
