@@ -42,10 +42,10 @@ def perform(views, tensors, memories, buffers, block: Trips) -> None:
             for template, varying in zip(templates, row):
                 template(views, tensors, memories, buffers, varying)
         return
-    stacks: dict = {}
+    stacks = _Stacks()
     for j0 in range(1, block.trips + 1, block.chunk):
         count = min(block.chunk, block.trips + 1 - j0)
-        stacks = {}
+        stacks = _Stacks()
         if all(fits(views, tensors, j0, count) for fits, _ in block.plan):
             for _, run in block.plan:
                 run(views, tensors, stacks, j0, count)
@@ -55,7 +55,7 @@ def perform(views, tensors, memories, buffers, block: Trips) -> None:
         for j in range(j0, j0 + count):
             for template, varying, delta in block.entries:
                 template(views, tensors, memories, buffers, _moved(varying, delta, j))
-        stacks = {}
+        stacks = _Stacks()
     for i, stack in stacks.items():  # the buffers as the last trip leaves them
         views[i].copy_(stack[-1])
 
@@ -74,7 +74,6 @@ def plan(entries, steps, trips: int, tensors: dict):
     show apart: ``steady``)."""
     ops, numel = [], 0
     stored = [span_of(tensors[t.batch[1]]) for t, _, _ in entries if getattr(t, "batch", ("",))[0] == "store"]
-    writers = [w for t, v, _ in entries if hasattr(t, "batch") for w in _buffers(t.batch, v)[1]]
     for template, varying, delta in entries:
         kind = getattr(template, "batch", None)
         if kind is None:
@@ -82,10 +81,10 @@ def plan(entries, steps, trips: int, tensors: dict):
         reads, writes = _buffers(kind, varying)
         if any(i in steps.unaligned for i in (*reads, *writes)):
             return None
-        # a load whose buffer nothing else writes, of bytes no store of the trips writes:
-        # its readers may read the GM window itself
-        lazy = kind[0] == "load" and writers.count(varying[0]) == 1 and not any(
-            lo < b and a < hi for a, b in stored for lo, hi in [span_of(tensors[kind[1]])])
+        # a load of bytes no store of the trips writes: its readers may read the GM window
+        # itself, until its buffer is written again
+        lazy = kind[0] == "load" and not any(lo < b and a < hi for a, b in stored
+                                             for lo, hi in [span_of(tensors[kind[1]])])
         op = _op(kind, varying, delta, lazy)
         if op is None:
             return None
@@ -174,6 +173,7 @@ def _op(kind, varying, delta, lazy: bool = False):
                 src = src.transpose(1, 2)
             if lazy and src.is_contiguous():  # read in place: the same elements in the same order
                 stacks[out] = src
+                stacks.lazy.add(out)
             else:
                 _dest(views, stacks, out, count).copy_(src)
 
@@ -243,7 +243,16 @@ def _read(views, stacks, i, count):
 
 def _dest(views, stacks, i, count):
     got = stacks.get(i)
-    if got is None:
+    if got is None or i in stacks.lazy:  # (a window of GM read in place is not written)
+        stacks.lazy.discard(i)
         v = views[i]
         got = stacks[i] = torch.empty((count, *v.shape), dtype=v.dtype)
     return got
+
+
+class _Stacks(dict):
+    """Buffer -> its copy per trip of a batch; ``lazy``: those that are a GM window read in place."""
+
+    def __init__(self):
+        super().__init__()
+        self.lazy: set = set()
