@@ -16,7 +16,7 @@ from pypto.codegen.isa import Instr, Loop, ScalarAssign
 from pypto.errors import PyptoError
 from pypto.fuzz import strategies as ps
 from pypto.ir import nodes as n
-from pypto.sim import steady
+from pypto.sim import loop_races, steady
 from pypto.sim.affine import uniform_trips
 from pypto.sim.simulator import Launch, apply, simulate_together
 
@@ -196,23 +196,23 @@ def test_uniform_trips_are_those_whose_offsets_alone_move_every_period(body, per
 
 
 def test_accesses_meet_across_trips_where_their_windows_overlap():
-    gm = steady.GM
+    gm = loop_races.GM
     tile = (gm, 0, 64, True, 64)  # a 64-byte window moving 64 bytes a trip
-    assert steady._meet(tile, tile, 100) is None  # next to its neighbours, never on them
-    assert steady._meet(tile, (gm, 64, 128, False, 64), 100) is None  # what it moves on to, later still
-    assert steady._meet((gm, 128, 192, True, 64), (gm, 0, 64, False, 64), 100) == 2  # two trips later
-    assert steady._meet((gm, 0, 64, True, 0), (gm, 32, 96, False, 0), 100) == 1  # fixed bytes: every trip
-    with pytest.raises(steady._Fail):  # windows moving at different rates over the same bytes
-        steady._meet((gm, 0, 64, True, 64), (gm, 0, 64, False, 128), 100)
-    assert list(steady._skipped_ranges(0, 64, 64, 3)) == [(64, 256)]
-    assert list(steady._skipped_ranges(0, 64, 128, 2)) == [(128, 192), (256, 320)]
-    assert list(steady._skipped_ranges(0, 64, -32, 2)) == [(-64, 32)]
+    assert loop_races._meet(tile, tile, 100) is None  # next to its neighbours, never on them
+    assert loop_races._meet(tile, (gm, 64, 128, False, 64), 100) is None  # what it moves on to, later still
+    assert loop_races._meet((gm, 128, 192, True, 64), (gm, 0, 64, False, 64), 100) == 2  # two trips later
+    assert loop_races._meet((gm, 0, 64, True, 0), (gm, 32, 96, False, 0), 100) == 1  # fixed bytes: every trip
+    with pytest.raises(loop_races.Unshown):  # windows moving at different rates over the same bytes
+        loop_races._meet((gm, 0, 64, True, 64), (gm, 0, 64, False, 128), 100)
+    assert list(loop_races._skipped_ranges(0, 64, 64, 3)) == [(64, 256)]
+    assert list(loop_races._skipped_ranges(0, 64, 128, 2)) == [(128, 192), (256, 320)]
+    assert list(loop_races._skipped_ranges(0, 64, -32, 2)) == [(-64, 32)]
 
 
 def test_a_trip_step_of_values_moves_ints_only():
     delta = steady._delta((3, (64, 0), "x", 1.5), (3, (32, 0), "x", 1.5))
     assert delta == (None, (32, None), None, None)
-    assert steady._add((3, (64, 0), "x", 1.5), delta, 2) == (3, (128, 0), "x", 1.5)
+    assert steady._series((3, (64, 0), "x", 1.5), delta, 2) == [(3, (96, 0), "x", 1.5), (3, (128, 0), "x", 1.5)]
     for now, before in ((0.0, -0.0), (True, False), ("a", "b")):
         with pytest.raises(steady._Fail):
             steady._delta((now,), (before,))
