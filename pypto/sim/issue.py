@@ -5,6 +5,7 @@ valid extents, the byte ranges it touches, and its cost from the SoC table."""
 from __future__ import annotations
 
 import math
+import weakref
 
 import attrs
 
@@ -128,9 +129,8 @@ class Issuer:
         self.unwritten = unwritten
         self.pending = 0  # scalar cycles spent since the last issue
         self.steady = False  # yield a Boundary at the top of each trip of a uniform loop
-        # keyed by id: the program holds every node as long as its issuer runs
-        self.fns: dict[int, object] = {}  # id(expression) -> its closure
-        self.plans: dict[int, tuple] = {}  # id(instruction) -> how to prepare it
+        # made once per program, whatever launch runs it (``_prepared``)
+        self.fns, self.plans = _prepared(program)
 
     def stream(self):
         """The issued instructions, in order, made as the consumer asks for them: a long
@@ -138,14 +138,15 @@ class Issuer:
         return self.block(self.program.body, ())
 
     def eval(self, e):
-        return self.compiled(e)()
+        return self.compiled(e)(self.env)
 
     def compiled(self, e):
-        """``e`` as a closure over the scalar environment, made once per expression node:
-        the scalar unit evaluates the same address and extent expressions every trip."""
+        """``e`` as a function of the scalar environment, made once per expression node:
+        the scalar unit evaluates the same address and extent expressions every trip, and
+        every launch of the program."""
         fn = self.fns.get(id(e))
         if fn is None:
-            fn = self.fns[id(e)] = _closure(e, self.env)
+            fn = self.fns[id(e)] = _closure(e)
         return fn
 
     def block(self, body, path: tuple):
@@ -202,23 +203,24 @@ class Issuer:
     # ------------------------------------------------------------------ instructions
 
     def buf_fn(self, b: Buf, span):
-        """A closure giving ``b``'s concrete buffer now: the static parts computed once."""
+        """A function of the environment giving ``b``'s concrete buffer: the static parts
+        computed once."""
         shape, space, dtype, tile, nbytes = tuple(b.shape), b.space, b.dtype, b.tile, b.nbytes
         addr = self.compiled(b.addr)
         valid = None if b.valid is None else [self.compiled(v) for v in b.valid]
         region = b.region
         slot = None if region is None else self.compiled(region.slot)
 
-        def concrete() -> ConcreteBuf:
+        def concrete(env) -> ConcreteBuf:
             if slot is not None:
-                k = int(slot())
+                k = int(slot(env))
                 if not 0 <= k < region.slots:  # it would land in a neighbour's bytes
                     raise SimulatorError(
                         f"tile '{tile}' takes slot {k} of pl.MemRef(\"{region.name}\", slots={region.slots}), "
                         f"which has slots 0..{region.slots - 1}",
                         span=span, hint="index the MemRef with a value in range, e.g. i % slots")
-            extents = shape if valid is None else tuple(int(v()) for v in valid)
-            return ConcreteBuf(space, int(addr()), shape, dtype, extents, tile, nbytes)
+            extents = shape if valid is None else tuple(int(v(env)) for v in valid)
+            return ConcreteBuf(space, int(addr(env)), shape, dtype, extents, tile, nbytes)
 
         return concrete
 
@@ -232,21 +234,22 @@ class Issuer:
                     makers.append((p.name, self.buf_fn(a, ins.span)))
                 elif isinstance(a, tuple):
                     parts = [self.compiled(x) for x in a]
-                    makers.append((p.name, lambda parts=parts: tuple(f() for f in parts)))
+                    makers.append((p.name, lambda env, parts=parts: tuple(f(env) for f in parts)))
                 elif isinstance(a, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
                     makers.append((p.name, self.compiled(a)))
                 else:  # a TensorArg or a static value
-                    makers.append((p.name, lambda a=a: a))
+                    makers.append((p.name, lambda env, a=a: a))
             dst = self.buf_fn(ins.dst, ins.span) if ins.dst is not None else None
             got = self.plans[id(ins)] = (makers, dst)
         return got
 
     def prepare(self, ins: Instr, d: Dyn) -> None:
         makers, dst_fn = self.plan(ins)
-        args = {name: make() for name, make in makers}
+        env = self.env
+        args = {name: make(env) for name, make in makers}
         d.args = args
         bufs = [v for v in args.values() if isinstance(v, ConcreteBuf)]
-        dst = dst_fn() if dst_fn is not None else None
+        dst = dst_fn(env) if dst_fn is not None else None
         for b in bufs:
             d.accesses.append(((self.core, b.space), b.addr, b.addr + b.nbytes, False))
         if dst is not None:
@@ -272,33 +275,47 @@ class Issuer:
         return [(GM, lo, hi, write) for lo, hi in window_runs(self.tensors[tensor], offsets, extents)]
 
 
-def _closure(e, env: dict):
-    """An expression over the scalar environment as a closure reading ``env`` as it is then."""
+def _closure(e):
+    """An expression as a function of the scalar environment."""
     if isinstance(e, n.Const):
         value = e.value
-        return lambda: value
+        return lambda env: value
     if isinstance(e, n.Var):
         name = e.name
-        return lambda: env[name]
+        return lambda env: env[name]
     if isinstance(e, n.UnaryOp):
-        x = _closure(e.operand, env)
-        return (lambda: -x()) if e.op == "-" else (lambda: not x())
+        x = _closure(e.operand)
+        return (lambda env: -x(env)) if e.op == "-" else (lambda env: not x(env))
     if isinstance(e, n.BinOp):
-        a, b = _closure(e.lhs, env), _closure(e.rhs, env)
+        a, b = _closure(e.lhs), _closure(e.rhs)
         if e.op == "and":
-            return lambda: a() and b()
+            return lambda env: a(env) and b(env)
         if e.op == "or":
-            return lambda: a() or b()
+            return lambda env: a(env) or b(env)
         f, op = OPERATORS[e.op], e.op
         if op in ("//", "%"):
-            def divide():
-                x, y = a(), b()
+            def divide(env):
+                x, y = a(env), b(env)
                 if y == 0:
                     raise SimulatorError(f"division by zero in '{op}' on the scalar unit")
                 return f(x, y)
             return divide
-        return lambda: f(a(), b())
+        return lambda env: f(a(env), b(env))
     raise TypeError(e)
+
+
+# per program (by id, while it lives): its expressions' functions and its instructions' plans
+_PREPARED: dict[int, tuple] = {}
+
+
+def _prepared(program: Program) -> tuple:
+    """(id(expression) -> function, id(instruction) -> plan) of a program, kept while it
+    lives (its nodes with it, so their ids stay theirs)."""
+    got = _PREPARED.get(id(program))
+    if got is None or got[0]() is not program:
+        ident = id(program)
+        got = _PREPARED[ident] = (weakref.ref(program, lambda _: _PREPARED.pop(ident, None)), {}, {})
+    return got[1], got[2]
 
 
 def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
