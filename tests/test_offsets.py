@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import pypto.language as pl
 from pypto.backend import A2A3
 from pypto.codegen.isa import Instr, Loop, ScalarAssign
+from pypto.errors import PyptoError
 from pypto.fuzz.data import bits_equal
 from pypto.ir import nodes as n
 from pypto.sim import offsets
@@ -46,6 +47,20 @@ def first_into_band(x: pl.InOut[pl.Tensor], i: pl.Scalar[pl.INDEX]):
 def long_band(a: pl.Tensor, out: pl.Out[pl.Tensor], i: pl.Scalar[pl.INDEX]):
     for k in pl.range(32):  # fast-forwarded: its trips are one effect, which moves by more than ints
         pl.store(pl.exp(pl.load(a, [i * R, k * 4], [R, 4 * 16])), [i * R, 0], out)
+    return out
+
+
+@pl.jit.incore
+def spill(a: pl.Tensor, z: pl.InOut[pl.Tensor], x: pl.Out[pl.Tensor], i: pl.Scalar[pl.INDEX]):
+    t = pl.load(a, [0, 0], [R, 64])
+    pl.store(t, [i * R, 0], x)
+    pl.store(pl.add(pl.load(z, [0, 0], [R, 64]), t), [0, 0], z)
+    return z, x
+
+
+@pl.jit.incore
+def twice(a: pl.Tensor, out: pl.Out[pl.Tensor], i: pl.Scalar[pl.INDEX]):
+    pl.store(pl.add(pl.load(a, [i * R, 0], [R, 64]), pl.load(a, [2 * R, 0], [R, 64])), [0, 0], out)
     return out
 
 
@@ -97,6 +112,40 @@ def test_a_window_out_of_range_for_one_value_fails_as_simulating_it_does():
     with pytest.raises(Exception) as alone:
         _direct(kernel, (a, out, 63, 0))
     assert type(shared.value) is type(alone.value) and str(shared.value) == str(alone.value)
+
+
+def _outcome(kernel, timeline_of, args):
+    """What a launch gives: its figures — or its error, at simulate or apply time."""
+    try:
+        timeline = timeline_of(args)
+        apply(timeline, Launch(kernel, args).tensors())
+        return "ok", timeline.cycles, timeline.footprint
+    except PyptoError as exc:
+        return type(exc).__name__, str(exc)
+
+
+def test_a_window_moved_out_of_its_tensor_onto_anothers_bytes_is_that_values_hazard():
+    # x and z are neighbours in one storage: x's store moved past its end lands on z
+    def args(i):
+        base = torch.zeros(5 * R, 64)
+        return (torch.randn(R, 64), base[4 * R:], base[:4 * R], i)
+
+    (kernel,) = spill.compile(*args(0)).kernels.values()
+    _timelines(kernel).clear()
+    for i in (0, 1, 4):
+        alone = _outcome(kernel, lambda a: simulate_together((Launch(kernel, a),), A2A3), args(i))
+        shared = _outcome(kernel, lambda a: simulate(kernel, a, A2A3), args(i))
+        assert shared == alone, i
+    assert alone[0] == "SimulatorHazard"
+
+
+def test_windows_that_meet_at_one_value_are_listed_once_as_simulating_it_does():
+    a = torch.randn(4 * R, 64)
+    (kernel,) = twice.compile(a, torch.zeros(R, 64), 0).kernels.values()
+    _timelines(kernel).clear()
+    for i in (0, 1, 2):
+        args = (a, torch.zeros(R, 64), i)
+        assert simulate(kernel, args, A2A3).footprint == simulate_together((Launch(kernel, args),), A2A3).footprint
 
 
 def test_views_of_one_storage_moving_apart_are_simulated_per_value():

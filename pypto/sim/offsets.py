@@ -208,4 +208,14 @@ class Family:
                 prints = [_moved(f, d, by) for f, d in zip(prints, moves)]
         moved = copy.copy(base.steps)
         moved.steps = [(t, launch, v) for (t, launch, _), v in zip(base.steps.steps, steps)]
-        return attrs.evolve(base, steps=moved, footprint=tuple(prints))
+        # each window once, as a simulation keeps them (two may meet at this value)
+        return attrs.evolve(base, steps=moved, footprint=tuple(dict.fromkeys(prints)))
+
+
+def inside(footprint, tensors: dict) -> bool:
+    """Whether every window of a footprint lies inside its tensor (one launch's)."""
+    for _, param, _, offs, extents in footprint:
+        shape = tensors[param].shape
+        if any(o < 0 or o + e > d for o, e, d in zip(offs, extents, shape)):
+            return False
+    return True

@@ -244,7 +244,12 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
         cache.moving = {}
         cache.pop(key)
         return simulate(kernel, args, soc, unsafe=unsafe, cluster=cluster, lane=lane, block=block, blocks=blocks)
-    return entry.at(moving)
+    timeline = entry.at(moving)
+    if not offsets.inside(timeline.footprint, Launch(kernel, args).tensors()):
+        # a window moved out of its tensor may land on another's bytes: this value's
+        # hazards are its own (and its out-of-range store is said where it is)
+        return at()
+    return timeline
 
 
 def _kept(entry) -> Timeline:

@@ -90,15 +90,16 @@ def plan(entries, steps, trips: int, tensors: dict):
             return None
         ops.append(op)
         if kind[0] == "into":
-            numel = max(numel, *(_numel(steps.buffers[i][1]) for i in (*reads, *writes)))
+            sizes = [_numel(steps.buffers[i][1]) for i in (*reads, *writes)]
+            if any(size % _VECTOR_BLOCK for size in sizes):
+                return None  # a tile's scalar tail would fall elsewhere in a batch
+            numel = max(numel, *sizes)
     written = {i for t, v, _ in entries for i in _buffers(t.batch, v)[1]}
     if not _private(entries, steps):
         return None
     per_trip = sum(steps.buffers[i][1].nbytes for i in written) or 1
     chunk = max(1, min(trips, _CHUNK_BYTES // per_trip))
     if numel:
-        if numel % _VECTOR_BLOCK:
-            return None
         chunk = max(1, min(chunk, (_GRAIN - 1) // numel))
     return ops, chunk
 
