@@ -167,7 +167,7 @@ class _Jump:
             entries = [(template, varying, delta) for template, _, varying, delta in self.steps]
             launch = self.steps[0][1]
             batched = Trips.plan(entries, rec.steps, trips, rec.steps.tensors[launch]) if self.races.gm_apart() else None
-            ops, chunk = batched or (None, 1)
+            ops, chunk = batched or (None, (1, 1))
             columns = None if ops else [_series(varying, delta, trips) for _, varying, delta in entries]
             rec.steps.steps.append((Trips.perform, launch, Trips.Trips(entries, trips, columns, ops, chunk)))
         seen = rec.footprint.seen

@@ -19,7 +19,7 @@ from pypto.sim.semantics import OutOfRange, window
 from pypto.sim.views import span_of
 
 _CHUNK_BYTES = 1 << 20  # the stacked buffers of one batch: a cache's worth
-_GRAIN = 32768  # torch computes an elementwise op of fewer elements on one thread
+_GRAIN = 32768  # torch computes an elementwise op of fewer elements on one thread (the simulator runs on one: execute)
 _VECTOR_BLOCK = 64  # elements: a multiple of torch's vector loop step, in every dtype and ISA
 
 
@@ -30,7 +30,7 @@ class Trips:
 
     __slots__ = ("entries", "trips", "columns", "plan", "chunk")
 
-    def __init__(self, entries, trips: int, columns, plan=None, chunk: int = 1):
+    def __init__(self, entries, trips: int, columns, plan=None, chunk: tuple = (1, 1)):
         self.entries, self.trips, self.columns, self.plan, self.chunk = entries, trips, columns, plan, chunk
 
 
@@ -43,10 +43,13 @@ def perform(views, tensors, memories, buffers, block: Trips) -> None:
                 template(views, tensors, memories, buffers, varying)
         return
     stacks = _Stacks()
-    for j0 in range(1, block.trips + 1, block.chunk):
-        count = min(block.chunk, block.trips + 1 - j0)
+    # windows move affinely: all trips fit where the first and the last do
+    every = all(fits(views, tensors, 1, block.trips) for fits, _ in block.plan)
+    chunk = block.chunk[0] if torch.get_num_threads() == 1 else block.chunk[1]
+    for j0 in range(1, block.trips + 1, chunk):
+        count = min(chunk, block.trips + 1 - j0)
         stacks = _Stacks()
-        if all(fits(views, tensors, j0, count) for fits, _ in block.plan):
+        if every or all(fits(views, tensors, j0, count) for fits, _ in block.plan):
             for _, run in block.plan:
                 run(views, tensors, stacks, j0, count)
             continue
@@ -69,7 +72,7 @@ def _moved(value, delta, trips: int):
 
 
 def plan(entries, steps, trips: int, tensors: dict):
-    """(batched ops, trips per batch) for ``entries`` over Steps ``steps`` and the launch's
+    """(batched ops, trips per batch (on one thread, on more)) for ``entries`` over Steps ``steps`` and the launch's
     GM ``tensors``, or None where the trips cannot batch on-chip (GM is the caller's to
     show apart: ``steady``)."""
     ops, numel = [], 0
@@ -99,9 +102,9 @@ def plan(entries, steps, trips: int, tensors: dict):
         return None
     per_trip = sum(steps.buffers[i][1].nbytes for i in written) or 1
     chunk = max(1, min(trips, _CHUNK_BYTES // per_trip))
-    if numel:
-        chunk = max(1, min(chunk, (_GRAIN - 1) // numel))
-    return ops, chunk
+    # on more than one thread torch splits an op at its grain, maybe inside a tile
+    threaded = max(1, min(chunk, (_GRAIN - 1) // numel)) if numel else chunk
+    return ops, (chunk, threaded)
 
 
 def _numel(b) -> int:
