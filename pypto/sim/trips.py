@@ -18,7 +18,7 @@ import torch
 from pypto.sim.semantics import OutOfRange, window
 from pypto.sim.views import span_of
 
-_CHUNK_BYTES = 1 << 20  # the stacked buffers of one batch: a cache's worth
+_CHUNK_BYTES = 1 << 19  # the stacked buffers of one batch: a cache's worth
 _GRAIN = 32768  # torch computes an elementwise op of fewer elements on one thread (the simulator runs on one: execute)
 _VECTOR_BLOCK = 64  # elements: a multiple of torch's vector loop step, in every dtype and ISA
 
