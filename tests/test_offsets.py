@@ -64,6 +64,17 @@ def twice(a: pl.Tensor, out: pl.Out[pl.Tensor], i: pl.Scalar[pl.INDEX]):
     return out
 
 
+BLOCKS = 16
+
+
+@pl.jit
+def blocks(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.spmd(BLOCKS):
+        i = pl.tile.get_block_idx()
+        pl.store(pl.exp(pl.load(a, [i * R, 0], [R, C])), [i * R, 0], out)
+    return out
+
+
 def _kernel():
     kernel, a, out = _compiled()
     return kernel, a, out.clone()
@@ -157,6 +168,20 @@ def test_views_of_one_storage_moving_apart_are_simulated_per_value():
     tensors = {"a": a, "out": out}
     assert not offsets.shifts(moving["i"], tensors, {"a": 0, "out": 0})
     assert offsets.shifts(moving["j"], tensors, {"a": 0, "out": 0})  # j moves both alike
+
+
+def test_the_blocks_of_an_spmd_task_share_one_timeline(monkeypatch):
+    import pypto.sim.simulator as sim
+
+    a, out = torch.randn(BLOCKS * R, C), torch.zeros(BLOCKS * R, C)
+    compiled = blocks.compile(a, out)
+    calls = []
+    real = sim.simulate_together
+    monkeypatch.setattr(sim, "simulate_together", lambda *args, **kw: calls.append(1) or real(*args, **kw))
+    report = compiled.run(a, out)
+    assert torch.equal(out, torch.exp(a))
+    assert len(calls) == 2  # block 0, and block 1 to learn how a block's effects move
+    assert len(report.tasks) == BLOCKS
 
 
 def test_a_window_moving_against_a_fixed_one_of_the_same_tensor_is_not_shared():

@@ -28,14 +28,13 @@ class _Reaches(Exception):
     """The scalar reaches something other than an offset, or not affinely."""
 
 
-def moving(kernel) -> dict:
-    """Scalar parameter -> the (tensor parameter, per-axis coefficients, writes) of every
-    load and store (coefficients 0 where it does not move them), for every parameter that
-    only moves offsets and moves some."""
+def moving(kernel, registers=()) -> dict:
+    """Scalar parameter (or one of ``registers``, core registers its programs read) -> the
+    (tensor parameter, per-axis coefficients, writes) of every load and store (coefficients
+    0 where it does not move them), for every one that only moves offsets and moves some."""
     out = {}
-    for name, t in kernel.params:
-        if isinstance(t, TensorType):
-            continue
+    names = [name for name, t in kernel.params if not isinstance(t, TensorType)] + list(registers)
+    for name in names:
         uses: list = []
         try:
             for program in kernel.programs:

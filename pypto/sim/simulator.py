@@ -219,15 +219,17 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     cache = _timelines(kernel)
     if cache.reads_registers is None:
         cache.reads_registers = _reads_block_registers(kernel)
-        cache.moving = offsets.moving(kernel)
-    registers = (block, blocks) if cache.reads_registers else ()
-    moving = {} if unsafe else _moving_values(kernel, args, cache.moving)
+        # an SPMD block's index is a scalar like any: it may only move windows
+        cache.moving = offsets.moving(kernel, (_BLOCK_IDX,) if cache.reads_registers else ())
+    moving = {} if unsafe else _moving_values(kernel, args, cache.moving, block)
+    registers = ("moving" if _BLOCK_IDX in moving else block, blocks) if cache.reads_registers else ()
     key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args, moving)
     entry = cache.pop(key, None)  # the most recently used go last
 
     def at(values=None):  # the launch with these values of its moving scalars
         moved = args if values is None else tuple(values.get(p, a) for (p, _), a in zip(kernel.params, args))
-        return simulate_together((Launch(kernel, moved, cluster, lane, block, blocks),), soc, unsafe=unsafe)
+        b = block if values is None else values.get(_BLOCK_IDX, block)
+        return simulate_together((Launch(kernel, moved, cluster, lane, b, blocks),), soc, unsafe=unsafe)
 
     if entry is None:
         timeline = at()
@@ -256,8 +258,9 @@ def _kept(entry) -> Timeline:
     return entry.timeline if isinstance(entry, offsets.Family) else entry
 
 
-def _moving_values(kernel: Kernel, args: tuple, moving: dict) -> dict:
-    """The values of the scalars that only move this launch's GM windows (``offsets``)."""
+def _moving_values(kernel: Kernel, args: tuple, moving: dict, block: int) -> dict:
+    """The values of the scalars that only move this launch's GM windows (``offsets``),
+    its block index among them."""
     if not moving:
         return {}
     params = [p for p, _ in kernel.params]
@@ -265,7 +268,7 @@ def _moving_values(kernel: Kernel, args: tuple, moving: dict) -> dict:
     groups = dict(zip(tensors, overlap_groups(list(tensors.values()))))
     out = {}
     for name, uses in moving.items():
-        value = args[params.index(name)]
+        value = block if name == _BLOCK_IDX else args[params.index(name)]
         if type(value) is int and offsets.shifts(uses, tensors, groups):
             out[name] = value
     return out
@@ -279,6 +282,7 @@ def _reads_block_registers(kernel: Kernel) -> bool:
 
 _REGISTERS = frozenset(BLOCK_REGISTERS.values())
 _BLOCK_NAMES = (BLOCK_REGISTERS["tile.get_block_idx"], BLOCK_REGISTERS["tile.get_block_num"])
+_BLOCK_IDX = _BLOCK_NAMES[0]
 
 
 def _placement(kernel: Kernel, args: tuple, moving: dict | None = None) -> tuple:
