@@ -80,7 +80,7 @@ def _body(body, forms: dict, assigned: set, env: dict, periods: list) -> None:
             if AtomicType.Add in node.args:
                 raise _Moving
             for p, a in zip(lookup(node.op).params, node.args):
-                for e in _exprs(a):
+                for e in exprs(a):
                     if p.name != "offsets":
                         periods.append(_repeating(e, forms, assigned, env))
                         continue
@@ -89,7 +89,7 @@ def _body(body, forms: dict, assigned: set, env: dict, periods: list) -> None:
                     if type(drift) is not int or not isinstance(f, _Periodic) and type(f[0]) is not int:
                         raise _Moving
                     periods.append(period)
-            for e in _exprs(node.dst):
+            for e in exprs(node.dst):
                 periods.append(_repeating(e, forms, assigned, env))
 
 
@@ -101,8 +101,8 @@ def _repeating(e, forms, assigned, env) -> int:
     return period
 
 
-def _exprs(a):
-    """The expressions an argument evaluates."""
+def exprs(a):
+    """The expressions an instruction's argument (or destination) evaluates."""
     if isinstance(a, Buf):
         yield a.addr
         yield from a.valid or ()
@@ -110,7 +110,7 @@ def _exprs(a):
             yield a.region.slot
     elif isinstance(a, tuple):
         for x in a:
-            yield from _exprs(x)
+            yield from exprs(x)
     elif isinstance(a, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
         yield a
 

@@ -15,12 +15,9 @@ often — and a hazard in a fast-forwarded run is simulated again, trip by trip.
 
 from __future__ import annotations
 
+from pypto.sim.drift import Unshown
 from pypto.sim.happens import ordered
 from pypto.sim.issue import GM, Dyn
-
-
-class Unshown(Exception):
-    """What cannot be shown here: the loop is simulated trip by trip."""
 
 
 _Fail = Unshown

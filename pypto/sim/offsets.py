@@ -17,8 +17,11 @@ import copy
 
 import attrs
 
-from pypto.codegen.isa import Buf, Cond, Instr, Loop, ScalarAssign, SetFlag, TensorArg, WaitFlag
+from pypto.codegen.isa import Cond, Instr, Loop, ScalarAssign, SetFlag, TensorArg, WaitFlag
 from pypto.errors import PyptoError
+from pypto.sim.affine import exprs
+from pypto.sim import drift
+from pypto.sim.drift import Unshown
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.types import TensorType
@@ -93,9 +96,9 @@ def _walk(body, p: str, coef: dict, uses: list) -> None:
                 if param.name == "offsets" and node.op in _MOVED and isinstance(a, tuple):
                     moved = tuple(_coef(e, p, coef) for e in a)
                     continue
-                for e in _exprs(a):
+                for e in exprs(a):
                     _still(e, p, coef)
-            for e in _exprs(node.dst):
+            for e in exprs(node.dst):
                 _still(e, p, coef)
             if moved is not None:  # every GM access, moved or not: how they overlap is what must not change
                 tensor = next(a.name for a in node.args if isinstance(a, TensorArg))
@@ -103,19 +106,6 @@ def _walk(body, p: str, coef: dict, uses: list) -> None:
 
 
 _MOVED = ("tile.load", "tile.store")  # the ops whose offsets place a GM window
-
-
-def _exprs(a):
-    if isinstance(a, Buf):
-        yield a.addr
-        yield from a.valid or ()
-        if a.region is not None:
-            yield a.region.slot
-    elif isinstance(a, tuple):
-        for x in a:
-            yield from _exprs(x)
-    elif isinstance(a, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
-        yield a
 
 
 def _still(e, p, coef) -> None:
@@ -165,8 +155,6 @@ class Family:
         """Learn each scalar's deltas from ``simulate_at(values)`` (the timeline with those
         values of the moving scalars), one unit on from the first; False where a timeline
         does not move only in ints."""
-        from pypto.sim.steady import _delta, _Fail
-
         base = self.timeline
         if base.steps is None or any(not isinstance(v, tuple) for _, _, v in base.steps.steps):
             return False  # unsafe, or a fast-forwarded loop's trips (one effect of their own)
@@ -184,17 +172,15 @@ class Family:
                 for (t0, l0, v0), (t1, l1, v1) in zip(base.steps.steps, other.steps.steps):
                     if l0 != l1 or t0 is not t1 and getattr(t0, "template_key", 0) != getattr(t1, "template_key", 1):
                         return False
-                    effects.append(_delta(v1, v0))
-                prints = [_delta(b, a) for a, b in zip(base.footprint, other.footprint)]
-            except _Fail:
+                    effects.append(drift.delta(v1, v0))
+                prints = [drift.delta(b, a) for a, b in zip(base.footprint, other.footprint)]
+            except Unshown:
                 return False
             self.steps[name] = (effects, prints)
         return True
 
     def at(self, values: dict):
         """The timeline for these values of the moving scalars."""
-        from pypto.sim.trips import _moved
-
         if values == self.values:
             return self.timeline
         base = self.timeline
@@ -203,8 +189,8 @@ class Family:
         for name, (deltas, moves) in self.steps.items():
             by = values[name] - self.values[name]
             if by:
-                steps = [_moved(v, d, by) for v, d in zip(steps, deltas)]
-                prints = [_moved(f, d, by) for f, d in zip(prints, moves)]
+                steps = [drift.moved(v, d, by) for v, d in zip(steps, deltas)]
+                prints = [drift.moved(f, d, by) for f, d in zip(prints, moves)]
         moved = copy.copy(base.steps)
         moved.steps = [(t, launch, v) for (t, launch, _), v in zip(base.steps.steps, steps)]
         # each window once, as a simulation keeps them (two may meet at this value)

@@ -15,7 +15,9 @@ Anything not shown and the loop is simulated trip by trip, as it is unless a sta
 from __future__ import annotations
 
 from pypto.sim import trips as Trips
-from pypto.sim.loop_races import LoopRaces, Unshown, moving
+from pypto.sim import drift
+from pypto.sim.drift import Unshown
+from pypto.sim.loop_races import LoopRaces, moving
 from pypto.sim.schedule import Move
 
 # trips compared before a loop is left to run trip by trip: a loop not steady by then rarely becomes so
@@ -145,12 +147,12 @@ class _Jump:
             t0, l0, v0 = steps[order_prev[key]]
             if t0 is not template or l0 != launch:
                 raise _Fail
-            self.steps.append((template, launch, varying, _delta(varying, v0)))
+            self.steps.append((template, launch, varying, drift.delta(varying, v0)))
             n_base += 1
             if d.gm is not None:
                 key = footprint.key(d, args)
                 if key is not None:
-                    self.prints.append((key, _delta(key, footprint.key(p[0], p[3]))))
+                    self.prints.append((key, drift.delta(key, footprint.key(p[0], p[3]))))
             if accesses:
                 self.touches.append((d, vc, moving(accesses, p[2])))
 
@@ -168,11 +170,11 @@ class _Jump:
             launch = self.steps[0][1]
             batched = Trips.plan(entries, rec.steps, trips, rec.steps.tensors[launch]) if self.races.gm_apart() else None
             ops, chunk = batched or (None, (1, 1))
-            columns = None if ops else [_series(varying, delta, trips) for _, varying, delta in entries]
+            columns = None if ops else [drift.series(varying, delta, trips) for _, varying, delta in entries]
             rec.steps.steps.append((Trips.perform, launch, Trips.Trips(entries, trips, columns, ops, chunk)))
         seen = rec.footprint.seen
         for key, delta in self.prints:
-            seen.update(dict.fromkeys(_series(key, delta, trips)))
+            seen.update(dict.fromkeys(drift.series(key, delta, trips)))
         end = 0
         for d, *_ in base.seen:
             rec.busy[(d.core.name, d.pipe.value)] += trips * d.cost
@@ -226,39 +228,3 @@ def _moved_on(s1, s2, trips: int) -> Move:
         flags.append(f)
     move.flags = flags
     return move
-
-
-# ----------------------------------------------------------------------------- steps of values
-
-
-def _delta(now, before):
-    """What moves ``before`` to ``now`` each trip: per int its difference, None where
-    nothing moves; _Fail for anything else that differs."""
-    if now is before:
-        return None
-    if type(now) is int and type(before) is int:
-        return now - before or None
-    if type(now) is tuple and type(before) is tuple and len(now) == len(before):
-        parts = tuple(_delta(a, b) for a, b in zip(now, before))
-        return None if all(p is None for p in parts) else parts
-    if type(now) is type(before) and type(now) is not float and _equal(now, before):
-        return None
-    if type(now) is float and type(before) is float and now.hex() == before.hex():
-        return None
-    raise _Fail
-
-
-def _equal(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # an object with no equality (a tensor): not shown the same
-        return False
-
-
-def _series(value, delta, trips: int) -> list:
-    """``value`` moved on by 1, 2, .. ``trips`` steps of ``delta``."""
-    if delta is None:
-        return [value] * trips
-    if type(delta) is int:
-        return list(range(value + delta, value + delta * (trips + 1), delta))
-    return list(zip(*(_series(v, d, trips) for v, d in zip(value, delta))))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from pypto.sim import drift
 from pypto.sim.semantics import OutOfRange, window
 from pypto.sim.views import span_of
 
@@ -57,18 +58,10 @@ def perform(views, tensors, memories, buffers, block: Trips) -> None:
         # trip, nothing of them done yet, to fail where they fail
         for j in range(j0, j0 + count):
             for template, varying, delta in block.entries:
-                template(views, tensors, memories, buffers, _moved(varying, delta, j))
+                template(views, tensors, memories, buffers, drift.moved(varying, delta, j))
         stacks = _Stacks()
     for i, stack in stacks.items():  # the buffers as the last trip leaves them
         views[i].copy_(stack[-1])
-
-
-def _moved(value, delta, trips: int):
-    if delta is None:
-        return value
-    if type(delta) is int:
-        return value + trips * delta
-    return tuple(_moved(v, d, trips) for v, d in zip(value, delta))
 
 
 def plan(entries, steps, trips: int, tensors: dict):
