@@ -132,3 +132,35 @@ def test_the_result_of_a_kernel_that_returns_its_out_argument_is_writable():
         a, out = torch.randn(R, C), torch.zeros(R, C)
         k(a, out, config=RunConfig(platform=platform))
         assert torch.equal(out[8:], torch.exp(a[8:])) and torch.equal(out[:8], a[:8])
+
+
+_DUMP = '''
+import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 128], pl.FP32], s: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+        t: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(a, [0, 0], [16, 128])
+        for i, (d,) in pl.range(2, init_values=(out,)):
+            d_1: pl.Tensor[[16, 128], pl.FP32] = pl.tile.store(t, [0, 0], d)
+            w: pl.Tensor[[16, 128], pl.FP32] = a
+            d_2 = pl.yield_(w)
+        return out
+'''
+
+
+def test_the_check_is_a_function_over_the_ir():
+    """Dump text is read as printed (no check while parsing); the same check then finds
+    the write on the loop's second iteration, naming the store."""
+    from pypto.ir.tensors import Sources
+    from pypto.lang import parse
+    from pypto.lang.permissions import check_writes
+
+    fn = parse(_DUMP).functions[0]
+    assert Sources(fn).leaves("d") == {"out", "a"} and Sources(fn).leaves("w") == {"a"}
+    with pytest.raises(TypeCheckError, match="tile.store writes its 'output_tensor', which is 'd', and on some "
+                                             "path 'd' is the input parameter 'a'") as info:
+        check_writes(fn, {}, {"d": "d", "a": "a"})
+    assert info.value.span.line == 10 and "a: pl.InOut" in str(info.value)
+

@@ -121,12 +121,15 @@ Expr = Var | Const | BinOp | UnaryOp
 class Call:
     op: str
     args: tuple = attrs.field(converter=tuple)
+    span: Span | None = _span_field()  # where the source calls it (checks over the IR name it)
 
 
 @attrs.frozen
 class FuncCall:
     callee: str
     args: tuple = attrs.field(converter=tuple)
+    # where the source writes each argument (a check of what the callee writes names one)
+    arg_spans: tuple = _span_field()
 
 
 @attrs.frozen

@@ -49,7 +49,7 @@ _FIELDS: dict[type, tuple | bool] = {}  # class -> the fields the rewriter desce
 def _fields(cls) -> tuple | bool:
     if not attrs.has(cls):
         return False
-    return tuple(f.name for f in attrs.fields(cls) if f.name != "span")
+    return tuple(f.name for f in attrs.fields(cls) if f.eq)  # spans are not children
 
 
 def substitute(node, mapping: dict[str, object]):

@@ -8,8 +8,11 @@ come from, under a new SSA name.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+
 from pypto.ir import nodes as n
-from pypto.ir.ops import lookup
+from pypto.ir.ops import argument, lookup
 from pypto.ir.types import TensorType
 
 
@@ -71,3 +74,63 @@ def _block(body, roots: dict) -> None:
                         roots[b.name] = found.pop()
         elif isinstance(stmt, n.BLOCKS):
             _block(stmt.body, roots)
+
+
+class Sources:
+    """Which tensors each tensor-typed name of a function may be, on some path: unlike
+    ``tensor_roots`` (the one tensor a name is on every path), an if's result may be either
+    branch's value, a loop's carried value its init or whatever the body hands on, and a
+    window is a view of the tensor it slices. ``leaves`` are the tensors with no source of
+    their own: parameters, and tensors the function computes."""
+
+    def __init__(self, fn: n.Function, returned: Callable[[str], int | None] = lambda callee: None):
+        # returned(callee): the index of the parameter a kernel returns (it returns the
+        # tensor it was handed to write), or None
+        self._types = n.symbols(fn)
+        self._edges: dict[str, set[str]] = {}
+        self._returned = returned
+        for stmt in n.walk_stmts(fn.body):
+            if isinstance(stmt, n.Assign):
+                self._add(stmt.target, self._source(stmt.value))
+            elif isinstance(stmt, n.For):
+                for a, y in itertools.zip_longest(stmt.iter_args, _yielded(stmt.body)):
+                    if a is not None:
+                        self._add(a.name, a.init)
+                        self._add(a.name, y)  # the next iteration sees what the body leaves
+                for a, b in zip(stmt.iter_args, stmt.results):
+                    self._add(b.name, n.Var(a.name))
+            elif isinstance(stmt, n.If):
+                for body in (stmt.then_body, stmt.else_body):
+                    for b, y in zip(stmt.results, _yielded(body)):
+                        self._add(b.name, y)
+
+    def _source(self, value):
+        if isinstance(value, n.Call):
+            op = lookup(value.op)
+            key = "x" if op.name == "tensor.slice" else op.writes_operand
+            return argument(value, key) if key is not None else None
+        if isinstance(value, n.FuncCall):
+            k = self._returned(value.callee)
+            return value.args[k] if k is not None else None
+        return value
+
+    def _add(self, name: str, e) -> None:
+        if isinstance(e, n.Var) and isinstance(self._types.get(e.name), TensorType):
+            self._edges.setdefault(name, set()).add(e.name)
+
+    def leaves(self, name: str) -> frozenset[str]:
+        out, seen, todo = set(), set(), [name]
+        while todo:
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            more = self._edges.get(x, set()) - {x}
+            if not more:
+                out.add(x)
+            todo.extend(more)
+        return frozenset(out)
+
+
+def _yielded(body) -> tuple:
+    return body[-1].values if body and isinstance(body[-1], n.Yield) else ()

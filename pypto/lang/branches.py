@@ -97,12 +97,9 @@ class Branches:
         self.env = outer_env
         for env in (then_env, else_env):
             self._drop(env, node, "if")
-        branch_values = [b[-1].values if names else () for b in (then_body, else_body)]
         for k, (x, t) in enumerate(zip(names, types)):
             ssa = self.fresh(x)
             self.types[ssa] = t
-            for values in branch_values:
-                self.derive(ssa, values[k])
             self.env[x] = ssa
             self.dropped.pop(x, None)
         results = [n.Binding(self.env[x], t) for x, t in zip(names, types)]

@@ -23,7 +23,6 @@ from pypto.ir.tensors import block_roots
 from pypto.ir.ops import UNIFIED, all_ops
 from pypto.ir.types import (
     FunctionType,
-    ParamDirection,
     ScalarType,
     TensorType,
     type_name,
@@ -32,7 +31,6 @@ from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.exprs import ExprConverter
 from pypto.lang.op_calls import OpCalls
-from pypto.lang.writes import Writes
 from pypto.backend import SoC
 
 @attrs.frozen
@@ -94,7 +92,7 @@ class ProgramHooks:
         raise conv.error(ParseError, node, "inline kernels are only available in @pl.jit source")
 
 
-class CallConverter(Writes, OpCalls, ExprConverter):
+class CallConverter(OpCalls, ExprConverter):
     def _is_builtin_call(self, node, name: str) -> bool:
         if not isinstance(node, ast.Call):
             return False
@@ -181,15 +179,11 @@ class CallConverter(Writes, OpCalls, ExprConverter):
         self.callees[callee.name] = callee
         for k, ((e, t), p) in enumerate(zip(args, callee.params)):
             if isinstance(t, ScalarType) and t != p.type:  # an integer the call converts (check_call_types)
-                ssa = self.fresh(p.name)
+                ssa = self.fresh(p.name, temp=True)
                 self.types[ssa] = p.type
                 self.emit(n.Assign(ssa, p.type, e, span=self.span(node.args[k])))
                 args[k] = (n.Var(ssa), p.type)
-        for (e, _), p, arg_node in zip(args, callee.params, node.args):
-            if p.direction is not ParamDirection.In:
-                self.check_writable(e, arg_node, f"'{callee.display}' writes its parameter '{p.name}' "
-                                                 f"(pl.{p.direction.name}), and this argument is")
-        call = n.FuncCall(callee.name, tuple(e for e, _ in args))
+        call = n.FuncCall(callee.name, tuple(e for e, _ in args), arg_spans=tuple(self.span(a) for a in node.args))
         if not callee.returns:
             return call, Nothing(callee.display)
         if len(callee.returns) == 1 and callee.returned_params and callee.returned_params[0] is not None:

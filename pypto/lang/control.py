@@ -142,7 +142,6 @@ class ControlFlow(Branches):
             ssa = self.fresh(name)
             self.types[ssa] = t
             iter_args.append(n.IterArg(ssa, t, init))
-            self.derive(ssa, init)
             return ssa
 
         for name, (init, t) in zip(header, inits):
@@ -192,9 +191,6 @@ class ControlFlow(Branches):
                 raise self.error(TypeCheckError, node,
                                  f"{what} '{name}' is {before} before the loop and {end} at the end of its body",
                                  hint=hint)
-        for a, e in zip(iter_args, body[-1].values if iter_args else ()):
-            self.derive(a.name, e)  # the next iteration may see the value the body leaves
-        self.recheck_writes()
         self.env = outer_env
         self._drop(body_env, node, "loop")
         line = node.lineno + self.source.line_offset
@@ -211,7 +207,6 @@ class ControlFlow(Branches):
         for name, a in zip(names, iter_args):
             ssa = self.fresh(name)
             self.types[ssa] = a.type
-            self.derive(ssa, n.Var(a.name))
             self.env[name] = ssa
             self.dropped.pop(name, None)
             results.append(n.Binding(ssa, a.type))

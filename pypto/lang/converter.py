@@ -21,7 +21,6 @@ from pypto.ir.ops import lookup
 from pypto.ir.types import (
     ArrayType,
     FunctionType,
-    ParamDirection,
     ScalarType,
     TensorType,
     TileType,
@@ -34,6 +33,7 @@ from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import Source
+from pypto.lang.permissions import check_writes
 from pypto.lang.placement import PlacementForms
 from pypto.lang.spmd import SpmdForms
 from pypto.lang.tasks import TaskForms
@@ -95,8 +95,11 @@ class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, Task
                 raise self.error(TypeCheckError, self.fdef.returns,
                                  f"function '{self.name}' returns {got} but is annotated {ast.unparse(self.fdef.returns)}")
             returns = declared
-        return n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef),
-                          auto_scope=self.auto_scope)
+        fn = n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef),
+                        auto_scope=self.auto_scope)
+        if not self.source.exact:
+            check_writes(fn, self.callees, self.pynames)
+        return fn
 
     def params(self) -> tuple[n.Param, ...]:
         check_signature(self.source, self.fdef, spliced=False)
@@ -122,8 +125,6 @@ class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, Task
             self.check_local_name(arg.arg, arg)
             name = self.fresh(arg.arg)
             self.env[arg.arg] = name
-            if direction is ParamDirection.In and isinstance(t, TensorType):
-                self.inputs[name] = arg.arg
             params.append(n.Param(name, t, direction))
         return tuple(params)
 
@@ -204,7 +205,6 @@ class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, Task
         self.types[ssa] = t
         self.env[pyname] = ssa
         self.dropped.pop(pyname, None)
-        self.derive(ssa, value)
         if isinstance(t, ScalarType) and isinstance(value, (n.Const, n.Var, n.BinOp, n.UnaryOp)):
             self.scalar_defs[ssa] = value
         if isinstance(value, n.Const):
@@ -290,9 +290,8 @@ class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, Task
         self.single(t, node)
         if isinstance(value, (n.Call, n.FuncCall)):
             base = value.op.split(".")[-1] if isinstance(value, n.Call) else value.callee
-            ssa = self.fresh(base)
+            ssa = self.fresh(base, temp=True)
             self.types[ssa] = t
-            self.derive(ssa, value)
             self.emit(n.Assign(ssa, t, value, span=self.span(node)))
             return n.Var(ssa), t
         return value, t

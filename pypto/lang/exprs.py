@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import re
 
 import attrs
 
@@ -97,14 +98,7 @@ class ExprConverter(Statics, Annotations):
         self.domains: dict[str, range] = {}
         self.scalar_defs: dict[str, n.Expr] = {}
         self.guards: list[tuple[n.Expr, bool]] = []
-        # SSA name of an In (read-only) tensor parameter -> its Python name: what no op may
-        # write, under any name. ``sources`` says which tensors another tensor may be (an
-        # alias, a window, an if's or a loop's result, a kernel's returned argument), and
-        # ``writes`` keeps every checked write, rechecked when a loop's carried value turns
-        # out to be able to hold an input on a later iteration.
-        self.inputs: dict[str, str] = {}
-        self.sources: dict[str, set[str]] = {}
-        self.writes: list = []
+        self.pynames: dict[str, str] = {}  # SSA name -> the Python name it binds (not temporaries')
         self.returned_args: dict = {}  # FuncCall -> the argument Expr the callee returns
         self.callees: dict = {}  # IR name of each function called -> its Callee
         self.submitted: dict = {}  # Submit -> the type its kernel call has (what it returns)
@@ -126,8 +120,15 @@ class ExprConverter(Statics, Annotations):
     def error(self, cls, node, message: str, hint: str | None = None) -> PyptoError:
         return cls(message, span=self.span(node), hint=hint)
 
-    def fresh(self, base: str) -> str:
-        return n.fresh_name(base if base.isidentifier() and base != "pl" else "v", self.used)
+    def fresh(self, base: str, temp: bool = False) -> str:
+        ssa = n.fresh_name(base if base.isidentifier() and base != "pl" else "v", self.used)
+        if not temp:
+            self.pynames[ssa] = base
+        return ssa
+
+    def user_name(self, ssa: str) -> str:
+        """The Python name an SSA name stands for, for messages."""
+        return self.pynames.get(ssa) or re.sub(r"_\d+$", "", ssa)
 
     def resolve_chain(self, node):
         """A Name/Attribute chain resolved to an entity of ``pypto.lang.names``, or None."""

@@ -223,11 +223,9 @@ class OpCalls:
             t = infer_type(op, OpArgs(op.name, values, types), self.hooks.soc)
         except PyptoError as err:
             raise err.with_span(self.span(node)) from None
-        if op.writes_operand is not None:
-            self.check_writable(values[op.writes_operand], node, f"{op.name} writes its '{op.writes_operand}', which is")
         self.check_scalar_constants(op, values, types, t, node)
         self.check_bounds(op, values, types, node)
-        return n.Call(op.name, tuple(values[p.name] for p in op.params)), t
+        return n.Call(op.name, tuple(values[p.name] for p in op.params), span=self.span(node)), t
 
     def check_scalar_constants(self, op: OpDef, values: dict, types: dict, result, node) -> None:
         """An integer constant an op narrows to its operand's integer dtype (pl.adds on an

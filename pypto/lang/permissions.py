@@ -1,0 +1,79 @@
+"""Write permission, checked over a converted function: what a store, an assemble or a
+kernel's Out / InOut parameter writes must not be an input parameter (a plain
+``pl.Tensor``) under any name it may have on some path — an alias, a window, an if's or a
+loop's result, an inline helper's or a kernel's returned argument (``ir.tensors.Sources``).
+
+Run on the front end's output for kernel source only: dump text is read as printed, and
+passes answer for what they produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pypto.errors import TypeCheckError
+from pypto.ir import nodes as n
+from pypto.ir.ops import argument, lookup
+from pypto.ir.tensors import Sources
+from pypto.ir.types import ParamDirection, TensorType
+
+
+def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str]) -> None:
+    """``callees``: IR name -> the ``Callee`` a call names (its params' directions, the
+    parameter it returns); ``names``: SSA name -> the Python name it binds (temporaries
+    have none)."""
+    inputs = [p.name for p in fn.params if p.direction is ParamDirection.In and isinstance(p.type, TensorType)]
+    if not inputs:
+        return
+
+    def returned(callee: str):
+        c = callees.get(callee)
+        one = c is not None and len(c.returns) == 1 and c.returned_params
+        return c.returned_params[0] if one else None
+
+    sources = Sources(fn, returned)
+    for stmt, target, span, what in _writes(fn.body, callees):
+        if isinstance(target, n.Var):
+            _check(target.name, span or stmt.span, what, inputs, sources, names)
+
+
+def _writes(body, callees: Mapping):
+    """(statement, the Expr written, where, what writes it) for every write in ``body``."""
+    for stmt in n.walk_stmts(body):
+        value = getattr(stmt, "value", None)
+        if isinstance(value, n.Submit):
+            value = value.call
+        if isinstance(value, n.Call):
+            op = lookup(value.op)
+            if op.writes_operand is not None:
+                yield (stmt, argument(value, op.writes_operand), value.span,
+                       f"{op.name} writes its '{op.writes_operand}', which is")
+        elif isinstance(value, n.FuncCall) and value.callee in callees:
+            c = callees[value.callee]
+            spans = value.arg_spans or (None,) * len(value.args)
+            for arg, p, span in zip(value.args, c.params, spans):
+                if p.direction is not ParamDirection.In:
+                    yield (stmt, arg, span,
+                           f"'{c.display}' writes its parameter '{p.name}' (pl.{p.direction.name}), and this "
+                           "argument is")
+
+
+def _check(ssa: str, span, what: str, inputs: list, sources: Sources, names: Mapping) -> None:
+    leaves = sources.leaves(ssa)
+    hit = [x for x in inputs if x in leaves]
+    if not hit:
+        return
+    param = names.get(hit[0], hit[0])
+    name = names.get(ssa)
+    hint = (f"declare it written: '{param}: pl.Out[pl.Tensor[...]]' (written only) or "
+            f"'{param}: pl.InOut[pl.Tensor[...]]' (read and written)")
+    if ssa in inputs or name == param and len(leaves) == 1:
+        message = f"{what} the input parameter '{param}'"
+    elif name is None:
+        message = f"{what} {'' if len(leaves) == 1 else 'on some path '}the input parameter '{param}'"
+    elif len(leaves) == 1:
+        message = f"{what} '{name}', another name for the input parameter '{param}'"
+    else:
+        message = f"{what} '{name}', and on some path '{name}' is the input parameter '{param}'"
+    raise TypeCheckError(message, span=span, hint=hint)
+
