@@ -319,3 +319,38 @@ def test_a_tile_in_a_scalar_expression_is_named_as_written():
     err = error_at(TypeCheckError, k, torch.zeros(R, C), torch.zeros(R, C),
                    match=r"'t' is Tile\[16x128 fp32 Vec\], not a scalar", marker="MARK-tile-cond", token="t > 0")
     assert "t_1" not in str(err) and "pl.cmp" in str(err)
+
+
+def test_an_spmd_block_index_past_the_tensor_is_reported():
+    """The block index of an SPMD launch of constant size is a loop index for the check."""
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        for b in pl.spmd(4):
+            t = pl.load(a, [b * R, 0], [R, C])  # MARK-spmd-oob
+            pl.store(t, [b * R, 0], out)
+        return out
+
+    error_at(OutOfBoundsError, k, torch.randn(3 * R, C), torch.zeros(4 * R, C),
+             match=r"tile.load region on axis 0 reaches \[48, 64\) but the tensor's axis is \[0, 48\) \(when b = 3\)",
+             marker="MARK-spmd-oob", token="pl.load")
+
+
+def test_dump_text_is_checked_too():
+    """The check runs over the IR, whatever front made it: a pass dump read back included."""
+    from pypto.lang import parse
+
+    text = '''
+import pypto.language as pl
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
+        for i in pl.range(5):
+            j: pl.Scalar[pl.INDEX] = i * 16
+            t: pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec] = pl.tile.load(a, [j, 0], [16, 128])
+        return out
+'''
+    with pytest.raises(OutOfBoundsError, match=r"reaches \[64, 80\) .* \(when i = 4\)") as info:
+        parse(text)
+    assert (info.value.span.line, info.value.span.col) == (10, 58)

@@ -41,16 +41,14 @@ class Branches:
         yield_names = {x for stmts in (node.body, node.orelse) if stmts for x in self._yield_names(stmts[-1])}
         outer_env = dict(self.env)
         branches = []
-        for stmts, holds in ((node.body, True), (node.orelse, False)):
+        for stmts in (node.body, node.orelse):
             self.env = dict(outer_env)
             frame = Frame("if", explicit, last=stmts[-1] if stmts else None)
             self.frames.append(frame)
-            self.guards.append((cond, holds))
             try:
                 body = list(self.block(stmts, live_after))
             finally:
                 self.frames.pop()
-                self.guards.pop()
             branches.append((body, self.env, frame))
         (then_body, then_env, then_frame), (else_body, else_env, else_frame) = branches
         names, types = [], []

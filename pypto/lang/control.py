@@ -135,7 +135,6 @@ class ControlFlow(Branches):
         self.env[loop_name] = var
         if isinstance(last, int):
             self.ranges[var] = (start.value, last)
-            self.domains[var] = range(start.value, stop.value, step.value)
         iter_args = []
 
         def carry(name: str, init, t) -> str:

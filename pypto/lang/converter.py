@@ -33,6 +33,7 @@ from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import Source
+from pypto.lang.bounds import check_bounds
 from pypto.lang.permissions import check_writes
 from pypto.lang.placement import PlacementForms
 from pypto.lang.spmd import SpmdForms
@@ -99,6 +100,7 @@ class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, Task
                         auto_scope=self.auto_scope)
         if not self.source.exact:
             check_writes(fn, self.callees, self.pynames)
+        check_bounds(fn, self.pynames)
         return fn
 
     def params(self) -> tuple[n.Param, ...]:
@@ -205,8 +207,6 @@ class FunctionConverter(Assignments, Subscripts, SpmdForms, PlacementForms, Task
         self.types[ssa] = t
         self.env[pyname] = ssa
         self.dropped.pop(pyname, None)
-        if isinstance(t, ScalarType) and isinstance(value, (n.Const, n.Var, n.BinOp, n.UnaryOp)):
-            self.scalar_defs[ssa] = value
         if isinstance(value, n.Const):
             self.known[ssa] = value.value
         self.emit(n.Assign(ssa, t, value, span=span or self.span(node)))

@@ -92,12 +92,6 @@ class ExprConverter(Statics, Annotations):
         # has no value yet it is undefined, not the module-level name it shadows.
         self.local_names: dict[str, int] = {}
         self.ranges: dict[str, tuple[int, int]] = {}  # static inclusive ranges of loop vars
-        # For the static bounds check: the values of loop indices with constant bounds, the
-        # scalar names bound to index expressions, and the conditions (cond, holds) of the
-        # branches being converted.
-        self.domains: dict[str, range] = {}
-        self.scalar_defs: dict[str, n.Expr] = {}
-        self.guards: list[tuple[n.Expr, bool]] = []
         self.pynames: dict[str, str] = {}  # SSA name -> the Python name it binds (not temporaries')
         self.returned_args: dict = {}  # FuncCall -> the argument Expr the callee returns
         self.callees: dict = {}  # IR name of each function called -> its Callee

@@ -8,16 +8,14 @@ from __future__ import annotations
 import ast
 import difflib
 
-from pypto.errors import OutOfBoundsError, ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.affine import interval
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
 from pypto.ir.ops.pipes import POPS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
                             type_name)
 from pypto.lang import names as N
-from pypto.lang.reach import Unknown, reach
 from pypto.backend import MemorySpace
 
 # Older spellings of keyword names the reference language accepted.
@@ -224,7 +222,6 @@ class OpCalls:
         except PyptoError as err:
             raise err.with_span(self.span(node)) from None
         self.check_scalar_constants(op, values, types, t, node)
-        self.check_bounds(op, values, types, node)
         return n.Call(op.name, tuple(values[p.name] for p in op.params), span=self.span(node)), t
 
     def check_scalar_constants(self, op: OpDef, values: dict, types: dict, result, node) -> None:
@@ -256,55 +253,6 @@ class OpCalls:
                                  f"it applies to ({lo}..{hi})",
                                  hint=f"use a constant in {lo}..{hi}, or compute in a wider dtype (pl.cast the tile "
                                       "first)")
-
-    def check_bounds(self, op: OpDef, values: dict, types: dict, node) -> None:
-        """Offsets that loop bounds make go out of range, e.g. a load at i * 64 for i up to 8,
-        on the iterations the enclosing conditions let through to the op (``if i < 4:``). What
-        depends on a runtime value is left to the run, which checks every access."""
-        tensor_key = {"tile.load": "tensor", "tile.store": "output_tensor", "tensor.slice": "x",
-                      "tensor.assemble": "target"}.get(op.name)
-        if tensor_key is None:
-            return
-        tensor_t = types[tensor_key]
-        offsets = values["offsets" if op.name.startswith("tile.") else "offset"]
-        if op.name == "tile.load":
-            moved = values["valid_shape"] or values["shapes"]
-            extents = [c.value if isinstance(c, n.Const) else None for c in moved]
-        elif op.name == "tensor.slice":
-            extents = [c.value for c in values["shape"]]
-        else:
-            src = types["tile" if op.name == "tile.store" else "source"]
-            moved = getattr(src, "valid_shape", None)
-            extents = list(src.shape) if moved is None else [c.value if isinstance(c, n.Const) else None for c in moved]
-        for axis, (off, extent, dim) in enumerate(zip(offsets, extents, tensor_t.shape)):
-            if extent is None or isinstance(off, n.Const):
-                continue
-            span = interval(off, self.ranges)
-            if span is not None and span[0] >= 0 and span[1] + extent <= dim:
-                continue  # in range on every iteration, reached or not
-            witness = None
-            try:
-                found = reach(off, self.guards, self.domains, self.scalar_defs)
-            except Unknown:
-                if self.guards or span is None:
-                    continue  # under a condition decided at run time: checked when it runs
-                lo, hi = span
-            else:
-                if found is None:
-                    continue  # no iteration gets past the enclosing conditions to this op
-                lo, lo_at, hi, hi_at = found
-                witness = hi_at if hi + extent > dim else lo_at
-            if lo < 0 or hi + extent > dim:
-                bad = hi if hi + extent > dim else lo
-                at = ", ".join(f"{self.user_name(k)} = {v}" for k, v in (witness or {}).items())
-                raise self.error(
-                    OutOfBoundsError, node,
-                    f"{op.name} region on axis {axis} reaches [{bad}, {bad + extent}) but the tensor's axis is [0, {dim})"
-                    + (f" (when {at})" if at else ""),
-                    hint="check the loop bounds against the tensor shape (the offset spans "
-                         f"{lo}..{hi} over the loop"
-                         + (", on the iterations that reach it)" if self.guards else ")"),
-                )
 
 
 def _float_holds(v: int) -> bool:

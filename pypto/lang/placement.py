@@ -105,7 +105,6 @@ class PlacementForms:
         var = self.fresh(node.target.id)
         self.types[var] = INDEX
         self.ranges[var] = (0, count - 1)
-        self.domains[var] = range(count)
         self.env[node.target.id] = var
         self.in_split_aiv = True
         try:

@@ -44,7 +44,6 @@ class SpmdForms(LaunchOptions):
         self.types[var] = INDEX
         if isinstance(launch.blocks, n.Const):  # the static bounds checks know its range
             self.ranges[var] = (0, launch.blocks.value - 1)
-            self.domains[var] = range(launch.blocks.value)
         index = n.Assign(var, INDEX, op_call("tile.get_block_idx"), span=self.span(node.target))
         outer = self.env.get(node.target.id)
         self.env[node.target.id] = var
