@@ -1,6 +1,6 @@
 """Control flow of a kernel body: ``for`` loops (range, pipeline, parallel) with their
-carried values, ``if`` statements with their results (``pypto.lang.branches``),
-``pl.yield_``, and ``pl.at`` scopes.
+carried values (``pypto.lang.loops``), ``if`` statements with their results
+(``pypto.lang.branches``), ``pl.yield_``, and ``pl.at`` scopes.
 
 A name rebound in a loop and read afterwards becomes a loop-carried value; one rebound in
 a branch, an ``if`` result. ``ControlFlow`` is a part of ``FunctionConverter``: it uses the
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import ast
 
-import attrs
-
 from pypto.errors import (
     ParseError,
     TypeCheckError,
@@ -21,197 +19,17 @@ from pypto.errors import (
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
-    INDEX,
-    ForKind,
     Level,
-    ScalarType,
     joins,
-    placed_name,
     type_name,
 )
-from pypto.lang import liveness
-from pypto.lang import names as N
-from pypto.lang.branches import Branches, Frame, _unnamed_yield  # noqa: F401  (Frame: re-exported)
+from pypto.lang.branches import Frame, _unnamed_yield  # noqa: F401  (Frame: re-exported)
 from pypto.lang.exprs import Dropped
+from pypto.lang.loops import Loops
 
 
-LOOPS = "For loop must use pl.range(), pl.parallel(), pl.unroll(), pl.pipeline(), pl.spmd(), or pl.split_aiv()"
-
-
-class ControlFlow(Branches):
-    """Loops, ifs, yields and scopes of ``FunctionConverter``."""
-
-    def loop_header(self, node: ast.For):
-        it = node.iter
-        if not isinstance(it, ast.Call):
-            raise self.error(UnsupportedSyntaxError, it, LOOPS)
-        _, meaning = self.entity(it.func)
-        if isinstance(it.func, ast.Name) and it.func.id == "range" and not isinstance(meaning, N.Builtin):
-            raise self.error(UnsupportedSyntaxError, it, "Python's range() is not a kernel loop",
-                             hint="use pl.range(...) (or pl.pipeline / pl.parallel)")
-        if not isinstance(meaning, N.Builtin) or meaning.name not in ("range", "pipeline", "parallel"):
-            raise self.error(UnsupportedSyntaxError, it, LOOPS)
-        kind = {"range": ForKind.Sequential, "pipeline": ForKind.Pipeline, "parallel": ForKind.Parallel}[meaning.name]
-        if not 1 <= len(it.args) <= 3:
-            raise self.error(TypeCheckError, it, f"pl.{meaning.name}() takes 1 to 3 positional arguments")
-        bounds = [self.scalar(a) for a in it.args]
-        start, stop, step = (n.Const(0), bounds[0], n.Const(1)) if len(bounds) == 1 else \
-            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else n.Const(1))
-        for b, a in zip(bounds, it.args):
-            t = self.expr_type(b, a)
-            if not (isinstance(t, ScalarType) and t.dtype.is_int):
-                raise self.error(TypeCheckError, a, f"loop bounds are integers, not {type_name(t)}")
-        if isinstance(step, n.Const) and step.value <= 0:
-            raise self.error(TypeCheckError, it, f"the loop step must be positive, not {step.value}")
-        kw = {k.arg: k for k in it.keywords}
-        stage = None
-        if kind is ForKind.Pipeline:
-            if "stage" not in kw:
-                raise self.error(TypeCheckError, it, "pl.pipeline needs stage=F (the depth, usually 2-4)",
-                                 hint="for i in pl.pipeline(n, stage=2):")
-            stage = self.static_of(kw["stage"].value, int, "pl.pipeline's stage")
-            if stage < 1:
-                raise self.error(TypeCheckError, kw["stage"], f"stage must be a positive int, not {stage}")
-        unknown = set(kw) - {"stage", "init_values"} if kind is ForKind.Pipeline else set(kw) - {"init_values"}
-        if unknown:
-            raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
-                             f"pl.{meaning.name} got an unexpected keyword '{sorted(unknown)[0]}'")
-        inits = None
-        if "init_values" in kw:
-            value = kw["init_values"].value
-            if not isinstance(value, (ast.Tuple, ast.List)):
-                raise self.error(TypeCheckError, value, "init_values is a tuple of initial values", hint="init_values=(acc,)")
-            inits = [self.operand(e) for e in value.elts]
-        return kind, start, stop, step, stage, inits
-
-    def for_(self, node: ast.For, live_after: frozenset) -> None:
-        if self.unrolled(node):
-            return self.unroll(node, live_after)
-        if self._is_builtin_call(node.iter, "spmd"):
-            return self.spmd_for(node, live_after)
-        if self._is_builtin_call(node.iter, "split_aiv"):
-            return self.split_aiv_for(node, live_after)
-        if node.orelse:
-            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported",
-                             hint="write the else block's statements after the loop")
-        kind, start, stop, step, stage, inits = self.loop_header(node)
-        explicit = inits is not None
-        target = node.target
-        if explicit:
-            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name)
-                    and isinstance(target.elts[1], (ast.Tuple, ast.List))
-                    and all(isinstance(e, ast.Name) for e in target.elts[1].elts)):
-                raise self.error(UnsupportedSyntaxError, target, "a loop with init_values binds 'i, (a, b)'",
-                                 hint="for i, (acc,) in pl.range(n, init_values=(acc0,)):")
-            loop_name = target.elts[0].id
-            header = [e.id for e in target.elts[1].elts]
-            if len(header) != len(inits):
-                raise self.error(TypeCheckError, target, f"{len(header)} loop-carried names for {len(inits)} init_values")
-        else:
-            if not isinstance(target, ast.Name):
-                raise self.error(UnsupportedSyntaxError, target, "the loop variable is a single name")
-            loop_name, header, inits = target.id, [], []
-        for name_node in ast.walk(target):
-            if isinstance(name_node, ast.Name):
-                self.check_local_name(name_node.id, name_node)
-        yield_names = set(self._yield_names(node.body[-1])) if explicit else set()
-        body_assigned = liveness.assigned(node.body) + self.arrays_stored(node.body)
-        exposed = liveness.upward_exposed(node.body)
-        # Every other name the body rebinds that is read again (by the next iteration or after
-        # the loop) is carried, with or without explicit init_values, as Python would see it.
-        implicit = [x for x in body_assigned if x in self.env and x != loop_name and x not in header
-                    and x not in yield_names and (x in exposed or x in live_after)]
-        last = _last_value(start, stop, step)
-        after = None  # how the loop variable reads after the loop, when something reads it
-        if loop_name in live_after and loop_name not in yield_names and last != "empty":
-            if last is not None and loop_name not in body_assigned:
-                after = "last"  # its last value, known here
-            elif loop_name in self.env:
-                after = "carried"  # the value the last iteration leaves it (or its own, if none runs)
-
-        outer_env = dict(self.env)
-        var = self.fresh(loop_name)
-        self.types[var] = INDEX
-        self.env[loop_name] = var
-        if isinstance(last, int):
-            self.ranges[var] = (start.value, last)
-        iter_args = []
-
-        def carry(name: str, init, t) -> str:
-            ssa = self.fresh(name)
-            self.types[ssa] = t
-            iter_args.append(n.IterArg(ssa, t, init))
-            return ssa
-
-        for name, (init, t) in zip(header, inits):
-            self.env[name] = carry(name, init, t)
-        for name in implicit:
-            self.env[name] = carry(name, *self.ssa_value(outer_env[name]))
-        if after == "carried":  # not a name in the body, where the loop variable is
-            init, t = self.ssa_value(outer_env[loop_name])
-            if isinstance(t, ScalarType) and t.dtype.is_int and t != INDEX:  # an int converts to the index it becomes
-                converted = self.fresh(loop_name)
-                self.types[converted] = INDEX
-                self.emit(n.Assign(converted, INDEX, init, span=self.span(node)))
-                init, t = n.Var(converted), INDEX
-            carry(loop_name, init, t)
-
-        frame = Frame("for", explicit, last=node.body[-1], header=tuple(header))
-        self.frames.append(frame)
-        body_live = live_after | exposed | frozenset(header) | frozenset(implicit)
-        try:
-            body = list(self.block(node.body, body_live))
-        finally:
-            self.frames.pop()
-        body_env = self.env
-        if explicit and frame.yield_targets is None:
-            raise self.error(TypeCheckError, node, "a loop with init_values must end with 'x = pl.yield_(...)'",
-                             hint=f"end the body with {', '.join(header) or 'x'} = pl.yield_(...)")
-        others = [*implicit, *([loop_name] if after == "carried" else [])]
-        values = [self.ssa_value(self.available(body_env, x, node)) for x in others]
-        if explicit:
-            done = body.pop()  # the user's yield: the implicit values join it
-            body.append(attrs.evolve(done, values=done.values + tuple(e for e, _ in values)))
-            names = [*frame.yield_targets, *others]
-            yield_types = [*frame.yield_types, *(t for _, t in values)]
-        else:
-            names, yield_types = others, [t for _, t in values]
-            if values:
-                body.append(n.Yield(tuple(e for e, _ in values), span=self.span(node)))
-        for name, a, t in zip([*header, *others], iter_args, yield_types):
-            if not joins(t, a.type):
-                what = "the loop variable" if name == loop_name and name not in header else "loop-carried value"
-                before, end = type_name(a.type), type_name(t)
-                hint = "keep the shape, dtype and memory space of a value the loop carries"
-                if before == end:  # they differ in placement only
-                    before, end = placed_name(a.type), placed_name(t)
-                    hint = ("a carried tile keeps one place: give it the same slot before the loop and at the "
-                            "end of the body, or leave it undeclared and let the compiler place it")
-                raise self.error(TypeCheckError, node,
-                                 f"{what} '{name}' is {before} before the loop and {end} at the end of its body",
-                                 hint=hint)
-        self.env = outer_env
-        self._drop(body_env, node, "loop")
-        line = node.lineno + self.source.line_offset
-        for name in header:
-            if name not in names:  # the header names are scoped to the body (as the reference has it)
-                self.env.pop(name, None)
-                self.dropped[name] = Dropped(
-                    line, "loop",
-                    message=f"'{name}' names a carried value in the header of the loop at line {line}, "
-                            "and is not available after it",
-                    hint="read the loop's result: the name its pl.yield_ assigns"
-                         + (f" ('{frame.yield_targets[header.index(name)]}')" if frame.yield_targets else ""))
-        results = []
-        for name, a in zip(names, iter_args):
-            ssa = self.fresh(name)
-            self.types[ssa] = a.type
-            self.env[name] = ssa
-            self.dropped.pop(name, None)
-            results.append(n.Binding(ssa, a.type))
-        self.emit(n.For(var, start, stop, step, body, kind, stage, iter_args, results, span=self.span(node)))
-        if after == "last":
-            self.bind(loop_name, INDEX, n.Const(last), node)
+class ControlFlow(Loops):
+    """Ifs, yields and scopes of ``FunctionConverter``; loops are ``Loops``."""
 
     def available(self, env: dict, name: str, node) -> str:
         """The SSA name a value the loop carries has at the end of its body, or the error
@@ -351,12 +169,3 @@ def has_effect(stmts) -> bool:
             return True
     return False
 
-
-def _last_value(start, stop, step):
-    """The loop variable's last value when the bounds are constants ("empty" when the loop
-    never runs), else None."""
-    if not all(isinstance(b, n.Const) for b in (start, stop, step)):
-        return None
-    if stop.value <= start.value:
-        return "empty"
-    return start.value + (stop.value - 1 - start.value) // step.value * step.value
