@@ -16,7 +16,8 @@ from pypto.errors import (
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks
-from pypto.lang.converter import FunctionConverter, check_signature
+from pypto.lang.converter import FunctionConverter
+from pypto.lang.signatures import check_signature
 from pypto.lang.program import check_call_types, source_of
 
 

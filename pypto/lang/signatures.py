@@ -1,0 +1,98 @@
+"""A kernel's signature: its parameters, each with its type and direction from the
+annotation (or, for a ``@pl.jit`` specialization, the call's arguments), and its declared
+returns; ``check_signature`` refuses the parameter forms a kernel cannot have. A mixin of
+``FunctionConverter``."""
+
+from __future__ import annotations
+
+import ast
+
+from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
+from pypto.ir import nodes as n
+from pypto.ir.types import TileType
+from pypto.lang.exprs import Source
+
+
+class Signatures:
+    def params(self) -> tuple[n.Param, ...]:
+        check_signature(self.source, self.fdef, spliced=False)
+        args = list(self.fdef.args.args)
+        if self.has_self:
+            if not args or args[0].arg != "self":
+                raise self.error(ParseError, self.fdef, f"method '{self.fdef.name}' of a @pl.program needs 'self' first")
+            args = args[1:]
+        params = []
+        for arg in args:
+            if arg.annotation is None:
+                raise self.error(TypeCheckError, arg, f"Parameter '{arg.arg}' missing type annotation",
+                                 hint=f"Add a type annotation like: {arg.arg}: pl.Tensor[[64], pl.FP32]")
+            given = None if self.given is None else self.given.get(arg.arg)
+            try:
+                t, direction = self.annotation(arg.annotation, given=given, param=arg.arg)
+            except SpecializationError as err:
+                err.param = arg.arg  # which argument: a caller reports it where it is passed
+                raise
+            if isinstance(t, TileType):
+                raise self.error(TypeCheckError, arg, f"parameter '{arg.arg}' is a Tile: kernels take GM tensors",
+                                 hint="take a pl.Tensor and pl.load the tile inside the kernel")
+            self.check_local_name(arg.arg, arg)
+            name = self.fresh(arg.arg)
+            self.env[arg.arg] = name
+            params.append(n.Param(name, t, direction))
+        return tuple(params)
+
+    def return_annotation(self, node) -> tuple:
+        if isinstance(node, ast.Constant) and node.value is None:
+            return ()
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "tuple":
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return tuple(self.annotation(i)[0] for i in items)
+        return (self.annotation(node)[0],)
+
+
+def check_signature(source: Source, fdef: ast.FunctionDef, *, spliced: bool) -> None:
+    """A kernel's parameters are a fixed list of names, each bound by every call: a
+    parameter form the compiler would not honour (``*rest``, ``**kw``, ``/``, and, but for
+    ``@pl.jit.inline`` helpers (``spliced``: their calls bind as Python binds them),
+    keyword-only parameters and defaults) is refused where it is written, not ignored
+    until a call's argument count is off."""
+    a = fdef.args
+    what = "an inline function" if spliced else "a kernel"
+    fixed = "its parameters are fixed when it is compiled, one value per parameter at every call"
+    if a.posonlyargs:
+        p = a.posonlyargs[-1]
+        raise UnsupportedSyntaxError(f"'{fdef.name}' has positional-only parameters (up to '{p.arg}', then '/'), "
+                                     f"which {what} does not support", span=source.span(p),
+                                     hint="remove the '/': arguments bind by position or by name")
+    for star, p in (("*", a.vararg), ("**", a.kwarg)):
+        if p is not None:
+            collects = "extra positional arguments" if star == "*" else "extra keyword arguments"
+            raise UnsupportedSyntaxError(f"'{star}{p.arg}' of '{fdef.name}' collects {collects}, which {what} cannot "
+                                         f"take: {fixed}", span=source.span(p),
+                                         hint=f"replace '{star}{p.arg}' with one named, annotated parameter per "
+                                              "argument (e.g. b: pl.Tensor)")
+    if spliced:
+        return  # keyword-only parameters and defaults bind as in Python (calls._bind_inline_args)
+    if a.kwonlyargs:
+        p = a.kwonlyargs[0]
+        raise UnsupportedSyntaxError(f"parameter '{p.arg}' of '{fdef.name}' is keyword-only (it follows '*'), which "
+                                     f"{what} does not support", span=source.span(p),
+                                     hint="remove the '*' before it: every kernel parameter binds by position or by "
+                                          "name")
+    if a.defaults:
+        d = a.defaults[0]
+        p = a.args[len(a.args) - len(a.defaults)]
+        raise UnsupportedSyntaxError(f"parameter '{p.arg}' of '{fdef.name}' has a default value "
+                                     f"({ast.unparse(d)}), which {what} does not support: {fixed}",
+                                     span=source.span(_spanning(p, d)),
+                                     hint=f"remove '= {ast.unparse(d)}' and pass '{p.arg}' at every call, or read a "
+                                          "module-level constant in the body instead (inline helpers, "
+                                          "@pl.jit.inline, may have defaults)")
+
+
+def _spanning(first, last):
+    """A node covering ``first`` through ``last`` (a parameter and its default), for its span."""
+    node = ast.arg(arg="")
+    node.lineno, node.col_offset = first.lineno, first.col_offset
+    node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
+    return node
