@@ -109,7 +109,7 @@ class ChipRun(Settling):
     def submit(self, fn: n.Function, args: tuple, site) -> tuple:
         """Take one kernel call as a task: (what the call returns — the tensors it hands
         back, which are its arguments —, the task's id). ``site``: where the call is
-        (``interpreter.Site``: its statement, scope depth, manual scope, Submit)."""
+        (``sim.tasks.Site``: its statement, scope depth, manual scope, Submit)."""
         stmt, depth, submit = site.stmt, site.depth, site.submit
         kernel = self.kernels[fn.name]
         if self.members is not None:  # a member of the Group task the cluster closes with: its id is the Group's

@@ -71,7 +71,7 @@ class Task:
     manual: bool = False  # submitted in a manual scope: only its deps= order it
     durations: tuple = ()  # an SPMD task's: cycles of each block (else its one block runs ``duration``)
     sync_start: bool = False  # SPMD: every block takes its core at once, or none does
-    predicate: object = None  # the dispatch predicate (``interpreter.Dispatch``): false retires it
+    predicate: object = None  # the dispatch predicate (``sim.tasks.Dispatch``): false retires it
     retired: bool = False  # its predicate was false: it ran nothing, on no core
     slots: tuple = ()  # a mix task's: whether it runs on its cluster's cube core, vector core 0, vector core 1
     # once scheduled: each block's placement, and the task's — its first block's core and

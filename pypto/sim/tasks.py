@@ -1,0 +1,130 @@
+"""How the interpreter runs a kernel call and a submitted task (a mixin of its
+``_Interpreter``): handed to the orchestrator when one schedules the run, else run in
+place — an SPMD task's blocks one after another, a task whose predicate fails retired
+without running, a dummy task given the next id."""
+
+from __future__ import annotations
+
+import attrs
+
+from pypto.errors import ExecutionError
+from pypto.ir import nodes as n
+from pypto.ir.printer import expr
+from pypto.ir.simplify import OPERATORS
+from pypto.ir.tensors import block_roots
+from pypto.ir.types import TensorType
+from pypto.sim.views import check_call
+
+
+@attrs.frozen
+class Site:
+    """Where a kernel call is made: its statement, its runtime scope depth (the scopes
+    around it: each loop body and branch of an auto-scoped function, each pl.scope()),
+    whether a manual scope encloses it, and the Submit node with its deps evaluated."""
+
+    stmt: object
+    depth: int
+    manual: bool = False
+    submit: object = None
+    path: tuple = ()  # ids of the orchestration-call statements it is made through
+
+    @property
+    def key(self) -> tuple:
+        """The call's key in ``ir.directions.call_directions`` of the entry."""
+        return self.path + (id(self.stmt),)
+
+
+@attrs.frozen
+class Dispatch:
+    """A task's dispatch predicate, its element located: ``tensor[indices] op value``."""
+
+    tensor: object
+    indices: tuple
+    op: str
+    value: int
+
+    def holds(self) -> bool:
+        return bool(OPERATORS[self.op](int(self.tensor[self.indices]), self.value))
+
+
+def returned_args(fn: n.Function, args: tuple) -> tuple:
+    """What a kernel returns when it runs nothing: the arguments of the parameters it
+    returns (kernels return their Out tensors)."""
+    params = {p.name: a for p, a in zip(fn.params, args) if isinstance(p.type, TensorType)}
+    roots = block_roots(fn.body, {x: x for x in params})
+    ret = next((s for s in reversed(fn.body) if isinstance(s, n.Return)), None)
+    return tuple(params[roots[v.name]] for v in ret.values) if ret is not None else ()
+
+
+class Tasks:
+    def submit(self, v: n.Submit, env: dict, stmt):
+        """A Submit's value: the task's id."""
+        if self.in_cluster:
+            carried = [x for x, on in (("deps", v.deps), ("core_num", v.blocks is not None),
+                                       ("allow_early_resolve", v.allow_early_resolve),
+                                       ("predicate", v.predicate is not None), ("no call", v.call is None)) if on]
+            if carried:
+                what = "pl.system.task_dummy" if v.call is None else \
+                    "pl.spmd_submit" if v.blocks is not None else "pl.submit"
+                raise ExecutionError(
+                    f"`{what}(...)` inside `pl.cluster()` cannot carry per-task dispatch metadata "
+                    f"({', '.join(x for x in carried if x != 'no call') or 'deps'}) — the cluster is dispatched "
+                    "as one Group task, so metadata on an inner Submit would be ignored", span=stmt.span,
+                    hint="Move the dependency or launch control to the dispatch surrounding the cluster, or "
+                         "omit it from the inner Submit.")
+        deps = tuple(self.expr(d, env, stmt) for d in v.deps)
+        if v.blocks is not None:
+            blocks = self.expr(v.blocks, env, stmt)
+            if blocks < 1:
+                raise ExecutionError(f"an SPMD task of {blocks} blocks: core_num is at least 1", span=stmt.span,
+                                     hint="size pl.spmd(n) / core_num=n by a positive count")
+            v = attrs.evolve(v, blocks=blocks)
+        if v.predicate is not None:  # the element it compares, located now; read at dispatch
+            p = v.predicate
+            tensor, indices = self.expr(p.tensor, env, stmt), tuple(self.expr(i, env, stmt) for i in p.indices)
+            if not all(0 <= i < d for i, d in zip(indices, tensor.shape)):
+                raise ExecutionError(f"the predicate reads [{', '.join(map(str, indices))}] of a "
+                                     f"{list(tensor.shape)} tensor", span=stmt.span,
+                                     hint="index an element of the tensor the predicate compares")
+            v = attrs.evolve(v, predicate=Dispatch(tensor, indices, p.op, p.value))
+        if v.call is None:  # pl.system.task_dummy
+            if self.orchestrator is not None:
+                return self.orchestrator.dummy(deps, Site(stmt, self.depth, self.manual > 0, None, tuple(self.path)))
+            self.tasks += 1
+            return self.tasks - 1
+        return self.func_call(v.call, env, stmt, attrs.evolve(v, deps=deps))[1]
+
+    def func_call(self, v: n.FuncCall, env: dict, stmt, submit) -> tuple:
+        """(what the callee returns, the task's id when it is a kernel)."""
+        fn = self.program.function(v.callee)
+        args = tuple(self.expr(a, env, stmt) for a in v.args)
+        if fn.type.is_kernel and self.collected is not None:  # a member of a Group that talks through pipes
+            self.collected.append((fn, args))
+            self.tasks += 1
+            return returned_args(fn, args), self.tasks - 1
+        if not fn.type.is_kernel:
+            self.path.append(id(stmt))
+            try:
+                return self.call(fn, args), None
+            finally:
+                self.path.pop()
+        # what a kernel writes must be its own memory, as at the user's call
+        check_call(fn.name, fn.params, args, stmt.span, passed=lambda: tuple(map(expr, v.args)))
+        if self.orchestrator is not None:
+            values, task = self.orchestrator.submit(fn, args, Site(stmt, self.depth, self.manual > 0, submit,
+                                                                  tuple(self.path)))
+            return tuple(values), task
+        self.tasks += 1
+        if submit is not None and submit.predicate is not None and not submit.predicate.holds():
+            return returned_args(fn, args), self.tasks - 1  # retired at dispatch: it runs nothing
+        blocks = submit.blocks if submit is not None and submit.blocks is not None else None
+        if blocks is None:
+            return self.call(fn, args), self.tasks - 1
+        values = ()
+        for block in range(blocks):  # an SPMD task's blocks, one after another
+            self.block_registers.append((block, blocks))
+            try:
+                values = self.call(fn, args)
+            finally:
+                self.block_registers.pop()
+        return values, self.tasks - 1
