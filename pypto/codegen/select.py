@@ -38,7 +38,7 @@ from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ForKind, FunctionType, ScalarType, TensorType, TileType
 from pypto.passes.context import PassContext, Planner
-from pypto.passes.plan_ptoas_memory import assembler_plan, unguarded_slots
+from pypto.passes.ptoas import assembler_plan, unguarded_slots
 from pypto.backend import CoreKind, Pipe
 from pypto.backend import MemorySpace as M
 
