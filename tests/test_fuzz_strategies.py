@@ -146,18 +146,16 @@ def _with_zeros(width: int) -> torch.Tensor:
 @pytest.mark.parametrize("width", [8, 64])  # torch.minimum's scalar and vector loops keep different zeros
 def test_the_oracle_takes_the_products_min_max_rule_on_signed_zeros(platform, axis, red, width):
     x = _with_zeros(width)
+    from pypto.fuzz.recipes import Body, Load, Recipe, Row, Store, build, oracle
+
     steps = [("unary", "exp"), ("broadcast", 0, axis, red, "div")]  # exp(x) / max-or-min(x): +-inf from +-0
-    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
-    a = b.param("a", TensorType(x.shape, D.FP32))
-    out = b.param("out", TensorType(x.shape, D.FP32), ParamDirection.Out)
-    t = b.op("tile.load", a, [0, 0], list(x.shape), name="x")
-    b.eval("tile.store", ps._run_ir(b, steps, [t]), [0, 0], out)
-    b.ret(out)
-    want = ps._run_torch(steps, [x])
+    body = Body()
+    body.add(Store(ps._chain(body, steps, [body.add(Load(0, Row(0)))]), 0, Row(0)))
+    recipe = Recipe("p", D.FP32, 16, width, (1,), ((1, D.FP32),), tuple(body.steps))
+    (want,) = oracle(recipe, [x])
     assert torch.isinf(want).any()  # the zeros reach the result
     got = ps.sentinel(x.shape)
-    compile_program(n.Program("p", (b.build(),)), ["a", "out"], RunConfig(platform=platform), write=False).run(
-        x.clone(), got)
+    compile_program(build(recipe), ["a", "out"], RunConfig(platform=platform), write=False).run(x.clone(), got)
     assert ps.bits_equal(got, want)
 
 
@@ -176,3 +174,36 @@ def test_every_elementwise_tile_op_of_the_registry_has_a_fuzz_oracle():
             assert op.short in ps.BINARY, f"{op.name}: no oracle in pypto.fuzz.strategies.BINARY"
         elif kinds == (Kind.TILE, Kind.SCALAR) and names == ("lhs", "rhs"):
             assert op.short in ps.SCALAR, f"{op.name}: no oracle in pypto.fuzz.strategies.SCALAR"
+
+
+def test_a_recipe_is_one_description_of_the_program_and_its_oracle():
+    """The module's own example: a carried sum over row blocks, built into IR and run on
+    both platforms, against the oracle the same recipe gives."""
+    from pypto.fuzz.recipes import Body, Load, Loop, Op, Recipe, Row, Store, build, oracle
+
+    body = Body(2)  # the tile loaded before the loop, then the carried one
+    acc = body.add(Op("add", (1, body.add(Load(0, Row(0, (("i", 1),)))))))
+    recipe = Recipe("carried", D.FP32, 4, 64, (6,), ((1, D.FP32),),
+                    (Load(0, Row(0)), Loop(1, 6, inits=(0,), body=tuple(body.steps), yields=(acc,)), Store(1, 0, Row(0))))
+    x = ps.random_tensor((24, 64), D.FP32, 3)
+    (want,) = oracle(recipe, [x])
+    blocks = x.reshape(6, 4, 64)
+    total = blocks[0]
+    for k in range(1, 6):
+        total = total + blocks[k]
+    assert ps.bits_equal(want, total)
+    for platform in ("ref", "a2a3sim"):
+        got = ps.sentinel((4, 64))
+        compile_program(build(recipe), ["a", "out"], RunConfig(platform=platform), write=False).run(x.clone(), got)
+        assert ps.bits_equal(got, want), platform
+
+
+def test_an_output_block_no_store_reaches_keeps_its_sentinel():
+    from pypto.fuzz.recipes import Load, Loop, Recipe, Row, Store, oracle
+
+    recipe = Recipe("empty", D.FP32, 2, 16, (2,), ((2, D.FP32),),
+                    (Loop(0, 0, body=(Load(0, Row(0, (("i", 1),))), Store(0, 0, Row(0, (("i", 1),))))),
+                     Load(0, Row(1)), Store(0, 0, Row(1))))
+    x = ps.random_tensor((4, 16), D.FP32, 5)
+    (want,) = oracle(recipe, [x])
+    assert ps.bits_equal(want[:2], ps.sentinel((2, 16))) and ps.bits_equal(want[2:], x[2:])

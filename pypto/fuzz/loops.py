@@ -3,15 +3,12 @@ ops the sync inserter orders, and nested loops — each a ``Case`` with its torc
 
 from __future__ import annotations
 
-import torch
 from hypothesis import strategies as st
 
-from pypto.ir import nodes as n
-from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D
-from pypto.ir.types import ForKind, FunctionType, ParamDirection, TensorType
-from pypto.backend import A2A3
-from pypto.fuzz.data import BINARY, FLOATS, INTS, Case, random_tensor, sentinel
+from pypto.ir.types import ForKind
+from pypto.fuzz.data import FLOATS, INTS, random_tensor
+from pypto.fuzz.recipes import Body, Load, Loop, Op, Recipe, Row, Store, case
 
 
 # ----------------------------------------------------------------------------- carried values
@@ -28,20 +25,13 @@ def carried_programs(draw, trips=None):
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
     x = random_tensor((rows * trips, cols), dtype, seed, specials)
-    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
-    a = b.param("a", TensorType(x.shape, dtype))
-    out = b.param("out", TensorType((rows, cols), dtype), ParamDirection.Out)
-    acc = b.op("tile.load", a, [0, 0], [rows, cols], name="acc")
-    with b.loop(1, trips, carried=[acc]) as loop:
-        t = b.op("tile.load", a, [loop.var * rows, 0], [rows, cols], name="t")
-        loop.yield_(b.op(f"tile.{f}", loop.iter_vars[0], t, name="acc"))
-    b.eval("tile.store", loop.results[0], [0, 0], out)
-    b.ret(out)
-    want = x[:rows]
-    for i in range(1, trips):
-        want = BINARY[f][0](want, x[i * rows:(i + 1) * rows])
-    return Case(n.Program("carried", (b.build(),)), "kernel", (x,), (sentinel((rows, cols), dtype),),
-                (want,), recipe=f"carried {f} {dtype.name}[{rows}x{cols}] x{trips}{' specials' if specials else ''}")
+    body = Body(2)  # the load before the loop, then the carried tile
+    body.add(Op(f, (1, body.add(Load(0, Row(0, (("i", 1),)), name="t"))), name="acc"))
+    loop = Loop(1, trips, inits=(0,), body=tuple(body.steps), yields=(3,))
+    recipe = Recipe("carried", dtype, rows, cols, (trips,), ((1, dtype),),
+                    (Load(0, Row(0), name="acc"), loop, Store(1, 0, Row(0))),
+                    text=f"carried {f} {dtype.name}[{rows}x{cols}] x{trips}{' specials' if specials else ''}")
+    return case(recipe, (x,))
 
 
 @st.composite
@@ -66,46 +56,29 @@ def shuffled_carry_programs(draw, trips=None):
     if dtype is D.FP16:  # keep sums of a few steps finite and exact-comparable
         x = (x * 4).round() / 4
 
-    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
-    a = b.param("a", TensorType(x.shape, dtype))
-    out = b.param("out", TensorType((rows * k, cols), dtype), ParamDirection.Out)
-    inits = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"i{j}") for j in range(n_init)]
+    top = Body()
+    inits = [top.add(Load(0, Row(j), name=f"i{j}")) for j in range(n_init)]
+    body = Body(n_init + k)  # the initial tiles, then the carried ones
+    cur = list(range(n_init, n_init + k))
+    new = []
+    for j, step in enumerate(recipe):
+        if step[0] == "keep":
+            new.append(cur[step[1]])
+        elif step[0] == "op":
+            new.append(body.add(Op(step[1], (cur[step[2]], cur[step[3]]), name=f"v{j}")))
+        else:
+            t = body.add(Load(0, Row(n_init, (("i", 1),)), name=f"t{j}"))
+            new.append(body.add(Op(step[1], (cur[step[2]], t), name=f"v{j}")))
     kind = ForKind.Pipeline if stage else ForKind.Sequential
-    with b.loop(0, trips, kind=kind, stage=stage, carried=[inits[init_of[j]] for j in range(k)]) as loop:
-        cur = loop.iter_vars
-        new = []
-        for j, step in enumerate(recipe):
-            if step[0] == "keep":
-                new.append(cur[step[1]])
-            elif step[0] == "op":
-                new.append(b.op(f"tile.{step[1]}", cur[step[2]], cur[step[3]], name=f"v{j}"))
-            else:
-                t = b.op("tile.load", a, [(loop.var + n_init) * rows, 0], [rows, cols], name=f"t{j}")
-                new.append(b.op(f"tile.{step[1]}", cur[step[2]], t, name=f"v{j}"))
-        loop.yield_(*new)
-    for j, r in enumerate(loop.results):
-        value = b.op("tile.add", r, inits[0], name=f"o{j}") if reread else r
-        b.eval("tile.store", value, [j * rows, 0], out)
-    b.ret(out)
-
-    blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
-    vals = [blocks[init_of[j]] for j in range(k)]
-    for i in range(trips):
-        nxt = []
-        for step in recipe:
-            if step[0] == "keep":
-                nxt.append(vals[step[1]])
-            elif step[0] == "op":
-                nxt.append(BINARY[step[1]][0](vals[step[2]], vals[step[3]]))
-            else:
-                nxt.append(BINARY[step[1]][0](vals[step[2]], blocks[n_init + i]))
-        vals = nxt
-    want = torch.cat([v + blocks[0] if reread else v for v in vals])
+    results = top.add(Loop(0, trips, tuple(inits[init_of[j]] for j in range(k)), tuple(body.steps), tuple(new),
+                           kind, stage))
+    for j in range(k):
+        value = top.add(Op("add", (results + j, inits[0]), name=f"o{j}")) if reread else results + j
+        top.add(Store(value, 0, Row(j)))
     text = " ".join(":".join(map(str, s)) for s in recipe)
-    return Case(n.Program("shuffled", (b.build(),)), "kernel", (x,), (sentinel((rows * k, cols), dtype),),
-                (want,), recipe=f"shuffled carry {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
-                f"inits {init_of} [{text}]"
-                + (" reread" if reread else ""))
+    return case(Recipe("shuffled", dtype, rows, cols, (x.shape[0] // rows,), ((k, dtype),), tuple(top.steps),
+                       text=f"shuffled carry {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
+                            f"inits {init_of} [{text}]" + (" reread" if reread else "")), (x,))
 
 
 @st.composite
@@ -135,50 +108,33 @@ def loop_body_programs(draw, trips=None):
     if dtype is D.FP16:  # keep a few sums finite and exact-comparable
         x = (x * 4).round() / 4
 
-    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
-    a = b.param("a", TensorType(x.shape, dtype))
-    out = b.param("out", TensorType((rows * max(trips, 1), cols), dtype), ParamDirection.Out)
-    keep = b.param("keep", TensorType((rows * n_inv, cols), dtype), ParamDirection.Out)
-    after = b.param("after", TensorType((rows * 2, cols), dtype), ParamDirection.Out)
-    pool = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"c{j}") for j in range(n_inv)]
+    top = Body()
+    pool = [top.add(Load(0, Row(j), name=f"c{j}")) for j in range(n_inv)]
+    body = Body(n_inv + 1)  # the invariants, then the carried tile
+    values = list(pool)  # the steps' pool: the invariants, then this body's values
+    for k, step in enumerate([*steps, None]):
+        if k == at:
+            body.add(Store(values[stored], 0, Row(0, (("i", 1),))))
+        if step is None:
+            break
+        if step[0] == "load":
+            values.append(body.add(Load(0, Row(n_inv, (("i", 1),)), name=f"t{k}")))
+        else:
+            values.append(body.add(Op(step[0], (values[step[1]], values[step[2]]), name=f"v{k}")))
     kind = ForKind.Pipeline if stage else ForKind.Sequential
-    with b.loop(0, trips, kind=kind, stage=stage, carried=[pool[init]]) as loop:
-        body = list(pool)
-        for k, step in enumerate([*steps, None]):
-            if k == at:
-                b.eval("tile.store", body[stored], [loop.var * rows, 0], out)
-            if step is None:
-                break
-            if step[0] == "load":
-                body.append(b.op("tile.load", a, [(loop.var + n_inv) * rows, 0], [rows, cols], name=f"t{k}"))
-            else:
-                body.append(b.op(f"tile.{step[0]}", body[step[1]], body[step[2]], name=f"v{k}"))
-        loop.yield_(body[carried])
-    result = loop.results[0]
-    b.eval("tile.store", result, [0, 0], after)
+    result = top.add(Loop(0, trips, (pool[init],), tuple(body.steps), (values[carried],), kind, stage))
+    top.add(Store(result, 2, Row(0)))
     other = pool[post[1]] if post[1] < n_inv else result
-    b.eval("tile.store", b.op(f"tile.{post[0]}", result, other, name="p"), [rows, 0], after)
+    top.add(Store(top.add(Op(post[0], (result, other), name="p")), 2, Row(1)))
     for j, c in enumerate(pool):
-        b.eval("tile.store", c, [j * rows, 0], keep)
-    b.ret(out)
-
-    blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
-    want = sentinel((rows * max(trips, 1), cols), dtype)  # stays so when the loop never runs
-    last = blocks[init]
-    for i in range(trips):
-        vals = blocks[:n_inv]
-        for step in steps:
-            vals = vals + [blocks[n_inv + i] if step[0] == "load" else BINARY[step[0]][0](vals[step[1]], vals[step[2]])]
-        want[i * rows:(i + 1) * rows] = vals[stored]
-        last = vals[carried]
-    then = BINARY[post[0]][0](last, blocks[post[1]] if post[1] < n_inv else last)
+        top.add(Store(c, 1, Row(j)))
     text = " ".join(":".join(map(str, s)) for s in steps)
-    starts = [sentinel((rows * k, cols), dtype) for k in (max(trips, 1), n_inv, 2)]
-    return Case(n.Program("loop_body", (b.build(),)), "kernel", (x,), tuple(starts),
-                (want, torch.cat(blocks[:n_inv]), torch.cat([last, then])),
-                recipe=f"loop body {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
-                f"{n_inv} invariant [{text}] store {stored} after {at}; carry {carried} from {init}, then "
-                f"{post[0]}:{post[1]}")
+    recipe = Recipe("loop_body", dtype, rows, cols, (x.shape[0] // rows,),
+                    ((max(trips, 1), dtype), (n_inv, dtype), (2, dtype)), tuple(top.steps),
+                    text=f"loop body {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
+                         f"{n_inv} invariant [{text}] store {stored} after {at}; carry {carried} from {init}, then "
+                         f"{post[0]}:{post[1]}")
+    return case(recipe, (x,))
 
 
 @st.composite
@@ -213,61 +169,41 @@ def nested_loop_programs(draw):
     if dtype is D.FP16:  # keep a few sums finite and exact-comparable
         x = (x * 4).round() / 4
 
-    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
-    a = b.param("a", TensorType(x.shape, dtype))
-    out = b.param("out", TensorType((rows * width, cols), dtype), ParamDirection.Out)
-    last = b.param("last", TensorType((rows * 2, cols), dtype), ParamDirection.Out)
-    invariants = [b.op("tile.load", a, [j * rows, 0], [rows, cols], name=f"c{j}") for j in range(n_inv)]
+    top = Body()
+    invariants = [top.add(Load(0, Row(j), name=f"c{j}")) for j in range(n_inv)]
+    wide = max(inner, 1)
 
-    def loop(trips, stage, carried, var):
-        kind = ForKind.Pipeline if stage else ForKind.Sequential
-        return b.loop(0, trips, kind=kind, stage=stage, carried=carried, var=var)
-
-    def step(pool, s, k, row):
+    def step(body: Body, pool: list, s, k, row: Row) -> int:
         if s[0] == "load":
-            return b.op("tile.load", a, [row, 0], [rows, cols], name=f"t{k}")
-        return b.op(f"tile.{s[0]}", pool[s[1]], pool[s[2]], name=f"v{k}")
+            return body.add(Load(0, row, name=f"t{k}"))
+        return body.add(Op(s[0], (pool[s[1]], pool[s[2]]), name=f"v{k}"))
 
-    with loop(outer, outer_stage, [invariants[0]], "i") as lo:
-        pool = [*invariants, lo.iter_vars[0]]
-        for k, s in enumerate(pre):
-            pool.append(step(pool, s, k, (lo.var + n_inv) * rows))
-        with loop(inner, inner_stage, [pool[inner_init]], "j") as li:
-            ipool = [*pool, li.iter_vars[0]]
-            for k, s in enumerate(body):
-                ipool.append(step(ipool, s, 10 + k, (lo.var * max(inner, 1) + li.var + n_inv + width) * rows))
-            b.eval("tile.store", ipool[stored], [(lo.var * max(inner, 1) + li.var) * rows, 0], out)
-            li.yield_(ipool[carried_in])
-        got = li.results[0]
-        other = pool[post[1]] if post[1] < outer_pool else got
-        lo.yield_(b.op(f"tile.{post[0]}", got, other, name="p"))
-    b.eval("tile.store", lo.results[0], [0, 0], last)
-    b.eval("tile.store", invariants[-1], [rows, 0], last)
-    b.ret(out)
-
-    blocks = [x[j * rows:(j + 1) * rows] for j in range(x.shape[0] // rows)]
-    f = {name: BINARY[name][0] for name in ("add", "sub", "maximum", "minimum")}
-    want = sentinel((rows * width, cols), dtype)  # rows of iterations that never run stay so
-    acc = blocks[0]
-    for i in range(outer):
-        vals = [*blocks[:n_inv], acc]
-        for s in pre:
-            vals.append(blocks[n_inv + i] if s[0] == "load" else f[s[0]](vals[s[1]], vals[s[2]]))
-        carry = vals[inner_init]
-        for j in range(inner):
-            ivals = [*vals, carry]
-            for s in body:
-                ivals.append(blocks[n_inv + width + i * max(inner, 1) + j] if s[0] == "load"
-                             else f[s[0]](ivals[s[1]], ivals[s[2]]))
-            want[(i * max(inner, 1) + j) * rows:(i * max(inner, 1) + j + 1) * rows] = ivals[stored]
-            carry = ivals[carried_in]
-        acc = f[post[0]](carry, vals[post[1]] if post[1] < outer_pool else carry)
+    outer_body = Body(n_inv + 1)
+    pool = [*invariants, n_inv]
+    for k, s in enumerate(pre):
+        pool.append(step(outer_body, pool, s, k, Row(n_inv, (("i", 1),))))
+    inner_body = Body(outer_body.size + 1)
+    ipool = [*pool, outer_body.size]
+    for k, s in enumerate(body):
+        ipool.append(step(inner_body, ipool, s, 10 + k, Row(n_inv + width, (("i", wide), ("j", 1)))))
+    inner_body.add(Store(ipool[stored], 0, Row(0, (("i", wide), ("j", 1)))))
+    got = outer_body.add(Loop(0, inner, (pool[inner_init],), tuple(inner_body.steps), (ipool[carried_in],),
+                              *_kind(inner_stage), var="j"))
+    other = pool[post[1]] if post[1] < outer_pool else got
+    p = outer_body.add(Op(post[0], (got, other), name="p"))
+    acc = top.add(Loop(0, outer, (invariants[0],), tuple(outer_body.steps), (p,), *_kind(outer_stage)))
+    top.add(Store(acc, 1, Row(0)))
+    top.add(Store(invariants[-1], 1, Row(1)))
     text = lambda steps: " ".join(":".join(map(str, s)) for s in steps)  # noqa: E731
     loops = [f"{'pipeline' if k else 'range'}({t}{f', stage={k}' if k else ''})"
              for t, k in ((outer, outer_stage), (inner, inner_stage))]
-    return Case(n.Program("nested", (b.build(),)), "kernel", (x,),
-                (sentinel(want.shape, dtype), sentinel((rows * 2, cols), dtype)),
-                (want, torch.cat([acc, blocks[n_inv - 1]])),
-                recipe=f"nested {dtype.name}[{rows}x{cols}] {n_inv} invariant; {loops[0]} [{text(pre)}] "
-                f"{loops[1]} [{text(body)}] store {stored}, carry {carried_in} from {inner_init}; "
-                f"then {post[0]}:{post[1]}")
+    recipe = Recipe("nested", dtype, rows, cols, (x.shape[0] // rows,), ((width, dtype), (2, dtype)),
+                    tuple(top.steps),
+                    text=f"nested {dtype.name}[{rows}x{cols}] {n_inv} invariant; {loops[0]} [{text(pre)}] "
+                         f"{loops[1]} [{text(body)}] store {stored}, carry {carried_in} from {inner_init}; "
+                         f"then {post[0]}:{post[1]}")
+    return case(recipe, (x,))
+
+
+def _kind(stage) -> tuple:
+    return (ForKind.Pipeline if stage else ForKind.Sequential, stage)

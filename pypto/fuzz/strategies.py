@@ -21,7 +21,6 @@ product's order).
 
 from __future__ import annotations
 
-import contextlib
 
 import torch
 from hypothesis import strategies as st
@@ -35,6 +34,7 @@ from pypto.sim.numerics import TORCH
 from pypto.backend import A2A3, MemorySpace as M
 from pypto.fuzz.data import (BINARY, FLOATS, INTS, REDUCE, SCALAR, UNARY, Case, bits_equal, random_tensor,  # noqa: F401
                              sentinel, within_bounds)
+from pypto.fuzz.recipes import Body, Load, Loop, Op, Recipe, Row, Store, case
 from pypto.fuzz.loops import carried_programs, loop_body_programs, nested_loop_programs, shuffled_carry_programs
 
 
@@ -62,8 +62,9 @@ _SCALAR_DRAWS = ("muls", "adds", "divs", "subs", "muls", "adds", "divs", "subs",
 
 @st.composite
 def _plan(draw, dtypes: list, max_steps: int):
-    """Steps with every choice drawn up front; ``dtypes`` grows with each step's result."""
-    steps = []
+    """Steps with every choice drawn up front, over values of ``dtypes`` (the inputs'),
+    each step's result appended to them."""
+    dtypes, steps = list(dtypes), []
     for _ in range(draw(st.integers(1, max_steps))):
         cur = dtypes[-1]
         kind = draw(st.sampled_from(_KINDS))
@@ -92,48 +93,31 @@ def _plan(draw, dtypes: list, max_steps: int):
     return steps
 
 
-def _run_ir(b: FunctionBuilder, steps, values: list) -> n.Var:
-    """The plan as IR ops on Vars; ``values`` starts with the loaded inputs."""
+def _result_dtype(dtype, steps):
+    """The dtype of a plan's last value: its last cast's target, else the inputs'."""
+    return next((step[1] for step in reversed(steps) if step[0] == "cast"), dtype)
+
+
+def _chain(body: Body, steps, values: list) -> int:
+    """The plan's ops added to ``body``; ``values`` starts with the pool positions of the
+    loaded inputs and grows with each step's result. The last one's position."""
     for step in steps:
         kind, cur = step[0], values[-1]
         if kind == "unary":
-            out = b.op(f"tile.{step[1]}", cur)
+            out = body.add(Op(step[1], (cur,)))
         elif kind == "binary":
-            lhs, rhs = (cur, values[step[2]]) if step[3] else (values[step[2]], cur)
-            out = b.op(f"tile.{step[1]}", lhs, rhs)
+            out = body.add(Op(step[1], (cur, values[step[2]]) if step[3] else (values[step[2]], cur)))
         elif kind == "scalar":
-            out = b.op(f"tile.{step[1]}", cur, step[2])
+            out = body.add(Op(step[1], (cur,), scalar=step[2]))
         elif kind == "select":
-            mask = b.op("tile.cmp", cur, values[step[1]], cmp_type=step[2])
-            out = b.op("tile.sel", mask, cur, values[step[1]])
+            mask = body.add(Op("cmp", (cur, values[step[1]]), options=(("cmp_type", step[2]),)))
+            out = body.add(Op("sel", (mask, cur, values[step[1]])))
         elif kind == "broadcast":
             _, other, axis, red, f = step
-            vec = b.op(f"tile.{axis}_{red}", values[other])
-            out = b.op(f"tile.{axis}_expand_{f}", cur, vec)
+            vec = body.add(Op(f"{axis}_{red}", (values[other],)))
+            out = body.add(Op(f"{axis}_expand_{f}", (cur, vec)))
         else:
-            out = b.op("tile.cast", cur, target_type=step[1], mode=step[2])
-        values.append(out)
-    return values[-1]
-
-
-def _run_torch(steps, values: list) -> torch.Tensor:
-    """The same plan with plain torch calls on one loop tile's tensors."""
-    for step in steps:
-        kind, cur = step[0], values[-1]
-        if kind == "unary":
-            out = UNARY[step[1]][0](cur)
-        elif kind == "binary":
-            lhs, rhs = (cur, values[step[2]]) if step[3] else (values[step[2]], cur)
-            out = BINARY[step[1]][0](lhs, rhs)
-        elif kind == "scalar":
-            out = BINARY[SCALAR[step[1]]][0](cur, num.scalar(step[2], num.FROM_TORCH[cur.dtype]))
-        elif kind == "select":  # moves bits: no NaN is made canonical
-            out = torch.where(num.CMP[step[2]](cur, values[step[1]]), cur, values[step[1]])
-        elif kind == "broadcast":
-            _, other, axis, red, f = step
-            out = BINARY[f][0](cur, REDUCE[axis](values[other], red))
-        else:
-            out = num.cast(cur, step[1], step[2])
+            out = body.add(Op("cast", (cur,), options=(("target_type", step[1]), ("mode", step[2]))))
         values.append(out)
     return values[-1]
 
@@ -155,26 +139,19 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6, trips=N
     n_in = draw(st.integers(1, 3))
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
-    value_dtypes = [dtype] * n_in
-    steps = draw(_plan(value_dtypes, max_steps))
-    out_dtype = value_dtypes[-1]
+    steps = draw(_plan([dtype] * n_in, max_steps))
+    out_dtype = _result_dtype(dtype, steps)
     shape = (rows * trips, cols)
     inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
 
-    b = FunctionBuilder("kernel", FunctionType.Orchestration if orchestrated else FunctionType.InCore, soc=A2A3)
-    params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
-    out = b.param("out", TensorType(shape, out_dtype), ParamDirection.Out)
-    with b.scope() if orchestrated else contextlib.nullcontext():
-        with b.loop(0, trips, kind=kind, stage=stage) as loop:
-            loaded = [b.op("tile.load", p, [loop.var * rows, 0], [rows, cols], name=f"x{k}")
-                      for k, p in enumerate(params)]
-            b.eval("tile.store", _run_ir(b, steps, loaded), [loop.var * rows, 0], out)
-    b.ret(out)
-    tiles = [_run_torch(steps, [x[i * rows:(i + 1) * rows] for x in inputs]) for i in range(trips)]
-    recipe = (f"{dtype.name}[{rows}x{cols}] x{trips} {kind.name}{'/' + str(stage) if stage else ''}"
-              f"{' specials' if specials else ''}: " + ", ".join(map(str, steps)))
-    return Case(n.Program("elementwise", (b.build(),)), "kernel", tuple(inputs),
-                (sentinel(shape, out_dtype),), (torch.cat(tiles),), recipe=recipe)
+    body = Body()
+    loaded = [body.add(Load(k, Row(0, (("i", 1),)), name=f"x{k}")) for k in range(n_in)]
+    body.add(Store(_chain(body, steps, loaded), 0, Row(0, (("i", 1),))))
+    text = (f"{dtype.name}[{rows}x{cols}] x{trips} {kind.name}{'/' + str(stage) if stage else ''}"
+            f"{' specials' if specials else ''}: " + ", ".join(map(str, steps)))
+    recipe = Recipe("elementwise", dtype, rows, cols, (trips,) * n_in, ((trips, out_dtype),),
+                    (Loop(0, trips, body=tuple(body.steps), kind=kind, stage=stage),), orchestrated, text)
+    return case(recipe, inputs)
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -277,7 +254,6 @@ def slotted_programs(draw, colive: bool | None = None, trips=None):
     slots=F)[(i + c) % F]``, then an elementwise chain and a store. With ``colive``, a
     second load takes another slot of the same region in the same iteration (PYPTO only:
     PTOAS rejects it)."""
-    from pypto.ir.types import MemRef, TileType
 
     dtype = draw(st.sampled_from(FLOATS + INTS))
     rows = draw(st.sampled_from([1, 4, 16]))
@@ -289,33 +265,20 @@ def slotted_programs(draw, colive: bool | None = None, trips=None):
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
     n_in = 2 if colive else 1
-    value_dtypes = [dtype]  # with two inputs, the chain starts from their sum: both slots live at once
-    steps = draw(_plan(value_dtypes, 3))
-    out_dtype = value_dtypes[-1]
+    steps = draw(_plan([dtype], 3))  # with two inputs, the chain starts from their sum: both slots live at once
+    out_dtype = _result_dtype(dtype, steps)
     shape = (rows * trips, cols)
     inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
-    b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)
-    params = [b.param(f"a{k}", TensorType(shape, dtype)) for k in range(n_in)]
-    out = b.param("out", TensorType(shape, out_dtype), ParamDirection.Out)
-    with b.loop(0, trips) as loop:
-        tiles = []
-        for k, p in enumerate(params):
-            index = (loop.var + (shift + k)) % slots
-            t = TileType(shape=(rows, cols), dtype=dtype, space=M.Vec, memref=MemRef(name="ub", slots=slots, index=index))
-            tiles.append(b.op("tile.load", p, [loop.var * rows, 0], [rows, cols], name=f"x{k}", type=t))
-        first = b.op("tile.add", *tiles) if colive else tiles[0]
-        b.eval("tile.store", _run_ir(b, steps, [first]), [loop.var * rows, 0], out)
-    b.ret(out)
-
-    def per_tile(i):
-        xs = [x[i * rows:(i + 1) * rows] for x in inputs]
-        return _run_torch(steps, [BINARY["add"][0](*xs) if colive else xs[0]])
-
-    tiles = [per_tile(i) for i in range(trips)]
-    recipe = f"slots={slots} shift={shift} colive={colive} {dtype.name}[{rows}x{cols}] x{trips}" \
+    body = Body()
+    tiles = [body.add(Load(k, Row(0, (("i", 1),)), slot=("ub", slots, shift + k), name=f"x{k}"))
+             for k in range(n_in)]
+    first = body.add(Op("add", tuple(tiles))) if colive else tiles[0]
+    body.add(Store(_chain(body, steps, [first]), 0, Row(0, (("i", 1),))))
+    text = f"slots={slots} shift={shift} colive={colive} {dtype.name}[{rows}x{cols}] x{trips}" \
         f"{' specials' if specials else ''}: " + ", ".join(map(str, steps))
-    return Case(n.Program("slotted", (b.build(),)), "kernel", tuple(inputs),
-                (sentinel(shape, out_dtype),), (torch.cat(tiles),), recipe=recipe)
+    recipe = Recipe("slotted", dtype, rows, cols, (trips,) * n_in, ((trips, out_dtype),),
+                    (Loop(0, trips, body=tuple(body.steps)),), text=text)
+    return case(recipe, inputs)
 
 
 def families() -> dict:
