@@ -14,6 +14,7 @@ import pypto.language as pl
 from pypto.backend import A2A3
 from pypto.codegen.isa import Instr, Loop, ScalarAssign
 from pypto.errors import PyptoError
+from pypto.sim.hazards import SimulatorHazard
 from pypto.fuzz.data import bits_equal
 from pypto.ir import nodes as n
 from pypto.sim import offsets
@@ -241,3 +242,20 @@ def test_a_scalar_moves_only_offsets_when_nothing_else_reads_it(body, moves):
     program = Program("k", CoreKind.AIV, params, (), tuple(body))
     kernel = Kernel("k", params, (program,))
     assert ("i" in offsets.moving(kernel)) is moves
+
+
+def test_a_hazard_names_the_whole_overlap_wherever_the_tensors_lie():
+    # the race checker's GM map is paged at real addresses: a page boundary inside the
+    # bytes two accesses meet on must not cut the range the message names
+    def args(cut):
+        big = torch.zeros(64 * 1024 + 5 * R * 64)
+        start = (-big.data_ptr() // 4) % (16 * 1024)  # the element at a 64 KiB boundary
+        start += 16 * 1024 - (4096 - cut) // 4 - 4 * R * 64  # z (= base[4R:]) meets it `cut` bytes in
+        base = big[start:start + 5 * R * 64].view(5 * R, 64)
+        return torch.randn(R, 64), base[4 * R:], base[:4 * R], 4
+
+    (kernel,) = spill.compile(*args(0)[:3], 0).kernels.values()
+    for cut in (0, 1024, 1408, 2560, 3072):
+        with pytest.raises(SimulatorHazard) as info:
+            simulate_together((Launch(kernel, args(cut)),), A2A3)
+        assert "bytes [0, 4096) of GM tensor 'z', which are bytes [16384, 20480) of GM tensor 'x'" in str(info.value), cut

@@ -48,17 +48,30 @@ class RaceChecker:
             for page, k in sh.pieces(lo, hi):
                 writer, readers = page.values[k] or _UNTOUCHED
                 if writer is not None and writer.key != key and not ordered(writer.vc, vc):
-                    raise _hazard(writer, True, d, space, page.bounds[k], page.bounds[k + 1])
+                    raise _hazard(writer, True, d, space, *_met(sh, page.bounds[k], hi, writer, True))
                 if write:
                     for u in readers:
                         if u.key != key and not ordered(u.vc, vc):
-                            raise _hazard(u, False, d, space, page.bounds[k], page.bounds[k + 1])
+                            raise _hazard(u, False, d, space, *_met(sh, page.bounds[k], hi, u, False))
                     page.values[k] = (d, ())
                 else:
                     page.values[k] = (writer, tuple(u for u in readers if u.key != key) + (d,))
         # from now on d is only ever the earlier of a pair: its pipe and sequence number say
         # all; what it learnt from others need not stay alive with it
         d.vc = (vc[0], vc[1], None)
+
+
+def _met(sh: IntervalMap, lo: int, hi: int, u: Dyn, u_writes: bool) -> tuple[int, int]:
+    """The bytes of [lo, hi) from ``lo`` on that ``u`` still holds (as their writer, or a
+    reader since): the whole run the two meet on, not the segment it was found in — pages
+    cut at real addresses, so that would say where the tensors happen to lie."""
+    end = lo
+    for page, k in sh.pieces(lo, hi):
+        writer, readers = page.values[k] or _UNTOUCHED
+        if not (writer is u if u_writes else u in readers):
+            break
+        end = page.bounds[k + 1]
+    return lo, end
 
 
 def _hazard(u: Dyn, u_writes: bool, v: Dyn, space, lo: int, hi: int) -> SimulatorHazard:
