@@ -131,7 +131,7 @@ class Pipes:
         ]
 
     def free(self, call: n.Call, span) -> list:
-        tile = call.args[0]
+        tile = argument(call, "tile")
         origin = self.popped.get(tile.name) if isinstance(tile, n.Var) else None
         want = FREES[call.op]
         if origin is None:

@@ -16,6 +16,7 @@ is what makes them run at once.
 from __future__ import annotations
 
 from pypto.ir import nodes as n
+from pypto.ir.ops import argument
 from pypto.ir.tensors import block_roots
 from pypto.ir.types import ArgDirection, ForKind, ParamDirection, TensorType
 
@@ -82,7 +83,7 @@ class _Walker:
         elif isinstance(stmt, n.Assign) and isinstance(stmt.type, TensorType):
             value = stmt.value
             if isinstance(value, n.Call) and value.op in VIEWS:  # a view is of its tensor's buffer
-                value = value.args[0]
+                value = argument(value, "x")
             self.roots[stmt.target] = self.root(value) or frozenset({stmt.target})
         elif isinstance(stmt, n.For):
             yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()

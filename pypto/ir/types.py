@@ -159,6 +159,12 @@ class FunctionType(enum.Enum):
         """Code for the AI cores (code generation's input), not the host's orchestration."""
         return self in (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV)
 
+    @property
+    def may_be_incore(self) -> bool:
+        """Its body may be code for a core: a kernel's, an inline helper's (spliced into
+        one), or an Opaque function's (InCore unless it opens pl.at scopes)."""
+        return self.is_kernel or self in (FunctionType.Opaque, FunctionType.Inline)
+
 
 class Level(enum.Enum):
     AIV = "AIV"

@@ -39,8 +39,6 @@ from pypto.lang.placement import PlacementForms
 from pypto.lang.spmd import SpmdForms
 from pypto.lang.tasks import TaskForms
 
-INCORE_TYPES = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Inline, FunctionType.Opaque)
-
 
 def _orchestrates(fdef: ast.FunctionDef) -> bool:
     """An Opaque function orchestrates when it opens scopes: a ``with`` block, or a ``for``
@@ -72,7 +70,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.given = given  # param name -> type from the call being specialized (jit)
         self.declared_returns = returns
         # An Opaque function is InCore unless it opens pl.at scopes (then it orchestrates them).
-        self.incore = kind in INCORE_TYPES and not (kind is FunctionType.Opaque and _orchestrates(fdef))
+        self.incore = kind.may_be_incore and not (kind is FunctionType.Opaque and _orchestrates(fdef))
         self.out: list = []  # statements of the block being converted
         self.frames: list[Frame] = []
         self.return_types: tuple | None = None

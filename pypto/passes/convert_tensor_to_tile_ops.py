@@ -26,7 +26,7 @@ import attrs
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, with_args
-from pypto.ir.types import AtomicType, FunctionType, TensorType, type_name
+from pypto.ir.types import AtomicType, TensorType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.regions import plus, whole
 from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable
@@ -35,13 +35,10 @@ from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.tile_emitter import Emitter
 from pypto.backend import MemorySpace as M
 
-INCORE = (FunctionType.InCore, FunctionType.AIC, FunctionType.AIV, FunctionType.Opaque)
-
-
 def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResult:
     out = []
     for fn in program.functions:
-        if fn.type in INCORE and any(_tensor_call(s) for s in n.walk_stmts(fn.body)):
+        if fn.type.may_be_incore and any(_tensor_call(s) for s in n.walk_stmts(fn.body)):
             ring = ring_reserve(fn.body)
             try:
                 fn = _Converter(fn, ctx).run()

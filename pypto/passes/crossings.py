@@ -25,7 +25,7 @@ import attrs
 
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.ops import lookup, op_call
+from pypto.ir.ops import argument, lookup, op_call, with_args
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
 
@@ -187,9 +187,8 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
         if isinstance(call, n.Call):
             op = lookup(call.op)
             args = list(call.args)
-            if op.name == "tensor.slice" and call.args[0].name in before_loop:  # a view of the GM copy
-                stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=(n.Var(staged[call.args[0].name]),
-                                                                          *call.args[1:])))
+            if op.name == "tensor.slice" and argument(call, "x").name in before_loop:  # a view of the GM copy
+                stmt = attrs.evolve(stmt, value=with_args(call, x=n.Var(staged[argument(call, "x").name])))
                 out.append(stmt)
                 continue
             views = []  # the cube's views of what the vector work stores for this matmul: after all the stores
@@ -227,7 +226,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                 stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=tuple(args)))
             target = getattr(stmt, "target", None)
             if target is not None and (op.windows is not None and op.windows.kind == "cube"
-                                       or op.name == "tensor.slice" and call.args[0].name in cube):
+                                       or op.name == "tensor.slice" and argument(call, "x").name in cube):
                 cube.add(target)
             elif target is not None and op.windows is not None and op.windows.kind not in ("cube", "source", "slice"):
                 st.vector.add(target)  # computed by the vector cores

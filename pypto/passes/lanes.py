@@ -462,6 +462,6 @@ def _exprs(s):
 
 def _gm_written(stmt) -> set:
     """The tensors a statement assembles into."""
-    return {s.value.args[0].name for s in n.walk_stmts((stmt,))
-            if isinstance(getattr(s, "value", None), n.Call) and s.value.op == "tensor.assemble"
-            and isinstance(s.value.args[0], n.Var)}
+    calls = [s.value for s in n.walk_stmts((stmt,))
+             if isinstance(getattr(s, "value", None), n.Call) and s.value.op == "tensor.assemble"]
+    return {argument(c, "target").name for c in calls if isinstance(argument(c, "target"), n.Var)}
