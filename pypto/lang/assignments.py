@@ -73,7 +73,7 @@ class Assignments:
         """``b = a`` for a tile names the same on-chip buffer: no copy exists to make, so no
         statement (an op binds every tile)."""
         self.check_local_name(pyname, node)
-        self.env[pyname] = var.name
+        self.env = self.env.set(pyname, var.name)
         self.dropped.pop(pyname, None)
 
     def typed_constant(self, value: n.Const, declared: ScalarType, node) -> n.Const:
@@ -164,7 +164,7 @@ class Assignments:
             ssa = self.fresh(name.id)
             self.types[ssa] = self.expr_type(n.Const(v), value_node)
             self.folded[ssa] = v
-            self.env[name.id] = ssa
+            self.env = self.env.set(name.id, ssa)
             self.dropped.pop(name.id, None)
 
     def unpack_results(self, names, call_node: ast.Call) -> None:
@@ -196,7 +196,7 @@ class Assignments:
         same tensor under another name (a fresh binding only for an expression)."""
         if isinstance(arg, n.Var):
             self.check_local_name(name.id, name)
-            self.env[name.id] = arg.name
+            self.env = self.env.set(name.id, arg.name)
             self.dropped.pop(name.id, None)
         else:
             self.bind(name.id, t, arg, name)

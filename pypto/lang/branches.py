@@ -39,10 +39,10 @@ class Branches:
         cond = self.scalar(node.test)
         explicit = self._ends_in_yield(node.body) or self._ends_in_yield(node.orelse)
         yield_names = {x for stmts in (node.body, node.orelse) if stmts for x in self._yield_names(stmts[-1])}
-        outer_env = dict(self.env)
+        outer_env = self.env
         branches = []
         for stmts in (node.body, node.orelse):
-            self.env = dict(outer_env)
+            self.env = outer_env
             frame = Frame("if", explicit, last=stmts[-1] if stmts else None)
             self.frames.append(frame)
             try:
@@ -73,7 +73,7 @@ class Branches:
         rebound = []  # both branches bind the same compile-time value: it stays one
         for x in same:
             if then_env[x] in self.folded and else_env[x] in self.folded:
-                outer_env[x] = then_env[x]  # no statement binds it: every use is the constant
+                outer_env = outer_env.set(x, then_env[x])  # no statement binds it: every use is the constant
             else:
                 rebound.append(x)  # bound by a statement in each branch: bound again after the if
         others = [x for x in others if x not in same]
@@ -98,7 +98,7 @@ class Branches:
         for k, (x, t) in enumerate(zip(names, types)):
             ssa = self.fresh(x)
             self.types[ssa] = t
-            self.env[x] = ssa
+            self.env = self.env.set(x, ssa)
             self.dropped.pop(x, None)
         results = [n.Binding(self.env[x], t) for x, t in zip(names, types)]
         self.emit(n.If(cond, then_body, else_body, results, span=self.span(node)))

@@ -10,6 +10,7 @@ import difflib
 from collections.abc import Callable
 
 import attrs
+from pyrsistent import pmap
 
 from pypto.errors import (
     ParseError,
@@ -239,7 +240,7 @@ class CallConverter(OpCalls, ExprConverter):
         caller = self.source
         bound = self._bind_inline_args(fdef, source, node)
         saved = (self.source, self.env, self.dropped, self.local_names, self.frames)
-        self.source, self.env, self.dropped, self.frames = source, {}, {}, []
+        self.source, self.env, self.dropped, self.frames = source, pmap(), {}, []
         self.local_names = liveness.first_bindings(fdef.body)
         self.inlining.append(kernel)
         try:
@@ -248,7 +249,7 @@ class CallConverter(OpCalls, ExprConverter):
                 if p.annotation is not None:
                     self._check_inline_arg(fdef.name, p, t, where)
                 if isinstance(e, n.Var):
-                    self.env[p.arg] = e.name
+                    self.env = self.env.set(p.arg, e.name)
                 else:
                     self.bind(p.arg, t, e, p, span=where)
             body = self._body_statements(fdef.body)
@@ -292,7 +293,7 @@ class CallConverter(OpCalls, ExprConverter):
             if p.arg in given:
                 bound.append((p, self.operand(given[p.arg]), self.span(given[p.arg])))
         saved = (self.source, self.env, self.dropped, self.local_names)
-        self.source, self.env, self.dropped, self.local_names = source, {}, {}, {}  # read where it is written
+        self.source, self.env, self.dropped, self.local_names = source, pmap(), {}, {}  # read where it is written
         try:
             for p in params:
                 if p.arg not in given:

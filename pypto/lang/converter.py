@@ -168,7 +168,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.check_local_name(pyname, node)
         ssa = self.fresh(pyname)
         self.types[ssa] = t
-        self.env[pyname] = ssa
+        self.env = self.env.set(pyname, ssa)
         self.dropped.pop(pyname, None)
         if isinstance(value, n.Const):
             self.known[ssa] = value.value

@@ -13,6 +13,7 @@ import ast
 import re
 
 import attrs
+from pyrsistent import PMap, pmap
 
 from pypto.errors import (
     PyptoError,
@@ -81,7 +82,9 @@ class Dropped:
 class ExprConverter(Lookups, Statics, Annotations):
     def __init__(self, source: Source):
         self.source = source
-        self.env: dict[str, str] = {}  # Python name -> SSA name
+        # Python name -> SSA name, persistent: a loop or branch starts from the scope around
+        # it and hands back what it binds, with no copy to make or restore
+        self.env: PMap = pmap()
         self.types: dict[str, object] = {}  # SSA name -> type
         self.used: set[str] = set()  # every SSA name handed out in this function
         self.dropped: dict[str, Dropped] = {}

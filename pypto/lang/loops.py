@@ -93,7 +93,7 @@ class Loops(Branches):
         yields = self._yield_names(node.body[-1]) if inits is not None else None
         plan = plan_loop(node, loop_name, header, yields, self.env, live_after, last_value(start, stop, step),
                          self.arrays_stored(node.body))
-        outer_env = dict(self.env)
+        outer_env = self.env
         var, iter_args = self.carry_in(node, plan, start, stop, step, inits or [], outer_env)
         frame = Frame("for", plan.explicit, last=node.body[-1], header=plan.header)
         self.frames.append(frame)
@@ -112,7 +112,7 @@ class Loops(Branches):
         for name, a in zip(names, iter_args):
             ssa = self.fresh(name)
             self.types[ssa] = a.type
-            self.env[name] = ssa
+            self.env = self.env.set(name, ssa)
             self.dropped.pop(name, None)
             results.append(n.Binding(ssa, a.type))
         self.emit(n.For(var, start, stop, step, body, kind, stage, iter_args, results, span=self.span(node)))
@@ -187,7 +187,7 @@ class Loops(Branches):
         """The loop variable's SSA name and the loop's IterArgs, bound for the body."""
         var = self.fresh(plan.loop_name)
         self.types[var] = INDEX
-        self.env[plan.loop_name] = var
+        self.env = self.env.set(plan.loop_name, var)
         if isinstance(plan.last, int):
             self.ranges[var] = (start.value, plan.last)
         iter_args = []
@@ -199,9 +199,9 @@ class Loops(Branches):
             return ssa
 
         for name, (init, t) in zip(plan.header, inits):
-            self.env[name] = carry(name, init, t)
+            self.env = self.env.set(name, carry(name, init, t))
         for name in plan.implicit:
-            self.env[name] = carry(name, *self.ssa_value(outer_env[name]))
+            self.env = self.env.set(name, carry(name, *self.ssa_value(outer_env[name])))
         if plan.after == "carried":  # not a name in the body, where the loop variable is
             init, t = self.ssa_value(outer_env[plan.loop_name])
             if isinstance(t, ScalarType) and t.dtype.is_int and t != INDEX:  # an int converts to the index it becomes
@@ -240,7 +240,7 @@ class Loops(Branches):
         line = node.lineno + self.source.line_offset
         for name in plan.header:
             if name not in names:
-                self.env.pop(name, None)
+                self.env = self.env.discard(name)
                 self.dropped[name] = Dropped(
                     line, "loop",
                     message=f"'{name}' names a carried value in the header of the loop at line {line}, "

@@ -101,11 +101,11 @@ class PlacementForms:
             body = self.incore_block([node], live_after)
             self.emit(n.Scope(tuple(body), Level.CORE_GROUP, "", span=self.span(node)))
             return
-        outer = dict(self.env)
+        outer = self.env
         var = self.fresh(node.target.id)
         self.types[var] = INDEX
         self.ranges[var] = (0, count - 1)
-        self.env[node.target.id] = var
+        self.env = self.env.set(node.target.id, var)
         self.in_split_aiv = True
         try:
             body = tuple(self.block(node.body, live_after))
@@ -126,14 +126,14 @@ class PlacementForms:
             if name in live_after and self.env[name] in handed:
                 continue  # gathered: the cube reads it whole after the region
             if name in live_after and name in outer and self.env[name] in stored:
-                self.env[name] = outer[name]  # stored into in place: the tensor it was
+                self.env = self.env.set(name, outer[name])  # stored into in place: the tensor it was
             elif name in live_after and name != node.target.id:
                 raise self.error(UnsupportedSyntaxError, node, f"'{name}' is bound inside a pl.split_aiv region "
                                  "and read after it; each vector core has its own",
                                  hint=f"hand it to the cube with {name} = pl.aic_gather({name}) in the region, store "
                                       "it into a GM tensor there, or compute it outside")
             elif name in outer:
-                self.env[name] = outer[name]
+                self.env = self.env.set(name, outer[name])
             else:
-                del self.env[name]
+                self.env = self.env.remove(name)
         self.emit(region)

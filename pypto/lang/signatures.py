@@ -37,7 +37,7 @@ class Signatures:
                                  hint="take a pl.Tensor and pl.load the tile inside the kernel")
             self.check_local_name(arg.arg, arg)
             name = self.fresh(arg.arg)
-            self.env[arg.arg] = name
+            self.env = self.env.set(arg.arg, name)
             params.append(n.Param(name, t, direction))
         return tuple(params)
 

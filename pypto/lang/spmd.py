@@ -46,14 +46,14 @@ class SpmdForms(LaunchOptions):
             self.ranges[var] = (0, launch.blocks.value - 1)
         index = n.Assign(var, INDEX, op_call("tile.get_block_idx"), span=self.span(node.target))
         outer = self.env.get(node.target.id)
-        self.env[node.target.id] = var
+        self.env = self.env.set(node.target.id, var)
         try:
             body = self.incore_block(node.body, live_after)
         finally:
             if outer is not None:
-                self.env[node.target.id] = outer
+                self.env = self.env.set(node.target.id, outer)
             else:
-                self.env.pop(node.target.id, None)
+                self.env = self.env.discard(node.target.id)
         self.emit(n.Scope((index, *body), Level.CORE_GROUP, launch.name_hint, span=self.span(node),
                           allow_early_resolve=launch.allow_early_resolve, blocks=launch.blocks,
                           sync_start=launch.sync_start, predicate=launch.predicate, split=launch.split,
@@ -203,6 +203,6 @@ class SpmdForms(LaunchOptions):
         self.check_local_name(target.id, target)
         tid = self.fresh(target.id)
         self.types[tid] = TASK_ID
-        self.env[target.id] = tid
+        self.env = self.env.set(target.id, tid)
         self.dropped.pop(target.id, None)
         return tid
