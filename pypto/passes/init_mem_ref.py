@@ -19,12 +19,13 @@ import attrs
 
 from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
+from pypto.ir.liveness import Liveness
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.ir.affine import static_difference
 from pypto.ir.printer import expr
 from pypto.ir.simplify import simplify
-from pypto.passes.memory import UnionFind, Walker, aligned, alias_edges, retype
+from pypto.passes.memory import UnionFind, aligned, alias_edges, retype
 
 
 def init_mem_ref(program: n.Program, ctx: PassContext) -> PassResult:
@@ -83,8 +84,7 @@ def _check_declared(fn: n.Function, types: dict, declared: dict[str, list[str]],
     """What a kernel author declares with pl.MemRef must be one allocation that holds its
     tiles apart: one space, one slot count, slot indexes in range, no two tiles live in
     one slot at once, and one declared name per carried value."""
-    walker = Walker()
-    walker.block(fn.body, ())
+    walker = Liveness(fn.body)
 
     def where(name):
         return walker.defs[name][2] if name in walker.defs else None

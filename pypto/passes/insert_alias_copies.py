@@ -22,9 +22,10 @@ import attrs
 
 from pypto.errors import MemorySpaceError, VerificationError
 from pypto.ir import nodes as n
+from pypto.ir.liveness import Liveness
 from pypto.ir.types import TileType
 from pypto.passes.context import PassContext, PassResult, result
-from pypto.passes.memory import AliasEdge, UnionFind, Walker, alias_edges
+from pypto.passes.memory import AliasEdge, UnionFind, alias_edges
 
 COPY = "tile.move"
 
@@ -41,8 +42,7 @@ def insert_alias_copies(program: n.Program, ctx: PassContext) -> PassResult:
 def first_conflict(fn: n.Function) -> AliasEdge | None:
     """The first alias edge (in InitMemRef's order) that would join two groups holding
     tiles live at the same time."""
-    walker = Walker()
-    walker.block(fn.body, ())
+    walker = Liveness(fn.body)
     cache: dict[str, tuple[int, int]] = {}
     # Iter args of one loop, and results of one if, part ways on the paths that set them
     # apart (a later iteration, the other branch), whatever their uses.

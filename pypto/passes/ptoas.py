@@ -11,9 +11,9 @@ import attrs
 
 from pypto.errors import CodegenError
 from pypto.ir import nodes as n
+from pypto.ir.liveness import Liveness
 from pypto.ir.types import TileType
 from pypto.passes.context import PassContext, Planner
-from pypto.passes.memory import Walker
 from pypto.passes.placement import place
 from pypto.passes.reuse import apply_reuse, plan_reuse
 
@@ -29,8 +29,7 @@ def unguarded_slots(fn: n.Function, unsafe: bool) -> set[str]:
     """Tiles taken from a second slot of one region while the first is live, in one loop
     iteration. Refused, unless ``unsafe``; then returned, for the sync inserter to leave
     unguarded as ptoas does."""
-    walker = Walker()
-    walker.block(fn.body, ())
+    walker = Liveness(fn.body)
     types = n.symbols(fn)
     unguarded = set()
     for loop in (s for s in n.walk_stmts(fn.body) if isinstance(s, n.For)):
@@ -74,7 +73,7 @@ def _one_iteration(body):
             yield from _one_iteration(stmt.else_body)
 
 
-def _colive(walker: Walker, a: str, b: str) -> bool:
+def _colive(walker: Liveness, a: str, b: str) -> bool:
     def span(name):
         start = walker.defs[name][0]
         return start, max(walker.uses.get(name, [start]) + [start])

@@ -23,6 +23,7 @@ import bisect
 import attrs
 
 from pypto.ir import nodes as n
+from pypto.ir.liveness import Liveness
 from pypto.ir.ops import lookup
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import (
@@ -88,11 +89,8 @@ def _donate(fn: n.Function) -> n.Function:
         t: ...MemRef("pipe_t", ...)[0]... = pl.tile.load(...)
         e: ...MemRef("mem_vec_0", ..., reusable=True)... = pl.tile.exp(t)  ->  e: ...MemRef("pipe_t", ...)[0]... = ...
     """
-    from pypto.passes.memory import Walker
-
     types = n.symbols(fn)
-    walker = Walker()
-    walker.block(fn.body, ())
+    walker = Liveness(fn.body)
     live = {name: walker.interval(name, carry=False) for name in walker.defs}
     members = _Members(live)
     for name, t in types.items():
