@@ -75,19 +75,21 @@ class BlockAnalysis:
                         continue
                     key = (u.j, u.key, v.j, v.key, v.t - u.t)
                     if key not in pattern:  # (else its edges are there already)
-                        knowledge, state = knowledge.adding(key, state)
+                        knowledge = knowledge.adding(key, state)
                     pattern[key] = (u, v, pair)
                     added = True
             if not added:
                 break
         order = lambda k: (k[0], rank(k[1]), k[2], rank(k[3]), k[4])  # noqa: E731
         for key in sorted(pattern, key=lambda k: (-k[4], *order(k))):  # drop what others already order
-            trial, tried = knowledge.dropping(key, state)
-            # (state covers every conflict: only those whose consumer's group moved may now not be)
+            trial, undo = knowledge.dropping(key, state)
+            # (state covered every conflict: only those whose consumer's group moved may now not be)
             moved = {v: found for v, found in conflicts.items() if trial.group_of[v] in trial.moved}
-            if self.covered(tried[0], nodes, moved):
+            if self.covered(state[0], nodes, moved):
                 pattern = {k: p for k, p in pattern.items() if k != key}
-                knowledge, state = trial, tried
+                knowledge = trial
+            else:
+                undo()
         return [self.make_edge(key, pattern[key], loop) for key in sorted(pattern, key=order)]
 
     def conflicts(self, nodes, last: int) -> dict[int, list]:

@@ -2,11 +2,14 @@
 of each pipe (by node order) that reaches it through its pipe's order, the pattern's edges
 and a nested loop's own syncs; and once it is done. Immutable: adding or dropping one
 pattern edge makes a new ``Knowledge`` and recomputes only the groups whose inputs change.
+The state (what each node knows) is updated in place, so an update costs what it changes,
+not the whole block: a trial that is turned down is undone from its log.
 
     knowledge = Knowledge(groups, by_pos, by_place, after)
     state = knowledge.full()                              # (start, end): node -> {key: seq}
-    knowledge, state = knowledge.adding(key, state)       # one more pattern edge
-    trial, tried = knowledge.dropping(key, state)         # one fewer; trial.moved: what moved
+    knowledge = knowledge.adding(key, state)              # one more pattern edge
+    trial, undo = knowledge.dropping(key, state)          # one fewer; trial.moved: what moved
+    undo()                                                # ... or not after all
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import copy
 import heapq
 
 from pypto.codegen.sync.edges import Node, merge
+
+
+_ABSENT = object()  # a log entry's key had no value before
 
 
 class Knowledge:
@@ -59,24 +65,39 @@ class Knowledge:
                     out.append((u, x))
         return out
 
-    def adding(self, key: tuple, state: tuple) -> tuple[Knowledge, tuple]:
+    def adding(self, key: tuple, state: tuple) -> Knowledge:
+        """The knowledge with one more pattern edge; ``state`` is brought up to date. (The
+        edge tables are shared with this one, which is not to be used again.)"""
         pairs = self.instances(key)
-        preds, successors = dict(self.preds), dict(self.successors)
+        preds, successors = self.preds, self.successors
         for u, x in pairs:
             preds[x.seq] = (*preds.get(x.seq, ()), u)
             successors[u.seq] = (*successors.get(u.seq, ()), x)
         out = self._with(preds, successors)
-        return out, out.updated(state, pairs)
+        out.updated(state, pairs, [])
+        return out
 
-    def dropping(self, key: tuple, state: tuple) -> tuple[Knowledge, tuple]:
+    def dropping(self, key: tuple, state: tuple):
+        """(the knowledge without one pattern edge, a function that undoes the trial):
+        ``state`` is brought up to date; undone, it is as it was and this knowledge holds."""
         pairs = self.instances(key)
-        preds = dict(self.preds)
+        log: list = []
+        preds = self.preds
         for u, x in pairs:
+            log.append((preds, x.seq, preds[x.seq]))
             rest = list(preds[x.seq])
             rest.remove(u)
             preds[x.seq] = tuple(rest)
         out = self._with(preds, self.successors)
-        return out, out.updated(state, pairs)
+        out.updated(state, pairs, log)
+
+        def undo():
+            for table, k, old in reversed(log):
+                if old is _ABSENT:
+                    del table[k]
+                else:
+                    table[k] = old
+        return out, undo
 
     def full(self) -> tuple[dict, dict]:
         """(start, end): what each node knows has landed when it starts (key -> latest
@@ -89,12 +110,13 @@ class Knowledge:
             self.group(group, start, end)
         return start, end
 
-    def updated(self, base: tuple, pairs: list) -> tuple[dict, dict]:
-        """``full()``, from ``base`` — the knowledge of a pattern that differs only in the
-        edges ``pairs`` end with: only the groups whose inputs changed are recomputed, in
-        node order — an edge's target, then whoever reads a node whose knowledge changed
-        (the next node on its pipe, the nodes it is a pred of)."""
-        start, end = dict(base[0]), dict(base[1])
+    def updated(self, state: tuple, pairs: list, log: list) -> None:
+        """``state`` made ``full()`` of this knowledge — it is the state of a pattern that
+        differs only in the edges ``pairs`` end with: only the groups whose inputs changed
+        are recomputed, in node order — an edge's target, then whoever reads a node whose
+        knowledge changed (the next node on its pipe, the nodes it is a pred of). Each
+        entry replaced goes to ``log`` first (a value is never changed in place once set)."""
+        start, end = state
         todo = sorted({self.group_of[x.seq] for _, x in pairs})
         heapq.heapify(todo)
         queued = set(todo)
@@ -102,6 +124,9 @@ class Knowledge:
             g = heapq.heappop(todo)
             group = self.groups[g]
             before = [(start.get(x.seq), end[x.seq]) for x in group]
+            for x, (old_start, old) in zip(group, before):
+                log.append((start, x.seq, _ABSENT if old_start is None else old_start))
+                log.append((end, x.seq, old))
             self.group(group, start, end)
             for x, (old_start, old) in zip(group, before):
                 if start[x.seq] != old_start:
@@ -115,7 +140,6 @@ class Knowledge:
                     if h not in queued:
                         queued.add(h)
                         heapq.heappush(todo, h)
-        return start, end
 
     def group(self, group: list, start: dict, end: dict) -> None:
         """One group's knowledge from what its nodes read: the node before each on its pipe,
