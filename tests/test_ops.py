@@ -4,6 +4,8 @@ compared with torch. The registry, the printer/parser and the semantics table ag
 import pytest
 import torch
 
+from pypto.sim.numerics import FROM_TORCH
+
 from pypto.ir import nodes as n
 from pypto.lang import parse
 from pypto.ir.builder import FunctionBuilder
@@ -134,6 +136,26 @@ CASES = [
          lambda x, y: 2 * (x.double() @ y.double()), inputs=(X.half(), Y.T.contiguous().half()), out_shape=(R, R)),
 ]
 
+# The catalog's trigonometric, remainder and bitwise families, on the inputs they take.
+XI = torch.arange(R * C, dtype=torch.int32).reshape(R, C) * 37 - 1500
+YI = torch.arange(R * C, dtype=torch.int32).reshape(R, C).flip(1) * 53 + 7
+XS = (torch.arange(R * C, dtype=torch.int16).reshape(R, C) * 411 - 9000).contiguous()
+BITWISE = {"and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor}
+CASES += [
+    *[case(f"{level}.{k}", (tile1 if level == "tile" else tensor1)(f"{level}.{k}"), lambda x, y, f=f: f(x))
+      for k, f in (("sin", torch.sin), ("cos", torch.cos)) for level in ("tile", "tensor")],
+    *[case(f"{level}.fmod", (tile2 if level == "tile" else tensor2)(f"{level}.fmod"), lambda x, y: torch.fmod(x, y))
+      for level in ("tile", "tensor")],
+    *[case(f"{level}.fmods", (tile1 if level == "tile" else tensor1)(f"{level}.fmods", -1.25),
+           lambda x, y: torch.fmod(x, torch.tensor(-1.25))) for level in ("tile", "tensor")],
+    *[case(f"{level}.{k}", (tile2 if level == "tile" else tensor2)(f"{level}.{k}"), lambda x, y, f=f: f(x, y),
+           inputs=(XI, YI), out_dtype=torch.int32) for k, f in BITWISE.items() for level in ("tile", "tensor")],
+    *[case(f"{level}.{k}s", (tile1 if level == "tile" else tensor1)(f"{level}.{k}s", 0x5A5), lambda x, y, f=f: f(x, 0x5A5),
+           inputs=(XI, YI), out_dtype=torch.int32) for k, f in BITWISE.items() for level in ("tile", "tensor")],
+    *[case(f"{level}.not", (tile1 if level == "tile" else tensor1)(f"{level}.not"), lambda x, y: ~x,
+           inputs=(XS, XS), out_dtype=torch.int16) for level in ("tile", "tensor")],
+]
+
 
 def _mm(b, a, c):
     left = b.op("tile.move", b.op("tile.load", a, [0, 0], [R, C], target_memory=M.Mat), target_memory=M.Left)
@@ -144,9 +166,9 @@ def _mm(b, a, c):
 
 def _program(build, inputs, out_shape, out_dtype):
     b = FunctionBuilder("k", FunctionType.InCore, soc=A2A3)
-    a = b.param("a", TensorType(inputs[0].shape, {torch.float16: D.FP16}.get(inputs[0].dtype, D.FP32)))
-    c = b.param("c", TensorType(inputs[1].shape, {torch.float16: D.FP16}.get(inputs[1].dtype, D.FP32)))
-    out = b.param("out", TensorType(out_shape, {torch.float16: D.FP16}.get(out_dtype, D.FP32)), ParamDirection.Out)
+    a = b.param("a", TensorType(inputs[0].shape, FROM_TORCH[inputs[0].dtype]))
+    c = b.param("c", TensorType(inputs[1].shape, FROM_TORCH[inputs[1].dtype]))
+    out = b.param("out", TensorType(out_shape, FROM_TORCH[out_dtype]), ParamDirection.Out)
     result = build(b, a, c)
     t = b.types[result.name]
     if isinstance(t, TensorType):
@@ -231,19 +253,20 @@ def test_the_elementwise_families_are_the_rows_every_level_and_the_fuzzers_use()
     from pypto.fuzz import data
     from pypto.ir.ops import families
 
-    for name, allowed, unit in (*families.BINARY, *families.UNARY):
+    for row in (*families.BINARY, *families.UNARY):
+        name = row.name
         for level in ("tile", "tensor"):
             assert lookup(f"{level}.{name}") is not None, (level, name)
-        assert lookup(f"tile.{name}").unit == unit
-        assert UNIFIED[name].tile == f"tile.{name}" and UNIFIED[name].tensor == f"tensor.{name}"
-    for name, _, _ in families.BINARY:
-        s = families.scalar_form(name)
+        assert lookup(f"tile.{name}").unit == row.unit and lookup(f"tile.{name}").in_place == row.in_place
+        assert UNIFIED[row.pl_name].tile == f"tile.{name}" and UNIFIED[row.pl_name].tensor == f"tensor.{name}"
+    for row in families.BINARY:
+        s = families.scalar_form(row.name)
         assert lookup(f"tile.{s}") is not None and lookup(f"tensor.{s}") is not None
-        assert UNIFIED[name].tile_scalar == f"tile.{s}"
+        assert UNIFIED[row.pl_name].tile_scalar == f"tile.{s}"
     # the fuzzers draw every family, each from dtypes it computes in
-    assert set(data.UNARY) == {u for u, _, _ in families.UNARY}
-    assert set(data.BINARY) == {b for b, _, _ in families.BINARY}
-    rows = {name: allowed for name, allowed, _ in (*families.BINARY, *families.UNARY)}
+    assert set(data.UNARY) == {r.name for r in families.UNARY}
+    assert set(data.BINARY) == {r.name for r in families.BINARY}
+    rows = {r.name: r.dtypes for r in (*families.BINARY, *families.UNARY)}
     for table in (data.UNARY, data.BINARY):
         for name, (_, dtypes) in table.items():
             assert set(dtypes) <= set(rows[name]), name

@@ -122,12 +122,15 @@ UNARY = {name: (num.arith(fn), dtypes) for name, (fn, dtypes) in {
     "neg": (torch.neg, FLOATS + INTS), "abs": (torch.abs, FLOATS + INTS),
     "relu": (lambda x: torch.clamp_min(x, 0), FLOATS + INTS), "exp": (torch.exp, FLOATS),
     "log": (torch.log, FLOATS), "sqrt": (torch.sqrt, FLOATS), "rsqrt": (_rsqrt, FLOATS),
-    "recip": (torch.reciprocal, FLOATS),
+    "recip": (torch.reciprocal, FLOATS), "sin": (torch.sin, FLOATS), "cos": (torch.cos, FLOATS),
+    "not": (lambda x: ~x, (D.INT16,)),
 }.items()}
 BINARY = {
     "add": (num.arith(torch.add), FLOATS + INTS), "sub": (num.arith(torch.sub), FLOATS + INTS),
     "mul": (num.arith(torch.mul), FLOATS + INTS), "div": (num.arith(torch.div), FLOATS),
     "maximum": (num.maximum, FLOATS + INTS), "minimum": (num.minimum, FLOATS + INTS),
+    "fmod": (num.arith(torch.fmod), FLOATS), "and": (lambda a, b: a & b, INTS), "or": (lambda a, b: a | b, INTS),
+    "xor": (lambda a, b: a ^ b, INTS),
 }
-SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maximums": "maximum", "minimums": "minimum"}
+SCALAR = {f"{name}s": name for name in BINARY}
 REDUCE = {"row": num.reduce_last, "col": num.reduce_first}

@@ -57,7 +57,8 @@ def _same(dtypes: list, dtype: D) -> list[int]:
 # Draw weights: tile-scalar steps twice as often as the other kinds, and the arithmetic
 # ones (where a scalar kept wider than the tile changes the result) before max/min.
 _KINDS = ("unary", "binary", "scalar", "scalar", "select", "broadcast", "cast")
-_SCALAR_DRAWS = ("muls", "adds", "divs", "subs", "muls", "adds", "divs", "subs", "maximums", "minimums")
+_SCALAR_DRAWS = ("muls", "adds", "divs", "subs", "muls", "adds", "divs", "subs", "maximums", "minimums", "fmods", "ands",
+                 "ors", "xors")
 
 
 @st.composite

@@ -30,6 +30,7 @@ ride on statements and functions and take no part in equality.
 
 from __future__ import annotations
 
+import keyword
 import math
 import struct
 
@@ -340,7 +341,10 @@ class Program:
 
 
 def fresh_name(base: str, used: set) -> str:
-    """``base``, or ``base_1``, ``base_2``, ...: the first not in ``used`` (which it joins)."""
+    """``base``, or ``base_1``, ``base_2``, ...: the first not in ``used`` (which it joins).
+    A Python keyword (a temporary named after ``tile.and``) is never a name: ``and_``."""
+    if keyword.iskeyword(base):
+        base += "_"
     name, k = base, 0
     while name in used:
         k += 1

@@ -14,7 +14,7 @@ from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions
 from pypto.ir.infer import call_type, scalar_type
-from pypto.ir.ops import Kind, lookup
+from pypto.ir.ops import Kind, lookup, spelled
 from pypto.ir.types import (
     TASK_ID,
     ArrayType,
@@ -365,7 +365,7 @@ class _Printer:
                 named = True
             else:
                 named = True  # left out: what follows it is named
-        return f"pl.{c.op}({', '.join(parts)})"
+        return f"pl.{spelled(c.op)}({', '.join(parts)})"
 
     def needs_annotation(self, s: n.Assign) -> bool:
         if self.explicit:

@@ -16,7 +16,7 @@ import types
 import attrs
 import numpy
 
-from pypto.ir.ops import UNIFIED, lookup
+from pypto.ir.ops import UNIFIED, lookup, unspelled
 from pypto.ir.ops.rings import AUTO
 from pypto.ir.types import AtomicType, DataType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
 from pypto.backend import MemorySpace
@@ -152,7 +152,7 @@ def interpret(path: Path):
         if not rest:
             return Namespace(path)
         if len(rest) == 1:
-            name = f"{head}.{rest[0]}"
+            name = f"{head}.{unspelled(rest[0])}"
             if lookup(name) is not None:
                 return Op(name, unified=False)
             alias = {"create_tile": "create", "create_tensor": "create"}.get(rest[0])

@@ -190,6 +190,12 @@ def div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.div(a, b, rounding_mode="trunc")
 
 
+def fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The remainder of a / b truncated toward zero: its sign is the dividend's (C's
+    fmod, torch.fmod); x fmod 0 is NaN."""
+    return torch.fmod(a, b)
+
+
 def relu(a: torch.Tensor) -> torch.Tensor:
     """``a`` unless it is below zero: relu(-0) is -0 and relu(NaN) is NaN (written out, not
     left to torch.relu's kernel)."""

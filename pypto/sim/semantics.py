@@ -104,16 +104,18 @@ def full_tile(shape, dtype, value):
 # ----------------------------------------------------------------------------- elementwise
 
 _BINARY = {"add": num.arith(torch.add), "sub": num.arith(torch.sub), "mul": num.arith(torch.mul),
-           "div": num.arith(num.div), "maximum": num.maximum, "minimum": num.minimum}
-_SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maximums": "maximum",
-           "minimums": "minimum"}
+           "div": num.arith(num.div), "maximum": num.maximum, "minimum": num.minimum,
+           "fmod": num.arith(num.fmod), "and": torch.bitwise_and, "or": torch.bitwise_or,
+           "xor": torch.bitwise_xor}
+_SCALAR = {f"{name}s": name for name in _BINARY}
 _UNARY = {name: num.arith(fn) for name, fn in {
     "neg": torch.neg, "abs": torch.abs, "relu": num.relu, "exp": torch.exp, "log": torch.log,
-    "sqrt": torch.sqrt, "rsqrt": num.rsqrt, "recip": num.recip}.items()}
+    "sqrt": torch.sqrt, "rsqrt": num.rsqrt, "recip": num.recip, "sin": torch.sin, "cos": torch.cos,
+    "not": torch.bitwise_not}.items()}
 
 
 def _on_tiles(fn):
-    return lambda lhs, rhs: fn(lhs.data, rhs.data)
+    return lambda lhs, rhs, tmp=None: fn(lhs.data, rhs.data)  # (a scratch tile holds nothing of the result)
 
 
 def _on_tensors(fn):
@@ -122,7 +124,7 @@ def _on_tensors(fn):
 
 def _with_scalar(fn, tile: bool):
     if tile:
-        return lambda lhs, rhs: fn(lhs.data, num.scalar(rhs, _dtype(lhs.data)))
+        return lambda lhs, rhs, tmp=None: fn(lhs.data, num.scalar(rhs, _dtype(lhs.data)))
     return lambda lhs, rhs: fn(lhs, num.scalar(rhs, _dtype(lhs)))
 
 

@@ -19,8 +19,10 @@ from pypto.ir.ops.registry import (
     infer_type,
     lookup,
     op_call,
+    spelled,
+    unspelled,
     with_args,
 )
 
 __all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "Windows", "all_ops", "argument", "infer_type",
-           "lookup", "op_call", "with_args"]
+           "lookup", "op_call", "spelled", "unspelled", "with_args"]

@@ -6,6 +6,8 @@ semantics in ``pypto.sim.semantics``."""
 
 from __future__ import annotations
 
+import attrs
+
 from pypto.ir.ops.registry import unify
 from pypto.ir.types import DataType
 
@@ -14,13 +16,43 @@ SIGNED = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.FP16, DataType
 NUMERIC = (*SIGNED, DataType.UINT8, DataType.INT64)
 DIVIDES = (DataType.INT16, DataType.INT32, DataType.FP16, DataType.FP32, DataType.BF16)
 
-# tile op tile (and, as "<name>s", tile op scalar): name, dtypes, cost class
-BINARY = (("add", NUMERIC, "simple"), ("sub", NUMERIC, "simple"), ("mul", NUMERIC, "simple"),
-          ("div", DIVIDES, "divide"), ("maximum", NUMERIC, "simple"), ("minimum", NUMERIC, "simple"))
+INTEGERS = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.UINT8)
+
+
+@attrs.frozen
+class Row:
+    """One elementwise op: ``tile.<name>`` and ``tensor.<name>``, the dtypes it computes in,
+    its cost class on the vector unit (``SoC.costs.vector_cycles``), whether its result may
+    overwrite an operand that dies with it, whether the tile form takes a scratch tile
+    (``tmp``, as the vector unit's kernel needs), and the unified name where Python has the
+    op's own (``pl.and_``)."""
+
+    name: str
+    dtypes: tuple
+    unit: str
+    in_place: bool = True
+    scratch: bool = False
+    unified: str = ""
+
+    @property
+    def pl_name(self) -> str:
+        return self.unified or self.name
+
+
+# tile op tile (and, as "<name>s", tile op scalar)
+BINARY = (Row("add", NUMERIC, "simple"), Row("sub", NUMERIC, "simple"), Row("mul", NUMERIC, "simple"),
+          Row("div", DIVIDES, "divide"), Row("maximum", NUMERIC, "simple"), Row("minimum", NUMERIC, "simple"),
+          # fmod's kernel overwrites its first operand while it still needs it: never in place
+          Row("fmod", FLOATS, "divide", in_place=False),
+          Row("and", INTEGERS, "simple", unified="and_"), Row("or", INTEGERS, "simple", unified="or_"),
+          Row("xor", INTEGERS, "simple", scratch=True))
 # op tile
-UNARY = (("neg", SIGNED, "simple"), ("abs", SIGNED, "simple"), ("relu", SIGNED, "simple"),
-         ("exp", FLOATS, "transcendental"), ("log", FLOATS, "transcendental"), ("sqrt", FLOATS, "transcendental"),
-         ("rsqrt", FLOATS, "transcendental"), ("recip", FLOATS, "transcendental"))
+UNARY = (Row("neg", SIGNED, "simple"), Row("abs", SIGNED, "simple"), Row("relu", SIGNED, "simple"),
+         Row("exp", FLOATS, "transcendental"), Row("log", FLOATS, "transcendental"),
+         Row("sqrt", FLOATS, "transcendental"), Row("rsqrt", FLOATS, "transcendental"),
+         Row("recip", FLOATS, "transcendental"), Row("sin", FLOATS, "transcendental"),
+         Row("cos", FLOATS, "transcendental"),
+         Row("not", (DataType.INT16,), "simple", unified="not_"))  # TNOT takes 16-bit lanes
 # a reduction of the last (axis 1) or first (axis 0) axis; whether the tile form takes a tmp_tile
 REDUCTIONS = (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True),
               ("col_sum", 0, True), ("col_max", 0, False), ("col_min", 0, False))
@@ -38,11 +70,14 @@ def scalar_form(name: str) -> str:
 
 def unify_families() -> None:
     """``pl.<name>`` for every family row: tile or tensor by the operands, scalar forms by the rhs."""
-    for name, _, _ in BINARY:
-        s = scalar_form(name)
-        unify(name, tile=f"tile.{name}", tile_scalar=f"tile.{s}", tensor=f"tensor.{name}", tensor_scalar=f"tensor.{s}")
+    for row in BINARY:
+        name, s = row.name, scalar_form(row.name)
+        unify(row.pl_name, tile=f"tile.{name}", tile_scalar=f"tile.{s}", tensor=f"tensor.{name}",
+              tensor_scalar=f"tensor.{s}")
         unify(s, tile_scalar=f"tile.{s}", tensor_scalar=f"tensor.{s}")
-    for name in (*(u for u, _, _ in UNARY), *(r for r, _, _ in REDUCTIONS)):
+    for row in UNARY:
+        unify(row.pl_name, tile=f"tile.{row.name}", tensor=f"tensor.{row.name}")
+    for name, _, _ in REDUCTIONS:
         unify(name, tile=f"tile.{name}", tensor=f"tensor.{name}")
     for f, _, _, axes in EXPANDS:
         for axis in axes:

@@ -7,6 +7,8 @@ checks that every registered op has them).
 
 from __future__ import annotations
 
+import keyword
+
 import enum
 from collections.abc import Callable
 
@@ -210,6 +212,16 @@ def with_args(call, **changes):
     for name, value in changes.items():
         args[op.index(name)] = value
     return attrs.evolve(call, args=tuple(args))
+
+
+def spelled(name: str) -> str:
+    """How kernel source writes an op: ``tile.and`` is ``tile.and_`` (Python keeps ``and``)."""
+    return ".".join(part + "_" if keyword.iskeyword(part) else part for part in name.split("."))
+
+
+def unspelled(part: str) -> str:
+    """The op-name part a source name stands for: ``and_`` -> ``and``."""
+    return part[:-1] if part.endswith("_") and keyword.iskeyword(part[:-1]) else part
 
 
 def all_ops() -> tuple[OpDef, ...]:

@@ -51,7 +51,7 @@ def _static_shape(op: str, exprs) -> tuple[int, ...]:
     return shape
 
 
-for _name, _allowed, _ in BINARY:
+for _name, _allowed in ((r.name, r.dtypes) for r in BINARY):
     def _bin(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
         lhs, rhs = a.type("lhs"), a.type("rhs")
         same_shape_dtype(_op, lhs, rhs)
@@ -61,7 +61,7 @@ for _name, _allowed, _ in BINARY:
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR)], _bin, doc=f"elementwise {_name}",
              windows=Windows("elementwise"))
 
-for _family, _allowed, _ in BINARY:
+for _family, _allowed in ((r.name, r.dtypes) for r in BINARY):
     _name = scalar_form(_family)
 
     def _sc(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
@@ -71,7 +71,7 @@ for _family, _allowed, _ in BINARY:
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.SCALAR)], _sc,
              doc=f"elementwise {_name} with a scalar", windows=Windows("elementwise"))
 
-for _name, _allowed, _ in UNARY:
+for _name, _allowed in ((r.name, r.dtypes) for r in UNARY):
     def _un(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
         _dtype_in(_op, a.type("x"), _allowed)
         return a.type("x")

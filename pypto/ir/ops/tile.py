@@ -27,7 +27,7 @@ from pypto.ir.ops.families import (BINARY, DIVIDES, EXPANDS, FLOATS, NUMERIC, RE
 from pypto.ir.ops.registry import (
     ParamSpec as P,
 )
-from pypto.ir.types import DataType, PadValue, TileType
+from pypto.ir.types import DataType, PadValue, TileType, type_name
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 
@@ -78,52 +78,68 @@ def _require_2d(op: str, t: TileType, what: str = "its operand") -> None:
 # --------------------------------------------------------------------------- elementwise
 
 
-def _binary(name: str, allowed, unit: str):
-    op = f"tile.{name}"
+def _scratch(op: str, a: OpArgs, like: TileType) -> None:
+    """A scratch tile the vector unit's kernel needs: optional here (the simulator models
+    no scratch), but when given, one like the operand."""
+    if a["tmp"] is not None:
+        t = a.tile("tmp")
+        if t.shape != like.shape or t.dtype != like.dtype:
+            raise fail(op, f"its tmp tile to match its operand ({type_name(like)})", type_name(t))
+
+
+def _binary(row):
+    op = f"tile.{row.name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
         lhs, rhs = a.tile("lhs"), a.tile("rhs")
         same_shape_dtype(op, lhs, rhs)
         _same_valid(op, lhs, rhs)
-        _require_dtype(op, lhs, allowed, "a dtype it computes in")
+        _require_dtype(op, lhs, row.dtypes, "a dtype it computes in")
+        if row.scratch:
+            _scratch(op, a, lhs)
         return _vec_result(lhs)
 
-    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC)], infer,
-             doc=f"elementwise {name}", in_place=True, unit=unit)
+    tmp = [P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC)] if row.scratch else []
+    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC), *tmp], infer,
+             doc=f"elementwise {row.name}", in_place=row.in_place, unit=row.unit)
 
 
-def _scalar(name: str, allowed, unit: str):
-    op = f"tile.{name}"
+def _scalar(row):
+    op = f"tile.{scalar_form(row.name)}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
         lhs = a.tile("lhs")
-        _require_dtype(op, lhs, allowed, "a dtype it computes in")
+        _require_dtype(op, lhs, row.dtypes, "a dtype it computes in")
         _scalar_fits(op, lhs, a["rhs"])
+        if row.scratch:
+            _scratch(op, a, lhs)
         return _vec_result(lhs)
 
-    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR)], infer,
-             doc=f"elementwise {name} with a scalar (converted to the tile's dtype)", in_place=True, unit=unit)
+    tmp = [P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC)] if row.scratch else []
+    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.SCALAR), *tmp], infer,
+             doc=f"elementwise {row.name} with a scalar (converted to the tile's dtype)", in_place=row.in_place,
+             unit=row.unit)
 
 
-for _name, _allowed, _unit in BINARY:
-    _binary(_name, _allowed, _unit)
-for _name, _allowed, _unit in BINARY:
-    _scalar(scalar_form(_name), _allowed, _unit)
+for _row in BINARY:
+    _binary(_row)
+    _scalar(_row)
 
 
-def _unary(name: str, allowed, unit: str):
-    op = f"tile.{name}"
+def _unary(row):
+    op = f"tile.{row.name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
         t = a.tile("tile")
-        _require_dtype(op, t, allowed, "a dtype it computes in")
+        _require_dtype(op, t, row.dtypes, "a dtype it computes in")
         return _vec_result(t)
 
-    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {name}", in_place=True, unit=unit)
+    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {row.name}", in_place=row.in_place,
+             unit=row.unit)
 
 
-for _name, _allowed, _unit in UNARY:
-    _unary(_name, _allowed, _unit)
+for _row in UNARY:
+    _unary(_row)
 
 
 def _check_cmp_type(op: str, code) -> None:
