@@ -110,6 +110,35 @@ def bad_scratch(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def far_shift(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.shl(pl.load(a, [0, 0], [R, C]), 32), [0, 0], out)  # MARK-shls
+    return out
+
+
+@pl.jit
+def shift_by_tile(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.shr(pl.load(a, [0, 0], [R, C]), pl.load(b, [0, 0], [R, C])), [0, 0], out)  # MARK-shr
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_shifts_match_torch_and_an_amount_past_the_width_is_an_error_where_it_runs(platform):
+    from pypto.errors import ExecutionError
+
+    a, _ = _ints(torch.int32)
+    amounts = torch.arange(R * C, dtype=torch.int32).reshape(R, C) % 32
+    out = torch.zeros(R, C, dtype=torch.int32)
+    shift_by_tile(a, amounts, out, config=RunConfig(platform=platform))
+    assert torch.equal(out, a >> amounts)
+    amounts[3, 5] = 40
+    with pytest.raises(ExecutionError, match="shift amount 40 is outside 0..31") as info:
+        shift_by_tile(a, amounts, out, config=RunConfig(platform=platform))
+    assert info.value.span.line == _line("MARK-shr")
+
+
 def _line(marker):
     lines, _ = inspect.getsourcelines(inspect.getmodule(_line))
     return next(k for k, text in enumerate(lines, start=1) if marker in text and "_line(" not in text)
@@ -122,6 +151,8 @@ def _line(marker):
      r"The operator tile.not requires a dtype it computes in \(INT16\), but got INT32"),
     (bad_scratch, (torch.zeros(R, C, dtype=torch.int32), torch.zeros(R, C, dtype=torch.int32)), "MARK-tmp",
      r"The operator tile.xor requires its tmp tile to match its operand"),
+    (far_shift, (torch.zeros(R, C, dtype=torch.int32), torch.zeros(R, C, dtype=torch.int32)), "MARK-shls",
+     r"The operator tile.shls requires a shift amount in 0..31 for INT32, but got 32"),
 ])
 def test_refusals_name_the_line(kernel, args, marker, match):
     with pytest.raises(TypeCheckError, match=match) as info:

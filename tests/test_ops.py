@@ -141,7 +141,14 @@ XI = torch.arange(R * C, dtype=torch.int32).reshape(R, C) * 37 - 1500
 YI = torch.arange(R * C, dtype=torch.int32).reshape(R, C).flip(1) * 53 + 7
 XS = (torch.arange(R * C, dtype=torch.int16).reshape(R, C) * 411 - 9000).contiguous()
 BITWISE = {"and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor}
+AMOUNTS = (torch.arange(R * C, dtype=torch.int32).reshape(R, C) * 7) % 32  # every amount 0..31
 CASES += [
+    *[case(f"{level}.{k}", (tile2 if level == "tile" else tensor2)(f"{level}.{k}"), lambda x, y, f=f: f(x, y),
+           inputs=(XI, AMOUNTS), out_dtype=torch.int32)
+      for k, f in (("shl", torch.bitwise_left_shift), ("shr", torch.bitwise_right_shift)) for level in ("tile", "tensor")],
+    *[case(f"{level}.{k}s", (tile1 if level == "tile" else tensor1)(f"{level}.{k}s", 5), lambda x, y, f=f: f(x, 5),
+           inputs=(XI, YI), out_dtype=torch.int32)
+      for k, f in (("shl", torch.bitwise_left_shift), ("shr", torch.bitwise_right_shift)) for level in ("tile", "tensor")],
     *[case(f"{level}.{k}", (tile1 if level == "tile" else tensor1)(f"{level}.{k}"), lambda x, y, f=f: f(x))
       for k, f in (("sin", torch.sin), ("cos", torch.cos)) for level in ("tile", "tensor")],
     *[case(f"{level}.fmod", (tile2 if level == "tile" else tensor2)(f"{level}.fmod"), lambda x, y: torch.fmod(x, y))
@@ -154,6 +161,20 @@ CASES += [
            inputs=(XI, YI), out_dtype=torch.int32) for k, f in BITWISE.items() for level in ("tile", "tensor")],
     *[case(f"{level}.not", (tile1 if level == "tile" else tensor1)(f"{level}.not"), lambda x, y: ~x,
            inputs=(XS, XS), out_dtype=torch.int16) for level in ("tile", "tensor")],
+    *[case(f"tile.row_expand_{k}", lambda b, a, c, k=k: b.op(f"tile.row_expand_{k}", b.op("tile.load", a, [0, 0], [R, C]),
+                                                               rowvec(b, c)),
+           lambda x, y, f=f: f(x, ROWMAX)) for k, f in (("max", torch.maximum), ("min", torch.minimum))],
+    *[case(f"tile.col_expand_{k}", lambda b, a, c, k=k: b.op(f"tile.col_expand_{k}", b.op("tile.load", a, [0, 0], [R, C]),
+                                                               rowvec(b, c, "tile.col_min")),
+           lambda x, y, f=f: f(x, COLMIN)) for k, f in (("max", torch.maximum), ("min", torch.minimum))],
+    *[case(f"tensor.{axis}_expand_{k}", lambda b, a, c, k=k, axis=axis: b.op(
+        f"tensor.{axis}_expand_{k}", a, b.op("tensor.row_max" if axis == "row" else "tensor.col_min", c)),
+        lambda x, y, f=f, axis=axis: f(x, ROWMAX if axis == "row" else COLMIN))
+      for k, f in (("max", torch.maximum), ("min", torch.minimum)) for axis in ("row", "col")],
+    case("tile.col_expand_expdif", lambda b, a, c: b.op("tile.col_expand_expdif", b.op("tile.load", a, [0, 0], [R, C]),
+                                                         rowvec(b, c, "tile.col_min")), lambda x, y: torch.exp(x - COLMIN)),
+    case("tensor.col_expand_expdif", lambda b, a, c: b.op("tensor.col_expand_expdif", a, b.op("tensor.col_min", c)),
+         lambda x, y: torch.exp(x - COLMIN)),
 ]
 
 

@@ -130,7 +130,8 @@ BINARY = {
     "mul": (num.arith(torch.mul), FLOATS + INTS), "div": (num.arith(torch.div), FLOATS),
     "maximum": (num.maximum, FLOATS + INTS), "minimum": (num.minimum, FLOATS + INTS),
     "fmod": (num.arith(torch.fmod), FLOATS), "and": (lambda a, b: a & b, INTS), "or": (lambda a, b: a | b, INTS),
-    "xor": (lambda a, b: a ^ b, INTS),
+    "xor": (lambda a, b: a ^ b, INTS), "shl": (lambda a, b: a << b, INTS), "shr": (lambda a, b: a >> b, INTS),
 }
+SHIFTS = ("shl", "shr")  # amounts the draws keep in range (the rest is an error, not a value)
 SCALAR = {f"{name}s": name for name in BINARY}
 REDUCE = {"row": num.reduce_last, "col": num.reduce_first}

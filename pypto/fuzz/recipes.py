@@ -242,5 +242,6 @@ def _torch_op(step: Op, args: list) -> torch.Tensor:
     if what in ("max", "min", "sum"):  # a row or column reduction, in the product's order
         return REDUCE[axis](args[0], what)
     if what.startswith("expand_"):  # a row or column broadcast of a reduced vector
-        return BINARY[what.removeprefix("expand_")][0](*args)
+        f = what.removeprefix("expand_")
+        return BINARY[{"max": "maximum", "min": "minimum"}.get(f, f)][0](*args)
     raise ValueError(f"no oracle for tile.{name}")

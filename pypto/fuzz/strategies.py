@@ -32,7 +32,7 @@ from pypto.ir.types import ForKind, FunctionType, ParamDirection, TensorType
 from pypto.sim import numerics as num
 from pypto.sim.numerics import TORCH
 from pypto.backend import A2A3, MemorySpace as M
-from pypto.fuzz.data import (BINARY, FLOATS, INTS, REDUCE, SCALAR, UNARY, Case, bits_equal, random_tensor,  # noqa: F401
+from pypto.fuzz.data import (BINARY, FLOATS, INTS, REDUCE, SCALAR, SHIFTS, UNARY, Case, bits_equal, random_tensor,  # noqa: F401
                              sentinel, within_bounds)
 from pypto.fuzz.recipes import Body, Load, Loop, Op, Recipe, Row, Store, case
 from pypto.fuzz.loops import carried_programs, loop_body_programs, nested_loop_programs, shuffled_carry_programs
@@ -58,7 +58,7 @@ def _same(dtypes: list, dtype: D) -> list[int]:
 # ones (where a scalar kept wider than the tile changes the result) before max/min.
 _KINDS = ("unary", "binary", "scalar", "scalar", "select", "broadcast", "cast")
 _SCALAR_DRAWS = ("muls", "adds", "divs", "subs", "muls", "adds", "divs", "subs", "maximums", "minimums", "fmods", "ands",
-                 "ors", "xors")
+                 "ors", "xors", "shls", "shrs")
 
 
 @st.composite
@@ -72,17 +72,21 @@ def _plan(draw, dtypes: list, max_steps: int):
         if kind == "unary":
             step = (kind, draw(st.sampled_from(sorted(k for k, (_, ds) in UNARY.items() if cur in ds))))
         elif kind == "binary":
-            name = draw(st.sampled_from(sorted(k for k, (_, ds) in BINARY.items() if cur in ds)))
+            # (a tile of shift amounts would be out of range more often than not: shifts take scalars)
+            name = draw(st.sampled_from(sorted(k for k, (_, ds) in BINARY.items() if cur in ds and k not in SHIFTS)))
             step = (kind, name, draw(st.sampled_from(_same(dtypes, cur))), draw(st.booleans()))
         elif kind == "scalar":
             name = draw(st.sampled_from([k for k in _SCALAR_DRAWS if cur in BINARY[SCALAR[k]][1]]))
-            value = draw(_float_scalar()) if cur.is_float else draw(st.integers(-100, 100).filter(bool))
+            if SCALAR[name] in SHIFTS:
+                value = draw(st.integers(0, cur.bits - 1))
+            else:
+                value = draw(_float_scalar()) if cur.is_float else draw(st.integers(-100, 100).filter(bool))
             step = (kind, name, value)
         elif kind == "select":
             step = (kind, draw(st.sampled_from(_same(dtypes, cur))), draw(st.integers(0, 5)))
         elif kind == "broadcast":
             # the oracle reduces in the product's order (num.reduce_*), so sums are bit-exact too
-            fs = ["add", "sub", "mul"] + (["div"] if cur.is_float else [])
+            fs = ["add", "sub", "mul", "max", "min"] + (["div"] if cur.is_float else [])
             step = (kind, draw(st.sampled_from(_same(dtypes, cur))), draw(st.sampled_from(["row", "col"])),
                     draw(st.sampled_from(["max", "min", "sum"])), draw(st.sampled_from(fs)))
         else:

@@ -196,6 +196,17 @@ def fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.fmod(a, b)
 
 
+def shift(a: torch.Tensor, b: torch.Tensor, left: bool) -> torch.Tensor:
+    """``a`` shifted by ``b`` bits, within its own width (a left shift drops what passes
+    the top; a right shift of a signed dtype brings in copies of the sign bit). An amount
+    outside 0 .. bits - 1 is no shift the hardware makes: an error, not a guess."""
+    bits = torch.iinfo(a.dtype).bits
+    if bool(((b < 0) | (b >= bits)).any()):
+        bad = b[(b < 0) | (b >= bits)].flatten()[0].item()
+        raise ArithmeticError_(f"shift amount {bad} is outside 0..{bits - 1} for {a.dtype}")
+    return torch.bitwise_left_shift(a, b) if left else torch.bitwise_right_shift(a, b)
+
+
 def relu(a: torch.Tensor) -> torch.Tensor:
     """``a`` unless it is below zero: relu(-0) is -0 and relu(NaN) is NaN (written out, not
     left to torch.relu's kernel)."""

@@ -106,7 +106,8 @@ def full_tile(shape, dtype, value):
 _BINARY = {"add": num.arith(torch.add), "sub": num.arith(torch.sub), "mul": num.arith(torch.mul),
            "div": num.arith(num.div), "maximum": num.maximum, "minimum": num.minimum,
            "fmod": num.arith(num.fmod), "and": torch.bitwise_and, "or": torch.bitwise_or,
-           "xor": torch.bitwise_xor}
+           "xor": torch.bitwise_xor, "shl": lambda a, b: num.shift(a, b, left=True),
+           "shr": lambda a, b: num.shift(a, b, left=False)}
 _SCALAR = {f"{name}s": name for name in _BINARY}
 _UNARY = {name: num.arith(fn) for name, fn in {
     "neg": torch.neg, "abs": torch.abs, "relu": num.relu, "exp": torch.exp, "log": torch.log,
@@ -200,15 +201,13 @@ IMPLS["tile.col_min"] = lambda tile: _reduce("min", 0, tile.data, tile.valid)
 
 # ----------------------------------------------------------------------------- broadcast
 
-_EXPAND = {f: _BINARY[f] for f in ("add", "sub", "mul", "div")}
+_EXPAND = {**{f: _BINARY[f] for f in ("add", "sub", "mul", "div")}, "max": num.maximum, "min": num.minimum,
+           "expdif": num.arith(lambda x, vec: torch.exp(torch.sub(x, vec)))}
 for _f, _fn in _EXPAND.items():
     IMPLS[f"tile.row_expand_{_f}"] = (lambda fn: lambda tile, row_vec: fn(tile.data, row_vec.data))(_fn)
     IMPLS[f"tile.col_expand_{_f}"] = (lambda fn: lambda tile, col_vec: fn(tile.data, col_vec.data))(_fn)
     IMPLS[f"tensor.row_expand_{_f}"] = (lambda fn: lambda x, row_vec: fn(x, row_vec))(_fn)
     IMPLS[f"tensor.col_expand_{_f}"] = (lambda fn: lambda x, col_vec: fn(x, col_vec))(_fn)
-_expdif = num.arith(lambda x, row_vec: torch.exp(torch.sub(x, row_vec)))
-IMPLS["tile.row_expand_expdif"] = lambda tile, row_vec: _expdif(tile.data, row_vec.data)
-IMPLS["tensor.row_expand_expdif"] = _expdif
 IMPLS["tile.row_expand"] = lambda target, row_vec: row_vec.data.expand_as(target.data).clone()
 IMPLS["tile.col_expand"] = lambda target, col_vec: col_vec.data.expand_as(target.data).clone()
 IMPLS["tensor.row_expand"] = lambda target, row_vec: row_vec.expand_as(target).clone()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from pypto.ir.ops.registry import unify
+from pypto.ir.ops.registry import fail, unify
 from pypto.ir.types import DataType
 
 FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)
@@ -33,6 +33,7 @@ class Row:
     in_place: bool = True
     scratch: bool = False
     unified: str = ""
+    shifts: bool = False  # the rhs is a shift amount: 0 up to the lhs's bit width, exclusive
 
     @property
     def pl_name(self) -> str:
@@ -45,7 +46,8 @@ BINARY = (Row("add", NUMERIC, "simple"), Row("sub", NUMERIC, "simple"), Row("mul
           # fmod's kernel overwrites its first operand while it still needs it: never in place
           Row("fmod", FLOATS, "divide", in_place=False),
           Row("and", INTEGERS, "simple", unified="and_"), Row("or", INTEGERS, "simple", unified="or_"),
-          Row("xor", INTEGERS, "simple", scratch=True))
+          Row("xor", INTEGERS, "simple", scratch=True),
+          Row("shl", INTEGERS, "simple", shifts=True), Row("shr", INTEGERS, "simple", shifts=True))
 # op tile
 UNARY = (Row("neg", SIGNED, "simple"), Row("abs", SIGNED, "simple"), Row("relu", SIGNED, "simple"),
          Row("exp", FLOATS, "transcendental"), Row("log", FLOATS, "transcendental"),
@@ -60,7 +62,17 @@ REDUCTIONS = (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True),
 # f, dtypes, cost class, the axes it has
 EXPANDS = (("add", NUMERIC, "simple", ("row", "col")), ("sub", NUMERIC, "simple", ("row", "col")),
            ("mul", NUMERIC, "simple", ("row", "col")), ("div", DIVIDES, "divide", ("row", "col")),
-           ("expdif", FLOATS, "exp_difference", ("row",)))
+           ("max", NUMERIC, "simple", ("row", "col")), ("min", NUMERIC, "simple", ("row", "col")),
+           ("expdif", FLOATS, "exp_difference", ("row", "col")))
+
+
+def check_amount(op: str, dtype: DataType, amount) -> None:
+    """A constant shift amount is one the hardware shifts by: 0 .. bits - 1 (the rest is
+    checked as it runs)."""
+    value = getattr(amount, "value", None)
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < dtype.bits:
+        raise fail(op, f"a shift amount in 0..{dtype.bits - 1} for {dtype.name}", str(value),
+                   "shift by less than the element's width (a negative amount is not a shift the other way)")
 
 
 def scalar_form(name: str) -> str:

@@ -17,7 +17,7 @@ from pypto.ir.ops.registry import (
     static_ints,
     unify,
 )
-from pypto.ir.ops.families import BINARY, EXPANDS, REDUCTIONS, UNARY, scalar_form
+from pypto.ir.ops.families import BINARY, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import (
     CAST_MODES,
@@ -61,11 +61,13 @@ for _name, _allowed in ((r.name, r.dtypes) for r in BINARY):
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR)], _bin, doc=f"elementwise {_name}",
              windows=Windows("elementwise"))
 
-for _family, _allowed in ((r.name, r.dtypes) for r in BINARY):
-    _name = scalar_form(_family)
+for _row in BINARY:
+    _name = scalar_form(_row.name)
 
-    def _sc(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
-        _dtype_in(_op, a.type("lhs"), _allowed)
+    def _sc(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _row=_row) -> TensorType:
+        _dtype_in(_op, a.type("lhs"), _row.dtypes)
+        if _row.shifts:
+            check_amount(_op, a.type("lhs").dtype, a["rhs"])
         return a.type("lhs")
 
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.SCALAR)], _sc,

@@ -22,7 +22,7 @@ from pypto.ir.ops.registry import (
     unify,
 )
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region  # noqa: F401  (registers the transfers; re-exported)
-from pypto.ir.ops.families import (BINARY, DIVIDES, EXPANDS, FLOATS, NUMERIC, REDUCTIONS, SIGNED, UNARY,  # noqa: F401
+from pypto.ir.ops.families import (BINARY, check_amount, DIVIDES, EXPANDS, FLOATS, NUMERIC, REDUCTIONS, SIGNED, UNARY,  # noqa: F401
                                    scalar_form, unify_families)
 from pypto.ir.ops.registry import (
     ParamSpec as P,
@@ -111,6 +111,8 @@ def _scalar(row):
         lhs = a.tile("lhs")
         _require_dtype(op, lhs, row.dtypes, "a dtype it computes in")
         _scalar_fits(op, lhs, a["rhs"])
+        if row.shifts:
+            check_amount(op, lhs.dtype, a["rhs"])
         if row.scratch:
             _scratch(op, a, lhs)
         return _vec_result(lhs)
