@@ -164,3 +164,90 @@ def test_the_check_is_a_function_over_the_ir():
         check_writes(fn, {}, {"d": "d", "a": "a"})
     assert info.value.span.line == 10 and "a: pl.InOut" in str(info.value)
 
+
+
+@pl.jit.inline
+def _copy_band(src, dst, r):
+    pl.store(pl.load(src, [r, 0], [R, C]), [r, 0], dst)  # MARK-band
+    return dst
+
+
+def test_a_check_over_the_ir_names_the_inline_call_that_went_wrong():
+    """The second call of the helper is the bad one: the note says so (the checks run on
+    the converted function, after the helper's code is spliced in)."""
+    from pypto.errors import OutOfBoundsError
+
+    @pl.jit
+    def oob(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(4):
+                _copy_band(a, out, i * R)
+                _copy_band(b, out, i * R + R)  # MARK-second
+        return out
+
+    @pl.jit
+    def writes(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            _copy_band(a, out, 0)
+            _copy_band(out, b, 0)  # MARK-writer
+        return out
+
+    lines, _ = inspect.getsourcelines(inspect.getmodule(error_at))
+    at = {m: next(k for k, t in enumerate(lines, start=1) if m in t and "in t" not in t)
+          for m in ("MARK-second", "MARK-writer")}
+    tensors = [torch.zeros(4 * R, C) for _ in range(3)]
+    for kernel, cls, mark in ((oob, OutOfBoundsError, "MARK-second"), (writes, TypeCheckError, "MARK-writer")):
+        with pytest.raises(cls) as info:
+            kernel(*tensors, config=RunConfig(platform="ref"))
+        assert info.value.notes == (f"in '_copy_band', inlined at {__file__}:{at[mark]}:"
+                                    f"{lines[at[mark] - 1].index('_copy_band') + 1}",), info.value.notes
+
+
+@pl.jit.inline
+def _fill(t, dst):
+    pl.store(t, [0, 0], dst)  # MARK-fill
+    return dst
+
+
+@pl.jit.incore
+def _two(x: pl.Tensor, o: pl.Out[pl.Tensor], p: pl.Out[pl.Tensor]):
+    t = pl.load(x, [0, 0], [8, C])
+    pl.store(pl.exp(t), [0, 0], o)
+    pl.store(pl.exp(t), [0, 0], p)
+    return x, o
+
+
+def test_the_message_names_the_tensor_as_the_write_spells_it():
+    @pl.jit
+    def through_helper(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            w = a[0:8, :]
+            _fill(pl.load(a, [0, 0], [8, C]), w)
+        return out
+
+    @pl.jit
+    def unpacked(a: pl.Tensor, out: pl.Out[pl.Tensor], o2: pl.Out[pl.Tensor]):
+        b, c = _two(a[0:8, :], out, o2)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            pl.store(pl.load(a, [0, 0], [8, C]), [0, 0], b)  # MARK-unpacked
+        return out
+
+    error_at(through_helper, *args(), match="which is 'dst', another name for the input parameter 'a'",
+             marker="MARK-fill", token="pl.store")
+    error_at(unpacked, *args(), torch.zeros(R, C), match="which is 'b', another name for the input parameter 'a'",
+             marker="MARK-unpacked", token="pl.store")
+
+
+def test_a_lanes_share_of_an_input_is_the_input():
+    @pl.jit
+    def k(a: pl.Tensor, x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+                s = pl.aiv_shard(a)
+                s[0:16, :] = pl.exp(x[0:16, :])  # MARK-shard
+                out[:] = pl.exp(x)
+        return out
+
+    error_at(k, torch.zeros(R, C), torch.zeros(R, C), torch.zeros(R, C),
+             match="tensor.assemble writes its 'target', which is 's', another name for the input parameter 'a'",
+             marker="MARK-shard", token="s[0:16")

@@ -337,3 +337,33 @@ def test_a_wrong_scalar_argument_is_reported_at_the_call():
                    marker="MARK-float-arg", token="1.5")
     line, col = line_of("def _row(", "pl.Scalar")
     assert f"the parameter is declared at {__file__}:{line}:{col}" in str(err)
+
+
+def test_a_program_inline_function_returning_a_window_is_its_callers_code():
+    # an Inline function of a program is spliced where it is called: never lowered on its own
+    from pypto.runtime.compiled import compile_program
+
+    rows, cols = 16, 128
+
+    @pl.program
+    class P:
+        @pl.function(type=pl.FunctionType.Inline)
+        def top(self, a: pl.Tensor[[32, 128], pl.FP32]) -> pl.Tensor[[16, 128], pl.FP32]:
+            return a[0:16, :]
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def band(self, x: pl.Tensor[[16, 128], pl.FP32],
+                 out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+            pl.store(pl.exp(pl.load(x, [0, 0], [16, 128])), [0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[32, 128], pl.FP32],
+                 c: pl.Out[pl.Tensor[[16, 128], pl.FP32]]) -> pl.Tensor[[16, 128], pl.FP32]:
+            c = self.band(self.top(a), c)
+            return c
+
+    for platform in ("ref", "a2a3sim"):
+        a, c = torch.randn(2 * rows, cols), torch.zeros(rows, cols)
+        compile_program(P, ["a", "c"], RunConfig(platform=platform), write=False).run(a, c)
+        assert torch.equal(c, torch.exp(a[:rows])), platform

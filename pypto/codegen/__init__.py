@@ -18,15 +18,15 @@ from pypto.codegen.isa import (
 from pypto.codegen.select import CodegenError, select
 from pypto.codegen.sync import insert_syncs
 from pypto.ir import nodes as n
+from pypto.ir.collector import collector_paused
 from pypto.passes.context import PassContext
 from pypto.backend import CoreKind
 
 
-
 def generate(program: n.Program, ctx: PassContext) -> dict[str, Kernel]:
     """name -> Kernel for every InCore function of ``program``."""
-    return {fn.name: generate_function(fn, ctx)
-            for fn in program.functions if fn.type.is_kernel}
+    with collector_paused():
+        return {fn.name: generate_function(fn, ctx) for fn in program.functions if fn.type.is_kernel}
 
 
 def generate_function(fn: n.Function, ctx: PassContext) -> Kernel:

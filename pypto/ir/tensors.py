@@ -76,6 +76,10 @@ def _block(body, roots: dict) -> None:
             _block(stmt.body, roots)
 
 
+# ops whose result is (a part of) their operand ``x`` under another shape: writing it writes x
+VIEWS = frozenset({"tensor.slice", "tensor.transpose", "tensor.reshape", "tensor.aiv_shard"})
+
+
 class Sources:
     """Which tensors each tensor-typed name of a function may be, on some path: unlike
     ``tensor_roots`` (the one tensor a name is on every path), an if's result may be either
@@ -107,7 +111,7 @@ class Sources:
     def _source(self, value):
         if isinstance(value, n.Call):
             op = lookup(value.op)
-            key = "x" if op.name == "tensor.slice" else op.writes_operand
+            key = "x" if op.name in VIEWS else op.writes_operand
             return argument(value, key) if key is not None else None
         if isinstance(value, n.FuncCall):
             k = self._returned(value.callee)

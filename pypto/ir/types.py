@@ -161,9 +161,9 @@ class FunctionType(enum.Enum):
 
     @property
     def may_be_incore(self) -> bool:
-        """Its body may be code for a core: a kernel's, an inline helper's (spliced into
-        one), or an Opaque function's (InCore unless it opens pl.at scopes)."""
-        return self.is_kernel or self in (FunctionType.Opaque, FunctionType.Inline)
+        """Its body may be code for a core: a kernel's, or an Opaque function's (InCore
+        unless it opens pl.at scopes). (An inline function is its callers' code.)"""
+        return self.is_kernel or self is FunctionType.Opaque
 
 
 class Level(enum.Enum):

@@ -20,6 +20,7 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import interval
 from pypto.ir.ops import argument
 from pypto.ir.types import ScalarType
+from pypto.lang.permissions import with_notes
 from pypto.lang.reach import Unknown, reach
 
 # op -> (the tensor it addresses, its offsets)
@@ -43,12 +44,22 @@ class _Where:
         return attrs.evolve(self, guards=(*self.guards, (cond, holds)))
 
 
-def check_bounds(fn: n.Function, names: Mapping[str, str]) -> None:
-    """``names``: SSA name -> the Python name it binds, for the message's witness."""
+def check_bounds(fn: n.Function, names: Mapping[str, str], sites: Mapping = {}) -> None:
+    """``names``: SSA name -> the Python name it binds, for the message's witness;
+    ``sites``: id(call) -> its ``CallSite`` (the inline calls it came through)."""
     types = n.symbols(fn)
     defs = {s.target: s.value for s in n.walk_stmts(fn.body) if isinstance(s, n.Assign)
             and isinstance(s.type, ScalarType) and isinstance(s.value, (n.Const, n.Var, n.BinOp, n.UnaryOp))}
-    _block(fn.body, _Where(), types, defs, names)
+    try:
+        _block(fn.body, _Where(), types, defs, names)
+    except _Fault as fault:
+        site = sites.get(id(fault.call))
+        raise with_notes(fault.err, site if site is not None and site.call is fault.call else None) from None
+
+
+class _Fault(Exception):
+    def __init__(self, err, call):
+        self.err, self.call = err, call
 
 
 def _block(body, where: _Where, types, defs, names) -> None:
@@ -119,9 +130,9 @@ def _check(stmt, call: n.Call, where: _Where, types, defs, names) -> None:
         if lo < 0 or hi + extent > dim:
             bad = hi if hi + extent > dim else lo
             at = ", ".join(f"{names.get(k, k)} = {v}" for k, v in (witness or {}).items())
-            raise OutOfBoundsError(
+            raise _Fault(OutOfBoundsError(
                 f"{call.op} region on axis {axis} reaches [{bad}, {bad + extent}) but the tensor's axis is [0, {dim})"
                 + (f" (when {at})" if at else ""),
                 span=call.span or stmt.span,
                 hint="check the loop bounds against the tensor shape (the offset spans "
-                     f"{lo}..{hi} over the loop" + (", on the iterations that reach it)" if where.guards else ")"))
+                     f"{lo}..{hi} over the loop" + (", on the iterations that reach it)" if where.guards else ")")), call)

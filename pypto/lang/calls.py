@@ -24,6 +24,7 @@ from pypto.ir.tensors import block_roots
 from pypto.ir.ops import UNIFIED, all_ops
 from pypto.ir.types import (
     FunctionType,
+    ParamDirection,
     ScalarType,
     TensorType,
     type_name,
@@ -185,6 +186,7 @@ class CallConverter(OpCalls, ExprConverter):
                 self.emit(n.Assign(ssa, p.type, e, span=self.span(node.args[k])))
                 args[k] = (n.Var(ssa), p.type)
         call = n.FuncCall(callee.name, tuple(e for e, _ in args), arg_spans=tuple(self.span(a) for a in node.args))
+        self.note_call(call, [e for (e, _), p in zip(args, callee.params) if p.direction is not ParamDirection.In])
         if not callee.returns:
             return call, Nothing(callee.display)
         if len(callee.returns) == 1 and callee.returned_params and callee.returned_params[0] is not None:
@@ -243,6 +245,7 @@ class CallConverter(OpCalls, ExprConverter):
         self.source, self.env, self.dropped, self.frames = source, pmap(), {}, []
         self.local_names = liveness.first_bindings(fdef.body)
         self.inlining.append(kernel)
+        self.sites.append(f"in '{fdef.name}', inlined at {caller.span(node)}")
         try:
             for p, (e, t), where in bound:
                 self.check_local_name(p.arg, p)
@@ -270,6 +273,7 @@ class CallConverter(OpCalls, ExprConverter):
             raise err.with_note(f"in '{fdef.name}', inlined at {caller.span(node)}") from None
         finally:
             self.inlining.pop()
+            self.sites.pop()
             self.source, self.env, self.dropped, self.local_names, self.frames = saved
 
     def _bind_inline_args(self, fdef: ast.FunctionDef, source, node: ast.Call) -> list:

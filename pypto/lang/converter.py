@@ -70,7 +70,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.given = given  # param name -> type from the call being specialized (jit)
         self.declared_returns = returns
         # An Opaque function is InCore unless it opens pl.at scopes (then it orchestrates them).
-        self.incore = kind.may_be_incore and not (kind is FunctionType.Opaque and _orchestrates(fdef))
+        self.incore = (kind.may_be_incore or kind is FunctionType.Inline) and not (kind is FunctionType.Opaque and _orchestrates(fdef))
         self.out: list = []  # statements of the block being converted
         self.frames: list[Frame] = []
         self.return_types: tuple | None = None
@@ -97,8 +97,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         fn = n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef),
                         auto_scope=self.auto_scope)
         if not self.source.exact:
-            check_writes(fn, self.callees, self.pynames)
-        check_bounds(fn, self.pynames)
+            check_writes(fn, self.callees, self.pynames, self.call_sites)
+        check_bounds(fn, self.pynames, self.call_sites)
         return fn
 
     @staticmethod

@@ -33,6 +33,7 @@ from pypto.ir.types import (
 from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.lang.annotations import Annotations
 from pypto.lang.lookups import Lookups
+from pypto.lang.permissions import CallSite
 from pypto.lang.statics import RUNTIME, Statics, _NotStatic  # noqa: F401  (RUNTIME: re-exported)
 from pypto.lang import names as N
 
@@ -98,6 +99,8 @@ class ExprConverter(Lookups, Statics, Annotations):
         self.callees: dict = {}  # IR name of each function called -> its Callee
         self.submitted: dict = {}  # Submit -> the type its kernel call has (what it returns)
         self.inlining: list = []  # inline kernels being spliced in (one inside another is fine, itself is not)
+        self.sites: list[str] = []  # ... each one's note ("in 'f', inlined at ..."), outermost first
+        self.call_sites: dict = {}  # id(call) -> its CallSite, for the checks over the IR
         # SSA names whose value is known at compile time. ``folded`` ones (bound by
         # unpacking, ``M, N = a.shape``) have no binding statement: every use is the
         # constant itself. ``known`` ones (``R = 8``) are bound as usual, so dumps read
@@ -120,6 +123,14 @@ class ExprConverter(Lookups, Statics, Annotations):
         if not temp:
             self.pynames[ssa] = base
         return ssa
+
+    def note_call(self, call, written) -> None:
+        """Keep what the checks over the IR need of ``call`` (``permissions.CallSite``): the
+        inline calls around it, and the Python names of the operands it writes here."""
+        names = {e.name: next((k for k, v in self.env.items() if v == e.name), None)
+                 for e in written if isinstance(e, n.Var)}
+        if self.sites or names:
+            self.call_sites[id(call)] = CallSite(call, tuple(reversed(self.sites)), names)
 
     def user_name(self, ssa: str) -> str:
         """The Python name an SSA name stands for, for messages."""

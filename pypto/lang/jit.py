@@ -14,6 +14,7 @@ from pypto.errors import (
     UnsupportedSyntaxError,
 )
 from pypto.ir import nodes as n
+from pypto.ir.collector import collector_paused
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
@@ -67,7 +68,8 @@ def declared_types(kernel, soc) -> tuple:
 
 def specialize(kernel, arg_types: tuple, soc) -> n.Program:
     """The Program of ``kernel`` called with arguments of ``arg_types``, on backend ``soc``."""
-    return _JitProgram(kernel, soc).build(arg_types)
+    with collector_paused():
+        return _JitProgram(kernel, soc).build(arg_types)
 
 
 class _JitProgram(ProgramHooks):

@@ -222,7 +222,9 @@ class OpCalls:
         except PyptoError as err:
             raise err.with_span(self.span(node)) from None
         self.check_scalar_constants(op, values, types, t, node)
-        return n.Call(op.name, tuple(values[p.name] for p in op.params), span=self.span(node)), t
+        call = n.Call(op.name, tuple(values[p.name] for p in op.params), span=self.span(node))
+        self.note_call(call, [values[op.writes_operand]] if op.writes_operand is not None else [])
+        return call, t
 
     def check_scalar_constants(self, op: OpDef, values: dict, types: dict, result, node) -> None:
         """An integer constant an op narrows to its operand's integer dtype (pl.adds on an

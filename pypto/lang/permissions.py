@@ -11,17 +11,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pypto.errors import TypeCheckError
+import attrs
+
+from pypto.errors import PyptoError, TypeCheckError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup
 from pypto.ir.tensors import Sources
 from pypto.ir.types import ParamDirection, TensorType
 
 
-def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str]) -> None:
+@attrs.frozen
+class CallSite:
+    """What the source said where a call was written, for a check over the IR that faults
+    it: the inline calls it was spliced through (innermost first, as notes), and the
+    Python name each operand it writes had there (None: a temporary)."""
+
+    call: object  # kept, so that no other call takes its id
+    notes: tuple = ()
+    names: Mapping = attrs.Factory(dict)
+
+
+def with_notes(err: PyptoError, site: CallSite | None) -> PyptoError:
+    for note in site.notes if site is not None else ():
+        err = err.with_note(note)
+    return err
+
+
+def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str], sites: Mapping = {}) -> None:
     """``callees``: IR name -> the ``Callee`` a call names (its params' directions, the
-    parameter it returns); ``names``: SSA name -> the Python name it binds (temporaries
-    have none)."""
+    parameter it returns); ``names``: SSA name -> the Python name it binds; ``sites``:
+    id(call) -> its ``CallSite``."""
     inputs = [p.name for p in fn.params if p.direction is ParamDirection.In and isinstance(p.type, TensorType)]
     if not inputs:
         return
@@ -32,13 +51,20 @@ def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str]) -> 
         return c.returned_params[0] if one else None
 
     sources = Sources(fn, returned)
-    for stmt, target, span, what in _writes(fn.body, callees):
+    for stmt, call, target, span, what in _writes(fn.body, callees):
         if isinstance(target, n.Var):
-            _check(target.name, span or stmt.span, what, inputs, sources, names)
+            site = sites.get(id(call))
+            site = site if site is not None and site.call is call else None
+            local = site.names.get(target.name) if site is not None else names.get(target.name)
+            try:
+                _check(target.name, local, span or stmt.span, what, inputs, sources, names)
+            except PyptoError as err:
+                raise with_notes(err, site) from None
 
 
 def _writes(body, callees: Mapping):
-    """(statement, the Expr written, where, what writes it) for every write in ``body``."""
+    """(statement, the call, the Expr written, where, what writes it) for every write in
+    ``body``."""
     for stmt in n.walk_stmts(body):
         value = getattr(stmt, "value", None)
         if isinstance(value, n.Submit):
@@ -46,25 +72,24 @@ def _writes(body, callees: Mapping):
         if isinstance(value, n.Call):
             op = lookup(value.op)
             if op.writes_operand is not None:
-                yield (stmt, argument(value, op.writes_operand), value.span,
+                yield (stmt, value, argument(value, op.writes_operand), value.span,
                        f"{op.name} writes its '{op.writes_operand}', which is")
         elif isinstance(value, n.FuncCall) and value.callee in callees:
             c = callees[value.callee]
             spans = value.arg_spans or (None,) * len(value.args)
             for arg, p, span in zip(value.args, c.params, spans):
                 if p.direction is not ParamDirection.In:
-                    yield (stmt, arg, span,
+                    yield (stmt, value, arg, span,
                            f"'{c.display}' writes its parameter '{p.name}' (pl.{p.direction.name}), and this "
                            "argument is")
 
 
-def _check(ssa: str, span, what: str, inputs: list, sources: Sources, names: Mapping) -> None:
+def _check(ssa: str, name: str | None, span, what: str, inputs: list, sources: Sources, names: Mapping) -> None:
     leaves = sources.leaves(ssa)
     hit = [x for x in inputs if x in leaves]
     if not hit:
         return
     param = names.get(hit[0], hit[0])
-    name = names.get(ssa)
     hint = (f"declare it written: '{param}: pl.Out[pl.Tensor[...]]' (written only) or "
             f"'{param}: pl.InOut[pl.Tensor[...]]' (read and written)")
     if ssa in inputs or name == param and len(leaves) == 1:

@@ -23,6 +23,7 @@ from pypto.errors import (
 )
 from pypto.backend import DEFAULT
 from pypto.ir import nodes as n
+from pypto.ir.collector import collector_paused
 from pypto.ir.types import FunctionType, ScalarType, type_name
 from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
@@ -162,6 +163,11 @@ def _function_attrs(conv, node, kind: FunctionType) -> bool:
 
 def parse_text(text: str, filename: str, soc) -> n.Program:
     """A program from DSL text (a pass dump), read with ``ast`` and never executed."""
+    with collector_paused():
+        return _parse_text(text, filename, soc)
+
+
+def _parse_text(text: str, filename: str, soc) -> n.Program:
     try:
         module = ast.parse(text, filename=filename)
     except SyntaxError as exc:
@@ -289,4 +295,5 @@ def program(cls) -> n.Program:
         raise ParseError("@pl.program decorates a class", span=source.span(node))
     # read when Python defines the class, before any RunConfig names a backend: the
     # default one; the pass pipeline verifies it again against the backend in force
-    return ProgramBuilder(source, node, DEFAULT).build()
+    with collector_paused():
+        return ProgramBuilder(source, node, DEFAULT).build()

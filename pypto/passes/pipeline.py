@@ -13,6 +13,7 @@ import attrs
 
 from pypto.errors import VerificationError
 from pypto.ir import nodes as n
+from pypto.ir.collector import collector_paused
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.lang import parse
 from pypto.ir.printer import print_program
@@ -80,6 +81,11 @@ class Lowering:
 
 def lower(program: n.Program, ctx: PassContext,
           verification: VerificationLevel = VerificationLevel.BASIC) -> Lowering:
+    with collector_paused():  # passes make IR nodes by the thousand, with no cycles among them
+        return _lower(program, ctx, verification)
+
+
+def _lower(program: n.Program, ctx: PassContext, verification: VerificationLevel) -> Lowering:
     stages = [("frontend", program)]
     timings, diagnostics = [], []
     memo: dict = {}  # the verifier's, across the stages

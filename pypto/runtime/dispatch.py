@@ -13,7 +13,8 @@ from pypto.ir import nodes as n
 from pypto.runtime.config import RunConfig, ring_sizes
 from pypto.sim import interpreter
 from pypto.sim.numerics import one_thread
-from pypto.sim.simulator import RunReport, collector_paused
+from pypto.ir.collector import collector_paused
+from pypto.sim.simulator import RunReport
 
 
 def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None,

@@ -22,14 +22,13 @@ launches, so GM bytes they share (one writing) are a hazard.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
 import weakref
 
 import attrs
 
 from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, SetFlag, WaitFlag, walk
+from pypto.ir.collector import collector_paused
 from pypto.errors import Span
 from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
@@ -333,20 +332,6 @@ def _timelines(kernel: Kernel) -> _Kept:
         entry = (weakref.ref(kernel, lambda _: _CACHES.pop(ident, None)), _Kept())
         _CACHES[ident] = entry
     return entry[1]
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """The cyclic garbage collector off while a launch is simulated or applied: it makes
-    (and frees) many small records with no cycles among them, and each collection would
-    walk all of them again."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 # Fast-forward steady loops (``steady``) where a launch runs on one core; the trip by trip

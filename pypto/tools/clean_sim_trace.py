@@ -23,7 +23,6 @@ Reads any file in that format (ours or the Ascend simulator's); never runs it.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import shutil
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from pypto.tools import trace_page
 from pypto.sim.insight_format import API_INSTR, TRACE, InsightFormatError, read_blocks
+from pypto.ir.collector import collector_paused
 
 PIPES = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3")
 ALIASES = {"VEC": "VECTOR", "V": "VECTOR", "M": "CUBE", "FIX": "FIXPIPE", "S": "SCALAR"}
@@ -463,16 +463,12 @@ def run(argv=None) -> list[Path]:
 def main(argv=None) -> int:
     # A trace becomes a large tree of dicts with no cycles, read once; the cyclic collector
     # would re-scan it over and over (40 % of the time on a 120k-event trace).
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        run(argv)
+        with collector_paused():
+            run(argv)
     except (CleanError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    finally:
-        if collecting:
-            gc.enable()
     return 0
 
 
