@@ -316,6 +316,14 @@ class Function:
     # an AIV function of a Group both vector cores of the cluster run (attrs={"dual_aiv_dispatch": True})
     dual_aiv: bool = False
 
+    def as_python(self, prefix: str = "pl", concise: bool = False, *, explicit: bool = False, soc=None) -> str:
+        """The function as DSL text (a method of a ``@pl.program``), as ``Program.as_python``."""
+        from pypto.backend import DEFAULT
+        from pypto.ir.printer import print_function, with_prefix
+
+        return with_prefix(print_function(Program(self.name, (self,)), self, soc or DEFAULT, explicit=explicit),
+                           prefix)
+
 
 @attrs.frozen
 class Program:
@@ -328,13 +336,16 @@ class Program:
                 return f
         raise KeyError(name)
 
-    def as_python(self, *, explicit: bool = False, soc=None) -> str:
+    def as_python(self, prefix: str = "pl", concise: bool = False, *, explicit: bool = False, soc=None) -> str:
         """The program as DSL text, for ``soc`` (the default backend unless given: a
-        convenience for reading; the pass dumps print for the backend in force)."""
+        convenience for reading; the pass dumps print for the backend in force), with the
+        language module imported as ``prefix``. A type annotation is printed where the
+        front end would not infer it back (``concise`` changes nothing: that is already
+        the concise form), or everywhere with ``explicit=True``."""
         from pypto.backend import DEFAULT
-        from pypto.ir.printer import print_program
+        from pypto.ir.printer import print_program, with_prefix
 
-        return print_program(self, soc or DEFAULT, explicit=explicit)
+        return with_prefix(print_program(self, soc or DEFAULT, explicit=explicit), prefix)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -8,6 +8,10 @@ which is what tools that size tiles read.
 
 from __future__ import annotations
 
+import io
+import keyword
+import tokenize
+
 import json
 
 from pypto.errors import PyptoError
@@ -57,6 +61,26 @@ def print_program(program: n.Program, soc: SoC, *, explicit: bool = False, notes
 
 def print_function(program: n.Program, fn: n.Function, soc: SoC, *, explicit: bool = False) -> str:
     return "\n".join(_Printer(program, fn, explicit, soc).function()) + "\n"
+
+
+def with_prefix(text: str, prefix: str) -> str:
+    """Printed text with the language module named ``prefix`` instead of ``pl``: every
+    ``pl`` that starts a name chain (never one inside a string, or an attribute)."""
+    if prefix == "pl":
+        return text
+    if not prefix.isidentifier() or keyword.iskeyword(prefix):
+        raise ValueError(f"prefix={prefix!r} is not a name the module can be imported as")
+    lines = text.splitlines(keepends=True)
+    spots, previous = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.NAME and tok.string == "pl" and not (previous is not None and previous.string == "."):
+            spots.append(tok.start)
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            previous = tok
+    for row, col in reversed(spots):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + prefix + line[col + 2:]
+    return "".join(lines)
 
 
 # --------------------------------------------------------------------------- expressions

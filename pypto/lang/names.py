@@ -199,11 +199,15 @@ def unknown(path: Path) -> tuple[str, str | None]:
 
 
 class Resolver:
-    """Resolves the first name of a chain. The dump parser knows only ``pl`` and the
-    ``float`` its constants print with (``float("nan")``)."""
+    """Resolves the first name of a chain. The dump parser knows only the language module
+    (``pl``, or what the text imports it as) and the ``float`` its constants print with
+    (``float("nan")``)."""
+
+    def __init__(self, alias: str = "pl"):
+        self.alias = alias
 
     def resolve(self, name: str):
-        if name == "pl":
+        if name == self.alias:
             return Path(())
         if name == "float":
             return Pure("float")

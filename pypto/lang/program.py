@@ -175,7 +175,10 @@ def _parse_text(text: str, filename: str, soc) -> n.Program:
 
         span = Span(filename, exc.lineno or 1, exc.offset or 1, text=exc.text.rstrip("\n") if exc.text else None)
         raise ParseError(f"invalid syntax: {exc.msg}", span=span) from None
-    source = Source(filename, tuple(text.splitlines()), exact=True)
+    aliases = [a.asname or a.name for s in module.body if isinstance(s, ast.Import) for a in s.names
+               if a.name == "pypto.language"]
+    source = Source(filename, tuple(text.splitlines()), exact=True,
+                    resolver=N.Resolver(aliases[0] if len(aliases) == 1 else "pl"))
     classes = [s for s in module.body if isinstance(s, ast.ClassDef)]
     others = [s for s in module.body if not isinstance(s, (ast.ClassDef, ast.Import, ast.ImportFrom))
               and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]

@@ -22,6 +22,7 @@ from pypto.runtime.callsite import call_span, located
 from pypto.chip import groups
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
+from pypto.runtime.worker import on_device
 from pypto.sim.simulator import RunReport
 from pypto.backend import backend
 from pypto.sim.trace import chrome_trace, instruction_metrics
@@ -72,6 +73,7 @@ class CompiledProgram:
         (zeros on ``ref``), and ``outputs``, what the entry returned. The arguments are
         what it was compiled for; a tensor it writes shares no memory with another."""
         names = self.param_names
+        args = on_device(args)
         if len(args) != len(names):
             raise SpecializationError(f"'{self.name}' was compiled for {len(names)} arguments ({', '.join(names)}), "
                                       f"got {len(args)}", span=call_span(argument=min(len(args), len(names))))

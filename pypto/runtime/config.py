@@ -101,6 +101,12 @@ def _seed(value):
     return value
 
 
+def _device_id(value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"device_id={value!r} is not a device number", hint="device_id=0")
+    return value
+
+
 def _ring(name: str, ok, rule: str, example: int):
     """A ring size: None (the default), one int for all four rings, or exactly four (0 keeps
     that ring's default); four either way, as a tuple (a config is a cache key)."""
@@ -132,6 +138,7 @@ class RunConfig:
     written (a bad value names the user's line)."""
 
     platform: str = "a2a3sim"
+    device_id: int = 0  # which device a ChipWorker stands for (one simulated device each)
     dump_passes: PassDumpLevel = PassDumpLevel.NONE
     memory_planner: Planner = Planner.PYPTO
     disabled_diagnostics: tuple = ()
@@ -188,7 +195,7 @@ class RunConfig:
 
 
 _CONVERTERS = {
-    "platform": _platform, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
+    "platform": _platform, "device_id": _device_id, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
     "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path,
     "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
     "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),

@@ -1,0 +1,55 @@
+"""The reference's compile-and-run entry points over a Program: ``pypto.ir.compile`` (which
+this layer provides: the IR below it compiles nothing) and ``pypto.runtime.run``.
+
+    compiled = ir.compile(kernel.lower(a, b, out), platform="a2a3sim")
+    compiled(a, b, out)
+"""
+
+from __future__ import annotations
+
+from pypto.errors import ConfigError
+from pypto.ir import nodes as n
+from pypto.runtime.compiled import CompiledProgram, compile_program
+from pypto.runtime.config import RunConfig
+
+
+def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True, backend_type=None,  # noqa: A001
+            skip_ptoas: bool = False, verification_level=None, diagnostic_phase=None, disabled_diagnostics=None,
+            memory_planner=None, enable_pypto_l0c_double_buffer=None, profiling: bool = False, platform=None,
+            distributed_config=None, analyze_auto_scopes_for_deps: bool = False, emit_source_loc=None,
+            dump_ptoas_passes: bool = False, runtime=None) -> CompiledProgram:
+    """``program`` through the pass pipeline and codegen for ``platform`` (a2a3sim by
+    default), its output directory written (pass dumps unless ``dump_passes=False``). A
+    program already lowered is lowered again as it is. Options that steer the vendor
+    toolchain (``strategy``, ``backend_type``, ``skip_ptoas``, ``diagnostic_phase``,
+    ``enable_pypto_l0c_double_buffer``, ``profiling``, ``emit_source_loc``,
+    ``dump_ptoas_passes``, ``runtime``) are accepted and change nothing here;
+    ``distributed_config`` is refused (no distributed runtime here)."""
+    if not isinstance(program, n.Program):
+        raise ConfigError(f"ir.compile takes a Program, got {type(program).__name__}",
+                          hint="compile kernel.lower(*samples), or call kernel.compile(*samples)")
+    if distributed_config is not None:
+        raise ConfigError("distributed_config: this runtime has no distributed (L3+) workers",
+                          hint="compile for one chip (leave distributed_config unset)")
+    fields = {"platform": platform or "a2a3sim", "dump_passes": dump_passes, "output_dir": output_dir}
+    for name, value in (("verification_level", verification_level), ("memory_planner", memory_planner),
+                        ("disabled_diagnostics", disabled_diagnostics)):
+        if value is not None:
+            fields[name] = value
+    config = RunConfig(**fields)
+    return compile_program(program, entry_params(program), config, write=True)
+
+
+def entry_params(program: n.Program) -> list:
+    """The parameters a compiled program is called with: its entry's (the last function)."""
+    return [p.name for p in program.functions[-1].params]
+
+
+def run(program, *tensors, config: RunConfig | None = None) -> CompiledProgram:
+    """``program`` compiled with ``config``'s fields, then run once on ``tensors`` if any are
+    given (Out tensors are written in place): the compiled program, to run again."""
+    config = config if config is not None else RunConfig()
+    compiled = compile_program(program, entry_params(program), config, write=True)
+    if tensors:
+        compiled(*tensors)
+    return compiled
