@@ -85,6 +85,40 @@ class Annotations:
                                   f"the parameter as a bare pl.Scalar")
         return declared
 
+    def _dynamic(self, node) -> N.DynVar | None:
+        if not isinstance(node, (ast.Name, ast.Attribute)) or isinstance(node, ast.Name) and node.id in self.env:
+            return None
+        _, meaning = self.entity(node)
+        return meaning.value if isinstance(meaning, N.Value) and isinstance(meaning.value, N.DynVar) else None
+
+    def _bind_dynamic(self, node, dims, dtype: DataType, given, param) -> TensorType:
+        """A shape with ``pl.dynamic`` axes: the extents of the call's tensor, each dynamic
+        axis bound once for the whole function (the same object, the same extent)."""
+        written = "[" + ", ".join(ast.unparse(d) for d in dims) + "]"
+        if not isinstance(given, TensorType):
+            raise self.error(SpecializationError if given is not None else TypeCheckError, node,
+                             f"'{param}' has a pl.dynamic axis ({written}), whose extent a call's tensor gives; "
+                             "here no call gives one",
+                             hint="call (or compile) the kernel with sample tensors, or write the extent")
+        if len(given.shape) != len(dims) or given.dtype is not dtype:
+            raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the kernel "
+                             f"declares pl.Tensor[{written}, pl.{dtype.name}]")
+        for axis, (d, extent) in enumerate(zip(dims, given.shape)):
+            dyn = self._dynamic(d)
+            if dyn is None:
+                want = self.static_of(d, int, "a tensor extent")
+                if want != extent:
+                    raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the "
+                                     f"kernel declares extent {want} on axis {axis}")
+                continue
+            bound = self.dynamic_extents.setdefault(id(dyn), (dyn, extent, param))
+            if bound[1] != extent:
+                raise self.error(SpecializationError, node,
+                                 f"the pl.dynamic axis '{dyn.name}' is {bound[1]} for '{bound[2]}' but {extent} for "
+                                 f"'{param}': one object is one dimension",
+                                 hint="pass tensors that agree on it, or give the other axis a pl.dynamic of its own")
+        return given
+
     def _dtype(self, node) -> DataType:
         return self.static_of(node, DataType, "a dtype")
 
@@ -100,6 +134,9 @@ class Annotations:
         if len(items) != 2:
             raise self.error(TypeCheckError, node, "pl.Tensor takes [shape, dtype]",
                              hint="pl.Tensor[[128, 128], pl.FP32]")
+        dims = items[0].elts if isinstance(items[0], (ast.List, ast.Tuple)) else None
+        if dims is not None and any(self._dynamic(d) is not None for d in dims):
+            return self._bind_dynamic(node, dims, self._dtype(items[1]), given, param)
         shape = self.static_dims(items[0], "a tensor shape")
         declared = TensorType(shape, self._dtype(items[1]))
         if given is not None and given != declared:

@@ -94,7 +94,8 @@ class ExprConverter(Lookups, Statics, Annotations):
         # has no value yet it is undefined, not the module-level name it shadows.
         self.local_names: dict[str, int] = {}
         self.ranges: dict[str, tuple[int, int]] = {}  # static inclusive ranges of loop vars
-        self.pynames: dict[str, str] = {}  # SSA name -> the Python name it binds (not temporaries')
+        self.pynames: dict[str, str] = {}
+        self.dynamic_extents: dict = {}  # id(pl.dynamic axis) -> (it, its extent, the parameter that bound it)  # SSA name -> the Python name it binds (not temporaries')
         self.returned_args: dict = {}  # FuncCall -> the argument Expr the callee returns
         self.callees: dict = {}  # IR name of each function called -> its Callee
         self.submitted: dict = {}  # Submit -> the type its kernel call has (what it returns)

@@ -31,6 +31,22 @@ class Value:
     value: object
 
 
+class DynVar:
+    """``pl.dynamic(name)``: an axis whose extent is not written in the kernel. One object
+    is one dimension (two ``pl.dynamic("M")`` are two); here each call binds it to the
+    extent its tensors have, consistently across the parameters that share it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"DynVar name must be a valid identifier, got {name!r}")
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"pl.dynamic({self.name!r})"
+
+
 @attrs.frozen
 class Path:
     """A name inside the kernel language, like ("tile", "add") for ``pl.tile.add``."""
@@ -261,7 +277,7 @@ def classify(name: str, obj):
         return Value(obj.item())
     if _is_constant(obj) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
         return Value(obj)
-    if isinstance(obj, types.ModuleType):
+    if isinstance(obj, (types.ModuleType, DynVar)):
         return Value(obj)
     return Unknown(name, f"a {type(obj).__name__}")
 

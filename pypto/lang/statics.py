@@ -125,6 +125,13 @@ class Statics:
             ref, meaning = self.entity(node)
             if isinstance(ref, N.Alias):
                 raise self.alias_error(node, ref)
+            if isinstance(meaning, N.Value) and isinstance(meaning.value, N.DynVar):
+                bound = self.dynamic_extents.get(id(meaning.value))
+                if bound is None:
+                    raise self.error(TypeCheckError, node, f"the pl.dynamic axis '{meaning.value.name}' has no extent "
+                                     "here: no parameter of this function declares it",
+                                     hint="declare a parameter with it, e.g. x: pl.Tensor[[M, 128], pl.FP32]")
+                return bound[1]
             if isinstance(meaning, N.Value):
                 return _as_list(meaning.value)
             if isinstance(ref, N.Path) and meaning is None:

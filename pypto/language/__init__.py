@@ -13,6 +13,7 @@ from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
 from pypto.lang.dsl import OpNamespace as _OpNamespace
 from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
 from pypto.lang.dsl import TypeConstructor as _TypeConstructor
+from pypto.lang.names import DynVar as _DynVar
 from pypto.lang.program import function, program
 from pypto.runtime.jit import jit
 from pypto.backend import MemorySpace
@@ -22,6 +23,13 @@ __pypto_path__ = ()
 
 Mem = MemorySpace
 AUTO = -1  # system.reserve_buffer(base=pl.AUTO): the planner places it
+DynVar = _DynVar
+
+
+def dynamic(name: str) -> DynVar:
+    """An axis whose extent each call's tensors give: ``M = pl.dynamic("M")``, then
+    ``pl.Tensor[[M, 128], pl.FP16]`` (the same object wherever the same dimension is meant)."""
+    return _DynVar(name)
 
 BOOL = _DataType.BOOL
 INT8 = _DataType.INT8
@@ -74,6 +82,6 @@ del _name
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
-    "Tensor", "Tile", "TileView", "at", "const", "function", "jit", "max", "min", "parallel",
+    "Tensor", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "max", "min", "parallel",
     "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]

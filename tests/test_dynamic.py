@@ -1,0 +1,80 @@
+"""``pl.dynamic`` axes: a kernel's annotation leaves an extent to its call, each call's
+tensors give it (the same axis object, the same extent throughout), and the kernel's
+body reads it as the constant the call gave."""
+
+import inspect
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.errors import SpecializationError, TypeCheckError
+from pypto.runtime import RunConfig
+
+N = pl.dynamic("N")
+K = pl.dynamic("K")
+TILE = 16
+
+
+@pl.jit.incore
+def rows(x: pl.Tensor[[N, 64], pl.FP32], out: pl.Out[pl.Tensor[[N, 64], pl.FP32]]):
+    for i in pl.range(N // TILE):  # the body reads the extent the call gave
+        pl.store(pl.mul(pl.load(x, [i * TILE, 0], [TILE, 64]), 2.0), [i * TILE, 0], out)
+    return out
+
+
+@pl.jit
+def drive(x: pl.Tensor[[N, 64], pl.FP32], out: pl.Out[pl.Tensor[[N, 64], pl.FP32]]):
+    return rows(x, out)
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_each_call_gives_the_extent(platform):
+    for extent in (TILE, 3 * TILE, 5 * TILE):
+        x, out = torch.randn(extent, 64), torch.zeros(extent, 64)
+        drive(x, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, x * 2.0), extent
+
+
+@pl.jit
+def two_axes(x: pl.Tensor[[N, K], pl.FP32], y: pl.Tensor[[K, N], pl.FP32], out: pl.Out[pl.Tensor[[N, K], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(x, [0, 0], [N, K]), [0, 0], out)
+    return out
+
+
+def test_one_axis_object_is_one_dimension():
+    out = torch.zeros(16, 32)
+    two_axes(torch.ones(16, 32), torch.zeros(32, 16), out, config=RunConfig(platform="ref"))
+    assert torch.equal(out, torch.ones(16, 32))
+    with pytest.raises(SpecializationError, match="the pl.dynamic axis 'K' is 32 for 'x' but 16 for 'y'"):
+        two_axes(torch.ones(16, 32), torch.zeros(16, 16), torch.zeros(16, 32), config=RunConfig(platform="ref"))
+    with pytest.raises(SpecializationError, match=r"argument 'x' is .* but the kernel declares pl.Tensor\[\[N, K\], "
+                                                  r"pl.FP32\]"):
+        two_axes(torch.ones(16, 32, 2), torch.zeros(32, 16), torch.zeros(16, 32), config=RunConfig(platform="ref"))
+
+
+def test_an_axis_name_is_an_identifier():
+    with pytest.raises(ValueError, match="DynVar name must be a valid identifier, got '2M'"):
+        pl.dynamic("2M")
+    assert repr(pl.dynamic("M")) == "pl.dynamic('M')" and pl.dynamic("M") is not pl.dynamic("M")
+
+
+M = pl.dynamic("M")
+
+
+def test_without_a_call_there_is_no_extent():
+    from pypto.runtime.compiled import compile_program
+
+    with pytest.raises(TypeCheckError, match="'x' has a pl.dynamic axis \\(\\[M, 64\\]\\), whose extent a call's "
+                                             "tensor gives") as info:
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.InCore)
+            def k(self, x: pl.Tensor[[M, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):  # MARK-dyn
+                pl.store(pl.load(x, [0, 0], [16, 64]), [0, 0], out)
+                return out
+
+        compile_program(P, ["x", "out"], RunConfig(platform="ref"), write=False)
+    lines, _ = inspect.getsourcelines(inspect.getmodule(test_without_a_call_there_is_no_extent))
+    assert info.value.span.line == next(k for k, t in enumerate(lines, start=1) if "MARK-dyn" in t and "in t" not in t)
