@@ -1,0 +1,64 @@
+"""What ``torch_codegen``'s source calls: each op through the interpreter's own semantics
+table (``pypto.sim.semantics.IMPLS``), so the generated program means what the reference
+interpreter computes — one definition, read by both."""
+
+from __future__ import annotations
+
+import contextlib
+
+import itertools
+
+from pypto.ir.ops.spmd import BLOCK_REGISTERS
+from pypto.sim.numerics import TORCH  # noqa: F401  (the generated shape checks read it)
+from pypto.sim.semantics import IMPLS, VIEWS, TileVal
+
+_registers = [(0, 1, 0)]  # (block index, blocks, vector lane) of the code running
+_tasks = itertools.count()  # task ids, in submission order
+
+
+def op(name: str, *, _tile: bool = False, _valid=None, _kernel: bool = True, **args):
+    """``name`` on ``args``, by the op's parameter names (tiles as ``TileVal``s); a tile
+    result's valid extents are ``_valid`` (its shape unless given); on the host
+    (``_kernel=False``), a view of a tensor is that tensor's memory."""
+    if name in BLOCK_REGISTERS:
+        block, count, _ = _registers[-1]
+        return count if name == "tile.get_block_num" else block
+    if name == "tile.get_subblock_idx":
+        return _registers[-1][2]
+    data = (VIEWS[name] if name in VIEWS and not _kernel else IMPLS[name])(**args)
+    if not _tile:
+        return data
+    return TileVal(data, tuple(int(v) for v in _valid) if _valid is not None else tuple(data.shape))
+
+
+def task(run, when=None) -> int:
+    """A submitted task, run now (program order meets every dependency): its id. A task
+    whose dispatch predicate ``when()`` is false is retired without running."""
+    if when is None or when():
+        run()
+    return next(_tasks)
+
+
+def run_block(index: int, count: int, run) -> None:
+    with block(index, count):
+        run()
+
+
+@contextlib.contextmanager
+def block(index: int, count: int):
+    """One block of an SPMD task: the code inside reads ``index`` as its block index."""
+    _registers.append((index, count, _registers[-1][2]))
+    try:
+        yield
+    finally:
+        _registers.pop()
+
+
+@contextlib.contextmanager
+def lane(index: int):
+    """One vector core's pass over a pl.split_aiv region."""
+    _registers.append((*_registers[-1][:2], index))
+    try:
+        yield
+    finally:
+        _registers.pop()
