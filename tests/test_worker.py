@@ -148,3 +148,18 @@ def test_as_python_names_the_module_as_asked_and_reads_back():
     assert fn.as_python().lstrip().startswith("@pl.function(") and f"def {fn.name}(" in fn.as_python()
     with pytest.raises(ValueError, match="prefix='not a name'"):
         program.as_python(prefix="not a name")
+
+
+def test_the_reference_compile_options_are_accepted_and_an_npu_platform_is_refused():
+    from pypto.backend import BackendType
+    from pypto.ir.pass_manager import OptimizationStrategy
+
+    config = RunConfig(strategy=OptimizationStrategy.Default, backend_type=BackendType.Ascend910B, device_id=3)
+    assert config.backend == "a2a3" and config.device_id == 3
+    for npu in ("a2a3", "a5"):
+        with pytest.raises(ConfigError, match=f"platform '{npu}' runs on an Ascend NPU.*use platform='a2a3sim'"):
+            RunConfig(platform=npu)
+    with pytest.raises(ConfigError, match="strategy='fast' is not an OptimizationStrategy"):
+        RunConfig(strategy="fast")
+    with pytest.raises(ConfigError, match="device_id=-1 is not a device number"):
+        RunConfig(device_id=-1)

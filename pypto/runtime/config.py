@@ -14,6 +14,7 @@ from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
 from pypto.backend import BACKENDS, BackendType
+from pypto.ir.pass_manager import OptimizationStrategy
 
 # platform -> what runs the program
 PLATFORMS = {
@@ -22,10 +23,32 @@ PLATFORMS = {
 }
 
 
+# the reference's device platforms: real NPUs, which this machine is not
+DEVICES = {"a2a3": "a2a3sim", "a5": "a2a3sim (no a5 model yet)", "a5sim": "a2a3sim (no a5 model yet)"}
+
+
 def _platform(value) -> str:
+    if isinstance(value, str) and value in DEVICES:
+        raise ConfigError(f"platform {value!r} runs on an Ascend NPU, and this package simulates one: use "
+                          f"platform={DEVICES[value].split()[0]!r} (or 'ref')",
+                          hint=f"RunConfig(platform={DEVICES[value].split()[0]!r})")
     if not isinstance(value, str) or value not in PLATFORMS:
         raise ConfigError(f"Invalid platform {value!r}",
                           hint=f"Expected one of: {', '.join(repr(p) for p in PLATFORMS)}")
+    return value
+
+
+def _strategy(value):
+    if not isinstance(value, OptimizationStrategy):
+        raise ConfigError(f"strategy={value!r} is not an OptimizationStrategy",
+                          hint="strategy=OptimizationStrategy.Default (from pypto.ir.pass_manager)")
+    return value
+
+
+def _backend_type(value):
+    if value is not None and not isinstance(value, BackendType):
+        raise ConfigError(f"backend_type={value!r} is not a BackendType",
+                          hint="backend_type=BackendType.Ascend910B (from pypto.backend)")
     return value
 
 
@@ -138,7 +161,11 @@ class RunConfig:
     written (a bad value names the user's line)."""
 
     platform: str = "a2a3sim"
-    device_id: int = 0  # which device a ChipWorker stands for (one simulated device each)
+    device_id: int = 0
+    # the reference's compile options with one choice here: the pass pipeline, and the
+    # a2a3 tables (``backend`` names them too; a backend_type given wins)
+    strategy: OptimizationStrategy = OptimizationStrategy.Default
+    backend_type: BackendType | None = None  # which device a ChipWorker stands for (one simulated device each)
     dump_passes: PassDumpLevel = PassDumpLevel.NONE
     memory_planner: Planner = Planner.PYPTO
     disabled_diagnostics: tuple = ()
@@ -179,7 +206,10 @@ class RunConfig:
             if args:
                 raise ConfigError(f"RunConfig takes its fields by name, not {len(args)} positional "
                                   f"argument{'s' * (len(args) != 1)}", hint='e.g. RunConfig(platform="ref")')
-            self.__attrs_init__(**converted(fields))
+            fields = converted(fields)
+            if fields.get("backend_type") is not None and "backend" not in fields:
+                fields["backend"] = fields["backend_type"].value
+            self.__attrs_init__(**fields)
         except PyptoError as err:
             raise err.with_span(call_span(argument=getattr(err, "field", None))) from None
 
@@ -195,7 +225,7 @@ class RunConfig:
 
 
 _CONVERTERS = {
-    "platform": _platform, "device_id": _device_id, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
+    "platform": _platform, "device_id": _device_id, "strategy": _strategy, "backend_type": _backend_type, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
     "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path,
     "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
     "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),
