@@ -139,6 +139,13 @@ def test_shifts_match_torch_and_an_amount_past_the_width_is_an_error_where_it_ru
     assert info.value.span.line == _line("MARK-shr")
 
 
+@pl.jit
+def ragged_concat(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.concat(pl.load(a, [0, 0], [R, C]), pl.load(a, [0, 0], [R // 2, C])), [0, 0], out)  # MARK-cat
+    return out
+
+
 def _line(marker):
     lines, _ = inspect.getsourcelines(inspect.getmodule(_line))
     return next(k for k, text in enumerate(lines, start=1) if marker in text and "_line(" not in text)
@@ -151,6 +158,8 @@ def _line(marker):
      r"The operator tile.not requires a dtype it computes in \(INT16\), but got INT32"),
     (bad_scratch, (torch.zeros(R, C, dtype=torch.int32), torch.zeros(R, C, dtype=torch.int32)), "MARK-tmp",
      r"The operator tile.xor requires its tmp tile to match its operand"),
+    (ragged_concat, (torch.zeros(R, C), torch.zeros(R, 2 * C)), "MARK-cat",
+     r"The operator tile.concat requires the same row count, but got 16 vs 8"),
     (far_shift, (torch.zeros(R, C, dtype=torch.int32), torch.zeros(R, C, dtype=torch.int32)), "MARK-shls",
      r"The operator tile.shls requires a shift amount in 0..31 for INT32, but got 32"),
 ])

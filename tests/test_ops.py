@@ -173,6 +173,7 @@ CASES += [
       for k, f in (("max", torch.maximum), ("min", torch.minimum)) for axis in ("row", "col")],
     case("tile.col_expand_expdif", lambda b, a, c: b.op("tile.col_expand_expdif", b.op("tile.load", a, [0, 0], [R, C]),
                                                          rowvec(b, c, "tile.col_min")), lambda x, y: torch.exp(x - COLMIN)),
+    case("tile.concat", tile2("tile.concat"), lambda x, y: torch.cat((x, y), dim=1), out_shape=(R, 2 * C)),
     case("tensor.col_expand_expdif", lambda b, a, c: b.op("tensor.col_expand_expdif", a, b.op("tensor.col_min", c)),
          lambda x, y: torch.exp(x - COLMIN)),
 ]

@@ -284,6 +284,11 @@ def program(cls) -> n.Program:
     """``@pl.program``: the class's methods become an IR Program (parsed, never run)."""
     source, node = source_of(cls)
     namespace = dict(vars(inspect.getmodule(cls) or object()))
+    # A class defined in a function sees that function's locals (the sizes a builder
+    # function computes before its @pl.program class, say), as its annotations did.
+    caller = inspect.currentframe().f_back
+    if caller is not None and caller.f_code.co_name != "<module>":
+        namespace.update(caller.f_locals)
     for decl in vars(cls).values():  # methods see their enclosing function's locals
         fn = getattr(decl, "fn", None)
         for name, cell in zip(getattr(fn, "__code__", None) and fn.__code__.co_freevars or (),

@@ -230,6 +230,7 @@ def cast_tensor(x, target_type, mode):
 IMPLS["tile.reshape"] = lambda tile, shape: tile.data.reshape(tuple(shape)).clone()
 IMPLS["tensor.reshape"] = lambda x, shape: x.reshape(tuple(shape)).clone()
 IMPLS["tile.transpose"] = lambda tile, axis1, axis2: tile.data.transpose(axis1, axis2).contiguous()
+IMPLS["tile.concat"] = lambda src0, src1: torch.cat((src0.data, src1.data), dim=1)
 IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).contiguous()
 IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()
 

@@ -332,6 +332,26 @@ register("tile.transpose", [P("tile", Kind.TILE, spaces=VEC), P("axis1", Kind.IN
          _infer_transpose, doc="swap two axes", unit="transpose")
 
 
+def _infer_concat(a: OpArgs, soc: SoC) -> TileType:
+    t0, t1 = a.tile("src0"), a.tile("src1")
+    if t0.dtype is not t1.dtype:
+        raise fail("tile.concat", "src0 and src1 of the same dtype", f"{t0.dtype.name} and {t1.dtype.name}")
+    if len(t0.shape) != 2 or len(t1.shape) != 2:
+        raise fail("tile.concat", "2D tiles", f"{len(t0.shape)}D and {len(t1.shape)}D")
+    if t0.shape[0] != t1.shape[0]:
+        raise fail("tile.concat", "the same row count", f"{t0.shape[0]} vs {t1.shape[0]}")
+    if t0.valid_shape is not None or t1.valid_shape is not None:
+        raise fail("tile.concat", "whole tiles (no valid region of their own)", "a tile with a valid_shape",
+                   "pl.fillpad the tile first")
+    return _vec_result(t0, shape=(t0.shape[0], t0.shape[1] + t1.shape[1]))
+
+
+# Not in place: the result's rows are longer than either source's, so writing it over one
+# would overwrite rows of the source before they are read.
+register("tile.concat", [P("src0", Kind.TILE, spaces=VEC), P("src1", Kind.TILE, spaces=VEC)], _infer_concat,
+         doc="src0 and src1 side by side: the columns of one, then of the other", mnemonic="TCONCAT")
+
+
 def _infer_set_validshape(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
     _require_2d("tile.set_validshape", t)
@@ -424,6 +444,7 @@ for _n in ("load", "store", "move", "sel", "set_validshape"):
 unify("fillpad", tile="tile.fillpad", tensor="tensor.fillpad")
 unify("create_tile", tile="tile.create")
 unify("create", tile="tile.create")
+unify("concat", tile="tile.concat")
 unify("full", tensor="tensor.full")  # pl.tile.full spells the tile form
 
 __all__ = ["REQUIRED", "mask_cols", "CMP_NAMES", "CAST_MODES", "acc_dtype", "check_region", "TypeCheckError"]
