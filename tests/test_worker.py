@@ -163,3 +163,19 @@ def test_the_reference_compile_options_are_accepted_and_an_npu_platform_is_refus
         RunConfig(strategy="fast")
     with pytest.raises(ConfigError, match="device_id=-1 is not a device number"):
         RunConfig(device_id=-1)
+
+
+def test_a_compiled_program_tells_its_call_shape_and_takes_a_return_style_call(tmp_path):
+    import os
+
+    from pypto.backend import BackendType
+
+    a, b = torch.randn(R, C), torch.randn(R, C)
+    compiled = ir.compile(add.lower(a, b, torch.zeros(R, C)), output_dir=tmp_path / "b", dump_passes=False)
+    assert compiled.output_indices == [2] and compiled.has_return
+    assert compiled.backend_type is BackendType.Ascend910B and compiled.runtime_name == "tensormap_and_ringbuffer"
+    assert os.fspath(compiled) == str(tmp_path / "b")
+    assert torch.equal(compiled(a, b), a + b)  # the Out tensor allocated and returned
+    out = torch.zeros(R, C)
+    compiled(a, b, out)  # or written in place
+    assert torch.equal(out, a + b)

@@ -10,11 +10,14 @@ import sys
 from pathlib import Path
 
 import attrs
+import torch
 
 from pypto.codegen import generate
 from pypto.codegen.listing import listing
 from pypto.errors import ConfigError, SpecializationError
 from pypto.ir import nodes as n
+from pypto.ir.types import ParamDirection, TensorType
+from pypto.sim.numerics import TORCH
 from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.arguments import as_declared
@@ -22,9 +25,9 @@ from pypto.runtime.callsite import call_span, located
 from pypto.chip import groups
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
-from pypto.runtime.worker import on_device
+from pypto.runtime.worker import RUNTIME, on_device
 from pypto.sim.simulator import RunReport
-from pypto.backend import backend
+from pypto.backend import BackendType, backend
 from pypto.sim.trace import chrome_trace, instruction_metrics
 from pypto.sim.views import check_call
 from pypto.sim.insight_format import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
@@ -66,6 +69,37 @@ class CompiledProgram:
         """The entry's parameters as specialized: the types and directions ``run`` takes."""
         return self.program.function(self.entry).params
 
+    @property
+    def output_indices(self) -> list:
+        """The positions of the entry's pure ``pl.Out`` tensors: a return-style call leaves
+        them out and gets them back, allocated here."""
+        return [k for k, p in enumerate(self.params) if p.direction is ParamDirection.Out
+                and isinstance(p.type, TensorType)]
+
+    @property
+    def has_return(self) -> bool:
+        return bool(self.program.function(self.entry).returns)
+
+    @property
+    def backend_type(self) -> BackendType:
+        return BackendType(self.config.backend)
+
+    runtime_name = RUNTIME
+
+    def __fspath__(self) -> str:
+        if self.output_dir is None:
+            raise TypeError(f"'{self.name}' was compiled without an output directory")
+        return os.fspath(self.output_dir)
+
+    def _with_outputs(self, args) -> tuple:
+        """A return-style call (the inputs only): the Out tensors allocated, zeroed."""
+        outs = self.output_indices
+        if not outs or len(args) != len(self.param_names) - len(outs):
+            return args
+        given = iter(args)
+        return tuple(torch.zeros(tuple(p.type.shape), dtype=TORCH[p.type.dtype]) if k in outs else next(given)
+                     for k, p in enumerate(self.params))
+
     @located
     def run(self, *args) -> RunReport:
         """Run on the configured platform (Out tensors are written in place); the report
@@ -102,7 +136,9 @@ class CompiledProgram:
 
     @located
     def __call__(self, *args):
-        values = self.run(*args).outputs
+        """Run; in place (every argument given) or return-style (the inputs only: the Out
+        tensors are allocated). What the entry returns."""
+        values = self.run(*self._with_outputs(on_device(args))).outputs
         if not values:
             return None
         return values[0] if len(values) == 1 else values
