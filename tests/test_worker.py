@@ -179,3 +179,51 @@ def test_a_compiled_program_tells_its_call_shape_and_takes_a_return_style_call(t
     out = torch.zeros(R, C)
     compiled(a, b, out)  # or written in place
     assert torch.equal(out, a + b)
+
+
+@pl.jit
+def fill(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(a, [0, 0], [R, C]), 3.0), [0, 0], out)
+
+
+def test_what_the_adversarial_review_found():
+    # a tensor of another worker (or a stale one) is never freed in another's place
+    wa, wb = ChipWorker(), ChipWorker(config=RunConfig(device_id=1))
+    ta = wa.alloc_tensor((4, 4), torch.float32)
+    tb = wb.alloc_tensor((4, 4), torch.float32, init=torch.ones(4, 4))
+    assert ta.data_ptr != tb.data_ptr
+    with pytest.raises(ValueError, match="not a tensor of this ChipWorker"):
+        wb.free_tensor(ta)
+    assert torch.equal(wb.storage(tb), torch.ones(4, 4))
+    with pytest.raises(ValueError, match="a copy's byte count is an int >= 0, got -16"):
+        wb.copy_from(torch.zeros(4).data_ptr(), tb.data_ptr, -16)
+    # a return-style call of an entry that returns nothing gives back the Outs it allocated
+    compiled = ir.compile(fill.lower(torch.zeros(R, C), torch.zeros(R, C)), dump_passes=False, platform="ref")
+    assert not compiled.has_return and torch.equal(compiled(torch.zeros(R, C)), torch.full((R, C), 3.0))
+    # a plain call with a DeviceTensor checks the platform as worker.run does
+    with ChipWorker() as w:
+        t = w.alloc_tensor((R, C), torch.float32)
+        with pytest.raises(ValueError, match="does not match ChipWorker.platform='a2a3sim'"):
+            compiled(t)
+
+
+def test_host_code_renames_what_would_shadow_its_own_names():
+    from pypto.debug import torch_codegen
+
+    @pl.jit
+    def shadows(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            prelude = pl.load(a, [0, 0], [R, C])
+            for range in pl.range(2):  # noqa: A001
+                tuple = pl.exp(prelude)  # noqa: A001
+                pl.store(tuple, [0, 0], out)
+        return out
+
+    a = torch.randn(R, C)
+    program = shadows.lower(a, torch.zeros(R, C))
+    scope = {}
+    exec(torch_codegen(program, check_shapes=True), scope)
+    out = torch.zeros(R, C)
+    scope["shadows"](a, out)
+    assert torch.equal(out, torch.exp(a))

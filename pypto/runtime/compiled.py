@@ -107,7 +107,7 @@ class CompiledProgram:
         (zeros on ``ref``), and ``outputs``, what the entry returned. The arguments are
         what it was compiled for; a tensor it writes shares no memory with another."""
         names = self.param_names
-        args = on_device(args)
+        args = on_device(args, self)
         if len(args) != len(names):
             raise SpecializationError(f"'{self.name}' was compiled for {len(names)} arguments ({', '.join(names)}), "
                                       f"got {len(args)}", span=call_span(argument=min(len(args), len(names))))
@@ -138,7 +138,10 @@ class CompiledProgram:
     def __call__(self, *args):
         """Run; in place (every argument given) or return-style (the inputs only: the Out
         tensors are allocated). What the entry returns."""
-        values = self.run(*self._with_outputs(on_device(args))).outputs
+        full = self._with_outputs(on_device(args, self))
+        values = self.run(*full).outputs
+        if not values and len(full) != len(args):  # return-style, and the entry returns nothing: its Outs
+            values = tuple(full[k] for k in self.output_indices)
         if not values:
             return None
         return values[0] if len(values) == 1 else values

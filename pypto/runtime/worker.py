@@ -25,6 +25,8 @@ from pypto.runtime.config import RunConfig
 RUNTIME = "tensormap_and_ringbuffer"  # the one runtime a level-2 worker runs (the reference's name)
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("pypto_chip_worker", default=())
 _ALIGN = 512  # device addresses the allocator hands out are aligned like the device's
+_SPAN = 1 << 40  # each worker's addresses are its own: no two workers hand out one address
+_WORKERS = itertools.count(1)
 
 
 def _check_ptr(value) -> int:
@@ -131,7 +133,8 @@ class ChipWorker:
         self._cids: dict[int, int] = {}  # id(compiled) -> its registration's id
         self._handles: list[RegistrationHandle] = []
         self._next = itertools.count(1)
-        self._top = 0x1000_0000
+        self._top = next(_WORKERS) * _SPAN
+        self._freed: list[DeviceTensor] = []  # what this worker freed: freeing it again does nothing
         self.initialized = True
 
     def close(self) -> None:
@@ -214,12 +217,20 @@ class ChipWorker:
             raise ValueError(f"0x{ptr:x} is not memory this ChipWorker allocated (or it was freed already)")
         self._tensors.pop(ptr, None)
 
+    @staticmethod
+    def _count(nbytes) -> int:
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError(f"a copy's byte count is an int >= 0, got {nbytes!r}")
+        return nbytes
+
     def copy_to(self, dst_dev_ptr: int, src_host_ptr: int, nbytes: int) -> None:
         """Host bytes at ``src_host_ptr`` (a tensor's ``data_ptr()``) into device memory."""
+        nbytes = self._count(nbytes)
         ctypes.memmove(self._bytes(dst_dev_ptr, nbytes).data_ptr(), src_host_ptr, nbytes)
 
     def copy_from(self, dst_host_ptr: int, src_dev_ptr: int, nbytes: int) -> None:
         """Device bytes into host memory at ``dst_host_ptr`` (a tensor's ``data_ptr()``)."""
+        nbytes = self._count(nbytes)
         ctypes.memmove(dst_host_ptr, self._bytes(src_dev_ptr, nbytes).data_ptr(), nbytes)
 
     def _bytes(self, ptr: int, nbytes: int) -> torch.Tensor:
@@ -248,24 +259,39 @@ class ChipWorker:
     def free_tensor(self, t: DeviceTensor, *, worker_id: int = 0) -> None:
         """Frees ``t``'s memory; freeing it again does nothing."""
         self._require("free_tensor")
-        if self._tensors.pop(t.data_ptr, None) is not None:
+        if self._tensors.get(t.data_ptr) is t:
+            del self._tensors[t.data_ptr]
             self._memory.pop(t.data_ptr, None)
+            self._freed.append(t)
+        elif not any(f is t for f in self._freed):
+            raise ValueError(f"{t!r} is not a tensor of this ChipWorker: free it on the worker that allocated it")
+
+    def owns(self, t: DeviceTensor) -> bool:
+        return self.initialized and self._tensors.get(t.data_ptr) is t
 
     def storage(self, t: DeviceTensor) -> torch.Tensor:
         """The bytes behind a DeviceTensor of this worker, as a dispatch reads them."""
-        if self.initialized and self._tensors.get(t.data_ptr) is t:
+        if self.owns(t):
             return t.buffer
         raise ValueError(f"{t!r} is not a live tensor of this ChipWorker: a DeviceTensor is bound to the worker "
                          "that allocated it, until it is freed")
 
 
-def on_device(args) -> tuple:
-    """``args`` with each DeviceTensor replaced by its storage on the active worker."""
+def on_device(args, compiled=None) -> tuple:
+    """``args`` with each DeviceTensor replaced by its storage on the active worker that
+    owns it (which must be one for ``compiled``'s platform)."""
     if not any(isinstance(a, DeviceTensor) for a in args):
         return tuple(args)
     active = _ACTIVE.get()
     if not active:
         raise ConfigError("a DeviceTensor is passed with no ChipWorker active: it lives on the worker that "
                           "allocated it", hint="dispatch with worker.run(compiled, ...) or inside `with worker:`")
-    worker = active[-1]
-    return tuple(worker.storage(a) if isinstance(a, DeviceTensor) else a for a in args)
+    out = []
+    for a in args:
+        if isinstance(a, DeviceTensor):
+            worker = next((w for w in reversed(active) if w.owns(a)), active[-1])
+            if compiled is not None:
+                worker._check_platform(compiled)
+            a = worker.storage(a)
+        out.append(a)
+    return tuple(out)

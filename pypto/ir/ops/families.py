@@ -70,7 +70,9 @@ def check_amount(op: str, dtype: DataType, amount) -> None:
     """A constant shift amount is one the hardware shifts by: 0 .. bits - 1 (the rest is
     checked as it runs)."""
     value = getattr(amount, "value", None)
-    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < dtype.bits:
+    if isinstance(value, bool):
+        raise fail(op, "an integer shift amount", repr(value), "shift by an int: 0, 1, ...")
+    if isinstance(value, int) and not 0 <= value < dtype.bits:
         raise fail(op, f"a shift amount in 0..{dtype.bits - 1} for {dtype.name}", str(value),
                    "shift by less than the element's width (a negative amount is not a shift the other way)")
 
