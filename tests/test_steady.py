@@ -72,6 +72,11 @@ def _kernel(tiles: int):
     return kernel, (a, out)
 
 
+def _both(kernel, args):
+    """(fast-forwarded, trip by trip): the same launch both ways."""
+    return _run(kernel, args, True), _run(kernel, args, False)
+
+
 def _run(kernel, args, steady_loops: bool, one_thread: bool = True):
     """What a launch gives: its figures, trace, footprint and outputs — or its error."""
     copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
@@ -103,7 +108,7 @@ def _assert_same(fast, slow, what: str) -> None:
 
 def test_the_seed_pipelined_kernel_fast_forwards_to_the_trip_by_trip_timeline():
     kernel, args = _kernel(128)
-    fast, slow = _run(kernel, args, True), _run(kernel, args, False)
+    fast, slow = _both(kernel, args)
     assert slow["skipped"] == 0 and fast["skipped"] > 48  # of its 64 trips (two tiles each)
     _assert_same(fast, slow, "pipelined x128")
     assert torch.equal(fast["outputs"][1], torch.exp(args[0]))
@@ -112,7 +117,7 @@ def test_the_seed_pipelined_kernel_fast_forwards_to_the_trip_by_trip_timeline():
 def test_two_fast_forwarded_loops_of_one_kernel_each_repeat_their_own_trip():
     a, out = torch.randn(128 * TR, TC), torch.zeros(128 * TR, TC)
     (kernel,) = two_loops.compile(a, out).kernels.values()
-    fast, slow = _run(kernel, (a, out), True), _run(kernel, (a, out), False)
+    fast, slow = _both(kernel, (a, out))
     assert fast["skipped"] > 60
     _assert_same(fast, slow, "two loops")
 
@@ -120,7 +125,7 @@ def test_two_fast_forwarded_loops_of_one_kernel_each_repeat_their_own_trip():
 def test_windows_moving_backwards_fast_forward_too():
     a, out = torch.randn(64 * TR, TC), torch.zeros(64 * TR, TC)
     (kernel,) = backwards.compile(a, out).kernels.values()
-    fast, slow = _run(kernel, (a, out), True), _run(kernel, (a, out), False)
+    fast, slow = _both(kernel, (a, out))
     assert fast["skipped"] > 40
     _assert_same(fast, slow, "backwards")
     assert torch.equal(fast["outputs"][1], torch.exp(a))
@@ -132,7 +137,7 @@ def test_trips_that_cannot_batch_run_trip_by_trip_from_their_start():
     x, y = torch.randn(64 * TR, TC), torch.zeros(64 * TR, TC)
     (kernel,) = in_place_and_copy.compile(x, y).kernels.values()
     args = (x, torch.zeros(64 * TR, TC, dtype=torch.float16))
-    fast, slow = _run(kernel, args, True), _run(kernel, args, False)
+    fast, slow = _both(kernel, args)
     assert fast["skipped"] > 40
     _assert_same(fast, slow, "in place, and a converting store")
     assert torch.equal(fast["outputs"][0], x + 1)
@@ -151,7 +156,7 @@ def test_every_missing_sync_of_a_long_loop_is_the_same_hazard_either_way():
     kernel, args = _kernel(64)
     for edge in edges_of(kernel):
         broken = without_edge(kernel, edge)
-        fast, slow = _run(broken, args, True), _run(broken, args, False)
+        fast, slow = _both(broken, args)
         assert isinstance(slow, tuple) and slow[0] in ("SimulatorHazard", "SimulatorError"), edge
         assert fast == slow, edge
 

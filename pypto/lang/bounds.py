@@ -44,7 +44,7 @@ class _Where:
         return attrs.evolve(self, guards=(*self.guards, (cond, holds)))
 
 
-def check_bounds(fn: n.Function, names: Mapping[str, str], sites: Mapping = {}) -> None:
+def check_bounds(fn: n.Function, names: Mapping[str, str], sites: Mapping | None = None) -> None:
     """``names``: SSA name -> the Python name it binds, for the message's witness;
     ``sites``: id(call) -> its ``CallSite`` (the inline calls it came through)."""
     types = n.symbols(fn)
@@ -53,7 +53,7 @@ def check_bounds(fn: n.Function, names: Mapping[str, str], sites: Mapping = {}) 
     try:
         _block(fn.body, _Where(), types, defs, names)
     except _Fault as fault:
-        site = sites.get(id(fault.call))
+        site = (sites or {}).get(id(fault.call))
         raise with_notes(fault.err, site if site is not None and site.call is fault.call else None) from None
 
 

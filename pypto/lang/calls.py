@@ -186,7 +186,7 @@ class CallConverter(OpCalls, ExprConverter):
                 self.emit(n.Assign(ssa, p.type, e, span=self.span(node.args[k])))
                 args[k] = (n.Var(ssa), p.type)
         call = n.FuncCall(callee.name, tuple(e for e, _ in args), arg_spans=tuple(self.span(a) for a in node.args))
-        self.note_call(call, [e for (e, _), p in zip(args, callee.params) if p.direction is not ParamDirection.In])
+        self.note_call(call, any(p.direction is not ParamDirection.In for p in callee.params))
         if not callee.returns:
             return call, Nothing(callee.display)
         if len(callee.returns) == 1 and callee.returned_params and callee.returned_params[0] is not None:

@@ -10,7 +10,6 @@ environment and the module's resolver) and is extended by the statement converte
 from __future__ import annotations
 
 import ast
-import re
 
 import attrs
 from pyrsistent import PMap, pmap
@@ -125,17 +124,12 @@ class ExprConverter(Lookups, Statics, Annotations):
             self.pynames[ssa] = base
         return ssa
 
-    def note_call(self, call, written) -> None:
+    def note_call(self, call, writes: bool) -> None:
         """Keep what the checks over the IR need of ``call`` (``permissions.CallSite``): the
-        inline calls around it, and the Python names of the operands it writes here."""
-        names = {e.name: next((k for k, v in self.env.items() if v == e.name), None)
-                 for e in written if isinstance(e, n.Var)}
-        if self.sites or names:
-            self.call_sites[id(call)] = CallSite(call, tuple(reversed(self.sites)), names)
-
-    def user_name(self, ssa: str) -> str:
-        """The Python name an SSA name stands for, for messages."""
-        return self.pynames.get(ssa) or re.sub(r"_\d+$", "", ssa)
+        inline calls around it, and — when it writes — the scope it is written in (kept
+        as it is: the scope is persistent, and read only when a check faults the call)."""
+        if self.sites or writes:
+            self.call_sites[id(call)] = CallSite(call, tuple(reversed(self.sites)), self.env)
 
     def var(self, name: str) -> tuple[n.Expr, object]:
         return self.ssa_value(self.env[name])

@@ -223,7 +223,7 @@ class OpCalls:
             raise err.with_span(self.span(node)) from None
         self.check_scalar_constants(op, values, types, t, node)
         call = n.Call(op.name, tuple(values[p.name] for p in op.params), span=self.span(node))
-        self.note_call(call, [values[op.writes_operand]] if op.writes_operand is not None else [])
+        self.note_call(call, op.writes_operand is not None)
         return call, t
 
     def check_scalar_constants(self, op: OpDef, values: dict, types: dict, result, node) -> None:

@@ -23,12 +23,16 @@ from pypto.ir.types import ParamDirection, TensorType
 @attrs.frozen
 class CallSite:
     """What the source said where a call was written, for a check over the IR that faults
-    it: the inline calls it was spliced through (innermost first, as notes), and the
-    Python name each operand it writes had there (None: a temporary)."""
+    it: the inline calls it was spliced through (innermost first, as notes), and the scope
+    there (Python name -> SSA name), which names what it writes as the source did."""
 
     call: object  # kept, so that no other call takes its id
     notes: tuple = ()
-    names: Mapping = attrs.Factory(dict)
+    scope: Mapping = attrs.Factory(dict)
+
+    def name(self, ssa: str) -> str | None:
+        """The Python name ``ssa`` had where the call was written (None: a temporary)."""
+        return next((k for k, v in self.scope.items() if v == ssa), None)
 
 
 def with_notes(err: PyptoError, site: CallSite | None) -> PyptoError:
@@ -37,7 +41,7 @@ def with_notes(err: PyptoError, site: CallSite | None) -> PyptoError:
     return err
 
 
-def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str], sites: Mapping = {}) -> None:
+def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str], sites: Mapping | None = None) -> None:
     """``callees``: IR name -> the ``Callee`` a call names (its params' directions, the
     parameter it returns); ``names``: SSA name -> the Python name it binds; ``sites``:
     id(call) -> its ``CallSite``."""
@@ -51,11 +55,12 @@ def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str], sit
         return c.returned_params[0] if one else None
 
     sources = Sources(fn, returned)
+    sites = sites or {}
     for stmt, call, target, span, what in _writes(fn.body, callees):
         if isinstance(target, n.Var):
             site = sites.get(id(call))
             site = site if site is not None and site.call is call else None
-            local = site.names.get(target.name) if site is not None else names.get(target.name)
+            local = site.name(target.name) if site is not None else names.get(target.name)
             try:
                 _check(target.name, local, span or stmt.span, what, inputs, sources, names)
             except PyptoError as err:
