@@ -15,13 +15,18 @@ from pypto.ir import nodes as n
 
 
 def rewrite(node, rules: dict[type, Callable]):
-    return _rewrite(node, rules)
+    # Rules over statements and bindings alone (a retyping) cannot match inside an
+    # expression or a type, which are most of the nodes: those are left as leaves.
+    structural = all(cls in _STRUCTURE for cls in rules)
+    return _rewrite(node, rules, _STRUCTURE if structural else None)
 
 
-def _rewrite(node, rules):
+def _rewrite(node, rules, within):
     if isinstance(node, tuple):
-        items = tuple(_rewrite(x, rules) for x in node)
+        items = tuple(_rewrite(x, rules, within) for x in node)
         return node if all(a is b for a, b in zip(items, node)) else items
+    if within is not None and type(node) not in within:
+        return node
     names = _FIELDS.get(type(node))
     if names is None:
         names = _FIELDS[type(node)] = _fields(type(node))
@@ -30,7 +35,7 @@ def _rewrite(node, rules):
     changes = {}
     for name in names:
         value = getattr(node, name)
-        new = _rewrite(value, rules)
+        new = _rewrite(value, rules, within)
         if new is not value:
             changes[name] = new
     if changes:
@@ -43,6 +48,9 @@ def _rewrite(node, rules):
     return node
 
 
+# What holds statements or bindings; everything else (expressions, calls, types) holds neither.
+_STRUCTURE = frozenset({n.Binding, n.IterArg, n.Assign, n.Eval, n.For, n.If, n.Yield, n.Return, n.Scope,
+                        n.RuntimeScope, n.Cluster, n.Param, n.Function, n.Program})
 _FIELDS: dict[type, tuple | bool] = {}  # class -> the fields the rewriter descends into; False: not attrs
 
 

@@ -198,20 +198,20 @@ class _FunctionChecker:
                     self.uses((arg,), scope, stmt)
             if lookup(v.op) is None:
                 raise self.fail(f"unknown op '{v.op}'", stmt)
-            # the same call object with the same operand type objects infers the same type;
-            # the entry keeps them alive, so their ids stay theirs
+            # the same call object with operands of the same types infers the same type (the
+            # entry keeps the call alive, so its id stays its own); no op's inference reads a
+            # MemRef, so the memory passes, which place every tile, do not void the entry
             if self.memo is not None:
-                operands = tuple(self.bound.get(a.name) for a in v.args if isinstance(a, n.Var))
-                key = (id(v), *map(id, operands))
+                key = (id(v), *(_unplaced(self.bound.get(a.name)) for a in v.args if isinstance(a, n.Var)))
                 seen = self.memo.get(key)
                 if seen is not None:
-                    return seen[2]
+                    return seen[1]
             try:
                 got = call_type(v, self.bound, self.soc)
             except PyptoError as err:
                 raise self.fail(f"{v.op}: {err.message}", stmt) from None
             if self.memo is not None:
-                self.memo[key] = (v, operands, got)
+                self.memo[key] = (v, got)
             return got
         if isinstance(v, n.Submit):
             if v.call is not None:
@@ -243,6 +243,11 @@ class _FunctionChecker:
             return callee.returns[0] if len(callee.returns) == 1 else None
         self.uses((v,), scope, stmt)
         return self.type_of(v)
+
+
+def _unplaced(t):
+    """What of an operand's type inference may read: all but a tile's MemRef."""
+    return (t.shape, t.dtype, t.space, t.valid_shape) if isinstance(t, TileType) else t
 
 
 def _compatible(declared, inferred) -> bool:

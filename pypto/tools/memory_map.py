@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
+from pypto.ir.collector import collector_paused
 from pypto.lang import parse
 from pypto.ir.printer import expr
 from pypto.ir.types import TileType
@@ -128,6 +129,11 @@ def _ptoas(where) -> str:
 
 def model(dump: Path, backend: str = "a2a3") -> dict:
     """The page's data: functions, their spaces and boxes, and the dump's text."""
+    with collector_paused():  # the tiles' records, by the thousand, with no cycles among them
+        return _model(dump, backend)
+
+
+def _model(dump: Path, backend: str) -> dict:
     text = read_dump(dump)
     header = notes(text)
     if header.get("memory_planner") == "PTOAS":

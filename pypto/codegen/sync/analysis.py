@@ -6,6 +6,7 @@ overwrites its parent's."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 
@@ -71,6 +72,7 @@ class BlockAnalysis:
             added = False
             for v in (x for x in nodes if x.t == last):
                 for u, pair, first, last_k in sorted(conflicts.get(v.seq, []), key=lambda c: -c[0].seq):
+                    knowledge.settle(state, knowledge.group_of[v.seq])  # what the check reads: v's group's starts
                     if self.ordered(state[0], u, v, first, last_k):
                         continue
                     key = (u.j, u.key, v.j, v.key, v.t - u.t)
@@ -80,11 +82,15 @@ class BlockAnalysis:
                     added = True
             if not added:
                 break
+        knowledge.settle(state)
         order = lambda k: (k[0], rank(k[1]), k[2], rank(k[3]), k[4])  # noqa: E731
+        by_group: dict[int, dict] = {}  # each group's nodes' conflicts
+        for v, found in conflicts.items():
+            by_group.setdefault(knowledge.group_of[v], {})[v] = found
         for key in sorted(pattern, key=lambda k: (-k[4], *order(k))):  # drop what others already order
             trial, undo = knowledge.dropping(key, state)
             # (state covered every conflict: only those whose consumer's group moved may now not be)
-            moved = {v: found for v, found in conflicts.items() if trial.group_of[v] in trial.moved}
+            moved = {v: found for g in trial.moved for v, found in by_group.get(g, {}).items()}
             if self.covered(state[0], nodes, moved):
                 pattern = {k: p for k, p in pattern.items() if k != key}
                 knowledge = trial
@@ -97,25 +103,40 @@ class BlockAnalysis:
         other pipe, with the access pair that conflicts and where in the bodies (see
         ``conflict``) — and earlier ones of that pipe that conflict with an earlier statement
         of v's loop body, which a chain of the loop's syncs ordering the nearest may miss."""
+        by_key: dict[tuple, list] = {}  # each pipe's nodes in order: a node meets only other pipes'
+        for x in nodes:
+            by_key.setdefault(x.key, []).append(x)
         out: dict[int, list] = {}
         for v in (x for x in nodes if x.t == last):
-            found_for: dict[tuple, list] = {}
-            earliest: dict[tuple, object] = {}  # per pipe: the first statement of v kept conflicts reach
-            for u in reversed(nodes[: v.seq]):
-                if u.key == v.key or (u.t, u.j) == (v.t, v.j):
-                    continue
-                if u.key in earliest and (earliest[u.key] is None or earliest[u.key] == 0):
-                    continue  # ordering the later conflict orders this one (in-order pipe)
-                found = self.conflict(u, v)
-                if found is None:
-                    continue
-                first = found[1]
-                if u.key in earliest and first is not None and first >= earliest[u.key]:
-                    continue  # a loop's syncs that order the later conflict order this one too
-                found_for.setdefault(u.key, []).append((u, *found))
-                earliest[u.key] = first if u.key not in earliest or first is None else min(first, earliest[u.key])
-            out[v.seq] = [c for cs in found_for.values() for c in cs]
+            found_for = []
+            for key, line in by_key.items():
+                if key != v.key:
+                    found = self.nearest_conflicts(v, line)
+                    if found:
+                        found_for.append(found)
+            found_for.sort(key=lambda cs: -cs[0][0].seq)  # the order a backward scan meets them
+            out[v.seq] = [c for cs in found_for for c in cs]
         return out
+
+    def nearest_conflicts(self, v: Node, line: list) -> list:
+        """The conflicts of v with one other pipe's nodes ``line``, nearest first (see
+        ``conflicts``)."""
+        found_for: list = []
+        earliest = None  # once one is kept: the first statement of v the kept conflicts reach
+        for u in reversed(line[: bisect.bisect_left(line, v.seq, key=lambda x: x.seq)]):
+            if (u.t, u.j) == (v.t, v.j):
+                continue
+            if found_for and (earliest is None or earliest == 0):
+                break  # ordering the later conflict orders this one (in-order pipe)
+            found = self.conflict(u, v)
+            if found is None:
+                continue
+            first = found[1]
+            if found_for and first is not None and first >= earliest:
+                continue  # a loop's syncs that order the later conflict order this one too
+            earliest = first if not found_for or first is None else min(first, earliest)
+            found_for.append((u, *found))
+        return found_for
 
     def implied(self, nodes) -> list[tuple]:
         """(a, x, start, own) where a nested loop's own syncs make x's completion imply a's

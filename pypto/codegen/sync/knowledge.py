@@ -7,7 +7,8 @@ not the whole block: a trial that is turned down is undone from its log.
 
     knowledge = Knowledge(groups, by_pos, by_place, after)
     state = knowledge.full()                              # (start, end): node -> {key: seq}
-    knowledge = knowledge.adding(key, state)              # one more pattern edge
+    knowledge = knowledge.adding(key, state)              # one more pattern edge, settled lazily:
+    knowledge.settle(state, g)                            # ... state up to date up to group g
     trial, undo = knowledge.dropping(key, state)          # one fewer; trial.moved: what moved
     undo()                                                # ... or not after all
 """
@@ -35,6 +36,10 @@ class Knowledge:
         # (a dropped edge's source keeps its old target here: that one is recomputed anyway)
         self.successors = successors if successors is not None else {}
         self.moved: set = set()  # the groups whose starts the last update changed
+        # groups whose inputs changed and are not yet recomputed (knowledge flows forward in
+        # group order, so a group is settled once every pending group before it is)
+        self.pending: list[int] = []
+        self.queued: set[int] = set()
         self.prev_on: dict[int, Node] = {}  # each node's neighbours on its pipe, and its group
         self.next_on: dict[int, Node] = {}
         self.group_of: dict[int, int] = {}
@@ -52,6 +57,7 @@ class Knowledge:
         """The same block's knowledge over other edge tables (the chain is shared)."""
         out = copy.copy(self)
         out.preds, out.successors, out.moved = preds, successors, set()
+        out.pending, out.queued = list(self.pending), set(self.queued)
         return out
 
     def instances(self, key: tuple) -> list[tuple]:
@@ -66,15 +72,17 @@ class Knowledge:
         return out
 
     def adding(self, key: tuple, state: tuple) -> Knowledge:
-        """The knowledge with one more pattern edge; ``state`` is brought up to date. (The
-        edge tables are shared with this one, which is not to be used again.)"""
+        """The knowledge with one more pattern edge. ``state`` is brought up to date as it is
+        read (``settle``): a sweep adding edges in node order would otherwise carry each
+        new edge's news to the end of the block, once per edge. (The edge tables are
+        shared with this one, which is not to be used again.)"""
         pairs = self.instances(key)
         preds, successors = self.preds, self.successors
         for u, x in pairs:
             preds[x.seq] = (*preds.get(x.seq, ()), u)
             successors[u.seq] = (*successors.get(u.seq, ()), x)
         out = self._with(preds, successors)
-        out.updated(state, pairs, [])
+        out.enqueue(pairs)
         return out
 
     def dropping(self, key: tuple, state: tuple):
@@ -89,7 +97,8 @@ class Knowledge:
             rest.remove(u)
             preds[x.seq] = tuple(rest)
         out = self._with(preds, self.successors)
-        out.updated(state, pairs, log)
+        out.enqueue(pairs)
+        out.settle(state, log=log)
 
         def undo():
             for table, k, old in reversed(log):
@@ -110,36 +119,44 @@ class Knowledge:
             self.group(group, start, end)
         return start, end
 
-    def updated(self, state: tuple, pairs: list, log: list) -> None:
-        """``state`` made ``full()`` of this knowledge — it is the state of a pattern that
-        differs only in the edges ``pairs`` end with: only the groups whose inputs changed
-        are recomputed, in node order — an edge's target, then whoever reads a node whose
-        knowledge changed (the next node on its pipe, the nodes it is a pred of). Each
-        entry replaced goes to ``log`` first (a value is never changed in place once set)."""
+    def enqueue(self, pairs: list) -> None:
+        """The groups of the edges ``pairs`` end with are to be recomputed."""
+        for _, x in pairs:
+            self._queue(self.group_of[x.seq])
+
+    def _queue(self, g: int) -> None:
+        if g not in self.queued:
+            self.queued.add(g)
+            heapq.heappush(self.pending, g)
+
+    def settle(self, state: tuple, upto: int | None = None, log: list | None = None) -> None:
+        """``state`` made ``full()`` of this knowledge for the groups up to ``upto`` (all
+        when None) — it is the state of a pattern that differs only in the edges whose
+        groups are pending: only those are recomputed, in node order, then whoever reads a
+        node whose knowledge changed (the next node on its pipe, the nodes it is a pred
+        of). Each entry replaced goes to ``log`` first (a value is never changed in place
+        once set)."""
         start, end = state
-        todo = sorted({self.group_of[x.seq] for _, x in pairs})
-        heapq.heapify(todo)
-        queued = set(todo)
-        while todo:
+        todo = self.pending
+        while todo and (upto is None or todo[0] <= upto):
             g = heapq.heappop(todo)
+            self.queued.discard(g)
             group = self.groups[g]
             before = [(start.get(x.seq), end[x.seq]) for x in group]
-            for x, (old_start, old) in zip(group, before):
-                log.append((start, x.seq, _ABSENT if old_start is None else old_start))
-                log.append((end, x.seq, old))
+            if log is not None:
+                for x, (old_start, old) in zip(group, before):
+                    log.append((start, x.seq, _ABSENT if old_start is None else old_start))
+                    log.append((end, x.seq, old))
             self.group(group, start, end)
             for x, (old_start, old) in zip(group, before):
                 if start[x.seq] != old_start:
                     self.moved.add(g)
                 if end[x.seq] == old:
                     continue
-                readers = [self.next_on[x.seq].seq] if x.seq in self.next_on else []
-                readers += [y.seq for y in self.successors.get(x.seq, ())]
-                for r in readers:
-                    h = self.group_of[r]
-                    if h not in queued:
-                        queued.add(h)
-                        heapq.heappush(todo, h)
+                if x.seq in self.next_on:
+                    self._queue(self.group_of[self.next_on[x.seq].seq])
+                for y in self.successors.get(x.seq, ()):
+                    self._queue(self.group_of[y.seq])
 
     def group(self, group: list, start: dict, end: dict) -> None:
         """One group's knowledge from what its nodes read: the node before each on its pipe,
