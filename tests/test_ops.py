@@ -171,6 +171,9 @@ CASES += [
         f"tensor.{axis}_expand_{k}", a, b.op("tensor.row_max" if axis == "row" else "tensor.col_min", c)),
         lambda x, y, f=f, axis=axis: f(x, ROWMAX if axis == "row" else COLMIN))
       for k, f in (("max", torch.maximum), ("min", torch.minimum)) for axis in ("row", "col")],
+    # an element of GM read by the kernel's scalar unit, as a scalar operand
+    case("tensor.read", lambda b, a, c: b.op("tile.adds", b.op("tile.load", a, [0, 0], [R, C]),
+                                              b.op("tensor.read", c, [2, 3])), lambda x, y: x + y[2, 3]),
     case("tile.col_expand_expdif", lambda b, a, c: b.op("tile.col_expand_expdif", b.op("tile.load", a, [0, 0], [R, C]),
                                                          rowvec(b, c, "tile.col_min")), lambda x, y: torch.exp(x - COLMIN)),
     case("tile.concat", tile2("tile.concat"), lambda x, y: torch.cat((x, y), dim=1), out_shape=(R, 2 * C)),

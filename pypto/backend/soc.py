@@ -40,7 +40,9 @@ class Costs:
       its op's cost class (``OpDef.unit``) from ``vector_cycles`` (1 when not listed).
     - The scalar unit issues one instruction per ``scalar_issue`` cycles, pays
       ``loop_iteration`` per loop trip and ``branch`` per if; a pipe queue holds at most
-      ``queue_depth`` issued instructions before the scalar unit stalls.
+      ``queue_depth`` issued instructions before the scalar unit stalls. A scalar read of
+      one GM element (``pl.read`` in a kernel) stalls it ``scalar_gm_read`` cycles: a miss
+      of its data cache, out to GM and back.
     - set_flag / wait_flag take ``sync_cycles`` on their pipe.
     """
 
@@ -60,6 +62,7 @@ class Costs:
     scalar_issue: int = 2
     loop_iteration: int = 4
     branch: int = 2
+    scalar_gm_read: int = 2 * 120  # a round trip at gm_latency
     queue_depth: int = 32
     sync_cycles: int = 1
 

@@ -29,7 +29,7 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
+from pypto.sim.simulator import Launch, RunReport, scalar_reads, simulate, simulate_together
 
 @attrs.frozen
 class TaskRecord:
@@ -125,6 +125,9 @@ class ChipRun(Settling):
         core_type = _core_type(kernel)
         if spmd and submit.sync_start:
             self._admit_together(blocks, core_type, getattr(stmt, "span", None))
+        for (name, _), a in zip(kernel.params, args):
+            if name in scalar_reads(kernel):
+                self.wait_for_scalar_reads(a, name, getattr(stmt, "span", None))
         runs = [(Launch(kernel, args, block=b, blocks=blocks),
                  simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
                 for b in range(blocks)]
@@ -171,6 +174,10 @@ class ChipRun(Settling):
         count = blocks or 1
         if sync_start:
             self._admit_together(count, "mix", span)
+        for kernel, (_, args, _) in zip(kernels, members):
+            for (param, _), a in zip(kernel.params, args):
+                if param in scalar_reads(kernel):
+                    self.wait_for_scalar_reads(a, param, span)
         runs = []
         for b in range(count):
             shared = groups.pipes(kernels, lanes, span)  # each block's own pipe rings

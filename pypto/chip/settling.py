@@ -58,6 +58,20 @@ class Settling:
         submitted later arrives later). A task that writes the element and has not finished
         by then, ordered by nothing, is a race with the orchestrator."""
         lo, hi = _element_bytes(tensor, indices)
+        self._wait(lo, hi, span, f"the orchestrator reads {_element(tensor, indices)}")
+
+    def wait_for_scalar_reads(self, tensor, name: str, span) -> None:
+        """A kernel about to be submitted reads elements of ``tensor`` on its scalar unit
+        (``pl.read``): its control flow depends on them, and the simulator computes a
+        task's timeline when it is submitted, so the orchestrator waits until the tensor's
+        producers have finished — as for a read of its own. (On the device the kernel
+        would read the data itself once its dependencies have run, and the host would
+        go on: here the host's wait shows on the swimlane.)"""
+        lo = tensor.data_ptr()
+        hi = lo + (sum((d - 1) * st for d, st in zip(tensor.shape, tensor.stride())) + 1) * tensor.element_size()
+        self._wait(lo, hi, span, f"a kernel reads '{name}' on its scalar unit (pl.read)")
+
+    def _wait(self, lo: int, hi: int, span, reader: str) -> None:
         producers = self.tracker.producer_of(lo, hi)
         for p in producers:
             self.clock = max(self.clock, self.chip.until_placed(p).finish)
@@ -69,8 +83,8 @@ class Settling:
             if not self.unsafe_races and self._writes(t, lo, hi):
                 when = f"cycles {t.start}-{t.end}" if running else "it has not started yet"
                 raise races.TaskRace(
-                    f"the orchestrator reads {_element(tensor, indices)} at cycle {self.clock} while {t.where()} "
-                    f"writes it ({when}), and no dependency orders them", span=span,
+                    f"{reader} at cycle {self.clock} while {t.where()} writes it ({when}), and no dependency orders "
+                    "them", span=span,
                     hint="read a tensor its producer registers (not manual_dep / a manual scope / no_dep_args), "
                          "or read after the task by another route")
         self._settle(self.clock)

@@ -11,6 +11,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarLoad,
     SetFlag,
     WaitFlag,
     walk,
@@ -75,7 +76,7 @@ def _project(body, core: CoreKind) -> tuple:
         elif isinstance(node, WaitFlag):
             if node.dst_core is core:
                 out.append(node)
-        elif isinstance(node, ScalarAssign):
+        elif isinstance(node, (ScalarAssign, ScalarLoad)):
             out.append(node)
         elif isinstance(node, Loop):
             inner = _project(node.body, core)

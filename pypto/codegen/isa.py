@@ -2,7 +2,7 @@
 the simulator runs.
 
     Program  = (name, core: CoreKind, params, allocs: Alloc*, body: Node*)
-    Node     = Instr | SetFlag | WaitFlag | ScalarAssign | Loop | Cond
+    Node     = Instr | SetFlag | WaitFlag | ScalarAssign | ScalarLoad | Loop | Cond
     Instr    = (mnemonic, pipe, core, op, args, reads: Loc*, writes: Loc*, span, note)
     Loc      = BufLoc(space, core, addr: Expr, size, region?) | GmLoc(tensor, offsets: Expr*, extents, region?)
 
@@ -141,6 +141,24 @@ class ScalarAssign:
     name: str
     value: object  # Expr
     pos: int = attrs.field(default=-1, eq=False)
+
+
+@attrs.frozen
+class ScalarLoad:
+    """The scalar unit reads one element of a GM tensor (a parameter) into ``name``: a
+    value of the data, known only when it runs (``pl.read`` in a kernel)."""
+
+    name: str
+    tensor: str
+    indices: tuple  # Exprs
+    is_int: bool
+    span: Span | None = attrs.field(default=None, eq=False)
+    pos: int = attrs.field(default=-1, eq=False)
+
+
+def assigned_scalars(body) -> set[str]:
+    """The scalar names a program body (re)binds: by expression or by a read of GM."""
+    return {x.name for x in walk(body) if isinstance(x, (ScalarAssign, ScalarLoad))}
 
 
 @attrs.frozen

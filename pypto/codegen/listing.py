@@ -12,6 +12,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarLoad,
     SetFlag,
     TensorArg,
     WaitFlag,
@@ -57,6 +58,8 @@ def _block(body, depth: int, lines: list, planner: Planner) -> None:
             lines.append(f"{pad}}}")
         elif isinstance(node, ScalarAssign):
             lines.append(f"{pad}{node.name} = {expr_text(node.value)}")
+        elif isinstance(node, ScalarLoad):
+            lines.append(f"{pad}{node.name} = load_scalar {node.tensor}[{', '.join(map(expr_text, node.indices))}]")
         elif isinstance(node, (SetFlag, WaitFlag)):
             kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag"
             cores = "" if node.src_core is node.dst_core else f" [{node.src_core.value}->{node.dst_core.value}]"

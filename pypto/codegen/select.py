@@ -25,6 +25,7 @@ from pypto.codegen.isa import (
     Loop,
     Region,
     ScalarAssign,
+    ScalarLoad,
     TensorArg,
 )
 from pypto.errors import CodegenError
@@ -98,6 +99,15 @@ class _Selector:
                                hint="store into each tensor by its own name")
         return root
 
+    def scalar_load(self, s: n.Assign) -> ScalarLoad:
+        """``x = pl.read(t, [i, ...])``: the scalar unit reads the element from GM."""
+        tensor = argument(s.value, "x").name
+        if tensor not in self.tensor_params:
+            raise CodegenError(f"pl.read in a kernel reads a tensor parameter from GM; '{tensor}' is not one",
+                               span=s.span, hint="read the parameter itself, with the view's offset added to the "
+                                                 "indices")
+        return ScalarLoad(s.target, tensor, tuple(argument(s.value, "indices")), s.type.dtype.is_int, s.span)
+
     def buf(self, name: str) -> Buf:
         t: TileType = self.types[name]
         m = t.memref
@@ -147,6 +157,8 @@ class _Selector:
         if isinstance(s, n.Assign):
             if isinstance(s.value, n.Call) and s.value.op in CORE_REGISTERS:  # a read of one of the core's registers
                 return [ScalarAssign(s.target, n.Var(CORE_REGISTERS[s.value.op]))]
+            if isinstance(s.value, n.Call) and s.value.op == "tensor.read":
+                return [self.scalar_load(s)]
             if isinstance(s.value, n.Call):
                 return self.call(s.value, s.target, s.span)
             if isinstance(s.type, TensorType) and isinstance(s.value, n.Var):

@@ -65,6 +65,8 @@ class OpCalls:
             keywords[_KEYWORD_ALIASES.get(k.arg, k.arg)] = (ArgThunk(self, k.value), k)
         if "atomic" in keywords and meaning.name in ("assemble", "tensor.assemble"):
             self.check_atomic_assemble(thunks, keywords, node)
+        if meaning.unified and meaning.name == "cast" and thunks and isinstance(thunks[0].operand()[1], ScalarType):
+            return self.scalar_cast(thunks, keywords, node)
         op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
         self.require_incore(node, op.name)
         if op.name == "tensor.create":
@@ -84,6 +86,20 @@ class OpCalls:
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    def scalar_cast(self, thunks, keywords: dict, node):
+        """``pl.cast(x, pl.INDEX)`` of a scalar: between integer types the value stays (a
+        scalar's value is its integer; the type says how it is used)."""
+        value, t = thunks[0].operand()
+        target = thunks[1] if len(thunks) > 1 else keywords.get("target_type", (None,))[0]
+        if target is None:
+            raise self.error(TypeCheckError, node, "pl.cast takes the target dtype: pl.cast(x, pl.INDEX)")
+        dtype = self.static_of(target.node, DataType, "pl.cast's target_type")
+        if not (t.dtype.is_int and dtype.is_int):
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: only between "
+                             "integer types", hint="cast the tile the value is used with instead")
+        return value, ScalarType(dtype)
 
     def check_atomic_assemble(self, thunks, keywords: dict, node) -> None:
         """``pl.assemble(..., atomic=pl.AtomicType.Add)`` adds into GM, so it needs a

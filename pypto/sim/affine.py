@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from pypto.codegen.isa import Buf, Cond, Instr, Loop, ScalarAssign, SetFlag, WaitFlag, walk
+from pypto.codegen.isa import Buf, Cond, Instr, Loop, ScalarAssign, ScalarLoad, SetFlag, WaitFlag, assigned_scalars
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS
@@ -52,7 +52,7 @@ def uniform_trips(loop: Loop, env: dict, start: int, step: int) -> int:
     """The period P (1 when every trip is alike) after which ``loop``'s trips (its
     variable ``start + k * step``) issue the same instructions, flags and costs, only GM
     offsets moving, by a constant per P trips; 0 when they cannot be shown so."""
-    carried = {x.name for x in walk(loop.body) if isinstance(x, ScalarAssign)}
+    carried = assigned_scalars(loop.body)
     forms = {loop.var: (start, step)}
     periods = [1]
     try:
@@ -69,7 +69,7 @@ def _body(body, forms: dict, assigned: set, env: dict, periods: list) -> None:
     for node in body:
         if isinstance(node, ScalarAssign):
             forms[node.name] = _form(node.value, forms, assigned, env)
-        elif isinstance(node, Loop):
+        elif isinstance(node, (Loop, ScalarLoad)):  # (a value read from GM may differ trip by trip)
             raise _Moving
         elif isinstance(node, Cond):
             _body(node.then_body if _fixed(node.cond, forms, assigned, env) else node.else_body, forms, assigned,

@@ -16,6 +16,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarLoad,
     SetFlag,
     WaitFlag,
 )
@@ -154,6 +155,9 @@ class Issuer:
             if isinstance(node, ScalarAssign):
                 self.env[node.name] = self.eval(node.value)
                 self.pending += self.costs.scalar_issue
+            elif isinstance(node, ScalarLoad):
+                self.env[node.name] = self.load_scalar(node)
+                self.pending += self.costs.scalar_gm_read
             elif isinstance(node, Loop):
                 start, stop, step = self.eval(node.start), self.eval(node.stop), self.eval(node.step)
                 if step <= 0:
@@ -265,6 +269,24 @@ class Issuer:
             d.gm = self.gm_tensor(args["output_tensor"].name)
             d.accesses.extend(self.gm(d.gm[0], args["offsets"], args["tile"].valid, True))
         d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
+
+    def load_scalar(self, node: ScalarLoad):
+        """The element, as GM holds it when the kernel starts: a tensor some launch writes
+        would give a value that depends on when the read runs, so it is refused."""
+        if node.tensor not in self.unwritten:
+            raise SimulatorError(
+                f"the scalar unit reads '{node.tensor}', which this kernel (or a launch beside it) writes: the value "
+                "would depend on when the read runs against the store", span=node.span,
+                hint="read a tensor the kernel does not write (produce it in an earlier task), or pass the value "
+                     "as a scalar argument")
+        t = self.tensors[node.tensor]
+        indices = tuple(int(self.eval(i)) for i in node.indices)
+        if not all(0 <= i < extent for i, extent in zip(indices, t.shape)):
+            raise SimulatorError(f"pl.read: index {list(indices)} is outside '{node.tensor}' of shape "
+                                 f"{list(t.shape)}", span=node.span,
+                                 hint="keep the index within the extent (the loop's bounds say how far it goes)")
+        value = t[indices].item()
+        return int(value) if node.is_int else float(value)
 
     def gm_tensor(self, name: str) -> tuple:
         return name, self.tensors[name].data_ptr()

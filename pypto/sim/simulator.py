@@ -26,8 +26,9 @@ import time
 import weakref
 
 import attrs
+import torch
 
-from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, SetFlag, WaitFlag, walk
+from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, ScalarLoad, SetFlag, WaitFlag, walk
 from pypto.ir.collector import collector_paused
 from pypto.errors import Span
 from pypto.ir import nodes as n
@@ -218,11 +219,14 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     cache = _timelines(kernel)
     if cache.reads_registers is None:
         cache.reads_registers = _reads_block_registers(kernel)
-        # an SPMD block's index is a scalar like any: it may only move windows
-        cache.moving = offsets.moving(kernel, (_BLOCK_IDX,) if cache.reads_registers else ())
+        cache.loaded = _loaded(kernel)
+        # an SPMD block's index is a scalar like any: it may only move windows (a kernel
+        # whose control flow reads GM data is simulated for each value of that data)
+        cache.moving = {} if cache.loaded else offsets.moving(kernel, (_BLOCK_IDX,) if cache.reads_registers else ())
     moving = {} if unsafe else _moving_values(kernel, args, cache.moving, block)
     registers = ("moving" if _BLOCK_IDX in moving else block, blocks) if cache.reads_registers else ()
-    key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args, moving)
+    key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args, moving) + _data(kernel, args,
+                                                                                                  cache.loaded)
     entry = cache.pop(key, None)  # the most recently used go last
 
     def at(values=None):  # the launch with these values of its moving scalars
@@ -279,6 +283,24 @@ def _reads_block_registers(kernel: Kernel) -> bool:
                for program in kernel.programs for x in walk(program.body))
 
 
+def scalar_reads(kernel: Kernel) -> frozenset:
+    """The tensor parameters the kernel's scalar unit reads elements of (``pl.read``)."""
+    return _timelines(kernel).loaded if _timelines(kernel).reads_registers is not None else _loaded(kernel)
+
+
+def _loaded(kernel: Kernel) -> frozenset:
+    return frozenset(x.tensor for program in kernel.programs for x in walk(program.body)
+                     if isinstance(x, ScalarLoad))
+
+
+def _data(kernel: Kernel, args: tuple, loaded: frozenset) -> tuple:
+    """The contents of the tensors the scalar unit reads, as the timeline depends on them."""
+    if not loaded:
+        return ()
+    return tuple(a.contiguous().view(-1).view(torch.uint8).numpy().tobytes() if a.numel() else b""
+                 for (name, _), a in zip(kernel.params, args) if name in loaded)
+
+
 _REGISTERS = frozenset(BLOCK_REGISTERS.values())
 _BLOCK_NAMES = (BLOCK_REGISTERS["tile.get_block_idx"], BLOCK_REGISTERS["tile.get_block_num"])
 _BLOCK_IDX = _BLOCK_NAMES[0]
@@ -323,6 +345,7 @@ class _Kept(dict):
     items_kept = 0
     reads_registers: bool | None = None  # whether the kernel reads its block registers
     moving: dict | None = None  # its scalars that only move GM windows (``offsets.moving``)
+    loaded: frozenset = frozenset()  # the tensors its scalar unit reads elements of
 
 
 def _timelines(kernel: Kernel) -> _Kept:

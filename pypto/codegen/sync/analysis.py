@@ -10,7 +10,7 @@ import bisect
 import itertools
 import math
 
-from pypto.codegen.isa import GmLoc, Loop, ScalarAssign, walk
+from pypto.codegen.isa import GmLoc, Loop, assigned_scalars
 from pypto.codegen.sync.edges import UNKNOWN, Edge, Node, rank
 from pypto.codegen.sync.knowledge import Knowledge
 from pypto.codegen.sync.locations import map_exprs, may_overlap
@@ -43,7 +43,7 @@ class BlockAnalysis:
                 window = max(1, min(window, trip.value))
         self._reach: dict[tuple, dict] = {}
         self.loop, self.reach = loop, max(window - 1, 1) if loop is not None else -1
-        self.variant = {x.name for x in walk(loop.body) if isinstance(x, ScalarAssign)} if loop is not None else set()
+        self.variant = assigned_scalars(loop.body) if loop is not None else set()
         nodes = []
         for t in range(window):
             for j, summary in enumerate(summaries):

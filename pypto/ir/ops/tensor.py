@@ -228,7 +228,9 @@ def _read(a: OpArgs, soc: SoC) -> ScalarType:
 
 
 register("tensor.read", [P("x", Kind.TENSOR), P("indices", Kind.INDEX_LIST)], _read,
-         doc="one element, read by the orchestrator once the tensor's producer has finished", plane="orchestration")
+         doc="one element: read by the orchestrator once the tensor's producer has finished, or in a kernel by "
+             "the core's scalar unit from GM (a runtime value for loop bounds, branches and valid shapes)",
+         plane="both")
 
 register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST)], _slice,
          doc="the window [offset, offset+shape) of a tensor (in an orchestration: a view)", windows=Windows("slice"),

@@ -1,0 +1,178 @@
+"""``pl.read`` inside a kernel: the core's scalar unit reads one element of a GM tensor, a
+value known only when the kernel runs, for branches, trip counts and valid shapes. Both
+platforms give the same bits; the simulator's timeline follows the data it read; on the
+chip the element's producer runs first; a read of bytes the kernel itself writes, or out
+of the tensor, is a located error."""
+
+import pytest
+import torch
+
+import pypto.language as pl
+from pypto.errors import PyptoError, UnsupportedSyntaxError
+from pypto.runtime import RunConfig
+
+PLATFORMS = ("ref", "a2a3sim")
+NEG_INF = float("-inf")
+
+
+@pl.jit
+def branch_width(data: pl.Tensor, cfg: pl.Tensor, output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        is_last = pl.read(cfg, [0])
+        if is_last == 1:
+            vlen = pl.read(cfg, [1])
+        else:
+            vlen = pl.read(cfg, [2])
+        tile = pl.load(data, [0, 0], [16, 64], valid_shape=[16, vlen], target_memory=pl.MemorySpace.Vec)
+        pl.store(pl.tile.fillpad(tile, pad_value=pl.PadValue.min), [0, 0], output)
+    return output
+
+
+@pl.jit
+def ragged(data: pl.Tensor, cfg: pl.Tensor, output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        blocks = pl.cast(pl.read(cfg, [0]), pl.INDEX)
+        tail = pl.cast(pl.read(cfg, [1]), pl.INDEX)
+        for i in pl.range(blocks):
+            if i == blocks - 1:
+                vlen = tail
+            else:
+                vlen = 64
+            tile = pl.load(data, [i * 16, 0], [16, 64], valid_shape=[16, vlen], target_memory=pl.MemorySpace.Vec)
+            pl.store(pl.tile.fillpad(tile, pad_value=pl.PadValue.min), [i * 16, 0], output)
+    return output
+
+
+@pl.jit
+def produced(data: pl.Tensor, cfg: pl.Tensor, doubled: pl.Out[pl.Tensor], output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):  # the producer of what the next kernel reads
+        t = pl.load(cfg, [0, 0], [1, 8], target_memory=pl.MemorySpace.Vec)
+        pl.store(pl.add(t, t), [0, 0], doubled)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        trips = pl.cast(pl.read(doubled, [0, 0]), pl.INDEX)
+        for i in pl.range(trips):
+            pl.store(pl.exp(pl.load(data, [i * 16, 0], [16, 64], target_memory=pl.MemorySpace.Vec)), [i * 16, 0],
+                     output)
+    return output
+
+
+@pl.jit
+def reads_what_it_writes(data: pl.Tensor, cfg: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(data, [0, 0], [1, 8], target_memory=pl.MemorySpace.Vec), [0, 0], cfg)
+        n = pl.cast(pl.read(cfg, [0, 1]), pl.INDEX)
+        for i in pl.range(n):
+            pl.store(pl.load(data, [0, 0], [1, 8], target_memory=pl.MemorySpace.Vec), [0, 0], cfg)
+    return cfg
+
+
+@pl.jit
+def indexed(data: pl.Tensor, table: pl.Tensor, output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            row = pl.cast(pl.read(table, [i]), pl.INDEX)  # a block table: where each block comes from
+            pl.store(pl.load(data, [row * 16, 0], [16, 64], target_memory=pl.MemorySpace.Vec), [i * 16, 0], output)
+    return output
+
+
+def padded(data, widths):
+    want = data.clone()
+    for block, width in enumerate(widths):
+        want[block * 16:(block + 1) * 16, width:] = NEG_INF
+    return want
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_branch_on_a_read_value_picks_the_valid_width(platform):
+    data = torch.randn(16, 64)
+    for cfg, width in (([1, 48, 64], 48), ([0, 48, 64], 64), ([1, 5, 64], 5)):
+        out = torch.zeros(16, 64)
+        branch_width(data, torch.tensor(cfg, dtype=torch.int64), out, config=RunConfig(platform=platform))
+        assert torch.equal(out, padded(data, [width]))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_trip_count_read_at_run_time_and_a_ragged_tail(platform):
+    data = torch.randn(64, 64)
+    for blocks, tail in ((3, 40), (2, 64), (4, 1), (0, 7)):
+        out = torch.zeros(64, 64)
+        ragged(data, torch.tensor([blocks, tail], dtype=torch.int32), out, config=RunConfig(platform=platform))
+        want = padded(data, [64] * (blocks - 1) + [tail] if blocks else [])
+        want[blocks * 16:] = 0
+        assert torch.equal(out, want), (blocks, tail)
+
+
+def test_the_simulated_time_follows_the_data_read(tmp_path):
+    data = torch.randn(64, 64)
+    out = torch.zeros(64, 64)
+    compiled = ragged.compile(data, torch.tensor([1, 64], dtype=torch.int32), out,
+                              config=RunConfig(output_dir=str(tmp_path)))
+    one, four = (compiled.run(data, torch.tensor([blocks, 64], dtype=torch.int32), out) for blocks in (1, 4))
+    assert four.cycles > one.cycles and four.instructions > one.instructions
+    again = compiled.run(data, torch.tensor([1, 64], dtype=torch.int32), out)  # not the last data's timeline
+    assert again.cycles == one.cycles
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_an_element_another_task_writes_is_read_once_it_has(platform):
+    data = torch.randn(128, 64)
+    cfg = torch.zeros(1, 8, dtype=torch.int32)
+    cfg[0, 0] = 3
+    out, doubled = torch.zeros(128, 64), torch.zeros(1, 8, dtype=torch.int32)
+    produced(data, cfg, doubled, out, config=RunConfig(platform=platform))
+    want = torch.zeros(128, 64)
+    want[:96] = torch.exp(data[:96])
+    assert torch.equal(out, want)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_read_values_index_gm(platform):
+    data = torch.randn(64, 64)
+    out = torch.zeros(32, 64)
+    indexed(data, torch.tensor([3, 1], dtype=torch.int32), out, config=RunConfig(platform=platform))
+    assert torch.equal(out, torch.cat([data[48:64], data[16:32]]))
+
+
+def test_an_index_outside_the_tensor_is_located_on_both_platforms():
+    data = torch.randn(64, 64)
+    line = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if "a block table: where" in text)
+    for platform in PLATFORMS:
+        out = torch.zeros(32, 64)
+        with pytest.raises(PyptoError, match="outside") as info:
+            indexed(data, torch.tensor([3], dtype=torch.int32), out, config=RunConfig(platform=platform))
+        assert info.value.span is not None and info.value.span.line == line, platform
+
+
+def test_the_simulator_refuses_a_read_of_bytes_the_kernel_writes():
+    data = torch.ones(1, 8, dtype=torch.int32)
+    line = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if "n = pl.cast(pl.read(cfg, [0, 1])" in text)
+    with pytest.raises(PyptoError, match="the scalar unit reads 'cfg', which this kernel") as info:
+        reads_what_it_writes(data, torch.zeros(1, 8, dtype=torch.int32), config=RunConfig(platform="a2a3sim"))
+    assert info.value.span is not None and info.value.span.line == line
+    assert "does not write" in info.value.hint
+
+
+def test_a_scalar_cast_between_integers_only(tmp_path):
+    from pypto.lang import parse
+
+    text = '''import pypto.language as pl
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, cfg: pl.Tensor[[4], pl.INT32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        x = pl.cast(pl.read(cfg, [0]), pl.FP32)
+        return out
+'''
+    with pytest.raises(UnsupportedSyntaxError, match="from INT32 to FP32 is not supported") as info:
+        parse(text, filename="cast.py")
+    assert (info.value.span.line, info.value.span.col) == (8, 13)
+
+
+def test_the_listing_shows_the_scalar_load(tmp_path):
+    data = torch.randn(64, 64)
+    compiled = ragged.compile(data, torch.tensor([2, 8], dtype=torch.int32), torch.zeros(64, 64),
+                              config=RunConfig(output_dir=str(tmp_path)))
+    listing = "\n".join(p.read_text() for p in compiled.output_dir.rglob("*.pto"))
+    assert "load_scalar cfg[0]" in listing and "load_scalar cfg[1]" in listing
