@@ -176,3 +176,55 @@ def test_the_listing_shows_the_scalar_load(tmp_path):
                               config=RunConfig(output_dir=str(tmp_path)))
     listing = "\n".join(p.read_text() for p in compiled.output_dir.rglob("*.pto"))
     assert "load_scalar cfg[0]" in listing and "load_scalar cfg[1]" in listing
+
+
+@pl.jit
+def flat_table(data: pl.Tensor, table: pl.Tensor, output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            row = pl.read(table, i + 1)  # a bare index: an element of a 1-D tensor
+            tile = pl.load(data, [row * 16, 0], [16, 64], target_memory=pl.MemorySpace.Vec)
+            output = pl.store(tile, [i * 16, 0], output, [16, 64])  # shapes=: the region, the tile's shape
+    return output
+
+
+@pl.jit
+def shapes_unlike_the_tile(data: pl.Tensor, output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        tile = pl.load(data, [0, 0], [16, 64], target_memory=pl.MemorySpace.Vec)
+        pl.store(tile, [0, 0], output, [8, 64])
+    return output
+
+
+@pl.jit
+def transposed_right(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        left = pl.move(pl.load(a, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat),
+                       target_memory=pl.MemorySpace.Left)
+        b_mat = pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat)
+        right = pl.move(pl.tile.transpose_view(b_mat), target_memory=pl.MemorySpace.Right)
+        pl.store(pl.matmul(left, right), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_bare_index_reads_a_1d_tensor_and_store_takes_the_region_shape(platform):
+    data = torch.randn(64, 64)
+    out = torch.zeros(32, 64)
+    flat_table(data, torch.tensor([9, 2, 0], dtype=torch.int32), out, config=RunConfig(platform=platform))
+    assert torch.equal(out, torch.cat([data[32:48], data[0:16]]))
+
+
+def test_a_store_region_unlike_the_tile_is_refused_at_the_line():
+    line = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if "[0, 0], output, [8, 64])" in text)
+    with pytest.raises(PyptoError, match=r"shapes equal to the tile's \[16, 64\]") as info:
+        shapes_unlike_the_tile(torch.randn(16, 64), torch.zeros(16, 64))
+    assert info.value.span.line == line
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_transpose_view_feeds_the_cube_the_other_layout(platform):
+    a, b = torch.randn(16, 32), torch.randn(16, 32)
+    out = torch.zeros(16, 16)
+    transposed_right(a, b, out, config=RunConfig(platform=platform))
+    torch.testing.assert_close(out, a @ b.T, rtol=1e-4, atol=1e-4)

@@ -174,12 +174,21 @@ CASES += [
     # an element of GM read by the kernel's scalar unit, as a scalar operand
     case("tensor.read", lambda b, a, c: b.op("tile.adds", b.op("tile.load", a, [0, 0], [R, C]),
                                               b.op("tensor.read", c, [2, 3])), lambda x, y: x + y[2, 3]),
+    case("tile.transpose_view", lambda b, a, c: _mm_transposed(b, a, c), lambda x, y: y.double() @ x.double().T,
+         out_shape=(R, R)),
     case("tile.col_expand_expdif", lambda b, a, c: b.op("tile.col_expand_expdif", b.op("tile.load", a, [0, 0], [R, C]),
                                                          rowvec(b, c, "tile.col_min")), lambda x, y: torch.exp(x - COLMIN)),
     case("tile.concat", tile2("tile.concat"), lambda x, y: torch.cat((x, y), dim=1), out_shape=(R, 2 * C)),
     case("tensor.col_expand_expdif", lambda b, a, c: b.op("tensor.col_expand_expdif", a, b.op("tensor.col_min", c)),
          lambda x, y: torch.exp(x - COLMIN)),
 ]
+
+
+def _mm_transposed(b, a, c):
+    """c @ a.T, the right operand a Mat tile read in the other layout."""
+    left = b.op("tile.move", b.op("tile.load", c, [0, 0], [R, C], target_memory=M.Mat), target_memory=M.Left)
+    right = b.op("tile.transpose_view", b.op("tile.load", a, [0, 0], [R, C], target_memory=M.Mat))
+    return b.op("tile.matmul", left, b.op("tile.move", right, target_memory=M.Right))
 
 
 def _mm(b, a, c):

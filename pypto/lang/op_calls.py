@@ -218,6 +218,8 @@ class OpCalls:
                                  "names a task", hint="pass TaskIds to deps=[...] (or keep them in a pl.array)")
             return e, t
         if p.kind is Kind.INDEX_LIST:
+            if p.bare and not isinstance(thunk.node, (ast.List, ast.Tuple)):
+                return (self.index(thunk.node, what),), None
             if not isinstance(thunk.node, (ast.List, ast.Tuple)):
                 raise self.error(TypeCheckError, thunk.node, f"{what} is a list of indices", hint="[i * 64, 0]")
             return tuple(self.index(e, what) for e in thunk.node.elts), None

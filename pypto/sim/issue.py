@@ -370,6 +370,8 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
     if ins.mnemonic == "TZERO":  # a zero fill on the cube core: its bytes at the L1 rate
         return max(1, math.ceil(dst.nbytes / c.l1_bytes_per_cycle)), 0, (("address", dst.addr),
                                                                            ("bytes", dst.nbytes))
+    if ins.mnemonic == "TRANSVIEW":  # the same bytes read in the other layout: nothing moves on hardware
+        return 1, 0, (("address", dst.addr), ("bytes", dst.nbytes))
     if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
         src = args["tile"]
         bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle

@@ -74,7 +74,7 @@ def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
 
 
 @impl("tile.store")
-def store(tile: TileVal, offsets, output_tensor, atomic=AtomicType.None_):
+def store(tile: TileVal, offsets, output_tensor, shapes=None, atomic=AtomicType.None_):  # (shapes: the tile's)
     region = tile.region()
     if region.dtype != output_tensor.dtype:  # the fixpipe's conversion out of Acc
         region = num.cast(region, num.FROM_TORCH[output_tensor.dtype], "rint")
@@ -230,6 +230,7 @@ def cast_tensor(x, target_type, mode):
 IMPLS["tile.reshape"] = lambda tile, shape: tile.data.reshape(tuple(shape)).clone()
 IMPLS["tensor.reshape"] = lambda x, shape: x.reshape(tuple(shape)).clone()
 IMPLS["tile.transpose"] = lambda tile, axis1, axis2: tile.data.transpose(axis1, axis2).contiguous()
+IMPLS["tile.transpose_view"] = lambda tile: tile.data.transpose(-1, -2).contiguous()
 IMPLS["tile.concat"] = lambda src0, src1: torch.cat((src0.data, src1.data), dim=1)
 IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).contiguous()
 IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()

@@ -63,6 +63,8 @@ class ParamSpec:
     # A SCALAR that indexes or counts elements (a valid extent): it must be an integer.
     # INDEX_LIST elements always are.
     integer: bool = False
+    # an INDEX_LIST that may be written as one bare index (an element of a 1-D tensor)
+    bare: bool = False
 
     @property
     def required(self) -> bool:

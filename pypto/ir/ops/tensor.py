@@ -227,7 +227,7 @@ def _read(a: OpArgs, soc: SoC) -> ScalarType:
     return ScalarType(x.dtype)
 
 
-register("tensor.read", [P("x", Kind.TENSOR), P("indices", Kind.INDEX_LIST)], _read,
+register("tensor.read", [P("x", Kind.TENSOR), P("indices", Kind.INDEX_LIST, bare=True)], _read,
          doc="one element: read by the orchestrator once the tensor's producer has finished, or in a kernel by "
              "the core's scalar unit from GM (a runtime value for loop bounds, branches and valid shapes)",
          plane="both")

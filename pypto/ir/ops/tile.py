@@ -332,6 +332,23 @@ register("tile.transpose", [P("tile", Kind.TILE, spaces=VEC), P("axis1", Kind.IN
          _infer_transpose, doc="swap two axes", unit="transpose")
 
 
+def _infer_transpose_view(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    if len(t.shape) < 2:
+        raise fail("tile.transpose_view", "a tile of rank 2 or more", fmt_shape(t.shape))
+    shape = (*t.shape[:-2], t.shape[-1], t.shape[-2])
+    valid = None if t.valid_shape is None else (*t.valid_shape[:-2], t.valid_shape[-1], t.valid_shape[-2])
+    return TileType(shape=shape, dtype=t.dtype, space=t.space, valid_shape=valid)
+
+
+# The hardware reads the same L1 bytes in the other fractal layout (NZ <-> ZN). Tiles here
+# are row-major, so the model writes the transposed bytes into a buffer of their own (L1
+# the hardware would not need), at one cycle of MTE1.
+register("tile.transpose_view", [P("tile", Kind.TILE, spaces=(M.Mat,))], _infer_transpose_view,
+         doc="the tile transposed in its last two axes, over the same L1 bytes (a zero-copy layout change)",
+         mnemonic="TRANSVIEW")
+
+
 def _infer_concat(a: OpArgs, soc: SoC) -> TileType:
     t0, t1 = a.tile("src0"), a.tile("src1")
     if t0.dtype is not t1.dtype:

@@ -108,6 +108,11 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
     if tile.dtype is not out.dtype and not converts:
         raise fail("tile.store", "the tile's dtype to match the tensor's", f"{tile.dtype.name} into {out.dtype.name}",
                    f"cast first: pl.cast(tile, target_type=pl.{out.dtype.name})")
+    if a["shapes"] is not None:
+        shapes = static_ints(a["shapes"])
+        if shapes != tuple(tile.shape):
+            raise fail("tile.store", f"shapes equal to the tile's {fmt_shape(tile.shape)} (the region it writes)",
+                       fmt_shape(a["shapes"]), "drop shapes=: the region written is the tile's shape")
     check_region("tile.store", out, a["offsets"], tile.shape, what="region", valid=tile.valid_shape)
     if a["atomic"] is AtomicType.Add and tile.dtype not in ATOMIC_ADD_DTYPES:
         raise TypeCheckError(f"The operator tile.store with atomic=AtomicType.Add requires an "
@@ -119,7 +124,7 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
 register(
     "tile.store",
     [P("tile", Kind.TILE), P("offsets", Kind.INDEX_LIST), P("output_tensor", Kind.TENSOR),
-     P("atomic", Kind.ATOMIC, AtomicType.None_)],
+     P("shapes", Kind.SHAPE, default=None, optional=True), P("atomic", Kind.ATOMIC, AtomicType.None_)],
     _infer_store,
     doc="Vec|Acc -> GM: write a tile's valid region at offsets of a tensor",
     writes_operand="output_tensor",
