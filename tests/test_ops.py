@@ -174,6 +174,11 @@ CASES += [
     # an element of GM read by the kernel's scalar unit, as a scalar operand
     case("tensor.read", lambda b, a, c: b.op("tile.adds", b.op("tile.load", a, [0, 0], [R, C]),
                                               b.op("tensor.read", c, [2, 3])), lambda x, y: x + y[2, 3]),
+    case("tile.slice", lambda b, a, c: b.op("tile.slice", b.op("tile.load", a, [0, 0], [R, C]), [4, 8], [2, 5]),
+         lambda x, y: x[2:6, 5:13], out_shape=(4, 8)),
+    case("tile.assemble", lambda b, a, c: b.op("tile.assemble", b.op("tile.load", a, [0, 0], [R, C]),
+                                                b.op("tile.load", c, [1, 2], [4, 8]), [3, 7]),
+         lambda x, y: torch.cat([x[:3], torch.cat([x[3:7, :7], y[1:5, 2:10], x[3:7, 15:]], 1), x[7:]])),
     case("tile.transpose_view", lambda b, a, c: _mm_transposed(b, a, c), lambda x, y: y.double() @ x.double().T,
          out_shape=(R, R)),
     case("tile.col_expand_expdif", lambda b, a, c: b.op("tile.col_expand_expdif", b.op("tile.load", a, [0, 0], [R, C]),

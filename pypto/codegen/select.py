@@ -269,6 +269,8 @@ class _Selector:
                 pipe, mnemonic = Pipe.VECTOR, "VCOPY"
             else:
                 raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
+        elif call.op == "tile.assemble" and dst.space is M.Mat:  # Acc -> Mat: the fixpipe writes into L1
+            core, pipe, mnemonic = self.owner(dst.space), Pipe.FIXPIPE, "TINSERT"
         elif call.op == "tile.transpose_view":
             core, pipe, mnemonic = self.owner(dst.space), Pipe.MTE1, "TRANSVIEW"
         elif call.op in ("tile.matmul", "tile.matmul_acc"):

@@ -370,6 +370,14 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
     if ins.mnemonic == "TZERO":  # a zero fill on the cube core: its bytes at the L1 rate
         return max(1, math.ceil(dst.nbytes / c.l1_bytes_per_cycle)), 0, (("address", dst.addr),
                                                                            ("bytes", dst.nbytes))
+    if ins.op == "tile.assemble":  # in the target's own buffer only the source's bytes move
+        src, target = args["source"], args["target"]
+        moved = src.nbytes if target.addr == dst.addr and target.space is dst.space else dst.nbytes + src.nbytes
+        if ins.pipe is Pipe.FIXPIPE:
+            return max(1, math.ceil(moved / c.fixpipe_bytes_per_cycle)), c.mte1_latency, (("address", dst.addr),
+                                                                                            ("bytes", moved))
+        repeats = math.ceil(moved / c.vector_repeat_bytes)
+        return c.vector_startup + repeats, 0, (("address", dst.addr), ("bytes", moved), ("repeats", repeats))
     if ins.mnemonic == "TRANSVIEW":  # the same bytes read in the other layout: nothing moves on hardware
         return 1, 0, (("address", dst.addr), ("bytes", dst.nbytes))
     if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:

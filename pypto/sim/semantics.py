@@ -17,7 +17,7 @@ import attrs
 import torch
 
 from pypto.ir.ops.tile import mask_cols
-from pypto.ir.types import AtomicType, DataType
+from pypto.ir.types import AtomicType, DataType, PadValue
 from pypto.sim import numerics as num
 
 
@@ -51,13 +51,13 @@ def _dtype(t: torch.Tensor) -> DataType:
     return num.FROM_TORCH[t.dtype]
 
 
-def window(shape, offsets, extents, what: str):
-    """The index of the window [offsets, offsets + extents) of a tensor of ``shape``;
-    OutOfRange where it leaves the tensor."""
+def window(shape, offsets, extents, what: str, holder: str = "tensor"):
+    """The index of the window [offsets, offsets + extents) of a tensor (or tile) of
+    ``shape``; OutOfRange where it leaves it."""
     index = []
     for axis, (o, e, d) in enumerate(zip(offsets, extents, shape)):
         if o < 0 or o + e > d:
-            raise OutOfRange(f"{what} [{o}, {o + e}) on axis {axis} is outside the tensor's [0, {d})")
+            raise OutOfRange(f"{what} [{o}, {o + e}) on axis {axis} is outside the {holder}'s [0, {d})")
         index.append(slice(o, o + e))
     return tuple(index)
 
@@ -234,6 +234,27 @@ IMPLS["tile.transpose_view"] = lambda tile: tile.data.transpose(-1, -2).contiguo
 IMPLS["tile.concat"] = lambda src0, src1: torch.cat((src0.data, src1.data), dim=1)
 IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).contiguous()
 IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()
+
+
+@impl("tile.slice")
+def tile_slice(tile: TileVal, shape, offset, valid_shape=None, pad_value=None):
+    out = tile.data[window(tile.data.shape, offset, shape, "window", "tile")].clone()
+    if valid_shape is not None and pad_value not in (None, PadValue.null):
+        filled = torch.full_like(out, num.pad_value(pad_value, _dtype(out)))
+        region = tuple(slice(0, v) for v in valid_shape)
+        filled[region] = out[region]
+        out = filled
+    return out
+
+
+@impl("tile.assemble")
+def tile_assemble(target: TileVal, source: TileVal, offset):
+    out = target.data.clone()
+    data = source.data
+    if data.dtype != out.dtype:  # Acc's FP32 through the fixpipe, rounding to nearest even
+        data = num.cast(data, num.FROM_TORCH[out.dtype], "rint")
+    out[window(out.shape, offset, data.shape, "source window", "target tile")] = data
+    return out
 
 
 @impl("tile.fillpad")

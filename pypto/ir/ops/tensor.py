@@ -283,8 +283,8 @@ def _transpose(a: OpArgs, soc: SoC) -> TensorType:
 register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis2", Kind.INT)], _transpose,
          doc="swap two axes (in an orchestration: a view)", windows=Windows("transpose"), plane="both")
 
-unify("slice", tensor="tensor.slice")
+unify("slice", tile="tile.slice", tensor="tensor.slice")
 unify("read", tensor="tensor.read")
-unify("assemble", tensor="tensor.assemble")
+unify("assemble", tile="tile.assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")
 unify("matmul_acc", tile="tile.matmul_acc", tensor="tensor.matmul_acc")
