@@ -21,6 +21,7 @@ from pypto.ir.nodes import (
     Var,
     Yield,
 )
+from pypto.ir.pass_manager import OptimizationStrategy
 from pypto.ir.printer import print_program
 from pypto.ir.types import (
     INDEX,
@@ -39,7 +40,7 @@ from pypto.backend import MemorySpace
 
 __all__ = [
     "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "For", "ForKind", "FuncCall",
-    "Function", "FunctionType", "INDEX", "If", "IterArg", "Level", "MemRef", "MemorySpace", "PadValue",
+    "Function", "FunctionType", "INDEX", "OptimizationStrategy", "If", "IterArg", "Level", "MemRef", "MemorySpace", "PadValue",
     "Param", "ParamDirection", "PassDumpLevel", "Program", "Return", "ScalarType", "Scope", "TensorType", "TileType",
     "UnaryOp", "Var", "VerificationLevel", "Yield", "print_program",
 ]

@@ -36,6 +36,8 @@ import struct
 
 import attrs
 
+from pypto.ir.function_table import FunctionTable
+
 from pypto.errors import Span
 from pypto.ir.types import DataType, ForKind, FunctionType, Level, ParamDirection, ScalarType
 
@@ -328,13 +330,10 @@ class Function:
 @attrs.frozen
 class Program:
     name: str
-    functions: tuple = attrs.field(converter=tuple)
+    functions: tuple = attrs.field(converter=FunctionTable)
 
     def function(self, name: str) -> Function:
-        for f in self.functions:
-            if f.name == name:
-                return f
-        raise KeyError(name)
+        return self.functions[name]
 
     def as_python(self, prefix: str = "pl", concise: bool = False, *, explicit: bool = False, soc=None) -> str:
         """The program as DSL text, for ``soc`` (the default backend unless given: a

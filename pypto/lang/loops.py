@@ -17,7 +17,8 @@ import attrs
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.types import INDEX, ForKind, ScalarType, joins, placed_name, type_name
+from pypto.ir.tensors import block_roots
+from pypto.ir.types import INDEX, ForKind, ScalarType, TensorType, joins, placed_name, type_name
 from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.branches import Branches, Frame
@@ -107,6 +108,7 @@ class Loops(Branches):
         names = self.hand_on(node, plan, frame, body, iter_args)
         self.env = outer_env
         self._drop(body_env, node, "loop")
+        self.hand_out_tensors(body_env, outer_env, body)
         self.scope_header(node, plan, frame, names)
         results = []
         for name, a in zip(names, iter_args):
@@ -233,6 +235,17 @@ class Loops(Branches):
             if not joins(t, a.type):
                 raise self.error(TypeCheckError, node, *_carried_type_message(name, plan, a.type, t))
         return names
+
+    def hand_out_tensors(self, body_env, outer_env, body) -> None:
+        """A name the body binds to a tensor from before the loop — the result of a store
+        into it (``out_1 = pl.store(t, [i, 0], out)``) — names that tensor after the loop,
+        as Python's last iteration would leave it: the writes went into the tensor itself."""
+        outer = {ssa: ssa for ssa in outer_env.values() if isinstance(self.types.get(ssa), TensorType)}
+        roots = block_roots(body, outer)
+        for name, ssa in body_env.items():
+            if name not in outer_env and roots.get(ssa) in outer:
+                self.env = self.env.set(name, roots[ssa])
+                self.dropped.pop(name, None)
 
     def scope_header(self, node, plan: LoopPlan, frame: Frame, names) -> None:
         """The header's names are scoped to the body (as the reference has it): after the
