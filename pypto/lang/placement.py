@@ -43,12 +43,11 @@ class PlacementForms:
         if len(body) == 1 and isinstance(body[0], n.Scope) and body[0].blocks is not None:  # a nested pl.spmd scope
             blocks, sync = body[0].blocks, body[0].sync_start
             body = [attrs.evolve(body[0], blocks=None, sync_start=False)]
-        elif body and isinstance(body[0], (n.Assign, n.Eval)) and isinstance(body[0].value, n.Submit) \
-                and body[0].value.blocks is not None and all(isinstance(x, n.Assign) and isinstance(x.value, n.Var)
-                                                            for x in body[1:]):  # with pl.spmd(n): out = self.k(...)
-            submit = body[0].value
+        elif _one_spmd_call(body) is not None:  # with pl.spmd(n): out = self.k(...)
+            k = _one_spmd_call(body)
+            submit = body[k].value
             blocks, sync = submit.blocks, submit.sync_start
-            body = [n.Eval(submit.call, span=body[0].span), *body[1:]]
+            body = [*body[:k], n.Eval(submit.call, span=body[k].span), *body[k + 1:]]
         members = [s for s in n.walk_stmts(body) if isinstance(s, n.Scope)
                    or isinstance(getattr(s, "value", None), (n.FuncCall, n.Submit))]
         for s in n.walk_stmts(body):
@@ -137,3 +136,14 @@ class PlacementForms:
             else:
                 self.env = self.env.remove(name)
         self.emit(region)
+
+
+def _one_spmd_call(body: list) -> int | None:
+    """Where the one SPMD kernel call of a cluster body is, the rest being names given to
+    values (the call's arguments and results under other names); None if it is not so."""
+    calls = [k for k, x in enumerate(body) if isinstance(x, (n.Assign, n.Eval)) and isinstance(x.value, n.Submit)
+             and x.value.blocks is not None]
+    if len(calls) != 1:
+        return None
+    rest = [x for k, x in enumerate(body) if k != calls[0]]
+    return calls[0] if all(isinstance(x, n.Assign) and isinstance(x.value, n.Var) for x in rest) else None

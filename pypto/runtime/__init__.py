@@ -7,8 +7,10 @@ from pypto.runtime.build import compile as _compile
 from pypto.runtime.build import run
 from pypto.runtime.compiled import CompiledProgram
 from pypto.runtime.config import PLATFORMS, RunConfig
+from pypto.runtime.tensor_spec import ScalarSpec, TensorSpec
 from pypto.runtime.worker import ChipWorker, DeviceTensor, RegistrationHandle
 
 _ir.compile = _compile  # the IR compiles nothing itself: the runtime is what builds and runs it
 
-__all__ = ["PLATFORMS", "ChipWorker", "CompiledProgram", "DeviceTensor", "RegistrationHandle", "RunConfig", "run"]
+__all__ = ["PLATFORMS", "ChipWorker", "CompiledProgram", "DeviceTensor", "RegistrationHandle", "RunConfig", "ScalarSpec",
+           "TensorSpec", "run"]

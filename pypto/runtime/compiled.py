@@ -100,12 +100,26 @@ class CompiledProgram:
         return tuple(torch.zeros(tuple(p.type.shape), dtype=TORCH[p.type.dtype]) if k in outs else next(given)
                      for k, p in enumerate(self.params))
 
+    def _config(self, config) -> RunConfig:
+        """The configuration a run uses: the compiled one, or another for the same backend
+        (another platform: ``ref`` or ``a2a3sim``, another device)."""
+        if config is None:
+            return self.config
+        if not isinstance(config, RunConfig):
+            raise ConfigError(f"config={config!r} is not a RunConfig", hint="config=RunConfig(platform='a2a3sim')")
+        if config.backend != self.config.backend:
+            raise ConfigError(f"'{self.name}' was compiled for backend {self.config.backend}; this config runs "
+                              f"{config.backend}", hint="compile it again with that config")
+        return config
+
     @located
-    def run(self, *args) -> RunReport:
+    def run(self, *args, config: RunConfig | None = None) -> RunReport:
         """Run on the configured platform (Out tensors are written in place); the report
         has the simulated cycles, busy cycles per pipe and core, and instruction counts
         (zeros on ``ref``), and ``outputs``, what the entry returned. The arguments are
-        what it was compiled for; a tensor it writes shares no memory with another."""
+        what it was compiled for; a tensor it writes shares no memory with another.
+        ``config``: run with another configuration of the same backend."""
+        run_config = self._config(config)
         names = self.param_names
         args = on_device(args, self)
         if len(args) != len(names):
@@ -114,9 +128,9 @@ class CompiledProgram:
         args = as_declared(self.params, names, args, lambda k: k)
         # unlocated: @located puts the user's call on it, finding the caller only on error
         check_call(self.name, tuple(attrs.evolve(p, name=x) for p, x in zip(self.params, names)), args, None)
-        on_launch = self._write_l0_trace if self.config.enable_l0_trace and self.output_dir is not None else None
+        on_launch = self._write_l0_trace if run_config.enable_l0_trace and self.output_dir is not None else None
         dfx = self.output_dir / "dfx_outputs" if self.output_dir is not None else None
-        values, report = execute(self.lowered, self.entry, args, self.config, self.kernels, on_launch, dfx)
+        values, report = execute(self.lowered, self.entry, args, run_config, self.kernels, on_launch, dfx)
         report.outputs = values
         return report
 
@@ -135,11 +149,11 @@ class CompiledProgram:
         print(f"[l0_trace] {kernel.name}: wrote {directory / 'visualize_data.bin'}", file=sys.stderr)
 
     @located
-    def __call__(self, *args):
+    def __call__(self, *args, config: RunConfig | None = None):
         """Run; in place (every argument given) or return-style (the inputs only: the Out
-        tensors are allocated). What the entry returns."""
+        tensors are allocated). What the entry returns. ``config`` as for ``run``."""
         full = self._with_outputs(on_device(args, self))
-        values = self.run(*full).outputs
+        values = self.run(*full, config=config).outputs
         if not values and len(full) != len(args):  # return-style, and the entry returns nothing: its Outs
             values = tuple(full[k] for k in self.output_indices)
         if not values:
