@@ -129,7 +129,7 @@ BINARY = {
     "add": (num.arith(torch.add), FLOATS + INTS), "sub": (num.arith(torch.sub), FLOATS + INTS),
     "mul": (num.arith(torch.mul), FLOATS + INTS), "div": (num.arith(torch.div), FLOATS),
     "maximum": (num.maximum, FLOATS + INTS), "minimum": (num.minimum, FLOATS + INTS),
-    "fmod": (num.arith(torch.fmod), FLOATS), "and": (lambda a, b: a & b, INTS), "or": (lambda a, b: a | b, INTS),
+    "fmod": (num.arith(torch.fmod), FLOATS), "rem": (num.arith(torch.remainder), FLOATS), "and": (lambda a, b: a & b, INTS), "or": (lambda a, b: a | b, INTS),
     "xor": (lambda a, b: a ^ b, INTS), "shl": (lambda a, b: a << b, INTS), "shr": (lambda a, b: a >> b, INTS),
 }
 SHIFTS = ("shl", "shr")  # amounts the draws keep in range (the rest is an error, not a value)

@@ -196,6 +196,14 @@ def fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.fmod(a, b)
 
 
+def rem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The remainder of a / b rounded toward minus infinity: its sign is the divisor's
+    (Python's %, torch.remainder); a float x rem 0 is NaN, an integer one an error."""
+    if not a.dtype.is_floating_point and bool((b == 0).any()):
+        raise ArithmeticError_("integer remainder by zero")
+    return torch.remainder(a, b)
+
+
 def shift(a: torch.Tensor, b: torch.Tensor, left: bool) -> torch.Tensor:
     """``a`` shifted by ``b`` bits, within its own width (a left shift drops what passes
     the top; a right shift of a signed dtype brings in copies of the sign bit). An amount

@@ -105,7 +105,7 @@ def full_tile(shape, dtype, value):
 
 _BINARY = {"add": num.arith(torch.add), "sub": num.arith(torch.sub), "mul": num.arith(torch.mul),
            "div": num.arith(num.div), "maximum": num.maximum, "minimum": num.minimum,
-           "fmod": num.arith(num.fmod), "and": torch.bitwise_and, "or": torch.bitwise_or,
+           "fmod": num.arith(num.fmod), "rem": num.arith(num.rem), "and": torch.bitwise_and, "or": torch.bitwise_or,
            "xor": torch.bitwise_xor, "shl": lambda a, b: num.shift(a, b, left=True),
            "shr": lambda a, b: num.shift(a, b, left=False)}
 _SCALAR = {f"{name}s": name for name in _BINARY}
@@ -234,6 +234,41 @@ IMPLS["tile.transpose_view"] = lambda tile: tile.data.transpose(-1, -2).contiguo
 IMPLS["tile.concat"] = lambda src0, src1: torch.cat((src0.data, src1.data), dim=1)
 IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).contiguous()
 IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()
+
+
+@impl("tile.prelu")
+def prelu(tile: TileVal, slope: TileVal, tmp=None):
+    x = tile.data
+    return num.canonical_nan(torch.where(x > 0, x, x * slope.data))
+
+
+@impl("tile.lrelu")
+def lrelu(tile: TileVal, slope):
+    x = tile.data
+    return num.canonical_nan(torch.where(x > 0, x, x * num.scalar(slope, _dtype(x))))
+
+
+def _three(sign, scalar: bool):
+    def run(lhs: TileVal, rhs, rhs2: TileVal):
+        b = num.scalar(rhs, _dtype(lhs.data)) if scalar else rhs.data
+        first = lhs.data + b if sign > 0 else lhs.data - b  # in the tile's dtype, then the third
+        return num.canonical_nan(first + rhs2.data if sign > 0 else first - rhs2.data)
+    return run
+
+
+for _name, _sign, _s in (("addc", 1, False), ("subc", -1, False), ("addsc", 1, True), ("subsc", -1, True)):
+    IMPLS[f"tile.{_name}"] = _three(_sign, _s)
+
+
+@impl("tile.sels")
+def sels(mask: TileVal, src: TileVal, tmp, scalar):
+    pred = num.unpack_mask(mask.data, src.data.shape[1])
+    return torch.where(pred, src.data, num.scalar(scalar, _dtype(src.data)))
+
+
+@impl("tile.expands")
+def expands(target: TileVal, scalar):
+    return num.scalar(scalar, _dtype(target.data)).expand(target.data.shape).clone()
 
 
 @impl("tile.slice")

@@ -45,6 +45,8 @@ BINARY = (Row("add", NUMERIC, "simple"), Row("sub", NUMERIC, "simple"), Row("mul
           Row("div", DIVIDES, "divide"), Row("maximum", NUMERIC, "simple"), Row("minimum", NUMERIC, "simple"),
           # fmod's kernel overwrites its first operand while it still needs it: never in place
           Row("fmod", FLOATS, "divide", in_place=False),
+          # rem (floor modulo, the sign of the divisor) takes the kernel's scratch tile
+          Row("rem", NUMERIC, "divide", in_place=False, scratch=True),
           Row("and", INTEGERS, "simple", unified="and_"), Row("or", INTEGERS, "simple", unified="or_"),
           Row("xor", INTEGERS, "simple", scratch=True),
           Row("shl", INTEGERS, "simple", shifts=True), Row("shr", INTEGERS, "simple", shifts=True))

@@ -1,0 +1,110 @@
+"""Tile ops that combine more than two operands elementwise, or an operand with a scalar in
+a way the families do not: the rectifiers with a slope (``prelu`` by a tile, ``lrelu`` by
+a scalar), the three-input sums and differences (``addc``, ``subc``, ``addsc``, ``subsc``),
+a select against a scalar (``sels``) and a scalar broadcast to a tile's shape
+(``expands``). Tile level only, as the reference has them; ``pl.<name>`` is each."""
+
+from __future__ import annotations
+
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
+from pypto.ir.nodes import Const
+from pypto.ir.ops.families import FLOATS, NUMERIC
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, same_shape_dtype, unify
+from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.types import DataType, TileType, type_name
+
+VEC = (M.Vec,)
+
+
+def _result(t: TileType) -> TileType:
+    return TileType(shape=t.shape, dtype=t.dtype, space=M.Vec if t.space is not None else None,
+                    valid_shape=t.valid_shape)
+
+
+def _dtype_in(op: str, t: TileType, allowed) -> None:
+    if t.dtype not in allowed:
+        raise fail(op, f"a dtype it computes in ({', '.join(d.name for d in allowed)})", t.dtype.name)
+
+
+def _scalar_fits(op: str, t: TileType, scalar) -> None:
+    if isinstance(scalar, Const) and isinstance(scalar.value, float) and not t.dtype.is_float:
+        raise fail(op, f"an integer scalar for a {t.dtype.name} tile", repr(scalar.value),
+                   "write an int, or cast the tile to a float dtype first")
+
+
+def _like(op: str, what: str, t: TileType, like: TileType) -> None:
+    if t.shape != like.shape or t.dtype != like.dtype:
+        raise fail(op, f"its {what} to match its operand ({type_name(like)})", type_name(t))
+
+
+def _optional_tmp(op: str, a: OpArgs, like: TileType) -> None:
+    if a["tmp"] is not None:
+        _like(op, "tmp tile", a.tile("tmp"), like)
+
+
+def _infer_prelu(a: OpArgs, soc: SoC) -> TileType:
+    t, slope = a.tile("tile"), a.tile("slope")
+    _dtype_in("tile.prelu", t, FLOATS)
+    _like("tile.prelu", "slope tile", slope, t)
+    _optional_tmp("tile.prelu", a, t)
+    return _result(t)
+
+
+def _infer_lrelu(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    _dtype_in("tile.lrelu", t, FLOATS)
+    return _result(t)
+
+
+def _three(op: str, scalar: bool):
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        lhs, rhs2 = a.tile("lhs"), a.tile("rhs2")
+        _dtype_in(op, lhs, NUMERIC)
+        same_shape_dtype(op, lhs, rhs2)
+        if scalar:
+            _scalar_fits(op, lhs, a["rhs"])
+        else:
+            same_shape_dtype(op, lhs, a.tile("rhs"))
+        return _result(lhs)
+    return infer
+
+
+def _infer_sels(a: OpArgs, soc: SoC) -> TileType:
+    from pypto.ir.ops.tile import _mask_type
+
+    mask, src = a.tile("mask"), a.tile("src")
+    want = _mask_type("tile.sels", src)
+    if mask.dtype is not DataType.UINT8 or mask.shape != want.shape:
+        raise fail("tile.sels", f"a packed mask of shape {fmt_shape(want.shape)} (from pl.cmp/pl.cmps)",
+                   f"{mask.dtype.name}{fmt_shape(mask.shape)}")
+    _optional_tmp("tile.sels", a, src)
+    _scalar_fits("tile.sels", src, a["scalar"])
+    return _result(src)
+
+
+def _infer_expands(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("target")
+    _scalar_fits("tile.expands", t, a["scalar"])
+    return TileType(shape=t.shape, dtype=t.dtype, space=M.Vec if t.space is not None else None)
+
+
+_TMP = P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC)
+register("tile.prelu", [P("tile", Kind.TILE, spaces=VEC), P("slope", Kind.TILE, spaces=VEC), _TMP], _infer_prelu,
+         doc="x where x > 0, else x * slope (elementwise, slope a tile)", in_place=True)
+register("tile.lrelu", [P("tile", Kind.TILE, spaces=VEC), P("slope", Kind.SCALAR)], _infer_lrelu,
+         doc="x where x > 0, else x * slope (a scalar slope)", in_place=True)
+for _name, _scalar in (("addc", False), ("subc", False), ("addsc", True), ("subsc", True)):
+    _rhs = P("rhs", Kind.SCALAR) if _scalar else P("rhs", Kind.TILE, spaces=VEC)
+    _sign = "+" if _name.startswith("add") else "-"
+    register(f"tile.{_name}", [P("lhs", Kind.TILE, spaces=VEC), _rhs, P("rhs2", Kind.TILE, spaces=VEC)],
+             _three(f"tile.{_name}", _scalar), doc=f"(lhs {_sign} rhs) {_sign} rhs2, elementwise"
+             + (" (rhs a scalar)" if _scalar else ""), in_place=True)
+register("tile.sels", [P("mask", Kind.TILE, spaces=VEC), P("src", Kind.TILE, spaces=VEC), _TMP,
+                       P("scalar", Kind.SCALAR)], _infer_sels,
+         doc="src where the mask bit is set, else the scalar", in_place=True, mnemonic="VSELS")
+register("tile.expands", [P("target", Kind.TILE, spaces=VEC), P("scalar", Kind.SCALAR)], _infer_expands,
+         doc="the scalar in every element of a tile shaped as target", mnemonic="VDUP")
+
+for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands"):
+    unify(_name, tile=f"tile.{_name}")

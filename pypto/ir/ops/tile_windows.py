@@ -1,0 +1,96 @@
+"""Tile ops over windows of a tile: a window copied out (``tile.slice``), a source written
+into a target at an offset (``tile.assemble``: Vec into Vec, or Acc into Mat through the
+fixpipe), and the other layout of a Mat tile (``tile.transpose_view``)."""
+
+from __future__ import annotations
+
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
+from pypto.ir.nodes import Const
+from pypto.ir.ops.families import FLOATS
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.ops.transfers import SHAPE_HINT
+from pypto.ir.types import DataType, PadValue, TileType
+
+VEC = (M.Vec,)
+
+
+def _infer_transpose_view(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    if len(t.shape) < 2:
+        raise fail("tile.transpose_view", "a tile of rank 2 or more", fmt_shape(t.shape))
+    shape = (*t.shape[:-2], t.shape[-1], t.shape[-2])
+    valid = None if t.valid_shape is None else (*t.valid_shape[:-2], t.valid_shape[-1], t.valid_shape[-2])
+    return TileType(shape=shape, dtype=t.dtype, space=t.space, valid_shape=valid)
+
+
+# The hardware reads the same L1 bytes in the other fractal layout (NZ <-> ZN). Tiles here
+# are row-major, so the model writes the transposed bytes into a buffer of their own (L1
+# the hardware would not need), at one cycle of MTE1.
+register("tile.transpose_view", [P("tile", Kind.TILE, spaces=(M.Mat,))], _infer_transpose_view,
+         doc="the tile transposed in its last two axes, over the same L1 bytes (a zero-copy layout change)",
+         mnemonic="TRANSVIEW")
+
+
+def _inside(op: str, outer: TileType, offset, shape, what: str) -> None:
+    """A window [offset, offset + shape) of a tile, checked where its offsets are constants
+    (the rest at run time: an on-chip window has nothing to clamp it)."""
+    if len(offset) != len(outer.shape) or len(shape) != len(outer.shape):
+        raise fail(op, f"a {what} of the tile's rank {len(outer.shape)}", f"offset {fmt_shape(offset)} and shape "
+                   f"{fmt_shape(shape)}")
+    for axis, (o, e, d) in enumerate(zip(offset, shape, outer.shape)):
+        if isinstance(o, Const) and not (0 <= o.value and o.value + e <= d):
+            raise fail(op, f"a {what} inside the tile {fmt_shape(outer.shape)}",
+                       f"[{o.value}, {o.value + e}) on axis {axis}", "keep offset + shape within the tile")
+
+
+def _infer_slice(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    shape = static_ints(a["shape"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("tile.slice", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
+    _inside("tile.slice", t, tuple(a["offset"]), shape, "window")
+    if t.valid_shape is not None:
+        raise fail("tile.slice", "a fully valid source tile", "a partial valid shape",
+                   "pl.fillpad the tile first, or narrow the slice with valid_shape=")
+    valid = a["valid_shape"]
+    if valid is not None:
+        valid = tuple(valid)
+        sv = static_ints(valid)
+        if len(valid) != len(shape) or sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
+            raise fail("tile.slice", f"valid_shape within the slice shape {fmt_shape(shape)}", fmt_shape(valid))
+    elif a["pad_value"] not in (None, PadValue.null):
+        raise fail("tile.slice", "valid_shape= with pad_value= (it fills what lies outside the valid region)",
+                   "pad_value alone", "give valid_shape=, or drop pad_value")
+    return TileType(shape=shape, dtype=t.dtype, space=t.space, valid_shape=valid)
+
+
+register("tile.slice", [P("tile", Kind.TILE, spaces=VEC), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST),
+                        P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
+                        P("pad_value", Kind.PAD, default=None, optional=True)], _infer_slice,
+         doc="a copy of the window [offset, offset + shape) of a tile (pad_value fills it past valid_shape)",
+         mnemonic="TEXTRACT")
+
+
+def _infer_assemble(a: OpArgs, soc: SoC) -> TileType:
+    target, source = a.tile("target"), a.tile("source")
+    spaces = (target.space, source.space)
+    if None not in spaces and spaces not in ((M.Vec, M.Vec), (M.Mat, M.Acc)):
+        raise fail("tile.assemble", "a Vec source into a Vec target, or an Acc source into a Mat target",
+                   f"{source.space.name} into {target.space.name}",
+                   "pl.move the source into the target's space first" if target.space is M.Vec else None)
+    if source.space is M.Acc:
+        if source.dtype is not DataType.FP32 or target.dtype not in FLOATS:
+            raise fail("tile.assemble", "an FP32 Acc source into a floating-point Mat target (the fixpipe converts)",
+                       f"{source.dtype.name} into {target.dtype.name}")
+    elif target.dtype is not source.dtype:
+        raise fail("tile.assemble", "the source's dtype to match the target's", f"{source.dtype.name} into "
+                   f"{target.dtype.name}", f"cast first: pl.cast(source, target_type=pl.{target.dtype.name})")
+    _inside("tile.assemble", target, tuple(a["offset"]), source.shape, "source window")
+    return TileType(shape=target.shape, dtype=target.dtype, space=target.space, valid_shape=target.valid_shape)
+
+
+register("tile.assemble", [P("target", Kind.TILE), P("source", Kind.TILE), P("offset", Kind.INDEX_LIST)],
+         _infer_assemble, doc="the target with the source written at offset (Vec into Vec, or Acc into Mat through "
+                              "the fixpipe)", in_place=True, mnemonic="TINSERT")
