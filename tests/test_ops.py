@@ -180,6 +180,13 @@ CASES += [
     # an element of GM read by the kernel's scalar unit, as a scalar operand
     case("tensor.read", lambda b, a, c: b.op("tile.adds", b.op("tile.load", a, [0, 0], [R, C]),
                                               b.op("tensor.read", c, [2, 3])), lambda x, y: x + y[2, 3]),
+    *[case(f"{level}.{axis}_prod", (tile1 if level == "tile" else tensor1)(f"{level}.{axis}_prod"),
+           lambda x, y, d=d: x.double().prod(dim=d, keepdim=True), out_shape=(R, 1) if d == 1 else (1, C))
+      for level in ("tile", "tensor") for axis, d in (("row", 1), ("col", 0))],
+    *[case(f"tile.{axis}_arg{k}", tile1(f"tile.{axis}_arg{k}"),
+           lambda x, y, d=d, k=k: getattr(torch, f"arg{k}")(x, dim=d, keepdim=True).int(),
+           inputs=(torch.sin(X * 7), Y), out_shape=(R, 1) if d == 1 else (1, C), out_dtype=torch.int32)
+      for k in ("max", "min") for axis, d in (("row", 1), ("col", 0))],
     case("tile.prelu", tile2("tile.prelu"), lambda x, y: torch.where(x > 0, x, x * y)),
     case("tile.lrelu", tile1("tile.lrelu", 0.125), lambda x, y: torch.where(x > 0, x, x * 0.125)),
     *[case(f"tile.{k}", lambda b, a, c, k=k: b.op(f"tile.{k}", b.op("tile.load", a, [0, 0], [R, C]),

@@ -236,7 +236,7 @@ def recip(a: torch.Tensor) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- reductions
 
-_COMBINE = {"sum": torch.add, "max": maximum, "min": minimum}
+_COMBINE = {"sum": torch.add, "max": maximum, "min": minimum, "prod": torch.mul}
 
 
 def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:

@@ -190,13 +190,33 @@ def _reduce(kind: str, axis: int, data: torch.Tensor, valid) -> torch.Tensor:
     return out
 
 
-for _kind in ("sum", "max", "min"):
+for _kind in ("sum", "max", "min", "prod"):
     IMPLS[f"tile.row_{_kind}"] = (lambda k: lambda tile, tmp_tile=None: _reduce(k, 1, tile.data, tile.valid))(_kind)
     IMPLS[f"tensor.row_{_kind}"] = (lambda k: lambda x: num.reduce_last(x, k))(_kind)
     IMPLS[f"tensor.col_{_kind}"] = (lambda k: lambda x: num.reduce_first(x, k))(_kind)
 IMPLS["tile.col_sum"] = lambda tile, tmp_tile=None: _reduce("sum", 0, tile.data, tile.valid)
 IMPLS["tile.col_max"] = lambda tile: _reduce("max", 0, tile.data, tile.valid)
 IMPLS["tile.col_min"] = lambda tile: _reduce("min", 0, tile.data, tile.valid)
+IMPLS["tile.col_prod"] = lambda tile, tmp_tile=None: _reduce("prod", 0, tile.data, tile.valid)
+
+
+def _arg(kind: str, axis: int, tile: TileVal) -> torch.Tensor:
+    """The index of the first extreme element along ``axis`` of the valid region (a NaN
+    counts as the maximum), as INT32; rows (columns) outside the valid region are 0."""
+    data, valid = tile.data, tile.valid
+    region = data[: valid[0], : valid[1]]
+    pick = torch.argmax if kind == "max" else torch.argmin
+    shape = (data.shape[0], 1) if axis == 1 else (1, data.shape[1])
+    out = torch.zeros(shape, dtype=torch.int32)
+    if region.numel():
+        found = pick(region, dim=axis, keepdim=True).to(torch.int32)
+        out[tuple(slice(0, s) for s in found.shape)] = found
+    return out
+
+
+for _kind in ("max", "min"):
+    for _ax, _axis in (("row", 1), ("col", 0)):
+        IMPLS[f"tile.{_ax}_arg{_kind}"] = (lambda k, a: lambda tile, tmp_tile=None: _arg(k, a, tile))(_kind, _axis)
 
 
 # ----------------------------------------------------------------------------- broadcast

@@ -58,8 +58,8 @@ UNARY = (Row("neg", SIGNED, "simple"), Row("abs", SIGNED, "simple"), Row("relu",
          Row("cos", FLOATS, "transcendental"),
          Row("not", (DataType.INT16,), "simple", unified="not_"))  # TNOT takes 16-bit lanes
 # a reduction of the last (axis 1) or first (axis 0) axis; whether the tile form takes a tmp_tile
-REDUCTIONS = (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True),
-              ("col_sum", 0, True), ("col_max", 0, False), ("col_min", 0, False))
+REDUCTIONS = (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True), ("row_prod", 1, True),
+              ("col_sum", 0, True), ("col_max", 0, False), ("col_min", 0, False), ("col_prod", 0, True))
 # each row (row_expand_<f>) or column (col_expand_<f>) combined with one element of a vector:
 # f, dtypes, cost class, the axes it has
 EXPANDS = (("add", NUMERIC, "simple", ("row", "col")), ("sub", NUMERIC, "simple", ("row", "col")),

@@ -80,7 +80,7 @@ for _name, _allowed in ((r.name, r.dtypes) for r in UNARY):
 
     register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _un, doc=f"elementwise {_name}", windows=Windows("elementwise"))
 
-_COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum"}  # two partial reductions, merged
+_COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum", "prod": "tile.mul"}  # two partial reductions, merged
 for _name, _axis, _ in REDUCTIONS:
     def _red(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _axis=_axis) -> TensorType:
         x = a.type("x")

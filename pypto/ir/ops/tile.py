@@ -222,6 +222,31 @@ for _name, _axis, _tmp in REDUCTIONS:
     _reduction(_name, _axis, NUMERIC, _tmp)
 
 
+def _arg_reduction(name: str, axis: int):
+    op = f"tile.{name}"
+
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        t = a.tile("tile")
+        _require_2d(op, t)
+        _require_dtype(op, t, NUMERIC, "a dtype it compares in")
+        if a["tmp_tile"] is not None and (a.tile("tmp_tile").shape != t.shape or a.tile("tmp_tile").dtype != t.dtype):
+            raise fail(op, f"tmp_tile of the input's shape and dtype ({type_name(t)})", type_name(a.tile("tmp_tile")))
+        shape = (t.shape[0], 1) if axis == 1 else (1, t.shape[1])
+        valid = None
+        if t.valid_shape is not None:
+            valid = (t.valid_shape[0], Const(1)) if axis == 1 else (Const(1), t.valid_shape[1])
+        return _vec_result(t, shape=shape, dtype=DataType.INT32, valid_shape=valid)
+
+    register(op, [P("tile", Kind.TILE, spaces=VEC), P("tmp_tile", Kind.TILE, default=None, optional=True, spaces=VEC)],
+             infer, doc=f"{name}: the INT32 index of the first extreme element along the "
+                        f"{'last' if axis == 1 else 'first'} axis of the valid region", reduces=True)
+    unify(name, tile=op)
+
+
+for _name, _axis in (("row_argmax", 1), ("row_argmin", 1), ("col_argmax", 0), ("col_argmin", 0)):
+    _arg_reduction(_name, _axis)
+
+
 # --------------------------------------------------------------------------- broadcast
 
 
