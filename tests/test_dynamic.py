@@ -78,3 +78,30 @@ def test_without_a_call_there_is_no_extent():
         compile_program(P, ["x", "out"], RunConfig(platform="ref"), write=False)
     lines, _ = inspect.getsourcelines(inspect.getmodule(test_without_a_call_there_is_no_extent))
     assert info.value.span.line == next(k for k, t in enumerate(lines, start=1) if "MARK-dyn" in t and "in t" not in t)
+
+
+@pl.jit
+def by_dim(x: pl.Tensor[[N, 64], pl.FP32], out: pl.Out[pl.Tensor[[N, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(pl.tensor.dim(x, 0) // TILE):  # the extent the call gave, as a value
+            pl.store(pl.adds(pl.load(x, [i * TILE, 0], [TILE, 64]), pl.dim(x, -1)), [i * TILE, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_tensor_dim_reads_an_extent(platform):
+    for rows in (32, 48):
+        x, out = torch.randn(rows, 64), torch.zeros(rows, 64)
+        by_dim(x, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, x + 64)
+
+
+def test_tensor_dim_refuses_an_axis_past_the_rank():
+    from pypto.lang import parse
+
+    text = ("import pypto.language as pl\n\n\n@pl.program\nclass P:\n    @pl.function(type=pl.FunctionType.InCore)\n"
+            "    def k(self, x: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):\n"
+            "        n = pl.tensor.dim(x, 2)\n        return out\n")
+    with pytest.raises(TypeCheckError, match="axis 2 is outside the 2 axes of Tensor") as info:
+        parse(text, filename="dim.py")
+    assert info.value.span.line == 8

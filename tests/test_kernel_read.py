@@ -228,3 +228,20 @@ def test_transpose_view_feeds_the_cube_the_other_layout(platform):
     out = torch.zeros(16, 16)
     transposed_right(a, b, out, config=RunConfig(platform=platform))
     torch.testing.assert_close(out, a @ b.T, rtol=1e-4, atol=1e-4)
+
+
+@pl.jit
+def read_in_an_expression(data: pl.Tensor, cfg: pl.Tensor, output: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(pl.read(cfg, [0]) + 1):  # a read inside an expression: bound to a name first
+            pl.store(pl.load(data, [i * 16, 0], [16, 64], target_memory=pl.MemorySpace.Vec), [i * 16, 0], output)
+    return output
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_read_inside_an_expression(platform):
+    data, out = torch.randn(64, 64), torch.zeros(64, 64)
+    read_in_an_expression(data, torch.tensor([2], dtype=torch.int32), out, config=RunConfig(platform=platform))
+    want = torch.zeros(64, 64)
+    want[:48] = data[:48]
+    assert torch.equal(out, want)

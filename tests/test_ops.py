@@ -187,6 +187,11 @@ CASES += [
            lambda x, y, d=d, k=k: getattr(torch, f"arg{k}")(x, dim=d, keepdim=True).int(),
            inputs=(torch.sin(X * 7), Y), out_shape=(R, 1) if d == 1 else (1, C), out_dtype=torch.int32)
       for k in ("max", "min") for axis, d in (("row", 1), ("col", 0))],
+    case("tile.fillpad_expand", lambda b, a, c: b.op("tile.fillpad_expand", b.op("tile.load", a, [0, 0], [R, C],
+                                                                                  valid_shape=[R - 2, C - 3]),
+                                                      [R + 8, C + 16], pad_value=PadValue.min),
+         lambda x, y: torch.nn.functional.pad(x[:R - 2, :C - 3], (0, 19, 0, 10), value=float("-inf")),
+         out_shape=(R + 8, C + 16)),
     case("tile.prelu", tile2("tile.prelu"), lambda x, y: torch.where(x > 0, x, x * y)),
     case("tile.lrelu", tile1("tile.lrelu", 0.125), lambda x, y: torch.where(x > 0, x, x * 0.125)),
     *[case(f"tile.{k}", lambda b, a, c, k=k: b.op(f"tile.{k}", b.op("tile.load", a, [0, 0], [R, C]),

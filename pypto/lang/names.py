@@ -181,6 +181,8 @@ def interpret(path: Path):
         return None
     if head in UNIFIED:
         return Op(head, unified=True)
+    if head == "dim":  # pl.dim, the unified spelling of pl.tensor.dim
+        return Builtin("dim")
     if head in BUILTINS:
         return Builtin(head)
     if head in TYPE_CTORS:

@@ -312,6 +312,14 @@ def tile_assemble(target: TileVal, source: TileVal, offset):
     return out
 
 
+@impl("tile.fillpad_expand")
+def fillpad_expand(tile: TileVal, shape, pad_value):
+    out = torch.full(tuple(shape), num.pad_value(pad_value, _dtype(tile.data)), dtype=tile.data.dtype)
+    region = tuple(slice(0, v) for v in tile.valid)
+    out[region] = tile.data[region]
+    return out
+
+
 @impl("tile.fillpad")
 def fillpad(tile: TileVal, pad_value):
     out = torch.full_like(tile.data, num.pad_value(pad_value, _dtype(tile.data)))

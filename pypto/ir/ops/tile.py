@@ -467,6 +467,7 @@ unify("cmps", tile_scalar="tile.cmps")
 for _n in ("load", "store", "move", "sel", "set_validshape"):
     unify(_n, tile=f"tile.{_n}")
 unify("fillpad", tile="tile.fillpad", tensor="tensor.fillpad")
+unify("fillpad_expand", tile="tile.fillpad_expand")
 unify("create_tile", tile="tile.create")
 unify("create", tile="tile.create")
 unify("concat", tile="tile.concat")

@@ -94,3 +94,20 @@ def _infer_assemble(a: OpArgs, soc: SoC) -> TileType:
 register("tile.assemble", [P("target", Kind.TILE), P("source", Kind.TILE), P("offset", Kind.INDEX_LIST)],
          _infer_assemble, doc="the target with the source written at offset (Vec into Vec, or Acc into Mat through "
                               "the fixpipe)", in_place=True, mnemonic="TINSERT")
+
+
+def _infer_fillpad_expand(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    shape = static_ints(a["shape"])
+    if shape is None or len(shape) != len(t.shape) or any(s < d for s, d in zip(shape, t.shape)):
+        raise fail("tile.fillpad_expand", f"a shape of rank {len(t.shape)}, each extent at least the tile's "
+                   f"{fmt_shape(t.shape)}", fmt_shape(a["shape"]))
+    if a["pad_value"] is PadValue.null:
+        raise fail("tile.fillpad_expand", "pad_value zero, max or min", "null")
+    return TileType(shape=shape, dtype=t.dtype, space=t.space)
+
+
+register("tile.fillpad_expand", [P("tile", Kind.TILE, spaces=VEC), P("shape", Kind.SHAPE),
+                                 P("pad_value", Kind.PAD, default=PadValue.zero)], _infer_fillpad_expand,
+         doc="a larger tile: the source's valid region at the top left, the pad value everywhere else",
+         mnemonic="TFILLPADEXP")
