@@ -192,6 +192,14 @@ CASES += [
                                                       [R + 8, C + 16], pad_value=PadValue.min),
          lambda x, y: torch.nn.functional.pad(x[:R - 2, :C - 3], (0, 19, 0, 10), value=float("-inf")),
          out_shape=(R + 8, C + 16)),
+    *[case(f"tile.ci{'.down' if down else ''}", lambda b, a, c, down=down: b.op("tile.ci", 5, [1, C], dtype=D.INT32,
+                                                                               descending=down),
+           lambda x, y, down=down: (5 - torch.arange(C) if down else 5 + torch.arange(C)).int().reshape(1, C),
+           out_shape=(1, C), out_dtype=torch.int32) for down in (False, True)],
+    *[case(f"tile.tri{'.upper' if up else ''}", lambda b, a, c, up=up: b.op("tile.cast", b.op(
+        "tile.tri", -1 if up else 2, [R, C], dtype=D.INT32, upper=up), target_type=D.FP32),
+           lambda x, y, up=up: (torch.triu(torch.ones(R, C), -1) if up else torch.tril(torch.ones(R, C), 2)))
+      for up in (False, True)],
     case("tile.prelu", tile2("tile.prelu"), lambda x, y: torch.where(x > 0, x, x * y)),
     case("tile.lrelu", tile1("tile.lrelu", 0.125), lambda x, y: torch.where(x > 0, x, x * 0.125)),
     *[case(f"tile.{k}", lambda b, a, c, k=k: b.op(f"tile.{k}", b.op("tile.load", a, [0, 0], [R, C]),

@@ -256,6 +256,23 @@ IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).co
 IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()
 
 
+@impl("tile.ci")
+def ci(start, shape, dtype, descending):
+    k = torch.arange(shape[1], dtype=torch.int64)
+    row = start - k if descending else start + k
+    return row.to(num.TORCH[dtype]).reshape(tuple(shape))  # (wrapping at the dtype's width)
+
+
+@impl("tile.tri")
+def tri(diagonal, shape, valid_shape, dtype, upper):
+    rows, cols = torch.arange(shape[0]).unsqueeze(1), torch.arange(shape[1]).unsqueeze(0)
+    ones = cols >= rows + diagonal if upper else cols <= rows + diagonal
+    out = torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
+    vr, vc = valid_shape if valid_shape is not None else shape
+    out[:vr, :vc] = ones[:vr, :vc].to(out.dtype)
+    return out
+
+
 @impl("tile.prelu")
 def prelu(tile: TileVal, slope: TileVal, tmp=None):
     x = tile.data

@@ -1,8 +1,10 @@
 """Tile ops that combine more than two operands elementwise, or an operand with a scalar in
 a way the families do not: the rectifiers with a slope (``prelu`` by a tile, ``lrelu`` by
 a scalar), the three-input sums and differences (``addc``, ``subc``, ``addsc``, ``subsc``),
-a select against a scalar (``sels``) and a scalar broadcast to a tile's shape
-(``expands``). Tile level only, as the reference has them; ``pl.<name>`` is each."""
+a select against a scalar (``sels``), a scalar broadcast to a tile's shape (``expands``),
+and the tiles the vector unit generates from scalars: consecutive integers (``ci``, also
+spelled ``arange``) and a triangular mask (``tri``). Tile level only, as the reference has
+them; ``pl.<name>`` is each."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS, NUMERIC
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, same_shape_dtype, unify
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, same_shape_dtype, static_ints, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import DataType, TileType, type_name
 
@@ -106,5 +108,48 @@ register("tile.sels", [P("mask", Kind.TILE, spaces=VEC), P("src", Kind.TILE, spa
 register("tile.expands", [P("target", Kind.TILE, spaces=VEC), P("scalar", Kind.SCALAR)], _infer_expands,
          doc="the scalar in every element of a tile shaped as target", mnemonic="VDUP")
 
-for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands"):
+
+
+def _static_2d(op: str, a: OpArgs) -> tuple:
+    shape = static_ints(a["shape"])
+    if shape is None or len(shape) != 2 or any(s <= 0 for s in shape):
+        raise fail(op, "a static positive 2-D shape", fmt_shape(a["shape"]))
+    return shape
+
+
+def _infer_ci(a: OpArgs, soc: SoC) -> TileType:
+    shape = _static_2d("tile.ci", a)
+    if shape[0] != 1 or shape[1] == 1:
+        raise fail("tile.ci", "a shape [1, N] with N > 1 (the sequence fills the first row only)", fmt_shape(shape))
+    if a["dtype"] not in (DataType.INT16, DataType.INT32):
+        raise fail("tile.ci", "dtype INT16 or INT32", a["dtype"].name)
+    if isinstance(a["start"], Const) and not isinstance(a["start"].value, int):
+        raise fail("tile.ci", "an integer start", repr(a["start"].value))
+    return TileType(shape=shape, dtype=a["dtype"], space=M.Vec)
+
+
+def _infer_tri(a: OpArgs, soc: SoC) -> TileType:
+    shape = _static_2d("tile.tri", a)
+    valid = a["valid_shape"]
+    if valid is not None:
+        sv = static_ints(valid)
+        if len(valid) != 2 or sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
+            raise fail("tile.tri", f"valid_shape within the shape {fmt_shape(shape)}", fmt_shape(valid))
+    if isinstance(a["diagonal"], Const) and not isinstance(a["diagonal"].value, int):
+        raise fail("tile.tri", "an integer diagonal", repr(a["diagonal"].value))
+    return TileType(shape=shape, dtype=a["dtype"], space=M.Vec, valid_shape=None if valid is None else tuple(valid))
+
+
+register("tile.ci", [P("start", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
+                     P("dtype", Kind.DTYPE, default=DataType.INT32), P("descending", Kind.BOOL, default=False)],
+         _infer_ci, doc="consecutive integers start, start + 1, ... (start - k descending) along the first row",
+         mnemonic="VCI")
+register("tile.tri", [P("diagonal", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
+                      P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
+                      P("dtype", Kind.DTYPE, default=DataType.INT32), P("upper", Kind.BOOL, default=False)],
+         _infer_tri, doc="1 where column <= row + diagonal (upper: >=), else 0, over the valid region",
+         mnemonic="VTRI")
+
+for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands", "ci", "tri"):
     unify(_name, tile=f"tile.{_name}")
+unify("arange", tile="tile.ci")
