@@ -200,6 +200,12 @@ CASES += [
         "tile.tri", -1 if up else 2, [R, C], dtype=D.INT32, upper=up), target_type=D.FP32),
            lambda x, y, up=up: (torch.triu(torch.ones(R, C), -1) if up else torch.tril(torch.ones(R, C), 2)))
       for up in (False, True)],
+    *[case(f"tile.part_{k}", lambda b, a, c, k=k: b.op(f"tile.part_{k}",
+                                                       b.op("tile.load", a, [0, 0], [R, C], valid_shape=[R, C - 5]),
+                                                       b.op("tile.load", c, [0, 0], [R, C], valid_shape=[R - 3, C])),
+           lambda x, y, f=f: torch.cat([torch.cat([f(x[:R - 3, :C - 5], y[:R - 3, :C - 5]), y[:R - 3, C - 5:]], 1),
+                                        torch.cat([x[R - 3:, :C - 5], torch.zeros(3, 5)], 1)]))
+      for k, f in (("add", torch.add), ("mul", torch.mul), ("max", torch.maximum), ("min", torch.minimum))],
     case("tile.prelu", tile2("tile.prelu"), lambda x, y: torch.where(x > 0, x, x * y)),
     case("tile.lrelu", tile1("tile.lrelu", 0.125), lambda x, y: torch.where(x > 0, x, x * 0.125)),
     *[case(f"tile.{k}", lambda b, a, c, k=k: b.op(f"tile.{k}", b.op("tile.load", a, [0, 0], [R, C]),

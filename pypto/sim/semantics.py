@@ -273,6 +273,32 @@ def tri(diagonal, shape, valid_shape, dtype, upper):
     return out
 
 
+def _valid_mask(t: TileVal) -> torch.Tensor:
+    mask = torch.zeros(t.data.shape, dtype=torch.bool)
+    mask[tuple(slice(0, v) for v in t.valid)] = True
+    return mask
+
+
+def _part(fn):
+    """Combined where both sources are valid, the one valid source elsewhere (0 where neither is)."""
+    def run(src0: TileVal, src1: TileVal):
+        x, y = src0.data, src1.data
+        in_x, in_y = _valid_mask(src0), _valid_mask(src1)
+        out = torch.zeros_like(x)
+        both = in_x & in_y
+        out[both] = fn(x[both], y[both])
+        out[in_x & ~in_y] = x[in_x & ~in_y]
+        out[in_y & ~in_x] = y[in_y & ~in_x]
+        return out
+    return run
+
+
+IMPLS["tile.part_add"] = _part(num.arith(torch.add))
+IMPLS["tile.part_mul"] = _part(num.arith(torch.mul))
+IMPLS["tile.part_max"] = _part(num.maximum)
+IMPLS["tile.part_min"] = _part(num.minimum)
+
+
 @impl("tile.prelu")
 def prelu(tile: TileVal, slope: TileVal, tmp=None):
     x = tile.data

@@ -153,3 +153,29 @@ register("tile.tri", [P("diagonal", Kind.SCALAR, integer=True), P("shape", Kind.
 for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands", "ci", "tri"):
     unify(_name, tile=f"tile.{_name}")
 unify("arange", tile="tile.ci")
+
+
+def _valid_extents(t: TileType):
+    return tuple(t.shape) if t.valid_shape is None else static_ints(t.valid_shape)
+
+
+def _part(op: str):
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        x, y = a.tile("src0"), a.tile("src1")
+        same_shape_dtype(op, x, y)
+        _dtype_in(op, x, NUMERIC)
+        vx, vy = _valid_extents(x), _valid_extents(y)
+        if vx is None or vy is None:
+            raise fail(op, "valid shapes known when it compiles (the result's is the larger of each)",
+                       f"{fmt_shape(x.valid_shape or x.shape)} and {fmt_shape(y.valid_shape or y.shape)}")
+        valid = tuple(Const(max(p, q)) for p, q in zip(vx, vy))
+        return TileType(shape=x.shape, dtype=x.dtype, space=M.Vec if x.space is not None else None, valid_shape=valid)
+    return infer
+
+
+for _name in ("part_add", "part_mul", "part_max", "part_min"):
+    register(f"tile.{_name}", [P("src0", Kind.TILE, spaces=VEC), P("src1", Kind.TILE, spaces=VEC)],
+             _part(f"tile.{_name}"), doc=f"{_name.split('_')[1]} where both sources are valid; where only one is, "
+                                         "that one (the result is valid over the larger of each extent)",
+             mnemonic="V" + _name.replace("_", "").upper())
+    unify(_name, tile=f"tile.{_name}")
