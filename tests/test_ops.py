@@ -206,6 +206,11 @@ CASES += [
            lambda x, y, f=f: torch.cat([torch.cat([f(x[:R - 3, :C - 5], y[:R - 3, :C - 5]), y[:R - 3, C - 5:]], 1),
                                         torch.cat([x[R - 3:, :C - 5], torch.zeros(3, 5)], 1)]))
       for k, f in (("add", torch.add), ("mul", torch.mul), ("max", torch.maximum), ("min", torch.minimum))],
+    case("tile.matmul_bias", lambda b, a, c: _mm_bias(b, a, c), lambda x, y: x.double() @ y.reshape(C, R).double() + y.reshape(-1)[:R].double(),
+         inputs=(X, Y.reshape(C, R)), out_shape=(R, R)),
+    *[case(f"tile.{k}", lambda b, a, c, k=k: _gemv(b, a, c, k), lambda x, y, k=k: (
+        x[:1].double() @ y.double() * (2 if k == "gemv_acc" else 1) + (y[:1].double() if k == "gemv_bias" else 0)),
+        inputs=(X, Y.reshape(C, R)), out_shape=(1, R)) for k in ("gemv", "gemv_acc", "gemv_bias")],
     case("tile.prelu", tile2("tile.prelu"), lambda x, y: torch.where(x > 0, x, x * y)),
     case("tile.lrelu", tile1("tile.lrelu", 0.125), lambda x, y: torch.where(x > 0, x, x * 0.125)),
     *[case(f"tile.{k}", lambda b, a, c, k=k: b.op(f"tile.{k}", b.op("tile.load", a, [0, 0], [R, C]),
@@ -239,6 +244,25 @@ def _mm_transposed(b, a, c):
     left = b.op("tile.move", b.op("tile.load", c, [0, 0], [R, C], target_memory=M.Mat), target_memory=M.Left)
     right = b.op("tile.transpose_view", b.op("tile.load", a, [0, 0], [R, C], target_memory=M.Mat))
     return b.op("tile.matmul", left, b.op("tile.move", right, target_memory=M.Right))
+
+
+def _mm_bias(b, a, c):
+    """a @ c[:, :R]-ish through matmul_bias: c's first row (as FP32) is the bias."""
+    left = b.op("tile.move", b.op("tile.load", a, [0, 0], [R, C], target_memory=M.Mat), target_memory=M.Left)
+    right = b.op("tile.move", b.op("tile.load", c, [0, 0], [C, R], target_memory=M.Mat), target_memory=M.Right)
+    bias = b.op("tile.move", b.op("tile.load", c, [0, 0], [1, R], target_memory=M.Mat), target_memory=M.Bias)
+    return b.op("tile.matmul_bias", left, right, bias)
+
+
+def _gemv(b, a, c, kind):
+    row = b.op("tile.move", b.op("tile.load", a, [0, 0], [1, C], target_memory=M.Mat), target_memory=M.Left)
+    right = b.op("tile.move", b.op("tile.load", c, [0, 0], [C, R], target_memory=M.Mat), target_memory=M.Right)
+    if kind == "gemv":
+        return b.op("tile.gemv", row, right)
+    if kind == "gemv_bias":
+        bias = b.op("tile.move", b.op("tile.load", c, [0, 0], [1, R], target_memory=M.Mat), target_memory=M.Bias)
+        return b.op("tile.gemv_bias", row, right, bias, acc_phase="final")
+    return b.op("tile.gemv_acc", b.op("tile.gemv", row, right), row, right)
 
 
 def _mm(b, a, c):

@@ -273,7 +273,7 @@ class _Selector:
             core, pipe, mnemonic = self.owner(dst.space), Pipe.FIXPIPE, "TINSERT"
         elif call.op == "tile.transpose_view":
             core, pipe, mnemonic = self.owner(dst.space), Pipe.MTE1, "TRANSVIEW"
-        elif call.op in ("tile.matmul", "tile.matmul_acc"):
+        elif op.mnemonic == "MMAD":  # the cube's ops
             core, pipe, mnemonic = self.owner(dst.space), Pipe.CUBE, "MMAD"
         elif call.op == "tile.create" and dst.space is not M.Vec:
             # zeros written where the cube core keeps them: by the cube into Acc, by MTE1 into L1/L0

@@ -376,6 +376,12 @@ def fillpad(tile: TileVal, pad_value):
 
 IMPLS["tile.matmul"] = lambda lhs, rhs: num.matmul(lhs.data, rhs.data)
 IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs: num.matmul(lhs.data, rhs.data, acc.data)
+# the bias row is where the accumulator starts
+IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: num.matmul(lhs.data, rhs.data, bias.data.expand(
+    lhs.data.shape[0], -1))
+IMPLS["tile.gemv"] = lambda lhs, rhs, acc_phase="unspecified": num.matmul(lhs.data, rhs.data)
+IMPLS["tile.gemv_acc"] = lambda acc, lhs, rhs, acc_phase="unspecified": num.matmul(lhs.data, rhs.data, acc.data)
+IMPLS["tile.gemv_bias"] = lambda lhs, rhs, bias, acc_phase="unspecified": num.matmul(lhs.data, rhs.data, bias.data)
 
 
 @impl("tensor.matmul")

@@ -19,12 +19,11 @@ from pypto.ir.ops.registry import (
 )
 from pypto.ir.ops.families import BINARY, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
 from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.ops.cube import CUBE_IN, acc_dtype
 from pypto.ir.ops.tile import (
     CAST_MODES,
-    CUBE_IN,
     NUMERIC,
     SHAPE_HINT,
-    acc_dtype,
     check_region,
 )
 from pypto.errors import TypeCheckError

@@ -406,57 +406,6 @@ register("tile.fillpad", [P("tile", Kind.TILE, spaces=VEC), P("pad_value", Kind.
          in_place=True)
 
 
-# --------------------------------------------------------------------------- cube
-
-
-CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
-
-
-def acc_dtype(dtype: DataType) -> DataType:
-    return DataType.INT32 if dtype.is_int else DataType.FP32
-
-
-def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
-    _require_2d(op, lhs, "lhs")
-    _require_2d(op, rhs, "rhs")
-    if (lhs.valid_shape is not None and lhs.valid_shape[1] != Const(lhs.shape[1])) or \
-            (rhs.valid_shape is not None and rhs.valid_shape[0] != Const(rhs.shape[0])):
-        raise fail(op, "a fully valid K extent", "a partial tile along K",
-                   "make K fully valid: choose a K tile that divides K, or zero-pad the tensor along K in GM")
-    if lhs.shape[1] != rhs.shape[0]:
-        raise fail(op, "matching inner dimensions", f"lhs K={lhs.shape[1]} and rhs K={rhs.shape[0]}")
-    if lhs.dtype is not rhs.dtype:
-        raise fail(op, "identical lhs and rhs data types", f"{lhs.dtype.name} and {rhs.dtype.name}",
-                   "cast one operand before moving it to L0")
-    _require_dtype(op, lhs, CUBE_IN, "a cube input dtype")
-
-
-def _infer_matmul(a: OpArgs, soc: SoC) -> TileType:
-    lhs, rhs = a.tile("lhs"), a.tile("rhs")
-    _check_mm("tile.matmul", lhs, rhs)
-    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
-
-
-register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
-         _infer_matmul, doc="Left x Right -> Acc, accumulating in FP32 (INT32 for int8)")
-
-
-def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
-    acc, lhs, rhs = a.tile("acc"), a.tile("lhs"), a.tile("rhs")
-    _check_mm("tile.matmul_acc", lhs, rhs)
-    if acc.shape != (lhs.shape[0], rhs.shape[1]):
-        raise fail("tile.matmul_acc", f"an accumulator of shape {fmt_shape((lhs.shape[0], rhs.shape[1]))}",
-                   fmt_shape(acc.shape))
-    if acc.dtype is not acc_dtype(lhs.dtype):
-        raise fail("tile.matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
-    return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc)
-
-
-register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
-                             P("rhs", Kind.TILE, spaces=(M.Right,))],
-         _infer_matmul_acc, doc="acc + Left x Right -> Acc", in_place=True)
-
-
 # --------------------------------------------------------------------------- unified names
 
 unify_families()
@@ -473,4 +422,4 @@ unify("create", tile="tile.create")
 unify("concat", tile="tile.concat")
 unify("full", tensor="tensor.full")  # pl.tile.full spells the tile form
 
-__all__ = ["REQUIRED", "mask_cols", "CMP_NAMES", "CAST_MODES", "acc_dtype", "check_region", "TypeCheckError"]
+__all__ = ["REQUIRED", "mask_cols", "CMP_NAMES", "CAST_MODES", "check_region", "TypeCheckError"]

@@ -1,0 +1,110 @@
+"""The cube's tile ops: Left x Right into Acc — fresh (``matmul``), onto an accumulator
+(``matmul_acc``), from a bias row (``matmul_bias``), and their row-vector forms (``gemv``,
+``gemv_acc``, ``gemv_bias``) — with the dtypes the cube takes and the accumulator's."""
+
+from __future__ import annotations
+
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
+from pypto.ir.nodes import Const
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, unify
+from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.ops.tile import _require_2d, _require_dtype
+from pypto.ir.types import DataType, TileType, type_name
+
+
+CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
+
+
+def acc_dtype(dtype: DataType) -> DataType:
+    return DataType.INT32 if dtype.is_int else DataType.FP32
+
+
+def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
+    _require_2d(op, lhs, "lhs")
+    _require_2d(op, rhs, "rhs")
+    if (lhs.valid_shape is not None and lhs.valid_shape[1] != Const(lhs.shape[1])) or \
+            (rhs.valid_shape is not None and rhs.valid_shape[0] != Const(rhs.shape[0])):
+        raise fail(op, "a fully valid K extent", "a partial tile along K",
+                   "make K fully valid: choose a K tile that divides K, or zero-pad the tensor along K in GM")
+    if lhs.shape[1] != rhs.shape[0]:
+        raise fail(op, "matching inner dimensions", f"lhs K={lhs.shape[1]} and rhs K={rhs.shape[0]}")
+    if lhs.dtype is not rhs.dtype:
+        raise fail(op, "identical lhs and rhs data types", f"{lhs.dtype.name} and {rhs.dtype.name}",
+                   "cast one operand before moving it to L0")
+    _require_dtype(op, lhs, CUBE_IN, "a cube input dtype")
+
+
+def _infer_matmul(a: OpArgs, soc: SoC) -> TileType:
+    lhs, rhs = a.tile("lhs"), a.tile("rhs")
+    _check_mm("tile.matmul", lhs, rhs)
+    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+
+
+register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
+         _infer_matmul, doc="Left x Right -> Acc, accumulating in FP32 (INT32 for int8)", mnemonic="MMAD")
+
+
+def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
+    acc, lhs, rhs = a.tile("acc"), a.tile("lhs"), a.tile("rhs")
+    _check_mm("tile.matmul_acc", lhs, rhs)
+    if acc.shape != (lhs.shape[0], rhs.shape[1]):
+        raise fail("tile.matmul_acc", f"an accumulator of shape {fmt_shape((lhs.shape[0], rhs.shape[1]))}",
+                   fmt_shape(acc.shape))
+    if acc.dtype is not acc_dtype(lhs.dtype):
+        raise fail("tile.matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
+    return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc)
+
+
+register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
+                             P("rhs", Kind.TILE, spaces=(M.Right,))],
+         _infer_matmul_acc, doc="acc + Left x Right -> Acc", in_place=True, mnemonic="MMAD")
+
+
+def _bias(op: str, bias: TileType, lhs: TileType, n: int) -> None:
+    if bias.shape != (1, n) or bias.dtype is not acc_dtype(lhs.dtype):
+        raise fail(op, f"a bias of shape [1, {n}] in the accumulator dtype {acc_dtype(lhs.dtype).name}",
+                   type_name(bias), "load the bias as FP32 (INT32 for integer operands) and pl.move it to pl.Mem.Bias")
+
+
+def _infer_matmul_bias(a: OpArgs, soc: SoC) -> TileType:
+    lhs, rhs = a.tile("lhs"), a.tile("rhs")
+    _check_mm("tile.matmul_bias", lhs, rhs)
+    _bias("tile.matmul_bias", a.tile("bias"), lhs, rhs.shape[1])
+    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+
+
+register("tile.matmul_bias", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,)),
+                              P("bias", Kind.TILE, spaces=(M.Bias,))],
+         _infer_matmul_bias, doc="Left x Right + bias (a [1, N] row the accumulator starts from) -> Acc",
+         mnemonic="MMAD")
+
+_PHASES = ("unspecified", "partial", "final")
+
+
+def _gemv(op: str, acc: bool, bias: bool):
+    def infer(a: OpArgs, soc: SoC) -> TileType:
+        lhs, rhs = a.tile("lhs"), a.tile("rhs")
+        if len(lhs.shape) != 2 or lhs.shape[0] != 1:
+            raise fail(op, "a row vector lhs [1, K]", type_name(lhs), "use pl.matmul for more rows")
+        _check_mm(op, lhs, rhs)
+        if a["acc_phase"] not in _PHASES:
+            raise fail(op, f"acc_phase one of {', '.join(_PHASES)}", repr(a["acc_phase"]))
+        out = TileType(shape=(1, rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+        if acc and (a.tile("acc").shape != out.shape or a.tile("acc").dtype is not out.dtype):
+            raise fail(op, f"an accumulator {type_name(out)}", type_name(a.tile("acc")))
+        if bias:
+            _bias(op, a.tile("bias"), lhs, rhs.shape[1])
+        return out
+
+    params = ([P("acc", Kind.TILE, spaces=(M.Acc,))] if acc else []) + [
+        P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))] + (
+        [P("bias", Kind.TILE, spaces=(M.Bias,))] if bias else []) + [P("acc_phase", Kind.STR, default="unspecified")]
+    register(op, params, infer, doc=f"{'acc + ' if acc else ''}a row vector [1, K] x Right{' + bias' if bias else ''}"
+             " -> Acc [1, N]", in_place=acc, mnemonic="MMAD")
+
+
+for _op, _acc, _b in (("tile.gemv", False, False), ("tile.gemv_acc", True, False), ("tile.gemv_bias", False, True)):
+    _gemv(_op, _acc, _b)
+for _n in ("matmul_bias", "gemv", "gemv_acc", "gemv_bias"):
+    unify(_n, tile=f"tile.{_n}")
