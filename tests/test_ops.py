@@ -211,6 +211,12 @@ CASES += [
     *[case(f"tile.{k}", lambda b, a, c, k=k: _gemv(b, a, c, k), lambda x, y, k=k: (
         x[:1].double() @ y.double() * (2 if k == "gemv_acc" else 1) + (y[:1].double() if k == "gemv_bias" else 0)),
         inputs=(X, Y.reshape(C, R)), out_shape=(1, R)) for k in ("gemv", "gemv_acc", "gemv_bias")],
+    case("tile.reinterpret_view", lambda b, a, c: b.op("tile.reinterpret_view", b.op("tile.load", a, [0, 0], [R, C]),
+                                                        D.INT32), lambda x, y: x.view(torch.int32),
+         out_dtype=torch.int32),
+    case("tile.reinterpret_view.shape", lambda b, a, c: b.op("tile.reinterpret_view", b.op("tile.load", a, [0, 0], [R, C]),
+                                                              D.FP16, shape=[R * 2, C]),
+         lambda x, y: x.view(torch.float16).reshape(R * 2, C), out_shape=(R * 2, C), out_dtype=torch.float16),
     case("tile.prelu", tile2("tile.prelu"), lambda x, y: torch.where(x > 0, x, x * y)),
     case("tile.lrelu", tile1("tile.lrelu", 0.125), lambda x, y: torch.where(x > 0, x, x * 0.125)),
     *[case(f"tile.{k}", lambda b, a, c, k=k: b.op(f"tile.{k}", b.op("tile.load", a, [0, 0], [R, C]),

@@ -281,7 +281,7 @@ class _Selector:
         else:
             core, pipe = self.owner(dst.space), Pipe.VECTOR
             mnemonic = op.mnemonic or "V" + short.replace("_", "").upper()
-            if short in ("set_validshape", "reshape") and bufs[0].addr == dst.addr:
+            if short in ("set_validshape", "reshape", "reinterpret_view") and bufs[0].addr == dst.addr:
                 return []  # a view of the same bytes: nothing moves
         reads = tuple(self.loc(b, core) for b in bufs)
         return [Instr(mnemonic, pipe, core, call.op, tuple(args), reads, (self.loc(dst, core),), span, target, dst)]

@@ -299,6 +299,10 @@ IMPLS["tile.part_max"] = _part(num.maximum)
 IMPLS["tile.part_min"] = _part(num.minimum)
 
 
+IMPLS["tile.reinterpret_view"] = lambda data, dtype, shape=None: data.data.contiguous().view(
+    num.TORCH[dtype]).reshape(tuple(shape) if shape is not None else data.data.shape[:-1] + (-1,)).clone()
+
+
 @impl("tile.prelu")
 def prelu(tile: TileVal, slope: TileVal, tmp=None):
     x = tile.data

@@ -1,14 +1,17 @@
 """Tile ops over windows of a tile: a window copied out (``tile.slice``), a source written
 into a target at an offset (``tile.assemble``: Vec into Vec, or Acc into Mat through the
-fixpipe), and the other layout of a Mat tile (``tile.transpose_view``)."""
+fixpipe), the other layout of a Mat tile (``tile.transpose_view``), a larger padded tile
+(``tile.fillpad_expand``) and the same bytes as another dtype (``tile.reinterpret_view``)."""
 
 from __future__ import annotations
+
+import math
 
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT
 from pypto.ir.types import DataType, PadValue, TileType
@@ -111,3 +114,30 @@ register("tile.fillpad_expand", [P("tile", Kind.TILE, spaces=VEC), P("shape", Ki
                                  P("pad_value", Kind.PAD, default=PadValue.zero)], _infer_fillpad_expand,
          doc="a larger tile: the source's valid region at the top left, the pad value everywhere else",
          mnemonic="TFILLPADEXP")
+
+
+def _infer_reinterpret_view(a: OpArgs, soc: SoC) -> TileType:
+    t, dtype = a.tile("data"), a["dtype"]
+    if dtype is t.dtype:
+        raise fail("tile.reinterpret_view", "a dtype other than the tile's", dtype.name, "drop the reinterpretation")
+    if t.valid_shape is not None:
+        raise fail("tile.reinterpret_view", "a fully valid tile", "a partial valid shape", "pl.fillpad the tile first")
+    nbytes = t.nbytes
+    if a["shape"] is None:
+        last = t.shape[-1] * t.dtype.nbytes
+        if last % dtype.nbytes:
+            raise fail("tile.reinterpret_view", f"a last axis of whole {dtype.name} elements",
+                       f"{last} bytes per row", "give shape= explicitly")
+        shape = (*t.shape[:-1], last // dtype.nbytes)
+    else:
+        shape = static_ints(a["shape"])
+        if shape is None or math.prod(shape) * dtype.nbytes != nbytes:
+            raise fail("tile.reinterpret_view", f"a shape of {nbytes} bytes of {dtype.name}", fmt_shape(a["shape"]))
+    return TileType(shape=shape, dtype=dtype, space=t.space)
+
+
+register("tile.reinterpret_view", [P("data", Kind.TILE), P("dtype", Kind.DTYPE),
+                                   P("shape", Kind.SHAPE, default=None, optional=True)], _infer_reinterpret_view,
+         doc="the same bytes read as another dtype (by default the last axis rescaled)", in_place=True,
+         mnemonic="VCOPY")
+unify("reinterpret_view", tile="tile.reinterpret_view")
