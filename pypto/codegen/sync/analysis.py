@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 
-from pypto.codegen.isa import GmLoc, Loop, assigned_scalars
+from pypto.codegen.isa import Loop, assigned_scalars
 from pypto.codegen.sync.edges import UNKNOWN, Edge, Node, rank
 from pypto.codegen.sync.knowledge import Knowledge
-from pypto.codegen.sync.locations import map_exprs, may_overlap
+from pypto.codegen.sync.locations import beyond, map_exprs, may_overlap
 from pypto.codegen.sync.passages import entered, exited, rotates, trip_count
 from pypto.ir import nodes as n
-from pypto.ir.affine import linear
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
 
@@ -211,8 +209,8 @@ class BlockAnalysis:
                     continue
                 if not (wa or wb):
                     continue
-                if may_overlap(la, lb) or v.t - u.t == self.reach and self.beyond(u.original[ia][0],
-                                                                                   v.original[ib][0]):
+                if may_overlap(la, lb) or v.t - u.t == self.reach and beyond(
+                        u.original[ia][0], v.original[ib][0], self.loop, self.reach, self.variant):
                     pair = pair or (u.original[ia][0], v.original[ib][0])
                     first = None if first is None or kb is None else min(first, kb)
                     last = None if last is None or ka is None else max(last, ka)
@@ -230,40 +228,6 @@ class BlockAnalysis:
         if key not in self._reach:
             self._reach[key] = exited(self.carried[j], pipe)
         return self._reach[key]
-
-    def beyond(self, la, lb) -> bool:
-        """Whether GM accesses ``la`` and then ``lb``, ``self.reach`` or more iterations
-        later, can touch the same bytes (``out[(i + 2) * 8]`` stored, ``out[i * 8]`` loaded):
-        dependences farther than the window are ordered at its widest distance, which in-order
-        pipes carry on to every later iteration."""
-        loop = self.loop
-        if not (isinstance(la, GmLoc) and isinstance(lb, GmLoc) and la.tensor == lb.tensor
-                and isinstance(loop.step, n.Const)):
-            return False
-        if la.region is not None and lb.region is not None and all(
-                r.slot is not UNKNOWN and loop.var in n.expr_vars(r.slot) for r in (la.region, lb.region)):
-            return False  # ring slots: the window spans a whole rotation, or the loop ends before one
-        trip = trip_count(loop)
-        lo, hi = self.reach, trip.value - 1 if isinstance(trip, n.Const) else None
-        for oa, ea, ob, eb in zip(la.offsets, la.extents, lb.offsets, lb.extents):
-            a, b = linear(oa) if oa is not UNKNOWN else None, linear(ob) if ob is not UNKNOWN else None
-            if a is None or b is None or self.variant & (set(a[1]) | set(b[1])):
-                return False  # not provably apart at any distance: the window saw it
-            ca, cb = a[1].pop(loop.var, 0), b[1].pop(loop.var, 0)
-            if ca != cb or a[1] != b[1]:
-                return False
-            # lb's offset minus la's, k iterations later: d + slope * k, overlapping in (-eb, ea)
-            d, slope = b[0] - a[0], ca * loop.step.value
-            if slope == 0:
-                if not -eb < d < ea:
-                    return False
-                continue
-            first, last = sorted(((-eb - d) / slope, (ea - d) / slope))
-            lo = max(lo, math.floor(first) + 1)
-            hi = math.ceil(last) - 1 if hi is None else min(hi, math.ceil(last) - 1)
-            if lo > hi:
-                return False
-        return True
 
     def at(self, loc, loop: Loop | None, t: int):
         """``loc`` as seen in window iteration t: the loop variable advanced t steps, and each

@@ -1,15 +1,19 @@
 """Whether two accesses can touch the same bytes: buffers by address range or rotating
 slot, GM windows by ring slot and by offsets that differ by a proven constant; what is not
-proven apart may overlap. ``blur`` makes what depends on names bound inside a compound unknown."""
+proven apart may overlap (``beyond``: also past a loop's window of iterations). ``blur`` makes
+what depends on names bound inside a compound unknown."""
 
 from __future__ import annotations
 
 import attrs
 
-from pypto.codegen.isa import BufLoc, GmLoc
+import math
+
+from pypto.codegen.isa import BufLoc, GmLoc, Loop
 from pypto.codegen.sync.edges import UNKNOWN
 from pypto.ir import nodes as n
-from pypto.ir.affine import static_difference
+from pypto.codegen.sync.passages import trip_count
+from pypto.ir.affine import linear, static_difference
 
 
 def map_exprs(loc, f):
@@ -80,3 +84,37 @@ def buffer_range(loc: BufLoc):
         r = loc.region
         return r.base, r.base + r.slots * r.slot_size
     return None
+
+
+def beyond(la, lb, loop: Loop, reach: int, variant: set) -> bool:
+    """Whether GM accesses ``la`` and then ``lb``, ``reach`` or more iterations of ``loop``
+    later, can touch the same bytes (``out[(i + 2) * 8]`` stored, ``out[i * 8]`` loaded):
+    dependences farther than the window are ordered at its widest distance, which in-order
+    pipes carry on to every later iteration. ``variant``: the scalars the body assigns."""
+    if not (isinstance(la, GmLoc) and isinstance(lb, GmLoc) and la.tensor == lb.tensor
+            and isinstance(loop.step, n.Const)):
+        return False
+    if la.region is not None and lb.region is not None and all(
+            r.slot is not UNKNOWN and loop.var in n.expr_vars(r.slot) for r in (la.region, lb.region)):
+        return False  # ring slots: the window spans a whole rotation, or the loop ends before one
+    trip = trip_count(loop)
+    lo, hi = reach, trip.value - 1 if isinstance(trip, n.Const) else None
+    for oa, ea, ob, eb in zip(la.offsets, la.extents, lb.offsets, lb.extents):
+        a, b = linear(oa) if oa is not UNKNOWN else None, linear(ob) if ob is not UNKNOWN else None
+        if a is None or b is None or variant & (set(a[1]) | set(b[1])):
+            return False  # not provably apart at any distance: the window saw it
+        ca, cb = a[1].pop(loop.var, 0), b[1].pop(loop.var, 0)
+        if ca != cb or a[1] != b[1]:
+            return False
+        # lb's offset minus la's, k iterations later: d + slope * k, overlapping in (-eb, ea)
+        d, slope = b[0] - a[0], ca * loop.step.value
+        if slope == 0:
+            if not -eb < d < ea:
+                return False
+            continue
+        first, last = sorted(((-eb - d) / slope, (ea - d) / slope))
+        lo = max(lo, math.floor(first) + 1)
+        hi = math.ceil(last) - 1 if hi is None else min(hi, math.ceil(last) - 1)
+        if lo > hi:
+            return False
+    return True
