@@ -245,3 +245,56 @@ def test_a_read_inside_an_expression(platform):
     want = torch.zeros(64, 64)
     want[:48] = data[:48]
     assert torch.equal(out, want)
+
+
+@pl.jit
+def narrowed(data: pl.Tensor, cfg: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        small = pl.cast(pl.read(cfg, [0]), pl.INT8)  # the low 8 bits, two's complement
+        trips = pl.cast(small, pl.INDEX)
+        for i in pl.range(trips):
+            pl.store(pl.load(data, [i * 16, 0], [16, 64], target_memory=pl.MemorySpace.Vec), [i * 16, 0], out)
+    return out
+
+
+@pl.jit
+def width_from_data(data: pl.Tensor, cfg: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v = pl.read(cfg, [0])
+        t = pl.load(data, [0, 0], [16, 64], valid_shape=[16, v], target_memory=pl.MemorySpace.Vec)  # v of 0..64
+        pl.store(pl.tile.fillpad(t), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_narrowing_scalar_cast_keeps_the_low_bits(platform):
+    data = torch.randn(64, 64)
+    for value, trips in ((260, 4), (200, 0), (3, 3)):
+        out = torch.zeros(64, 64)
+        narrowed(data, torch.tensor([value], dtype=torch.int32), out, config=RunConfig(platform=platform))
+        assert int((out != 0).any(dim=1).sum()) == 16 * trips, value
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_valid_extent_outside_the_tile_at_run_time_is_located(platform):
+    line = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if "# v of 0..64" in text)
+    for bad in (-3, 65):
+        want = r"valid shape \[16, %d\] at run time, outside its shape \[16, 64\]|negative extent %d|valid shape \[16, %d\] is outside the tile's shape" % (
+            bad, bad, bad)
+        with pytest.raises(PyptoError, match=want) as info:
+            width_from_data(torch.randn(16, 128), torch.tensor([bad], dtype=torch.int32), torch.zeros(16, 64),
+                            config=RunConfig(platform=platform))
+        assert info.value.span.line == line
+
+
+def test_a_float_value_read_for_an_integer_tile_is_refused_at_the_line():
+    from pypto.lang import parse
+
+    text = ("import pypto.language as pl\n\n\n@pl.program\nclass P:\n    @pl.function(type=pl.FunctionType.InCore)\n"
+            "    def k(self, x: pl.Tensor[[16, 64], pl.INT32], s: pl.Tensor[[1], pl.FP32],\n"
+            "          out: pl.Out[pl.Tensor[[16, 64], pl.INT32]]):\n"
+            "        t = pl.load(x, [0, 0], [16, 64])\n"
+            "        out = pl.store(pl.adds(t, pl.read(s, [0])), [0, 0], out)\n        return out\n")
+    with pytest.raises(PyptoError, match="an integer scalar for a INT32 tile, but got a FP32 value") as info:
+        parse(text, filename="mixed.py")
+    assert info.value.span.line == 10

@@ -108,5 +108,11 @@ def test_tensor_specs_make_the_inputs():
     with pytest.raises(ConfigError, match="not a number, a tensor or a callable"):
         TensorSpec("t", [3], torch.float32, init_value="ones").create_tensor()
     assert ScalarSpec("n", 4).ctype == "int64"
+    with pytest.raises(ConfigError, match="is not a torch dtype"):
+        TensorSpec("t", [3], "float32").create_tensor()
+    with pytest.raises(ConfigError, match="is not a value of torch.uint8"):
+        TensorSpec("t", [3], torch.uint8, init_value=300).create_tensor()
+    source = torch.ones(3)
+    assert TensorSpec("t", [3], torch.float32, init_value=source).create_tensor() is not source
     with pytest.raises(ConfigError, match="ctype 'long'"):
         ScalarSpec("n", 4, ctype="long")

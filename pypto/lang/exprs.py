@@ -280,8 +280,8 @@ class ExprConverter(Lookups, Statics, Annotations):
         name = ast.unparse(node.value)
         return self.error(UnsupportedSyntaxError, node,
                           f"tiles cannot be sliced: '{name}' is {type_name(self.local_type(node.value))}",
-                          hint="load just the region you need: pl.load(tensor, [row, col], [rows, cols]) "
-                               "(the reference's pl.tile.slice is not supported here yet)")
+                          hint="cut a window with pl.slice(tile, [rows, cols], [row, col]), or load just the "
+                               "region you need: pl.load(tensor, [row, col], [rows, cols])")
 
     def _static_const(self, node) -> n.Const:
         value = self.maybe_static(node)

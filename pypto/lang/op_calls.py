@@ -99,7 +99,14 @@ class OpCalls:
             raise self.error(UnsupportedSyntaxError, node,
                              f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: only between "
                              "integer types", hint="cast the tile the value is used with instead")
-        return value, ScalarType(dtype)
+        bits = 8 * dtype.nbytes
+        (lo, hi), (to_lo, to_hi) = _int_range(t.dtype), _int_range(dtype)
+        if bits >= 64 or to_lo <= lo and hi <= to_hi:
+            return value, ScalarType(dtype)
+        # a narrower type keeps the low bits, two's complement: (x + 2^(b-1)) mod 2^b - 2^(b-1)
+        low = -(1 << (bits - 1)) if _signed(dtype) else 0
+        wrapped = n.BinOp("+", n.BinOp("%", n.BinOp("-", value, n.Const(low)), n.Const(1 << bits)), n.Const(low))
+        return wrapped, ScalarType(dtype)
 
     def check_atomic_assemble(self, thunks, keywords: dict, node) -> None:
         """``pl.assemble(..., atomic=pl.AtomicType.Add)`` adds into GM, so it needs a
@@ -281,3 +288,13 @@ def _float_holds(v: int) -> bool:
     except OverflowError:
         return False
     return True
+
+
+def _signed(dtype: DataType) -> bool:
+    return not dtype.name.startswith("UINT")
+
+
+def _int_range(dtype: DataType) -> tuple[int, int]:
+    """The least and greatest values an integer dtype holds (INDEX: a signed 64-bit integer)."""
+    bits = 8 * dtype.nbytes
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if _signed(dtype) else (0, (1 << bits) - 1)

@@ -18,6 +18,7 @@ from pypto.sim.tasks import Site, Tasks
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.sim import numerics as num
+from pypto.sim.issue import EXTENT_HINT, invalid_extent
 from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
 
 
@@ -205,7 +206,12 @@ class _Interpreter(Tasks, Clusters):
     def valid(self, t: TileType, env: dict, stmt) -> tuple[int, ...]:
         if t.valid_shape is None:
             return t.shape
-        return tuple(int(self.expr(e, env, stmt)) for e in t.valid_shape)
+        extents = tuple(int(self.expr(e, env, stmt)) for e in t.valid_shape)
+        if not all(0 <= e <= s for e, s in zip(extents, t.shape)):
+            name = getattr(stmt, "target", "") or "the result"
+            raise ExecutionError(invalid_extent(name, extents, t.shape), span=getattr(stmt, "span", None),
+                                 hint=EXTENT_HINT)
+        return extents
 
     def arg(self, arg, env: dict, stmt):
         if isinstance(arg, tuple):

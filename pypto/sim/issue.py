@@ -104,6 +104,14 @@ class ConcreteBuf:
     nbytes: int  # the whole tile's: shape times element size
 
 
+EXTENT_HINT = "keep each valid extent within 0 and the tile's shape (min(v, extent) where the value is computed)"
+
+
+def invalid_extent(tile: str, extents, shape) -> str:
+    """A valid extent computed when the kernel runs, outside the tile."""
+    return f"tile '{tile}' has valid shape {list(extents)} at run time, outside its shape {list(shape)}"
+
+
 class Issuer:
     """A core's scalar unit: runs the control flow and evaluates what each node needs."""
 
@@ -224,6 +232,8 @@ class Issuer:
                         f"which has slots 0..{region.slots - 1}",
                         span=span, hint="index the MemRef with a value in range, e.g. i % slots")
             extents = shape if valid is None else tuple(int(v(env)) for v in valid)
+            if valid is not None and not all(0 <= e <= s for e, s in zip(extents, shape)):
+                raise SimulatorError(invalid_extent(tile, extents, shape), span=span, hint=EXTENT_HINT)
             return ConcreteBuf(space, int(addr(env)), shape, dtype, extents, tile, nbytes)
 
         return concrete

@@ -56,6 +56,8 @@ def window(shape, offsets, extents, what: str, holder: str = "tensor"):
     ``shape``; OutOfRange where it leaves it."""
     index = []
     for axis, (o, e, d) in enumerate(zip(offsets, extents, shape)):
+        if e < 0:
+            raise OutOfRange(f"{what} has a negative extent {e} on axis {axis}")
         if o < 0 or o + e > d:
             raise OutOfRange(f"{what} [{o}, {o + e}) on axis {axis} is outside the {holder}'s [0, {d})")
         index.append(slice(o, o + e))
@@ -68,6 +70,8 @@ def window(shape, offsets, extents, what: str, holder: str = "tensor"):
 @impl("tile.load")
 def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
     extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
+    if any(e > s for e, s in zip(extents, shapes)):
+        raise OutOfRange(f"valid shape {list(extents)} is outside the tile's shape {list(shapes)}")
     data = torch.zeros(tuple(shapes), dtype=tensor.dtype)
     data[tuple(slice(0, e) for e in extents)] = tensor[window(tensor.shape, offsets, extents, "load region")]
     return data.T.contiguous() if transpose else data

@@ -14,7 +14,7 @@ from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS, NUMERIC
 from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, same_shape_dtype, static_ints, unify
 from pypto.ir.ops.registry import ParamSpec as P
-from pypto.ir.types import DataType, TileType, type_name
+from pypto.ir.types import DataType, ScalarType, TileType, type_name
 
 VEC = (M.Vec,)
 
@@ -29,10 +29,13 @@ def _dtype_in(op: str, t: TileType, allowed) -> None:
         raise fail(op, f"a dtype it computes in ({', '.join(d.name for d in allowed)})", t.dtype.name)
 
 
-def _scalar_fits(op: str, t: TileType, scalar) -> None:
+def _scalar_fits(op: str, t: TileType, scalar, scalar_type=None) -> None:
     if isinstance(scalar, Const) and isinstance(scalar.value, float) and not t.dtype.is_float:
         raise fail(op, f"an integer scalar for a {t.dtype.name} tile", repr(scalar.value),
                    "write an int, or cast the tile to a float dtype first")
+    if isinstance(scalar_type, ScalarType) and scalar_type.dtype.is_float and not t.dtype.is_float:
+        raise fail(op, f"an integer scalar for a {t.dtype.name} tile", f"a {scalar_type.dtype.name} value",
+                   "read or compute an integer, or cast the tile to a float dtype first")
 
 
 def _like(op: str, what: str, t: TileType, like: TileType) -> None:
@@ -65,7 +68,7 @@ def _three(op: str, scalar: bool):
         _dtype_in(op, lhs, NUMERIC)
         same_shape_dtype(op, lhs, rhs2)
         if scalar:
-            _scalar_fits(op, lhs, a["rhs"])
+            _scalar_fits(op, lhs, a["rhs"], a.type("rhs"))
         else:
             same_shape_dtype(op, lhs, a.tile("rhs"))
         return _result(lhs)
@@ -81,13 +84,13 @@ def _infer_sels(a: OpArgs, soc: SoC) -> TileType:
         raise fail("tile.sels", f"a packed mask of shape {fmt_shape(want.shape)} (from pl.cmp/pl.cmps)",
                    f"{mask.dtype.name}{fmt_shape(mask.shape)}")
     _optional_tmp("tile.sels", a, src)
-    _scalar_fits("tile.sels", src, a["scalar"])
+    _scalar_fits("tile.sels", src, a["scalar"], a.type("scalar"))
     return _result(src)
 
 
 def _infer_expands(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("target")
-    _scalar_fits("tile.expands", t, a["scalar"])
+    _scalar_fits("tile.expands", t, a["scalar"], a.type("scalar"))
     return TileType(shape=t.shape, dtype=t.dtype, space=M.Vec if t.space is not None else None)
 
 

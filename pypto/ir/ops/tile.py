@@ -27,7 +27,7 @@ from pypto.ir.ops.families import (BINARY, check_amount, DIVIDES, EXPANDS, FLOAT
 from pypto.ir.ops.registry import (
     ParamSpec as P,
 )
-from pypto.ir.types import DataType, PadValue, TileType, type_name
+from pypto.ir.types import DataType, PadValue, ScalarType, TileType, type_name
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 
@@ -55,10 +55,13 @@ def _same_valid(op: str, a: TileType, b: TileType) -> None:
                    "pl.fillpad the partial operand, or pl.set_validshape both alike")
 
 
-def _scalar_fits(op: str, t: TileType, scalar) -> None:
+def _scalar_fits(op: str, t: TileType, scalar, scalar_type=None) -> None:
     if isinstance(scalar, Const) and isinstance(scalar.value, float) and not t.dtype.is_float:
         raise fail(op, f"an integer scalar for a {t.dtype.name} tile", repr(scalar.value),
                    "write an int, or cast the tile to a float dtype first")
+    if isinstance(scalar_type, ScalarType) and scalar_type.dtype.is_float and not t.dtype.is_float:
+        raise fail(op, f"an integer scalar for a {t.dtype.name} tile", f"a {scalar_type.dtype.name} value",
+                   "read or compute an integer, or cast the tile to a float dtype first")
 
 
 def _require_dtype(op: str, t: TileType, allowed, what: str) -> None:
@@ -110,7 +113,7 @@ def _scalar(row):
     def infer(a: OpArgs, soc: SoC) -> TileType:
         lhs = a.tile("lhs")
         _require_dtype(op, lhs, row.dtypes, "a dtype it computes in")
-        _scalar_fits(op, lhs, a["rhs"])
+        _scalar_fits(op, lhs, a["rhs"], a.type("rhs"))
         if row.shifts:
             check_amount(op, lhs.dtype, a["rhs"])
         if row.scratch:
