@@ -125,8 +125,9 @@ class ChipRun(Settling):
         core_type = _core_type(kernel)
         if spmd and submit.sync_start:
             self._admit_together(blocks, core_type, getattr(stmt, "span", None))
+        read = scalar_reads(kernel)
         for (name, _), a in zip(kernel.params, args):
-            if name in scalar_reads(kernel):
+            if name in read:
                 self.wait_for_scalar_reads(a, name, getattr(stmt, "span", None))
         runs = [(Launch(kernel, args, block=b, blocks=blocks),
                  simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
@@ -175,8 +176,9 @@ class ChipRun(Settling):
         if sync_start:
             self._admit_together(count, "mix", span)
         for kernel, (_, args, _) in zip(kernels, members):
+            read = scalar_reads(kernel)
             for (param, _), a in zip(kernel.params, args):
-                if param in scalar_reads(kernel):
+                if param in read:
                     self.wait_for_scalar_reads(a, param, span)
         runs = []
         for b in range(count):

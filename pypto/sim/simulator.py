@@ -219,14 +219,14 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     cache = _timelines(kernel)
     if cache.reads_registers is None:
         cache.reads_registers = _reads_block_registers(kernel)
-        cache.loaded = _loaded(kernel)
         # an SPMD block's index is a scalar like any: it may only move windows (a kernel
         # whose control flow reads GM data is simulated for each value of that data)
-        cache.moving = {} if cache.loaded else offsets.moving(kernel, (_BLOCK_IDX,) if cache.reads_registers else ())
+        cache.moving = {} if scalar_reads(kernel) else offsets.moving(kernel, (_BLOCK_IDX,) if cache.reads_registers
+                                                                       else ())
     moving = {} if unsafe else _moving_values(kernel, args, cache.moving, block)
     registers = ("moving" if _BLOCK_IDX in moving else block, blocks) if cache.reads_registers else ()
     key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args, moving) + _data(kernel, args,
-                                                                                                  cache.loaded)
+                                                                                                  scalar_reads(kernel))
     entry = cache.pop(key, None)  # the most recently used go last
 
     def at(values=None):  # the launch with these values of its moving scalars
@@ -284,13 +284,13 @@ def _reads_block_registers(kernel: Kernel) -> bool:
 
 
 def scalar_reads(kernel: Kernel) -> frozenset:
-    """The tensor parameters the kernel's scalar unit reads elements of (``pl.read``)."""
-    return _timelines(kernel).loaded if _timelines(kernel).reads_registers is not None else _loaded(kernel)
-
-
-def _loaded(kernel: Kernel) -> frozenset:
-    return frozenset(x.tensor for program in kernel.programs for x in walk(program.body)
-                     if isinstance(x, ScalarLoad))
+    """The tensor parameters the kernel's scalar unit reads elements of (``pl.read``),
+    found once per kernel."""
+    cache = _timelines(kernel)
+    if cache.loaded is None:
+        cache.loaded = frozenset(x.tensor for program in kernel.programs for x in walk(program.body)
+                                 if isinstance(x, ScalarLoad))
+    return cache.loaded
 
 
 def _data(kernel: Kernel, args: tuple, loaded: frozenset) -> tuple:
@@ -345,7 +345,7 @@ class _Kept(dict):
     items_kept = 0
     reads_registers: bool | None = None  # whether the kernel reads its block registers
     moving: dict | None = None  # its scalars that only move GM windows (``offsets.moving``)
-    loaded: frozenset = frozenset()  # the tensors its scalar unit reads elements of
+    loaded: frozenset | None = None  # the tensors its scalar unit reads elements of (``scalar_reads``)
 
 
 def _timelines(kernel: Kernel) -> _Kept:

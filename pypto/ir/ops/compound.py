@@ -14,28 +14,10 @@ from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS, NUMERIC
 from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, same_shape_dtype, static_ints, unify
 from pypto.ir.ops.registry import ParamSpec as P
-from pypto.ir.types import DataType, ScalarType, TileType, type_name
+from pypto.ir.ops.tile import _mask_type, _require_dtype, _scalar_fits, _scratch, _vec_result
+from pypto.ir.types import DataType, TileType, type_name
 
 VEC = (M.Vec,)
-
-
-def _result(t: TileType) -> TileType:
-    return TileType(shape=t.shape, dtype=t.dtype, space=M.Vec if t.space is not None else None,
-                    valid_shape=t.valid_shape)
-
-
-def _dtype_in(op: str, t: TileType, allowed) -> None:
-    if t.dtype not in allowed:
-        raise fail(op, f"a dtype it computes in ({', '.join(d.name for d in allowed)})", t.dtype.name)
-
-
-def _scalar_fits(op: str, t: TileType, scalar, scalar_type=None) -> None:
-    if isinstance(scalar, Const) and isinstance(scalar.value, float) and not t.dtype.is_float:
-        raise fail(op, f"an integer scalar for a {t.dtype.name} tile", repr(scalar.value),
-                   "write an int, or cast the tile to a float dtype first")
-    if isinstance(scalar_type, ScalarType) and scalar_type.dtype.is_float and not t.dtype.is_float:
-        raise fail(op, f"an integer scalar for a {t.dtype.name} tile", f"a {scalar_type.dtype.name} value",
-                   "read or compute an integer, or cast the tile to a float dtype first")
 
 
 def _like(op: str, what: str, t: TileType, like: TileType) -> None:
@@ -43,49 +25,42 @@ def _like(op: str, what: str, t: TileType, like: TileType) -> None:
         raise fail(op, f"its {what} to match its operand ({type_name(like)})", type_name(t))
 
 
-def _optional_tmp(op: str, a: OpArgs, like: TileType) -> None:
-    if a["tmp"] is not None:
-        _like(op, "tmp tile", a.tile("tmp"), like)
-
-
 def _infer_prelu(a: OpArgs, soc: SoC) -> TileType:
     t, slope = a.tile("tile"), a.tile("slope")
-    _dtype_in("tile.prelu", t, FLOATS)
+    _require_dtype("tile.prelu", t, FLOATS, "a dtype it computes in")
     _like("tile.prelu", "slope tile", slope, t)
-    _optional_tmp("tile.prelu", a, t)
-    return _result(t)
+    _scratch("tile.prelu", a, t)
+    return _vec_result(t)
 
 
 def _infer_lrelu(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
-    _dtype_in("tile.lrelu", t, FLOATS)
-    return _result(t)
+    _require_dtype("tile.lrelu", t, FLOATS, "a dtype it computes in")
+    return _vec_result(t)
 
 
 def _three(op: str, scalar: bool):
     def infer(a: OpArgs, soc: SoC) -> TileType:
         lhs, rhs2 = a.tile("lhs"), a.tile("rhs2")
-        _dtype_in(op, lhs, NUMERIC)
+        _require_dtype(op, lhs, NUMERIC, "a dtype it computes in")
         same_shape_dtype(op, lhs, rhs2)
         if scalar:
             _scalar_fits(op, lhs, a["rhs"], a.type("rhs"))
         else:
             same_shape_dtype(op, lhs, a.tile("rhs"))
-        return _result(lhs)
+        return _vec_result(lhs)
     return infer
 
 
 def _infer_sels(a: OpArgs, soc: SoC) -> TileType:
-    from pypto.ir.ops.tile import _mask_type
-
     mask, src = a.tile("mask"), a.tile("src")
     want = _mask_type("tile.sels", src)
     if mask.dtype is not DataType.UINT8 or mask.shape != want.shape:
         raise fail("tile.sels", f"a packed mask of shape {fmt_shape(want.shape)} (from pl.cmp/pl.cmps)",
                    f"{mask.dtype.name}{fmt_shape(mask.shape)}")
-    _optional_tmp("tile.sels", a, src)
+    _scratch("tile.sels", a, src)
     _scalar_fits("tile.sels", src, a["scalar"], a.type("scalar"))
-    return _result(src)
+    return _vec_result(src)
 
 
 def _infer_expands(a: OpArgs, soc: SoC) -> TileType:
@@ -166,7 +141,7 @@ def _part(op: str):
     def infer(a: OpArgs, soc: SoC) -> TileType:
         x, y = a.tile("src0"), a.tile("src1")
         same_shape_dtype(op, x, y)
-        _dtype_in(op, x, NUMERIC)
+        _require_dtype(op, x, NUMERIC, "a dtype it computes in")
         vx, vy = _valid_extents(x), _valid_extents(y)
         if vx is None or vy is None:
             raise fail(op, "valid shapes known when it compiles (the result's is the larger of each)",
