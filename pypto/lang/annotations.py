@@ -85,6 +85,10 @@ class Annotations:
                                   f"the parameter as a bare pl.Scalar")
         return declared
 
+    def is_dynamic(self, node) -> bool:
+        """Whether the annotation node names a ``pl.dynamic`` axis."""
+        return self._dynamic(node) is not None
+
     def _dynamic(self, node) -> N.DynVar | None:
         if not isinstance(node, (ast.Name, ast.Attribute)) or isinstance(node, ast.Name) and node.id in self.env:
             return None
@@ -95,6 +99,10 @@ class Annotations:
         """A shape with ``pl.dynamic`` axes: the extents of the call's tensor, each dynamic
         axis bound once for the whole function (the same object, the same extent)."""
         written = "[" + ", ".join(ast.unparse(d) for d in dims) + "]"
+        if given is None and all(self._dynamic(d) is None or id(self._dynamic(d)) in self.dynamic_extents
+                                 for d in dims):  # a return type, in extents the parameters bound
+            given = TensorType(tuple(self.dynamic_extents[id(self._dynamic(d))][1] if self._dynamic(d) is not None
+                                     else self.static_of(d, int, "a tensor extent") for d in dims), dtype)
         if not isinstance(given, TensorType):
             raise self.error(SpecializationError if given is not None else TypeCheckError, node,
                              f"'{param}' has a pl.dynamic axis ({written}), whose extent a call's tensor gives; "

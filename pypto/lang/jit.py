@@ -5,12 +5,10 @@ the types it passes them.
 
 from __future__ import annotations
 
-import ast
 
 from pypto.errors import (
     PyptoError,
     SpecializationError,
-    TypeCheckError,
     UnsupportedSyntaxError,
 )
 from pypto.ir import nodes as n
@@ -18,30 +16,7 @@ from pypto.ir.collector import collector_paused
 from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
-from pypto.lang.signatures import check_signature
-from pypto.lang.program import check_call_types, source_of
-
-
-class KernelSource:
-    """A kernel function's parsed source, read once per kernel object. Its signature is
-    checked as it is read, so no call is bound against parameters the kernel cannot have."""
-
-    def __init__(self, fn, function_type: FunctionType | None = None):
-        self.fn = fn
-        self.function_type = function_type
-        self._parsed = None
-
-    def get(self):
-        if self._parsed is None:
-            source, node = source_of(self.fn)
-            if not isinstance(node, ast.FunctionDef):
-                raise SpecializationError(f"'{self.fn.__name__}' is not a function", span=source.span(node))
-            check_signature(source, node, spliced=self.function_type is FunctionType.Inline)
-            self._parsed = (source, node)
-        return self._parsed
-
-    def param_names(self) -> tuple[str, ...]:
-        return tuple(a.arg for a in self.get()[1].args.args)
+from pypto.lang.program import at_the_call, check_call_types
 
 
 def declared_types(kernel, soc) -> tuple:
@@ -106,13 +81,7 @@ class _JitProgram(ProgramHooks):
         try:
             return converter.convert()
         except SpecializationError as err:
-            param = getattr(err, "param", None)
-            if conv is None or param is None:
-                raise
-            # The argument is the mistake, at the call; the declaration is the context.
-            at = node.args[names.index(param)] if names.index(param) < len(node.args) else node
-            raise conv.error(TypeCheckError, at, f"'{kernel.__name__}': {err.message}",
-                             hint=err.hint).with_note(f"the parameter is declared at {err.span}") from None
+            raise at_the_call(err, names, kernel.__name__, node, conv) from None
 
     def call_kernel(self, kernel, arg_types, node, conv) -> Callee:
         if any(k is kernel for k in self.active):

@@ -11,13 +11,13 @@ import ast
 import inspect
 
 import attrs
-import linecache
-import textwrap
 from pathlib import Path
 
 from pypto.errors import (
     ExecutionError,
     ParseError,
+    PyptoError,
+    SpecializationError,
     TypeCheckError,
     UnsupportedSyntaxError,
 )
@@ -29,12 +29,16 @@ from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
 from pypto.lang.exprs import Source
+from pypto.lang.sources import KernelSource, defining_scope, source_of
 
 
 class ProgramBuilder(ProgramHooks):
-    """Converts the methods of one program class, each once, callees on demand."""
+    """Converts the methods of one program class, each once, callees on demand. A method
+    whose signature has a ``pl.dynamic`` axis is converted per call, for the types its call
+    passes, as is a module-level ``@pl.function`` the program calls by name; the entry (the
+    last method, which a compiled program runs) takes ``entry_types`` when they are given."""
 
-    def __init__(self, source: Source, cls: ast.ClassDef, soc):
+    def __init__(self, source: Source, cls: ast.ClassDef, soc, entry_types: tuple | None = None):
         super().__init__(soc)
         self.source = source
         self.cls = cls
@@ -48,40 +52,128 @@ class ProgramBuilder(ProgramHooks):
             elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)) and not isinstance(stmt, ast.Pass):
                 raise UnsupportedSyntaxError("a @pl.program class holds only @pl.function methods",
                                              span=source.span(stmt))
+        self.entry = next(reversed(self.defs), None)
+        self.entry_types = entry_types
         self.done: dict[str, n.Function] = {}
-        self.active: list[str] = []
+        self.active: list = []  # the functions being converted: calling one again is recursion
+        self.instances: dict[tuple, Callee] = {}  # (function, argument types) -> its specialization
+        self.extra: list[n.Function] = []  # those specializations, in the order they were made
+        self._generic: dict[int, bool] = {}
+        # the IR names taken: the methods converted as written (a generic one's first call takes its name)
+        self.names = {x for x, fdef in self.defs.items() if not self.generic(source, fdef)} | {self.entry}
 
     def build(self) -> n.Program:
-        for name in self.defs:
-            self.function(name, None)
-        return n.Program(self.cls.name, tuple(self.done[name] for name in self.defs))
+        for name in self.defs:  # (without its types the entry's conversion says what it lacks)
+            if name == self.entry or not self.generic(self.source, self.defs[name]):
+                self.function(name, None)
+        return n.Program(self.cls.name, tuple(self.extra) + tuple(self.done[x] for x in self.defs if x in self.done))
+
+    def generic(self, source: Source, fdef: ast.FunctionDef) -> bool:
+        """Whether the function's signature has a ``pl.dynamic`` axis (its calls type it)."""
+        if id(fdef) in self._generic:
+            return self._generic[id(fdef)]
+        conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.InCore, hooks=ProgramHooks(self.soc))
+        annotations = [a.annotation for a in fdef.args.args if a.annotation is not None] + \
+            ([fdef.returns] if fdef.returns is not None else [])
+        found = self._generic[id(fdef)] = any(conv.is_dynamic(x) for a in annotations for x in ast.walk(a))
+        return found
 
     def function(self, name: str, node) -> n.Function:
         if name in self.done:
             return self.done[name]
-        if name in self.active:
-            raise UnsupportedSyntaxError(f"function '{name}' calls itself (recursion is not supported)",
-                                         span=self.source.span(node))
-        fdef = self.defs[name]
-        self.active.append(name)
+        self.enter(name, node)
         try:
-            kind, auto, dual = function_options(self.source, fdef, self.soc)
-            conv = FunctionConverter(self.source, fdef, name=name, kind=kind, hooks=self, has_self=True,
-                                     auto_scope=auto)
-            fn = conv.convert()
-            if dual:
-                fn = attrs.evolve(fn, dual_aiv=True)
+            given = self.entry_types if name == self.entry else None
+            if given is not None:
+                params = [a.arg for a in self.defs[name].args.args[1:]]
+                if len(params) != len(given):
+                    raise SpecializationError(f"'{name}' takes {len(params)} arguments ({', '.join(params)}), got "
+                                              f"{len(given)}", span=self.source.span(self.defs[name]))
+                given = dict(zip(params, given))
+            fn = self.convert(self.source, self.defs[name], name, has_self=True, given=given)
         finally:
             self.active.pop()
         self.done[name] = fn
         return fn
 
+    def enter(self, key, node) -> None:
+        if key in self.active:
+            raise UnsupportedSyntaxError(f"function '{getattr(key, '__name__', key)}' calls itself (recursion is not "
+                                         "supported)", span=self.source.span(node) if node is not None else None)
+        self.active.append(key)
+
+    def convert(self, source: Source, fdef: ast.FunctionDef, name: str, *, has_self: bool, given=None,
+                node=None, conv=None) -> n.Function:
+        kind, auto, dual = function_options(source, fdef, self.soc)
+        converter = FunctionConverter(source, fdef, name=name, kind=kind, hooks=self, has_self=has_self,
+                                      given=given, auto_scope=auto)
+        try:
+            fn = converter.convert()
+        except SpecializationError as err:
+            raise at_the_call(err, [a.arg for a in fdef.args.args[int(has_self):]], fdef.name, node, conv) from None
+        return attrs.evolve(fn, dual_aiv=True) if dual else fn
+
     def call_method(self, name, arg_types, node, conv) -> Callee:
         if name not in self.defs:
             raise conv.error(ParseError, node, f"'self.{name}' is not a function of program '{self.cls.name}'")
+        fdef = self.defs[name]
+        if self.generic(self.source, fdef):
+            return self.instance(name, fdef.name, arg_types, node, conv,
+                                 lambda unique, given: self.convert(self.source, fdef, unique, has_self=True,
+                                                                    given=given, node=node, conv=conv))
         fn = self.function(name, node)
         check_call_types(conv, node, fn, arg_types)
         return Callee.of(fn)
+
+    def call_kernel(self, kernel, arg_types, node, conv) -> Callee:
+        if not isinstance(kernel, FunctionDecl):
+            raise conv.error(ParseError, node, f"'{kernel.__name__}' is a @pl.jit kernel: a @pl.program calls its "
+                             "own methods (self.f(...)) and @pl.function kernels",
+                             hint="declare it with @pl.function(type=pl.FunctionType.InCore)")
+        source, fdef = self.inline_source(kernel, node, conv)
+        return self.instance(kernel, kernel.__name__, arg_types, node, conv,
+                             lambda unique, given: self.convert(source, fdef, unique, has_self=False, given=given,
+                                                                node=node, conv=conv))
+
+    def instance(self, key, base: str, arg_types: tuple, node, conv, make) -> Callee:
+        """The function ``make(name, given types)`` converts, once per argument types."""
+        if (key, arg_types) not in self.instances:
+            params = [a.arg for a in (self.defs[key] if isinstance(key, str) else key.source.get()[1]).args.args]
+            params = params[1:] if isinstance(key, str) else params
+            if len(params) != len(arg_types):
+                raise conv.error(TypeCheckError, node, f"'{base}' takes {len(params)} arguments, got {len(arg_types)}")
+            unique, k = base, 0
+            while unique in self.names:
+                k += 1
+                unique = f"{base}_{k}"
+            self.names.add(unique)
+            self.enter(key, node)
+            try:
+                fn = make(unique, dict(zip(params, arg_types)))
+            finally:
+                self.active.pop()
+            self.extra.append(fn)
+            check_call_types(conv, node, fn, arg_types, base)
+            self.instances[key, arg_types] = Callee.of(fn, base)
+        return self.instances[key, arg_types]
+
+    def inline_source(self, kernel, node, conv):
+        try:
+            return kernel.source.get()
+        except PyptoError as err:
+            raise err.with_note(f"'{kernel.__name__}' is called at {conv.span(node)}") from None
+
+
+def at_the_call(err: SpecializationError, names, fname: str, node, conv) -> PyptoError:
+    """A specialization's mismatch, reported at the call's argument (the declaration is the
+    context); as it is when there is no call."""
+    param = getattr(err, "param", None)
+    if conv is None or param is None or param not in names:
+        return err
+    k = names.index(param)
+    at = node.args[k] if k < len(getattr(node, "args", ())) else node
+    return conv.error(TypeCheckError, at, f"'{fname}': {err.message}", hint=err.hint).with_note(
+        f"the parameter is declared at {err.span}")
 
 
 def check_call_types(conv, node, fn: n.Function, arg_types, display: str | None = None) -> None:
@@ -203,47 +295,18 @@ def _parse_text(text: str, filename: str, soc) -> n.Program:
 # ----------------------------------------------------------------------------- user source
 
 
-def source_of(obj) -> tuple[Source, ast.AST]:
-    """The ``ast`` of a function or class as written in its file, with spans into that file."""
-    from pypto.errors import PyptoError
-
-    try:
-        file = inspect.getsourcefile(obj) or inspect.getfile(obj)
-        lines, start = inspect.getsourcelines(obj)
-    except (OSError, TypeError):
-        raise PyptoError(
-            f"cannot retrieve the source code of '{getattr(obj, '__qualname__', obj)}': kernels are parsed "
-            "from their source, which must be available in a file",
-            hint="define the kernel in a .py file (not in an interactive prompt or exec string)",
-        ) from None
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    indent = len(text.split("\n", 1)[0]) - len(dedented.split("\n", 1)[0])
-    tree = ast.parse(dedented)
-    node = tree.body[0]
-    all_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
-        line.rstrip("\n") for line in lines)
-    namespace = dict(getattr(obj, "__globals__", None) or vars(inspect.getmodule(obj) or object()))
-    closure = getattr(obj, "__closure__", None)
-    if closure:
-        for name, cell in zip(obj.__code__.co_freevars, closure):
-            try:
-                namespace[name] = cell.cell_contents
-            except ValueError:  # an empty cell: defined later in the enclosing function
-                pass
-    source = Source(file, all_lines, line_offset=start - 1, col_offset=indent,
-                    resolver=N.ModuleResolver(namespace))
-    return source, node
-
-
 class FunctionDecl:
     """What ``@pl.function`` leaves on a method; ``@pl.program`` reads the class source.
-    With ``external_source``, the hand-written C++ file behind it, resolved against the
-    defining file's directory."""
+    Defined outside the class (at module level, or by a builder function), it is a kernel a
+    program calls by name, converted for the types of each call. With ``external_source``,
+    the hand-written C++ file behind it, resolved against the defining file's directory."""
 
-    def __init__(self, fn, type: FunctionType, external_source=None):
+    __pypto_kernel__ = True  # a name holding one is a callable kernel (names.classify)
+
+    def __init__(self, fn, type: FunctionType, external_source=None, scope: dict | None = None):
         self.fn = fn
         self.type = type
+        self.source = KernelSource(fn, type, scope)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.external_source = None
@@ -258,6 +321,14 @@ class FunctionDecl:
                 raise ParseError(f"'{fn.__name__}' is backed by {external_source}: its body is a bare '...' "
                                  "(signature only)", span=source.span(node.body[0]),
                                  hint="replace the body with ...")
+
+    @property
+    def function_type(self) -> FunctionType:
+        return self.type
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return self.source.param_names()
 
     def __call__(self, *args, **kwargs):
         source, node = source_of(self.fn)
@@ -276,8 +347,8 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_sour
     """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)`` /
     ``@pl.function(type=pl.FunctionType.AIV, external_source="kernels/k.cpp")``."""
     if fn is None:
-        return lambda f: FunctionDecl(f, type, external_source)
-    return FunctionDecl(fn, type, external_source)
+        return lambda f: FunctionDecl(f, type, external_source, defining_scope(inspect.currentframe().f_back))
+    return FunctionDecl(fn, type, external_source, defining_scope(inspect.currentframe().f_back))
 
 
 def program(cls) -> n.Program:
@@ -303,5 +374,44 @@ def program(cls) -> n.Program:
         raise ParseError("@pl.program decorates a class", span=source.span(node))
     # read when Python defines the class, before any RunConfig names a backend: the
     # default one; the pass pipeline verifies it again against the backend in force
+    builder = ProgramBuilder(source, node, DEFAULT)
+    if builder.entry is not None and builder.generic(source, builder.defs[builder.entry]):
+        return GenericProgram(source, node)
     with collector_paused():
-        return ProgramBuilder(source, node, DEFAULT).build()
+        return builder.build()
+
+
+class GenericProgram:
+    """A ``@pl.program`` whose entry has ``pl.dynamic`` axes. Types are static here, so it is
+    a Program per set of extents, made (``specialize``) when it is run or compiled on tensors
+    and kept; every method and kernel with dynamic axes is converted for the types its calls
+    pass. Each mistake is reported then, at its line, as for any program."""
+
+    def __init__(self, source: Source, cls: ast.ClassDef):
+        self.source = source
+        self.cls = cls
+        self.name = cls.name
+        self._made: dict[tuple, n.Program] = {}
+
+    @property
+    def param_names(self) -> list:
+        """The entry's parameters, in order."""
+        fdef = [s for s in self.cls.body if isinstance(s, ast.FunctionDef)][-1]
+        return [a.arg for a in fdef.args.args[1:]]
+
+    def specialize_types(self, arg_types: tuple, soc=DEFAULT) -> n.Program:
+        """The Program for a call whose arguments have the IR types ``arg_types``."""
+        key = (id(soc), tuple(arg_types))
+        if key not in self._made:
+            with collector_paused():
+                self._made[key] = ProgramBuilder(self.source, self.cls, soc, entry_types=tuple(arg_types)).build()
+        return self._made[key]
+
+    def unspecialized(self, soc=DEFAULT) -> n.Program:
+        """The program as written, without a call's extents: the error naming the first
+        pl.dynamic axis nothing gives (what compiling it with no tensors means)."""
+        with collector_paused():
+            return ProgramBuilder(self.source, self.cls, soc).build()
+
+    def __repr__(self) -> str:
+        return f"<pl.program {self.name}: pl.dynamic axes, specialized for the tensors it runs on>"

@@ -28,6 +28,8 @@ from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
 from pypto.sim.simulator import RunReport
 from pypto.backend import BackendType, backend
+from pypto.lang.program import GenericProgram
+from pypto.ir.pass_manager import DiagnosticPhase
 from pypto.sim.trace import chrome_trace, instruction_metrics
 from pypto.sim.views import check_call
 from pypto.sim.insight_format import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
@@ -162,9 +164,12 @@ class CompiledProgram:
 
 
 def compile_program(program: n.Program, param_names, config: RunConfig, *, write: bool) -> CompiledProgram:
+    if isinstance(program, GenericProgram):  # without tensors to give its pl.dynamic extents
+        program = program.unspecialized(backend(config.backend))
     lowering = lower_program(program, config)
+    diagnostics = () if config.diagnostic_phase is DiagnosticPhase.NONE else lowering.diagnostics
     compiled = CompiledProgram(program.name, program, lowering.program, list(param_names), config.platform,
-                               config, lowering.diagnostics, lowering.timings)
+                               config, diagnostics, lowering.timings)
     # Code is generated on every platform, so that a program codegen refuses is refused on
     # `ref` too; `ref` then interprets the IR instead of running the kernels.
     compiled.kernels = generate(lowering.program, pass_context(config))
@@ -178,8 +183,22 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
                 path = compiled.output_dir / "kernels" / p.core.value / f"{kernel.name}.pto"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(listing(kernel, p, backend=config.backend, planner=config.memory_planner))
+        if config.compile_profiling:
+            write_profile(compiled.output_dir / "report", lowering.timings)
     report(compiled)
     return compiled
+
+
+def write_profile(report_dir: Path, timings) -> None:
+    """``report/pipeline_profile.{txt,json}``: the wall-clock time of each pass, in order."""
+    total = sum(t for _, t in timings)
+    rows = [{"stage": name, "seconds": t, "percent": 100 * t / total if total else 0.0} for name, t in timings]
+    (report_dir / "pipeline_profile.json").write_text(json.dumps({"total_seconds": total, "stages": rows}, indent=1))
+    width = max((len(name) for name, _ in timings), default=5)
+    lines = [f"{'stage':<{width}}  {'ms':>9}  {'%':>5}"]
+    lines += [f"{r['stage']:<{width}}  {1000 * r['seconds']:9.3f}  {r['percent']:5.1f}" for r in rows]
+    lines.append(f"{'total':<{width}}  {1000 * total:9.3f}  100.0")
+    (report_dir / "pipeline_profile.txt").write_text("\n".join(lines) + "\n")
 
 
 def _stamp() -> str:
@@ -203,8 +222,9 @@ def fresh_dir(path: Path) -> Path:
 
 def _output_dir(config: RunConfig, name: str) -> Path:
     try:
-        if config.output_dir is not None:  # the user's choice, exactly (two builds there share it)
-            path = config.output_dir
+        chosen = config.output_dir if config.output_dir is not None else config.save_kernels_dir
+        if chosen is not None:  # the user's choice, exactly (two builds there share it)
+            path = chosen
             path.mkdir(parents=True, exist_ok=True)
         else:
             path = fresh_dir(Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output") / f"{name}_{_stamp()}")

@@ -14,7 +14,7 @@ from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
 from pypto.backend import BACKENDS, BackendType
-from pypto.ir.pass_manager import OptimizationStrategy
+from pypto.ir.pass_manager import DiagnosticPhase, OptimizationStrategy
 
 # platform -> what runs the program
 PLATFORMS = {
@@ -88,12 +88,52 @@ def _backend(value) -> str:
     return value
 
 
-def _path(value):
-    if value is None:
-        return None
-    if not isinstance(value, (str, PathLike)):
-        raise ConfigError(f"output_dir={value!r} is not a path", hint='e.g. output_dir="build/my_kernel"')
-    return Path(value)
+def _path(name: str):
+    def check(value):
+        if value is None:
+            return None
+        if not isinstance(value, (str, PathLike)):
+            raise ConfigError(f"{name}={value!r} is not a path", hint=f'e.g. {name}="build/my_kernel"')
+        return Path(value)
+    return check
+
+
+def _tolerance(name: str):
+    def check(value) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise ConfigError(f"{name}={value!r} is not a tolerance (a finite number >= 0)", hint=f"{name}=1e-5")
+        return float(value)
+    return check
+
+
+def _level(name: str, example: int):
+    def check(value) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{name}={value!r} is not a level (an int >= 0; 0 is off)", hint=f"{name}={example}")
+        return value
+    return check
+
+
+def _threads(value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"aicpu_thread_num={value!r} is not a thread count", hint="aicpu_thread_num=4 (or None)")
+    return value
+
+
+def _phase(value):
+    if value is None or isinstance(value, DiagnosticPhase):
+        return value
+    if isinstance(value, str) and value.upper() in DiagnosticPhase.__members__:
+        return DiagnosticPhase[value.upper()]
+    raise ConfigError(f"diagnostic_phase={value!r} is not a DiagnosticPhase",
+                      hint="diagnostic_phase=DiagnosticPhase.NONE (from pypto.ir.pass_manager), or None")
+
+
+def _distributed(value):
+    if value is not None:
+        raise ConfigError("distributed_config: this runtime has no distributed (L3+) workers",
+                          hint="run on one chip (leave distributed_config unset)")
+    return value
 
 
 def _flag(name: str):
@@ -199,6 +239,30 @@ class RunConfig:
     # those in flight at once commit in an order the seed picks — the last-bit differences
     # between runs that hardware shows.
     atomic_order_seed: int | None = None
+    # pypto.runtime.run: compile only (codegen_only); write the build to save_kernels_dir
+    # when output_dir is unset (a build is always kept here, so save_kernels changes nothing);
+    # with compile_profiling, the time of each pass in report/pipeline_profile.{txt,json}.
+    save_kernels: bool = False
+    save_kernels_dir: Path | None = None
+    codegen_only: bool = False
+    compile_profiling: bool = False
+    # diagnostic_phase=NONE gathers no warnings or hints; the other phases gather them all
+    diagnostic_phase: DiagnosticPhase | None = None
+    # Accepted, with no effect here: the reference harness compares against a golden it
+    # writes (rtol, atol, golden_data_dir), which run() here does not; tensor dumps and PMU
+    # counters of a real device (enable_dump_args, enable_pmu), its AICPU thread count
+    # (aicpu_thread_num: the simulated chip schedules as one scheduler), the vendor PTOAS
+    # passes' dumps (dump_ptoas_passes), and dependency analysis of auto scopes, always on
+    # here (analyze_auto_scopes_for_deps). distributed_config is refused: no L3+ workers.
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    golden_data_dir: Path | None = None
+    enable_dump_args: int = 0
+    enable_pmu: int = 0
+    aicpu_thread_num: int | None = None
+    dump_ptoas_passes: bool = False
+    analyze_auto_scopes_for_deps: bool = False
+    distributed_config: None = None
 
     def __init__(self, *args, **fields):
         try:
@@ -225,7 +289,7 @@ class RunConfig:
 
 _CONVERTERS = {
     "platform": _platform, "device_id": _device_id, "strategy": _strategy, "backend_type": _backend_type, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
-    "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path,
+    "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path("output_dir"),
     "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
     "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),
     "enable_chip_swimlane": _swimlane, "enable_dep_gen": _flag("enable_dep_gen"),
@@ -234,6 +298,13 @@ _CONVERTERS = {
     "ring_heap": _ring("ring_heap", _power_of_two(1024), "a power of 2 >= 1024 (bytes per ring)", 268435456),
     "ring_dep_pool": _ring("ring_dep_pool", lambda v: 4 <= v <= 2**31 - 1, "in [4, INT32_MAX]", 16384),
     "atomic_order_seed": _seed,
+    "save_kernels": _flag("save_kernels"), "save_kernels_dir": _path("save_kernels_dir"),
+    "codegen_only": _flag("codegen_only"), "compile_profiling": _flag("compile_profiling"),
+    "diagnostic_phase": _phase, "rtol": _tolerance("rtol"), "atol": _tolerance("atol"),
+    "golden_data_dir": _path("golden_data_dir"), "enable_dump_args": _level("enable_dump_args", 1),
+    "enable_pmu": _level("enable_pmu", 2), "aicpu_thread_num": _threads,
+    "dump_ptoas_passes": _flag("dump_ptoas_passes"), "analyze_auto_scopes_for_deps":
+        _flag("analyze_auto_scopes_for_deps"), "distributed_config": _distributed,
 }
 
 

@@ -8,7 +8,8 @@ from pypto.backend import backend
 from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, Level
-from pypto.lang.jit import KernelSource, declared_types, specialize
+from pypto.lang.jit import declared_types, specialize
+from pypto.lang.sources import KernelSource
 from pypto.runtime.arguments import arg_type, as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program

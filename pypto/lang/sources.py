@@ -1,0 +1,84 @@
+"""Where kernel source comes from: the ``ast`` of a function or class as written in its file,
+with spans into that file and a resolver over the names it sees (its module's globals and
+its closure). The front end reads source and never runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+
+from pypto.errors import SpecializationError
+from pypto.ir.types import FunctionType
+from pypto.lang import names as N
+from pypto.lang.exprs import Source
+from pypto.lang.signatures import check_signature
+
+
+def source_of(obj, scope: dict | None = None) -> tuple[Source, ast.AST]:
+    """The ``ast`` of a function or class as written in its file, with spans into that file.
+    ``scope``: the names of the function that defined it (which its annotations read, and a
+    closure does not keep), seen before the module's."""
+    from pypto.errors import PyptoError
+
+    try:
+        file = inspect.getsourcefile(obj) or inspect.getfile(obj)
+        lines, start = inspect.getsourcelines(obj)
+    except (OSError, TypeError):
+        raise PyptoError(
+            f"cannot retrieve the source code of '{getattr(obj, '__qualname__', obj)}': kernels are parsed "
+            "from their source, which must be available in a file",
+            hint="define the kernel in a .py file (not in an interactive prompt or exec string)",
+        ) from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(text.split("\n", 1)[0]) - len(dedented.split("\n", 1)[0])
+    tree = ast.parse(dedented)
+    node = tree.body[0]
+    all_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
+        line.rstrip("\n") for line in lines)
+    namespace = dict(getattr(obj, "__globals__", None) or vars(inspect.getmodule(obj) or object()))
+    namespace.update(scope or {})
+    closure = getattr(obj, "__closure__", None)
+    if closure:
+        for name, cell in zip(obj.__code__.co_freevars, closure):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:  # an empty cell: defined later in the enclosing function
+                pass
+    source = Source(file, all_lines, line_offset=start - 1, col_offset=indent,
+                    resolver=N.ModuleResolver(namespace))
+    return source, node
+
+
+class KernelSource:
+    """A kernel function's parsed source, read once per kernel object. Its signature is
+    checked as it is read, so no call is bound against parameters the kernel cannot have."""
+
+    def __init__(self, fn, function_type: FunctionType | None = None, scope: dict | None = None):
+        self.fn = fn
+        self.function_type = function_type
+        self.scope = scope
+        self._parsed = None
+
+    def get(self):
+        if self._parsed is None:
+            source, node = source_of(self.fn, self.scope)
+            if not isinstance(node, ast.FunctionDef):
+                raise SpecializationError(f"'{self.fn.__name__}' is not a function", span=source.span(node))
+            check_signature(source, node, spliced=self.function_type is FunctionType.Inline)
+            self._parsed = (source, node)
+        return self._parsed
+
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(a.arg for a in self.get()[1].args.args)
+
+
+def defining_scope(frame) -> dict | None:
+    """The local names of the function a kernel is defined in (a builder function's sizes),
+    or None at module level, where the module's names are the kernel's."""
+    if frame is None or frame.f_code.co_name == "<module>":
+        return None
+    return dict(frame.f_locals)
