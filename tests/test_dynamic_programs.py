@@ -198,3 +198,62 @@ def test_a_dynamic_method_is_converted_per_call(platform):
     oa, ob = torch.zeros(16, 32), torch.zeros(16, 64)
     run(TwoWidths, a, b, oa, ob, config=RunConfig(platform=platform))
     assert torch.equal(oa, a + 32) and torch.equal(ob, b + 64)
+
+
+# ------------------------------------------------------------------ slice forms, flags
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def flagged(x: pl.Tensor[[16, 16], pl.FP32], first: pl.Scalar[pl.BOOL], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+    t = pl.load(x, [0, 0], [16, 16])
+    if first:
+        t = pl.yield_(pl.adds(t, 1.0))
+    else:
+        t = pl.yield_(t)
+    out = pl.store(t, [0, 0], out)
+    return out
+
+
+@pl.program
+class Windows:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[R, 16], pl.FP32], n: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[48, 16], pl.FP32]]):
+        for i in pl.range(3):
+            if i == 0:
+                first = pl.yield_(1)
+            else:
+                first = pl.yield_(0)
+            xi = pl.slice(x, [16, 16], [i * 16, 0], valid_shape=[pl.min(16, n - i * 16), 16], clamp=True)
+            oi = flagged(xi, first, pl.slice(out, [16, 16], [i * 16, 0]))
+        return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_flag_computed_as_an_int_is_a_bool_argument_and_a_clamped_view_runs(platform):
+    x, out = torch.randn(48, 16), torch.zeros(48, 16)
+    run(Windows, x, 40, out, config=RunConfig(platform=platform))
+    assert torch.equal(out[:16], x[:16] + 1) and torch.equal(out[16:], x[16:])  # the flag is set on the first only
+    short = torch.randn(40, 16)  # the last window runs past the tensor: clamp=True sanctions it ...
+    with pytest.raises(PyptoError, match="load region"):  # ... and loading the overhang is the error
+        run(Windows, short, 40, torch.zeros(48, 16), config=RunConfig(platform=platform))
+
+
+def test_a_static_overhang_needs_clamp():
+    with pytest.raises(PyptoError, match=r"tensor.slice window \[32, 48\) on axis 0 is outside the tensor's \[0, 40\)"):
+        @pl.program
+        class Over:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[40, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+                out = fixed(pl.slice(x, [16, 16], [32, 0]), out)
+                return out
+
+
+def test_a_kernel_slice_with_a_valid_shape_points_at_the_load():
+    with pytest.raises(PyptoError, match="a window's valid region is its load's"):
+        @pl.jit
+        def k(x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                out[:] = pl.add(pl.slice(x, [16, 16], [0, 0], valid_shape=[8, 16]), 1.0)
+            return out
+
+        k(torch.zeros(32, 16), torch.zeros(16, 16), config=RunConfig(platform="ref"))

@@ -183,7 +183,8 @@ class CallConverter(OpCalls, ExprConverter):
             if isinstance(t, ScalarType) and t != p.type:  # an integer the call converts (check_call_types)
                 ssa = self.fresh(p.name, temp=True)
                 self.types[ssa] = p.type
-                self.emit(n.Assign(ssa, p.type, e, span=self.span(node.args[k])))
+                value = n.BinOp("!=", e, n.Const(0)) if p.type.dtype.is_bool else e  # a 0/1 flag: its truth
+                self.emit(n.Assign(ssa, p.type, value, span=self.span(node.args[k])))
                 args[k] = (n.Var(ssa), p.type)
         call = n.FuncCall(callee.name, tuple(e for e, _ in args), arg_spans=tuple(self.span(a) for a in node.args))
         self.note_call(call, any(p.direction is not ParamDirection.In for p in callee.params))

@@ -78,6 +78,6 @@ class MemRefConstructor(DslName):
         return MemRefDeclaration("pl.MemRef(...)")
 
 
-class TileViewConstructor(DslName):
+class TileViewConstructor(DslName):  # pl.TileView and pl.TensorView: read in annotations
     def __call__(self, *args, **kwargs) -> TypeAnnotation:
-        return TypeAnnotation("pl.TileView(...)")
+        return TypeAnnotation(f"{self!r}(...)")

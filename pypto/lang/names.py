@@ -117,7 +117,7 @@ ENUMS = {
 }
 DTYPES = {d.name: d for d in DataType}
 BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot", "split_aiv", "cluster"})
-TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView"})
+TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView", "TensorView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array", "system"})
 

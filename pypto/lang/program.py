@@ -192,9 +192,10 @@ def check_call_types(conv, node, fn: n.Function, arg_types, display: str | None 
 
 
 def widens(given, declared) -> bool:
-    """An integer scalar converts to any integer parameter dtype, as Python ints do."""
+    """An integer scalar converts to any integer parameter dtype, as Python ints do, and to a
+    bool one (non-zero is true: a flag computed as 0 or 1)."""
     return isinstance(given, ScalarType) and isinstance(declared, ScalarType) \
-        and given.dtype.is_int and declared.dtype.is_int
+        and given.dtype.is_int and (declared.dtype.is_int or declared.dtype.is_bool)
 
 
 def function_type(source: Source, fdef: ast.FunctionDef, soc) -> FunctionType:

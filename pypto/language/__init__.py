@@ -51,6 +51,7 @@ Out = _TypeConstructor("Out")
 InOut = _TypeConstructor("InOut")
 MemRef = _MemRefConstructor("MemRef")
 TileView = _TileViewConstructor("TileView")
+TensorView = _TileViewConstructor("TensorView")
 
 tile = _OpNamespace("tile")
 tensor = _OpNamespace("tensor")
@@ -82,6 +83,6 @@ del _name
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
-    "Tensor", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "max", "min", "parallel",
+    "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "max", "min", "parallel",
     "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]

@@ -26,7 +26,7 @@ import attrs
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, with_args
-from pypto.ir.types import AtomicType, TensorType, type_name
+from pypto.ir.types import AtomicType, PadValue, TensorType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.regions import plus, whole
 from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable
@@ -89,6 +89,13 @@ class _Converter:
         value = getattr(stmt, "value", None)
         if isinstance(value, n.Call) and value.op == "tensor.assemble":
             return self.assemble(stmt, value)
+        if isinstance(value, n.Call) and value.op == "tensor.slice" and (
+                argument(value, "valid_shape") is not None or argument(value, "clamp")
+                or argument(value, "pad_value") not in (None, PadValue.null)):
+            raise UnsupportedSyntaxError("in a kernel a slice of a tensor is a window, and a window's valid region "
+                                         "is its load's", span=stmt.span,
+                                         hint="load the window with pl.load(x, offsets, shapes, valid_shape=[...]) "
+                                              "(then pl.fillpad for pad values)")
         if isinstance(stmt, n.Assign) and (isinstance(self.g.defs.get(stmt.target), Op)
                                            or stmt.target in self.g.aliases):
             return []  # computed where it is read

@@ -63,12 +63,14 @@ def as_declared(params, names, args, where) -> tuple:
 
 def _scalar(p: n.Param, name: str, a, at):
     dtype = p.type.dtype
-    ok = isinstance(a, bool) if dtype.is_bool else \
+    ok = isinstance(a, int) if dtype.is_bool else \
         isinstance(a, int) and not isinstance(a, bool) if dtype.is_int else isinstance(a, (int, float))
     if not ok or isinstance(a, bool) and not dtype.is_bool:
         raise _error(f"argument '{name}' is {a!r}, but its parameter is a {dtype.name} scalar", at)
     if dtype.is_float:
         return float(a)
+    if dtype.is_bool:  # a 0/1 flag is the bool it stands for
+        return bool(a)
     if dtype.is_int:
         lo, hi = dtype.int_range
         if not lo <= a <= hi:

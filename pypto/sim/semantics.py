@@ -430,11 +430,15 @@ def tensor_read(x, indices):
     return x[tuple(indices)].item()
 
 
-def overhanging(x, shape, offset):
+def overhanging(x, shape, offset, valid_shape=None, pad_value=None, clamp=False):
     """An orchestration's slice: the window as far as it is inside the tensor. A window
     whose end runs past the tensor is sanctioned at run time (the reference checks only
     what it can prove when compiling), so a kernel may take a fixed-width view whose
     overhang it never addresses; an access of the overhang is out of the view."""
+    if valid_shape is not None:
+        for axis, (v, e) in enumerate(zip(valid_shape, shape)):
+            if not 0 <= v <= e:
+                raise OutOfRange(f"the slice's valid extent {v} on axis {axis} is outside its shape's {e}")
     return x[window(x.shape, offset, [min(e, max(d - o, 0)) for o, e, d in zip(offset, shape, x.shape)],
                     "slice window")]
 
@@ -470,7 +474,7 @@ def array_set(array, index, value):
 
 
 @impl("tensor.slice")
-def slice_(x, shape, offset):
+def slice_(x, shape, offset, valid_shape=None, pad_value=None, clamp=False):
     return x[window(x.shape, offset, shape, "slice window")].clone()
 
 

@@ -209,7 +209,17 @@ register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE),
 def _slice(a: OpArgs, soc: SoC) -> TensorType:
     x = a.type("x")
     shape = _static_shape("tensor.slice", a["shape"])
-    check_region("tensor.slice", x, a["offset"], shape, what="window")
+    # clamp=True sanctions a window that runs past the tensor's end (its valid region stops there)
+    check_region("tensor.slice", x, a["offset"], shape, what="window",
+                 valid=tuple(Const(0) for _ in shape) if a["clamp"] else None)
+    valid = a["valid_shape"]
+    if valid is not None:
+        if len(valid) != len(shape):
+            raise fail("tensor.slice", f"valid_shape of the slice's rank {len(shape)}", f"{len(valid)} entries")
+        for axis, (v, extent) in enumerate(zip(valid, shape)):
+            if isinstance(v, Const) and not 0 <= v.value <= extent:
+                raise fail("tensor.slice", f"valid_shape within the slice shape {list(shape)}",
+                           f"{v.value} on axis {axis}")
     return TensorType(shape, x.dtype)
 
 
@@ -231,7 +241,13 @@ register("tensor.read", [P("x", Kind.TENSOR), P("indices", Kind.INDEX_LIST, bare
              "the core's scalar unit from GM (a runtime value for loop bounds, branches and valid shapes)",
          plane="both")
 
-register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST)], _slice,
+# valid_shape / pad_value: the region of the window its producer fills and what lies past it —
+# an orchestration's view carries them to the kernel that loads it (which says its own
+# valid_shape=); clamp: the window may run past the tensor's end
+register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST),
+                          P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
+                          P("pad_value", Kind.PAD, default=None, optional=True),
+                          P("clamp", Kind.BOOL, default=False)], _slice,
          doc="the window [offset, offset+shape) of a tensor (in an orchestration: a view)", windows=Windows("slice"),
          plane="both")
 
