@@ -26,6 +26,7 @@ import attrs
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup, op_call, with_args
+from pypto.ir.ops.cube import fixpipe_cast
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
 
@@ -34,6 +35,15 @@ from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
 # (a matmul's own operands are not among them: on a2a3 an Acc result reaches L0A/L0B only
 # through GM, so a matmul of a matmul's result reads the GM copy)
 _STAYS = {("tensor.assemble", "source"), ("tensor.matmul_acc", "acc"), ("tensor.slice", "x")}
+
+
+def _stays(call: n.Call, param: str, types: dict) -> bool:
+    """Whether the cube value passed as ``param`` stays on the cube: the uses above, and the
+    narrowing the fixpipe makes on the accumulator's way out (``fixpipe_cast``)."""
+    if (call.op, param) in _STAYS:
+        return True
+    x = argument(call, "x") if call.op == "tensor.cast" and param == "x" else None
+    return isinstance(x, n.Var) and x.name in types and fixpipe_cast(call, types[x.name].dtype)
 
 
 def stage(body: tuple, types: dict, fresh, blocks: int | None = None, slots: int = 2) -> tuple[tuple, list]:
@@ -45,13 +55,16 @@ def stage(body: tuple, types: dict, fresh, blocks: int | None = None, slots: int
     out = _block(stager, body, set(), {})
     if stager.block_index is not None:  # where each block's window starts
         out.insert(0, n.Assign(stager.block_index, INDEX, op_call("tile.get_block_idx")))
+    for copy, k in stager.copies.items():  # a copy only matmuls read stays the cube's: no vector ring holds it
+        if copy not in stager.vector_reads:
+            buffers[k] = (*buffers[k][:3], True)
     return tuple(out), buffers
 
 
-def crosses(body: tuple) -> bool:
+def crosses(body: tuple, types: dict) -> bool:
     """Whether any value of the body crosses from the cube to the vector cores."""
     found = []
-    _block(_Finder(found), body, set(), {})
+    _block(_Finder(found, types), body, set(), {})
     return bool(found)
 
 
@@ -62,6 +75,8 @@ class _Stager:
         self.vector: set = set()  # values the vector cores compute
         self.loops: list = []  # the loops around the statement being staged, innermost last
         self.gathered: list = []  # the cube's views of what the region being staged gathers (pl.aic_gather)
+        self.copies: dict = {}  # the GM copy of a cube value -> its buffer's index in ``buffers``
+        self.vector_reads: set = set()  # the copies vector work reads
 
     def through_gm(self, name: str, at):
         """A GM ring for cube value ``name`` and the statements that fill its slot."""
@@ -80,6 +95,7 @@ class _Stager:
         if self.blocks is not None:  # this block's ring
             first = simplify(n.BinOp("+", self.block_start(depth * rows), first))
         ring = TensorType((ring_rows, *t.shape[1:]), t.dtype)
+        self.copies[staged] = len(self.buffers)
         self.buffers.append((buf, ring, t, False))
         offset = (first, *(n.Const(0) for _ in t.shape[1:]))
         if ring_rows == rows:
@@ -117,11 +133,13 @@ class _Stager:
 class _Finder:
     """A stager that only notes the crossings."""
 
-    def __init__(self, found: list):
+    def __init__(self, found: list, types: dict):
         self.found = found
+        self.types = types
         self.vector: set = set()
         self.loops: list = []
         self.gathered: list = []
+        self.vector_reads: set = set()
 
     def through_gm(self, name: str, at):
         self.found.append(name)
@@ -139,7 +157,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
     out = []
     for stmt in body:
         if isinstance(stmt, n.For):
-            hoisted = _crossing_uses(stmt.body, cube)  # the same each trip: staged once, before the loop
+            hoisted = _crossing_uses(stmt.body, cube, st.types)  # the same each trip: staged once, before the loop
             for name in hoisted:
                 if name not in staged:
                     copy, filling = st.through_gm(name, stmt)
@@ -167,7 +185,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                 st.gathered = []
             continue
         if isinstance(stmt, n.If):
-            for name in _crossing_uses((*stmt.then_body, *stmt.else_body), cube):  # staged once, before the branch
+            for name in _crossing_uses((*stmt.then_body, *stmt.else_body), cube, st.types):  # staged once, before the branch
                 if name not in staged:
                     copy, filling = st.through_gm(name, stmt)
                     out.extend(filling)
@@ -188,6 +206,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
             op = lookup(call.op)
             args = list(call.args)
             if op.name == "tensor.slice" and argument(call, "x").name in before_loop:  # a view of the GM copy
+                st.vector_reads.add(staged[argument(call, "x").name])  # (whoever reads the view)
                 stmt = attrs.evolve(stmt, value=with_args(call, x=n.Var(staged[argument(call, "x").name])))
                 out.append(stmt)
                 continue
@@ -202,11 +221,13 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                         staged[a.name] = copy
                     args[k] = n.Var(staged[a.name])
                     continue
-                if isinstance(a, n.Var) and a.name in cube and (op.name, p.name) not in _STAYS:
+                if isinstance(a, n.Var) and a.name in cube and not _stays(call, p.name, st.types):
                     if a.name not in staged:
                         copy, filling = st.through_gm(a.name, stmt)
                         out.extend(filling)
                         staged[a.name] = copy
+                    if op.windows is None or op.windows.kind != "cube":
+                        st.vector_reads.add(staged[a.name])
                     args[k] = n.Var(staged[a.name])
             out.extend(views)  # (so the vector work is one run, its stores in it, before the cube reads)
             if op.name == "tensor.aic_gather":  # each lane stores its half of the cube's copy; the cube views it after
@@ -226,7 +247,8 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                 stmt = attrs.evolve(stmt, value=attrs.evolve(call, args=tuple(args)))
             target = getattr(stmt, "target", None)
             if target is not None and (op.windows is not None and op.windows.kind == "cube"
-                                       or op.name == "tensor.slice" and argument(call, "x").name in cube):
+                                       or op.name in ("tensor.slice", "tensor.cast") and argument(call, "x").name
+                                       in cube and _stays(call, "x", st.types)):
                 cube.add(target)
             elif target is not None and op.windows is not None and op.windows.kind not in ("cube", "source", "slice"):
                 st.vector.add(target)  # computed by the vector cores
@@ -234,7 +256,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
     return out
 
 
-def _crossing_uses(body, cube: set) -> list:
+def _crossing_uses(body, cube: set, types: dict) -> list:
     """The values of ``cube`` (defined before ``body``) that ``body`` reads where they cross."""
     out = []
     for stmt in n.walk_stmts(body):
@@ -243,7 +265,7 @@ def _crossing_uses(body, cube: set) -> list:
             op = lookup(call.op)
             out += [a.name for p, a in zip(op.params, call.args)  # a slice of it crosses in its stead
                     if isinstance(a, n.Var) and a.name in cube
-                    and ((op.name, p.name) not in _STAYS or (op.name, p.name) == ("tensor.slice", "x"))]
+                    and (not _stays(call, p.name, types) or (op.name, p.name) == ("tensor.slice", "x"))]
     return list(dict.fromkeys(out))
 
 

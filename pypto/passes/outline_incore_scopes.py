@@ -72,7 +72,7 @@ class _Outliner:
 
     def outline(self, scope: n.Scope, rest: tuple) -> list:
         blocks = scope.blocks
-        if blocks is not None and not isinstance(blocks, n.Const) and crosses(scope.body):
+        if blocks is not None and not isinstance(blocks, n.Const) and crosses(scope.body, self.types):
             raise UnsupportedSyntaxError(
                 "a mixed SPMD scope gives each block a GM window of its own for what crosses from the cube to the "
                 "vector cores, so its block count must be known when compiling", span=scope.span,

@@ -29,6 +29,7 @@ import attrs
 from pypto.errors import Span, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup
+from pypto.ir.ops.cube import fixpipe_cast
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType
 from pypto.backend import MemorySpace as M
@@ -295,6 +296,10 @@ def _sides(g: TensorGraph) -> dict[str, M]:
                             hint="end the scope with the value assembled into a tensor, and read it in a second "
                                  "pl.at scope (or kernel)")
             elif op.windows.kind == "slice":
+                union(name, args["x"].name, d.span)
+            elif d.call.op == "tensor.cast" and isinstance(args["x"], n.Var) and g.computed(g.resolve(args["x"].name)) \
+                    and fixpipe_cast(d.call, g.types[g.resolve(args["x"].name)].dtype) \
+                    and _from_cube(g, g.resolve(args["x"].name)):  # the fixpipe narrows the accumulator: the cube's
                 union(name, args["x"].name, d.span)
             elif op.windows.kind != "source":
                 fix(name, M.Vec, d.span)

@@ -192,6 +192,10 @@ class Emitter(Reductions, CarriedValues):
             # A creation is made where it is read, and for that reader alone: a loop that
             # starts from it updates its buffer in place (an accumulator cannot be copied).
             return self.apply(name, substitute(d.call, self.env), region, {}, d, frame=self.frames[-1])
+        if isinstance(d, Op) and self.g.side(name) is M.Acc and d.call.op == "tensor.cast":
+            # a fixpipe narrowing (tensor_graph's sides): the accumulator's tile, which the store
+            # out of Acc narrows to its tensor's dtype, rounding to nearest even
+            return self.value(argument(d.call, "x").name, region, reader, hint)
         key = (name, region)
         for f in reversed(self.frames):
             if key in f.memo:

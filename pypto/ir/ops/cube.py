@@ -7,7 +7,7 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, unify
+from pypto.ir.ops.registry import Kind, OpArgs, argument, fail, fmt_shape, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype
 from pypto.ir.types import DataType, TileType, type_name
@@ -18,6 +18,18 @@ CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
 
 def acc_dtype(dtype: DataType) -> DataType:
     return DataType.INT32 if dtype.is_int else DataType.FP32
+
+
+# what the fixpipe narrows an FP32 accumulator to on its way out, rounding to nearest even
+FIXPIPE_NARROW = (DataType.BF16, DataType.FP16)
+
+
+def fixpipe_cast(call, source_dtype: DataType) -> bool:
+    """Whether a ``tensor.cast`` of a value of ``source_dtype`` is one the fixpipe makes as
+    it moves an accumulator out (FP32 to BF16/FP16 with ``mode="rint"``, its tie rule):
+    of a matmul's result, it stays on the cube instead of crossing to the vector cores."""
+    return (call.op == "tensor.cast" and source_dtype is DataType.FP32
+            and argument(call, "target_type") in FIXPIPE_NARROW and argument(call, "mode") == "rint")
 
 
 def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
