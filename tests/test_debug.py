@@ -57,3 +57,26 @@ def test_what_it_refuses():
     exec(src, scope)
     with pytest.raises(AssertionError):
         scope[program.functions[0].name](torch.zeros(8, 8), torch.zeros(64, 64))
+
+
+@pl.program
+class NamedMin:
+    @pl.function(type=pl.FunctionType.InCore)
+    def min(self, x: pl.Tensor[[16, 16], pl.FP32], m: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = pl.store(pl.adds(pl.load(x, [0, 0], [16, 16]), pl.min(m, 3)), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 16], pl.FP32], m: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = self.min(x, m, out)
+        return out
+
+
+def test_generated_code_keeps_pl_min_when_a_function_is_named_min():
+    from pypto.debug import torch_codegen
+
+    scope = {}
+    exec(torch_codegen(NamedMin), scope)
+    out = torch.zeros(16, 16)
+    scope["main"](torch.zeros(16, 16), 7, out)
+    assert torch.equal(out, torch.full((16, 16), 3.0))

@@ -257,3 +257,179 @@ def test_a_kernel_slice_with_a_valid_shape_points_at_the_load():
             return out
 
         k(torch.zeros(32, 16), torch.zeros(16, 16), config=RunConfig(platform="ref"))
+
+
+# ------------------------------------------------------------------ from the adversarial review
+
+
+@pl.function(type=pl.FunctionType.Orchestration)
+def ping(x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+    out = pong(x, out)  # MARK-ping
+    return out
+
+
+@pl.function(type=pl.FunctionType.Orchestration)
+def pong(x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+    out = ping(x, out)  # MARK-pong
+    return out
+
+
+def test_recursion_between_module_kernels_is_located_at_the_call():
+    from pypto.errors import UnsupportedSyntaxError
+
+    with pytest.raises(UnsupportedSyntaxError, match="function 'ping' calls itself") as info:
+        @pl.program
+        class Loop:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+                out = ping(x, out)
+                return out
+    lines, start = inspect.getsourcelines(pong.fn)
+    assert info.value.span.line == start + next(k for k, t in enumerate(lines) if "MARK-pong" in t)
+
+
+FACTOR = 2.0
+
+
+@pl.function(type=pl.FunctionType.InCore)
+def by_factor(x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+    out = pl.store(pl.muls(pl.load(x, [0, 0], [16, 16]), FACTOR), [0, 0], out)
+    return out
+
+
+@pl.program
+class LateRun:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[R, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = by_factor(pl.slice(x, [16, 16], [0, 0]), out)
+        return out
+
+
+FACTOR = 3.0  # noqa: F811  (after the kernel and the program are defined)
+
+
+def test_a_module_kernel_sees_the_names_as_they_were_when_it_was_defined():
+    x, out = torch.ones(16, 16), torch.zeros(16, 16)
+    run(LateRun, x, out, config=RunConfig(platform="ref"))
+    assert torch.equal(out, x * 2.0)
+
+
+def test_two_programs_of_one_name_in_a_file_are_each_their_own():
+    @pl.program
+    class Scale:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+            out = fixed(pl.tensor.slice(x, [16, 16], [0, 0]), out)
+            return out
+
+    first = Scale
+
+    @pl.program
+    class Scale:  # noqa: F811
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+            out = doubled(x, out)
+            return out
+
+    x = torch.randn(16, 16)
+    a, b = torch.zeros(16, 16), torch.zeros(16, 16)
+    run(first, x, a, config=RunConfig(platform="ref"))
+    run(Scale, x, b, config=RunConfig(platform="ref"))
+    assert torch.equal(a, x) and torch.equal(b, x * 2)
+
+
+def test_each_set_of_extents_builds_in_a_directory_of_its_own(tmp_path):
+    compiled = ir.compile(RowTiles, output_dir=tmp_path, platform="ref")
+    for rows in (16, 32):
+        compiled(torch.randn(rows, 16), torch.zeros(rows, 16))
+    dirs = sorted(p.name for p in tmp_path.iterdir())
+    assert dirs == ["RowTiles_16x16_16x16", "RowTiles_32x16_32x16"]
+    assert compiled.compiled_for(torch.zeros(32, 16), torch.zeros(32, 16)).output_dir == \
+        (tmp_path / "RowTiles_32x16_32x16").resolve()
+
+
+def test_what_belongs_to_one_set_of_extents_says_how_to_get_it():
+    from pypto.debug import torch_codegen
+
+    with pytest.raises(PyptoError, match="has pl.dynamic axes: it is a Program per set of extents"):
+        RowTiles.as_python()
+    with pytest.raises(PyptoError, match="program.specialize\\(\\*tensors\\)"):
+        torch_codegen(RowTiles)
+    program = RowTiles.specialize(torch.zeros(32, 16), torch.zeros(32, 16))
+    assert program.function("main").params[0].type.shape == (32, 16)
+    compiled = ir.compile(RowTiles, platform="ref", dump_passes=False)
+    with pytest.raises(PyptoError, match="'lowered' belongs to one of those"):
+        compiled.lowered
+
+
+def test_a_dynamic_program_runs_on_a_chip_worker():
+    from pypto.runtime import ChipWorker
+
+    compiled = ir.compile(RowTiles, platform="a2a3sim", dump_passes=False)
+    x = torch.randn(16, 16)
+    with ChipWorker(config=RunConfig(platform="a2a3sim")) as worker:
+        dx = worker.alloc_tensor((16, 16), torch.float32, init=x)
+        dout = worker.alloc_tensor((16, 16), torch.float32)
+        compiled(dx, dout)
+        out = torch.zeros(16, 16)
+        worker.run(compiled, x, out)
+        assert torch.equal(out, x * 2) and torch.equal(worker.storage(dout), x * 2)
+
+
+def test_run_refuses_what_is_not_a_program_and_takes_a_config_dict():
+    from pypto.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="pypto.runtime.run takes a @pl.program"):
+        run(fixed, torch.zeros(16, 16), torch.zeros(16, 16))
+    x, out = torch.randn(16, 16), torch.zeros(16, 16)
+    run(RowTiles, x, out, config={"platform": "ref"})
+    assert torch.equal(out, x * 2)
+    with pytest.raises(PyptoError, match="is already a @pl.function"):
+        pl.jit(fixed)
+
+
+def test_a_return_axis_no_parameter_has_is_named_as_such():
+    with pytest.raises(TypeCheckError, match="the return type has a pl.dynamic axis \\(\\[K, 16\\]\\) that no "
+                                             "parameter has"):
+        K = pl.dynamic("K")
+
+        @pl.program
+        class Ret:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> \
+                    pl.Tensor[[K, 16], pl.FP32]:
+                out = fixed(x, out)
+                return out
+
+
+@pl.program
+class Doubled:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[R, 16], pl.FP32], out: pl.Out[pl.Tensor[[R * 2, 16], pl.FP32]]):  # axis arithmetic
+        out = doubled(x, pl.slice(out, [TILE, 16], [0, 0]))
+        return out
+
+
+def test_axis_arithmetic_in_an_annotation_is_read_from_the_source():
+    x, out = torch.randn(16, 16), torch.zeros(32, 16)
+    run(Doubled, x, out, config=RunConfig(platform="ref"))
+    assert torch.equal(out[:16], x * 2)
+    with pytest.raises(SpecializationError, match=r"argument 'out' is Tensor\[16x16 fp32\] but the kernel declares "
+                                                  r"Tensor\[32x16 fp32\]"):
+        run(Doubled, x, torch.zeros(16, 16), config=RunConfig(platform="ref"))
+
+
+def test_an_incore_function_calling_a_module_kernel_is_pointed_at_the_orchestration():
+    with pytest.raises(PyptoError, match="cannot call the kernel 'fixed'") as info:
+        @pl.program
+        class Nested:
+            @pl.function(type=pl.FunctionType.InCore)
+            def inner(self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+                out = fixed(x, out)
+                return out
+
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+                out = self.inner(x, out)
+                return out
+    assert "program's orchestration" in info.value.hint

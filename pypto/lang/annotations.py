@@ -106,6 +106,10 @@ class Annotations:
             given = TensorType(tuple(self.dynamic_extents[id(self._dynamic(d))][1] if self._dynamic(d) is not None
                                      else self.static_of(d, int, "a tensor extent") for d in dims), dtype)
         if not isinstance(given, TensorType):
+            if param is None:  # a return type's axis no parameter has
+                raise self.error(TypeCheckError, node, f"the return type has a pl.dynamic axis ({written}) that no "
+                                 "parameter has, so no call gives its extent",
+                                 hint="write the extent, or use an axis a parameter's annotation also has")
             raise self.error(SpecializationError if given is not None else TypeCheckError, node,
                              f"'{param}' has a pl.dynamic axis ({written}), whose extent a call's tensor gives; "
                              "here no call gives one",

@@ -80,6 +80,8 @@ class ProgramHooks:
     """Calls out of a function body: the program builder decides what they mean. It also
     holds the backend the program is built for (``soc``), whose rules type its ops."""
 
+    kernel_call_hint = "call it from the @pl.jit entry, or make it @pl.jit.inline"  # (an InCore caller's)
+
     def __init__(self, soc: SoC):
         self.soc = soc
 
@@ -201,7 +203,7 @@ class CallConverter(OpCalls, ExprConverter):
             return self.inline_call(kernel, node)
         if self.incore:
             raise self.error(ParseError, node, f"an InCore function cannot call the kernel '{kernel.__name__}'",
-                             hint="call it from the @pl.jit entry, or make it @pl.jit.inline")
+                             hint=self.hooks.kernel_call_hint)
         if node.keywords:  # bound by the kernel's signature, as a Python call binds them
             node = ast.copy_location(ast.Call(node.func, self._by_position(node, kernel.param_names, kernel.__name__),
                                               []), node)

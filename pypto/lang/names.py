@@ -31,7 +31,27 @@ class Value:
     value: object
 
 
-class DynVar:
+class _AxisArithmetic:
+    """What ``R * 2`` is when Python evaluates an annotation (without ``from __future__
+    import annotations``): nothing the compiler reads — it reads the annotation's source."""
+
+    __slots__ = ()
+
+    def _expr(self, *_):
+        return _AxisExpr()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _expr
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __neg__ = _expr
+
+
+class _AxisExpr(_AxisArithmetic):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<an expression of pl.dynamic axes>"
+
+
+class DynVar(_AxisArithmetic):
     """``pl.dynamic(name)``: an axis whose extent is not written in the kernel. One object
     is one dimension (two ``pl.dynamic("M")`` are two); here each call binds it to the
     extent its tensors have, consistently across the parameters that share it."""

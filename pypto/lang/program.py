@@ -38,6 +38,8 @@ class ProgramBuilder(ProgramHooks):
     passes, as is a module-level ``@pl.function`` the program calls by name; the entry (the
     last method, which a compiled program runs) takes ``entry_types`` when they are given."""
 
+    kernel_call_hint = "call it from the program's orchestration, or declare it @pl.function(type=pl.FunctionType.Inline)"
+
     def __init__(self, source: Source, cls: ast.ClassDef, soc, entry_types: tuple | None = None):
         super().__init__(soc)
         self.source = source
@@ -73,8 +75,8 @@ class ProgramBuilder(ProgramHooks):
         if id(fdef) in self._generic:
             return self._generic[id(fdef)]
         conv = FunctionConverter(source, fdef, name=fdef.name, kind=FunctionType.InCore, hooks=ProgramHooks(self.soc))
-        annotations = [a.annotation for a in fdef.args.args if a.annotation is not None] + \
-            ([fdef.returns] if fdef.returns is not None else [])
+        annotations = [a.annotation for a in fdef.args.args if a.annotation is not None]  # (a return type's
+        # axes are the parameters')
         found = self._generic[id(fdef)] = any(conv.is_dynamic(x) for a in annotations for x in ast.walk(a))
         return found
 
@@ -96,10 +98,15 @@ class ProgramBuilder(ProgramHooks):
         self.done[name] = fn
         return fn
 
-    def enter(self, key, node) -> None:
+    def enter(self, key, node, conv=None) -> None:
+        """``key`` (a method's name, or a module kernel) is being converted; ``node``, the call
+        of it (in ``conv``'s source)."""
         if key in self.active:
+            span = conv.span(node) if conv is not None else self.source.span(node) if node is not None else None
             raise UnsupportedSyntaxError(f"function '{getattr(key, '__name__', key)}' calls itself (recursion is not "
-                                         "supported)", span=self.source.span(node) if node is not None else None)
+                                         "supported)", span=span,
+                                         hint="kernels are expanded at compile time; write the repetition as a "
+                                              "pl.range loop")
         self.active.append(key)
 
     def convert(self, source: Source, fdef: ast.FunctionDef, name: str, *, has_self: bool, given=None,
@@ -147,7 +154,7 @@ class ProgramBuilder(ProgramHooks):
                 k += 1
                 unique = f"{base}_{k}"
             self.names.add(unique)
-            self.enter(key, node)
+            self.enter(key, node, conv)
             try:
                 fn = make(unique, dict(zip(params, arg_types)))
             finally:
@@ -307,7 +314,8 @@ class FunctionDecl:
     def __init__(self, fn, type: FunctionType, external_source=None, scope: dict | None = None):
         self.fn = fn
         self.type = type
-        self.source = KernelSource(fn, type, scope)
+        # the names it sees as they are when it is defined, as a program's methods see theirs
+        self.source = KernelSource(fn, type, {**getattr(fn, "__globals__", {}), **(scope or {})})
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.external_source = None
@@ -354,11 +362,11 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_sour
 
 def program(cls) -> n.Program:
     """``@pl.program``: the class's methods become an IR Program (parsed, never run)."""
-    source, node = source_of(cls)
+    caller = inspect.currentframe().f_back
+    source, node = source_of(cls, line=caller.f_lineno if caller is not None else None)
     namespace = dict(vars(inspect.getmodule(cls) or object()))
     # A class defined in a function sees that function's locals (the sizes a builder
     # function computes before its @pl.program class, say), as its annotations did.
-    caller = inspect.currentframe().f_back
     if caller is not None and caller.f_code.co_name != "<module>":
         namespace.update(caller.f_locals)
     for decl in vars(cls).values():  # methods see their enclosing function's locals
@@ -386,7 +394,8 @@ class GenericProgram:
     """A ``@pl.program`` whose entry has ``pl.dynamic`` axes. Types are static here, so it is
     a Program per set of extents, made (``specialize``) when it is run or compiled on tensors
     and kept; every method and kernel with dynamic axes is converted for the types its calls
-    pass. Each mistake is reported then, at its line, as for any program."""
+    pass. Each mistake is reported then, at its line, as for any program. (``pypto.runtime``
+    gives it ``specialize(*tensors)``, the Program for a call's arguments.)"""
 
     def __init__(self, source: Source, cls: ast.ClassDef):
         self.source = source
@@ -407,6 +416,13 @@ class GenericProgram:
             with collector_paused():
                 self._made[key] = ProgramBuilder(self.source, self.cls, soc, entry_types=tuple(arg_types)).build()
         return self._made[key]
+
+    def __getattr__(self, attr: str):
+        if not attr.startswith("_") and hasattr(n.Program, attr):
+            raise PyptoError(f"program '{self.name}' has pl.dynamic axes: it is a Program per set of extents, and "
+                             f"'{attr}' belongs to one of those", span=self.source.span(self.cls),
+                             hint=f"program.specialize(*tensors).{attr}")
+        raise AttributeError(f"'GenericProgram' object has no attribute '{attr}'")
 
     def unspecialized(self, soc=DEFAULT) -> n.Program:
         """The program as written, without a call's extents: the error naming the first

@@ -17,15 +17,19 @@ from pypto.lang.exprs import Source
 from pypto.lang.signatures import check_signature
 
 
-def source_of(obj, scope: dict | None = None) -> tuple[Source, ast.AST]:
+def source_of(obj, scope: dict | None = None, line: int | None = None) -> tuple[Source, ast.AST]:
     """The ``ast`` of a function or class as written in its file, with spans into that file.
     ``scope``: the names of the function that defined it (which its annotations read, and a
-    closure does not keep), seen before the module's."""
+    closure does not keep), seen before the module's. ``line``: a line of the definition
+    (its decorator's, as the decorating frame has it), which tells two classes of one name
+    in a file apart — ``inspect`` finds a class by name only."""
     from pypto.errors import PyptoError
 
     try:
         file = inspect.getsourcefile(obj) or inspect.getfile(obj)
-        lines, start = inspect.getsourcelines(obj)
+        lines, start = _class_at(file, obj, line) if line is not None and inspect.isclass(obj) else (None, None)
+        if lines is None:
+            lines, start = inspect.getsourcelines(obj)
     except (OSError, TypeError):
         raise PyptoError(
             f"cannot retrieve the source code of '{getattr(obj, '__qualname__', obj)}': kernels are parsed "
@@ -51,6 +55,23 @@ def source_of(obj, scope: dict | None = None) -> tuple[Source, ast.AST]:
     source = Source(file, all_lines, line_offset=start - 1, col_offset=indent,
                     resolver=N.ModuleResolver(namespace))
     return source, node
+
+
+def _class_at(file: str, cls, line: int):
+    """(lines, first line) of the class named like ``cls`` whose decorators or header hold
+    ``line``; (None, None) when the file does not show one."""
+    text = "".join(linecache.getlines(file))
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None, None
+    found = [x for x in ast.walk(tree) if isinstance(x, ast.ClassDef) and x.name == cls.__name__
+             and min([d.lineno for d in x.decorator_list] + [x.lineno]) <= line <= x.lineno]
+    if len(found) != 1:
+        return None, None
+    x = found[0]
+    first = min([d.lineno for d in x.decorator_list] + [x.lineno])
+    return text.splitlines(keepends=True)[first - 1:x.end_lineno], first
 
 
 class KernelSource:

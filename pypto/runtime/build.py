@@ -7,14 +7,13 @@ this layer provides: the IR below it compiles nothing) and ``pypto.runtime.run``
 
 from __future__ import annotations
 
-from pypto.backend import backend
-from pypto.errors import ConfigError, SpecializationError
+from pypto.errors import ConfigError
 from pypto.ir import nodes as n
 from pypto.lang.program import GenericProgram
-from pypto.runtime.arguments import arg_type
-from pypto.runtime.callsite import call_span, located
+from pypto.runtime.generic import GenericCompiled
 from pypto.runtime.compiled import CompiledProgram, compile_program
-from pypto.runtime.config import RunConfig
+from pypto.runtime.callsite import call_span
+from pypto.runtime.config import RunConfig, coerce_config
 
 
 def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True, backend_type=None,  # noqa: A001
@@ -58,7 +57,15 @@ def run(program, *tensors, config: RunConfig | None = None) -> CompiledProgram:
     given and ``config.codegen_only`` is not set (Out tensors are written in place): the
     compiled program, to run again. A program with ``pl.dynamic`` axes is compiled for the
     extents of ``tensors``."""
-    config = config if config is not None else RunConfig()
+    if not isinstance(program, (n.Program, GenericProgram)):
+        raise ConfigError(f"pypto.runtime.run takes a @pl.program (or a Program), got {type(program).__name__}",
+                          span=call_span(argument=0),
+                          hint="call a @pl.jit kernel directly: kernel(*tensors, config=...); run a @pl.function "
+                               "kernel from a @pl.program's orchestration")
+    try:
+        config = coerce_config(config)
+    except ConfigError as err:
+        raise err.with_span(call_span(argument="config")) from None
     if isinstance(program, GenericProgram):
         if not tensors:
             program.unspecialized()  # says which axis no tensor gave
@@ -68,49 +75,3 @@ def run(program, *tensors, config: RunConfig | None = None) -> CompiledProgram:
     if tensors and not config.codegen_only:
         compiled(*tensors)
     return compiled
-
-
-class GenericCompiled:
-    """A program with ``pl.dynamic`` axes, compiled: each call compiles it for its tensors'
-    extents (once per set of extents, kept) and runs that. What a compiled program does
-    with one set, it does with each (``compiled_for`` gives that CompiledProgram)."""
-
-    def __init__(self, program: GenericProgram, config: RunConfig):
-        self.program = program
-        self.config = config
-        self.name = program.name
-        self._compiled: dict[tuple, CompiledProgram] = {}
-
-    @property
-    def param_names(self) -> list:
-        return self.program.param_names
-
-    def compiled_for(self, *args) -> CompiledProgram:
-        names = self.param_names
-        if len(args) != len(names):
-            raise SpecializationError(f"'{self.name}' takes {len(names)} arguments ({', '.join(names)}), got "
-                                      f"{len(args)}", span=call_span(argument=min(len(args), len(names))),
-                                      hint="pass every tensor, Out ones included: their extents specialize it")
-        types = tuple(arg_type(name, a, k) for k, (name, a) in enumerate(zip(names, args)))
-        if types not in self._compiled:
-            try:
-                program = self.program.specialize_types(types, backend(self.config.backend))
-            except SpecializationError as err:  # an argument's mistake: at the user's argument
-                if getattr(err, "param", None) not in names:
-                    raise
-                raise SpecializationError(err.message, span=call_span(argument=names.index(err.param)),
-                                          hint=err.hint).with_note(f"the parameter is declared at {err.span}") from None
-            self._compiled[types] = compile_program(program, entry_params(program), self.config, write=True)
-        return self._compiled[types]
-
-    @located
-    def run(self, *args, config: RunConfig | None = None):
-        """``CompiledProgram.run`` of the program compiled for these arguments."""
-        return self.compiled_for(*args).run(*args, config=config)
-
-    @located
-    def __call__(self, *args, config: RunConfig | None = None):
-        return self.compiled_for(*args)(*args, config=config)
-
-    def __repr__(self) -> str:
-        return f"<compiled {self.name}: pl.dynamic axes, {len(self._compiled)} specialization(s) so far>"

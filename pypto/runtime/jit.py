@@ -9,7 +9,8 @@ from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckE
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, Level
 from pypto.lang.jit import declared_types, specialize
-from pypto.lang.sources import KernelSource
+from pypto.lang.program import FunctionDecl
+from pypto.lang.sources import KernelSource, source_of
 from pypto.runtime.arguments import arg_type, as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program
@@ -22,6 +23,11 @@ class JitKernel:
     __pypto_kernel__ = True
 
     def __init__(self, fn, function_type: FunctionType, auto_scope: bool = True):
+        if isinstance(fn, FunctionDecl):
+            source, node = source_of(fn.fn)
+            raise PyptoError(f"'{fn.__name__}' is already a @pl.function: a kernel is one or the other",
+                             span=source.span(node), hint="keep @pl.jit (a kernel you call) or @pl.function (a kernel "
+                                                          "a @pl.program calls), not both")
         self.fn = fn
         self.function_type = function_type
         self.auto_scope = auto_scope  # an entry's: every loop body and branch is a runtime scope
