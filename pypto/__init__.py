@@ -1,0 +1,8 @@
+"""PyPTO in pure Python: the kernel language (``pypto.language``), its compiler, a reference
+interpreter and a cycle-level simulator of the AI core and the chip."""
+
+from pypto.errors import InternalError, PartialCodegenError, PyptoError
+
+Error = PyptoError  # the reference's name for the base of every error it reports
+
+__all__ = ["Error", "InternalError", "PartialCodegenError", "PyptoError"]

@@ -117,13 +117,27 @@ class ConfigError(PyptoError, ValueError):
     """A RunConfig value the runtime does not know."""
 
 
-class VerificationError(PyptoError):
+class InternalError(PyptoError):
+    """A fault of the compiler's, not of the program (the reference's ``pypto.InternalError``)."""
+
+
+class VerificationError(InternalError):
     """An IR invariant broken between passes: always a compiler bug, reported with the node."""
 
 
-class CodegenError(PyptoError):
+class PartialCodegenError(PyptoError):
+    """Code generation that cannot finish the program (the reference's, raised when some
+    kernels generate and others do not; here, each reason it has)."""
+
+
+class CodegenError(PartialCodegenError):
     """A program the modeled assembler cannot lower (under memory_planner="PTOAS", found
     by the pass pipeline, so every platform refuses it alike)."""
+
+
+class UnwrittenOutputError(TypeCheckError, PartialCodegenError):
+    """An Out parameter the body rebinds and nothing writes (``out = pl.add(a, b)``): the
+    reference finds it in code generation, here the front end names the line."""
 
 
 class ExecutionError(PyptoError):

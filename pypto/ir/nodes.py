@@ -318,6 +318,9 @@ class Function:
     # an AIV function of a Group both vector cores of the cluster run (attrs={"dual_aiv_dispatch": True})
     dual_aiv: bool = False
 
+    func_type = property(lambda self: self.type, doc="the reference's name for ``type``")
+    return_types = property(lambda self: self.returns, doc="the reference's name for ``returns``")
+
     def as_python(self, prefix: str = "pl", concise: bool = False, *, explicit: bool = False, soc=None) -> str:
         """The function as DSL text (a method of a ``@pl.program``), as ``Program.as_python``."""
         from pypto.backend import DEFAULT

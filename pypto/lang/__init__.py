@@ -14,6 +14,6 @@ from pypto.ir.nodes import Program
 def parse(text: str, filename: str = "<string>", *, soc: SoC = DEFAULT) -> Program:
     """``soc``: the backend whose rules type the program's ops (the pipeline passes the
     one in force; the default is RunConfig's)."""
-    from pypto.lang.program import parse_text
+    from pypto.lang.text import parse_text
 
     return parse_text(text, filename, soc)

@@ -33,7 +33,7 @@ from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import Source
 from pypto.lang.bounds import check_bounds
-from pypto.lang.permissions import check_writes
+from pypto.lang.permissions import check_outputs, check_writes
 from pypto.lang.signatures import Signatures
 from pypto.lang.placement import PlacementForms
 from pypto.lang.spmd import SpmdForms
@@ -98,6 +98,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
                         auto_scope=self.auto_scope)
         if not self.source.exact:
             check_writes(fn, self.callees, self.pynames, self.call_sites)
+            check_outputs(fn, self.callees, self.pynames)
         check_bounds(fn, self.pynames, self.call_sites)
         return fn
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from pypto.errors import PyptoError, TypeCheckError
+from pypto.errors import PyptoError, TypeCheckError, UnwrittenOutputError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup
 from pypto.ir.tensors import Sources
@@ -49,12 +49,7 @@ def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str], sit
     if not inputs:
         return
 
-    def returned(callee: str):
-        c = callees.get(callee)
-        one = c is not None and len(c.returns) == 1 and c.returned_params
-        return c.returned_params[0] if one else None
-
-    sources = Sources(fn, returned)
+    sources = Sources(fn, lambda callee: _returned(callees, callee))
     sites = sites or {}
     for stmt, call, target, span, what in _writes(fn.body, callees):
         if isinstance(target, n.Var):
@@ -65,6 +60,37 @@ def check_writes(fn: n.Function, callees: Mapping, names: Mapping[str, str], sit
                 _check(target.name, local, span or stmt.span, what, inputs, sources, names)
             except PyptoError as err:
                 raise with_notes(err, site) from None
+
+
+def check_outputs(fn: n.Function, callees: Mapping, names: Mapping[str, str]) -> None:
+    """An Out parameter that nothing writes under any name, and whose name the body binds to
+    another value, is the most common first bug — ``out = pl.add(a, b)`` binds a name and
+    writes nothing (the reference's code generation finds it; here it is the line)."""
+    outs = [p.name for p in fn.params if p.direction is ParamDirection.Out and isinstance(p.type, TensorType)]
+    if not outs:
+        return
+    sources = Sources(fn, lambda callee: _returned(callees, callee))
+    written = set()
+    for _, _, target, _, _ in _writes(fn.body, callees):
+        if isinstance(target, n.Var):
+            written |= sources.leaves(target.name)
+    for p in outs:
+        if p in written:
+            continue
+        name = names.get(p, p)
+        rebound = next((s for s in n.walk_stmts(fn.body) if isinstance(s, n.Assign) and s.target != p
+                        and names.get(s.target) == name), None)
+        if rebound is not None:
+            raise UnwrittenOutputError(
+                f"'{name}' is an Out parameter, and this binds the name '{name}' to another value: nothing writes "
+                "the tensor", span=rebound.span,
+                hint=f"write it: {name}[:] = value (or {name} = pl.assemble({name}, value, [0, ...]))")
+
+
+def _returned(callees: Mapping, callee: str):
+    c = callees.get(callee)
+    one = c is not None and len(c.returns) == 1 and c.returned_params
+    return c.returned_params[0] if one else None
 
 
 def _writes(body, callees: Mapping):

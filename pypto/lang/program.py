@@ -2,7 +2,7 @@
 
 A program is a class of ``@pl.function`` methods; functions call each other as
 ``self.f(...)``. Bodies convert on demand, so a caller can be converted before the callee
-it needs the signature of. ``parse_text`` is what ``pypto.lang.parse`` runs on a dump.
+it needs the signature of (``pypto.lang.text`` reads the same classes from text).
 """
 
 from __future__ import annotations
@@ -259,45 +259,6 @@ def _function_attrs(conv, node, kind: FunctionType) -> bool:
                          f"function is {kind.name}", hint="@pl.function(type=pl.FunctionType.AIV, "
                                                            'attrs={"dual_aiv_dispatch": True})')
     return dual
-
-
-def parse_text(text: str, filename: str, soc) -> n.Program:
-    """A program from DSL text (a pass dump), read with ``ast`` and never executed."""
-    with collector_paused():
-        return _parse_text(text, filename, soc)
-
-
-def _parse_text(text: str, filename: str, soc) -> n.Program:
-    try:
-        module = ast.parse(text, filename=filename)
-    except SyntaxError as exc:
-        from pypto.errors import Span
-
-        span = Span(filename, exc.lineno or 1, exc.offset or 1, text=exc.text.rstrip("\n") if exc.text else None)
-        raise ParseError(f"invalid syntax: {exc.msg}", span=span) from None
-    aliases = [a.asname or a.name for s in module.body if isinstance(s, ast.Import) for a in s.names
-               if a.name == "pypto.language"]
-    source = Source(filename, tuple(text.splitlines()), exact=True,
-                    resolver=N.Resolver(aliases[0] if len(aliases) == 1 else "pl"))
-    classes = [s for s in module.body if isinstance(s, ast.ClassDef)]
-    others = [s for s in module.body if not isinstance(s, (ast.ClassDef, ast.Import, ast.ImportFrom))
-              and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if others:
-        raise UnsupportedSyntaxError("a program text holds imports and one @pl.program class",
-                                     span=source.span(others[0]))
-    if len(classes) != 1:
-        raise ParseError(f"expected one @pl.program class, found {len(classes)}",
-                         span=source.span(classes[1]) if len(classes) > 1 else None)
-    cls = classes[0]
-    resolver = source.resolver
-    decorated = [d for d in cls.decorator_list
-                 if isinstance(d, ast.Attribute) and isinstance(d.value, ast.Name)
-                 and resolver.resolve(d.value.id) == N.Path(()) and d.attr == "program"]
-    if len(cls.decorator_list) != 1 or not decorated:
-        raise ParseError(f"class '{cls.name}' is not a program: a program text's class is decorated with "
-                         "@pl.program (and nothing else)", span=source.span(cls),
-                         hint=f"put @pl.program on the line above 'class {cls.name}:'")
-    return ProgramBuilder(source, cls, soc).build()
 
 
 # ----------------------------------------------------------------------------- user source

@@ -15,8 +15,15 @@ from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
 from pypto.lang.dsl import TypeConstructor as _TypeConstructor
 from pypto.lang.names import DynVar as _DynVar
 from pypto.lang.program import function, program
+from pypto.lang.text import loads, loads_program, parse, parse_program
+from pypto.lang import text as _text
+import pypto.ir as _ir
 from pypto.runtime.jit import jit
 from pypto.backend import MemorySpace
+
+# the IR's bytes are its text, which the front end reads back (installed here, as the
+# runtime installs pypto.ir.compile)
+_ir.serialize, _ir.deserialize = _text.serialize, _text.deserialize
 
 # the front end knows this module by the mark, not by importing it: ``pl`` is the root
 __pypto_path__ = ()
@@ -83,6 +90,7 @@ del _name
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
-    "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "max", "min", "parallel",
+    "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
+    "parallel", "parse", "parse_program",
     "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]
