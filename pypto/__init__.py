@@ -2,7 +2,8 @@
 interpreter and a cycle-level simulator of the AI core and the chip."""
 
 from pypto.errors import InternalError, PartialCodegenError, PyptoError
+from pypto.log import LogLevel, get_log_level, set_log_level
 
 Error = PyptoError  # the reference's name for the base of every error it reports
 
-__all__ = ["Error", "InternalError", "PartialCodegenError", "PyptoError"]
+__all__ = ["Error", "InternalError", "LogLevel", "PartialCodegenError", "PyptoError", "get_log_level", "set_log_level"]

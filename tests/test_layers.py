@@ -14,7 +14,7 @@ import pypto
 ROOT = pathlib.Path(pypto.__file__).parent
 
 # Each package may import those before it; ``errors`` is the floor under everything.
-ORDER = ("errors", "backend", "ir", "lang", "passes", "codegen", "sim", "chip", "runtime", "language", "tools", "debug", "fuzz",
+ORDER = ("errors", "log", "backend", "ir", "lang", "passes", "codegen", "sim", "chip", "runtime", "language", "tools", "debug", "fuzz",
          "examples", "demo")
 ALSO = {"backend": set()}  # the ground floor imports nothing of ours but errors
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 import time
+
+from pypto.log import logger
 from pathlib import Path
 
 import attrs
@@ -95,6 +97,7 @@ def _lower(program: n.Program, ctx: PassContext, verification: VerificationLevel
         began = time.perf_counter()
         out = spec.run(program, ctx)
         timings.append((spec.name, time.perf_counter() - began))
+        logger.debug(f"[pass] {spec.name}: {1000 * timings[-1][1]:.2f} ms")
         program = out.program
         diagnostics.extend(out.diagnostics)
         done.append(spec.name)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import sys
 from pathlib import Path
 
 import attrs
@@ -29,6 +28,7 @@ from pypto.runtime.worker import RUNTIME, on_device
 from pypto.sim.simulator import RunReport
 from pypto.backend import BackendType, backend
 from pypto.lang.program import GenericProgram
+from pypto.log import logger
 from pypto.ir.pass_manager import DiagnosticPhase
 from pypto.sim.trace import chrome_trace, instruction_metrics
 from pypto.sim.views import check_call
@@ -148,7 +148,7 @@ class CompiledProgram:
         (directory / "visualize_data.bin").write_bytes(write_blocks(blocks))
         (directory / "trace.json").write_text(json.dumps(trace))
         launch.trace_dirs.append(directory.parent)
-        print(f"[l0_trace] {kernel.name}: wrote {directory / 'visualize_data.bin'}", file=sys.stderr)
+        logger.info(f"[l0_trace] {kernel.name}: wrote {directory / 'visualize_data.bin'}")
 
     @located
     def __call__(self, *args, config: RunConfig | None = None):
@@ -238,24 +238,22 @@ def _output_dir(config: RunConfig, name: str) -> Path:
 
 
 def report(compiled: CompiledProgram) -> None:
-    """Perf hints into report/perf_hints.log (empty when there are none) with one summary line on stderr, or, with no
-    output directory, each hint on stderr. PYPTO_LOG_LEVEL=warn (or error) keeps stderr quiet."""
+    """Perf hints into report/perf_hints.log (empty when there are none) with one summary
+    line in the log, or, with no output directory, each hint there (``pypto.log``: at INFO,
+    the default; WARN and above keep it quiet)."""
     hints = compiled.perf_hints
     if compiled.output_dir is not None:  # an empty log says the build had no hints
         (compiled.output_dir / "report" / "perf_hints.log").touch()
     if not hints:
         return
-    quiet = os.environ.get("PYPTO_LOG_LEVEL", "info").lower() in ("warn", "warning", "error")
     if compiled.output_dir is None:
-        if not quiet:
-            for d in hints:
-                print(d.line(), file=sys.stderr)
+        for d in hints:
+            logger.info(d.line())
         return
     log = compiled.output_dir / "report" / "perf_hints.log"
     with log.open("a") as f:
         for d in hints:
             f.write(d.line() + "\n")
-    if not quiet:
-        sites = len({str(d.span) for d in hints if d.span is not None})
-        where = f" across {sites} site{'s' if sites != 1 else ''}" if sites else ""
-        print(f"[perf_hint] {len(hints)} hint{'s' if len(hints) != 1 else ''}{where}; see {log}", file=sys.stderr)
+    sites = len({str(d.span) for d in hints if d.span is not None})
+    where = f" across {sites} site{'s' if sites != 1 else ''}" if sites else ""
+    logger.info(f"[perf_hint] {len(hints)} hint{'s' if len(hints) != 1 else ''}{where}; see {log}")

@@ -1,0 +1,58 @@
+"""``pypto.set_log_level`` / ``get_log_level`` / ``LogLevel`` and ``PYPTO_LOG_LEVEL``, through
+the standard ``logging`` module: INFO shows a build's one-line notes, WARN keeps them
+quiet, DEBUG adds each pass and its time."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import pypto
+import pypto.language as pl
+from pypto.errors import ConfigError
+from pypto.runtime import RunConfig
+
+
+@pl.jit
+def narrow(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(x, 1.0)  # a 256-byte row: a perf hint
+    return out
+
+
+@pytest.fixture
+def level():
+    before = pypto.get_log_level()
+    yield
+    pypto.set_log_level(before)
+
+
+def test_levels_decide_what_a_build_says(level, capsys):
+    pypto.set_log_level(pypto.LogLevel.WARN)
+    narrow(torch.zeros(64), torch.zeros(64), config=RunConfig(platform="ref"))
+    assert capsys.readouterr().err == "" and pypto.get_log_level() is pypto.LogLevel.WARN
+    pypto.set_log_level("info")
+    narrow(torch.zeros(32), torch.zeros(32), config=RunConfig(platform="ref"))
+    err = capsys.readouterr().err
+    assert "TileInnermostDimGranularity" in err and "[pass]" not in err
+    pypto.set_log_level("debug")
+    narrow(torch.zeros(16), torch.zeros(16), config=RunConfig(platform="ref"))
+    assert "[pass] ConvertTensorToTileOps:" in capsys.readouterr().err
+
+
+def test_a_bad_level_is_refused(level):
+    with pytest.raises(ConfigError, match="log level 'loud' is not one of NONE, FATAL, ERROR, WARN, INFO, EVENT, DEBUG"):
+        pypto.set_log_level("loud")
+
+
+def test_the_environment_sets_the_level_at_import():
+    env = dict(os.environ, PYPTO_LOG_LEVEL="error")
+    out = subprocess.run([sys.executable, "-c", "import pypto; print(pypto.get_log_level().name)"], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ERROR"
+    env["PYPTO_LOG_LEVEL"] = "chatty"
+    out = subprocess.run([sys.executable, "-c", "import pypto; print(pypto.get_log_level().name)"], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "INFO" and "PYPTO_LOG_LEVEL='chatty' is not a level" in out.stderr
