@@ -472,3 +472,19 @@ def test_deps_json_is_the_graph_the_run_used(tmp_path):
     scopes = {t["name"]: (t["scope"], t["early_dispatch"]) for t in graph["tasks"]}
     assert scopes["r2t0"] == ("manual", True) and scopes["r0t0"] == ("auto", False)
     assert torch.equal(out[:R], -a[:R]) and torch.equal(after, torch.exp(a[:R]))
+
+
+def test_array_elements_take_the_reference_s_spellings():
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        counts = pl.array.create(2, pl.INT32)
+        counts = pl.array.update_element(counts, 1, 3)
+        n = pl.array.get_element(counts, 1)
+        for i in pl.range(n):
+            with pl.at(level=CG):
+                pl.store(pl.mul(pl.load(a, [i * R, 0], [R, C]), 2.0), [i * R, 0], out)
+        return out
+
+    a, out = torch.randn(4 * R, C), torch.zeros(4 * R, C)
+    k(a, out, config=RunConfig(platform="ref"))
+    assert torch.equal(out[:3 * R], a[:3 * R] * 2.0) and torch.equal(out[3 * R:], torch.zeros(R, C))

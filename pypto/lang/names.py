@@ -191,7 +191,8 @@ def interpret(path: Path):
             name = f"{head}.{unspelled(rest[0])}"
             if lookup(name) is not None:
                 return Op(name, unified=False)
-            alias = {"create_tile": "create", "create_tensor": "create"}.get(rest[0])
+            alias = {"create_tile": "create", "create_tensor": "create", "get_element": "get",
+                     "update_element": "set"}.get(rest[0])  # the reference's other spellings
             if alias and lookup(f"{head}.{alias}") is not None:
                 return Op(f"{head}.{alias}", unified=False)
             if name == "tensor.dim":  # a tensor's extent: a constant, shapes being static

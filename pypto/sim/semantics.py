@@ -499,3 +499,6 @@ def _reserve_buffer(name, size, base, slot_num):
 @impl("tensor.aiv_shard", "tensor.aic_gather")
 def _aiv_shard(x):
     return x  # the crossing itself: the compiler stages it through GM
+
+
+from pypto.sim import gathers as _gathers  # noqa: E402,F401  (registers the gather ops' meaning)

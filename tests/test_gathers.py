@@ -1,0 +1,60 @@
+"""``pl.tile.gather`` (index form): ``dst[i, j] = src[indices[i, j]]``, the index into src's
+elements in row-major order — the same bits on both platforms as torch's, an index outside
+src a located run-time error, and its operands' rules refused where they are written."""
+
+import inspect
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto.language as pl
+from pypto.errors import PyptoError, TypeCheckError
+from pypto.runtime import RunConfig
+
+
+@pl.jit
+def gathered(x: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        src = pl.load(x, [0, 0], [pl.dim(x, 0), pl.dim(x, 1)])
+        picks = pl.load(idx, [0, 0], [pl.dim(idx, 0), pl.dim(idx, 1)])
+        tmp = pl.tile.create([pl.dim(idx, 0), pl.dim(idx, 1)], dtype=pl.INT32)
+        pl.store(pl.tile.gather(src, picks, tmp), [0, 0], out)  # MARK-gather
+    return out
+
+
+DTYPES = {torch.float32: torch.int32, torch.float16: torch.int16, torch.int32: torch.int32}
+
+
+@settings(max_examples=settings().max_examples // 4)
+@given(rows=st.sampled_from([1, 8, 16]), cols=st.sampled_from([16, 32, 64]), out_cols=st.sampled_from([16, 32]),
+       dtype=st.sampled_from(sorted(DTYPES, key=str)), seed=st.integers(0, 2 ** 16))
+def test_property_gather_is_torch_s_on_both_platforms(rows, cols, out_cols, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(rows, cols, generator=g) * 100).to(dtype)
+    idx = torch.randint(0, rows * cols, (rows, out_cols), generator=g, dtype=torch.int32).to(DTYPES[dtype])
+    want = x.reshape(-1)[idx.long()]
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(rows, out_cols, dtype=dtype)
+        gathered(x, idx, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, want), platform
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_an_index_outside_src_is_located(platform):
+    idx = torch.zeros(8, 16, dtype=torch.int32)
+    idx[3, 5] = 8 * 32
+    with pytest.raises(PyptoError, match=r"index 256 at \[3, 5\] is outside the src tile's 256 elements") as info:
+        gathered(torch.randn(8, 32), idx, torch.zeros(8, 16), config=RunConfig(platform=platform))
+    lines, start = inspect.getsourcelines(gathered.fn)
+    assert info.value.span.line == start + next(k for k, t in enumerate(lines) if "MARK-gather" in t)
+
+
+def test_the_operands_rules():
+    with pytest.raises(TypeCheckError, match="indices of INT32 for a FP32 src"):
+        gathered(torch.randn(8, 32), torch.zeros(8, 16, dtype=torch.int16), torch.zeros(8, 16),
+                 config=RunConfig(platform="ref"))
+    with pytest.raises(TypeCheckError, match="a dtype the gather moves"):
+        gathered(torch.randn(8, 32).bfloat16(), torch.zeros(8, 16, dtype=torch.int32),
+                 torch.zeros(8, 16, dtype=torch.bfloat16), config=RunConfig(platform="ref"))
