@@ -142,7 +142,12 @@ YI = torch.arange(R * C, dtype=torch.int32).reshape(R, C).flip(1) * 53 + 7
 XS = (torch.arange(R * C, dtype=torch.int16).reshape(R, C) * 411 - 9000).contiguous()
 BITWISE = {"and": torch.bitwise_and, "or": torch.bitwise_or, "xor": torch.bitwise_xor}
 AMOUNTS = (torch.arange(R * C, dtype=torch.int32).reshape(R, C) * 7) % 32  # every amount 0..31
+PICKS = (torch.arange(R * C, dtype=torch.int32).reshape(R, C) * 29) % (R * C)  # every element, shuffled
+
 CASES += [
+    case("tile.gather", lambda b, a, c: b.op("tile.gather", b.op("tile.load", a, [0, 0], [R, C]),
+                                             b.op("tile.load", c, [0, 0], [R, C]), b.op("tile.create", [R, C], D.INT32)),
+         lambda x, y: x.reshape(-1)[y.long()], inputs=(X, PICKS)),
     *[case(f"{level}.{k}", (tile2 if level == "tile" else tensor2)(f"{level}.{k}"), lambda x, y, f=f: f(x, y),
            inputs=(XI, AMOUNTS), out_dtype=torch.int32)
       for k, f in (("shl", torch.bitwise_left_shift), ("shr", torch.bitwise_right_shift)) for level in ("tile", "tensor")],
