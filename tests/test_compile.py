@@ -168,3 +168,21 @@ def test_property_every_pass_roundtrips_and_preserves_results(case, planner):
         for x, y in zip(got, expected):
             assert ps.bits_equal(x, y), f"{case.recipe}: {name} changed the result"
     assert_matches_oracle(case, run_case(case, lowering.program))
+
+
+def test_compile_returns_the_same_compiled_program_for_the_same_key(tmp_path):
+    import pypto.language as pl
+    import torch
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.add(a, 1.0)
+        return out
+
+    config = RunConfig(platform="ref", output_dir=tmp_path)
+    first = k.compile(torch.zeros(16, 128), torch.zeros(16, 128), config=config)
+    assert k.compile(torch.ones(16, 128), torch.ones(16, 128), config=RunConfig(platform="ref", output_dir=tmp_path)) \
+        is first
+    assert k.compile(torch.zeros(32, 128), torch.zeros(32, 128), config=config) is not first
+    assert k.compile(torch.zeros(16, 128), torch.zeros(16, 128), config=RunConfig(platform="a2a3sim")) is not first

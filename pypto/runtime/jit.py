@@ -38,6 +38,7 @@ class JitKernel:
         self.__wrapped__ = fn
         self._programs: dict[tuple, n.Program] = {}
         self._compiled: dict[tuple, CompiledProgram] = {}  # for calls: per argument types and config
+        self._built: dict[tuple, CompiledProgram] = {}  # compile()'s: per specialized program and config
 
     def __repr__(self) -> str:
         return f"<pypto kernel {self.__qualname__} ({self.function_type.name})>"
@@ -104,10 +105,15 @@ class JitKernel:
 
     @located
     def compile(self, *args, config: RunConfig | None = None, **kwargs) -> CompiledProgram:
-        """Specialize, run the passes, and write the output directory (dumps, report).
+        """Specialize, run the passes, and write the output directory (dumps, report):
+        once per argument types and config — the same CompiledProgram again after that.
         With no arguments, the parameters' full annotations give the types."""
         config = _config(config)
-        return compile_program(self._specialize(args, kwargs, config), self.param_names, config, write=True)
+        program = self._specialize(args, kwargs, config)
+        key = (id(program), config)  # (the program is _programs' own, kept: one object per types)
+        if key not in self._built:
+            self._built[key] = compile_program(program, self.param_names, config, write=True)
+        return self._built[key]
 
     @located
     def __call__(self, *args, config: RunConfig | None = None, **kwargs):
