@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import pypto.language as pl
+from pypto import ir
 from pypto.ir import PassDumpLevel
 from pypto.runtime import RunConfig
 from pypto.runtime import compiled as compiled_module
@@ -51,8 +52,8 @@ def one_second(monkeypatch):
 def test_concurrent_compiles_each_get_their_own_directory(tmp_path, monkeypatch, one_second):
     monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path))
     a, out = torch.randn(16, 128), torch.zeros(16, 128)
-    exp_rows.specialize(a, out)
-    builds = in_threads(lambda: exp_rows.compile(a, out, config=RunConfig(dump_passes=PassDumpLevel.EXPLICIT)))
+    program = exp_rows.specialize(a, out)  # (ir.compile builds each time; kernel.compile once per key)
+    builds = in_threads(lambda: ir.compile(program, dump_passes=PassDumpLevel.EXPLICIT))
     dirs = [b.output_dir for b in builds]
     assert len(set(dirs)) == THREADS
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 
 from pypto.backend import backend
 from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
@@ -110,7 +111,9 @@ class JitKernel:
         With no arguments, the parameters' full annotations give the types."""
         config = _config(config)
         program = self._specialize(args, kwargs, config)
-        key = (id(program), config)  # (the program is _programs' own, kept: one object per types)
+        # (the program is _programs' own, kept: one object per types; a build directory
+        # chosen by the environment is part of the key, as it is of the build)
+        key = (id(program), config, os.environ.get("PYPTO_PROG_BUILD_DIR"))
         if key not in self._built:
             self._built[key] = compile_program(program, self.param_names, config, write=True)
         return self._built[key]
