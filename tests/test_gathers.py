@@ -58,3 +58,55 @@ def test_the_operands_rules():
     with pytest.raises(TypeCheckError, match="a dtype the gather moves"):
         gathered(torch.randn(8, 32).bfloat16(), torch.zeros(8, 16, dtype=torch.int32),
                  torch.zeros(8, 16, dtype=torch.bfloat16), config=RunConfig(platform="ref"))
+
+
+@pl.jit
+def scattered(base: pl.Tensor, x: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        dst = pl.load(base, [0, 0], [pl.dim(base, 0), pl.dim(base, 1)])
+        src = pl.load(x, [0, 0], [pl.dim(x, 0), pl.dim(x, 1)])
+        where = pl.load(idx, [0, 0], [pl.dim(idx, 0), pl.dim(idx, 1)])
+        pl.store(pl.tile.scatter(dst, src, where), [0, 0], out)  # MARK-scatter
+    return out
+
+
+def _scatter_oracle(base, x, idx):
+    out = base.clone().reshape(-1)
+    for v, k in zip(x.reshape(-1).tolist(), idx.reshape(-1).tolist()):  # in row-major order: the later wins
+        out[k] = v
+    return out.reshape(base.shape)
+
+
+@settings(max_examples=settings().max_examples // 4)
+@given(rows=st.sampled_from([1, 8]), cols=st.sampled_from([16, 32]), dst_cols=st.sampled_from([16, 64]),
+       dtype=st.sampled_from(sorted(DTYPES, key=str)), seed=st.integers(0, 2 ** 16))
+def test_property_scatter_writes_each_position_s_last_element_on_both_platforms(rows, cols, dst_cols, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    base = (torch.randn(rows, dst_cols, generator=g) * 100).to(dtype)
+    x = (torch.randn(rows, cols, generator=g) * 100).to(dtype)
+    idx = torch.randint(0, rows * dst_cols, (rows, cols), generator=g, dtype=torch.int32)  # with repeats
+    idx = idx.to(torch.int32 if dtype.itemsize == 4 else torch.int16)
+    want = _scatter_oracle(base, x, idx)
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(rows, dst_cols, dtype=dtype)
+        scattered(base, x, idx, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, want), platform
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_scatter_outside_dst_is_located(platform):
+    idx = torch.zeros(8, 16, dtype=torch.int32)
+    idx[2, 7] = -1
+    with pytest.raises(PyptoError, match=r"index -1 at \[2, 7\] is outside the dst tile's 256 elements") as info:
+        scattered(torch.zeros(8, 32), torch.randn(8, 16), idx, torch.zeros(8, 32), config=RunConfig(platform=platform))
+    lines, start = inspect.getsourcelines(scattered.fn)
+    assert info.value.span.line == start + next(k for k, t in enumerate(lines) if "MARK-scatter" in t)
+
+
+def test_the_scatter_s_rules():
+    with pytest.raises(TypeCheckError, match="INT32 indexes for a 4-byte dst"):
+        scattered(torch.zeros(8, 32), torch.randn(8, 16), torch.zeros(8, 16, dtype=torch.int16), torch.zeros(8, 32),
+                  config=RunConfig(platform="ref"))
+    with pytest.raises(TypeCheckError, match="indexes of src's shape"):
+        scattered(torch.zeros(8, 32), torch.randn(8, 16), torch.zeros(8, 8, dtype=torch.int32), torch.zeros(8, 32),
+                  config=RunConfig(platform="ref"))

@@ -148,6 +148,10 @@ CASES += [
     case("tile.gather", lambda b, a, c: b.op("tile.gather", b.op("tile.load", a, [0, 0], [R, C]),
                                              b.op("tile.load", c, [0, 0], [R, C]), b.op("tile.create", [R, C], D.INT32)),
          lambda x, y: x.reshape(-1)[y.long()], inputs=(X, PICKS)),
+    case("tile.scatter", lambda b, a, c: b.op("tile.scatter", b.op("tile.load", a, [0, 0], [R, C]),
+                                              b.op("tile.load", a, [0, 0], [R, C]), b.op("tile.load", c, [0, 0], [R, C])),
+         lambda x, y: x.reshape(-1).clone().index_put_((y.reshape(-1).long(),), x.reshape(-1)).reshape(R, C),
+         inputs=(X, PICKS)),
     *[case(f"{level}.{k}", (tile2 if level == "tile" else tensor2)(f"{level}.{k}"), lambda x, y, f=f: f(x, y),
            inputs=(XI, AMOUNTS), out_dtype=torch.int32)
       for k, f in (("shl", torch.bitwise_left_shift), ("shr", torch.bitwise_right_shift)) for level in ("tile", "tensor")],

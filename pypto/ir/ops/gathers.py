@@ -1,7 +1,9 @@
-"""Tile ops that read a tile at positions another tile holds: ``tile.gather`` (index form),
-``dst[i, j] = src[indices[i, j]]`` with the index into ``src``'s elements in row-major
-order. Tile level, as the reference has the index form (its tensor form, the mask and
-compare forms, and the scatters are not here yet)."""
+"""Tile ops that address a tile by positions another tile holds, each position an index
+into the tile's elements in row-major order: ``tile.gather`` (index form) reads
+``dst[i, j] = src[indices[i, j]]``; ``tile.scatter`` (index form) writes
+``dst.flat[indexes[i, j]] = src[i, j]`` into ``dst`` in place. Tile level, as the
+reference has the index forms (its tensor forms and the mask and compare forms are not
+here yet)."""
 
 from __future__ import annotations
 
@@ -37,3 +39,31 @@ register("tile.gather", [P("src", Kind.TILE, spaces=VEC), P("indices", Kind.TILE
                          P("tmp", Kind.TILE, spaces=VEC)], _infer_gather,
          doc="dst[i, j] = src[indices[i, j]], the index into src's elements in row-major order", mnemonic="VGATHER")
 unify("gather", tile="tile.gather")
+
+
+SCATTERED = (DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT8, DataType.INT16, DataType.INT32)
+
+
+def _infer_scatter(a: OpArgs, soc: SoC) -> TileType:
+    dst, src, idx = a.tile("dst"), a.tile("src"), a.tile("indexes")
+    for t, what in ((dst, "dst"), (src, "src"), (idx, "indexes")):
+        _require_2d("tile.scatter", t, what)
+    _require_dtype("tile.scatter", src, SCATTERED, "a dtype the scatter moves")
+    if dst.dtype is not src.dtype:
+        raise fail("tile.scatter", "dst of src's dtype", f"{dst.dtype.name} and {src.dtype.name}",
+                   "pl.cast(src, target_type=...) first")
+    want = DataType.INT32 if src.dtype.nbytes == 4 else DataType.INT16  # the element width decides
+    if idx.dtype is not want:
+        raise fail("tile.scatter", f"{want.name} indexes for a {src.dtype.nbytes}-byte dst", idx.dtype.name,
+                   f"pl.cast(indexes, target_type=pl.{want.name})")
+    if idx.shape != src.shape:
+        raise fail("tile.scatter", f"indexes of src's shape {list(src.shape)}", str(list(idx.shape)))
+    return _vec_result(dst)
+
+
+# dst is rewritten in place (the result is it); of two elements that name one position the
+# later one in row-major order is the one written
+register("tile.scatter", [P("dst", Kind.TILE, spaces=VEC), P("src", Kind.TILE, spaces=VEC),
+                          P("indexes", Kind.TILE, spaces=VEC)], _infer_scatter,
+         doc="dst.flat[indexes[i, j]] = src[i, j] (in place)", in_place=True, mnemonic="VSCATTER")
+unify("scatter", tile="tile.scatter")
