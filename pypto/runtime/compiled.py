@@ -152,11 +152,14 @@ class CompiledProgram:
 
     @located
     def __call__(self, *args, config: RunConfig | None = None):
-        """Run; in place (every argument given) or return-style (the inputs only: the Out
-        tensors are allocated). What the entry returns. ``config`` as for ``run``."""
+        """Run in place (every argument given: None, as the reference's — the Out tensors
+        are written) or return-style (the inputs only: the Out tensors are allocated, and
+        what the entry returns is returned). ``config`` as for ``run``."""
         full = self._with_outputs(on_device(args, self))
         values = self.run(*full, config=config).outputs
-        if not values and len(full) != len(args):  # return-style, and the entry returns nothing: its Outs
+        if len(full) == len(args):
+            return None
+        if not values:
             values = tuple(full[k] for k in self.output_indices)
         if not values:
             return None
