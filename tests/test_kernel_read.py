@@ -298,3 +298,19 @@ def test_a_float_value_read_for_an_integer_tile_is_refused_at_the_line():
     with pytest.raises(PyptoError, match="an integer scalar for a INT32 tile, but got a FP32 value") as info:
         parse(text, filename="mixed.py")
     assert info.value.span.line == 10
+
+
+@pl.jit
+def cast_in_expression(x: pl.Tensor, cfg: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        n = pl.cast(pl.read(cfg, 0), pl.INDEX) + 1  # a scalar's cast inside an expression
+        for i in pl.range(pl.min(n, pl.cast(pl.read(cfg, 1), pl.INDEX) * 2)):
+            pl.store(pl.adds(pl.load(x, [i * 16, 0], [16, 128]), 1.0), [i * 16, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_scalar_cast_inside_an_expression(platform):
+    x, out = torch.randn(64, 128), torch.zeros(64, 128)
+    cast_in_expression(x, torch.tensor([2, 5], dtype=torch.int32), out, config=RunConfig(platform=platform))
+    assert torch.equal(out[:48], x[:48] + 1) and torch.equal(out[48:], torch.zeros(16, 128))

@@ -256,6 +256,9 @@ class ExprConverter(Lookups, Statics, Annotations):
                 return self.available_count(node, meaning.name)[0]
             if isinstance(meaning, N.Op) and meaning.name in BLOCK_REGISTERS:  # a scalar a kernel reads
                 return self.operand(node)[0]
+            if isinstance(meaning, N.Op) and meaning.name.rsplit(".", 1)[-1] == "cast" and node.args \
+                    and not self._is_array(node.args[0]):  # a scalar's cast, inside an expression
+                return self.operand(node)[0]
             pure = self.pure_function(node.func)
             if pure is not None and self.maybe_static(node) is RUNTIME:
                 raise self.error(UnsupportedSyntaxError, node,

@@ -117,6 +117,9 @@ class Subscripts:
             return isinstance(self.local_type(node.value), TensorType)
         if isinstance(node, ast.Call):
             _, meaning = self.entity(node.func)
+            if isinstance(meaning, N.Op) and meaning.name.rsplit(".", 1)[-1] in ("read", "cast"):
+                # a scalar's cast, and an element read, are scalars (pl.cast(pl.read(t, 0), pl.INDEX) + 1)
+                return meaning.name.endswith("cast") and bool(node.args) and self._is_array(node.args[0])
             return isinstance(meaning, N.Op) or isinstance(self.resolve_chain(node.func), N.Kernel) or (
                 self.has_self and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
                 and node.func.value.id == "self")
