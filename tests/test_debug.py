@@ -80,3 +80,26 @@ def test_generated_code_keeps_pl_min_when_a_function_is_named_min():
     out = torch.zeros(16, 16)
     scope["main"](torch.zeros(16, 16), 7, out)
     assert torch.equal(out, torch.full((16, 16), 3.0))
+
+
+@pl.program
+class Overhang:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        out = pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 16], pl.FP32], start: pl.Scalar[pl.INDEX], out: pl.Out[pl.Tensor[[24, 16], pl.FP32]]):
+        o = self.k(x, pl.slice(out, [16, 16], [start, 0]))
+        return out
+
+
+def test_generated_code_reports_an_access_outside_a_tensor_as_a_pypto_error():
+    from pypto.errors import ExecutionError
+    from pypto.debug import torch_codegen
+
+    scope = {}
+    exec(torch_codegen(Overhang), scope)
+    with pytest.raises(ExecutionError, match="outside"):
+        scope["main"](torch.randn(16, 16), 12, torch.zeros(24, 16))

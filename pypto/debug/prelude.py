@@ -5,12 +5,13 @@ interpreter computes — one definition, read by both."""
 from __future__ import annotations
 
 import contextlib
-
 import itertools
 
+from pypto.errors import ExecutionError
 from pypto.ir.ops.spmd import BLOCK_REGISTERS
+from pypto.sim import numerics as num
 from pypto.sim.numerics import TORCH  # noqa: F401  (the generated shape checks read it)
-from pypto.sim.semantics import IMPLS, VIEWS, TileVal
+from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
 
 _registers = [(0, 1, 0)]  # (block index, blocks, vector lane) of the code running
 _tasks = itertools.count()  # task ids, in submission order
@@ -25,7 +26,10 @@ def op(name: str, *, _tile: bool = False, _valid=None, _kernel: bool = True, **a
         return count if name == "tile.get_block_num" else block
     if name == "tile.get_subblock_idx":
         return _registers[-1][2]
-    data = (VIEWS[name] if name in VIEWS and not _kernel else IMPLS[name])(**args)
+    try:
+        data = (VIEWS[name] if name in VIEWS and not _kernel else IMPLS[name])(**args)
+    except (OutOfRange, num.ArithmeticError_) as exc:  # the interpreter's error, without a place
+        raise ExecutionError(f"{name}: {exc}") from None
     if not _tile:
         return data
     return TileVal(data, tuple(int(v) for v in _valid) if _valid is not None else tuple(data.shape))
