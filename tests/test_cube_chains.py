@@ -79,3 +79,26 @@ def test_another_rounding_still_casts_on_the_vector_cores():
     assert torch.equal(outs[0], outs[1])
     kernel = chain_cast_round.compile(a, b, e, torch.zeros(64, 64), config=RunConfig(platform="a2a3sim"))
     assert any(k.programs and len(k.programs) == 2 for k in kernel.kernels.values())  # cube and vector programs
+
+
+@pytest.mark.parametrize("mode", ["UP_DOWN", "LEFT_RIGHT"])
+def test_the_fixpipe_narrowing_stays_the_cube_s_in_a_split_scope(mode):
+    split = getattr(pl.SplitMode, mode)
+
+    @pl.jit
+    def split_chain(a: pl.Tensor, b: pl.Tensor, e: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(split)]):
+            c = pl.matmul(a, b, out_dtype=pl.FP32)
+            cb = pl.cast(c, pl.BF16, mode="rint")
+            out[:] = pl.muls(pl.matmul(cb, e, out_dtype=pl.FP32), 0.5)  # vector work the lanes split
+        return out
+
+    a, b, e = (x[:64] if k == 0 else x for k, x in enumerate(_operands(64, 32, torch.bfloat16)))
+    outs = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(64, 64)
+        split_chain(a, b, e, out, config=RunConfig(platform=platform))
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+    golden = ((a.float() @ b.float()).to(torch.bfloat16).float() @ e.float()) * 0.5
+    assert ((outs[0] - golden).norm() / golden.norm()).item() < 1e-5

@@ -110,3 +110,17 @@ def test_the_scatter_s_rules():
     with pytest.raises(TypeCheckError, match="indexes of src's shape"):
         scattered(torch.zeros(8, 32), torch.randn(8, 16), torch.zeros(8, 8, dtype=torch.int32), torch.zeros(8, 32),
                   config=RunConfig(platform="ref"))
+
+
+def test_a_scatter_s_indexes_cover_its_src():
+    @pl.jit
+    def partial(base: pl.Tensor, x: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            dst = pl.load(base, [0, 0], [8, 32])
+            where = pl.load(idx, [0, 0], [8, 16], valid_shape=[8, 4])
+            pl.store(pl.tile.scatter(dst, pl.load(x, [0, 0], [8, 16]), where), [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError, match="operands with the same valid shape"):
+        partial(torch.zeros(8, 32), torch.randn(8, 16), torch.zeros(8, 16, dtype=torch.int32), torch.zeros(8, 32),
+                config=RunConfig(platform="ref"))

@@ -67,3 +67,19 @@ def test_an_empty_view_is_the_tensor(tmp_path):
     x, out = torch.randn(16, 64), torch.zeros(16, 64)
     k(x, out, config=RunConfig(platform="ref"))
     assert torch.equal(out, x)
+
+
+W = pl.dynamic("W")
+
+
+@pl.jit
+def strided(x: pl.Tensor[[16, W], pl.FP32, pl.TensorView(stride=[1024, 1], layout=pl.TensorLayout.ND)],
+            out: pl.Out[pl.Tensor[[16, W], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(x, [0, 0], [16, W]), [0, 0], out)
+    return out
+
+
+def test_a_view_s_stride_is_checked_in_the_extents_a_call_gives():
+    with pytest.raises(PyptoError, match=r"stride \[1024, 1\] is not the row-major \[64, 1\] of \[16, 64\]"):
+        strided(torch.zeros(16, 64), torch.zeros(16, 64), config=RunConfig(platform="ref"))

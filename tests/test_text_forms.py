@@ -110,3 +110,31 @@ def test_an_out_parameter_rebound_and_never_written_is_named_at_the_rebinding():
     x, out = torch.randn(64), torch.zeros(64)
     writes(x, out, config=RunConfig(platform="ref"))
     assert torch.equal(out, x + 1)
+
+
+def test_parsed_source_is_checked_as_kernel_source_is():
+    text = PROGRAM.replace("out = pl.store(pl.muls(pl.load(x, [0, 0], [16, 64]), 2.0), [0, 0], out)",
+                           "x = pl.store(pl.muls(pl.load(x, [0, 0], [16, 64]), 2.0), [0, 0], x)")
+    with pytest.raises(TypeCheckError, match="the input parameter 'x'"):
+        pl.parse_program(text)
+    with pytest.raises(UnwrittenOutputError, match="'out' is an Out parameter"):
+        pl.parse_program(PROGRAM.replace("out = self.k(x, out)", "out = self.k(x, pl.create_tensor([16, 64], "
+                                                                 "dtype=pl.FP32))"))
+    with pytest.raises(pypto.Error, match="duplicate argument 'x'") as info:
+        pl.parse("@pl.function\ndef f(x: pl.Tensor[[64], pl.FP32], x: pl.Tensor[[64], pl.FP32]):\n    return x\n")
+    assert info.value.span.line == 2
+
+
+def test_what_does_not_read_back_is_refused(tmp_path):
+    program = pl.parse(PROGRAM)
+    with pytest.raises(pypto.Error, match="function 'main' calls k: on its own it does not read back"):
+        ir.serialize(program.function("main"))
+    with pytest.raises(pypto.Error, match="its text is UTF-8"):
+        ir.deserialize(b"pypto-ir 1 program\n\xff\xfe")
+    path = tmp_path / "latin.py"
+    path.write_bytes(b"# \xe9\n")
+    with pytest.raises(pypto.Error, match="is not UTF-8 text"):
+        pl.loads(path)
+    deep = "@pl.function\ndef f(x: pl.Tensor[[64], pl.FP32]):\n    y = x" + " + x" * 400 + "\n    return y\n"
+    with pytest.raises(pypto.Error, match="nested too deeply"):
+        pl.parse(deep)

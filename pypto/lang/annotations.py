@@ -149,10 +149,13 @@ class Annotations:
             raise self.error(TypeCheckError, node, "pl.Tensor takes [shape, dtype] or [shape, dtype, pl.TensorView(...)]",
                              hint="pl.Tensor[[128, 128], pl.FP32]")
         dims = items[0].elts if isinstance(items[0], (ast.List, ast.Tuple)) else None
+        if dims is not None and any(self._dynamic(d) is not None for d in dims):
+            bound = self._bind_dynamic(node, dims, self._dtype(items[1]), given, param)
+            if len(items) == 3:  # (checked in the extents the call gave)
+                self._tensor_view(items[2], items[0])
+            return bound
         if len(items) == 3:
             self._tensor_view(items[2], items[0])
-        if dims is not None and any(self._dynamic(d) is not None for d in dims):
-            return self._bind_dynamic(node, dims, self._dtype(items[1]), given, param)
         shape = self.static_dims(items[0], "a tensor shape")
         declared = TensorType(shape, self._dtype(items[1]))
         if given is not None and given != declared:
@@ -193,8 +196,7 @@ class Annotations:
                              "GM tensors are row-major (ND)",
                              hint="for a transposed matmul operand pass b_trans=True, or pl.transpose the tensor")
         dims = shape.elts if isinstance(shape, (ast.List, ast.Tuple)) else None
-        extents = [None if self._dynamic(d) is not None else self.static_of(d, int, "a tensor extent") for d in dims] \
-            if dims is not None else list(self.static_dims(shape, "a tensor shape"))
+        extents = [self._extent(d) for d in dims] if dims is not None else list(self.static_dims(shape, "a tensor shape"))
         rank = len(extents)
         for name in ("stride", "valid_shape"):
             if name in kw and (not isinstance(kw[name], (ast.List, ast.Tuple)) or len(kw[name].elts) != rank):
@@ -219,6 +221,14 @@ class Annotations:
                                      f"tensor's {extent}")
         if "pad" in kw:
             self.static_of(kw["pad"], PadValue, "a pad value")
+
+    def _extent(self, d) -> int | None:
+        """An axis's extent: written, or what a call bound its pl.dynamic axis to (None: unbound)."""
+        dyn = self._dynamic(d)
+        if dyn is None:
+            return self.static_of(d, int, "a tensor extent")
+        bound = self.dynamic_extents.get(id(dyn))
+        return bound[1] if bound is not None else None
 
     def _tile_annotation(self, node: ast.Subscript) -> TileType:
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]

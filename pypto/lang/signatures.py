@@ -59,6 +59,12 @@ def check_signature(source: Source, fdef: ast.FunctionDef, *, spliced: bool) -> 
     a = fdef.args
     what = "an inline function" if spliced else "a kernel"
     fixed = "its parameters are fixed when it is compiled, one value per parameter at every call"
+    seen = set()
+    for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):  # (Python refuses it when it compiles; text is only parsed)
+        if p.arg in seen:
+            raise ParseError(f"duplicate argument '{p.arg}' in function definition", span=source.span(p),
+                             hint="give each parameter its own name")
+        seen.add(p.arg)
     if a.posonlyargs:
         p = a.posonlyargs[-1]
         raise UnsupportedSyntaxError(f"'{fdef.name}' has positional-only parameters (up to '{p.arg}', then '/'), "

@@ -7,19 +7,20 @@ IR's bytes (``pypto.ir.serialize`` / ``deserialize``): its text, which reads bac
 from __future__ import annotations
 
 import ast
+import contextlib
 from pathlib import Path
 
 import attrs
 
 from pypto.backend import DEFAULT
-from pypto.errors import ParseError, Span, UnsupportedSyntaxError
+from pypto.errors import ParseError, PyptoError, Span, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.collector import collector_paused
 from pypto.lang import names as N
 from pypto.lang.calls import ProgramHooks
 from pypto.lang.converter import FunctionConverter
 from pypto.lang.exprs import Source
-from pypto.lang.program import ProgramBuilder, function_options
+from pypto.lang.program import GenericProgram, ProgramBuilder, function_options
 
 
 class InvalidSyntax(ParseError, SyntaxError):
@@ -45,8 +46,8 @@ def parse_text(text: str, filename: str, soc=DEFAULT) -> n.Program:
 def parse(text: str, filename: str = "<string>", soc=DEFAULT):
     """``pl.parse(code)``: the one ``@pl.function`` the text defines, as a Function (or its
     one ``@pl.program`` class, as a Program)."""
-    with collector_paused():
-        source, module = _read(text, filename)
+    with collector_paused(), _shallow(filename):
+        source, module = _read(text, filename, exact=False)
         functions = [s for s in module.body if isinstance(s, ast.FunctionDef)]
         classes = [s for s in module.body if isinstance(s, ast.ClassDef)]
         if classes and not functions:
@@ -64,8 +65,8 @@ def parse(text: str, filename: str = "<string>", soc=DEFAULT):
 
 def parse_program(text: str, filename: str = "<string>", soc=DEFAULT) -> n.Program:
     """``pl.parse_program(code)``: the text's one ``@pl.program`` class."""
-    with collector_paused():
-        source, module = _read(text, filename)
+    with collector_paused(), _shallow(filename):
+        source, module = _read(text, filename, exact=False)
         return _program(source, module, soc)
 
 
@@ -89,7 +90,14 @@ _MAGIC = b"pypto-ir 1 "
 def serialize(node) -> bytes:
     """A Program's or a Function's bytes: a header and its DSL text (read with ``ast``, never
     run, by ``deserialize``)."""
+    if isinstance(node, GenericProgram):
+        node.functions  # noqa: B018  (the error that says how to get a Program of it)
     if isinstance(node, n.Function):
+        called = sorted({s.value.callee for s in n.walk_stmts(node.body) if isinstance(getattr(s, "value", None),
+                                                                                    n.FuncCall)})
+        if called:
+            raise PyptoError(f"function '{node.name}' calls {', '.join(called)}: on its own it does not read back",
+                             hint="serialize the Program that holds them")
         return _MAGIC + b"function\n" + n.Program(node.name, (node,)).as_python().encode()
     if isinstance(node, n.Program):
         return _MAGIC + b"program\n" + node.as_python().encode()
@@ -104,7 +112,11 @@ def deserialize(data: bytes):
     kind = header[len(_MAGIC):]
     if kind not in (b"function", b"program"):
         raise ParseError(f"unknown kind of pypto IR: {kind.decode(errors='replace')!r}")
-    program = parse_text(text.decode(), "<serialized>")
+    try:
+        decoded = text.decode()
+    except UnicodeDecodeError:
+        raise ParseError("these bytes are not pypto IR: its text is UTF-8") from None
+    program = parse_text(decoded, "<serialized>")
     return program.functions[0] if kind == b"function" else program
 
 
@@ -115,7 +127,9 @@ class _NoCalls(ProgramHooks):
     """A function read on its own calls no other (no program holds one)."""
 
 
-def _read(text: str, filename: str) -> tuple[Source, ast.Module]:
+def _read(text: str, filename: str, exact: bool = True) -> tuple[Source, ast.Module]:
+    """``exact``: text a pass printed, read as printed (its writes were checked when its
+    program was); else source a user wrote, checked as a kernel's source is."""
     try:
         module = ast.parse(text, filename=filename)
     except SyntaxError as exc:
@@ -123,7 +137,7 @@ def _read(text: str, filename: str) -> tuple[Source, ast.Module]:
         raise InvalidSyntax(f"invalid syntax: {exc.msg}", span=span) from None
     aliases = [a.asname or a.name for s in module.body if isinstance(s, ast.Import) for a in s.names
                if a.name == "pypto.language"]
-    source = Source(filename, tuple(text.splitlines()), exact=True,
+    source = Source(filename, tuple(text.splitlines()), exact=exact,
                     resolver=N.Resolver(aliases[0] if len(aliases) == 1 else "pl"))
     return source, module
 
@@ -147,6 +161,19 @@ def _program(source: Source, module: ast.Module, soc) -> n.Program:
 
 def _file(path: Path) -> str:
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"cannot read {path}: it is not UTF-8 text (byte {exc.start})") from None
+
+
+@contextlib.contextmanager
+def _shallow(filename: str):
+    """An expression nested deeper than the converter's recursion goes is refused, not a
+    Python RecursionError."""
+    try:
+        yield
+    except RecursionError:
+        raise ParseError(f"{filename}: an expression is nested too deeply to read",
+                         hint="split it into named parts") from None

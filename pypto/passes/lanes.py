@@ -29,6 +29,7 @@ import attrs
 
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
+from pypto.ir.ops.cube import fixpipe_cast
 from pypto.ir.ops import argument, lookup, op_call
 from pypto.ir.rewrite import rename
 from pypto.ir.simplify import simplify
@@ -99,6 +100,7 @@ class _Splitter:
     def __init__(self, mode: SplitMode, types: dict, cube_operands: set, fresh):
         self.mode, self.types, self.cube_operands, self.fresh = mode, types, cube_operands, fresh
         self.vector: set = set()  # the tensor values vector work computes
+        self.products: set = set()  # the matmuls' results
 
     # ------------------------------------------------------------------ regions
 
@@ -163,11 +165,16 @@ class _Splitter:
             op = lookup(call.op)
             reads_vector = any(isinstance(a, n.Var) and a.name in self.vector for a in call.args)
             if op.windows is not None and op.windows.kind == "cube" or target in self.cube_operands:
+                if op.windows is not None and op.windows.kind == "cube" and target is not None:
+                    self.products.add(target)
                 return "cube"  # a matmul, or what one reads (a created accumulator)
             if call.op == "tensor.assemble":
                 return "vector" if reads_vector else "cube"
             if call.op == "tensor.slice" and not reads_vector:
                 return "cube"  # a view of GM: whoever reads it slices it further
+            x = argument(call, "x") if call.op == "tensor.cast" else None
+            if isinstance(x, n.Var) and x.name in self.products and fixpipe_cast(call, self.types[x.name].dtype):
+                return "cube"  # the fixpipe's narrowing of an accumulator (crossings keep it the cube's)
             computes = op.windows is not None and op.windows.kind not in ("slice",)
             if reads_vector or computes and isinstance(self.types.get(target), TensorType):
                 if target is not None:

@@ -11,7 +11,7 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.ops.registry import Kind, OpArgs, fail, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
-from pypto.ir.ops.tile import _require_2d, _require_dtype, _vec_result
+from pypto.ir.ops.tile import _require_2d, _require_dtype, _same_valid, _vec_result
 from pypto.ir.types import DataType, TileType
 
 VEC = (M.Vec,)
@@ -58,6 +58,7 @@ def _infer_scatter(a: OpArgs, soc: SoC) -> TileType:
                    f"pl.cast(indexes, target_type=pl.{want.name})")
     if idx.shape != src.shape:
         raise fail("tile.scatter", f"indexes of src's shape {list(src.shape)}", str(list(idx.shape)))
+    _same_valid("tile.scatter", src, idx)  # (each element written has its index)
     return _vec_result(dst)
 
 
