@@ -29,7 +29,7 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim.simulator import Launch, RunReport, scalar_reads, simulate, simulate_together
+from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
 
 @attrs.frozen
 class TaskRecord:
@@ -125,10 +125,7 @@ class ChipRun(Settling):
         core_type = _core_type(kernel)
         if spmd and submit.sync_start:
             self._admit_together(blocks, core_type, getattr(stmt, "span", None))
-        read = scalar_reads(kernel)
-        for (name, _), a in zip(kernel.params, args):
-            if name in read:
-                self.wait_for_scalar_reads(a, name, getattr(stmt, "span", None))
+        self.wait_for_scalar_reads(kernel, args, getattr(stmt, "span", None))
         runs = [(Launch(kernel, args, block=b, blocks=blocks),
                  simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
                 for b in range(blocks)]
@@ -176,10 +173,7 @@ class ChipRun(Settling):
         if sync_start:
             self._admit_together(count, "mix", span)
         for kernel, (_, args, _) in zip(kernels, members):
-            read = scalar_reads(kernel)
-            for (param, _), a in zip(kernel.params, args):
-                if param in read:
-                    self.wait_for_scalar_reads(a, param, span)
+            self.wait_for_scalar_reads(kernel, args, span)
         runs = []
         for b in range(count):
             shared = groups.pipes(kernels, lanes, span)  # each block's own pipe rings

@@ -10,7 +10,7 @@ from pypto.chip import races
 from pypto.chip import groups
 from pypto.chip.tasks import Task
 from pypto.sim.record import ATOMIC_ADD
-from pypto.sim.simulator import apply
+from pypto.sim.simulator import apply, scalar_reads
 from pypto.sim.views import window_runs
 
 
@@ -60,16 +60,20 @@ class Settling:
         lo, hi = _element_bytes(tensor, indices)
         self._wait(lo, hi, span, f"the orchestrator reads {_element(tensor, indices)}")
 
-    def wait_for_scalar_reads(self, tensor, name: str, span) -> None:
-        """A kernel about to be submitted reads elements of ``tensor`` on its scalar unit
-        (``pl.read``): its control flow depends on them, and the simulator computes a
-        task's timeline when it is submitted, so the orchestrator waits until the tensor's
-        producers have finished — as for a read of its own. (On the device the kernel
-        would read the data itself once its dependencies have run, and the host would
-        go on: here the host's wait shows on the swimlane.)"""
-        lo = tensor.data_ptr()
-        hi = lo + (sum((d - 1) * st for d, st in zip(tensor.shape, tensor.stride())) + 1) * tensor.element_size()
-        self._wait(lo, hi, span, f"a kernel reads '{name}' on its scalar unit (pl.read)")
+    def wait_for_scalar_reads(self, kernel, args, span) -> None:
+        """A kernel about to be submitted reads elements of some of its tensors on its
+        scalar unit (``pl.read``): its control flow depends on them, and the simulator
+        computes a task's timeline when it is submitted, so the orchestrator waits until
+        those tensors' producers have finished — as for a read of its own. (On the device
+        the kernel would read the data itself once its dependencies have run, and the host
+        would go on: here the host's wait shows on the swimlane.)"""
+        read = scalar_reads(kernel)
+        for (name, _), tensor in zip(kernel.params, args):
+            if name in read:
+                lo = tensor.data_ptr()
+                hi = lo + (sum((d - 1) * st for d, st in zip(tensor.shape, tensor.stride())) + 1) * \
+                    tensor.element_size()
+                self._wait(lo, hi, span, f"a kernel reads '{name}' on its scalar unit (pl.read)")
 
     def _wait(self, lo: int, hi: int, span, reader: str) -> None:
         producers = self.tracker.producer_of(lo, hi)
