@@ -69,12 +69,7 @@ class _JitProgram(ProgramHooks):
             if conv is not None:
                 raise conv.error(SpecializationError, node, msg)
             raise SpecializationError(msg, span=source.span(fdef))
-        name = kernel.__name__
-        k = 0
-        while name in self.names:
-            k += 1
-            name = f"{kernel.__name__}_{k}"
-        self.names.add(name)
+        name = n.fresh_name(kernel.__name__, self.names)
         converter = FunctionConverter(source, fdef, name=name, kind=kernel.function_type, hooks=self,
                                       given=dict(zip(names, arg_types)),
                                       auto_scope=getattr(kernel, "auto_scope", True))

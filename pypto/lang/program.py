@@ -125,9 +125,7 @@ class ProgramBuilder(ProgramHooks):
             raise conv.error(ParseError, node, f"'self.{name}' is not a function of program '{self.cls.name}'")
         fdef = self.defs[name]
         if self.generic(self.source, fdef):
-            return self.instance(name, fdef.name, arg_types, node, conv,
-                                 lambda unique, given: self.convert(self.source, fdef, unique, has_self=True,
-                                                                    given=given, node=node, conv=conv))
+            return self.instance(name, self.source, fdef, True, arg_types, node, conv)
         fn = self.function(name, node)
         check_call_types(conv, node, fn, arg_types)
         return Callee.of(fn)
@@ -138,30 +136,27 @@ class ProgramBuilder(ProgramHooks):
                              "own methods (self.f(...)) and @pl.function kernels",
                              hint="declare it with @pl.function(type=pl.FunctionType.InCore)")
         source, fdef = self.inline_source(kernel, node, conv)
-        return self.instance(kernel, kernel.__name__, arg_types, node, conv,
-                             lambda unique, given: self.convert(source, fdef, unique, has_self=False, given=given,
-                                                                node=node, conv=conv))
+        return self.instance(kernel, source, fdef, False, arg_types, node, conv)
 
-    def instance(self, key, base: str, arg_types: tuple, node, conv, make) -> Callee:
-        """The function ``make(name, given types)`` converts, once per argument types."""
+    def instance(self, key, source: Source, fdef: ast.FunctionDef, has_self: bool, arg_types: tuple, node,
+                 conv) -> Callee:
+        """``fdef`` (a method's, ``key`` its name, or a module kernel's, ``key`` the kernel)
+        converted for ``arg_types``, once per argument types."""
         if (key, arg_types) not in self.instances:
-            params = [a.arg for a in (self.defs[key] if isinstance(key, str) else key.source.get()[1]).args.args]
-            params = params[1:] if isinstance(key, str) else params
+            params = [a.arg for a in fdef.args.args[int(has_self):]]
             if len(params) != len(arg_types):
-                raise conv.error(TypeCheckError, node, f"'{base}' takes {len(params)} arguments, got {len(arg_types)}")
-            unique, k = base, 0
-            while unique in self.names:
-                k += 1
-                unique = f"{base}_{k}"
-            self.names.add(unique)
+                raise conv.error(TypeCheckError, node, f"'{fdef.name}' takes {len(params)} arguments, got "
+                                 f"{len(arg_types)}")
+            unique = n.fresh_name(fdef.name, self.names)
             self.enter(key, node, conv)
             try:
-                fn = make(unique, dict(zip(params, arg_types)))
+                fn = self.convert(source, fdef, unique, has_self=has_self, given=dict(zip(params, arg_types)),
+                                  node=node, conv=conv)
             finally:
                 self.active.pop()
             self.extra.append(fn)
-            check_call_types(conv, node, fn, arg_types, base)
-            self.instances[key, arg_types] = Callee.of(fn, base)
+            check_call_types(conv, node, fn, arg_types, fdef.name)
+            self.instances[key, arg_types] = Callee.of(fn, fdef.name)
         return self.instances[key, arg_types]
 
     def inline_source(self, kernel, node, conv):

@@ -192,7 +192,7 @@ class Emitter(Reductions, CarriedValues):
             # A creation is made where it is read, and for that reader alone: a loop that
             # starts from it updates its buffer in place (an accumulator cannot be copied).
             return self.apply(name, substitute(d.call, self.env), region, {}, d, frame=self.frames[-1])
-        if isinstance(d, Op) and self.g.side(name) is M.Acc and d.call.op == "tensor.cast":
+        if isinstance(d, Op) and d.call.op == "tensor.cast" and self.g.side(name) is M.Acc:
             # a fixpipe narrowing (tensor_graph's sides): the accumulator's tile, which the store
             # out of Acc narrows to its tensor's dtype, rounding to nearest even
             return self.value(argument(d.call, "x").name, region, reader, hint)

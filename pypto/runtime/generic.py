@@ -19,14 +19,20 @@ from pypto.runtime.config import RunConfig
 from pypto.runtime.worker import on_device
 
 
-def specialize(program: GenericProgram, *args) -> n.Program:
-    """The Program of a ``GenericProgram`` for a call with these arguments (torch tensors
-    and numbers): ``program.specialize(x, out)``."""
+def _arg_types(program: GenericProgram, args) -> tuple:
+    """The IR types of a call's arguments, one per entry parameter."""
     names = program.param_names
     if len(args) != len(names):
         raise SpecializationError(f"'{program.name}' takes {len(names)} arguments ({', '.join(names)}), got "
-                                  f"{len(args)}", span=call_span(argument=min(len(args), len(names))))
-    return program.specialize_types(tuple(arg_type(x, a, k) for k, (x, a) in enumerate(zip(names, args))))
+                                  f"{len(args)}", span=call_span(argument=min(len(args), len(names))),
+                                  hint="pass every tensor, Out ones included: their extents specialize it")
+    return tuple(arg_type(x, a, k) for k, (x, a) in enumerate(zip(names, args)))
+
+
+def specialize(program: GenericProgram, *args) -> n.Program:
+    """The Program of a ``GenericProgram`` for a call with these arguments (torch tensors
+    and numbers): ``program.specialize(x, out)``."""
+    return program.specialize_types(_arg_types(program, args))
 
 
 GenericProgram.specialize = specialize  # (the runtime reads a call's arguments; the front end, types)
@@ -53,12 +59,7 @@ class GenericCompiled:
 
     def compiled_for(self, *args) -> CompiledProgram:
         names = self.param_names
-        args = on_device(args, self)
-        if len(args) != len(names):
-            raise SpecializationError(f"'{self.name}' takes {len(names)} arguments ({', '.join(names)}), got "
-                                      f"{len(args)}", span=call_span(argument=min(len(args), len(names))),
-                                      hint="pass every tensor, Out ones included: their extents specialize it")
-        types = tuple(arg_type(name, a, k) for k, (name, a) in enumerate(zip(names, args)))
+        types = _arg_types(self.program, on_device(args, self))
         if types not in self._compiled:
             try:
                 program = self.program.specialize_types(types, backend(self.config.backend))
@@ -78,12 +79,10 @@ class GenericCompiled:
     @located
     def run(self, *args, config: RunConfig | None = None):
         """``CompiledProgram.run`` of the program compiled for these arguments."""
-        args = on_device(args, self)
         return self.compiled_for(*args).run(*args, config=config)
 
     @located
     def __call__(self, *args, config: RunConfig | None = None):
-        args = on_device(args, self)
         return self.compiled_for(*args)(*args, config=config)
 
     def __getattr__(self, attr: str):
