@@ -165,6 +165,14 @@ class SoC:
     def can_move(self, src: MemorySpace, dst: MemorySpace) -> bool:
         return (src, dst) in self.legal_moves
 
+    def crosses(self, src: MemorySpace, dst: MemorySpace) -> bool:
+        """Whether a move from ``src`` to ``dst`` goes from one kind of core to the other
+        through GM (a store on one side, a load on the other): what a mixed scope stages."""
+        if src is MemorySpace.DDR or dst is MemorySpace.DDR or self.can_move(src, dst):
+            return False
+        return self.spec(src).core is not self.spec(dst).core and self.can_move(src, MemorySpace.DDR) \
+            and self.can_move(MemorySpace.DDR, dst)
+
     def targets_from(self, src: MemorySpace) -> tuple[MemorySpace, ...]:
         return tuple(d for d in MemorySpace if (src, d) in self.legal_moves)
 
@@ -195,13 +203,15 @@ A2A3 = SoC(
             (M.Mat, M.Bias),
             (M.Acc, M.Mat),
             (M.Acc, M.DDR),
+            # the cube core's L1 -> GM DMA (copy_cbuf_to_gm, on its MTE3); A5's cube has none
+            (M.Mat, M.DDR),
         }
     ),
     l2_cache_line=512,
     recommended_transfer_bytes=512,
     clusters=24,  # 24 AIC + 48 AIV
     core_pipes=pmap({
-        CoreKind.AIC: (Pipe.MTE2, Pipe.MTE1, Pipe.CUBE, Pipe.FIXPIPE, Pipe.SCALAR),
+        CoreKind.AIC: (Pipe.MTE2, Pipe.MTE1, Pipe.CUBE, Pipe.FIXPIPE, Pipe.MTE3, Pipe.SCALAR),
         CoreKind.AIV: (Pipe.MTE2, Pipe.VECTOR, Pipe.MTE3, Pipe.SCALAR),
     }),
 )

@@ -9,9 +9,13 @@ insertion places for the GM dependence — and one task.
     out[:] = pl.add(acc, bias)     ->      acc_gm_1 = pl.assemble(acc_gm, acc, [0, 0])
                                            out[:] = pl.add(acc_gm_1, bias)
 
-``stage(body, types, fresh, blocks, slots) -> (body, [(buffer name, TensorType, crossing
-TensorType)])``; the outliner makes each buffer an Out parameter of the kernel, creates it
-in the orchestration and reserves its ring in the vector cores' UB. The buffer is the
+``stage(body, types, fresh, blocks, slots, soc) -> (body, [(buffer name, TensorType, crossing
+type, unringed)])``; the outliner makes each buffer an Out parameter of the kernel, creates it
+in the orchestration and, unless ``unringed`` (the cube reads it from GM, or it is a tile
+the user moved, which lands in a tile of the consumer's own), reserves its ring in the
+vector cores' UB. A tile-level ``pl.move`` between the cube and the vector cores
+(``SoC.crosses``: Acc or Mat to Vec, Vec to Mat on a2a3) is a store into the ring and a
+load from it. The buffer is the
 cross-core ring: a value staged on each trip of a unit-step loop takes slot ``trip %
 slots`` of ``slots`` (``pl.cross_core_slot(slot_num=N)``, default 2), so the cube can run
 that many tiles ahead of the vector cores; the blocks of an SPMD scope each take a window
@@ -26,9 +30,10 @@ import attrs
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup, op_call, with_args
+from pypto.ir.ops.registry import with_article
 from pypto.ir.ops.cube import fixpipe_cast
 from pypto.ir.simplify import simplify
-from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
+from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType, TileType
 
 # where a cube value may go without leaving the cube: into GM, on into the accumulator,
 # or viewed (a slice of it is as much the cube's)
@@ -46,12 +51,12 @@ def _stays(call: n.Call, param: str, types: dict) -> bool:
     return isinstance(x, n.Var) and x.name in types and fixpipe_cast(call, types[x.name].dtype)
 
 
-def stage(body: tuple, types: dict, fresh, blocks: int | None = None, slots: int = 2) -> tuple[tuple, list]:
+def stage(body: tuple, types: dict, fresh, blocks: int | None = None, slots: int = 2, soc=None) -> tuple[tuple, list]:
     """``types``: the type of every name; ``fresh(base)``: a new name; ``blocks``: the
     block count of an SPMD scope; ``slots``: the ring's depth. The body with its crossings
     through GM, and the GM buffers they need."""
     buffers: list = []
-    stager = _Stager(types, fresh, buffers, blocks, slots)
+    stager = _Stager(types, fresh, buffers, blocks, slots, soc)
     out = _block(stager, body, set(), {})
     if stager.block_index is not None:  # where each block's window starts
         out.insert(0, n.Assign(stager.block_index, INDEX, op_call("tile.get_block_idx")))
@@ -61,16 +66,17 @@ def stage(body: tuple, types: dict, fresh, blocks: int | None = None, slots: int
     return tuple(out), buffers
 
 
-def crosses(body: tuple, types: dict) -> bool:
-    """Whether any value of the body crosses from the cube to the vector cores."""
+def crosses(body: tuple, types: dict, soc=None) -> bool:
+    """Whether any value of the body crosses between the cube and the vector cores."""
     found = []
-    _block(_Finder(found, types), body, set(), {})
+    _block(_Finder(found, types, soc), body, set(), {})
     return bool(found)
 
 
 class _Stager:
-    def __init__(self, types: dict, fresh, buffers: list, blocks: int | None, slots: int):
+    def __init__(self, types: dict, fresh, buffers: list, blocks: int | None, slots: int, soc=None):
         self.types, self.fresh, self.buffers, self.blocks, self.slots = types, fresh, buffers, blocks, slots
+        self.soc = soc
         self.block_index = None
         self.vector: set = set()  # values the vector cores compute
         self.loops: list = []  # the loops around the statement being staged, innermost last
@@ -78,27 +84,32 @@ class _Stager:
         self.copies: dict = {}  # the GM copy of a cube value -> its buffer's index in ``buffers``
         self.vector_reads: set = set()  # the copies vector work reads
 
-    def through_gm(self, name: str, at):
-        """A GM ring for cube value ``name`` and the statements that fill its slot."""
-        t = self.types[name]
-        buf, staged = self.fresh(f"{name}_gm"), self.fresh(f"{name}_gm")
+    def ring(self, name: str, t, unringed: bool = False):
+        """A GM ring for a crossing of value ``name`` (of type ``t``): its buffer's name and type,
+        and the offset of this crossing's slot in it."""
+        buf = self.fresh(f"{name}_gm")
         loops = [x for x in self.loops if x.kind is not ForKind.SplitAiv]  # a lane region is no trip
         loop = loops[-1] if loops else None
         rotating = loop is not None and isinstance(loop.start, n.Const) and loop.step == n.Const(1) and self.slots > 1
         depth = self.slots if rotating else 1  # one crossing per launch needs one slot
         rows = t.shape[0]
-        ring_rows = depth * rows * (self.blocks or 1)
         first = n.Const(0)
         if rotating:  # this trip's slot
             trip = n.Var(loop.var) if loop.start == n.Const(0) else n.BinOp("-", n.Var(loop.var), loop.start)
             first = n.BinOp("*", n.BinOp("%", trip, n.Const(depth)), n.Const(rows))
         if self.blocks is not None:  # this block's ring
             first = simplify(n.BinOp("+", self.block_start(depth * rows), first))
-        ring = TensorType((ring_rows, *t.shape[1:]), t.dtype)
-        self.copies[staged] = len(self.buffers)
-        self.buffers.append((buf, ring, t, False))
-        offset = (first, *(n.Const(0) for _ in t.shape[1:]))
-        if ring_rows == rows:
+        ring = TensorType((depth * rows * (self.blocks or 1), *t.shape[1:]), t.dtype)
+        self.buffers.append((buf, ring, t, unringed))
+        return buf, ring, (first, *(n.Const(0) for _ in t.shape[1:]))
+
+    def through_gm(self, name: str, at):
+        """A GM ring for cube value ``name`` and the statements that fill its slot."""
+        t = self.types[name]
+        buf, ring, offset = self.ring(name, t)
+        staged = self.fresh(f"{name}_gm")
+        self.copies[staged] = len(self.buffers) - 1
+        if ring.shape == t.shape:
             return staged, [n.Assign(staged, t, op_call("tensor.assemble", target=n.Var(buf), source=n.Var(name),
                                                          offset=offset), span=at.span)]
         whole = self.fresh(f"{name}_gm")
@@ -108,6 +119,25 @@ class _Stager:
             n.Assign(staged, t, op_call("tensor.slice", x=n.Var(whole), shape=tuple(n.Const(d) for d in t.shape),
                                         offset=offset), span=at.span)]
 
+    def tile_across(self, stmt: n.Assign, name: str, t: TileType, space):
+        """A tile-level move between the cube and the vector cores, as the hardware makes it:
+        the producer stores the tile into its slot of a GM ring, the consumer loads it into
+        ``space`` (the cross-core flags sync insertion places order the two)."""
+        # (no UB ring either way: the tile the load lands in is the consumer's own)
+        buf, _, offset = self.ring(name, t, unringed=True)
+        shapes = tuple(n.Const(d) for d in t.shape)
+        valid = None if t.valid_shape is None else tuple(v if isinstance(v, n.Expr) else n.Const(v)
+                                                          for v in t.valid_shape)
+        return [n.Eval(op_call("tile.store", tile=n.Var(name), offsets=offset, output_tensor=n.Var(buf)),
+                       span=stmt.span),
+                n.Assign(stmt.target, stmt.type, op_call("tile.load", tensor=n.Var(buf), offsets=offset, shapes=shapes,
+                                                         valid_shape=valid, target_memory=space), span=stmt.span)]
+
+    def crossing(self, call: n.Call) -> bool:
+        """Whether a tile.move goes between the cube and the vector cores."""
+        t = self.types.get(getattr(argument(call, "tile"), "name", None))
+        return self.soc is not None and isinstance(t, TileType) and t.space is not None \
+            and self.soc.crosses(t.space, argument(call, "target_memory"))
 
     def block_start(self, rows: int):
         """Where this SPMD block's window of ``rows`` rows starts (its index read once, at the top)."""
@@ -133,9 +163,9 @@ class _Stager:
 class _Finder:
     """A stager that only notes the crossings."""
 
-    def __init__(self, found: list, types: dict):
+    def __init__(self, found: list, types: dict, soc):
         self.found = found
-        self.types = types
+        self.types, self.soc = types, soc
         self.vector: set = set()
         self.loops: list = []
         self.gathered: list = []
@@ -146,6 +176,12 @@ class _Finder:
         return name, []
 
     to_cube = through_gm
+
+    def tile_across(self, stmt, name: str, t, space):
+        self.found.append(name)
+        return [stmt]
+
+    crossing = _Stager.crossing
 
 
 def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset()) -> list:
@@ -205,6 +241,10 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
         if isinstance(call, n.Call):
             op = lookup(call.op)
             args = list(call.args)
+            if op.name == "tile.move" and st.crossing(call):
+                out.extend(st.tile_across(stmt, argument(call, "tile").name, st.types[argument(call, "tile").name],
+                                          argument(call, "target_memory")))
+                continue
             if op.name == "tensor.slice" and argument(call, "x").name in before_loop:  # a view of the GM copy
                 st.vector_reads.add(staged[argument(call, "x").name])  # (whoever reads the view)
                 stmt = attrs.evolve(stmt, value=with_args(call, x=n.Var(staged[argument(call, "x").name])))
@@ -254,6 +294,22 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                 st.vector.add(target)  # computed by the vector cores
         out.append(stmt)
     return out
+
+
+def unstaged_crossing(fn: n.Function, soc) -> None:
+    """Refuse a tile-level move between the cube and the vector cores in a kernel written by
+    hand: only a pl.at scope has an orchestration to create the GM ring it goes through."""
+    types = n.symbols(fn)
+    for stmt in n.walk_stmts(fn.body):
+        call = getattr(stmt, "value", None)
+        if isinstance(call, n.Call) and call.op == "tile.move" and _Stager.crossing(_Finder([], types, soc), call):
+            src, dst = types[argument(call, "tile").name].space, argument(call, "target_memory")
+            way = "from the cube to the vector cores" if dst.name == "Vec" else "from the vector cores to the cube"
+            raise UnsupportedSyntaxError(
+                f"tile.move of {with_article(src.name)} tile to {dst.name} in '{fn.name}' crosses {way}, through GM; only "
+                "a pl.at scope stages such a move (its orchestration creates the GM buffer)", span=stmt.span,
+                hint="write the kernel as a `with pl.at(level=pl.Level.CORE_GROUP):` scope, or store the tile to "
+                     "a GM tensor parameter and load it on the other side")
 
 
 def _crossing_uses(body, cube: set, types: dict) -> list:

@@ -26,6 +26,7 @@ from pypto.ir.types import (TASK_ID, DataType, FunctionType, ParamDirection, Sca
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.crossings import crosses
 from pypto.passes.crossings import stage as stage_crossings
+from pypto.passes.crossings import unstaged_crossing
 from pypto.passes.lane_rules import check_regions
 from pypto.passes.lanes import share_lanes
 
@@ -37,9 +38,10 @@ def outline_incore_scopes(program: n.Program, ctx: PassContext) -> PassResult:
     out = []
     for fn in program.functions:
         if not any(isinstance(s, n.Scope) for s in n.walk_stmts(fn.body)):
+            unstaged_crossing(fn, ctx.soc)
             out.append(fn)
             continue
-        outliner = _Outliner(fn, names)
+        outliner = _Outliner(fn, names, ctx.soc)
         body = outliner.block(fn.body, after=())
         kind = FunctionType.Orchestration if fn.type is FunctionType.Opaque else fn.type
         out.extend(outliner.functions)
@@ -48,8 +50,8 @@ def outline_incore_scopes(program: n.Program, ctx: PassContext) -> PassResult:
 
 
 class _Outliner:
-    def __init__(self, fn: n.Function, names: set):
-        self.fn = fn
+    def __init__(self, fn: n.Function, names: set, soc):
+        self.fn, self.soc = fn, soc
         self.names = names
         self.types = n.symbols(fn)
         self.used = set(self.types)  # the function's names, and those the buffers made here take
@@ -72,7 +74,7 @@ class _Outliner:
 
     def outline(self, scope: n.Scope, rest: tuple) -> list:
         blocks = scope.blocks
-        if blocks is not None and not isinstance(blocks, n.Const) and crosses(scope.body, self.types):
+        if blocks is not None and not isinstance(blocks, n.Const) and crosses(scope.body, self.types, self.soc):
             raise UnsupportedSyntaxError(
                 "a mixed SPMD scope gives each block a GM window of its own for what crosses from the cube to the "
                 "vector cores, so its block count must be known when compiling", span=scope.span,
@@ -80,7 +82,7 @@ class _Outliner:
         check_regions(scope.body, scope.split)
         slots = scope.slot_num if scope.slot_num is not None else DEFAULT_SLOTS
         body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used),
-                                          blocks.value if isinstance(blocks, n.Const) else None, slots)
+                                          blocks.value if isinstance(blocks, n.Const) else None, slots, self.soc)
         scope = attrs.evolve(scope, body=body)
         for name, t, _, _ in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
             self.types[name] = t

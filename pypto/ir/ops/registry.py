@@ -199,6 +199,11 @@ def op_call(_op: str, **args):
     return Call(name, tuple(args.get(p.name, p.default) for p in op.params))
 
 
+def with_article(word: str) -> str:
+    """The word with its indefinite article: "an Acc", "a Mat"."""
+    return ("an " if word[:1] in "AEIOU" else "a ") + word
+
+
 def argument(call, name: str):
     """A call's argument for the op's parameter ``name`` — by name, never by position (a
     call holding fewer arguments than its op has parameters has the rest at their defaults)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints, with_article
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, TensorType, TileType
 from pypto.backend import MemorySpace as M
@@ -100,7 +100,7 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
     if tile.space is not None and not soc.can_move(tile.space, M.DDR):
         legal = " or ".join(s.name for s, d in sorted(soc.legal_moves, key=str) if d is M.DDR)
         raise MemorySpaceError(
-            f"tile.store cannot write a {tile.space.name} tile to GM: only {legal} tiles store",
+            f"tile.store cannot write {with_article(tile.space.name)} tile to GM: only {legal} tiles store",
             hint="pl.move the tile to a space that stores, or store from the vector core's Vec tile",
         )
     # The fixpipe converts the accumulator's FP32 on its way out of Acc; elsewhere dtypes match.
@@ -126,7 +126,7 @@ register(
     [P("tile", Kind.TILE), P("offsets", Kind.INDEX_LIST), P("output_tensor", Kind.TENSOR),
      P("shapes", Kind.SHAPE, default=None, optional=True), P("atomic", Kind.ATOMIC, AtomicType.None_)],
     _infer_store,
-    doc="Vec|Acc -> GM: write a tile's valid region at offsets of a tensor",
+    doc="Vec|Acc|Mat -> GM: write a tile's valid region at offsets of a tensor",
     writes_operand="output_tensor",
 )
 
@@ -134,10 +134,12 @@ register(
 def _infer_move(a: OpArgs, soc: SoC) -> TileType:
     tile: TileType = a.tile("tile")
     target = a["target_memory"]
-    if tile.space is not None and not soc.can_move(tile.space, target):
+    # a move between the cube and the vector cores is a crossing: a mixed scope stages it
+    # through GM (pypto.passes.crossings); anywhere else codegen refuses it with the reason
+    if tile.space is not None and not soc.can_move(tile.space, target) and not soc.crosses(tile.space, target):
         legal = ", ".join(s.name for s in soc.targets_from(tile.space)) or "nowhere"
         raise MemorySpaceError(
-            f"tile.move cannot move a {tile.space.name} tile to {target.name} on {soc.name}: "
+            f"tile.move cannot move {with_article(tile.space.name)} tile to {target.name} on {soc.name}: "
             f"from {tile.space.name} a tile moves to {legal}",
             hint="go through GM (store, then load), or through Mat for the cube's L0 buffers",
         )
@@ -148,7 +150,8 @@ register(
     "tile.move",
     [P("tile", Kind.TILE), P("target_memory", Kind.SPACE)],
     _infer_move,
-    doc="copy a tile to another on-chip space (Mat->Left|Right|Bias, Acc->Mat)",
+    doc="copy a tile to another on-chip space (Mat->Left|Right|Bias, Acc->Mat; in a mixed scope also "
+        "Acc|Mat->Vec and Vec->Mat, through GM)",
 )
 
 
