@@ -32,13 +32,12 @@ class OpNamespace(DslName):
     """``pl.tile`` / ``pl.tensor``: attribute access names level-specific ops."""
 
     def __getattr__(self, name: str) -> DslName:
-        from pypto.ir.ops import lookup
+        from pypto.lang.names import member
 
         if name.startswith("__"):
             raise AttributeError(name)
         level = self.__pypto_path__[0]
-        known = ("create_tile", "create_tensor", "dim", "task_dummy")  # the front end's own forms
-        if lookup(f"{level}.{name}") is None and name not in known:
+        if member(level, name) is None:
             raise AttributeError(f"pl.{level} has no operation {name!r}")
         return DslName(level, name)
 

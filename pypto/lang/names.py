@@ -16,7 +16,7 @@ import types
 import attrs
 import numpy
 
-from pypto.ir.ops import UNIFIED, lookup, unspelled
+from pypto.ir.ops import UNIFIED, resolve
 from pypto.ir.ops.rings import AUTO
 from pypto.ir.types import AtomicType, DataType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
 from pypto.backend import MemorySpace
@@ -165,6 +165,23 @@ class Namespace:
     path: Path
 
 
+# Namespaced spellings of the front end's own forms: the reference files the scalar min/max
+# under ``tile`` too, and a call argument's dependency opt-out under ``tensor``.
+_NAMESPACED_BUILTINS = {"tensor.dim": "dim", "tile.max": "max", "tile.min": "min", "tensor.no_dep": "no_dep",
+                        "system.task_dummy": "task_dummy", "system.available_cluster_count": "available_cluster_count",
+                        "system.available_aiv_count": "available_aiv_count"}
+
+
+def member(namespace: str, name: str):
+    """What ``pl.<namespace>.<name>`` means: a registered op (under any of its reference
+    names), one of the front end's forms, or None."""
+    op = resolve(f"{namespace}.{name}")
+    if op is not None:
+        return Op(op.name, unified=False)
+    builtin = _NAMESPACED_BUILTINS.get(f"{namespace}.{name}")
+    return Builtin(builtin) if builtin else None
+
+
 def interpret(path: Path):
     """The meaning of a path inside the language, or None when it names nothing."""
     parts = path.parts
@@ -182,21 +199,11 @@ def interpret(path: Path):
         if len(rest) == 1 and rest[0] in enum_cls.__members__:
             return Value(enum_cls[rest[0]])
         return None
-    if head == "system" and rest in (("task_dummy",), ("available_cluster_count",), ("available_aiv_count",)):
-        return Builtin(rest[0])
     if head in NAMESPACES:
         if not rest:
             return Namespace(path)
         if len(rest) == 1:
-            name = f"{head}.{unspelled(rest[0])}"
-            if lookup(name) is not None:
-                return Op(name, unified=False)
-            alias = {"create_tile": "create", "create_tensor": "create", "get_element": "get",
-                     "update_element": "set"}.get(rest[0])  # the reference's other spellings
-            if alias and lookup(f"{head}.{alias}") is not None:
-                return Op(f"{head}.{alias}", unified=False)
-            if name == "tensor.dim":  # a tensor's extent: a constant, shapes being static
-                return Builtin("dim")
+            return member(head, rest[0])
         return None
     if rest:
         return None

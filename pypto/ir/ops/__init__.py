@@ -23,10 +23,11 @@ from pypto.ir.ops.registry import (
     infer_type,
     lookup,
     op_call,
+    resolve,
     spelled,
     unspelled,
     with_args,
 )
 
 __all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "Windows", "all_ops", "argument", "infer_type",
-           "lookup", "op_call", "spelled", "unspelled", "with_args"]
+           "lookup", "op_call", "resolve", "spelled", "unspelled", "with_args"]

@@ -186,6 +186,24 @@ def lookup(name: str) -> OpDef | None:
     return _OPS.get(name)
 
 
+# The reference's other names of ops: the same op reached from another namespace (it files
+# the cross-core pipe under ``system``, the block registers under ``tensor`` too) or under
+# another spelling. Source written either way builds the one op; dumps print its own name.
+ALIASES: dict[str, str] = {
+    "tile.create_tile": "tile.create", "tensor.create_tensor": "tensor.create",
+    "array.get_element": "array.get", "array.update_element": "array.set",
+    **{f"system.{n}": f"tile.{n}" for n in ("tpush_to_aic", "tpush_to_aiv", "tpop_from_aic", "tpop_from_aiv")},
+    **{f"tensor.{n}": f"tile.{n}" for n in ("get_block_idx", "get_block_num", "get_subblock_idx")},
+}
+
+
+def resolve(name: str) -> OpDef | None:
+    """The op a source name ``namespace.part`` stands for: its own, or the one it aliases."""
+    head, _, part = name.partition(".")
+    name = f"{head}.{unspelled(part)}"
+    return _OPS.get(name) or _OPS.get(ALIASES.get(name, ""))
+
+
 def op_call(_op: str, **args):
     """A Call of a registered op from its arguments by parameter name; the others at their
     defaults (a required one left out is an error of the caller)."""
