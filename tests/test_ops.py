@@ -205,6 +205,10 @@ CASES += [
                                                                                descending=down),
            lambda x, y, down=down: (5 - torch.arange(C) if down else 5 + torch.arange(C)).int().reshape(1, C),
            out_shape=(1, C), out_dtype=torch.int32) for down in (False, True)],
+    *[case(f"tensor.ci{'.down' if down else ''}", lambda b, a, c, down=down: b.op("tensor.ci", -2, [1, C],
+                                                                                 dtype=D.INT16, descending=down),
+           lambda x, y, down=down: (-2 - torch.arange(C) if down else -2 + torch.arange(C)).short().reshape(1, C),
+           out_shape=(1, C), out_dtype=torch.int16) for down in (False, True)],
     *[case(f"tile.tri{'.upper' if up else ''}", lambda b, a, c, up=up: b.op("tile.cast", b.op(
         "tile.tri", -1 if up else 2, [R, C], dtype=D.INT32, upper=up), target_type=D.FP32),
            lambda x, y, up=up: (torch.triu(torch.ones(R, C), -1) if up else torch.tril(torch.ones(R, C), 2)))

@@ -34,6 +34,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import call_type
 from pypto.ir.ops import argument, lookup, op_call
 from pypto.ir.rewrite import substitute
+from pypto.ir.simplify import simplify
 from pypto.ir.types import TileType
 from pypto.passes import cube_chain
 from pypto.passes.carried_emitter import CarriedValues
@@ -270,6 +271,10 @@ class Emitter(Reductions, CarriedValues):
                 args[p.name] = tuple(n.Const(e) for e in extents(region))
             else:
                 args[p.name] = arg
+        if op.windows.shifts is not None:  # the window's part of the sequence starts where it sits
+            first = region[-1][0]
+            args[op.windows.shifts] = simplify(n.BinOp("-" if argument(call, "descending") else "+",
+                                                       args[op.windows.shifts], first))
         tile = lookup(op.windows.tile or "tile." + op.short)
         if op.windows.kind == "source" and self.g.side(name) is M.Acc:
             if args.get("value", n.Const(0)) not in (n.Const(0), n.Const(0.0)):

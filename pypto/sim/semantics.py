@@ -260,9 +260,9 @@ IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).co
 IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()
 
 
-@impl("tile.ci")
+@impl("tile.ci", "tensor.ci")
 def ci(start, shape, dtype, descending):
-    k = torch.arange(shape[1], dtype=torch.int64)
+    k = torch.arange(shape[-1], dtype=torch.int64)
     row = start - k if descending else start + k
     return row.to(num.TORCH[dtype]).reshape(tuple(shape))  # (wrapping at the dtype's width)
 

@@ -128,9 +128,9 @@ register("tile.tri", [P("diagonal", Kind.SCALAR, integer=True), P("shape", Kind.
          _infer_tri, doc="1 where column <= row + diagonal (upper: >=), else 0, over the valid region",
          mnemonic="VTRI")
 
-for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands", "ci", "tri"):
+for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands", "tri"):
     unify(_name, tile=f"tile.{_name}")
-unify("arange", tile="tile.ci")
+unify("arange", tensor="tensor.ci")  # the reference's pl.arange: a tensor (pl.tile.ci spells the tile form)
 
 
 def _valid_extents(t: TileType):

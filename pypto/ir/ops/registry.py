@@ -107,13 +107,16 @@ class Windows:
       ``transpose``: the window with the two axes swapped; ``whole``: all of the operand,
       whatever the window (a reshape); ``cube``: a matmul's rows of lhs, columns of rhs.
 
-    ``tile`` is the tile op that computes a window (``tile.<name>`` when not given).
+    ``tile`` is the tile op that computes a window (``tile.<name>`` when not given);
+    ``shifts``: a sequence's start parameter, which a window's offset along the last axis
+    moves (backwards when the op's ``descending`` is set).
     """
 
     kind: str = attrs.field(validator=attrs.validators.in_(WINDOW_KINDS))
     vector: str | None = None
     combine: str | None = None
     tile: str | None = None
+    shifts: str | None = None
 
 
 @attrs.frozen

@@ -189,6 +189,24 @@ register("tensor.full", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE), P("valu
          doc="a tensor filled with a scalar", windows=Windows("source", tile="tile.full"))
 
 
+def _ci(a: OpArgs, soc: SoC) -> TensorType:
+    shape = _static_shape("tensor.ci", a["shape"])
+    if len(shape) != 2 or shape[0] != 1 or shape[1] == 1:
+        raise fail("tensor.ci", "a shape [1, N] with N > 1 (the sequence runs along one row)", fmt_shape(shape),
+                   "pl.arange(0, [1, n])")
+    if a["dtype"] not in (DataType.INT16, DataType.INT32):
+        raise fail("tensor.ci", "dtype INT16 or INT32", a["dtype"].name, "dtype=pl.INT32")
+    if isinstance(a["start"], Const) and not isinstance(a["start"].value, int):
+        raise fail("tensor.ci", "an integer start", repr(a["start"].value))
+    return TensorType(shape, a["dtype"])
+
+
+register("tensor.ci", [P("start", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
+                       P("dtype", Kind.DTYPE, default=DataType.INT32), P("descending", Kind.BOOL, default=False)],
+         _ci, doc="consecutive integers start, start + 1, ... (start - k descending) along the row",
+         windows=Windows("source", tile="tile.ci", shifts="start"))
+
+
 def _create(a: OpArgs, soc: SoC) -> TensorType:
     if a["layout"] is not TensorLayout.ND:
         raise TypeCheckError(f"pl.create_tensor(layout=pl.TensorLayout.{a['layout'].name}): tensors here are "
