@@ -135,6 +135,7 @@ class CallConverter(OpCalls, ExprConverter):
                      "no_dep": "an argument of pl.submit(self.kernel, ...) (in a @pl.jit entry: "
                                "pl.at(..., no_dep_args=[t]))",
                      "scope": "a with statement", "manual_scope": "a with statement",
+                     "dump_tag": "a statement of its own, in an orchestration",
                      "yield_": "the last statement of a loop or branch body"}.get(meaning.name, "a statement")
             raise self.error(UnsupportedSyntaxError, node, f"pl.{meaning.name} is only valid as {where}",
                              hint={"scope": "with pl.scope():", "manual_scope": "with pl.manual_scope():",

@@ -125,11 +125,14 @@ class ControlFlow(Loops):
             raise self.error(TypeCheckError, call, "pl.at takes keywords: pl.at(level=pl.Level.CORE_GROUP)",
                              hint="pl.at(level=pl.Level.CORE_GROUP, deps=[tid])")
         kw = {k.arg: k.value for k in call.keywords}
-        unknown = set(kw) - {"level", "name_hint", "deps", "no_dep_args", "allow_early_resolve", "optimizations"}
+        unknown = set(kw) - {"level", "name_hint", "deps", "no_dep_args", "dumps", "allow_early_resolve",
+                             "optimizations"}
         if unknown:
             raise self.error(TypeCheckError, call, f"pl.at got an unexpected keyword '{sorted(unknown)[0]}'",
-                             hint="pl.at takes level=, name_hint=, deps=, no_dep_args=, allow_early_resolve= and "
-                                  "optimizations=")
+                             hint="pl.at takes level=, name_hint=, deps=, no_dep_args=, dumps=, allow_early_resolve= "
+                                  "and optimizations=")
+        if "dumps" in kw:
+            self.dumps(kw["dumps"], "pl.at")
         split, slot_num = self.optimizations(kw["optimizations"], "pl.at") if "optimizations" in kw else (None, None)
         if "level" not in kw:
             raise self.error(TypeCheckError, call, "pl.at needs level=", hint="pl.at(level=pl.Level.CORE_GROUP)")

@@ -179,6 +179,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
     def expr_statement(self, node: ast.Expr) -> None:
         if self._is_builtin_call(node.value, "yield_"):
             return self.yield_(node.value, None)
+        if self._is_builtin_call(node.value, "dump_tag"):
+            return self.dump_tag(node.value)
         if not isinstance(node.value, ast.Call):
             raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",
                              hint="assign its value to a name, or remove it")

@@ -136,7 +136,7 @@ ENUMS = {
     "TensorLayout": TensorLayout,
 }
 DTYPES = {d.name: d for d in DataType}
-BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot", "split_aiv", "cluster"})
+BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "dump_tag", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot", "split_aiv", "cluster"})
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView", "TensorView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array", "system"})
@@ -167,7 +167,7 @@ class Namespace:
 
 # Namespaced spellings of the front end's own forms: the reference files the scalar min/max
 # under ``tile`` too, and a call argument's dependency opt-out under ``tensor``.
-_NAMESPACED_BUILTINS = {"tensor.dim": "dim", "tile.max": "max", "tile.min": "min", "tensor.no_dep": "no_dep",
+_NAMESPACED_BUILTINS = {"tensor.dim": "dim", "tile.max": "max", "tile.min": "min", "tensor.no_dep": "no_dep", "tensor.dump_tag": "dump_tag",
                         "system.task_dummy": "task_dummy", "system.available_cluster_count": "available_cluster_count",
                         "system.available_aiv_count": "available_aiv_count"}
 

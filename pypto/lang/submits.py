@@ -1,7 +1,7 @@
 """Tasks submitted by hand in an orchestration (a mixin of the task forms): ``pl.submit`` /
 ``pl.spmd_submit`` of a kernel with its ``deps=``, ``predicate=`` and ``allow_early_resolve``,
-the TaskIds they return (unpacked with the kernel's results), ``pl.no_dep`` arguments and
-``pl.system.task_dummy`` barriers."""
+the TaskIds they return (unpacked with the kernel's results), ``pl.no_dep`` arguments,
+``pl.system.task_dummy`` barriers, and the dump marks (``dumps=``, ``pl.dump_tag``)."""
 
 from __future__ import annotations
 
@@ -36,19 +36,42 @@ class Submits:
             out.append(n.Var(ssa))
         return tuple(out)
 
-    def no_dep_args(self, node) -> tuple:
+    def no_dep_args(self, node, form: str = "pl.at") -> tuple:
         """``no_dep_args=[t, ...]``: captured tensors this task leaves out of tracking."""
+        return self.tensor_names(node, f"{form}(no_dep_args=...)", "no_dep_args=[out]")
+
+    def dumps(self, node, form: str) -> tuple:
+        """``dumps=[t, ...]``: the tensors of this task a partial argument dump would save
+        (checked; a simulated device keeps no dumps, RunConfig.enable_dump_args)."""
+        return self.tensor_names(node, f"{form}(dumps=...)", "dumps=[q]")
+
+    def tensor_names(self, node, what: str, hint: str) -> tuple:
         if not isinstance(node, (ast.List, ast.Tuple)):
-            raise self.error(TypeCheckError, node, "pl.at(no_dep_args=...) must be a list literal of tensor names",
-                             hint="no_dep_args=[out]")
+            raise self.error(TypeCheckError, node, f"{what} must be a list literal of tensor names", hint=hint)
         out = []
         for e in node.elts:
             ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
             if ssa is None or not isinstance(self.types.get(ssa), TensorType):
-                raise self.error(TypeCheckError, e, "pl.at(no_dep_args=...) entries must be bare tensor names, "
+                raise self.error(TypeCheckError, e, f"{what} entries must be bare tensor names, "
                                  f"not '{ast.unparse(e)}'", hint="name a tensor the scope reads or writes")
             out.append(ssa)
         return tuple(out)
+
+    def dump_tag(self, node: ast.Call) -> None:
+        """``pl.dump_tag(q)``: a statement marking ``q`` for the partial argument dump of the
+        tasks after it that read it. Consumed here, as in the reference: no IR of its own
+        (and a simulated device keeps no dumps, RunConfig.enable_dump_args)."""
+        if self.incore:
+            raise self.error(ParseError, node, "pl.dump_tag is the orchestration's: it marks a tensor the tasks "
+                             "after it dump, and a kernel dispatches none", hint="tag the tensor in the orchestration, "
+                             "before the call that reads it")
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(TypeCheckError, node, "pl.dump_tag takes one tensor: pl.dump_tag(t)")
+        e = node.args[0]
+        ssa = self.env.get(e.id) if isinstance(e, ast.Name) else None
+        if ssa is None or not isinstance(self.types.get(ssa), TensorType):
+            raise self.error(TypeCheckError, e, f"pl.dump_tag takes a tensor's name, not '{ast.unparse(e)}'",
+                             hint="bind the value to a name first: q = ...; pl.dump_tag(q)")
 
     def task_dummy_call(self, node: ast.Call):
         """``pl.system.task_dummy(deps=[...])``: a no-work task joining its deps (one TaskId
@@ -90,7 +113,8 @@ class Submits:
                 a = a.args[0]
             args.append(a)
         kw = {k.arg: k for k in node.keywords}
-        unknown = set(kw) - {"deps", "allow_early_resolve", "predicate"} - ({"core_num", "sync_start"} if spmd else set())
+        unknown = set(kw) - {"deps", "dumps", "allow_early_resolve", "predicate"} - \
+            ({"core_num", "sync_start"} if spmd else set())
         if unknown:
             raise self.error(TypeCheckError, kw[sorted(unknown)[0]],
                              f"{form} got an unexpected keyword '{sorted(unknown)[0]}'",
@@ -99,6 +123,8 @@ class Submits:
         blocks, sync = self.spmd_submit_keywords(node, kw, target.attr) if spmd else (None, False)
         predicate = self.predicate_of(kw["predicate"].value, form) if "predicate" in kw else None
         deps = self.task_deps(kw["deps"].value, form) if "deps" in kw else ()
+        if "dumps" in kw:
+            self.dumps(kw["dumps"].value, form)
         early = (self.static_of(kw["allow_early_resolve"].value, bool, "allow_early_resolve",
                                 hint="allow_early_resolve=True") if "allow_early_resolve" in kw else False)
         call = ast.copy_location(ast.Call(target, args, []), node)

@@ -250,7 +250,7 @@ class RunConfig:
     diagnostic_phase: DiagnosticPhase | None = None
     # Accepted, with no effect here: the reference harness compares against a golden it
     # writes (rtol, atol, golden_data_dir), which run() here does not; tensor dumps and PMU
-    # counters of a real device (enable_dump_args, enable_pmu), its AICPU thread count
+    # counters of a real device (enable_dump_args, and so pl.dump_tag / dumps=; enable_pmu), its AICPU thread count
     # (aicpu_thread_num: the simulated chip schedules as one scheduler), the vendor PTOAS
     # passes' dumps (dump_ptoas_passes), and dependency analysis of auto scopes, always on
     # here (analyze_auto_scopes_for_deps). distributed_config is refused: no L3+ workers.
