@@ -152,6 +152,11 @@ CASES += [
                                               b.op("tile.load", a, [0, 0], [R, C]), b.op("tile.load", c, [0, 0], [R, C])),
          lambda x, y: x.reshape(-1).clone().index_put_((y.reshape(-1).long(),), x.reshape(-1)).reshape(R, C),
          inputs=(X, PICKS)),
+    *[case(f"tile.mgather.{mode}", lambda b, a, c, mode=mode, shape=shape: b.op(
+        "tile.mgather", a, b.op("tile.load", c, [0, 0], list(shape)), coalesce=mode, gather_oob="wrap"),
+           lambda x, y, mode=mode: x.reshape(-1)[y.long() % (R * C)] if mode == "elem" else x[y.reshape(-1).long() % R],
+           inputs=(X, PICKS * 3 - 7 if mode == "elem" else PICKS[:, :1] - 40), out_shape=(R, C))
+      for mode, shape in (("elem", (R, C)), ("row", (R, 1)))],
     *[case(f"{level}.{k}", (tile2 if level == "tile" else tensor2)(f"{level}.{k}"), lambda x, y, f=f: f(x, y),
            inputs=(XI, AMOUNTS), out_dtype=torch.int32)
       for k, f in (("shl", torch.bitwise_left_shift), ("shr", torch.bitwise_right_shift)) for level in ("tile", "tensor")],
@@ -338,11 +343,12 @@ def test_every_op_is_exercised_and_has_semantics():
 
     # the ring reservation (which moves no data) in tests/test_rings.py, the named crossings (which the
     # outliner stages) in tests/test_lanes.py
-    # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py
+    # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py,
+    # the scatter into GM (which writes a parameter, not a result) in tests/test_indexed_transfers.py
     from pypto.ir.ops.pipes import PIPE_OPS
 
     names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
-        "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "system.import_peer_buffer"} - PIPE_OPS
+        "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "system.import_peer_buffer", "tile.mscatter"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()
 

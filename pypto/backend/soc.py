@@ -31,7 +31,10 @@ class Costs:
       otherwise each row is a burst, and a row shorter than the L2 line occupies the link
       as if it were ``short_row_bytes`` long (the unused rest of the line it costs). Why
       rows under 512 B cost more per byte: calibrated to the seed's 16-25 % (the b_trans
-      matmul, ``pypto.examples.b_trans_matmul``).
+      matmul, ``pypto.examples.b_trans_matmul``). A transfer by index (``tile.mgather``,
+      ``tile.mscatter``) holds the vector pipe, which walks the index tile, for
+      ``gm_latency`` and one burst per index — a row of the tensor, or one element — each
+      costed as such a row.
     - MTE1 moves L1 -> L0 at ``l1_bytes_per_cycle``, latency ``mte1_latency``; the
       fixpipe drains L0C at ``fixpipe_bytes_per_cycle``.
     - The cube does one 16x16x16 fractal per ``cube_cycles_per_fractal`` after

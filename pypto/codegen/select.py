@@ -257,6 +257,22 @@ class _Selector:
             extents = tuple(src.shape)
             gm = self.gm(tensor, values["offsets"], extents)
             return [Instr(mnemonic, pipe, core, call.op, tuple(args), (self.loc(src, core),), (gm,), span, "")]
+        if call.op in ("tile.mgather", "tile.mscatter"):
+            # The vector unit walks the index tile and waits on each burst (so its own later
+            # work sees the data); an index may name any element, so the whole tensor is
+            # where it may go.
+            gather = call.op == "tile.mgather"
+            tensor = self.tensor(values["mem" if gather else "output_tensor"].name, span)
+            shape = self.types[tensor].shape
+            gm = self.gm(tensor, tuple(n.Const(0) for _ in shape), tuple(shape))
+            if gather:
+                dst = self.buf(target)
+                core = self.owner(dst.space)
+                return [Instr("MGATHER", Pipe.VECTOR, core, call.op, tuple(args), (gm, self.loc(bufs[0], core)),
+                              (self.loc(dst, core),), span, target, dst)]
+            core = self.owner(bufs[0].space)
+            return [Instr("MSCATTER", Pipe.VECTOR, core, call.op, tuple(args), tuple(self.loc(b, core) for b in bufs),
+                          (gm,), span, "")]
         dst = self.buf(target)
         if call.op == "tile.move":
             src = bufs[0]

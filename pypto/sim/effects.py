@@ -27,6 +27,7 @@ from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
 from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
+from pypto.sim.gathers import scatter_write
 from pypto.sim.issue import ConcreteBuf, Dyn
 from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal, window
 
@@ -119,6 +120,8 @@ def _begin(d: Dyn, memories: Memories, tensors):
     try:
         if ins.op == "tile.store":
             return _store(kwargs)
+        if ins.op == "tile.mscatter":  # read at its start, written to GM at its end, as a store
+            return (kwargs["output_tensor"], *scatter_write(**kwargs), None)
         data = IMPLS[ins.op](**kwargs)
     except (OutOfRange, num.ArithmeticError_) as exc:
         raise ExecutionError(f"{ins.op}: {exc}", span=ins.span) from None

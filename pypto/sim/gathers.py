@@ -40,3 +40,67 @@ def scatter(dst: TileVal, src: TileVal, indexes: TileVal):
     wins = last[where] == order  # of the elements that name one position, the later one
     flat[where[wins]] = values[wins]
     return out
+
+
+def _positions(picked: torch.Tensor, n: int, policy: str, what: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Indices into ``n`` places under an out-of-range policy; and where ``zero`` reads 0."""
+    bad = (picked < 0) | (picked >= n)
+    if policy == "clamp":
+        return picked.clamp(0, n - 1), None
+    if policy == "wrap":
+        return picked.remainder(n), None
+    if policy == "zero":
+        return picked.where(~bad, torch.zeros_like(picked)), bad
+    if bool(bad.any()):  # "undefined" on the device: reported here, where it happens
+        i, j = (int(x) for x in bad.nonzero()[0])
+        raise OutOfRange(f"index {int(picked[i, j])} at [{i}, {j}] is outside mem's {n} {what} "
+                         "(gather_oob='clamp', 'wrap' or 'zero' says what such an index reads)")
+    return picked, None
+
+
+@impl("tile.mgather")
+def mgather(mem: torch.Tensor, idx: TileVal, coalesce="row", gather_oob="undefined", target_memory=None):
+    rows, cols = idx.valid
+    picked = idx.data[:rows, :cols].to(torch.int64)
+    if coalesce == "elem":
+        flat = mem.reshape(-1)
+        where, zero = _positions(picked, flat.numel(), gather_oob, "elements")
+        out = torch.zeros(idx.data.shape, dtype=mem.dtype)
+        got = flat[where]
+        out[:rows, :cols] = got if zero is None else got.masked_fill(zero, 0)
+        return out
+    table = mem.reshape(-1, mem.shape[-1])
+    column = idx.data.shape[0] != 1  # an [R, 1] idx: its rows index; a [1, R]: its columns
+    picked = picked.reshape(-1, 1) if column else picked.reshape(1, -1)
+    where, zero = _positions(picked, table.shape[0], gather_oob, "rows")
+    out = torch.zeros((idx.data.shape[0] if column else idx.data.shape[1], mem.shape[-1]), dtype=mem.dtype)
+    got = table[where.reshape(-1)]
+    if zero is not None:
+        got = got.masked_fill(zero.reshape(-1, 1), 0)
+    out[:got.shape[0]] = got
+    return out
+
+
+def scatter_write(src: TileVal, idx: TileVal, output_tensor: torch.Tensor) -> tuple:
+    """(index, values) that ``tile.mscatter`` writes into ``output_tensor``: of two
+    elements naming one position, the later in row-major order."""
+    rows, cols = src.valid
+    where = idx.data[:rows, :cols].to(torch.int64).reshape(-1)
+    n = output_tensor.numel()
+    bad = (where < 0) | (where >= n)
+    if bool(bad.any()):
+        k = int(bad.nonzero()[0])
+        raise OutOfRange(f"index {int(where[k])} at [{k // cols}, {k % cols}] is outside output_tensor's "
+                         f"{n} elements")
+    order = torch.arange(where.numel())
+    last = torch.full((n,), -1, dtype=torch.int64).scatter_reduce(0, where, order, "amax")
+    wins = last[where] == order
+    index = torch.unravel_index(where[wins], tuple(output_tensor.shape))
+    return index, src.data[:rows, :cols].reshape(-1)[wins]
+
+
+@impl("tile.mscatter")
+def mscatter(src: TileVal, idx: TileVal, output_tensor: torch.Tensor):
+    index, values = scatter_write(src, idx, output_tensor)
+    output_tensor[index] = values
+    return output_tensor

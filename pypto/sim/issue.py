@@ -53,6 +53,7 @@ class Dyn:
     end: int = 0
     vc: tuple | None = None  # its clock (``happens``): pipe, sequence number, what it learnt
     gm: tuple | None = None  # (parameter, address of its element 0) of the GM tensor a load or store moves
+    whole: tuple | None = None  # a transfer by index: the shape of that tensor, any element of which it may move
     launch: int = 0  # which of the launches simulated together issued it (its tensors are that launch's)
     key: int = 0  # its pipe on its core, as one integer among everything simulated together
 
@@ -278,6 +279,12 @@ class Issuer:
         elif ins.op == "tile.store":
             d.gm = self.gm_tensor(args["output_tensor"].name)
             d.accesses.extend(self.gm(d.gm[0], args["offsets"], args["tile"].valid, True))
+        elif ins.op in INDEXED:  # an index may name any element: all of the tensor
+            write = ins.op == "tile.mscatter"
+            d.gm = self.gm_tensor(args[INDEXED[ins.op]].name)
+            shape = d.whole = tuple(self.tensors[d.gm[0]].shape)
+            if write or d.gm[0] not in self.unwritten:
+                d.accesses.extend(self.gm(d.gm[0], (0,) * len(shape), tuple(shape), write))
         d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
 
     def load_scalar(self, node: ScalarLoad):
@@ -337,6 +344,7 @@ def _closure(e):
 
 
 # per program (by id, while it lives): its expressions' functions and its instructions' plans
+INDEXED = {"tile.mgather": "mem", "tile.mscatter": "output_tensor"}  # the transfers by index: their tensor
 _PREPARED: dict[int, tuple] = {}
 
 
@@ -377,6 +385,15 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         occupancy = max(1, math.ceil(moved / bpc))
         return occupancy, c.gm_latency, (("address", buf.addr), ("bytes", rows * row_bytes), ("rows", rows),
                                          ("row_bytes", row_bytes))
+    if ins.op in INDEXED:  # each index its own burst: a row (row mode) or an element
+        t = issuer.tensors[args[INDEXED[ins.op]].name]
+        idx = args["idx"]
+        count = math.prod(idx.valid)
+        unit = t.shape[-1] * t.element_size() if ins.op == "tile.mgather" and args["coalesce"] == "row" \
+            else t.element_size()
+        moved = count * max(unit, c.short_row_bytes)
+        return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle), 0, (
+            ("address", (dst or args["src"]).addr), ("bytes", count * unit), ("bursts", count))
     if ins.mnemonic == "TZERO":  # a zero fill on the cube core: its bytes at the L1 rate
         return max(1, math.ceil(dst.nbytes / c.l1_bytes_per_cycle)), 0, (("address", dst.addr),
                                                                            ("bytes", dst.nbytes))

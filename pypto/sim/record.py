@@ -142,6 +142,8 @@ class Footprint:
         """The window a load or store (its arguments ``args``) moves; None for a pipe's ring."""
         if is_ring(d.gm[0]):  # a pipe's GM ring: the Group's own, no tensor of the program
             return None
+        if d.whole is not None:  # by index: anywhere in the tensor
+            return d.launch, d.gm[0], "output_tensor" in args, (0,) * len(d.whole), d.whole
         if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
             mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True
             return d.launch, d.gm[0], mode, tuple(args["offsets"]), tuple(args["tile"].valid)

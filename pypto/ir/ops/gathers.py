@@ -1,18 +1,17 @@
-"""Tile ops that address a tile by positions another tile holds, each position an index
-into the tile's elements in row-major order: ``tile.gather`` (index form) reads
-``dst[i, j] = src[indices[i, j]]``; ``tile.scatter`` (index form) writes
-``dst.flat[indexes[i, j]] = src[i, j]`` into ``dst`` in place. Tile level, as the
-reference has the index forms (its tensor forms and the mask and compare forms are not
-here yet)."""
+"""Ops that address memory by positions a tile holds, each position an index into the
+elements in row-major order: on chip, ``tile.gather`` reads ``dst[i, j] = src[indices[i, j]]``
+and ``tile.scatter`` writes ``dst.flat[indexes[i, j]] = src[i, j]`` in place; between GM and
+Vec, ``tile.mgather`` reads rows (or elements) of a tensor by an index tile and
+``tile.mscatter`` writes a tile's elements to positions of a tensor."""
 
 from __future__ import annotations
 
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
-from pypto.ir.ops.registry import Kind, OpArgs, fail, register, unify
+from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype, _same_valid, _vec_result
-from pypto.ir.types import DataType, TileType
+from pypto.ir.types import DataType, TensorType, TileType
 
 VEC = (M.Vec,)
 GATHERED = (DataType.FP16, DataType.FP32, DataType.INT16, DataType.INT32)
@@ -68,3 +67,67 @@ register("tile.scatter", [P("dst", Kind.TILE, spaces=VEC), P("src", Kind.TILE, s
                           P("indexes", Kind.TILE, spaces=VEC)], _infer_scatter,
          doc="dst.flat[indexes[i, j]] = src[i, j] (in place)", in_place=True, mnemonic="VSCATTER")
 unify("scatter", tile="tile.scatter")
+
+
+MGATHERED = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.INT32, DataType.FP16, DataType.BF16,
+             DataType.FP32)
+COALESCE = ("row", "elem")  # a row of mem per index, or one element per index
+GATHER_OOB = ("undefined", "clamp", "wrap", "zero")  # an index past mem: an error here, or the policy
+
+
+def _infer_mgather(a: OpArgs, soc: SoC) -> TileType:
+    mem, idx = a.type("mem"), a.tile("idx")
+    if a["coalesce"] not in COALESCE:
+        raise fail("tile.mgather", f"coalesce one of {', '.join(map(repr, COALESCE))}", repr(a["coalesce"]))
+    if a["gather_oob"] not in GATHER_OOB:
+        raise fail("tile.mgather", f"gather_oob one of {', '.join(map(repr, GATHER_OOB))}", repr(a["gather_oob"]))
+    if a["target_memory"] is not M.Vec:
+        raise fail("tile.mgather", "target_memory=pl.Mem.Vec (the Mat form, into the cube's NZ layout, is not "
+                   "modeled yet)", f"pl.Mem.{a['target_memory'].name}", "gather into Vec, then pl.move the tile")
+    if mem.dtype not in MGATHERED:
+        raise fail("tile.mgather", f"a mem dtype it moves ({', '.join(d.name for d in MGATHERED)})", mem.dtype.name)
+    _require_2d("tile.mgather", idx, "a 2D idx tile")
+    if idx.dtype is not DataType.INT32:
+        raise fail("tile.mgather", "an INT32 idx tile", idx.dtype.name, "pl.cast(idx, target_type=pl.INT32)")
+    if a["coalesce"] == "elem":
+        return TileType(shape=idx.shape, dtype=mem.dtype, space=M.Vec, valid_shape=idx.valid_shape)
+    if len(mem.shape) < 2:
+        raise fail("tile.mgather", "a mem of rank >= 2 in row mode (rows of its last axis)",
+                   f"rank {len(mem.shape)}", 'coalesce="elem" gathers single elements')
+    if 1 not in idx.shape:
+        raise fail("tile.mgather", "a [1, R] or [R, 1] idx tile in row mode", fmt_shape(idx.shape))
+    axis = 1 if idx.shape[0] == 1 else 0
+    valid = None if idx.valid_shape is None else (idx.valid_shape[axis], mem.shape[-1])
+    return TileType(shape=(idx.shape[axis], mem.shape[-1]), dtype=mem.dtype, space=M.Vec, valid_shape=valid)
+
+
+register("tile.mgather", [P("mem", Kind.TENSOR), P("idx", Kind.TILE, spaces=VEC),
+                          P("coalesce", Kind.STR, default="row"), P("gather_oob", Kind.STR, default="undefined"),
+                          P("target_memory", Kind.SPACE, default=M.Vec)], _infer_mgather,
+         doc='GM -> Vec by index: row r of the result is row idx[r] of mem (coalesce="elem": element '
+             "[i, j] is mem's element idx[i, j] in row-major order)", mnemonic="MGATHER")
+
+
+def _infer_mscatter(a: OpArgs, soc: SoC) -> TensorType:
+    src, idx, out = a.tile("src"), a.tile("idx"), a.type("output_tensor")
+    _require_dtype("tile.mscatter", src, GATHERED, "a src dtype it moves")
+    if idx.dtype is not DataType.INT32:
+        raise fail("tile.mscatter", "an INT32 idx tile", idx.dtype.name, "pl.cast(idx, target_type=pl.INT32)")
+    if idx.shape != src.shape:
+        raise fail("tile.mscatter", f"an idx tile of src's shape {fmt_shape(src.shape)}", fmt_shape(idx.shape))
+    _same_valid("tile.mscatter", src, idx)
+    if out.dtype is not src.dtype:
+        raise fail("tile.mscatter", "an output_tensor of src's dtype", f"{out.dtype.name} and {src.dtype.name}",
+                   f"pl.cast(src, target_type=pl.{out.dtype.name}) first")
+    return out
+
+
+# Of two elements that name one position the later one in row-major order is the one written.
+# Where it writes is known only as it runs, so the chip takes all of the tensor as written:
+# two blocks of an SPMD task scattering into one tensor are a race here.
+register("tile.mscatter", [P("src", Kind.TILE, spaces=VEC), P("idx", Kind.TILE, spaces=VEC),
+                           P("output_tensor", Kind.TENSOR)], _infer_mscatter,
+         doc="Vec -> GM by index: output_tensor's element idx[i, j] (row-major) = src[i, j]",
+         writes_operand="output_tensor", mnemonic="MSCATTER")
+unify("mgather", tile="tile.mgather")
+unify("mscatter", tile="tile.mscatter")
