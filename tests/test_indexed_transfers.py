@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pypto.language as pl
-from pypto.errors import ExecutionError, TypeCheckError
+from pypto.errors import ExecutionError, TypeCheckError, UnsupportedSyntaxError
 from pypto.runtime import RunConfig
 
 PLATFORMS = ("ref", "a2a3sim")
@@ -124,6 +124,32 @@ def test_the_vector_pipe_walks_the_index_tile_one_burst_per_row():
 
 
 @pl.jit
+def partial_rows(mem: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.tile.mgather(mem, pl.load(idx, [0, 0], [8, 1], valid_shape=[5, 1]))
+        pl.store(t, [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_partial_index_tile_gathers_its_valid_rows(platform):
+    mem = torch.randn(32, 64)
+    idx = torch.tensor([[3], [31], [0], [7], [7], [99], [-4], [64]], dtype=torch.int32)  # past the 5: never read
+    out = torch.full((8, 64), -1.0)
+    partial_rows(mem, idx, out, config=RunConfig(platform=platform))
+    assert torch.equal(out[:5], mem[idx[:5, 0].long()]) and torch.equal(out[5:], torch.full((3, 64), -1.0))
+
+
+@pl.jit
+def of_a_slice(mem: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v = pl.slice(mem, [4, 16], [4, 0])
+        t = pl.tile.mgather(v, pl.load(idx, [0, 0], [4, 1]))  # MARK-slice
+        pl.store(t, [0, 0], out)
+    return out
+
+
+@pl.jit
 def past_the_table(mem: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         t = pl.tile.mgather(mem, pl.load(idx, [0, 0], [4, 1]))  # MARK-oob
@@ -179,6 +205,8 @@ I32 = torch.int32
 
 
 @pytest.mark.parametrize("kernel, args, error, marker, match", [
+    (of_a_slice, (torch.zeros(8, 16), torch.zeros(4, 1, dtype=I32), torch.zeros(4, 16)), UnsupportedSyntaxError,
+     "MARK-slice", "mgather addresses a tensor by the positions its index tile holds, and 'v' is a slice"),
     (past_the_table, (torch.zeros(8, 16), torch.tensor([[1], [8], [2], [3]], dtype=I32), torch.zeros(4, 16)),
      ExecutionError, "MARK-oob", r"index 8 at \[1, 0\] is outside mem's 8 rows \(gather_oob='clamp'"),
     (float_index, (torch.zeros(8, 16), torch.zeros(4, 1), torch.zeros(4, 16)), TypeCheckError, "MARK-float",

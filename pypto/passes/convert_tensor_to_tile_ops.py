@@ -228,6 +228,14 @@ class _Converter:
         """A tile load from (or store into) a slice addresses the sliced tensor itself, at
         the slice's offset plus its own: slices have no storage of their own."""
         call = getattr(stmt, "value", None)
+        if isinstance(call, n.Call) and call.op in ("tile.mgather", "tile.mscatter"):
+            x = argument(call, "mem" if call.op == "tile.mgather" else "output_tensor")
+            if isinstance(x, n.Var) and self.g.computed(self.g.resolve(x.name)):
+                raise UnsupportedSyntaxError(
+                    f"{call.op.removeprefix('tile.')} addresses a tensor by the positions its index tile holds, "
+                    f"and '{x.name}' is a slice, with no positions of its own", span=stmt.span,
+                    hint="pass the whole tensor and add the slice's offset to the indices")
+            return stmt
         if not (isinstance(call, n.Call) and call.op in ("tile.load", "tile.store")):
             return stmt
         tensor = "tensor" if call.op == "tile.load" else "output_tensor"

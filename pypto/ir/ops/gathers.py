@@ -11,6 +11,7 @@ from pypto.backend import SoC
 from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype, _same_valid, _vec_result
+from pypto.ir.nodes import Const, Expr
 from pypto.ir.types import DataType, TensorType, TileType
 
 VEC = (M.Vec,)
@@ -75,6 +76,10 @@ COALESCE = ("row", "elem")  # a row of mem per index, or one element per index
 GATHER_OOB = ("undefined", "clamp", "wrap", "zero")  # an index past mem: an error here, or the policy
 
 
+def _expr(extent):
+    return extent if isinstance(extent, Expr) else Const(extent)
+
+
 def _infer_mgather(a: OpArgs, soc: SoC) -> TileType:
     mem, idx = a.type("mem"), a.tile("idx")
     if a["coalesce"] not in COALESCE:
@@ -97,7 +102,7 @@ def _infer_mgather(a: OpArgs, soc: SoC) -> TileType:
     if 1 not in idx.shape:
         raise fail("tile.mgather", "a [1, R] or [R, 1] idx tile in row mode", fmt_shape(idx.shape))
     axis = 1 if idx.shape[0] == 1 else 0
-    valid = None if idx.valid_shape is None else (idx.valid_shape[axis], mem.shape[-1])
+    valid = None if idx.valid_shape is None else (idx.valid_shape[axis], _expr(mem.shape[-1]))
     return TileType(shape=(idx.shape[axis], mem.shape[-1]), dtype=mem.dtype, space=M.Vec, valid_shape=valid)
 
 
