@@ -166,9 +166,11 @@ class Namespace:
 
 
 # Namespaced spellings of the front end's own forms: the reference files the scalar min/max
-# under ``tile`` too, and a call argument's dependency opt-out under ``tensor``.
-_NAMESPACED_BUILTINS = {"tensor.dim": "dim", "tile.max": "max", "tile.min": "min", "tensor.no_dep": "no_dep", "tensor.dump_tag": "dump_tag",
-                        "system.task_dummy": "task_dummy", "system.available_cluster_count": "available_cluster_count",
+# under ``tile`` too, a call argument's dependency opt-out and the dump mark under
+# ``tensor``, the task barrier and the core counts under ``system``.
+_NAMESPACED_BUILTINS = {"tensor.dim": "dim", "tile.max": "max", "tile.min": "min", "tensor.no_dep": "no_dep",
+                        "tensor.dump_tag": "dump_tag", "system.task_dummy": "task_dummy",
+                        "system.available_cluster_count": "available_cluster_count",
                         "system.available_aiv_count": "available_aiv_count"}
 
 

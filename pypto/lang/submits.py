@@ -36,9 +36,9 @@ class Submits:
             out.append(n.Var(ssa))
         return tuple(out)
 
-    def no_dep_args(self, node, form: str = "pl.at") -> tuple:
+    def no_dep_args(self, node) -> tuple:
         """``no_dep_args=[t, ...]``: captured tensors this task leaves out of tracking."""
-        return self.tensor_names(node, f"{form}(no_dep_args=...)", "no_dep_args=[out]")
+        return self.tensor_names(node, "pl.at(no_dep_args=...)", "no_dep_args=[out]")
 
     def dumps(self, node, form: str) -> tuple:
         """``dumps=[t, ...]``: the tensors of this task a partial argument dump would save
@@ -46,6 +46,7 @@ class Submits:
         return self.tensor_names(node, f"{form}(dumps=...)", "dumps=[q]")
 
     def tensor_names(self, node, what: str, hint: str) -> tuple:
+        """A keyword's list literal of tensor names (``what`` names the keyword), as SSA names."""
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.error(TypeCheckError, node, f"{what} must be a list literal of tensor names", hint=hint)
         out = []

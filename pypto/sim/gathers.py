@@ -35,11 +35,17 @@ def scatter(dst: TileVal, src: TileVal, indexes: TileVal):
         raise OutOfRange(f"index {int(where[k])} at [{k // cols}, {k % cols}] is outside the dst tile's "
                          f"{flat.numel()} elements")
     values = src.data[:rows, :cols].reshape(-1)
-    order = torch.arange(where.numel())
-    last = torch.full((flat.numel(),), -1, dtype=torch.int64).scatter_reduce(0, where, order, "amax")
-    wins = last[where] == order  # of the elements that name one position, the later one
+    wins = _last_wins(where, flat.numel())
     flat[where[wins]] = values[wins]
     return out
+
+
+def _last_wins(where: torch.Tensor, n: int) -> torch.Tensor:
+    """Which of the positions ``where`` (into ``n`` places) are written: of the elements
+    that name one position, the later one in row-major order."""
+    order = torch.arange(where.numel())
+    last = torch.full((n,), -1, dtype=torch.int64).scatter_reduce(0, where, order, "amax")
+    return last[where] == order
 
 
 def _positions(picked: torch.Tensor, n: int, policy: str, what: str) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -92,9 +98,7 @@ def scatter_write(src: TileVal, idx: TileVal, output_tensor: torch.Tensor) -> tu
         k = int(bad.nonzero()[0])
         raise OutOfRange(f"index {int(where[k])} at [{k // cols}, {k % cols}] is outside output_tensor's "
                          f"{n} elements")
-    order = torch.arange(where.numel())
-    last = torch.full((n,), -1, dtype=torch.int64).scatter_reduce(0, where, order, "amax")
-    wins = last[where] == order
+    wins = _last_wins(where, n)
     index = torch.unravel_index(where[wins], tuple(output_tensor.shape))
     return index, src.data[:rows, :cols].reshape(-1)[wins]
 

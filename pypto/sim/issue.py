@@ -284,7 +284,7 @@ class Issuer:
             d.gm = self.gm_tensor(args[INDEXED[ins.op]].name)
             shape = d.whole = tuple(self.tensors[d.gm[0]].shape)
             if write or d.gm[0] not in self.unwritten:
-                d.accesses.extend(self.gm(d.gm[0], (0,) * len(shape), tuple(shape), write))
+                d.accesses.extend(self.gm(d.gm[0], (0,) * len(shape), shape, write))
         d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
 
     def load_scalar(self, node: ScalarLoad):
@@ -343,8 +343,9 @@ def _closure(e):
     raise TypeError(e)
 
 
-# per program (by id, while it lives): its expressions' functions and its instructions' plans
 INDEXED = {"tile.mgather": "mem", "tile.mscatter": "output_tensor"}  # the transfers by index: their tensor
+
+# per program (by id, while it lives): its expressions' functions and its instructions' plans
 _PREPARED: dict[int, tuple] = {}
 
 
