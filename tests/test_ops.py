@@ -191,6 +191,11 @@ CASES += [
         f"tensor.{axis}_expand_{k}", a, b.op("tensor.row_max" if axis == "row" else "tensor.col_min", c)),
         lambda x, y, f=f, axis=axis: f(x, ROWMAX if axis == "row" else COLMIN))
       for k, f in (("max", torch.maximum), ("min", torch.minimum)) for axis in ("row", "col")],
+    # one element of a tile written, and another read back, by the scalar unit
+    case("tile.write", lambda b, a, c: b.op("tile.adds", t := b.op("tile.write", b.op("tile.load", a, [0, 0], [R, C]),
+                                                                    [1, 2], b.op("tensor.read", c, [2, 3])),
+                                             b.op("tile.read", t, [1, 2])),
+         lambda x, y: (lambda z: z + y[2, 3])(x.index_put((torch.tensor(1), torch.tensor(2)), y[2, 3]))),
     # an element of GM read by the kernel's scalar unit, as a scalar operand
     case("tensor.read", lambda b, a, c: b.op("tile.adds", b.op("tile.load", a, [0, 0], [R, C]),
                                               b.op("tensor.read", c, [2, 3])), lambda x, y: x + y[2, 3]),
@@ -344,11 +349,13 @@ def test_every_op_is_exercised_and_has_semantics():
     # the ring reservation (which moves no data) in tests/test_rings.py, the named crossings (which the
     # outliner stages) in tests/test_lanes.py
     # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py,
-    # the scatter into GM (which writes a parameter, not a result) in tests/test_indexed_transfers.py
+    # the scatter into GM (which writes a parameter, not a result) in tests/test_indexed_transfers.py, the
+    # element written into GM in tests/test_elements.py
     from pypto.ir.ops.pipes import PIPE_OPS
 
     names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
-        "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "system.import_peer_buffer", "tile.mscatter"} - PIPE_OPS
+        "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "system.import_peer_buffer", "tile.mscatter",
+        "tensor.write"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()
 

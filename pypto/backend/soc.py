@@ -45,7 +45,12 @@ class Costs:
       ``loop_iteration`` per loop trip and ``branch`` per if; a pipe queue holds at most
       ``queue_depth`` issued instructions before the scalar unit stalls. A scalar read of
       one GM element (``pl.read`` in a kernel) stalls it ``scalar_gm_read`` cycles: a miss
-      of its data cache, out to GM and back.
+      of its data cache, out to GM and back. A write of one GM element (``pl.write`` of a
+      tensor) holds it ``scalar_gm_write`` cycles (written through, and the cache line
+      flushed so the MTE pipes see it); a read or write of one element of a Vec tile
+      (``pl.read`` / ``pl.write`` of a tile) ``scalar_ub_access`` cycles. These run on the
+      scalar unit's own pipe: it issues nothing else until they are done, and a wait_flag
+      before them (a tile's producer) stalls it.
     - set_flag / wait_flag take ``sync_cycles`` on their pipe.
     """
 
@@ -66,6 +71,8 @@ class Costs:
     loop_iteration: int = 4
     branch: int = 2
     scalar_gm_read: int = 2 * 120  # a round trip at gm_latency
+    scalar_gm_write: int = 120  # out to GM once
+    scalar_ub_access: int = 4
     queue_depth: int = 32
     sync_cycles: int = 1
 

@@ -60,6 +60,21 @@ class Settling:
         lo, hi = _element_bytes(tensor, indices)
         self._wait(lo, hi, span, f"the orchestrator reads {_element(tensor, indices)}")
 
+    def writing(self, tensor, indices, span) -> None:
+        """The orchestrator is to write one element of ``tensor``: the runtime tracks no
+        write of the host's, so it waits until every task submitted so far that reads or
+        writes the element has finished; GM then holds their data, and the write lands
+        after them and before anything submitted later."""
+        lo, hi = _element_bytes(tensor, indices)
+        for t in self.unfinished:
+            if any(a < hi and lo < b for block in range(len(self.launches[t.number]))
+                   for a, b, _, _ in self._accesses(t, block)):
+                self.clock = max(self.clock, self._finish_of(t.number))
+        self.chip.through(self.clock)
+        placed = self.chip.placed
+        self.unfinished = [t for t in self.unfinished if not placed[t.number] or t.finish > self.clock]
+        self._settle(self.clock)
+
     def wait_for_scalar_reads(self, kernel, args, span) -> None:
         """A kernel about to be submitted reads elements of some of its tensors on its
         scalar unit (``pl.read``): its control flow depends on them, and the simulator

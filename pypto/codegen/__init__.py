@@ -63,10 +63,19 @@ def number(body, counter=None) -> tuple:
     return tuple(out)
 
 
-def _project(body, core: CoreKind) -> tuple:
-    """What one core runs: its instructions and flags, every scalar, the control flow."""
+def _project(body, core: CoreKind, foreign: set | None = None) -> tuple:
+    """What one core runs: its instructions and flags, every scalar, the control flow —
+    but not the scalars computed from an element another core's scalar unit read of its
+    own tile (``foreign``), which this core cannot have; using one is refused."""
+    foreign = set() if foreign is None else foreign
     out = []
     for node in body:
+        if isinstance(node, Instr) and node.core is not core and node.result is not None:
+            foreign.add(node.result)
+        if isinstance(node, ScalarAssign) and n.expr_vars(node.value) & foreign:
+            foreign.add(node.name)
+            continue
+        _refuse_foreign(node, core, foreign)
         if isinstance(node, Instr):
             if node.core is core:
                 out.append(node)
@@ -79,14 +88,46 @@ def _project(body, core: CoreKind) -> tuple:
         elif isinstance(node, (ScalarAssign, ScalarLoad)):
             out.append(node)
         elif isinstance(node, Loop):
-            inner = _project(node.body, core)
+            inner = _project(node.body, core, foreign)
             if inner:
                 out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span, pos=node.pos))
         elif isinstance(node, Cond):
-            then_b, else_b = _project(node.then_body, core), _project(node.else_body, core)
+            then_b, else_b = _project(node.then_body, core, foreign), _project(node.else_body, core, foreign)
             if then_b or else_b:
                 out.append(Cond(node.cond, then_b, else_b, pos=node.pos))
     return tuple(out)
+
+
+def _refuse_foreign(node, core: CoreKind, foreign: set) -> None:
+    if not foreign:
+        return
+    if isinstance(node, Instr):
+        used = node.core is core and set().union(*(n.expr_vars(e) for e in _exprs(node.args)))
+    elif isinstance(node, Loop):
+        used = set().union(*(n.expr_vars(e) for e in (node.start, node.stop, node.step)))
+        used = used if any(isinstance(x, Instr) and x.core is core for x in walk(node.body)) else set()
+    elif isinstance(node, Cond):
+        used = n.expr_vars(node.cond) if any(isinstance(x, Instr) and x.core is core
+                                             for x in walk(node.then_body + node.else_body)) else set()
+    else:
+        used = set()
+    if used and used & foreign:
+        name = sorted(used & foreign)[0]
+        raise CodegenError(f"the {core.value} core uses '{name}', which the other core's scalar unit read from its "
+                           "own tile: a core cannot read another's unified buffer", span=getattr(node, "span", None),
+                           hint="store the tile to a GM tensor and pl.read the element there, or compute the value "
+                                "on the core that uses it")
+
+
+def _exprs(args):
+    for a in args:
+        if isinstance(a, tuple):
+            yield from _exprs(a)
+        elif hasattr(a, "addr") and hasattr(a, "shape"):  # a Buf: its address and valid extents
+            yield a.addr
+            yield from (a.valid or ())
+        elif isinstance(a, n.Expr):
+            yield a
 
 
 __all__ = ["CodegenError", "Kernel", "generate", "generate_function"]

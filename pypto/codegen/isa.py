@@ -3,7 +3,7 @@ the simulator runs.
 
     Program  = (name, core: CoreKind, params, allocs: Alloc*, body: Node*)
     Node     = Instr | SetFlag | WaitFlag | ScalarAssign | ScalarLoad | Loop | Cond
-    Instr    = (mnemonic, pipe, core, op, args, reads: Loc*, writes: Loc*, span, note)
+    Instr    = (mnemonic, pipe, core, op, args, reads: Loc*, writes: Loc*, span, note, dst?, result?)
     Loc      = BufLoc(space, core, addr: Expr, size, region?) | GmLoc(tensor, offsets: Expr*, extents, region?)
 
 An instruction is one tile op at the hardware's granularity (its cost counts 256 B
@@ -93,6 +93,9 @@ class Instr:
     note: str = ""  # e.g. the tile it defines, for the listing
     dst: Buf | None = None  # the tile it writes (None for a store to GM)
     pos: int = attrs.field(default=-1, eq=False)  # pre-order position in the cluster program
+    # the scalar it defines: an element the scalar unit reads from a tile (``tile.read``),
+    # known only when it has run — the scalar unit waits for it
+    result: str | None = None
 
 
 @attrs.frozen
@@ -157,8 +160,9 @@ class ScalarLoad:
 
 
 def assigned_scalars(body) -> set[str]:
-    """The scalar names a program body (re)binds: by expression or by a read of GM."""
-    return {x.name for x in walk(body) if isinstance(x, (ScalarAssign, ScalarLoad))}
+    """The scalar names a program body (re)binds: by expression, or by a read of GM or of a tile."""
+    return {x.name for x in walk(body) if isinstance(x, (ScalarAssign, ScalarLoad))} | \
+        {x.result for x in walk(body) if isinstance(x, Instr) and x.result is not None}
 
 
 @attrs.frozen

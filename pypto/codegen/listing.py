@@ -69,7 +69,7 @@ def _block(body, depth: int, lines: list, planner: Planner) -> None:
             if planner is Planner.PTOAS and b is not None and b.region is not None:
                 lines.append(f"{pad}{b.tile} = multi_tile_get {b.region.name}[{expr_text(b.region.slot)}]")
             operands = ", ".join(_operand(a) for a in node.args if _operand(a))
-            dst = f"{_buf(node.dst)} <- " if node.dst is not None else ""
+            dst = f"{_buf(node.dst)} <- " if node.dst is not None else f"{node.result} <- " if node.result else ""
             where = f"  ; {node.span}" if node.span is not None else ""
             lines.append(f"{pad}{node.mnemonic:<9} {node.pipe.value:<7} {dst}{operands}{where}")
 

@@ -101,12 +101,47 @@ class _Selector:
 
     def scalar_load(self, s: n.Assign) -> ScalarLoad:
         """``x = pl.read(t, [i, ...])``: the scalar unit reads the element from GM."""
-        tensor = argument(s.value, "x").name
+        tensor = argument(s.value, "tensor").name
         if tensor not in self.tensor_params:
             raise CodegenError(f"pl.read in a kernel reads a tensor parameter from GM; '{tensor}' is not one",
                                span=s.span, hint="read the parameter itself, with the view's offset added to the "
                                                  "indices")
         return ScalarLoad(s.target, tensor, tuple(argument(s.value, "indices")), s.type.dtype.is_int, s.span)
+
+    def element_core(self) -> CoreKind:
+        """The core whose scalar unit writes an element of GM: the vector core, unless the
+        function is the cube's own (or has no vector tile and cube tiles)."""
+        spaces = {t.space for t in self.types.values() if isinstance(t, TileType)}
+        if self.fn.type is FunctionType.AIC or M.Vec not in spaces and spaces & {M.Mat, M.Acc, M.Left, M.Right}:
+            return CoreKind.AIC
+        return CoreKind.AIV
+
+    def gm_element(self, call: n.Call, span) -> Instr:
+        """``pl.write(t, [i, ...], v)`` in a kernel: the scalar unit stores the element to GM."""
+        tensor = self.tensor(argument(call, "tensor").name, span)
+        indices = tuple(argument(call, "indices"))
+        gm = GmLoc(tensor, indices, tuple(1 for _ in indices))
+        return Instr("SSTOREGM", Pipe.SCALAR, self.element_core(), call.op,
+                     (TensorArg(tensor), indices, argument(call, "value")), (), (gm,), span, "")
+
+    def tile_element(self, call: n.Call, target: str, span):
+        """``pl.read(tile, [i, j])`` / ``pl.write(tile, [i, j], v)``: the scalar unit reads or
+        writes one element of a Vec tile in the unified buffer. A write whose result the
+        planner put in another buffer (the tile lives on) copies the tile there first."""
+        src = self.buf(argument(call, "tile").name)
+        core = self.owner(src.space)
+        indices = tuple(argument(call, "indices"))
+        if call.op == "tile.read":
+            return Instr("SGETVAL", Pipe.SCALAR, core, call.op, (src, indices), (self.loc(src, core),), (), span,
+                         target, result=target)
+        dst = self.buf(target)
+        out = []
+        if (dst.space, dst.addr) != (src.space, src.addr):
+            out.append(Instr("VCOPY", Pipe.VECTOR, core, "tile.move", (src, M.Vec), (self.loc(src, core),),
+                             (self.loc(dst, core),), span, target, dst))
+        out.append(Instr("SSETVAL", Pipe.SCALAR, core, call.op, (dst, indices, argument(call, "value")),
+                         (self.loc(dst, core),), (self.loc(dst, core),), span, target, dst))
+        return out
 
     def buf(self, name: str) -> Buf:
         t: TileType = self.types[name]
@@ -159,6 +194,8 @@ class _Selector:
                 return [ScalarAssign(s.target, n.Var(CORE_REGISTERS[s.value.op]))]
             if isinstance(s.value, n.Call) and s.value.op == "tensor.read":
                 return [self.scalar_load(s)]
+            if isinstance(s.value, n.Call) and s.value.op == "tile.read":
+                return [self.tile_element(s.value, s.target, s.span)]
             if isinstance(s.value, n.Call):
                 return self.call(s.value, s.target, s.span)
             if isinstance(s.type, TensorType) and isinstance(s.value, n.Var):
@@ -227,6 +264,10 @@ class _Selector:
             return self.pipes.pop(call, self.buf(target), target, span)
         if call.op in FREES:
             return self.pipes.free(call, span)
+        if call.op == "tensor.write":
+            return [self.gm_element(call, span)]
+        if call.op == "tile.write":
+            return self.tile_element(call, target, span)
         op = lookup(call.op)
         if op.level != "tile":
             raise CodegenError(f"{call.op} is still tensor-level: ConvertTensorToTileOps should have lowered it",

@@ -191,6 +191,9 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             raise self.error(UnsupportedSyntaxError, node,
                              f"the result of {ast.unparse(node.value.func)} is discarded; assign it to a name",
                              hint=f"x = {ast.unparse(node.value)}")
+        updated = self._updated_name(value, node.value)
+        if updated is not None:  # pl.write(tile, [i, j], v): the name now holds the updated tile
+            return self.bind(updated, t, value, node)
         if isinstance(value, n.Call) and not lookup(value.op).has_effect:
             # Nothing would read the value, and an op without effects does nothing else.
             what = ast.unparse(node.value.func) if node.value.func is not None else value.op
@@ -222,8 +225,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             if not self.incore and not any(isinstance(i, ast.Slice) for i in items):  # t[i, j]: one element
                 x, t = self.var(node.value.id)
                 return self.checked_call(lookup("tensor.read"),
-                                         {"x": x, "indices": tuple(self.index(i, "an element index") for i in items)},
-                                         {"x": t}, node)
+                                         {"tensor": x, "indices": tuple(self.index(i, "an element index") for i in items)},
+                                         {"tensor": t}, node)
             return self.slice(node, self.local_type(node.value))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), ArrayType):
             return self.array_element(node)
@@ -233,6 +236,19 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             return self.var(node.id)
         e = self.scalar(node)
         return e, self.expr_type(e, node)
+
+    def _updated_name(self, value, node: ast.Call) -> str | None:
+        """The source name a statement call updates (an op's ``updates`` operand, written as
+        a plain name), or None."""
+        op = lookup(value.op) if isinstance(value, n.Call) else None
+        if op is None or op.updates is None:
+            return None
+        k = op.index(op.updates)
+        written = [kw.value for kw in node.keywords if kw.arg == op.updates] or node.args[k:k + 1]
+        if written and isinstance(written[0], ast.Name) and written[0].id in self.env:
+            return written[0].id
+        raise self.error(UnsupportedSyntaxError, node, f"{value.op} gives the updated {op.updates}; here there is "
+                         "no name to rebind", hint=f"x = {ast.unparse(node)}")
 
     def _is_inline_call(self, node) -> bool:
         ref = self.resolve_chain(node.func) if isinstance(node, ast.Call) and node.func is not None else None

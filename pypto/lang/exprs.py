@@ -170,14 +170,14 @@ class ExprConverter(Lookups, Statics, Annotations):
             raise err.with_span(self.span(node)) from None
 
     def element_read(self, node) -> bool:
-        """Whether ``node`` reads one element of a tensor (``pl.tensor.read``, ``pl.read``;
+        """Whether ``node`` reads one element of a tensor (``pl.tensor.read``, ``pl.tile.read``, ``pl.read``;
         in an orchestration also ``t[i, j]``): a scalar, once bound to a name."""
         if isinstance(node, ast.Subscript) and not self.incore and isinstance(self.local_type(node.value), TensorType):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             return not any(isinstance(i, ast.Slice) for i in items)
         if isinstance(node, ast.Call):
             _, meaning = self.entity(node.func)
-            return isinstance(meaning, N.Op) and meaning.name in ("tensor.read", "read")
+            return isinstance(meaning, N.Op) and meaning.name in ("tensor.read", "tile.read", "read")
         return False
 
     def _scalar(self, node) -> n.Expr:

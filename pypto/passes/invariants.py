@@ -21,6 +21,7 @@ import attrs
 
 from pypto.errors import VerificationError
 from pypto.ir import nodes as n
+from pypto.ir.ops.elements import GM_ELEMENTS
 from pypto.ir.types import ScalarType, TileType
 from pypto.ir.verifier import context
 
@@ -40,8 +41,9 @@ def _scope(stmt):
 
 def _tensor_op(stmt):
     call = stmt.value if isinstance(stmt, (n.Assign, n.Eval)) else None
-    if isinstance(stmt, n.Assign) and isinstance(stmt.type, ScalarType):
-        return None  # an element read from GM by the scalar unit (tensor.read): no tile to compute on
+    if isinstance(stmt, n.Assign) and isinstance(stmt.type, ScalarType) or \
+            isinstance(call, n.Call) and call.op in GM_ELEMENTS:
+        return None  # a scalar, or an element the scalar unit writes in GM: no tile to compute on
     if isinstance(call, n.Call) and call.op.startswith("tensor."):
         return f"'{call.op}' is still a tensor op in a kernel"
     return None

@@ -77,7 +77,7 @@ def _body(body, forms: dict, assigned: set, env: dict, periods: list) -> None:
         elif isinstance(node, (SetFlag, WaitFlag)):
             periods.append(_repeating(node.event, forms, assigned, env))
         elif isinstance(node, Instr):
-            if AtomicType.Add in node.args:
+            if AtomicType.Add in node.args or node.result is not None:  # (or a value read from a tile)
                 raise _Moving
             for p, a in zip(lookup(node.op).params, node.args):
                 for e in exprs(a):

@@ -27,6 +27,7 @@ from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
 from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
+from pypto.sim.elements import element_write
 from pypto.sim.gathers import scatter_write
 from pypto.sim.issue import ConcreteBuf, Dyn
 from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal, window
@@ -122,10 +123,50 @@ def _begin(d: Dyn, memories: Memories, tensors):
             return _store(kwargs)
         if ins.op == "tile.mscatter":  # read at its start, written to GM at its end, as a store
             return (kwargs["output_tensor"], *scatter_write(**kwargs), None)
+        if ins.op == "tensor.write":  # the scalar unit's store of one element
+            return (kwargs["tensor"], *element_write(**kwargs), None)
+        if ins.op == "tile.read":  # the value went to the scalar unit (``Live``): nothing is written
+            return None, None
         data = IMPLS[ins.op](**kwargs)
     except (OutOfRange, num.ArithmeticError_) as exc:
         raise ExecutionError(f"{ins.op}: {exc}", span=ins.span) from None
     return None, memories.owned(data)
+
+
+class Live:
+    """A simulation's data computed as it goes: each record's effect performed at once as
+    it starts (race-free, that is its data), on memories of their full sizes and on
+    private copies of the GM tensors — so an element the scalar unit reads of a tile is
+    the one the pipes wrote before it (``Dyn.value``). ``apply`` later does it again on
+    the real tensors."""
+
+    def __init__(self, sizes, tensors: list):
+        self.memories = Memories(sizes)
+        self.tensors = [_private(t) for t in tensors]
+
+    def perform(self, d: Dyn) -> None:
+        if d.node.op == "tile.read":
+            tile = self.memories.read(d.core.name, d.args["tile"])
+            try:
+                d.value = IMPLS["tile.read"](tile, d.args["indices"])
+            except OutOfRange as exc:
+                raise ExecutionError(f"tile.read: {exc}", span=d.node.span,
+                                     hint="read inside the tile's valid shape") from None
+            return
+        _commit(d, _begin(d, self.memories, self.tensors[d.launch]), self.memories)
+
+
+def _private(tensors: dict) -> dict:
+    """Copies of GM tensors, views of one storage still views of one copy."""
+    copies: dict = {}
+    out = {}
+    for name, t in tensors.items():
+        storage = t.untyped_storage()
+        copy = copies.get(storage.data_ptr())
+        if copy is None:
+            copy = copies[storage.data_ptr()] = storage.clone()
+        out[name] = torch.empty(0, dtype=t.dtype).set_(copy, t.storage_offset(), t.shape, t.stride())
+    return out
 
 
 def _store(kwargs):
@@ -141,6 +182,8 @@ def _store(kwargs):
 
 
 def _commit(d: Dyn, write, memories: Memories) -> None:
+    if write == (None, None):
+        return
     if write[0] is not None:
         tensor, index, data, atomic = write
         if atomic is AtomicType.Add:

@@ -175,7 +175,9 @@ class _Interpreter(Tasks, Clusters):
             data = self.pipe_op(call, kwargs, stmt)
             return TileVal(data, self.valid(result_type, env, stmt)) if isinstance(result_type, TileType) else data
         if call.op == "tensor.read" and self.orchestrator is not None:  # waits for the element's producer
-            self.orchestrator.wait(kwargs["x"], kwargs["indices"], stmt.span)
+            self.orchestrator.wait(kwargs["tensor"], kwargs["indices"], stmt.span)
+        if call.op == "tensor.write" and self.orchestrator is not None and not self.kernel[-1]:
+            self.orchestrator.writing(kwargs["tensor"], kwargs["indices"], stmt.span)  # after the element's tasks
         if call.op == "tensor.create" and isinstance(result_type, TensorType) and not self.kernel[-1]:
             if self.orchestrator is not None:  # from the ring heap, before any memory is taken
                 self.orchestrator.creating(result_type.nbytes, stmt.span)

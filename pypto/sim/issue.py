@@ -56,6 +56,7 @@ class Dyn:
     whole: tuple | None = None  # a transfer by index: the shape of that tensor, any element of which it may move
     launch: int = 0  # which of the launches simulated together issued it (its tensors are that launch's)
     key: int = 0  # its pipe on its core, as one integer among everything simulated together
+    value: object = None  # what an element read from a tile gave (``Instr.result``), once it has run
 
     def name(self) -> str:
         return item_name(self.node, self.flag)
@@ -197,6 +198,10 @@ class Issuer:
             elif self.lanes and isinstance(node, (SetFlag, WaitFlag)) and CoreKind.AIV in (node.src_core, node.dst_core):
                 for lane in self.lanes:  # the cube's flag with each vector core that runs the split program
                     yield self.issue(node, path + (node.pos,), lane)
+            elif getattr(node, "result", None) is not None:  # the scalar unit waits for the element
+                d = self.issue(node, path + (node.pos,))
+                yield d
+                self.env[node.result] = d.value
             else:
                 yield self.issue(node, path + (node.pos,))
 
@@ -279,6 +284,9 @@ class Issuer:
         elif ins.op == "tile.store":
             d.gm = self.gm_tensor(args["output_tensor"].name)
             d.accesses.extend(self.gm(d.gm[0], args["offsets"], args["tile"].valid, True))
+        elif ins.op == "tensor.write":
+            d.gm = self.gm_tensor(args["tensor"].name)
+            d.accesses.extend(self.gm(d.gm[0], args["indices"], (1,) * len(args["indices"]), True))
         elif ins.op in INDEXED:  # an index may name any element: all of the tensor
             write = ins.op == "tile.mscatter"
             d.gm = self.gm_tensor(args[INDEXED[ins.op]].name)
@@ -395,6 +403,12 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         moved = count * max(unit, c.short_row_bytes)
         return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle), 0, (
             ("address", (dst or args["src"]).addr), ("bytes", count * unit), ("bursts", count))
+    if ins.pipe is Pipe.SCALAR:  # one element, by the scalar unit (``elements``)
+        if ins.op == "tensor.write":
+            t = issuer.tensors[args["tensor"].name]
+            return c.scalar_gm_write, 0, (("tensor", args["tensor"].name), ("bytes", t.element_size()))
+        buf = args["tile"]
+        return c.scalar_ub_access, 0, (("address", buf.addr), ("bytes", buf.dtype.nbytes))
     if ins.mnemonic == "TZERO":  # a zero fill on the cube core: its bytes at the L1 rate
         return max(1, math.ceil(dst.nbytes / c.l1_bytes_per_cycle)), 0, (("address", dst.addr),
                                                                            ("bytes", dst.nbytes))

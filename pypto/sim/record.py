@@ -84,7 +84,10 @@ class Record:
     accesses, its trace item, its data effect (compiled; or, unsafe, the record itself, to
     be applied at its start and end), and the totals."""
 
-    def __init__(self, launches, unsafe: bool, steady: bool = False):
+    def __init__(self, launches, unsafe: bool, steady: bool = False, live=None):
+        """``live``: an ``effects.Live`` to perform each record's effect on as it starts,
+        where the scalar unit reads values the pipes compute."""
+        self.live = live
         self.launches = len(launches)
         self.races = None if unsafe else RaceChecker()
         self.steps = None if unsafe else Effects.Steps([launch.tensors() for launch in launches])
@@ -107,6 +110,8 @@ class Record:
             self.syncs += 1
             return
         self.instructions += 1
+        if self.live is not None:
+            self.live.perform(d)
         self.extents.add(d)
         if d.gm is not None:
             self.footprint.add(d)
@@ -144,6 +149,8 @@ class Footprint:
             return None
         if d.whole is not None:  # by index: anywhere in the tensor
             return d.launch, d.gm[0], "output_tensor" in args, (0,) * len(d.whole), d.whole
+        if d.node.op == "tensor.write":  # one element, by the scalar unit
+            return d.launch, d.gm[0], True, tuple(args["indices"]), (1,) * len(args["indices"])
         if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
             mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True
             return d.launch, d.gm[0], mode, tuple(args["offsets"]), tuple(args["tile"].valid)

@@ -2,7 +2,8 @@
 issued records (``Issuer.stream``), in issue order, handing each record on as it starts.
 
 The scalar unit issues in order, ``scalar_cost`` after its previous issue, and stalls while
-its pipe's queue holds ``queue_depth`` issued instructions that have not started. A pipe
+its pipe's queue holds ``queue_depth`` issued instructions that have not started, and while
+a record on its own pipe (an element it reads or writes, a wait_flag for it) is not done. A pipe
 starts its queue in order: when the instruction is issued, the pipe is free, and — a
 set_flag — everything the pipe started has landed, or — a wait_flag — its token (the
 matching set_flag's landing) exists. Each time is a function of earlier ones, so the pass
@@ -16,9 +17,13 @@ from __future__ import annotations
 import array
 import collections
 
+from pypto.backend import Pipe
 from pypto.codegen.isa import SetFlag
 from pypto.sim.happens import VectorClocks
 from pypto.sim.issue import Boundary, SimulatorError
+
+
+SCALAR = Pipe.SCALAR  # the scalar unit's own pipe: it issues nothing else until a record there is done
 
 
 class SimulatorDeadlock(SimulatorError):
@@ -37,6 +42,7 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
     (trips, cycles, issues per pipe) to move the state on by that many trips, each that
     many cycles later with those issues (``steady``)."""
     head: dict = dict.fromkeys(streams)  # the record a core could not issue yet
+    blocked: dict = dict.fromkeys(streams)  # a record on the scalar unit's own pipe, not started yet
     scalar_time = dict.fromkeys(streams, 0)
     count = dict.fromkeys(streams, 0)  # how many each core has issued
     # per pipe (``Dyn.key``): issued, not started; start times in issue order; how many issued
@@ -131,6 +137,12 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
         """Issue what the core can; stop where a full queue's head has not started yet."""
         stream, d = streams[c], head[c]
         t_scalar, n_issued = scalar_time[c], count[c]
+        own = blocked[c]
+        if own is not None:  # the scalar unit waits for its own work (or its wait_flag) to be done
+            if pending[own.key] and pending[own.key][-1] is own:
+                return
+            blocked[c] = None
+            t_scalar = max(t_scalar, own.end)
         while True:
             if d is None:
                 d = next(stream, None)
@@ -157,6 +169,12 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
             n_issued += 1
             pending[key].append(d)
             start(key)
+            if d.pipe is SCALAR:
+                if pending[key] and pending[key][-1] is d:
+                    blocked[c] = d
+                    d = None
+                    break
+                t_scalar = max(t_scalar, d.end)
             d = None
         head[c], scalar_time[c], count[c] = d, t_scalar, n_issued
 

@@ -422,14 +422,6 @@ def create_tensor(shape, dtype, layout=None, manual_dep=False, init_value=None):
     return num.scalar(init_value, dtype).expand(tuple(shape)).clone()
 
 
-@impl("tensor.read")
-def tensor_read(x, indices):
-    for i, extent in zip(indices, x.shape):
-        if not 0 <= i < extent:
-            raise OutOfRange(f"index {list(indices)} is outside the tensor's {list(x.shape)}")
-    return x[tuple(indices)].item()
-
-
 def overhanging(x, shape, offset, valid_shape=None, pad_value=None, clamp=False):
     """An orchestration's slice: the window as far as it is inside the tensor. A window
     whose end runs past the tensor is sanctioned at run time (the reference checks only
@@ -502,3 +494,4 @@ def _aiv_shard(x):
 
 
 from pypto.sim import gathers as _gathers  # noqa: E402,F401  (registers the gather ops' meaning)
+from pypto.sim import elements as _elements  # noqa: E402,F401  (registers read / write of one element)

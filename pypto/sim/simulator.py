@@ -284,13 +284,24 @@ def _reads_block_registers(kernel: Kernel) -> bool:
 
 
 def scalar_reads(kernel: Kernel) -> frozenset:
-    """The tensor parameters the kernel's scalar unit reads elements of (``pl.read``),
-    found once per kernel."""
+    """The tensor parameters whose data the kernel's control flow depends on: those its
+    scalar unit reads elements of (``pl.read``) — or, where it reads an element of a tile
+    (computed from any of them), all of them. Found once per kernel."""
     cache = _timelines(kernel)
     if cache.loaded is None:
-        cache.loaded = frozenset(x.tensor for program in kernel.programs for x in walk(program.body)
-                                 if isinstance(x, ScalarLoad))
+        if reads_tiles(kernel):
+            cache.loaded = frozenset(name for name, t in kernel.params if isinstance(t, TensorType))
+        else:
+            cache.loaded = frozenset(x.tensor for program in kernel.programs for x in walk(program.body)
+                                     if isinstance(x, ScalarLoad))
     return cache.loaded
+
+
+def reads_tiles(kernel: Kernel) -> bool:
+    """Whether the kernel's scalar unit reads an element of a tile (``pl.read`` of a tile):
+    then its simulation computes the data as it goes."""
+    return any(isinstance(x, Instr) and x.result is not None for program in kernel.programs
+               for x in walk(program.body))
 
 
 def _data(kernel: Kernel, args: tuple, loaded: frozenset) -> tuple:
@@ -401,7 +412,12 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
     for issuer in issuers.values():
         issuer.steady = steady
     streams = {core: issuer.stream() for core, issuer in issuers.items()}
-    record = Record(launches, unsafe, steady)
+    live = None
+    if any(reads_tiles(launch.kernel) for launch in launches):  # the values it reads, as it reads them
+        sizes = [(core.name, space, max(spec.capacity, spec.physical)) for core in issuers
+                 for space, spec in soc.spaces.items() if spec.core is core.kind]
+        live = Effects.Live(sizes, [launch.tensors() for launch in launches])
+    record = Record(launches, unsafe, steady, live)
     try:
         leftover = schedule(streams, soc.costs.queue_depth, record.started,
                             record.steady.boundary if steady else None)

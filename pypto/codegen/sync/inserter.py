@@ -99,6 +99,8 @@ class SyncInserter:
                     inner_names.add(x.var)
                 elif isinstance(x, (ScalarAssign, ScalarLoad)):
                     inner_names.add(x.name)
+                elif isinstance(x, Instr) and x.result is not None:
+                    inner_names.add(x.result)
         for index, instrs in parts:
             for ins in instrs:
                 for locs, write in ((ins.reads, False), (ins.writes, True)):

@@ -10,6 +10,7 @@ from pypto.ir.ops import cube as _cube  # noqa: F401  (registers the cube's tile
 from pypto.ir.ops import compound as _compound  # noqa: F401  (registers prelu, addc, sels, ...)
 from pypto.ir.ops import tile_windows as _tile_windows  # noqa: F401  (registers tile.slice, tile.assemble, ...)
 from pypto.ir.ops import gathers as _gathers  # noqa: F401  (registers tile.gather)
+from pypto.ir.ops import elements as _elements  # noqa: F401  (registers read / write of one element)
 from pypto.ir.ops.registry import (
     REQUIRED,
     UNIFIED,

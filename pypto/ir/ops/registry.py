@@ -141,6 +141,9 @@ class OpDef:
     plane: str = "core"
     # does something to the cores besides computing its result (a cross-core pipe's flags)
     effect: bool = False
+    # the operand a call written as a statement updates: its name is rebound to the result
+    # (the reference writes ``pl.write(tile, [i, j], v)`` for the tile with that element set)
+    updates: str | None = None
 
     @property
     def has_effect(self) -> bool:
@@ -174,13 +177,14 @@ _OPS: dict[str, OpDef] = {}
 
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
-             unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False) -> OpDef:
+             unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False,
+             updates: str | None = None) -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
     if plane not in ("core", "orchestration", "both"):
         raise ValueError(f"op {name}: plane {plane!r}")
     op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane,
-               effect)
+               effect, updates)
     _OPS[name] = op
     return op
 

@@ -28,7 +28,7 @@ from pypto.ir.ops.tile import (
 )
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType
+from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, TensorLayout, TensorType
 from pypto.backend import SoC
 
 
@@ -241,24 +241,6 @@ def _slice(a: OpArgs, soc: SoC) -> TensorType:
     return TensorType(shape, x.dtype)
 
 
-def _read(a: OpArgs, soc: SoC) -> ScalarType:
-    x = a.type("x")
-    indices = a["indices"]
-    if len(indices) != len(x.shape):
-        raise TypeCheckError(f"tensor.read takes one index per axis: {len(x.shape)}, not {len(indices)}",
-                             hint=f"pl.tensor.read(t, [{', '.join('0' for _ in x.shape)}])")
-    for k, (i, extent) in enumerate(zip(indices, x.shape)):
-        if isinstance(i, Const) and not 0 <= i.value < extent:
-            raise TypeCheckError(f"tensor.read: index {i.value} on axis {k} is outside the tensor's {extent}",
-                                 hint=f"an index in 0..{extent - 1}")
-    return ScalarType(x.dtype)
-
-
-register("tensor.read", [P("x", Kind.TENSOR), P("indices", Kind.INDEX_LIST, bare=True)], _read,
-         doc="one element: read by the orchestrator once the tensor's producer has finished, or in a kernel by "
-             "the core's scalar unit from GM (a runtime value for loop bounds, branches and valid shapes)",
-         plane="both")
-
 # valid_shape / pad_value: the region of the window its producer fills and what lies past it —
 # an orchestration's view carries them to the kernel that loads it (which says its own
 # valid_shape=); clamp: the window may run past the tensor's end
@@ -317,7 +299,6 @@ register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis
          doc="swap two axes (in an orchestration: a view)", windows=Windows("transpose"), plane="both")
 
 unify("slice", tile="tile.slice", tensor="tensor.slice")
-unify("read", tensor="tensor.read")
 unify("assemble", tile="tile.assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")
 unify("matmul_acc", tile="tile.matmul_acc", tensor="tensor.matmul_acc")
