@@ -196,3 +196,25 @@ def test_a_read_past_the_valid_region_is_an_error_at_its_line(platform):
     with pytest.raises(ExecutionError, match="valid region") as info:
         past(torch.zeros(16, 16), torch.zeros(16, 16), config=RunConfig(platform=platform))
     assert "test_elements.py:" in str(info.value)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_long_loop_before_a_tile_read_gives_the_read_its_last_trip(platform):
+    """A steady loop is fast-forwarded where no value is read; here its every trip shapes
+    the element the store's row comes from."""
+    @pl.jit
+    def summed(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            acc = pl.load(x, [0, 0], [1, 16])
+            for _ in pl.range(40):
+                acc = pl.add(acc, pl.load(x, [0, 0], [1, 16]))
+            row = pl.read(acc, [0, 0])
+            pl.store(acc, [row, 0], out)
+        return out
+
+    x = torch.ones(1, 16, dtype=torch.int32)
+    out = torch.zeros(64, 16, dtype=torch.int32)
+    summed(x, out, config=RunConfig(platform=platform))
+    want = torch.zeros(64, 16, dtype=torch.int32)
+    want[41] = 41
+    assert torch.equal(out, want)

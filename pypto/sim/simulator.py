@@ -408,15 +408,17 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
                 own = {**peers, CoreKind.AIV: core} if split else peers
                 issuers[core] = Issuer(program, {**scalars, LANE_REGISTER: lane}, tensors, soc, own, k, len(issuers),
                                        unwritten)
-    steady = steady and not unsafe and len(issuers) == 1  # one core: its state is the scheduler's
-    for issuer in issuers.values():
-        issuer.steady = steady
-    streams = {core: issuer.stream() for core, issuer in issuers.items()}
     live = None
     if any(reads_tiles(launch.kernel) for launch in launches):  # the values it reads, as it reads them
         sizes = [(core.name, space, max(spec.capacity, spec.physical)) for core in issuers
                  for space, spec in soc.spaces.items() if spec.core is core.kind]
         live = Effects.Live(sizes, [launch.tensors() for launch in launches])
+    # one core: its state is the scheduler's; and every trip computed where data is (a
+    # fast-forwarded trip has no effects of its own to perform)
+    steady = steady and not unsafe and len(issuers) == 1 and live is None
+    for issuer in issuers.values():
+        issuer.steady = steady
+    streams = {core: issuer.stream() for core, issuer in issuers.items()}
     record = Record(launches, unsafe, steady, live)
     try:
         leftover = schedule(streams, soc.costs.queue_depth, record.started,
