@@ -218,3 +218,22 @@ def test_a_long_loop_before_a_tile_read_gives_the_read_its_last_trip(platform):
     want = torch.zeros(64, 16, dtype=torch.int32)
     want[41] = 41
     assert torch.equal(out, want)
+
+
+def test_a_read_of_gm_the_kernel_writes_is_refused_by_the_simulator_at_its_line():
+    """The scalar unit reads GM as the kernel starts: a tensor the kernel itself writes
+    (here the cube's result, kept in GM for the vector core) would give a value that
+    depends on when the read runs."""
+    @pl.jit
+    def computed(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            c = pl.matmul(a, b, out_dtype=pl.FP32)
+            v = pl.read(c, [3, 7])
+            out[:] = pl.adds(c, v)
+        return out
+
+    from pypto.sim.issue import SimulatorError
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 128).half()
+    with pytest.raises(SimulatorError, match="which this kernel") as info:
+        computed(a, b, torch.zeros(64, 128), config=RunConfig(platform="a2a3sim"))
+    assert "test_elements.py:" in str(info.value)

@@ -101,11 +101,12 @@ class _Selector:
 
     def scalar_load(self, s: n.Assign) -> ScalarLoad:
         """``x = pl.read(t, [i, ...])``: the scalar unit reads the element from GM."""
-        tensor = argument(s.value, "tensor").name
+        tensor = self.roots.get(argument(s.value, "tensor").name)  # (a name a write rebound is the parameter)
         if tensor not in self.tensor_params:
-            raise CodegenError(f"pl.read in a kernel reads a tensor parameter from GM; '{tensor}' is not one",
-                               span=s.span, hint="read the parameter itself, with the view's offset added to the "
-                                                 "indices")
+            raise CodegenError("pl.read of a tensor in a kernel reads an element of a tensor the kernel is given; "
+                               "this one is computed inside it", span=s.span,
+                               hint="read the element of the tile it was computed from (pl.read(tile, [i, j])), or "
+                                    "compute the tensor in an earlier task")
         return ScalarLoad(s.target, tensor, tuple(argument(s.value, "indices")), s.type.dtype.is_int, s.span)
 
     def element_core(self) -> CoreKind:
