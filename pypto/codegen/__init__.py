@@ -5,6 +5,7 @@ insertion and the split into per-core programs. ``listing`` writes them as text.
 from __future__ import annotations
 
 from pypto.codegen.isa import (
+    Buf,
     Cond,
     Instr,
     Kernel,
@@ -123,7 +124,7 @@ def _exprs(args):
     for a in args:
         if isinstance(a, tuple):
             yield from _exprs(a)
-        elif hasattr(a, "addr") and hasattr(a, "shape"):  # a Buf: its address and valid extents
+        elif isinstance(a, Buf):  # its address and valid extents
             yield a.addr
             yield from (a.valid or ())
         elif isinstance(a, n.Expr):

@@ -182,7 +182,7 @@ def _store(kwargs):
 
 
 def _commit(d: Dyn, write, memories: Memories) -> None:
-    if write == (None, None):
+    if write[0] is None and write[1] is None:  # nothing to write (an element read of a tile)
         return
     if write[0] is not None:
         tensor, index, data, atomic = write

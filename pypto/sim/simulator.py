@@ -299,9 +299,12 @@ def scalar_reads(kernel: Kernel) -> frozenset:
 
 def reads_tiles(kernel: Kernel) -> bool:
     """Whether the kernel's scalar unit reads an element of a tile (``pl.read`` of a tile):
-    then its simulation computes the data as it goes."""
-    return any(isinstance(x, Instr) and x.result is not None for program in kernel.programs
-               for x in walk(program.body))
+    then its simulation computes the data as it goes. Found once per kernel."""
+    cache = _timelines(kernel)
+    if cache.reads_tiles is None:
+        cache.reads_tiles = any(isinstance(x, Instr) and x.result is not None for program in kernel.programs
+                                for x in walk(program.body))
+    return cache.reads_tiles
 
 
 def _data(kernel: Kernel, args: tuple, loaded: frozenset) -> tuple:
@@ -357,6 +360,7 @@ class _Kept(dict):
     reads_registers: bool | None = None  # whether the kernel reads its block registers
     moving: dict | None = None  # its scalars that only move GM windows (``offsets.moving``)
     loaded: frozenset | None = None  # the tensors its scalar unit reads elements of (``scalar_reads``)
+    reads_tiles: bool | None = None  # whether its scalar unit reads an element of a tile (``reads_tiles``)
 
 
 def _timelines(kernel: Kernel) -> _Kept:

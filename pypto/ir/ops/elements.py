@@ -48,19 +48,6 @@ def _tensor(op: str, a: OpArgs) -> TensorType:
     return t
 
 
-def _tensor_read(a: OpArgs, soc: SoC) -> ScalarType:
-    t = _tensor("tensor.read", a)
-    _indices("tensor.read", "tensor", t.shape, a["indices"])
-    return ScalarType(t.dtype)
-
-
-def _tensor_write(a: OpArgs, soc: SoC) -> TensorType:
-    t = _tensor("tensor.write", a)
-    _indices("tensor.write", "tensor", t.shape, a["indices"])
-    _value("tensor.write", t.dtype, a)
-    return t
-
-
 def _tile(op: str, a: OpArgs) -> TileType:
     t = a.type("tile")
     if t.space is not None and t.space is not M.Vec:
@@ -69,16 +56,14 @@ def _tile(op: str, a: OpArgs) -> TileType:
     return t
 
 
-def _tile_read(a: OpArgs, soc: SoC) -> ScalarType:
-    t = _tile("tile.read", a)
-    _indices("tile.read", "tile", t.shape, a["indices"])
-    return ScalarType(t.dtype)
-
-
-def _tile_write(a: OpArgs, soc: SoC) -> TileType:
-    t = _tile("tile.write", a)
-    _indices("tile.write", "tile", t.shape, a["indices"])
-    _value("tile.write", t.dtype, a)
+def _infer(a: OpArgs, soc: SoC) -> ScalarType | TensorType | TileType:
+    """A read gives the element's scalar; a write gives the tensor (or tile) it updates."""
+    level = a.op.split(".")[0]  # "tensor" or "tile": also the operand's name
+    t = _tensor(a.op, a) if level == "tensor" else _tile(a.op, a)
+    _indices(a.op, level, t.shape, a["indices"])
+    if a.op.endswith("read"):
+        return ScalarType(t.dtype)
+    _value(a.op, t.dtype, a)
     return t
 
 
@@ -86,18 +71,18 @@ def _tile_write(a: OpArgs, soc: SoC) -> TileType:
 GM_ELEMENTS = frozenset({"tensor.read", "tensor.write"})
 _INDICES = P("indices", Kind.INDEX_LIST, bare=True)
 
-register("tensor.read", [P("tensor", Kind.TENSOR), _INDICES], _tensor_read,
+register("tensor.read", [P("tensor", Kind.TENSOR), _INDICES], _infer,
          doc="one element: read by the orchestrator once the tensor's producer has finished, or in a kernel by "
              "the core's scalar unit from GM (a runtime value for loop bounds, branches and valid shapes)",
          plane="both")
-register("tensor.write", [P("tensor", Kind.TENSOR), _INDICES, P("value", Kind.SCALAR)], _tensor_write,
+register("tensor.write", [P("tensor", Kind.TENSOR), _INDICES, P("value", Kind.SCALAR)], _infer,
          doc="the tensor with one element set to value, in place: by the orchestrator once every task before that "
              "touches the element has finished, or in a kernel by the core's scalar unit into GM",
          writes_operand="tensor", plane="both")
-register("tile.read", [P("tile", Kind.TILE, spaces=(M.Vec,)), _INDICES], _tile_read,
+register("tile.read", [P("tile", Kind.TILE, spaces=(M.Vec,)), _INDICES], _infer,
          doc="one element of a Vec tile, read by the scalar unit once the pipes have written it (a runtime value "
              "for offsets, loop bounds and branches)", mnemonic="SGETVAL")
-register("tile.write", [P("tile", Kind.TILE, spaces=(M.Vec,)), _INDICES, P("value", Kind.SCALAR)], _tile_write,
+register("tile.write", [P("tile", Kind.TILE, spaces=(M.Vec,)), _INDICES, P("value", Kind.SCALAR)], _infer,
          doc="the tile with one element set to value (converted to the tile's dtype), written by the scalar unit "
              "in the tile's buffer", in_place=True, mnemonic="SSETVAL", updates="tile")
 unify("read", tensor="tensor.read", tile="tile.read")
