@@ -11,7 +11,7 @@ from pypto.lang import parse
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.ops import UNIFIED, all_ops, lookup
 from pypto.ir.types import DataType as D
-from pypto.ir.types import FunctionType, PadValue, ParamDirection, TensorType
+from pypto.ir.types import FunctionType, MaskPattern, PadValue, ParamDirection, TensorType
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
@@ -299,6 +299,75 @@ def _mm(b, a, c):
     right = b.op("tile.move", b.op("tile.load", c, [0, 0], [C, R], target_memory=M.Mat), target_memory=M.Right)
     acc = b.op("tile.matmul", left, right)
     return b.op("tile.matmul_acc", acc, left, right)
+
+
+# The sort family: (value, index) pairs are an FP32 value and its UINT32 index's bits.
+def _pairs(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    return torch.stack([values, index.view(torch.float32)], -1).reshape(values.shape[0], -1)
+
+
+def _runs(n_runs: int, per_run: int, seed: int) -> torch.Tensor:
+    """A row of sorted runs of pairs, the indices 0, 1, 2, ... in the original order."""
+    v = torch.randn(n_runs * per_run, generator=torch.Generator().manual_seed(seed))
+    v = torch.sort(v.reshape(n_runs, per_run), dim=1, descending=True).values.reshape(1, -1)
+    return _pairs(v, torch.arange(v.numel(), dtype=torch.int32).reshape(1, -1))
+
+
+def _merged(*rows: torch.Tensor) -> torch.Tensor:
+    row = torch.cat(rows, 1)
+    order = torch.sort(row[:, 0::2], dim=1, descending=True, stable=True).indices
+    return _pairs(row[:, 0::2].gather(1, order), row[:, 1::2].contiguous().view(torch.int32).gather(1, order))
+
+
+def _sorted32(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    order = torch.sort(x, dim=1, descending=True, stable=True).indices  # a row is one (short) block here
+    return _pairs(x.gather(1, order), idx.view(torch.int32).gather(1, order))
+
+
+IDX = torch.arange(R * C, dtype=torch.int32).reshape(R, C).view(torch.uint32)
+RUNS, LIST_A, LIST_B = _runs(4, 32, 1), _runs(1, 32, 2), _runs(1, 32, 3)
+SCATTER_AT = (torch.arange(R * C, dtype=torch.int32).reshape(R, C) * 5) % C  # columns, some named twice
+
+CASES += [
+    case("tile.sort32", lambda b, a, c: b.op("tile.sort32", b.op("tile.load", a, [0, 0], [R, C]),
+                                             b.op("tile.load", c, [0, 0], [R, C])),
+         _sorted32, inputs=(X, IDX), out_shape=(R, 2 * C)),
+    case("tensor.sort32", tensor2("tensor.sort32"), _sorted32, inputs=(X, IDX), out_shape=(R, 2 * C)),
+    case("tile.mrgsort.format1", lambda b, a, c: b.op("tile.mrgsort", b.op("tile.load", a, [0, 0], [1, 256]),
+                                                      block_len=64),
+         lambda x, y: _merged(x), inputs=(RUNS, RUNS), out_shape=(1, 256)),
+    case("tensor.mrgsort.format1", lambda b, a, c: b.op("tensor.mrgsort", a, block_len=64),
+         lambda x, y: _merged(x), inputs=(RUNS, RUNS), out_shape=(1, 256)),
+    case("tile.mrgsort.format2", lambda b, a, c: b.op("tile.mrgsort", b.op("tile.load", a, [0, 0], [1, 64]),
+                                                      b.op("tile.load", c, [0, 0], [1, 64]),
+                                                      tmp=b.op("tile.create", [1, 128], D.FP32)),
+         _merged, inputs=(LIST_A, LIST_B), out_shape=(1, 128)),
+    case("tensor.mrgsort.format2", lambda b, a, c: b.op("tensor.mrgsort", a, c), _merged, inputs=(LIST_A, LIST_B),
+         out_shape=(1, 128)),
+    *[case(f"{level}.gather_mask.{p.name}", (tile1 if level == "tile" else tensor1)(f"{level}.gather_mask", int(p)),
+           lambda x, y, p=p: x[:, p.first::p.stride], out_shape=(R, C // p.stride))
+      for p in MaskPattern for level in ("tile", "tensor")],
+    case("tile.gather_mask.bits", tile1("tile.gather_mask", int(MaskPattern.P1010), output_dtype=D.UINT32),
+         lambda x, y: x[:, 1::2].contiguous().view(torch.uint32), out_shape=(R, C // 2), out_dtype=torch.uint32),
+    case("tile.scatter_mask", lambda b, a, c: b.op("tile.scatter_mask", b.op("tile.load", a, [0, 0], [R, C]),
+                                                   b.op("tile.load", c, [0, 0], [R, C // 4]), int(MaskPattern.P0100)),
+         lambda x, y: torch.where(torch.arange(C) % 4 == 2, y[:, :C // 4].repeat_interleave(4, 1), x)),
+    case("tensor.scatter_mask", lambda b, a, c: b.op("tensor.scatter_mask", b.op("tensor.slice", c, [R, C // 2], [0, 0]),
+                                                     int(MaskPattern.P1010), a),
+         lambda x, y: torch.where(torch.arange(C) % 2 == 1, y[:, :C // 2].repeat_interleave(2, 1), x)),
+    case("tensor.gather", lambda b, a, c: b.op("tensor.gather", a, -1, c), lambda x, y: x.gather(1, y.long()),
+         inputs=(X, SCATTER_AT)),
+    case("tensor.scatter", lambda b, a, c: b.op("tensor.scatter", a, -1, c, b.op("tensor.muls", a, 10.0)),
+         lambda x, y: _scatter_rows(x, y, x * 10), inputs=(X, SCATTER_AT)),
+]
+
+
+def _scatter_rows(x, where, src):
+    out = x.clone()
+    for b in range(x.shape[0]):
+        for k in range(where.shape[1]):  # the later of two naming one column wins
+            out[b, where[b, k]] = src[b, k]
+    return out
 
 
 def _program(build, inputs, out_shape, out_dtype):

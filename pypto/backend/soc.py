@@ -65,8 +65,10 @@ class Costs:
     vector_startup: int = 8
     vector_repeat_bytes: int = 256
     # per cost class (``OpDef.unit``): exp, log, sqrt, rsqrt, recip are transcendental; the
-    # divisions divide; row_expand_expdif subtracts then exponentiates
-    vector_cycles: pmap = pmap({"simple": 1, "transcendental": 2, "divide": 4, "exp_difference": 3, "transpose": 2})
+    # divisions divide; row_expand_expdif subtracts then exponentiates; a sort or merge runs a
+    # comparison network over each repeat's proposals
+    vector_cycles: pmap = pmap({"simple": 1, "transcendental": 2, "divide": 4, "exp_difference": 3, "transpose": 2,
+                                 "sort": 8})
     scalar_issue: int = 2
     loop_iteration: int = 4
     branch: int = 2

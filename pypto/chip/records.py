@@ -23,7 +23,8 @@ RUNTIME = "tensormap_and_ringbuffer"
 _DIRECTION = {"Input": "INPUT", "Output": "OUTPUT", "InOut": "INOUT", "OutputExisting": "OUTPUT_EXISTING",
               "NoDep": "NO_DEP", "Scalar": "SCALAR"}
 _DTYPE = {"float32": "FLOAT32", "float16": "FLOAT16", "bfloat16": "BFLOAT16", "int8": "INT8", "int16": "INT16",
-          "int32": "INT32", "int64": "INT64", "uint8": "UINT8", "bool": "BOOL"}
+          "int32": "INT32", "int64": "INT64", "uint8": "UINT8", "uint16": "UINT16",
+          "uint32": "UINT32", "bool": "BOOL"}
 
 
 def ticks(cycles: int, soc: SoC) -> int:

@@ -11,8 +11,11 @@ from pypto.ir import nodes as n
 
 # IR operator -> what it computes on Python numbers
 OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod,
+             "<<": operator.lshift, ">>": operator.rshift,
              "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
              ">=": operator.ge, "min": min, "max": max}
+
+SHIFTS = ("<<", ">>")  # a negative count is an error where it runs
 
 
 def fold(e):
@@ -21,7 +24,7 @@ def fold(e):
         f = OPERATORS.get(e.op)
         lhs, rhs = e.lhs.value, e.rhs.value
         if f is not None and not isinstance(lhs, bool) and not isinstance(rhs, bool):
-            if e.op in ("//", "%") and rhs == 0:
+            if e.op in ("//", "%") and rhs == 0 or e.op in SHIFTS and rhs < 0:
                 return e
             return n.Const(f(lhs, rhs))
     return e

@@ -32,6 +32,8 @@ class DataType(enum.Enum):
     INT32 = ("int32", 32, "i")
     INT64 = ("int64", 64, "i")
     UINT8 = ("uint8", 8, "u")
+    UINT16 = ("uint16", 16, "u")
+    UINT32 = ("uint32", 32, "u")
     FP16 = ("fp16", 16, "f")
     BF16 = ("bf16", 16, "f")
     FP32 = ("fp32", 32, "f")
@@ -185,6 +187,28 @@ class ForKind(enum.Enum):
     # a region of an InCore body both vector cores of the cluster run, the loop variable
     # each one's lane (0, 1): ``for aiv_id in pl.split_aiv(2, mode=...)``
     SplitAiv = "split_aiv"
+
+
+class MaskPattern(enum.IntEnum):
+    """Which columns ``tile.gather_mask`` takes (``scatter_mask`` fills): bits read right to
+    left, a set bit a taken column of each group of 2 or 4; P1111 takes them all."""
+
+    P0101 = 1
+    P1010 = 2
+    P0001 = 3
+    P0010 = 4
+    P0100 = 5
+    P1000 = 6
+    P1111 = 7
+
+    @property
+    def stride(self) -> int:
+        return 1 if self is MaskPattern.P1111 else 2 if self <= MaskPattern.P1010 else 4
+
+    @property
+    def first(self) -> int:
+        """The column of each group taken."""
+        return 0 if self is MaskPattern.P1111 else (self - 1) if self <= MaskPattern.P1010 else self - 3
 
 
 class PadValue(enum.Enum):

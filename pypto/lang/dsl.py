@@ -36,7 +36,11 @@ class OpNamespace(DslName):
 
         if name.startswith("__"):
             raise AttributeError(name)
+        from pypto.lang.names import NAMESPACED_ENUMS
+
         level = self.__pypto_path__[0]
+        if f"{level}.{name}" in NAMESPACED_ENUMS:  # the enum itself: its members are ints a host reads
+            return NAMESPACED_ENUMS[f"{level}.{name}"]
         if member(level, name) is None:
             raise AttributeError(f"pl.{level} has no operation {name!r}")
         return DslName(level, name)

@@ -62,7 +62,8 @@ class Source:
         return Span(self.file, line, col, end_line, end_col, text)
 
 
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
+           ast.RShift: ">>"}
 # Expressions that may be constant as a whole though they are not literals.
 _COMPOUND = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -219,7 +220,7 @@ class ExprConverter(Lookups, Statics, Annotations):
                                  f"'{symbol}' is computed only on compile-time values, and "
                                  f"'{ast.unparse(node)}' depends on a runtime value",
                                  hint="write it with + - * // % (e.g. i * i for i ** 2)" if symbol == "**"
-                                 else "index arithmetic has + - * // % and min/max")
+                                 else "index arithmetic has + - * // % << >> and min/max")
             return fold(n.BinOp(op, self._scalar(node.left), self._scalar(node.right)))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
             raise self.tile_slice_error(node)

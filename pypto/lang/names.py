@@ -18,7 +18,8 @@ import numpy
 
 from pypto.ir.ops import UNIFIED, resolve
 from pypto.ir.ops.rings import AUTO
-from pypto.ir.types import AtomicType, DataType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
+from pypto.ir.types import (AtomicType, DataType, FunctionType, Level, MaskPattern, PadValue, ScopeMode, SplitMode,
+                             TensorLayout)
 from pypto.backend import MemorySpace
 
 # ----------------------------------------------------------------------------- entities
@@ -140,6 +141,8 @@ BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_d
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView", "TensorView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array", "system"})
+# enums filed under an op namespace (pl.tile.MaskPattern.P0101)
+NAMESPACED_ENUMS = {"tile.MaskPattern": MaskPattern}
 
 
 @attrs.frozen
@@ -204,6 +207,11 @@ def interpret(path: Path):
     if head in NAMESPACES:
         if not rest:
             return Namespace(path)
+        enum_cls = NAMESPACED_ENUMS.get(f"{head}.{rest[0]}")
+        if enum_cls is not None:
+            if len(rest) == 1:
+                return Namespace(path)
+            return Value(enum_cls[rest[1]]) if len(rest) == 2 and rest[1] in enum_cls.__members__ else None
         if len(rest) == 1:
             return member(head, rest[0])
         return None
@@ -226,6 +234,10 @@ def unknown(path: Path) -> tuple[str, str | None]:
     import difflib
 
     parts = path.parts
+    if len(parts) == 3 and f"{parts[0]}.{parts[1]}" in NAMESPACED_ENUMS:
+        known = list(NAMESPACED_ENUMS[f"{parts[0]}.{parts[1]}"].__members__)
+        return (f"unknown member '{parts[2]}' of pl.{parts[0]}.{parts[1]} (known: {', '.join(known)})",
+                f"use one of the members listed, e.g. pl.{parts[0]}.{parts[1]}.{known[0]}")
     if len(parts) == 2 and parts[0] in ENUMS:
         known = list(ENUMS[parts[0]].__members__)
         close = difflib.get_close_matches(parts[1], known, n=1)

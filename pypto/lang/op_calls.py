@@ -11,6 +11,7 @@ import difflib
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
+from pypto.ir.ops.registry import keyword_form
 from pypto.ir.ops.pipes import POPS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
@@ -67,7 +68,8 @@ class OpCalls:
             self.check_atomic_assemble(thunks, keywords, node)
         if meaning.unified and meaning.name == "cast" and thunks and isinstance(thunks[0].operand()[1], ScalarType):
             return self.scalar_cast(thunks, keywords, node)
-        op = self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name)
+        op = keyword_form(self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name),
+                          keywords)
         self.require_incore(node, op.name)
         if op.name == "tensor.create":
             self.check_create(keywords)
@@ -238,7 +240,8 @@ class OpCalls:
             raise self.error(TypeCheckError, thunk.node, f"{what} must be an int")
         examples = {Kind.DTYPE: "pl.FP32", Kind.SPACE: "pl.Mem.Vec", Kind.PAD: "pl.PadValue.zero", Kind.BOOL: "True",
                     Kind.INT: "1", Kind.STR: '"name"', Kind.LAYOUT: "pl.TensorLayout.ND", Kind.ATOMIC: "pl.AtomicType.Add"}
-        return self.static_of(thunk.node, kinds[p.kind], what, hint=f"e.g. {p.name}={examples[p.kind]}"), None
+        value = self.static_of(thunk.node, kinds[p.kind], what, hint=f"e.g. {p.name}={examples[p.kind]}")
+        return (int(value) if p.kind is Kind.INT else value), None  # an IntEnum member is its int
 
     def checked_call(self, op: OpDef, values: dict, types: dict, node):
         values = {**{p.name: p.default for p in op.params if not p.required}, **values}

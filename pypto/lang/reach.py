@@ -44,8 +44,8 @@ def evaluate(e, env: dict, defs: dict):
         if f is None:
             raise Unknown(e.op)
         lhs, rhs = evaluate(e.lhs, env, defs), evaluate(e.rhs, env, defs)
-        if e.op in ("//", "%") and rhs == 0:
-            raise Unknown("division by zero")
+        if e.op in ("//", "%") and rhs == 0 or e.op in ("<<", ">>") and rhs < 0:
+            raise Unknown("division by zero or a negative shift")
         return f(lhs, rhs)
     raise Unknown(repr(e))
 

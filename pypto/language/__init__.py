@@ -44,6 +44,8 @@ INT16 = _DataType.INT16
 INT32 = _DataType.INT32
 INT64 = _DataType.INT64
 UINT8 = _DataType.UINT8
+UINT16 = _DataType.UINT16
+UINT32 = _DataType.UINT32
 FP16 = _DataType.FP16
 BF16 = _DataType.BF16
 FP32 = _DataType.FP32
@@ -88,7 +90,7 @@ for _name in _UNIFIED:
 del _name
 
 __all__ = [
-    "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8",
+    "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
     "parallel", "parse", "parse_program",

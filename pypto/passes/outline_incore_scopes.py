@@ -100,9 +100,6 @@ class _Outliner:
                     "leave an InCore scope", span=scope.span,
                     hint="store the value into an output tensor inside the scope" if isinstance(t, TileType)
                     else "compute the scalar outside the scope")
-        if len(exported) > 1:
-            raise UnsupportedSyntaxError(f"a pl.at scope returns {', '.join(exported)}; one value at most for now",
-                                         span=scope.span)
         params = []
         for name in reads:
             t = self.types[name]
@@ -150,9 +147,11 @@ class _Outliner:
         call = n.FuncCall(fname, tuple(n.Var(p.name) for p in params))
         if scope.submits:
             return before + self.submit(scope, call, [p.name for p in params], exported, roots)
-        if exported:
+        if len(exported) == 1:
             return before + [n.Assign(exported[0], returns[0], call, span=scope.span)]
-        return before + [n.Eval(call, span=scope.span)]
+        # several: each is a tensor the kernel wrote where the orchestration passed it
+        return before + [n.Eval(call, span=scope.span)] + [
+            n.Assign(x, self.types[x], n.Var(roots.get(x, x)), span=scope.span) for x in exported]
 
     def submit(self, scope: n.Scope, call: n.FuncCall, reads: list, exported: list, roots: dict) -> list:
         """The scope's task as a Submit (its id bound when the scope names one); a tensor it

@@ -252,6 +252,10 @@ class Emitter(Reductions, CarriedValues):
             return self.reduce(name, call, region, d)
         regions = operand_regions(call, region, self.g.types, self.g.types[name].shape)
         if regions is None:
+            if windows.kind in ("rows", "row"):
+                raise Unblockable(f"a {call.op.removeprefix('tensor.')} is computed in whole rows"
+                                  + (", one at a time" if windows.kind == "row" else ""), d.span,
+                                  hint="slice whole rows of its result, or store all of it")
             raise Unblockable(f"a window of a {call.op.removeprefix('tensor.')} is computed from all of its "
                               "operand, so it cannot be computed alone", d.span,
                               hint="slice the operand before the reshape, or store the whole reshaped tensor")
@@ -275,6 +279,11 @@ class Emitter(Reductions, CarriedValues):
             first = region[-1][0]
             args[op.windows.shifts] = simplify(n.BinOp("-" if argument(call, "descending") else "+",
                                                        args[op.windows.shifts], first))
+        if op.windows.lower is not None:
+            def scratch(shape, dtype):
+                return self.bind(f"{name}_tmp", op_call("tile.create", shape=tuple(n.Const(e) for e in shape),
+                                                        dtype=dtype, target_memory=M.Vec), d.span, frame)
+            return self.bind(name, op.windows.lower(args, scratch, lambda v: self.types[v.name]), d.span, frame)
         tile = lookup(op.windows.tile or "tile." + op.short)
         if op.windows.kind == "source" and self.g.side(name) is M.Acc:
             if args.get("value", n.Const(0)) not in (n.Const(0), n.Const(0.0)):

@@ -15,7 +15,7 @@ from pypto.ir.ops.pipes import PIPE_OPS
 from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.sim.clusters import Clusters
 from pypto.sim.tasks import Site, Tasks
-from pypto.ir.simplify import OPERATORS
+from pypto.ir.simplify import OPERATORS, SHIFTS
 from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.sim import numerics as num
 from pypto.sim.issue import EXTENT_HINT, invalid_extent
@@ -237,6 +237,8 @@ class _Interpreter(Tasks, Clusters):
                 if rhs == 0:
                     raise ExecutionError(f"division by zero in '{e.op}'", span=getattr(stmt, "span", None))
                 return lhs // rhs if e.op == "//" else lhs % rhs
+            if e.op in SHIFTS and rhs < 0:
+                raise ExecutionError(f"a negative shift count ({rhs}) in '{e.op}'", span=getattr(stmt, "span", None))
             return OPERATORS[e.op](lhs, rhs)
         if isinstance(e, n.UnaryOp):
             v = self.expr(e.operand, env, stmt)

@@ -23,7 +23,7 @@ from pypto.codegen.isa import (
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
-from pypto.ir.simplify import OPERATORS
+from pypto.ir.simplify import OPERATORS, SHIFTS
 from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
 from pypto.sim.affine import uniform_trips
 from pypto.sim.views import window_runs
@@ -347,6 +347,13 @@ def _closure(e):
                     raise SimulatorError(f"division by zero in '{op}' on the scalar unit")
                 return f(x, y)
             return divide
+        if op in SHIFTS:
+            def shift(env):
+                x, y = a(env), b(env)
+                if y < 0:
+                    raise SimulatorError(f"a negative shift count ({y}) in '{op}' on the scalar unit")
+                return f(x, y)
+            return shift
         return lambda env: f(a(env), b(env))
     raise TypeError(e)
 

@@ -50,6 +50,8 @@ TORCH = {
     DataType.INT32: torch.int32,
     DataType.INT64: torch.int64,
     DataType.UINT8: torch.uint8,
+    DataType.UINT16: torch.uint16,
+    DataType.UINT32: torch.uint32,
     DataType.FP16: torch.float16,
     DataType.BF16: torch.bfloat16,
     DataType.FP32: torch.float32,

@@ -494,4 +494,5 @@ def _aiv_shard(x):
 
 
 from pypto.sim import gathers as _gathers  # noqa: E402,F401  (registers the gather ops' meaning)
+from pypto.sim import sorts as _sorts  # noqa: E402,F401  (registers the sort ops' meaning)
 from pypto.sim import elements as _elements  # noqa: E402,F401  (registers read / write of one element)

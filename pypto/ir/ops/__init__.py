@@ -10,6 +10,8 @@ from pypto.ir.ops import cube as _cube  # noqa: F401  (registers the cube's tile
 from pypto.ir.ops import compound as _compound  # noqa: F401  (registers prelu, addc, sels, ...)
 from pypto.ir.ops import tile_windows as _tile_windows  # noqa: F401  (registers tile.slice, tile.assemble, ...)
 from pypto.ir.ops import gathers as _gathers  # noqa: F401  (registers tile.gather)
+from pypto.ir.ops import sorts as _sorts  # noqa: F401  (registers sort32, mrgsort, the mask moves)
+from pypto.ir.ops import tensor_sorts as _tensor_sorts  # noqa: F401  (the tensor forms of sort and gather)
 from pypto.ir.ops import elements as _elements  # noqa: F401  (registers read / write of one element)
 from pypto.ir.ops.registry import (
     REQUIRED,

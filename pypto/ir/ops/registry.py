@@ -90,7 +90,7 @@ class OpArgs:
 
 
 WINDOW_KINDS = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col_broadcast", "source", "slice",
-                "transpose", "whole", "cube")
+                "transpose", "whole", "cube", "rows", "row")
 
 
 @attrs.frozen
@@ -105,11 +105,16 @@ class Windows:
       matching part of the vector operand ``vector``;
     - ``source``: no operand (a creation); ``slice``: the window moved by the offset;
       ``transpose``: the window with the two axes swapped; ``whole``: all of the operand,
-      whatever the window (a reshape); ``cube``: a matmul's rows of lhs, columns of rhs.
+      whatever the window (a reshape); ``cube``: a matmul's rows of lhs, columns of rhs;
+    - ``rows``: whole rows of the result read the same rows of each operand, all of their
+      columns (a sort); ``row``: the same, one row at a time (a gather by column index,
+      whose tile form indexes a tile's elements).
 
-    ``tile`` is the tile op that computes a window (``tile.<name>`` when not given);
-    ``shifts``: a sequence's start parameter, which a window's offset along the last axis
-    moves (backwards when the op's ``descending`` is set).
+    ``tile`` is the tile op that computes a window (``tile.<name>`` when not given; its
+    operands by position); ``lower`` builds that call instead, from the arguments by name
+    (the operands' tiles and the rest), ``scratch(shape, dtype)``, which gives a fresh
+    Vec tile (a tile op's workspace), and ``type_of(tile)``; ``shifts``: a sequence's start parameter, which a
+    window's offset along the last axis moves (backwards when the op's ``descending`` is set).
     """
 
     kind: str = attrs.field(validator=attrs.validators.in_(WINDOW_KINDS))
@@ -117,6 +122,7 @@ class Windows:
     combine: str | None = None
     tile: str | None = None
     shifts: str | None = None
+    lower: Callable | None = None
 
 
 @attrs.frozen
@@ -275,6 +281,18 @@ class Unified:
 
 
 UNIFIED: dict[str, Unified] = {}
+
+# An op written with one of these keywords is another op: the reference's one Python name
+# for the index and the mask forms (``pl.tensor.gather(x, mask_pattern=...)``).
+KEYWORD_FORMS: dict[str, tuple[tuple[str, str], ...]] = {}
+
+
+def keyword_form(op: OpDef, keywords) -> OpDef:
+    """The op a call of ``op`` with ``keywords`` builds."""
+    for key, other in KEYWORD_FORMS.get(op.name, ()):
+        if key in keywords:
+            return _OPS[other]
+    return op
 
 
 def unify(name: str, **forms: str) -> None:

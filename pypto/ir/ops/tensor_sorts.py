@@ -1,0 +1,192 @@
+"""The tensor forms of the sort and gather family (``pl.tensor.sort32``, ``mrgsort``,
+``gather``, ``scatter``): each row of the result is computed from the same rows of its
+operands, so ConvertTensorToTileOps blocks them by rows — a gather or scatter by column
+index a row at a time, as its tile form indexes a tile's elements. ``gather`` and
+``scatter`` written with ``mask_pattern=`` are the mask forms (``KEYWORD_FORMS``)."""
+
+from __future__ import annotations
+
+from pypto.backend import SoC
+from pypto.ir.ops.registry import KEYWORD_FORMS, Kind, OpArgs, Windows, fail, fmt_shape, op_call, register, unify
+from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.ops.sorts import INDICES, MASKED, MERGE_WAYS, _pattern
+from pypto.ir.ops.gathers import GATHERED, SCATTERED
+from pypto.ir.nodes import Const
+from pypto.ir.types import DataType, TensorType
+
+
+def _two_d(op: str, t: TensorType, what: str) -> None:
+    if len(t.shape) != 2:
+        raise fail(op, f"a 2D {what}", f"rank {len(t.shape)}")
+
+
+def _fp32(op: str, t: TensorType, what: str) -> None:
+    if t.dtype is not DataType.FP32:
+        raise fail(op, f"an FP32 {what} (a value and its index's bits per pair of columns)", t.dtype.name,
+                   "pl.cast(x, target_type=pl.FP32) first")
+
+
+def _sort32(a: OpArgs, soc: SoC) -> TensorType:
+    src, idx = a.type("src"), a.type("idx")
+    _two_d("tensor.sort32", src, "src")
+    _fp32("tensor.sort32", src, "src")
+    if idx.dtype not in INDICES:
+        raise fail("tensor.sort32", "a UINT32 idx (each element's index, carried with it)", idx.dtype.name)
+    if tuple(idx.shape) != tuple(src.shape):
+        raise fail("tensor.sort32", f"an idx of src's shape {fmt_shape(src.shape)}", fmt_shape(idx.shape))
+    return TensorType((src.shape[0], 2 * src.shape[1]), DataType.FP32)
+
+
+register("tensor.sort32", [P("src", Kind.TENSOR), P("idx", Kind.TENSOR)], _sort32,
+         doc="each row's 32-element blocks sorted descending into (value, index) pairs (tile.sort32)",
+         windows=Windows("rows"))
+
+
+def _mrgsort(a: OpArgs, soc: SoC) -> TensorType:
+    op = "tensor.mrgsort"
+    lists = [a.type(k) for k in ("src0", "src1", "src2", "src3") if a[k] is not None]
+    for k, t in enumerate(lists):
+        _two_d(op, t, f"src{k}")
+        _fp32(op, t, f"src{k}")
+        if t.shape[0] != 1:
+            raise fail(op, f"a one-row src{k} (the merge unit reads one list per row)", fmt_shape(t.shape))
+    if a["block_len"] is not None:
+        if len(lists) > 1 or a["exhausted"]:
+            raise fail(op, "either format 1 (block_len=...) or format 2 (src1, ...)", "both")
+        n, cols = a["block_len"], lists[0].shape[1]
+        if isinstance(n, Const) and (n.value <= 0 or n.value % 64 or cols % (MERGE_WAYS * n.value)):
+            raise fail(op, f"block_len a positive multiple of 64 whose {MERGE_WAYS} runs divide the row's {cols} "
+                       "columns", str(n.value))
+        return lists[0]
+    if len(lists) < 2:
+        raise fail(op, "block_len=<int> for format 1, or at least (src0, src1) for format 2", "one tensor")
+    if a["src3"] is not None and a["src2"] is None:
+        raise fail(op, "src2 before src3", "src3 alone")
+    return TensorType((1, sum(t.shape[1] for t in lists)), DataType.FP32)
+
+
+def _lower_mrgsort(args: dict, scratch, type_of):
+    srcs = {k: args[k] for k in ("src0", "src1", "src2", "src3")}
+    if args["block_len"] is not None:
+        return op_call("tile.mrgsort", src0=srcs["src0"], block_len=args["block_len"])
+    total = sum(type_of(t).shape[1] for t in srcs.values() if t is not None)
+    return op_call("tile.mrgsort", **srcs, tmp=scratch((1, total), DataType.FP32), exhausted=args["exhausted"])
+
+
+# format 2's workspace (tile.mrgsort's tmp) is made where it is computed
+register("tensor.mrgsort", [P("src0", Kind.TENSOR), P("src1", Kind.TENSOR, default=None, optional=True),
+                            P("src2", Kind.TENSOR, default=None, optional=True),
+                            P("src3", Kind.TENSOR, default=None, optional=True),
+                            P("exhausted", Kind.BOOL, default=False),
+                            P("block_len", Kind.SCALAR, default=None, optional=True, integer=True)], _mrgsort,
+         doc="merge sorted runs of (value, index) pairs (tile.mrgsort; format 2's tmp made here)",
+         windows=Windows("rows", lower=_lower_mrgsort))
+
+
+def _last_axis(op: str, dim, rank: int) -> None:
+    if dim not in (-1, rank - 1):
+        raise fail(op, "dim=-1 (the last axis; the other axes are not gathered along here)", f"dim={dim}")
+
+
+def _gather(a: OpArgs, soc: SoC) -> TensorType:
+    op, x, idx = "tensor.gather", a.type("input"), a.type("index")
+    if x.dtype not in GATHERED:
+        raise fail(op, "input dtype to be FP16, FP32, INT16, or INT32", x.dtype.name)
+    _two_d(op, x, "input")
+    _last_axis(op, a["dim"], 2)
+    allowed = (DataType.INT32, DataType.INT16) if x.dtype.nbytes == 2 else (DataType.INT32,)
+    if idx.dtype not in allowed:
+        raise fail(op, "index dtype INT32 (any input), or INT16 with a 16-bit input", idx.dtype.name,
+                   "pl.cast(index, target_type=pl.INT32)")
+    _two_d(op, idx, "index")
+    if idx.shape[0] > x.shape[0]:
+        raise fail(op, f"index.shape[0] ({idx.shape[0]}) <= input.shape[0] ({x.shape[0]}) on non-gather axes",
+                   fmt_shape(idx.shape))
+    return TensorType(tuple(idx.shape), x.dtype)
+
+
+def _lower_gather(args: dict, scratch, type_of):
+    index = args["index"]
+    return op_call("tile.gather", src=args["input"], indices=index,
+                   tmp=scratch(type_of(index).shape, DataType.INT32))
+
+
+register("tensor.gather", [P("input", Kind.TENSOR), P("dim", Kind.INT), P("index", Kind.TENSOR)], _gather,
+         doc="output[b, k] = input[b, index[b, k]] (dim=-1); with mask_pattern= the mask form",
+         windows=Windows("row", lower=_lower_gather))
+
+
+def _gather_mask(a: OpArgs, soc: SoC) -> TensorType:
+    op, x = "tensor.gather_mask", a.type("input")
+    if x.dtype not in MASKED:
+        raise fail(op, f"input dtype to be {', '.join(d.name for d in MASKED)}", x.dtype.name)
+    _two_d(op, x, "input")
+    pattern = _pattern(op, a["mask_pattern"])
+    if x.shape[1] % pattern.stride:
+        raise fail(op, f"src columns divisible by {pattern.stride} with mask_pattern={int(pattern)}",
+                   str(x.shape[1]))
+    out = a["output_dtype"] or x.dtype
+    if out.nbytes != x.dtype.nbytes:
+        raise fail(op, f"an output_dtype of the input's bit width ({x.dtype.bits} bits)", out.name)
+    return TensorType((x.shape[0], x.shape[1] // pattern.stride), out)
+
+
+register("tensor.gather_mask", [P("input", Kind.TENSOR), P("mask_pattern", Kind.INT),
+                                P("output_dtype", Kind.DTYPE, default=None, optional=True)], _gather_mask,
+         doc="the columns a mask pattern selects (tile.gather_mask)", windows=Windows("rows", tile="tile.gather_mask"))
+
+
+def _scatter(a: OpArgs, soc: SoC) -> TensorType:
+    op, x, idx, src = "tensor.scatter", a.type("input"), a.type("index"), a.type("src")
+    if x.dtype not in SCATTERED:
+        raise fail(op, "input dtype in {I8, I16, I32, FP16, FP32, BF16}", x.dtype.name)
+    _two_d(op, x, "input")
+    _last_axis(op, a["dim"], 2)
+    if src.dtype is not x.dtype:
+        raise fail(op, f"src dtype ({src.dtype.name}) to match input dtype ({x.dtype.name})", src.dtype.name)
+    want = DataType.INT32 if x.dtype.nbytes == 4 else DataType.INT16
+    if idx.dtype is not want:
+        raise fail(op, f"an index dtype of {want.nbytes} bytes for a {x.dtype.name} input", idx.dtype.name,
+                   f"pl.cast(index, target_type=pl.{want.name})")
+    _two_d(op, idx, "index")
+    if tuple(idx.shape) != tuple(src.shape):
+        raise fail(op, f"index of src's shape {fmt_shape(src.shape)}", fmt_shape(idx.shape))
+    if src.shape[0] != x.shape[0]:
+        raise fail(op, f"src rows equal to input rows ({x.shape[0]})", str(src.shape[0]),
+                   "pl.slice the rows of input it scatters into, then pl.assemble them back")
+    return x
+
+
+register("tensor.scatter", [P("input", Kind.TENSOR), P("dim", Kind.INT), P("index", Kind.TENSOR),
+                            P("src", Kind.TENSOR)], _scatter,
+         doc="output = input; output[b, index[b, k]] = src[b, k] (dim=-1); with mask_pattern= the mask form",
+         windows=Windows("row", lower=lambda args, scratch, type_of: op_call(
+             "tile.scatter", dst=args["input"], src=args["src"], indexes=args["index"])))
+
+
+def _scatter_mask(a: OpArgs, soc: SoC) -> TensorType:
+    op, x, dst = "tensor.scatter_mask", a.type("input"), a.type("dst")
+    if x.dtype not in MASKED:
+        raise fail(op, f"input dtype to be {', '.join(d.name for d in MASKED)}", x.dtype.name)
+    _two_d(op, x, "input")
+    pattern = _pattern(op, a["mask_pattern"])
+    want = (x.shape[0], x.shape[1] * pattern.stride)
+    if tuple(dst.shape) != want or dst.dtype is not x.dtype:
+        raise fail(op, f"a {x.dtype.name} dst of {fmt_shape(want)} (input's columns times the pattern's stride)",
+                   f"{dst.dtype.name} {fmt_shape(dst.shape)}")
+    return dst
+
+
+register("tensor.scatter_mask", [P("input", Kind.TENSOR), P("mask_pattern", Kind.INT), P("dst", Kind.TENSOR)],
+         _scatter_mask, doc="dst with the columns a mask pattern selects set to input's (tile.scatter_mask)",
+         windows=Windows("rows", lower=lambda args, scratch, type_of: op_call(
+             "tile.scatter_mask", dst=args["dst"], src=args["input"], mask_pattern=args["mask_pattern"])))
+
+unify("gather", tile="tile.gather", tensor="tensor.gather")
+unify("scatter", tile="tile.scatter", tensor="tensor.scatter")
+unify("sort32", tile="tile.sort32", tensor="tensor.sort32")
+unify("mrgsort", tile="tile.mrgsort", tensor="tensor.mrgsort")
+KEYWORD_FORMS.update({"tensor.gather": (("mask_pattern", "tensor.gather_mask"),),
+                      "tensor.scatter": (("mask_pattern", "tensor.scatter_mask"),),
+                      "tile.gather": (("mask_pattern", "tile.gather_mask"),),
+                      "tile.scatter": (("mask_pattern", "tile.scatter_mask"),)})
