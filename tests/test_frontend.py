@@ -660,3 +660,20 @@ def test_a_program_function_returning_two_tensors():
     a, o1, o2 = torch.randn(16, 128), torch.zeros(16, 128), torch.zeros(16, 128)
     interpreter.run(P, "main", (a, o1, o2))
     assert torch.equal(o2, torch.exp(a)) and torch.equal(o1, -a)
+
+
+@pl.jit
+def _swapped(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor], k: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x, y = pl.load(a, [0, 0], [8, 32]), pl.load(b, [0, 0], [8, 32])
+        x, y = y, x  # every value first, then the names: a swap
+        i, j = k + 1, k * 2
+        pl.store(pl.adds(pl.sub(x, y), i + j), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_tuple_of_runtime_values_unpacks_as_python_does(platform):
+    a, b, out = torch.randn(8, 32), torch.randn(8, 32), torch.zeros(8, 32)
+    _swapped(a, b, out, 3, config=RunConfig(platform=platform))
+    assert torch.equal(out, (b - a) + 10)

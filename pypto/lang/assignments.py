@@ -150,6 +150,8 @@ class Assignments:
         if values is RUNTIME:
             if isinstance(value_node, ast.Call):
                 return self.unpack_results(names, value_node)
+            if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(names):
+                return self.unpack_values(names, value_node.elts)
             raise self.error(UnsupportedSyntaxError, value_node,
                              "only compile-time tuples (like 'M, N = a.shape') and calls returning several values "
                              "can be unpacked")
@@ -166,6 +168,20 @@ class Assignments:
             self.folded[ssa] = v
             self.env = self.env.set(name.id, ssa)
             self.dropped.pop(name.id, None)
+
+    def unpack_values(self, names, nodes) -> None:
+        """``a, b = pl.load(...), pl.load(...)``: every value computed, then bound, as Python
+        does (``a, b = b, a`` swaps)."""
+        values = []
+        for name, node in zip(names, nodes):
+            value, t = self.value(node, hint=name.id)
+            self.single(t, node)
+            values.append((value, t))
+        for name, node, (value, t) in zip(names, nodes, values):
+            if isinstance(value, n.Var) and isinstance(t, TileType):
+                self.alias(name.id, value, name)
+            else:
+                self.bind(name.id, t, value, node)
 
     def unpack_results(self, names, call_node: ast.Call) -> None:
         """``o1, o2 = two(a, o1, o2)``: the kernel writes the tensors it is handed and returns
