@@ -124,3 +124,44 @@ def test_a_scatter_s_indexes_cover_its_src():
     with pytest.raises(TypeCheckError, match="operands with the same valid shape"):
         partial(torch.zeros(8, 32), torch.randn(8, 16), torch.zeros(8, 16, dtype=torch.int32), torch.zeros(8, 32),
                 config=RunConfig(platform="ref"))
+
+
+@pl.jit
+def blocks_of(x: pl.Tensor, offsets: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        src = pl.load(x, [0, 0], [pl.dim(x, 0), pl.dim(x, 1)])
+        at = pl.load(offsets, [0, 0], [pl.dim(offsets, 0), pl.dim(offsets, 1)])
+        pl.store(pl.gatherb(src, at), [0, 0], out)  # MARK-gatherb
+    return out
+
+
+@settings(max_examples=settings().max_examples // 4, deadline=None)
+@given(dtype=st.sampled_from([torch.float32, torch.float16, torch.int8, torch.int32]), rows=st.sampled_from([1, 4]),
+       seed=st.integers(0, 2 ** 16))
+def test_property_gatherb_moves_32_byte_blocks_on_both_platforms(dtype, rows, seed):
+    g = torch.Generator().manual_seed(seed)
+    per = 32 // torch.empty((), dtype=dtype).element_size()
+    x = (torch.randn(rows, 8 * per, generator=g) * 50).to(dtype)
+    picks = torch.randint(0, rows * 8, (rows, 8), generator=g)
+    offsets = (picks * 32).to(torch.int32).view(torch.uint32)
+    want = x.reshape(-1, per)[picks.reshape(-1)].reshape(rows, 8 * per)
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(rows, 8 * per, dtype=dtype)
+        blocks_of(x, offsets, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, want), platform
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_gatherb_offset_off_a_block_start_is_located(platform):
+    offsets = (torch.arange(8, dtype=torch.int32) * 32).reshape(1, 8)
+    offsets[0, 3] = 40
+    with pytest.raises(PyptoError, match=r"byte offset 40 at \[0, 3\] is not the start") as info:
+        blocks_of(torch.randn(1, 64), offsets.view(torch.uint32), torch.zeros(1, 64), config=RunConfig(platform=platform))
+    lines, start = inspect.getsourcelines(blocks_of.fn)
+    assert f":{start + next(k for k, line in enumerate(lines) if 'MARK-gatherb' in line)}:" in str(info.value)
+
+
+def test_gatherb_offsets_are_uint32_bytes():
+    with pytest.raises(TypeCheckError, match="offset dtype to be UINT32") as info:
+        blocks_of(torch.randn(1, 64), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(1, 64))
+    assert "MARK-gatherb" in str(info.value) or "test_gathers.py" in str(info.value)

@@ -23,6 +23,24 @@ def gather(src: TileVal, indices: TileVal, tmp=None):
     return out
 
 
+@impl("tile.gatherb")
+def gatherb(src: TileVal, offset: TileVal, output_dtype=None):
+    from pypto.sim.numerics import TORCH
+
+    blocks = src.data.contiguous().view(torch.uint8).reshape(-1, 32)
+    rows, cols = offset.valid
+    at = offset.data[:rows, :cols].view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    bad = (at % 32 != 0) | (at >= blocks.shape[0] * 32)
+    if bool(bad.any()):
+        i, j = (int(x) for x in bad.nonzero()[0])
+        raise OutOfRange(f"byte offset {int(at[i, j])} at [{i}, {j}] is not the start of one of the src tile's "
+                         f"{blocks.shape[0]} 32-byte blocks")
+    dtype = TORCH[output_dtype] if output_dtype is not None else src.data.dtype
+    per = 32 // torch.empty((), dtype=dtype).element_size()
+    out = torch.zeros((offset.data.shape[0], offset.data.shape[1] * per), dtype=dtype)
+    out[:rows, :cols * per] = blocks[at // 32].reshape(rows, cols * 32).view(dtype)
+    return out
+
 @impl("tile.scatter")
 def scatter(dst: TileVal, src: TileVal, indexes: TileVal):
     out = dst.data.clone()

@@ -41,6 +41,38 @@ register("tile.gather", [P("src", Kind.TILE, spaces=VEC), P("indices", Kind.TILE
 unify("gather", tile="tile.gather")
 
 
+BLOCKED = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32,
+           DataType.FP16, DataType.BF16, DataType.FP32)
+BLOCK_BYTES = 32
+
+
+def _infer_gatherb(a: OpArgs, soc: SoC) -> TileType:
+    op, src, offset = "tile.gatherb", a.tile("src"), a.tile("offset")
+    out = a["output_dtype"] or src.dtype
+    for t, what in ((src.dtype, "src dtype"), (out, "output_dtype")):
+        if t not in BLOCKED:
+            raise fail(op, f"{what} to be an 8/16/32-bit int/uint or FP16/BF16/FP32", t.name)
+    if offset.dtype is not DataType.UINT32:
+        raise fail(op, "offset dtype to be UINT32 (byte offsets into src)", offset.dtype.name,
+                   "load the offsets from a pl.UINT32 tensor")
+    _require_2d(op, src, "a 2D src tile")
+    _require_2d(op, offset, "a 2D offset tile")
+    if offset.shape[1] % 8:
+        raise fail(op, "offset columns to be a positive multiple of 8 (32-byte UINT32 row)", str(offset.shape[1]))
+    per = BLOCK_BYTES // out.nbytes
+    valid = None if offset.valid_shape is None else (
+        offset.valid_shape[0], Const(offset.valid_shape[1].value * per) if isinstance(offset.valid_shape[1], Const)
+        else offset.valid_shape[1] * per)
+    return _vec_result(offset, shape=(offset.shape[0], offset.shape[1] * per), dtype=out, valid_shape=valid)
+
+
+# an offset outside src's bytes, or not at a block's start, is a run-time error here (undefined on the device)
+register("tile.gatherb", [P("src", Kind.TILE, spaces=VEC), P("offset", Kind.TILE, spaces=VEC),
+                          P("output_dtype", Kind.DTYPE, default=None, optional=True)], _infer_gatherb,
+         doc="32-byte blocks of src by byte offset: offset[i, j] is the block that fills the result's row i, "
+             "elements 32/size * j on, read as output_dtype", mnemonic="VGATHERB")
+unify("gatherb", tile="tile.gatherb")
+
 SCATTERED = (DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT8, DataType.INT16, DataType.INT32)
 
 
