@@ -165,3 +165,46 @@ def test_gatherb_offsets_are_uint32_bytes():
     with pytest.raises(TypeCheckError, match="offset dtype to be UINT32") as info:
         blocks_of(torch.randn(1, 64), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(1, 64))
     assert "MARK-gatherb" in str(info.value) or "test_gathers.py" in str(info.value)
+
+
+@pl.jit
+def rows_updated(x: pl.Tensor, idx: pl.Tensor, src: pl.Tensor, out: pl.Out[pl.Tensor], put: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [pl.dim(x, 0), pl.dim(x, 1)])
+        i = pl.load(idx, [0, 0], [pl.dim(idx, 0), pl.dim(idx, 1)])
+        s = pl.load(src, [0, 0], [pl.dim(src, 0), pl.dim(src, 1)])
+        pl.store(pl.tile.scatter_update(t, dim=-2, index=i, src=s), [0, 0], out)  # MARK-update
+        put = pl.assemble(put, pl.scatter_update(x, -2, idx, src), [0, 0])
+    return out, put
+
+
+@settings(max_examples=settings().max_examples // 4, deadline=None)
+@given(rows=st.sampled_from([8, 32]), b=st.integers(1, 3), s=st.sampled_from([1, 4, 8]), seed=st.integers(0, 2 ** 16))
+def test_property_scatter_update_replaces_rows_later_wins(rows, b, s, seed):
+    g = torch.Generator().manual_seed(seed)
+    x, src = torch.randn(rows, 32, generator=g), torch.randn(b * s, 32, generator=g)
+    idx = torch.randint(0, rows, (b, s), generator=g, dtype=torch.int32)
+    want = x.clone()
+    for k, r in enumerate(idx.reshape(-1).tolist()):
+        want[r] = src[k]
+    for platform in ("ref", "a2a3sim"):
+        out, put = torch.zeros(rows, 32), torch.zeros(rows, 32)
+        rows_updated(x, idx, src, out, put, config=RunConfig(platform=platform))
+        assert torch.equal(out, want) and torch.equal(put, want), platform
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_scatter_update_row_outside_input_is_located(platform):
+    idx = torch.tensor([[0, 8]], dtype=torch.int32)
+    with pytest.raises(PyptoError, match=r"index 8 at \[0, 1\] is outside input's 8 rows") as info:
+        rows_updated(torch.randn(8, 32), idx, torch.randn(2, 32), torch.zeros(8, 32), torch.zeros(8, 32),
+                     config=RunConfig(platform=platform))
+    assert "test_gathers.py:" in str(info.value)
+
+
+def test_scatter_update_takes_one_src_row_per_index():
+    with pytest.raises(TypeCheckError, match=r"a src of shape \[4, 32\] and dtype FP32 \(one row per index\)") as info:
+        rows_updated(torch.randn(8, 32), torch.zeros(2, 2, dtype=torch.int32), torch.randn(3, 32),
+                     torch.zeros(8, 32), torch.zeros(8, 32))
+    lines, start = inspect.getsourcelines(rows_updated.fn)
+    assert f":{start + next(k for k, line in enumerate(lines) if 'MARK-update' in line)}:" in str(info.value)

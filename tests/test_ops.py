@@ -360,11 +360,26 @@ CASES += [
          lambda x, y: x.reshape(-1, 8)[y.view(torch.int32).long().reshape(-1) // 32].reshape(R, 64),
          inputs=(X, (((torch.arange(R * 8, dtype=torch.int32) * 5) % 16) * 32).reshape(R, 8).view(torch.uint32)),
          out_shape=(R, 64)),
+    *[case(f"{level}.scatter_update", build, lambda x, y: _rows_updated(x, y, x[4:8] * 2),
+           inputs=(X, torch.tensor([[7, 0], [3, 7]], dtype=torch.int32)))
+      for level, build in (
+          ("tile", lambda b, a, c: b.op("tile.scatter_update", b.op("tile.load", a, [0, 0], [R, C]), -2,
+                                        b.op("tile.load", c, [0, 0], [2, 2]),
+                                        b.op("tile.muls", b.op("tile.load", a, [4, 0], [4, C]), 2.0))),
+          ("tensor", lambda b, a, c: b.op("tensor.scatter_update", a, -2, c,
+                                          b.op("tensor.muls", b.op("tensor.slice", a, [4, C], [4, 0]), 2.0))))],
     case("tensor.gather", lambda b, a, c: b.op("tensor.gather", a, -1, c), lambda x, y: x.gather(1, y.long()),
          inputs=(X, SCATTER_AT)),
     case("tensor.scatter", lambda b, a, c: b.op("tensor.scatter", a, -1, c, b.op("tensor.muls", a, 10.0)),
          lambda x, y: _scatter_rows(x, y, x * 10), inputs=(X, SCATTER_AT)),
 ]
+
+
+def _rows_updated(x, index, src):
+    out = x.clone()
+    for k, r in enumerate(index.reshape(-1).tolist()):  # the later of two naming one row wins
+        out[r] = src[k]
+    return out
 
 
 def _scatter_rows(x, where, src):

@@ -58,6 +58,20 @@ def scatter(dst: TileVal, src: TileVal, indexes: TileVal):
     return out
 
 
+@impl("tile.scatter_update", "tensor.scatter_update")
+def scatter_update(input, dim, index, src):  # noqa: A002  (the reference's name)
+    x, idx, rows_of = (v.data if isinstance(v, TileVal) else v for v in (input, index, src))
+    where = idx.reshape(-1).to(torch.int64)
+    bad = (where < 0) | (where >= x.shape[0])
+    if bool(bad.any()):
+        k = int(bad.nonzero()[0])
+        raise OutOfRange(f"index {int(where[k])} at [{k // idx.shape[1]}, {k % idx.shape[1]}] is outside input's "
+                         f"{x.shape[0]} rows")
+    out = x.clone()
+    wins = _last_wins(where, x.shape[0])
+    out[where[wins]] = rows_of[wins]
+    return out
+
 def _last_wins(where: torch.Tensor, n: int) -> torch.Tensor:
     """Which of the positions ``where`` (into ``n`` places) are written: of the elements
     that name one position, the later one in row-major order."""

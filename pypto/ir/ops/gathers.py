@@ -102,6 +102,38 @@ register("tile.scatter", [P("dst", Kind.TILE, spaces=VEC), P("src", Kind.TILE, s
 unify("scatter", tile="tile.scatter")
 
 
+
+def _infer_scatter_update(a: OpArgs, soc: SoC):
+    """Rows of ``input`` replaced: row ``index.flat[k]`` takes row ``k`` of ``src``."""
+    op = f"{a.op.split('.')[0]}.scatter_update"
+    x, idx, src = a.type("input"), a.type("index"), a.type("src")
+    if len(x.shape) != 2:
+        raise fail(op, "a 2D input (rows of d elements)", f"rank {len(x.shape)}",
+                   "pl.reshape a [blocks, block_size, 1, d] cache to [blocks * block_size, d] first")
+    if a["dim"] not in (-2, 0):
+        raise fail(op, "dim=-2 (rows are updated)", f"dim={a['dim']}")
+    if idx.dtype is not DataType.INT32 or len(idx.shape) != 2:
+        raise fail(op, "a 2D INT32 index [b, s]", f"{idx.dtype.name} {fmt_shape(idx.shape)}",
+                   "pl.cast(index, target_type=pl.INT32)")
+    want = (idx.shape[0] * idx.shape[1], x.shape[1])
+    if tuple(src.shape) != want or src.dtype is not x.dtype:
+        raise fail(op, f"a src of shape {fmt_shape(want)} and dtype {x.dtype.name} (one row per index)",
+                   f"{src.dtype.name} {fmt_shape(src.shape)}")
+    if isinstance(x, TileType):
+        for t, what in ((x, "input"), (idx, "index"), (src, "src")):
+            if t.valid_shape is not None:
+                raise fail(op, f"a fully valid {what}", fmt_shape(t.valid_shape), "pl.fillpad the tile first")
+        return _vec_result(x)
+    return x
+
+
+# Of two indices naming one row, the later (row-major) is the one written; an index outside
+# input's rows is a run-time error. The tensor form is computed on all of input at once.
+register("tile.scatter_update", [P("input", Kind.TILE, spaces=VEC), P("dim", Kind.INT, default=-2),
+                                 P("index", Kind.TILE, spaces=VEC), P("src", Kind.TILE, spaces=VEC)],
+         _infer_scatter_update, doc="input with row index.flat[k] set to src's row k", in_place=True,
+         mnemonic="VSCATTERU")
+
 MGATHERED = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.INT32, DataType.FP16, DataType.BF16,
              DataType.FP32)
 COALESCE = ("row", "elem")  # a row of mem per index, or one element per index

@@ -10,7 +10,7 @@ from pypto.backend import SoC
 from pypto.ir.ops.registry import KEYWORD_FORMS, Kind, OpArgs, Windows, fail, fmt_shape, op_call, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.sorts import INDICES, MASKED, MERGE_WAYS, _pattern
-from pypto.ir.ops.gathers import GATHERED, SCATTERED
+from pypto.ir.ops.gathers import GATHERED, SCATTERED, _infer_scatter_update
 from pypto.ir.nodes import Const
 from pypto.ir.types import DataType, TensorType
 
@@ -181,6 +181,12 @@ register("tensor.scatter_mask", [P("input", Kind.TENSOR), P("mask_pattern", Kind
          _scatter_mask, doc="dst with the columns a mask pattern selects set to input's (tile.scatter_mask)",
          windows=Windows("rows", lower=lambda args, scratch, type_of: op_call(
              "tile.scatter_mask", dst=args["dst"], src=args["input"], mask_pattern=args["mask_pattern"])))
+
+register("tensor.scatter_update", [P("input", Kind.TENSOR), P("dim", Kind.INT, default=-2), P("index", Kind.TENSOR),
+                                   P("src", Kind.TENSOR)], _infer_scatter_update,
+         doc="input with row index.flat[k] set to src's row k (tile.scatter_update, on all of input)",
+         windows=Windows("whole", tile="tile.scatter_update"))
+unify("scatter_update", tile="tile.scatter_update", tensor="tensor.scatter_update")
 
 unify("gather", tile="tile.gather", tensor="tensor.gather")
 unify("scatter", tile="tile.scatter", tensor="tensor.scatter")
