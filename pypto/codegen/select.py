@@ -144,6 +144,27 @@ class _Selector:
                          (self.loc(dst, core),), (self.loc(dst, core),), span, target, dst))
         return out
 
+    def gather_row(self, call: n.Call, values: dict, args: list, target: str, span) -> list:
+        """MTE2 writes the window into the tile's own buffer; where the planner put the
+        result elsewhere (the old tile lives on), the vector unit copies the tile there
+        first (L1 has no such copy)."""
+        old, dst = self.buf(values["dst"].name), self.buf(target)
+        core = self.owner(dst.space)
+        out = []
+        if (dst.space, dst.addr) != (old.space, old.addr):
+            if dst.space is not M.Vec:
+                raise CodegenError(f"pl.gather_row into the Mat tile '{values['dst'].name}', which is read again "
+                                   "after it: L1 has no copy to keep the old tile", span=span,
+                                   hint="rebind the name (acc = pl.gather_row(acc, ...)) and read only the result")
+            out.append(Instr("VCOPY", Pipe.VECTOR, core, "tile.move", (old, M.Vec), (self.loc(old, core),),
+                             (self.loc(dst, core),), span, target, dst))
+        shapes = tuple(c.value for c in values["shapes"])
+        gm = self.gm(self.tensor(values["src"].name, span), values["src_offset"], shapes)
+        args = [dst if a is old else a for a in args]
+        out.append(Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm, self.loc(dst, core)),
+                         (self.loc(dst, core),), span, target, dst))
+        return out
+
     def buf(self, name: str) -> Buf:
         t: TileType = self.types[name]
         m = t.memref
@@ -291,6 +312,8 @@ class _Selector:
                          tuple(c.value for c in values["shapes"]))
             return [Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm,), (self.loc(dst, core),), span, target,
                           dst)]
+        if call.op == "tile.gather_row":
+            return self.gather_row(call, values, args, target, span)
         if call.op == "tile.store":
             src = bufs[0]
             core = self.owner(src.space)

@@ -281,6 +281,10 @@ class Issuer:
                 d.accesses.extend(self.gm(d.gm[0], args["offsets"],
                                           args["shapes"] if args["valid_shape"] is None else args["valid_shape"],
                                           False))
+        elif ins.op == "tile.gather_row":
+            d.gm = self.gm_tensor(args["src"].name)
+            if d.gm[0] not in self.unwritten:
+                d.accesses.extend(self.gm(d.gm[0], args["src_offset"], args["valid_shape"] or args["shapes"], False))
         elif ins.op == "tile.store":
             d.gm = self.gm_tensor(args["output_tensor"].name)
             d.accesses.extend(self.gm(d.gm[0], args["offsets"], args["tile"].valid, True))
@@ -379,9 +383,9 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
     further cycles until its data lands (transfer pipes only)."""
     c = issuer.costs
     soc = issuer.soc
-    if ins.op in ("tile.load", "tile.store"):
-        if ins.op == "tile.load":
-            t = issuer.tensors[args["tensor"].name]
+    if ins.op in ("tile.load", "tile.store", "tile.gather_row"):
+        if ins.op != "tile.store":
+            t = issuer.tensors[args["tensor" if ins.op == "tile.load" else "src"].name]
             extents = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
             buf = dst
         else:

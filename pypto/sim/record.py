@@ -155,7 +155,8 @@ class Footprint:
             mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True
             return d.launch, d.gm[0], mode, tuple(args["offsets"]), tuple(args["tile"].valid)
         shapes = args["shapes"] if args["valid_shape"] is None else args["valid_shape"]
-        return d.launch, d.gm[0], False, tuple(args["offsets"]), tuple(shapes)
+        offsets = args["src_offset"] if d.node.op == "tile.gather_row" else args["offsets"]
+        return d.launch, d.gm[0], False, tuple(offsets), tuple(shapes)
 
     def windows(self) -> tuple:
         return tuple(self.seen)

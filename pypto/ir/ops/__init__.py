@@ -12,6 +12,7 @@ from pypto.ir.ops import tile_windows as _tile_windows  # noqa: F401  (registers
 from pypto.ir.ops import gathers as _gathers  # noqa: F401  (registers tile.gather)
 from pypto.ir.ops import sorts as _sorts  # noqa: F401  (registers sort32, mrgsort, the mask moves)
 from pypto.ir.ops import tensor_sorts as _tensor_sorts  # noqa: F401  (the tensor forms of sort and gather)
+from pypto.ir.ops import row_gathers as _row_gathers  # noqa: F401  (registers tile.gather_row)
 from pypto.ir.ops import elements as _elements  # noqa: F401  (registers read / write of one element)
 from pypto.ir.ops.registry import (
     REQUIRED,
