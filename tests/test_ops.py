@@ -371,6 +371,8 @@ CASES += [
     case("tile.gather_row", lambda b, a, c: b.op("tile.gather_row", b.op("tile.load", a, [0, 0], [R, C]), c,
                                                  [2, 0], [5, 0], [3, C]),
          lambda x, y: torch.cat([x[:2], y[5:8], x[5:]])),
+    case("tensor.expand_clone", lambda b, a, c: b.op("tensor.expand_clone", b.op("tensor.slice", a, [1, C], [3, 0]), c),
+         lambda x, y: x[3:4].expand(R, C)),
     case("tensor.gather", lambda b, a, c: b.op("tensor.gather", a, -1, c), lambda x, y: x.gather(1, y.long()),
          inputs=(X, SCATTER_AT)),
     case("tensor.scatter", lambda b, a, c: b.op("tensor.scatter", a, -1, c, b.op("tensor.muls", a, 10.0)),

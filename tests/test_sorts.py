@@ -301,3 +301,44 @@ def test_shifts_are_index_arithmetic_and_a_negative_count_is_an_error(platform):
 def test_mask_patterns_are_the_reference_s_ints():
     assert [int(p) for p in pl.tile.MaskPattern] == list(range(1, 8))
     assert pl.tile.MaskPattern.P1010.stride == 2 and pl.tile.MaskPattern.P1000.first == 3
+
+
+def _split(mode):
+    @pl.jit
+    def halves(x: pl.Tensor, idx: pl.Tensor, pairs: pl.Out[pl.Tensor], got: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)]):
+            pairs = pl.assemble(pairs, pl.sort32(x, pl.cast(idx, target_type=pl.UINT32)), [0, 0])  # MARK-split
+            got = pl.assemble(got, pl.gather(x, -1, idx), [0, 0])
+        return pairs, got
+    return halves
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_split_scope_gives_each_vector_core_half_the_rows(platform):
+    g = torch.Generator().manual_seed(5)
+    x, idx = torch.randn(16, 32, generator=g), torch.randint(0, 32, (16, 32), generator=g, dtype=torch.int32)
+    v, o = _oracle_sort(x)
+    pairs, got = torch.zeros(16, 64), torch.zeros(16, 32)
+    _split(pl.SplitMode.UP_DOWN)(x, idx, pairs, got, config=RunConfig(platform=platform))
+    assert torch.equal(pairs.view(torch.int32), _pairs(v, idx.gather(1, o.long())).view(torch.int32))
+    assert torch.equal(got, x.gather(1, idx.long()))
+
+
+def test_halving_the_columns_of_a_sort_is_refused():
+    with pytest.raises(PyptoError, match="needs whole rows, which halving the columns would cut") as info:
+        _split(pl.SplitMode.LEFT_RIGHT)(torch.zeros(16, 32), torch.zeros(16, 32, dtype=torch.int32),
+                                        torch.zeros(16, 64), torch.zeros(16, 32))
+    assert "pl.SplitMode.UP_DOWN" in str(info.value)
+
+
+@pl.jit
+def float_shift(x: pl.Tensor, out: pl.Out[pl.Tensor], f: pl.Scalar[pl.FP32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(x, [0, 0], [1, 64]), f << 1), [0, 0], out)  # MARK-fshift
+    return out
+
+
+def test_a_shift_of_a_float_is_refused_at_its_line():
+    with pytest.raises(TypeCheckError, match="'<<' shifts integers, and an operand is FP32") as info:
+        float_shift(torch.zeros(1, 64), torch.zeros(1, 64), 1.5)
+    assert f"test_sorts.py:{_mark(float_shift.fn, 'MARK-fshift')}:" in str(info.value)

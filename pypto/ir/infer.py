@@ -37,6 +37,9 @@ def scalar_type(e, types) -> ScalarType:
                                  hint="compare and compute with the loop index or a counter instead")
         if e.op in _PREDICATES:
             return BOOL
+        if e.op in ("<<", ">>") and (lhs.dtype.is_float or rhs.dtype.is_float):
+            raise TypeCheckError(f"'{e.op}' shifts integers, and an operand is {(lhs if lhs.dtype.is_float else rhs).dtype.name}",
+                                 hint="shift an integer: a loop index, an INT32 scalar parameter or a constant")
         if lhs.dtype.is_float:
             return lhs
         if rhs.dtype.is_float:

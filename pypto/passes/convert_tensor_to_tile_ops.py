@@ -33,12 +33,14 @@ from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable
 from pypto.passes.sink_plan import emit_sink, plan_sink
 from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.tile_emitter import Emitter
+from pypto.passes.expand_clones import expand_clones
 from pypto.backend import MemorySpace as M
 
 def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResult:
     out = []
     for fn in program.functions:
         if fn.type.may_be_incore and any(_tensor_call(s) for s in n.walk_stmts(fn.body)):
+            fn = expand_clones(fn)
             ring = ring_reserve(fn.body)
             try:
                 fn = _Converter(fn, ctx).run()

@@ -36,7 +36,8 @@ from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
 from pypto.passes.lane_rules import check_lanes, is_region
 
-_HALVED = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col_broadcast", "source")
+_HALVED = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col_broadcast", "source", "rows", "row")
+_WHOLE_ROWS = ("rows", "row")  # a sort or a gather by column: each row needs all of its columns
 
 
 def share_lanes(body: tuple, split, types: dict, fresh) -> tuple[tuple, int]:
@@ -323,6 +324,9 @@ class _Halver:
             return [stmt]
         t = self.types[target]
         ax = self.axis(t, stmt)
+        if kind in _WHOLE_ROWS and ax == len(t.shape) - 1 and t.shape[ax] > 1:
+            raise self.refuse(stmt, f"{call.op} needs whole rows, which halving the columns would cut",
+                              "pl.SplitMode.UP_DOWN (which halves the rows)")
         before, new_args = [], dict(args)
         if t.shape[ax] == 1:
             for name, a in args.items():

@@ -264,6 +264,12 @@ def cast_tensor(x, target_type, mode):
 
 IMPLS["tile.reshape"] = lambda tile, shape: tile.data.reshape(tuple(shape)).clone()
 IMPLS["tensor.reshape"] = lambda x, shape: x.reshape(tuple(shape)).clone()
+
+
+@impl("tensor.expand_clone")
+def expand_clone(input, target):  # noqa: A002  (the reference's name)
+    target[...] = input.expand(target.shape)
+    return target
 IMPLS["tile.transpose"] = lambda tile, axis1, axis2: tile.data.transpose(axis1, axis2).contiguous()
 IMPLS["tile.transpose_view"] = lambda tile: tile.data.transpose(-1, -2).contiguous()
 IMPLS["tile.concat"] = lambda src0, src1: torch.cat((src0.data, src1.data), dim=1)

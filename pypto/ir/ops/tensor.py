@@ -302,3 +302,23 @@ unify("slice", tile="tile.slice", tensor="tensor.slice")
 unify("assemble", tile="tile.assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")
 unify("matmul_acc", tile="tile.matmul_acc", tensor="tensor.matmul_acc")
+
+
+def _expand_clone(a: OpArgs, soc: SoC) -> TensorType:
+    x, target = a.type("input"), a.type("target")
+    if len(x.shape) != len(target.shape):
+        raise fail("tensor.expand_clone", f"an input of the target's rank {len(target.shape)}", f"rank {len(x.shape)}")
+    if x.dtype is not target.dtype:
+        raise fail("tensor.expand_clone", "an input of the target's dtype", f"{x.dtype.name} into {target.dtype.name}",
+                   f"pl.cast(input, target_type=pl.{target.dtype.name}) first")
+    for axis, (d, t) in enumerate(zip(x.shape, target.shape)):
+        if d not in (1, t):
+            raise fail("tensor.expand_clone", f"input dim {axis} to be 1 or the target's {t}", str(d))
+    return target
+
+
+# DPS, as the reference: target is written (each copy of input a store, ConvertTensorToTileOps
+# expands it into loops of assembles over the axes input has 1 on) and the result is it
+register("tensor.expand_clone", [P("input", Kind.TENSOR), P("target", Kind.TENSOR)], _expand_clone,
+         doc="target filled with copies of input along the axes input has extent 1", writes_operand="target")
+unify("expand_clone", tensor="tensor.expand_clone")
