@@ -448,7 +448,8 @@ def test_ops_with_effects_stay_statements():
     from pypto.ir.ops.pipes import PIPE_OPS
 
     effects = {op.name for op in all_ops() if op.has_effect}
-    assert effects == {"tile.store", "tile.mscatter", "tensor.assemble", "tensor.write", *PIPE_OPS}  # GM writes, and a pipe's moves
+    assert effects == {"tile.store", "tile.mscatter", "tensor.assemble", "tensor.write", "tensor.expand_clone",
+                       *PIPE_OPS}  # GM writes, and a pipe's moves
 
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):

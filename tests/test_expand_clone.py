@@ -59,6 +59,21 @@ def test_the_result_is_the_target_and_reads_back_after_it(platform):
     assert torch.equal(y, v.expand(8, 32)) and torch.equal(z, v.expand(4, 32) * 2)
 
 
+@pl.jit
+def as_statement(v: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.expand_clone(v, y)
+        y = pl.assemble(y, pl.exp(pl.slice(v, [1, 32], [0, 0])), [0, 0])
+    return y
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_statement_writes_the_target_in_place(platform):
+    v, y = torch.randn(1, 32), torch.zeros(4, 32)
+    as_statement(v, y, config=RunConfig(platform=platform))
+    assert torch.equal(y, torch.cat([torch.exp(v), v.expand(3, 32)]))
+
+
 @pytest.mark.parametrize("shape, match", [([3, 32], "input dim 0 to be 1 or the target's 8"),
                                           ([32], "an input of the target's rank 2")])
 def test_expand_clone_refusals_name_the_line(shape, match):
