@@ -95,6 +95,9 @@ class ChipCosts:
       one's block index (``block_dispatch``) to the next idle core of the kind.
     - Swimlane records count a ``swimlane_hz`` clock (a2a3's 50 MHz system counter); the
       cores run at ``core_hz``.
+    - A copy between host and device memory (``pypto.runtime.benchmark``'s H2D / D2H of
+      host tensors) costs ``host_copy`` to set up, then moves ``host_link_bytes_per_cycle``
+      (about 20 GB/s over PCIe at the core clock).
     """
 
     submit: int = 300
@@ -105,6 +108,8 @@ class ChipCosts:
     completion: int = 360
     core_hz: int = 1_800_000_000
     swimlane_hz: int = 50_000_000
+    host_copy: int = 18_000  # 10 µs
+    host_link_bytes_per_cycle: int = 11
 
 
 @attrs.frozen

@@ -3,6 +3,7 @@ simulated device (``ChipWorker``), and the reference's entry points over a Progr
 (``run``, and ``pypto.ir.compile``, which this layer installs in ``pypto.ir``)."""
 
 import pypto.ir as _ir
+from pypto.runtime.bench import BenchmarkStats, benchmark
 from pypto.runtime.build import compile as _compile
 from pypto.runtime.build import run
 from pypto.runtime.compiled import CompiledProgram
@@ -12,5 +13,5 @@ from pypto.runtime.worker import ChipWorker, DeviceTensor, RegistrationHandle
 
 _ir.compile = _compile  # the IR compiles nothing itself: the runtime is what builds and runs it
 
-__all__ = ["PLATFORMS", "ChipWorker", "CompiledProgram", "DeviceTensor", "RegistrationHandle", "RunConfig", "ScalarSpec",
-           "TensorSpec", "run"]
+__all__ = ["PLATFORMS", "BenchmarkStats", "ChipWorker", "CompiledProgram", "DeviceTensor", "RegistrationHandle", "RunConfig", "ScalarSpec",
+           "TensorSpec", "benchmark", "run"]
