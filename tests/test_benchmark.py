@@ -82,3 +82,37 @@ def test_per_round_names_its_metrics():
     assert stats.per_round() == [1.0] and stats.per_round("host") == [2.0]
     with pytest.raises(ValueError, match="'device' or 'host'"):
         stats.per_round("effective")
+
+
+def test_a_build_directory_is_compiled_again_by_from_dir(tmp_path):
+    from pypto.runtime import CompiledProgram
+
+    a, b, c = torch.randn(16, 128), torch.randn(16, 128), torch.zeros(16, 128)
+    add.compile(a, b, c, config=RunConfig(platform="a2a3sim", output_dir=tmp_path / "build"))
+    again = CompiledProgram.from_dir(tmp_path / "build")
+    assert (again.param_names, again.platform, again.output_indices) == (["a", "b", "c"], "a2a3sim", [2])
+    again(a, b, c)
+    assert torch.equal(c, a + b)
+    on_ref = CompiledProgram.from_dir(tmp_path / "build", platform="ref")
+    assert on_ref.platform == "ref" and torch.equal(on_ref(a, b), a + b)
+    assert benchmark(again, (a, b, c), rounds=1).device_wall_us == benchmark(
+        add.compile(a, b, c, config=SIM), (a, b, c), rounds=1).device_wall_us
+
+
+def test_from_dir_reads_and_never_runs_what_it_finds(tmp_path):
+    from pypto.runtime import CompiledProgram
+
+    with pytest.raises(FileNotFoundError, match="compiled_meta.json not found"):
+        CompiledProgram.from_dir(tmp_path)
+    a, b, c = torch.randn(16, 128), torch.randn(16, 128), torch.zeros(16, 128)
+    build = tmp_path / "build"
+    add.compile(a, b, c, config=RunConfig(platform="a2a3sim", output_dir=build))
+    text = (build / "program.pypto").read_bytes()
+    marker = tmp_path / "ran"
+    (build / "program.pypto").write_bytes(text + f"\nopen({str(marker)!r}, 'w')\n".encode())
+    with pytest.raises(ValueError, match="cannot be read back"):
+        CompiledProgram.from_dir(build)
+    assert not marker.exists()
+    (build / "compiled_meta.json").write_text('{"schema": 99}')
+    with pytest.raises(ValueError, match="schema 99, this pypto reads 1"):
+        CompiledProgram.from_dir(build)

@@ -88,6 +88,14 @@ class CompiledProgram:
 
     runtime_name = RUNTIME
 
+    @classmethod
+    def from_dir(cls, output_dir, *, platform: str | None = None, backend_type: BackendType | None = None):
+        """The program a build directory holds, compiled again from its ``compiled_meta.json``
+        and the program text beside it (read by the parser, never run): callable and
+        benchmarkable like the object that wrote it. ``platform`` / ``backend_type``
+        override what was recorded."""
+        return replay(Path(output_dir), platform, backend_type)
+
     def __fspath__(self) -> str:
         if self.output_dir is None:
             raise TypeError(f"'{self.name}' was compiled without an output directory")
@@ -188,7 +196,55 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
                 path.write_text(listing(kernel, p, backend=config.backend, planner=config.memory_planner))
         if config.compile_profiling:
             write_profile(compiled.output_dir / "report", lowering.timings)
+        write_meta(compiled)
     report(compiled)
+    return compiled
+
+
+META = "compiled_meta.json"
+META_SCHEMA = 1
+PROGRAM_TEXT = "program.pypto"  # the specialized program's IR text (``pypto.ir.serialize``)
+
+
+def write_meta(compiled: CompiledProgram) -> None:
+    """What ``CompiledProgram.from_dir`` rebuilds the build from."""
+    from pypto.lang.text import serialize
+
+    out = compiled.output_dir
+    (out / PROGRAM_TEXT).write_bytes(serialize(compiled.program))
+    params = [{"name": name, "direction": p.direction.value,
+               **({"shape": list(p.type.shape), "dtype": p.type.dtype.name} if isinstance(p.type, TensorType) else {})}
+              for name, p in zip(compiled.param_names, compiled.params)]
+    meta = {"schema": META_SCHEMA, "name": compiled.name, "entry": compiled.entry, "platform": compiled.platform,
+            "backend": compiled.config.backend, "memory_planner": compiled.config.memory_planner.value,
+            "param_infos": params, "program": PROGRAM_TEXT}
+    (out / META).write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def replay(output_dir: Path, platform, backend_type) -> CompiledProgram:
+    from pypto.errors import PyptoError
+    from pypto.lang.text import deserialize
+
+    path = output_dir.resolve() / META
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found — cannot rebuild a compiled program from this directory: it was "
+                                "not written by a compile with an output directory. Recompile via ir.compile().")
+    try:
+        meta = json.loads(path.read_text())
+        if not isinstance(meta, dict) or meta.get("schema") != META_SCHEMA:
+            raise ValueError(f"schema {meta.get('schema') if isinstance(meta, dict) else None!r}, "
+                             f"this pypto reads {META_SCHEMA}")
+        program = deserialize((output_dir / meta["program"]).read_bytes())
+        names = [p["name"] for p in meta["param_infos"]]
+        fields = {"platform": platform or meta["platform"], "memory_planner": meta["memory_planner"],
+                  "output_dir": output_dir.resolve()}
+        if backend_type is not None:
+            fields["backend_type"] = backend_type
+        config = RunConfig(**fields)
+    except (OSError, KeyError, TypeError, ValueError, PyptoError) as exc:
+        raise ValueError(f"{path} cannot be read back: {exc}") from None
+    compiled = compile_program(program, names, config, write=False)
+    compiled.output_dir = config.output_dir
     return compiled
 
 
