@@ -167,6 +167,51 @@ class P:
     assert parse(program.as_python()) == program
 
 
+PLAIN_NO_DEP = '''
+import pypto.language as pl
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def scale(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
+        t = pl.tile.load(a, [0, 0], [64, 128], target_memory=pl.Mem.Vec)
+        out = pl.tile.store(pl.tile.muls(t, 2.0), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 128], pl.FP32], out: pl.Out[pl.Tensor[[64, 128], pl.FP32]],
+             out2: pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:
+        out = self.scale(a, pl.no_dep(out))
+        out2 = self.scale(a, out2)
+        return out2
+'''
+
+
+def test_pl_no_dep_marks_an_argument_of_a_plain_kernel_call():
+    program = parse(PLAIN_NO_DEP)
+    first, second = (s.value for s in program.function("main").body if isinstance(getattr(s, "value", None), n.FuncCall))
+    assert first.no_dep == (1,) and second.no_dep == ()
+    assert "self.scale(a, pl.no_dep(out))" in program.as_python() and parse(program.as_python()) == program
+    a = torch.randn(64, 128)
+    out, out2 = torch.zeros(64, 128), torch.zeros(64, 128)
+    from pypto.runtime import run
+
+    compiled = run(program, a, out, out2, config=RunConfig(platform="a2a3sim"))
+    assert torch.equal(out, 2 * a) and torch.equal(out2, 2 * a)
+    text = compiled.lowered.as_python()
+    assert "(a, pl.no_dep(out))  # task args: Input, NoDep" in text and "task args: Input, OutputExisting" in text
+
+
+def test_pl_no_dep_is_an_orchestration_s_mark_of_a_tensor():
+    with pytest.raises(PyptoError, match="pl.no_dep marks a tensor argument"):
+        parse(PLAIN_NO_DEP.replace("pl.Out[pl.Tensor[[64, 128], pl.FP32]]) -> pl.Tensor[[64, 128], pl.FP32]:\n        t",
+                                   "pl.Out[pl.Tensor[[64, 128], pl.FP32]], k: pl.Scalar[pl.INT32]) -> "
+                                   "pl.Tensor[[64, 128], pl.FP32]:\n        t", 1)
+              .replace("self.scale(a, pl.no_dep(out))", "self.scale(a, out, pl.no_dep(3))")
+              .replace("self.scale(a, out2)", "self.scale(a, out2, 3)"))
+
+
 @pytest.mark.parametrize("body, message", [
     ("with pl.at(level=CG, deps=prev):", "pl.at(deps=...) must be a list literal"),
     ("with pl.at(level=CG, deps=[a]):", "pl.at deps= entries must be a TaskId variable, a TASK_ID array element "

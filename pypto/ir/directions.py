@@ -129,8 +129,9 @@ class _Walker:
                 directions.append(ArgDirection.InOut)  # R-seq, R-prior, R-enclosing (unknown: the safe one)
             else:
                 directions.append(ArgDirection.OutputExisting)
-        if isinstance(stmt.value, n.Submit):  # no_dep_args / pl.no_dep: out of tracking, whatever the rules say
-            directions = [ArgDirection.NoDep if k in stmt.value.no_dep and d is not ArgDirection.Scalar else d
+        no_dep = stmt.value.no_dep if isinstance(stmt.value, n.Submit) else call.no_dep
+        if no_dep:  # no_dep_args / pl.no_dep: out of tracking, whatever the rules say
+            directions = [ArgDirection.NoDep if k in no_dep and d is not ArgDirection.Scalar else d
                           for k, d in enumerate(directions)]
         self.out[self.path + (id(stmt),)] = tuple(directions)
         for r in writes:

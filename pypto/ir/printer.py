@@ -352,7 +352,7 @@ class _Printer:
         if isinstance(v, n.Call):
             return self.call(v)
         if isinstance(v, n.FuncCall):
-            return f"self.{v.callee}({', '.join(expr(a) for a in v.args)})"
+            return f"self.{v.callee}({', '.join(f'pl.no_dep({expr(a)})' if k in v.no_dep else expr(a) for k, a in enumerate(v.args))})"
         if isinstance(v, n.Submit) and v.call is None:
             return f"pl.system.task_dummy(deps=[{', '.join(expr(d) for d in v.deps)}])"
         if isinstance(v, n.Submit):

@@ -132,8 +132,8 @@ class CallConverter(OpCalls, ExprConverter):
                      "spmd": "a for-loop iterator or a with statement",
                      "split": "an entry of pl.at(optimizations=[...])",
                      "cross_core_slot": "an entry of pl.at(optimizations=[...])",
-                     "no_dep": "an argument of pl.submit(self.kernel, ...) (in a @pl.jit entry: "
-                               "pl.at(..., no_dep_args=[t]))",
+                     "no_dep": "an argument of a kernel call or of pl.submit(self.kernel, ...) (in a @pl.jit "
+                               "entry: pl.at(..., no_dep_args=[t]))",
                      "scope": "a with statement", "manual_scope": "a with statement",
                      "dump_tag": "a statement of its own, in an orchestration",
                      "yield_": "the last statement of a loop or branch body"}.get(meaning.name, "a statement")
@@ -141,7 +141,7 @@ class CallConverter(OpCalls, ExprConverter):
                              hint={"scope": "with pl.scope():", "manual_scope": "with pl.manual_scope():",
                                    "at": "with pl.at(level=pl.Level.CORE_GROUP):",
                                    "yield_": "x = pl.yield_(value) as the body's last statement",
-                                   "no_dep": "pl.submit(self.kernel, a, pl.no_dep(out)); in a @pl.jit entry: "
+                                   "no_dep": "self.kernel(a, pl.no_dep(out)); in a @pl.jit entry: "
                                              "pl.at(level=..., no_dep_args=[out])"}.get(
                                  meaning.name, f"for i in pl.{meaning.name}(n):" if "loop" in where else None))
         if isinstance(ref, N.Kernel):
@@ -179,6 +179,9 @@ class CallConverter(OpCalls, ExprConverter):
     def function_call(self, node: ast.Call, resolve: Callable):
         if node.keywords:
             raise self.error(UnsupportedSyntaxError, node, "kernel functions take positional arguments")
+        no_dep = [k for k, a in enumerate(node.args) if self._is_builtin_call(a, "no_dep")]
+        if no_dep:
+            node = self.without_no_dep(node)
         args = [self.operand(a) for a in node.args]
         callee: Callee = resolve(tuple(t for _, t in args))
         self.callees[callee.name] = callee
@@ -189,7 +192,14 @@ class CallConverter(OpCalls, ExprConverter):
                 value = n.BinOp("!=", e, n.Const(0)) if p.type.dtype.is_bool else e  # a 0/1 flag: its truth
                 self.emit(n.Assign(ssa, p.type, value, span=self.span(node.args[k])))
                 args[k] = (n.Var(ssa), p.type)
-        call = n.FuncCall(callee.name, tuple(e for e, _ in args), arg_spans=tuple(self.span(a) for a in node.args))
+        for k in no_dep:
+            if not isinstance(args[k][1], TensorType):
+                raise self.error(TypeCheckError, node.args[k], "pl.no_dep marks a tensor argument")
+        if no_dep and not callee.kernel:
+            raise self.error(TypeCheckError, node, f"pl.no_dep marks an argument of a kernel call's task, and "
+                             f"'{callee.display}' is not a kernel", hint="mark the arguments where it calls a kernel")
+        call = n.FuncCall(callee.name, tuple(e for e, _ in args), arg_spans=tuple(self.span(a) for a in node.args),
+                          no_dep=tuple(no_dep))
         self.note_call(call, any(p.direction is not ParamDirection.In for p in callee.params))
         if not callee.returns:
             return call, Nothing(callee.display)
@@ -198,6 +208,20 @@ class CallConverter(OpCalls, ExprConverter):
         if len(callee.returns) > 1:
             return call, Several(callee, call.args)
         return call, callee.returns[0]
+
+    def without_no_dep(self, node: ast.Call) -> ast.Call:
+        """The call with each ``pl.no_dep(t)`` argument as ``t`` (in an orchestration)."""
+        if self.incore:
+            raise self.error(ParseError, node, "pl.no_dep marks a task's argument: a kernel submits no tasks",
+                             hint="mark it where the orchestration calls the kernel")
+        args = []
+        for a in node.args:
+            if self._is_builtin_call(a, "no_dep"):
+                if len(a.args) != 1 or a.keywords:
+                    raise self.error(TypeCheckError, a, "pl.no_dep takes one tensor: pl.no_dep(t)")
+                a = a.args[0]
+            args.append(a)
+        return ast.copy_location(ast.Call(node.func, args, []), node)
 
     def kernel_call(self, kernel, node: ast.Call):
         if getattr(kernel, "function_type", None) is FunctionType.Inline:
