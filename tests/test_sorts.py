@@ -294,8 +294,9 @@ def test_shifts_are_index_arithmetic_and_a_negative_count_is_an_error(platform):
     out = torch.zeros(1, 64)
     shifted(x, out, 5, config=RunConfig(platform=platform))  # offsets 16 and 32
     assert torch.equal(out, torch.cat([x[:, 16:48], x[:, 32:64]], 1))
-    with pytest.raises(PyptoError, match="negative shift count"):
+    with pytest.raises(PyptoError, match="negative shift count") as info:
         shifted(x, out, -3, config=RunConfig(platform=platform))
+    assert f"test_sorts.py:{_mark(shifted.fn, 'MARK-shift')}:" in str(info.value)  # the kernel's line, on both
 
 
 def test_mask_patterns_are_the_reference_s_ints():

@@ -144,6 +144,7 @@ class ScalarAssign:
     name: str
     value: object  # Expr
     pos: int = attrs.field(default=-1, eq=False)
+    span: Span | None = attrs.field(default=None, eq=False)  # the source's, for an error where it runs
 
 
 @attrs.frozen
@@ -182,6 +183,7 @@ class Cond:
     then_body: tuple = attrs.field(converter=tuple)
     else_body: tuple = attrs.field(default=(), converter=tuple)
     pos: int = attrs.field(default=-1, eq=False)
+    span: Span | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

@@ -223,7 +223,7 @@ class _Selector:
             if isinstance(s.type, TensorType) and isinstance(s.value, n.Var):
                 return []  # another name of the same GM tensor
             if isinstance(s.type, ScalarType):
-                return [ScalarAssign(s.target, s.value)]
+                return [ScalarAssign(s.target, s.value, span=s.span)]
             raise CodegenError(f"cannot lower '{s.target}' in an InCore function", span=s.span)
         if isinstance(s, n.Eval) and isinstance(s.value, n.Call):
             return self.call(s.value, None, s.span)
@@ -255,7 +255,7 @@ class _Selector:
                     self._same_buffers(zip(names, body[-1].values), s.span)
                     lowered += self._scalar_moves(names, body[-1].values)
                 branches.append(lowered)
-            return [Cond(s.cond, *branches)]
+            return [Cond(s.cond, *branches, span=s.span)]
         if isinstance(s, (n.Yield, n.Return)):
             return []
         raise CodegenError(f"cannot lower {type(s).__name__} in an InCore function", span=getattr(s, "span", None))

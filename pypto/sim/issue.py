@@ -148,8 +148,12 @@ class Issuer:
         kernel's records live only between their issue and their start."""
         return self.block(self.program.body, ())
 
-    def eval(self, e):
-        return self.compiled(e)(self.env)
+    def eval(self, e, span=None):
+        """``e``'s value; an error computing it (a division by zero) located at ``span``."""
+        try:
+            return self.compiled(e)(self.env)
+        except SimulatorError as err:
+            raise err.with_span(span) from None
 
     def compiled(self, e):
         """``e`` as a function of the scalar environment, made once per expression node:
@@ -163,13 +167,13 @@ class Issuer:
     def block(self, body, path: tuple):
         for node in body:
             if isinstance(node, ScalarAssign):
-                self.env[node.name] = self.eval(node.value)
+                self.env[node.name] = self.eval(node.value, node.span)
                 self.pending += self.costs.scalar_issue
             elif isinstance(node, ScalarLoad):
                 self.env[node.name] = self.load_scalar(node)
                 self.pending += self.costs.scalar_gm_read
             elif isinstance(node, Loop):
-                start, stop, step = self.eval(node.start), self.eval(node.stop), self.eval(node.step)
+                start, stop, step = (self.eval(e, node.span) for e in (node.start, node.stop, node.step))
                 if step <= 0:
                     raise SimulatorError(f"loop step {step} is not positive", span=node.span)
                 trips = range(start, stop, step)
@@ -194,7 +198,7 @@ class Issuer:
                     k += 1
             elif isinstance(node, Cond):
                 self.pending += self.costs.branch
-                yield from self.block(node.then_body if self.eval(node.cond) else node.else_body, path)
+                yield from self.block(node.then_body if self.eval(node.cond, node.span) else node.else_body, path)
             elif self.lanes and isinstance(node, (SetFlag, WaitFlag)) and CoreKind.AIV in (node.src_core, node.dst_core):
                 for lane in self.lanes:  # the cube's flag with each vector core that runs the split program
                     yield self.issue(node, path + (node.pos,), lane)
@@ -266,7 +270,10 @@ class Issuer:
     def prepare(self, ins: Instr, d: Dyn) -> None:
         makers, dst_fn = self.plan(ins)
         env = self.env
-        args = {name: make(env) for name, make in makers}
+        try:
+            args = {name: make(env) for name, make in makers}
+        except SimulatorError as err:  # an operand's arithmetic (a division by zero): the instruction's line
+            raise err.with_span(ins.span) from None
         d.args = args
         bufs = [v for v in args.values() if isinstance(v, ConcreteBuf)]
         dst = dst_fn(env) if dst_fn is not None else None
