@@ -57,16 +57,6 @@ def produced(data: pl.Tensor, cfg: pl.Tensor, doubled: pl.Out[pl.Tensor], output
 
 
 @pl.jit
-def reads_what_it_writes(data: pl.Tensor, cfg: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        pl.store(pl.load(data, [0, 0], [1, 8], target_memory=pl.MemorySpace.Vec), [0, 0], cfg)
-        n = pl.cast(pl.read(cfg, [0, 1]), pl.INDEX)
-        for i in pl.range(n):
-            pl.store(pl.load(data, [0, 0], [1, 8], target_memory=pl.MemorySpace.Vec), [0, 0], cfg)
-    return cfg
-
-
-@pl.jit
 def indexed(data: pl.Tensor, table: pl.Tensor, output: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         for i in pl.range(2):
@@ -143,13 +133,31 @@ def test_an_index_outside_the_tensor_is_located_on_both_platforms():
         assert info.value.span is not None and info.value.span.line == line, platform
 
 
-def test_the_simulator_refuses_a_read_of_bytes_the_kernel_writes():
-    data = torch.ones(1, 8, dtype=torch.int32)
-    line = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if "n = pl.cast(pl.read(cfg, [0, 1])" in text)
-    with pytest.raises(PyptoError, match="the scalar unit reads 'cfg', which this kernel") as info:
-        reads_what_it_writes(data, torch.zeros(1, 8, dtype=torch.int32), config=RunConfig(platform="a2a3sim"))
-    assert info.value.span is not None and info.value.span.line == line
-    assert "does not write" in info.value.hint
+@pl.jit
+def steered_by_what_it_wrote(data: pl.Tensor, cfg: pl.Out[pl.Tensor], rows: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(data, [0, 0], [1, 8], target_memory=pl.MemorySpace.Vec), [0, 0], cfg)
+        n = pl.cast(pl.read(cfg, [0, 1]), pl.INDEX)  # MARK-written
+        for i in pl.range(n):
+            pl.store(pl.adds(pl.load(data, [0, 0], [1, 8], target_memory=pl.MemorySpace.Vec), i), [i, 0], rows)
+    return cfg, rows
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_read_of_bytes_the_kernel_wrote_sees_them_on_both_platforms(platform):
+    """The scalar unit reads a tensor the kernel writes in its place among the pipes' work:
+    after the store before it (a flag from MTE3), as the interpreter reads it."""
+    data = torch.arange(8, dtype=torch.int32).reshape(1, 8) * 3  # cfg[0, 1] is 3: three rows
+    cfg, rows = torch.zeros(1, 8, dtype=torch.int32), torch.zeros(4, 8, dtype=torch.int32)
+    compiled = steered_by_what_it_wrote.compile(data, cfg, rows, config=RunConfig(platform=platform))
+    compiled.run(data, cfg, rows)
+    assert torch.equal(cfg, data)
+    assert torch.equal(rows, torch.cat([data + i for i in range(3)] + [torch.zeros(1, 8, dtype=torch.int32)]))
+    from pypto.codegen.listing import listing
+
+    kernel = next(iter(compiled.kernels.values()))
+    text = listing(kernel, kernel.programs[0], backend="a2a3", planner=compiled.config.memory_planner)
+    assert "wait_flag(MTE3 -> SCALAR" in text and "SLOADGM" in text
 
 
 def test_a_scalar_cast_between_integers_only(tmp_path):

@@ -37,7 +37,7 @@ from pypto.ir.ops.rings import reserved
 from pypto.ir.rewrite import rewrite
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
-from pypto.ir.types import ForKind, FunctionType, ScalarType, TensorType, TileType
+from pypto.ir.types import ForKind, FunctionType, ParamDirection, ScalarType, TensorType, TileType
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.ptoas import assembler_plan, unguarded_slots
 from pypto.backend import CoreKind, Pipe
@@ -99,15 +99,23 @@ class _Selector:
                                hint="store into each tensor by its own name")
         return root
 
-    def scalar_load(self, s: n.Assign) -> ScalarLoad:
-        """``x = pl.read(t, [i, ...])``: the scalar unit reads the element from GM."""
+    def scalar_load(self, s: n.Assign):
+        """``x = pl.read(t, [i, ...])``: the scalar unit reads the element from GM — of an
+        input, as the kernel starts (``ScalarLoad``); of a tensor the kernel writes, in its
+        place among the pipes' work (``SLOADGM``, after the stores it depends on)."""
         tensor = self.roots.get(argument(s.value, "tensor").name)  # (a name a write rebound is the parameter)
         if tensor not in self.tensor_params:
             raise CodegenError("pl.read of a tensor in a kernel reads an element of a tensor the kernel is given; "
                                "this one is computed inside it", span=s.span,
                                hint="read the element of the tile it was computed from (pl.read(tile, [i, j])), or "
                                     "compute the tensor in an earlier task")
-        return ScalarLoad(s.target, tensor, tuple(argument(s.value, "indices")), s.type.dtype.is_int, s.span)
+        indices = tuple(argument(s.value, "indices"))
+        param = next(p for p in self.fn.params if p.name == tensor)
+        if param.direction is ParamDirection.In:
+            return ScalarLoad(s.target, tensor, indices, s.type.dtype.is_int, s.span)
+        gm = GmLoc(tensor, indices, tuple(1 for _ in indices))
+        return Instr("SLOADGM", Pipe.SCALAR, self.element_core(), "tensor.read", (TensorArg(tensor), indices),
+                     (gm,), (), s.span, s.target, result=s.target)
 
     def element_core(self) -> CoreKind:
         """The core whose scalar unit writes an element of GM: the vector core, unless the

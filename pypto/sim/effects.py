@@ -125,7 +125,7 @@ def _begin(d: Dyn, memories: Memories, tensors):
             return (kwargs["output_tensor"], *scatter_write(**kwargs), None)
         if ins.op == "tensor.write":  # the scalar unit's store of one element
             return (kwargs["tensor"], *element_write(**kwargs), None)
-        if ins.op == "tile.read":  # the value went to the scalar unit (``Live``): nothing is written
+        if ins.op in ("tile.read", "tensor.read"):  # the value went to the scalar unit (``Live``): nothing is written
             return None, None
         data = IMPLS[ins.op](**kwargs)
     except (OutOfRange, num.ArithmeticError_) as exc:
@@ -145,6 +145,11 @@ class Live:
         self.tensors = [_private(t) for t in tensors]
 
     def perform(self, d: Dyn) -> None:
+        if d.node.op == "tensor.read":  # GM as the pipes have left it when the scalar unit reads
+            t = self.tensors[d.launch][d.args["tensor"].name]
+            value = t[tuple(d.args["indices"])].item()
+            d.value = value if t.dtype.is_floating_point else int(value)
+            return
         if d.node.op == "tile.read":
             tile = self.memories.read(d.core.name, d.args["tile"])
             try:

@@ -295,9 +295,14 @@ class Issuer:
         elif ins.op == "tile.store":
             d.gm = self.gm_tensor(args["output_tensor"].name)
             d.accesses.extend(self.gm(d.gm[0], args["offsets"], args["tile"].valid, True))
-        elif ins.op == "tensor.write":
+        elif ins.op in ("tensor.write", "tensor.read"):
             d.gm = self.gm_tensor(args["tensor"].name)
-            d.accesses.extend(self.gm(d.gm[0], args["indices"], (1,) * len(args["indices"]), True))
+            t = self.tensors[d.gm[0]]
+            if not all(0 <= i < extent for i, extent in zip(args["indices"], t.shape)):
+                raise SimulatorError(f"pl.{ins.op.split('.')[1]}: index {list(args['indices'])} is outside "
+                                     f"'{d.gm[0]}' of shape {list(t.shape)}", span=ins.span,
+                                     hint="keep the index within the extent (the loop's bounds say how far it goes)")
+            d.accesses.extend(self.gm(d.gm[0], args["indices"], (1,) * len(args["indices"]), ins.op == "tensor.write"))
         elif ins.op in INDEXED:  # an index may name any element: all of the tensor
             write = ins.op == "tile.mscatter"
             d.gm = self.gm_tensor(args[INDEXED[ins.op]].name)
@@ -311,8 +316,9 @@ class Issuer:
         would give a value that depends on when the read runs, so it is refused."""
         if node.tensor not in self.unwritten:
             raise SimulatorError(
-                f"the scalar unit reads '{node.tensor}', which this kernel (or a launch beside it) writes: the value "
-                "would depend on when the read runs against the store", span=node.span,
+                f"the scalar unit reads the input '{node.tensor}', which a launch beside it (or this kernel, through "
+                "another view of its bytes) writes: the value would depend on when the read runs against the store",
+                span=node.span,
                 hint="read a tensor the kernel does not write (produce it in an earlier task), or pass the value "
                      "as a scalar argument")
         t = self.tensors[node.tensor]
@@ -422,9 +428,10 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle), 0, (
             ("address", (dst or args["src"]).addr), ("bytes", count * unit), ("bursts", count))
     if ins.pipe is Pipe.SCALAR:  # one element, by the scalar unit (``elements``)
-        if ins.op == "tensor.write":
+        if ins.op in ("tensor.write", "tensor.read"):
             t = issuer.tensors[args["tensor"].name]
-            return c.scalar_gm_write, 0, (("tensor", args["tensor"].name), ("bytes", t.element_size()))
+            cost = c.scalar_gm_write if ins.op == "tensor.write" else c.scalar_gm_read
+            return cost, 0, (("tensor", args["tensor"].name), ("bytes", t.element_size()))
         buf = args["tile"]
         return c.scalar_ub_access, 0, (("address", buf.addr), ("bytes", buf.dtype.nbytes))
     if ins.mnemonic == "TZERO":  # a zero fill on the cube core: its bytes at the L1 rate

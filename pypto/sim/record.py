@@ -149,8 +149,9 @@ class Footprint:
             return None
         if d.whole is not None:  # by index: anywhere in the tensor
             return d.launch, d.gm[0], "output_tensor" in args, (0,) * len(d.whole), d.whole
-        if d.node.op == "tensor.write":  # one element, by the scalar unit
-            return d.launch, d.gm[0], True, tuple(args["indices"]), (1,) * len(args["indices"])
+        if d.node.op in ("tensor.write", "tensor.read"):  # one element, by the scalar unit
+            return (d.launch, d.gm[0], d.node.op == "tensor.write", tuple(args["indices"]),
+                    (1,) * len(args["indices"]))
         if "output_tensor" in args:  # a store writes; an atomic one adds (ATOMIC_ADD), which commutes with itself
             mode = ATOMIC_ADD if args.get("atomic") is AtomicType.Add else True
             return d.launch, d.gm[0], mode, tuple(args["offsets"]), tuple(args["tile"].valid)
