@@ -343,3 +343,37 @@ def test_a_shift_of_a_float_is_refused_at_its_line():
     with pytest.raises(TypeCheckError, match="'<<' shifts integers, and an operand is FP32") as info:
         float_shift(torch.zeros(1, 64), torch.zeros(1, 64), 1.5)
     assert f"test_sorts.py:{_mark(float_shift.fn, 'MARK-fshift')}:" in str(info.value)
+
+
+@pl.jit
+def rank3(x: pl.Tensor, idx: pl.Tensor, src: pl.Tensor, got: pl.Out[pl.Tensor], put: pl.Out[pl.Tensor],
+          pairs: pl.Out[pl.Tensor], evens: pl.Out[pl.Tensor]):
+    """Rows along the last axis of a rank-3 tensor: its leading axes count them."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        got = pl.assemble(got, pl.gather(x, dim=-1, index=idx), [0, 0, 0])
+        put = pl.assemble(put, pl.scatter(x, 2, idx, src), [0, 0, 0])
+        pairs = pl.assemble(pairs, pl.sort32(x, pl.cast(idx, target_type=pl.UINT32)), [0, 0, 0])
+        evens = pl.assemble(evens, pl.gather(x, mask_pattern=pl.tile.MaskPattern.P0101), [0, 0, 0])
+    return got, put, pairs, evens
+
+
+def test_rank_3_rows_gather_scatter_sort_and_mask():
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(3, 4, 32, generator=g)
+    idx = torch.randint(0, 32, (3, 4, 32), generator=g, dtype=torch.int32)
+    src = torch.randn(3, 4, 32, generator=g)
+    want_put = x.clone()
+    for a in range(3):
+        for b in range(4):
+            for k in range(32):
+                want_put[a, b, idx[a, b, k]] = src[a, b, k]
+    v, o = _oracle_sort(x.reshape(12, 32))
+    want_pairs = _pairs(v, idx.reshape(12, 32).gather(1, o.long())).reshape(3, 4, 64)
+    for platform in PLATFORMS:
+        got, put = torch.zeros(3, 4, 32), torch.zeros(3, 4, 32)
+        pairs, evens = torch.zeros(3, 4, 64), torch.zeros(3, 4, 16)
+        rank3(x, idx, src, got, put, pairs, evens, config=RunConfig(platform=platform))
+        assert torch.equal(got, x.gather(2, idx.long())), platform
+        assert torch.equal(put, want_put), platform
+        assert torch.equal(pairs.view(torch.int32), want_pairs.view(torch.int32)), platform
+        assert torch.equal(evens, x[..., 0::2]), platform

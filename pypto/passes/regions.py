@@ -83,10 +83,11 @@ def operand_regions(call: n.Call, region: Region, types: dict, result_shape: tup
         main = next(p for p in tensors if p != vec)
         one = (n.Const(0), 1)
         return {main: region, vec: (region[0], one) if rule == "row_broadcast" else (one, region[1])}
-    if rule in ("rows", "row"):
-        if region[1] != (n.Const(0), result_shape[1]) or rule == "row" and region[0][1] != 1:
+    if rule in ("rows", "row"):  # rows: the last axis whole, the leading ones as the window has them
+        last = len(region) - 1
+        if region[last] != (n.Const(0), result_shape[last]) or rule == "row" and any(e != 1 for _, e in region[:last]):
             return None
-        return {p: (region[0], (n.Const(0), shape(p)[1])) for p in tensors}
+        return {p: (*region[:last], (n.Const(0), shape(p)[-1])) for p in tensors}
     if rule == "transpose":
         axes = [a % len(region) for a in (args["axis1"], args["axis2"])]
         swapped = list(region)

@@ -251,9 +251,14 @@ def _row_axis(shape) -> int:
 
 def _row_blocks(shape):
     """Blocks of whole rows (the whole value first), largest first; for a vector, its
-    column blocks."""
+    column blocks. Past rank 2, then one row of the row axis blocked along the next
+    leading axis (a [1, r, n] block of a rank-3 value: what an op computed a row at a
+    time needs)."""
     axis = _row_axis(shape)
-    return [(*shape[:axis], r, *shape[axis + 1:]) for r in block_sizes(shape[axis])]
+    out = [(*shape[:axis], r, *shape[axis + 1:]) for r in block_sizes(shape[axis])]
+    for k in range(axis + 1, len(shape) - 1):
+        out += [(*(1,) * k, r, *shape[k + 1:]) for r in block_sizes(shape[k])]
+    return out
 
 
 def _column_blocks(shape):

@@ -25,6 +25,8 @@ fold's tiles are dead when it ends), for the block planner (``sink_plan``).
 
 from __future__ import annotations
 
+import math
+
 import contextlib
 
 import attrs
@@ -280,10 +282,7 @@ class Emitter(Reductions, CarriedValues):
             args[op.windows.shifts] = simplify(n.BinOp("-" if argument(call, "descending") else "+",
                                                        args[op.windows.shifts], first))
         if op.windows.lower is not None:
-            def scratch(shape, dtype):
-                return self.bind(f"{name}_tmp", op_call("tile.create", shape=tuple(n.Const(e) for e in shape),
-                                                        dtype=dtype, target_memory=M.Vec), d.span, frame)
-            return self.bind(name, op.windows.lower(args, scratch, lambda v: self.types[v.name]), d.span, frame)
+            return self.bind(name, op.windows.lower(args, Lowering(self, name, d.span, frame)), d.span, frame)
         tile = lookup(op.windows.tile or "tile." + op.short)
         if op.windows.kind == "source" and self.g.side(name) is M.Acc:
             if args.get("value", n.Const(0)) not in (n.Const(0), n.Const(0.0)):
@@ -298,6 +297,39 @@ class Emitter(Reductions, CarriedValues):
         # the tile form names its first operand "tile"; the rest by position, the same
         values = dict(zip((q.name for q in tile.params), args.values()))
         return self.bind(name, op_call(tile.name, **values), d.span, frame)
+
+
+class Lowering:
+    """What an op's ``Windows.lower`` builds its tile call with: fresh Vec workspace
+    tiles, the tiles' types, and calls bound ahead of it."""
+
+    def __init__(self, em: Emitter, name: str, span, frame):
+        self.em, self.name, self.span, self.frame = em, name, span, frame
+
+    def type_of(self, v: n.Var):
+        return self.em.types[v.name]
+
+    def bind(self, call: n.Call) -> n.Var:
+        return self.em.bind(f"{self.name}_in", call, self.span, self.frame)
+
+    def scratch(self, shape, dtype) -> n.Var:
+        return self.em.bind(f"{self.name}_tmp", op_call("tile.create", shape=tuple(n.Const(e) for e in shape),
+                                                         dtype=dtype, target_memory=M.Vec), self.span, self.frame)
+
+    def rows(self, v: n.Var) -> n.Var:
+        """A tile of a window of whole rows as 2D: its leading axes folded into one."""
+        shape = self.type_of(v).shape
+        if len(shape) == 2:
+            return v
+        return self.bind(op_call("tile.reshape", tile=v, shape=(n.Const(math.prod(shape[:-1])), n.Const(shape[-1]))))
+
+    def unfold(self, call: n.Call, like: tuple) -> n.Call:
+        """``call`` (a 2D tile) as a tile of ``like``'s leading axes again."""
+        if len(like) == 2:
+            return call
+        flat = self.bind(call)
+        last = self.type_of(flat).shape[-1]
+        return op_call("tile.reshape", tile=flat, shape=tuple(n.Const(e) for e in (*like[:-1], last)))
 
 
 def _call_vars(call: n.Call) -> set[str]:

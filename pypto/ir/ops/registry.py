@@ -111,10 +111,11 @@ class Windows:
       whose tile form indexes a tile's elements).
 
     ``tile`` is the tile op that computes a window (``tile.<name>`` when not given; its
-    operands by position); ``lower`` builds that call instead, from the arguments by name
-    (the operands' tiles and the rest), ``scratch(shape, dtype)``, which gives a fresh
-    Vec tile (a tile op's workspace), and ``type_of(tile)``; ``shifts``: a sequence's start parameter, which a
-    window's offset along the last axis moves (backwards when the op's ``descending`` is set).
+    operands by position); ``lower(args, low)`` builds that call instead, from the arguments
+    by name (the operands' tiles and the rest) and ``low`` (``tile_emitter.Lowering``: fresh
+    Vec workspace tiles, the tiles' types, calls bound ahead); ``shifts``: a sequence's start
+    parameter, which a window's offset along the last axis moves (backwards when the op's
+    ``descending`` is set).
     """
 
     kind: str = attrs.field(validator=attrs.validators.in_(WINDOW_KINDS))

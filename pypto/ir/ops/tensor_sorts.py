@@ -11,13 +11,33 @@ from pypto.ir.ops.registry import KEYWORD_FORMS, Kind, OpArgs, Windows, fail, fm
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.sorts import INDICES, MASKED, MERGE_WAYS, _pattern
 from pypto.ir.ops.gathers import GATHERED, SCATTERED, _infer_scatter_update
-from pypto.ir.nodes import Const
-from pypto.ir.types import DataType, TensorType
+from pypto.ir.nodes import Const, Var
+from pypto.ir.types import DataType, TensorType, TileType
 
 
 def _two_d(op: str, t: TensorType, what: str) -> None:
     if len(t.shape) != 2:
         raise fail(op, f"a 2D {what}", f"rank {len(t.shape)}")
+
+
+def _rows(op: str, t: TensorType, what: str) -> None:
+    """Rows along the last axis: rank 2 or more (the leading axes count the rows)."""
+    if len(t.shape) < 2:
+        raise fail(op, f"a {what} of rank 2 or more (rows along its last axis)", f"rank {len(t.shape)}")
+
+
+def _folded(tile_op: str, **operands):
+    """A ``Windows.lower`` of a tile op on 2D tiles: each tile operand's leading axes folded
+    into rows, the result unfolded to the first one's."""
+    def lower(args: dict, low):
+        def tile(a) -> bool:
+            return isinstance(a, Var) and isinstance(low.type_of(a), TileType)
+
+        like = low.type_of(args[next(iter(operands.values()))]).shape
+        values = {k: v(args, low) if callable(v) else low.rows(args[v]) if tile(args[v]) else args[v]
+                  for k, v in operands.items()}
+        return low.unfold(op_call(tile_op, **values), like)
+    return lower
 
 
 def _fp32(op: str, t: TensorType, what: str) -> None:
@@ -28,18 +48,18 @@ def _fp32(op: str, t: TensorType, what: str) -> None:
 
 def _sort32(a: OpArgs, soc: SoC) -> TensorType:
     src, idx = a.type("src"), a.type("idx")
-    _two_d("tensor.sort32", src, "src")
+    _rows("tensor.sort32", src, "src")
     _fp32("tensor.sort32", src, "src")
     if idx.dtype not in INDICES:
         raise fail("tensor.sort32", "a UINT32 idx (each element's index, carried with it)", idx.dtype.name)
     if tuple(idx.shape) != tuple(src.shape):
         raise fail("tensor.sort32", f"an idx of src's shape {fmt_shape(src.shape)}", fmt_shape(idx.shape))
-    return TensorType((src.shape[0], 2 * src.shape[1]), DataType.FP32)
+    return TensorType((*src.shape[:-1], 2 * src.shape[-1]), DataType.FP32)
 
 
 register("tensor.sort32", [P("src", Kind.TENSOR), P("idx", Kind.TENSOR)], _sort32,
          doc="each row's 32-element blocks sorted descending into (value, index) pairs (tile.sort32)",
-         windows=Windows("rows"))
+         windows=Windows("rows", lower=_folded("tile.sort32", src="src", idx="idx")))
 
 
 def _mrgsort(a: OpArgs, soc: SoC) -> TensorType:
@@ -65,12 +85,12 @@ def _mrgsort(a: OpArgs, soc: SoC) -> TensorType:
     return TensorType((1, sum(t.shape[1] for t in lists)), DataType.FP32)
 
 
-def _lower_mrgsort(args: dict, scratch, type_of):
+def _lower_mrgsort(args: dict, low):
     srcs = {k: args[k] for k in ("src0", "src1", "src2", "src3")}
     if args["block_len"] is not None:
         return op_call("tile.mrgsort", src0=srcs["src0"], block_len=args["block_len"])
-    total = sum(type_of(t).shape[1] for t in srcs.values() if t is not None)
-    return op_call("tile.mrgsort", **srcs, tmp=scratch((1, total), DataType.FP32), exhausted=args["exhausted"])
+    total = sum(low.type_of(t).shape[1] for t in srcs.values() if t is not None)
+    return op_call("tile.mrgsort", **srcs, tmp=low.scratch((1, total), DataType.FP32), exhausted=args["exhausted"])
 
 
 # format 2's workspace (tile.mrgsort's tmp) is made where it is computed
@@ -92,67 +112,67 @@ def _gather(a: OpArgs, soc: SoC) -> TensorType:
     op, x, idx = "tensor.gather", a.type("input"), a.type("index")
     if x.dtype not in GATHERED:
         raise fail(op, "input dtype to be FP16, FP32, INT16, or INT32", x.dtype.name)
-    _two_d(op, x, "input")
-    _last_axis(op, a["dim"], 2)
+    _rows(op, x, "input")
+    _last_axis(op, a["dim"], len(x.shape))
     allowed = (DataType.INT32, DataType.INT16) if x.dtype.nbytes == 2 else (DataType.INT32,)
     if idx.dtype not in allowed:
         raise fail(op, "index dtype INT32 (any input), or INT16 with a 16-bit input", idx.dtype.name,
                    "pl.cast(index, target_type=pl.INT32)")
-    _two_d(op, idx, "index")
-    if idx.shape[0] > x.shape[0]:
-        raise fail(op, f"index.shape[0] ({idx.shape[0]}) <= input.shape[0] ({x.shape[0]}) on non-gather axes",
-                   fmt_shape(idx.shape))
+    if len(idx.shape) != len(x.shape):
+        raise fail(op, f"index rank ({len(idx.shape)}) to match input rank ({len(x.shape)})", fmt_shape(idx.shape))
+    for i, (e, d) in enumerate(zip(idx.shape[:-1], x.shape[:-1])):
+        if e > d:
+            raise fail(op, f"index.shape[{i}] ({e}) <= input.shape[{i}] ({d}) on non-gather axes", fmt_shape(idx.shape))
     return TensorType(tuple(idx.shape), x.dtype)
 
 
-def _lower_gather(args: dict, scratch, type_of):
-    index = args["index"]
-    return op_call("tile.gather", src=args["input"], indices=index,
-                   tmp=scratch(type_of(index).shape, DataType.INT32))
+def _gather_tmp(args: dict, low):
+    return low.scratch((1, low.type_of(args["index"]).shape[-1]), DataType.INT32)
 
 
 register("tensor.gather", [P("input", Kind.TENSOR), P("dim", Kind.INT), P("index", Kind.TENSOR)], _gather,
          doc="output[b, k] = input[b, index[b, k]] (dim=-1); with mask_pattern= the mask form",
-         windows=Windows("row", lower=_lower_gather))
+         windows=Windows("row", lower=_folded("tile.gather", src="input", indices="index", tmp=_gather_tmp)))
 
 
 def _gather_mask(a: OpArgs, soc: SoC) -> TensorType:
     op, x = "tensor.gather_mask", a.type("input")
     if x.dtype not in MASKED:
         raise fail(op, f"input dtype to be {', '.join(d.name for d in MASKED)}", x.dtype.name)
-    _two_d(op, x, "input")
+    _rows(op, x, "input")
     pattern = _pattern(op, a["mask_pattern"])
-    if x.shape[1] % pattern.stride:
+    if x.shape[-1] % pattern.stride:
         raise fail(op, f"src columns divisible by {pattern.stride} with mask_pattern={int(pattern)}",
-                   str(x.shape[1]))
+                   str(x.shape[-1]))
     out = a["output_dtype"] or x.dtype
     if out.nbytes != x.dtype.nbytes:
         raise fail(op, f"an output_dtype of the input's bit width ({x.dtype.bits} bits)", out.name)
-    return TensorType((x.shape[0], x.shape[1] // pattern.stride), out)
+    return TensorType((*x.shape[:-1], x.shape[-1] // pattern.stride), out)
 
 
 register("tensor.gather_mask", [P("input", Kind.TENSOR), P("mask_pattern", Kind.INT),
                                 P("output_dtype", Kind.DTYPE, default=None, optional=True)], _gather_mask,
-         doc="the columns a mask pattern selects (tile.gather_mask)", windows=Windows("rows", tile="tile.gather_mask"))
+         doc="the columns a mask pattern selects (tile.gather_mask)",
+         windows=Windows("rows", lower=_folded("tile.gather_mask", src="input", mask_pattern="mask_pattern",
+                                               output_dtype="output_dtype")))
 
 
 def _scatter(a: OpArgs, soc: SoC) -> TensorType:
     op, x, idx, src = "tensor.scatter", a.type("input"), a.type("index"), a.type("src")
     if x.dtype not in SCATTERED:
         raise fail(op, "input dtype in {I8, I16, I32, FP16, FP32, BF16}", x.dtype.name)
-    _two_d(op, x, "input")
-    _last_axis(op, a["dim"], 2)
+    _rows(op, x, "input")
+    _last_axis(op, a["dim"], len(x.shape))
     if src.dtype is not x.dtype:
         raise fail(op, f"src dtype ({src.dtype.name}) to match input dtype ({x.dtype.name})", src.dtype.name)
     want = DataType.INT32 if x.dtype.nbytes == 4 else DataType.INT16
     if idx.dtype is not want:
         raise fail(op, f"an index dtype of {want.nbytes} bytes for a {x.dtype.name} input", idx.dtype.name,
                    f"pl.cast(index, target_type=pl.{want.name})")
-    _two_d(op, idx, "index")
     if tuple(idx.shape) != tuple(src.shape):
         raise fail(op, f"index of src's shape {fmt_shape(src.shape)}", fmt_shape(idx.shape))
-    if src.shape[0] != x.shape[0]:
-        raise fail(op, f"src rows equal to input rows ({x.shape[0]})", str(src.shape[0]),
+    if len(src.shape) != len(x.shape) or tuple(src.shape[:-1]) != tuple(x.shape[:-1]):
+        raise fail(op, f"src rows equal to input rows ({fmt_shape(x.shape[:-1])})", fmt_shape(src.shape[:-1]),
                    "pl.slice the rows of input it scatters into, then pl.assemble them back")
     return x
 
@@ -160,17 +180,16 @@ def _scatter(a: OpArgs, soc: SoC) -> TensorType:
 register("tensor.scatter", [P("input", Kind.TENSOR), P("dim", Kind.INT), P("index", Kind.TENSOR),
                             P("src", Kind.TENSOR)], _scatter,
          doc="output = input; output[b, index[b, k]] = src[b, k] (dim=-1); with mask_pattern= the mask form",
-         windows=Windows("row", lower=lambda args, scratch, type_of: op_call(
-             "tile.scatter", dst=args["input"], src=args["src"], indexes=args["index"])))
+         windows=Windows("row", lower=_folded("tile.scatter", dst="input", src="src", indexes="index")))
 
 
 def _scatter_mask(a: OpArgs, soc: SoC) -> TensorType:
     op, x, dst = "tensor.scatter_mask", a.type("input"), a.type("dst")
     if x.dtype not in MASKED:
         raise fail(op, f"input dtype to be {', '.join(d.name for d in MASKED)}", x.dtype.name)
-    _two_d(op, x, "input")
+    _rows(op, x, "input")
     pattern = _pattern(op, a["mask_pattern"])
-    want = (x.shape[0], x.shape[1] * pattern.stride)
+    want = (*x.shape[:-1], x.shape[-1] * pattern.stride)
     if tuple(dst.shape) != want or dst.dtype is not x.dtype:
         raise fail(op, f"a {x.dtype.name} dst of {fmt_shape(want)} (input's columns times the pattern's stride)",
                    f"{dst.dtype.name} {fmt_shape(dst.shape)}")
@@ -179,8 +198,8 @@ def _scatter_mask(a: OpArgs, soc: SoC) -> TensorType:
 
 register("tensor.scatter_mask", [P("input", Kind.TENSOR), P("mask_pattern", Kind.INT), P("dst", Kind.TENSOR)],
          _scatter_mask, doc="dst with the columns a mask pattern selects set to input's (tile.scatter_mask)",
-         windows=Windows("rows", lower=lambda args, scratch, type_of: op_call(
-             "tile.scatter_mask", dst=args["dst"], src=args["input"], mask_pattern=args["mask_pattern"])))
+         windows=Windows("rows", lower=_folded("tile.scatter_mask", dst="dst", src="input",
+                                               mask_pattern="mask_pattern")))
 
 register("tensor.scatter_update", [P("input", Kind.TENSOR), P("dim", Kind.INT, default=-2), P("index", Kind.TENSOR),
                                    P("src", Kind.TENSOR)], _infer_scatter_update,
