@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pypto.language as pl
-from pypto.errors import PyptoError, TypeCheckError
+from pypto.errors import PyptoError
 from pypto.runtime import RunConfig
 
 PLATFORMS = ("ref", "a2a3sim")

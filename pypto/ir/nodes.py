@@ -133,8 +133,7 @@ class FuncCall:
     args: tuple = attrs.field(converter=tuple)
     # where the source writes each argument (a check of what the callee writes names one)
     arg_spans: tuple = _span_field()
-    # the argument positions a kernel call's task leaves out of dependency tracking
-    # (``self.k(pl.no_dep(x), out)``; a Submit has its own)
+    # argument positions its task leaves out of tracking: ``self.k(pl.no_dep(x), out)``
     no_dep: tuple = attrs.field(default=(), converter=tuple)
 
 

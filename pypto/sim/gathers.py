@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from pypto.sim.semantics import OutOfRange, TileVal, impl
+from pypto.sim.semantics import OutOfRange, TileVal, impl, window
 
 
 @impl("tile.gather")
@@ -140,3 +140,14 @@ def mscatter(src: TileVal, idx: TileVal, output_tensor: torch.Tensor):
     index, values = scatter_write(src, idx, output_tensor)
     output_tensor[index] = values
     return output_tensor
+
+
+@impl("tile.gather_row")
+def gather_row(dst: TileVal, src, dst_offset, src_offset, shapes, transpose=False, valid_shape=None):
+    extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
+    rows = src[window(src.shape, src_offset, extents, "src window")]
+    if transpose:
+        rows = rows.T
+    out = dst.data.clone()
+    out[window(out.shape, dst_offset, rows.shape, "dst window", holder="tile")] = rows
+    return out

@@ -77,17 +77,6 @@ def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
     return data.T.contiguous() if transpose else data
 
 
-@impl("tile.gather_row")
-def gather_row(dst: TileVal, src, dst_offset, src_offset, shapes, transpose=False, valid_shape=None):
-    extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
-    rows = src[window(src.shape, src_offset, extents, "src window")]
-    if transpose:
-        rows = rows.T
-    out = dst.data.clone()
-    out[window(out.shape, dst_offset, rows.shape, "dst window", holder="tile")] = rows
-    return out
-
-
 @impl("tile.store")
 def store(tile: TileVal, offsets, output_tensor, shapes=None, atomic=AtomicType.None_):  # (shapes: the tile's)
     region = tile.region()
