@@ -116,3 +116,22 @@ def test_from_dir_reads_and_never_runs_what_it_finds(tmp_path):
     (build / "compiled_meta.json").write_text('{"schema": 99}')
     with pytest.raises(ValueError, match="schema 99, this pypto reads 1"):
         CompiledProgram.from_dir(build)
+
+
+def test_a_program_with_dynamic_axes_is_benchmarked_at_the_call_s_extents():
+    from pypto import ir
+
+    N = pl.dynamic("N")
+
+    @pl.program
+    class Dyn:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[N, 128], pl.FP32], out: pl.Out[pl.Tensor[[N, 128], pl.FP32]]):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                out = pl.assemble(out, pl.exp(a), [0, 0])
+            return out
+
+    compiled = ir.compile(Dyn, platform="a2a3sim", dump_passes=False)
+    a, out = torch.randn(32, 128), torch.zeros(32, 128)
+    stats = benchmark(compiled, (a, out), rounds=2, warmup=0)
+    assert torch.equal(out, torch.exp(a)) and stats.device_us_min > 0

@@ -322,3 +322,22 @@ def test_a_scalar_cast_inside_an_expression(platform):
     x, out = torch.randn(64, 128), torch.zeros(64, 128)
     cast_in_expression(x, torch.tensor([2, 5], dtype=torch.int32), out, config=RunConfig(platform=platform))
     assert torch.equal(out[:48], x[:48] + 1) and torch.equal(out[48:], torch.zeros(16, 128))
+
+
+@pl.jit
+def divided(x: pl.Tensor, cfg: pl.Tensor, d: pl.Scalar[pl.INT32], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v = pl.read(cfg, [0, 8 // d])  # MARK-index
+        if 4 // d > 1:
+            pl.store(pl.adds(pl.load(x, [0, 0], [1, 32]), v), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_division_by_zero_on_the_scalar_unit_names_its_line(platform):
+    lines = {m: next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if m in text)
+             for m in ("MARK-index",)}
+    cfg = torch.ones(1, 10, dtype=torch.int32)
+    with pytest.raises(PyptoError, match="division by zero") as info:
+        divided(torch.randn(1, 32), cfg, 0, torch.zeros(1, 32), config=RunConfig(platform=platform))
+    assert info.value.span.line == lines["MARK-index"]

@@ -139,3 +139,10 @@ def test_a_mat_tile_read_again_after_a_gather_row_is_refused(tmp_path):
                           "pl.store(a, [0, 0], out)")
     with pytest.raises(PyptoError, match="L1 has no copy to keep the old tile"):
         k(torch.zeros(8, 32), torch.zeros(32, 32), config=RunConfig(platform="a2a3sim"))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_run_time_valid_shape_past_the_window_is_located(platform):
+    x = torch.randn(8, 32)
+    with pytest.raises(PyptoError, match=r"valid shape \[6, 32\] is outside the window's shapes \[4, 32\]"):
+        kept(x, 6, torch.zeros(8, 32), torch.zeros(8, 32), config=RunConfig(platform=platform))

@@ -533,3 +533,11 @@ def test_array_elements_take_the_reference_s_spellings():
     a, out = torch.randn(4 * R, C), torch.zeros(4 * R, C)
     k(a, out, config=RunConfig(platform="ref"))
     assert torch.equal(out[:3 * R], a[:3 * R] * 2.0) and torch.equal(out[3 * R:], torch.zeros(R, C))
+
+
+def test_pl_no_dep_in_a_pl_spmd_dispatch_is_the_task_s():
+    program = parse(PLAIN_NO_DEP.replace("        out = self.scale(a, pl.no_dep(out))\n",
+                                         "        with pl.spmd(4):\n            out = self.scale(a, pl.no_dep(out))\n"))
+    task = next(s.value for s in program.function("main").body if isinstance(getattr(s, "value", None), n.Submit))
+    assert task.no_dep == (1,) and task.call.no_dep == ()
+    assert parse(program.as_python()) == program

@@ -95,7 +95,7 @@ def _project(body, core: CoreKind, foreign: set | None = None) -> tuple:
         elif isinstance(node, Cond):
             then_b, else_b = _project(node.then_body, core, foreign), _project(node.else_body, core, foreign)
             if then_b or else_b:
-                out.append(Cond(node.cond, then_b, else_b, pos=node.pos))
+                out.append(Cond(node.cond, then_b, else_b, pos=node.pos, span=node.span))
     return tuple(out)
 
 

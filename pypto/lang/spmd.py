@@ -147,7 +147,8 @@ class SpmdForms(LaunchOptions):
                                   "outside the pl.spmd scope")
         k = dispatches[0]
         stmt = stmts[k]
-        task = n.Submit(self.dispatch_of(stmt), launch.deps, (), launch.allow_early_resolve, launch.blocks,
+        call = self.dispatch_of(stmt)  # its pl.no_dep marks are the task's, as a pl.spmd_submit's
+        task = n.Submit(attrs.evolve(call, no_dep=()), launch.deps, call.no_dep, launch.allow_early_resolve, launch.blocks,
                         launch.sync_start, launch.predicate)
         submitted = [n.Assign(self.bind_task_id(target), TASK_ID, task, span=stmt.span) if target is not None
                      else n.Eval(task, span=stmt.span)]

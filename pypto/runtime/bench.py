@@ -113,6 +113,8 @@ def benchmark(compiled, args, *, rounds: int = 100, warmup: int = 3, platform: s
     if config is None:
         config = attrs.evolve(compiled.config, **{k: v for k, v in (("platform", platform), ("device_id", device_id))
                                                   if v is not None})
+    if hasattr(compiled, "compiled_for"):  # a program with pl.dynamic axes: its build for these extents
+        compiled = compiled.compiled_for(*args)
     args = compiled._with_outputs(tuple(args))  # a return-style call's outputs, allocated once
     soc = backend(config.backend)
     h2d, d2h = transfer_us(compiled, args, soc)

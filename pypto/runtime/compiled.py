@@ -201,6 +201,8 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     return compiled
 
 
+# the RunConfig fields a rebuild keeps besides the platform and planner (what codegen checks)
+_KEPT = ("unsafe_allow_colive_slots", "unsafe_allow_task_races", "enable_l0_trace")
 META = "compiled_meta.json"
 META_SCHEMA = 1
 PROGRAM_TEXT = "program.pypto"  # the specialized program's IR text (``pypto.ir.serialize``)
@@ -217,7 +219,8 @@ def write_meta(compiled: CompiledProgram) -> None:
               for name, p in zip(compiled.param_names, compiled.params)]
     meta = {"schema": META_SCHEMA, "name": compiled.name, "entry": compiled.entry, "platform": compiled.platform,
             "backend": compiled.config.backend, "memory_planner": compiled.config.memory_planner.value,
-            "param_infos": params, "program": PROGRAM_TEXT}
+            "param_infos": params, "program": PROGRAM_TEXT,
+            "config": {k: getattr(compiled.config, k) for k in _KEPT}}
     (out / META).write_text(json.dumps(meta, indent=1) + "\n")
 
 
@@ -237,7 +240,7 @@ def replay(output_dir: Path, platform, backend_type) -> CompiledProgram:
         program = deserialize((output_dir / meta["program"]).read_bytes())
         names = [p["name"] for p in meta["param_infos"]]
         fields = {"platform": platform or meta["platform"], "memory_planner": meta["memory_planner"],
-                  "output_dir": output_dir.resolve()}
+                  "output_dir": output_dir.resolve(), **{k: v for k, v in meta.get("config", {}).items() if k in _KEPT}}
         if backend_type is not None:
             fields["backend_type"] = backend_type
         config = RunConfig(**fields)

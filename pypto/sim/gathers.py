@@ -145,6 +145,8 @@ def mscatter(src: TileVal, idx: TileVal, output_tensor: torch.Tensor):
 @impl("tile.gather_row")
 def gather_row(dst: TileVal, src, dst_offset, src_offset, shapes, transpose=False, valid_shape=None):
     extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
+    if any(v > s for v, s in zip(extents, shapes)):
+        raise OutOfRange(f"valid shape {list(extents)} is outside the window's shapes {list(shapes)}")
     rows = src[window(src.shape, src_offset, extents, "src window")]
     if transpose:
         rows = rows.T

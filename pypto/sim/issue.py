@@ -322,7 +322,7 @@ class Issuer:
                 hint="read a tensor the kernel does not write (produce it in an earlier task), or pass the value "
                      "as a scalar argument")
         t = self.tensors[node.tensor]
-        indices = tuple(int(self.eval(i)) for i in node.indices)
+        indices = tuple(int(self.eval(i, node.span)) for i in node.indices)
         if not all(0 <= i < extent for i, extent in zip(indices, t.shape)):
             raise SimulatorError(f"pl.read: index {list(indices)} is outside '{node.tensor}' of shape "
                                  f"{list(t.shape)}", span=node.span,
