@@ -146,3 +146,22 @@ def test_a_run_time_valid_shape_past_the_window_is_located(platform):
     x = torch.randn(8, 32)
     with pytest.raises(PyptoError, match=r"valid shape \[6, 32\] is outside the window's shapes \[4, 32\]"):
         kept(x, 6, torch.zeros(8, 32), torch.zeros(8, 32), config=RunConfig(platform=platform))
+
+
+@pl.jit
+def through_a_view(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v = pl.slice(x, [4, 32], [4, 0])  # a view: rows 4..7 of x
+        t = pl.tile.full([8, 32], dtype=pl.FP32, value=0.0)
+        t = pl.gather_row(t, v, [0, 0], [1, 0], [2, 32])
+        pl.store(pl.adds(t, pl.read(v, [2, 3])), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_slice_of_a_parameter_is_a_source_at_its_offset(platform):
+    x, out = torch.randn(8, 32), torch.zeros(8, 32)
+    through_a_view(x, out, config=RunConfig(platform=platform))
+    want = torch.zeros(8, 32)
+    want[0:2] = x[5:7]
+    assert torch.equal(out, want + x[6, 3])

@@ -52,6 +52,12 @@ def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResu
     return result(n.Program(program.name, tuple(out)))
 
 
+# ops that address a GM tensor at offsets: (the tensor's parameter, the offsets')
+_WINDOWED = {"tile.load": ("tensor", "offsets"), "tile.store": ("output_tensor", "offsets"),
+             "tensor.read": ("tensor", "indices"), "tensor.write": ("tensor", "indices"),
+             "tile.gather_row": ("src", "src_offset")}
+
+
 def _tensor_call(stmt):
     value = getattr(stmt, "value", None)
     return value if isinstance(value, n.Call) and value.op.startswith("tensor.") else None
@@ -238,16 +244,16 @@ class _Converter:
                     f"and '{x.name}' is a slice, with no positions of its own", span=stmt.span,
                     hint="pass the whole tensor and add the slice's offset to the indices")
             return stmt
-        if not (isinstance(call, n.Call) and call.op in ("tile.load", "tile.store")):
+        if not (isinstance(call, n.Call) and call.op in _WINDOWED):
             return stmt
-        tensor = "tensor" if call.op == "tile.load" else "output_tensor"
+        tensor, at = _WINDOWED[call.op]
         x = argument(call, tensor)
         if not (isinstance(x, n.Var) and self.g.computed(self.g.resolve(x.name))):
             return stmt
         base, base_off = self.g.window(x.name, {})
-        offsets = tuple(plus(b, o) for b, o in zip(base_off, argument(call, "offsets")))
-        stmt = attrs.evolve(stmt, value=with_args(call, **{tensor: n.Var(base), "offsets": offsets}))
-        if isinstance(stmt, n.Assign) and call.op == "tile.store":  # the store's result is the tensor written
+        offsets = tuple(plus(b, o) for b, o in zip(base_off, argument(call, at)))
+        stmt = attrs.evolve(stmt, value=with_args(call, **{tensor: n.Var(base), at: offsets}))
+        if isinstance(stmt, n.Assign) and call.op in ("tile.store", "tensor.write"):  # the result is the tensor written
             self.em.types[stmt.target] = self.g.types[base]
             stmt = attrs.evolve(stmt, type=self.g.types[base])
         return stmt
