@@ -5,7 +5,7 @@ the loops) — so the converter sees only assembles, its sinks.
 
     y_1 = pl.tensor.expand_clone(x, y)      # x: [1, 8, 32], y: [4, 8, 32]
 ->  for i in pl.range(4, init_values=(y,)):
-        y_2 = pl.tensor.assemble(y_it, x, [i, 0, 0])
+        y_2 = pl.tensor.assemble(y_1, x, [i, 0, 0])
         ... yield y_2
 """
 
@@ -55,7 +55,7 @@ def _expand(stmt, call: n.Call, used: set, types: dict) -> list:
     xs, ts = types[x.name].shape, types[target.name].shape
     ttype = types[target.name]
     axes = [k for k, (d, t) in enumerate(zip(xs, ts)) if d != t]
-    result = stmt.target if isinstance(stmt, n.Assign) else n.fresh_name(f"{target.name}_cloned", used)
+    result = stmt.target if isinstance(stmt, n.Assign) else n.fresh_name(target.name, used)
     if not axes:
         return [n.Assign(result, ttype, op_call("tensor.assemble", target=target, source=x,
                                                 offset=tuple(n.Const(0) for _ in ts)), span=stmt.span)]
@@ -65,14 +65,14 @@ def _expand(stmt, call: n.Call, used: set, types: dict) -> list:
         offsets[k] = n.Var(v)
 
     def nest(depth: int, carried: n.Var, bound: str) -> n.For:
-        it = n.fresh_name(f"{target.name}_it", used)
+        it = n.fresh_name(target.name, used)
         if depth == len(axes) - 1:
-            written = n.fresh_name(f"{target.name}_w", used)
+            written = n.fresh_name(target.name, used)
             body = (n.Assign(written, ttype, op_call("tensor.assemble", target=n.Var(it), source=x,
                                                      offset=tuple(offsets)), span=stmt.span),
                     n.Yield((n.Var(written),), span=stmt.span))
         else:
-            inner = n.fresh_name(f"{target.name}_r", used)
+            inner = n.fresh_name(target.name, used)
             body = (nest(depth + 1, n.Var(it), inner), n.Yield((n.Var(inner),), span=stmt.span))
         return n.For(loop_vars[depth], n.Const(0), n.Const(ts[axes[depth]]), n.Const(1), body,
                      iter_args=(n.IterArg(it, ttype, carried),), results=(n.Binding(bound, ttype),), span=stmt.span)
