@@ -341,3 +341,23 @@ def test_a_division_by_zero_on_the_scalar_unit_names_its_line(platform):
     with pytest.raises(PyptoError, match="division by zero") as info:
         divided(torch.randn(1, 32), cfg, 0, torch.zeros(1, 32), config=RunConfig(platform=platform))
     assert info.value.span.line == lines["MARK-index"]
+
+
+@pl.jit
+def steers_the_cube(a: pl.Tensor, b: pl.Tensor, flag: pl.InOut[pl.Tensor], d: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        flag = pl.assemble(flag, pl.adds(pl.slice(flag, [1, 8], [0, 0]), 1), [0, 0])  # the vector core writes it
+        n = pl.read(flag, [0, 0])
+        for i in pl.range(n):  # MARK-cube
+            d = pl.assemble(d, pl.matmul(a, b, out_dtype=pl.FP32), [0, 0])
+    return flag, d
+
+
+def test_a_value_one_core_read_of_gm_it_wrote_is_refused_where_the_cube_uses_it():
+    from pypto.errors import CodegenError
+
+    line = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if "MARK-cube" in text)
+    a, b = torch.randn(16, 32).half(), torch.randn(32, 32).half()
+    with pytest.raises(CodegenError, match="which the other core's scalar unit read") as info:
+        steers_the_cube(a, b, torch.zeros(1, 8, dtype=torch.int32), torch.zeros(16, 32))
+    assert info.value.span.line == line and "kernel input" in info.value.hint

@@ -114,10 +114,11 @@ def _refuse_foreign(node, core: CoreKind, foreign: set) -> None:
         used = set()
     if used and used & foreign:
         name = sorted(used & foreign)[0]
-        raise CodegenError(f"the {core.value} core uses '{name}', which the other core's scalar unit read from its "
-                           "own tile: a core cannot read another's unified buffer", span=getattr(node, "span", None),
-                           hint="store the tile to a GM tensor and pl.read the element there, or compute the value "
-                                "on the core that uses it")
+        raise CodegenError(f"the {core.value} core uses '{name}', which the other core's scalar unit read (an "
+                           "element of its own tile, or of GM in its place among that core's work): a core's scalar "
+                           "registers are its own", span=getattr(node, "span", None),
+                           hint="pl.read an element of a kernel input (read as the kernel starts, by every core), or "
+                                "compute the value on the core that uses it")
 
 
 def _exprs(args):
