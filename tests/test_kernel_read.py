@@ -361,3 +361,20 @@ def test_a_value_one_core_read_of_gm_it_wrote_is_refused_where_the_cube_uses_it(
     with pytest.raises(CodegenError, match="which the other core's scalar unit read") as info:
         steers_the_cube(a, b, torch.zeros(1, 8, dtype=torch.int32), torch.zeros(16, 32))
     assert info.value.span.line == line and "kernel input" in info.value.hint
+
+
+@pl.jit
+def read_in_a_split(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor], d: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        c = pl.assemble(c, pl.muls(pl.matmul(a, b, out_dtype=pl.FP32), 2.0), [0, 0])
+        s = pl.read(c, [15, 31])  # MARK-split-read
+        d = pl.assemble(d, pl.adds(c, s), [0, 0])
+    return c, d
+
+
+def test_a_read_of_what_both_vector_cores_store_is_refused_at_its_line():
+    line = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if "MARK-split-read" in text)
+    a, b = torch.randn(16, 32).half(), torch.randn(32, 32).half()
+    with pytest.raises(PyptoError, match="pl.read of 'c', which the split scope's two vector cores each store") as info:
+        read_in_a_split(a, b, torch.zeros(16, 32), torch.zeros(16, 32))
+    assert info.value.span.line == line

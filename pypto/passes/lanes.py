@@ -135,6 +135,15 @@ class _Splitter:
                 close()
                 out.append(self.compound(stmt))
             elif run and _reads(stmt) & set().union(*(_gm_written(v) for v in run)):
+                if isinstance(getattr(stmt, "value", None), n.Call) and stmt.value.op == "tensor.read":
+                    name = sorted(_reads(stmt) & set().union(*(_gm_written(v) for v in run)))[0]
+                    name = next((argument(s.value, "target").name for v in run for s in n.walk_stmts((v,))
+                                 if isinstance(s, n.Assign) and s.target == name), name)  # the name it assembled into
+                    raise UnsupportedSyntaxError(
+                        f"pl.read of '{name}', which the split scope's two vector cores each store half of: the "
+                        "scalar unit that reads it waits for its own core's stores, not the other's",
+                        span=stmt.span, hint="read it in a later task (after this scope), or use "
+                                             "pl.split(pl.SplitMode.NONE)")
                 close()  # cube work reading what the vector work stored (its operand, through GM): after it
                 out.append(stmt)
             elif run:  # cube or scalar work between vector statements: it goes first
@@ -472,7 +481,8 @@ def _exprs(s):
 
 
 def _gm_written(stmt) -> set:
-    """The tensors a statement assembles into."""
-    calls = [s.value for s in n.walk_stmts((stmt,))
+    """The tensors a statement assembles into, by their names before and after."""
+    found = [s for s in n.walk_stmts((stmt,))
              if isinstance(getattr(s, "value", None), n.Call) and s.value.op == "tensor.assemble"]
-    return {argument(c, "target").name for c in calls if isinstance(argument(c, "target"), n.Var)}
+    names = {argument(s.value, "target").name for s in found if isinstance(argument(s.value, "target"), n.Var)}
+    return names | {s.target for s in found if isinstance(s, n.Assign)}
