@@ -134,9 +134,9 @@ class _Splitter:
                 self.escaping(stmt, defined_in_run)
                 close()
                 out.append(self.compound(stmt))
-            elif run and _reads(stmt) & set().union(*(_gm_written(v) for v in run)):
+            elif run and (stored := _reads(stmt) & set().union(*(_gm_written(v) for v in run))):
                 if isinstance(getattr(stmt, "value", None), n.Call) and stmt.value.op == "tensor.read":
-                    name = sorted(_reads(stmt) & set().union(*(_gm_written(v) for v in run)))[0]
+                    name = min(stored)
                     name = next((argument(s.value, "target").name for v in run for s in n.walk_stmts((v,))
                                  if isinstance(s, n.Assign) and s.target == name), name)  # the name it assembled into
                     raise UnsupportedSyntaxError(

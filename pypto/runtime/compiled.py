@@ -13,7 +13,7 @@ import torch
 
 from pypto.codegen import generate
 from pypto.codegen.listing import listing
-from pypto.errors import ConfigError, SpecializationError
+from pypto.errors import ConfigError, PyptoError, SpecializationError
 from pypto.ir import nodes as n
 from pypto.ir.types import ParamDirection, TensorType
 from pypto.sim.numerics import TORCH
@@ -28,6 +28,7 @@ from pypto.runtime.worker import RUNTIME, on_device
 from pypto.sim.simulator import RunReport
 from pypto.backend import BackendType, backend
 from pypto.lang.program import GenericProgram
+from pypto.lang.text import deserialize, serialize
 from pypto.log import logger
 from pypto.ir.pass_manager import DiagnosticPhase
 from pypto.sim.trace import chrome_trace, instruction_metrics
@@ -210,8 +211,6 @@ PROGRAM_TEXT = "program.pypto"  # the specialized program's IR text (``pypto.ir.
 
 def write_meta(compiled: CompiledProgram) -> None:
     """What ``CompiledProgram.from_dir`` rebuilds the build from."""
-    from pypto.lang.text import serialize
-
     out = compiled.output_dir
     (out / PROGRAM_TEXT).write_bytes(serialize(compiled.program))
     params = [{"name": name, "direction": p.direction.value,
@@ -225,9 +224,6 @@ def write_meta(compiled: CompiledProgram) -> None:
 
 
 def replay(output_dir: Path, platform, backend_type) -> CompiledProgram:
-    from pypto.errors import PyptoError
-    from pypto.lang.text import deserialize
-
     path = output_dir.resolve() / META
     if not path.exists():
         raise FileNotFoundError(f"{path} not found — cannot rebuild a compiled program from this directory: it was "
@@ -237,7 +233,7 @@ def replay(output_dir: Path, platform, backend_type) -> CompiledProgram:
         if not isinstance(meta, dict) or meta.get("schema") != META_SCHEMA:
             raise ValueError(f"schema {meta.get('schema') if isinstance(meta, dict) else None!r}, "
                              f"this pypto reads {META_SCHEMA}")
-        program = deserialize((output_dir / meta["program"]).read_bytes())
+        program = deserialize((output_dir / PROGRAM_TEXT).read_bytes())
         names = [p["name"] for p in meta["param_infos"]]
         fields = {"platform": platform or meta["platform"], "memory_planner": meta["memory_planner"],
                   "output_dir": output_dir.resolve(), **{k: v for k, v in meta.get("config", {}).items() if k in _KEPT}}

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
-from pypto.ir.nodes import Const
+from pypto.ir.nodes import BinOp, Const
+from pypto.ir.simplify import fold
 from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _same_valid, _vec_result
@@ -50,9 +51,7 @@ def _infer_sort32(a: OpArgs, soc: SoC) -> TileType:
 
 
 def _twice(extent):
-    from pypto.ir.nodes import BinOp
-
-    return Const(2 * extent.value) if isinstance(extent, Const) else BinOp("*", Const(2), extent)
+    return fold(BinOp("*", Const(2), extent))
 
 
 # idx is read, never written: the sorted indices are in the result's odd columns
@@ -71,6 +70,18 @@ def _one_row(op: str, t: TileType, what: str) -> None:
         raise fail(op, f"a {what} of whole (value, index) pairs: an even column count", fmt_shape(t.shape))
 
 
+def check_block_len(op: str, n, cols: int) -> None:
+    """Format 1's run length, where it is a constant: a positive multiple of 64 whose four
+    runs divide the row (``cols`` columns)."""
+    if not isinstance(n, Const):
+        return
+    if n.value <= 0 or n.value % 64:
+        raise fail(op, "block_len to be a positive multiple of 64", str(n.value))
+    if cols % (MERGE_WAYS * n.value):
+        raise fail(op, f"a src0 of whole groups of {MERGE_WAYS} runs ({MERGE_WAYS} * block_len = "
+                   f"{MERGE_WAYS * n.value} columns)", f"{cols} columns", "pick a block_len whose 4 runs divide the row")
+
+
 def _infer_mrgsort(a: OpArgs, soc: SoC) -> TileType:
     op = "tile.mrgsort"
     lists = [a.tile(k) for k in ("src0", "src1", "src2", "src3") if a[k] is not None]
@@ -80,14 +91,7 @@ def _infer_mrgsort(a: OpArgs, soc: SoC) -> TileType:
                        "drop block_len to merge tiles, or the other tiles to merge runs of one")
         src = lists[0]
         _one_row(op, src, "src0")
-        n = a["block_len"]
-        if isinstance(n, Const):
-            if n.value <= 0 or n.value % 64:
-                raise fail(op, "block_len to be a positive multiple of 64", str(n.value))
-            if src.shape[1] % (MERGE_WAYS * n.value):
-                raise fail(op, f"a src0 of whole groups of {MERGE_WAYS} runs ({MERGE_WAYS} * block_len = "
-                           f"{MERGE_WAYS * n.value} columns)", f"{src.shape[1]} columns",
-                           "pick a block_len whose 4 runs divide the row")
+        check_block_len(op, a["block_len"], src.shape[1])
         if src.valid_shape is not None:
             raise fail(op, "a fully valid src0 (format 1 merges whole runs)", "a partial valid shape",
                        "pl.fillpad the tile first")

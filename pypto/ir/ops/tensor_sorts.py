@@ -9,15 +9,10 @@ from __future__ import annotations
 from pypto.backend import SoC
 from pypto.ir.ops.registry import KEYWORD_FORMS, Kind, OpArgs, Windows, fail, fmt_shape, op_call, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
-from pypto.ir.ops.sorts import INDICES, MASKED, MERGE_WAYS, _pattern
+from pypto.ir.ops.sorts import INDICES, MASKED, _one_row, _pairs, _pattern, check_block_len
 from pypto.ir.ops.gathers import GATHERED, SCATTERED, _infer_scatter_update
-from pypto.ir.nodes import Const, Var
+from pypto.ir.nodes import Var
 from pypto.ir.types import DataType, TensorType, TileType
-
-
-def _two_d(op: str, t: TensorType, what: str) -> None:
-    if len(t.shape) != 2:
-        raise fail(op, f"a 2D {what}", f"rank {len(t.shape)}")
 
 
 def _rows(op: str, t: TensorType, what: str) -> None:
@@ -40,16 +35,10 @@ def _folded(tile_op: str, **operands):
     return lower
 
 
-def _fp32(op: str, t: TensorType, what: str) -> None:
-    if t.dtype is not DataType.FP32:
-        raise fail(op, f"an FP32 {what} (a value and its index's bits per pair of columns)", t.dtype.name,
-                   "pl.cast(x, target_type=pl.FP32) first")
-
-
 def _sort32(a: OpArgs, soc: SoC) -> TensorType:
     src, idx = a.type("src"), a.type("idx")
     _rows("tensor.sort32", src, "src")
-    _fp32("tensor.sort32", src, "src")
+    _pairs("tensor.sort32", src, "src")
     if idx.dtype not in INDICES:
         raise fail("tensor.sort32", "a UINT32 idx (each element's index, carried with it)", idx.dtype.name)
     if tuple(idx.shape) != tuple(src.shape):
@@ -66,17 +55,11 @@ def _mrgsort(a: OpArgs, soc: SoC) -> TensorType:
     op = "tensor.mrgsort"
     lists = [a.type(k) for k in ("src0", "src1", "src2", "src3") if a[k] is not None]
     for k, t in enumerate(lists):
-        _two_d(op, t, f"src{k}")
-        _fp32(op, t, f"src{k}")
-        if t.shape[0] != 1:
-            raise fail(op, f"a one-row src{k} (the merge unit reads one list per row)", fmt_shape(t.shape))
+        _one_row(op, t, f"src{k}")  # (the tile rule: its tile form reads the same)
     if a["block_len"] is not None:
         if len(lists) > 1 or a["exhausted"]:
             raise fail(op, "either format 1 (block_len=...) or format 2 (src1, ...)", "both")
-        n, cols = a["block_len"], lists[0].shape[1]
-        if isinstance(n, Const) and (n.value <= 0 or n.value % 64 or cols % (MERGE_WAYS * n.value)):
-            raise fail(op, f"block_len a positive multiple of 64 whose {MERGE_WAYS} runs divide the row's {cols} "
-                       "columns", str(n.value))
+        check_block_len(op, a["block_len"], lists[0].shape[1])
         return lists[0]
     if len(lists) < 2:
         raise fail(op, "block_len=<int> for format 1, or at least (src0, src1) for format 2", "one tensor")
