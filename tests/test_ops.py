@@ -262,10 +262,25 @@ CASES += [
          out_shape=(R, R)),
     case("tile.col_expand_expdif", lambda b, a, c: b.op("tile.col_expand_expdif", b.op("tile.load", a, [0, 0], [R, C]),
                                                          rowvec(b, c, "tile.col_min")), lambda x, y: torch.exp(x - COLMIN)),
+    *[case(f"tile.batch_matmul{'_acc' if acc else ''}", lambda b, a, c, acc=acc: _bmm(b, a, c, acc),
+           lambda x, y, acc=acc: (x.double() @ y.double().transpose(-1, -2)) * (2 if acc else 1),
+           inputs=(torch.stack((X, X.flip(0))), Y.reshape(1, R, C)), out_shape=(2, R, R)) for acc in (False, True)],
     case("tile.concat", tile2("tile.concat"), lambda x, y: torch.cat((x, y), dim=1), out_shape=(R, 2 * C)),
     case("tensor.col_expand_expdif", lambda b, a, c: b.op("tensor.col_expand_expdif", a, b.op("tensor.col_min", c)),
          lambda x, y: torch.exp(x - COLMIN)),
 ]
+
+
+def _bmm(b, a, c, acc=False):
+    """Two [8, 16] pages of a against one page of c, transposed on its way into L1 (the batch
+    axis broadcasting), twice with acc."""
+    def cube(x, shape, space, transpose=False):
+        return b.op("tile.move", b.op("tile.load", x, [0] * len(shape), shape, target_memory=M.Mat,
+                                      transpose=transpose), target_memory=space)
+
+    left, right = cube(a, [2, 8, 16], M.Left), cube(c, [1, 8, 16], M.Right, transpose=True)
+    out = b.op("tile.batch_matmul", left, right)
+    return b.op("tile.batch_matmul_acc", out, left, right) if acc else out
 
 
 def _mm_transposed(b, a, c):
@@ -403,9 +418,9 @@ def _program(build, inputs, out_shape, out_dtype):
     result = build(b, a, c)
     t = b.types[result.name]
     if isinstance(t, TensorType):
-        b.eval("tensor.assemble", out, result, [0, 0])
+        b.eval("tensor.assemble", out, result, [0] * len(out_shape))
     else:
-        b.eval("tile.store", result, [0, 0], out)
+        b.eval("tile.store", result, [0] * len(out_shape), out)
     b.ret(out)
     return n.Program("zoo", (b.build(),))
 

@@ -230,7 +230,12 @@ class OpCalls:
             if p.bare and not isinstance(thunk.node, (ast.List, ast.Tuple)):
                 return (self.index(thunk.node, what),), None
             if not isinstance(thunk.node, (ast.List, ast.Tuple)):
-                raise self.error(TypeCheckError, thunk.node, f"{what} is a list of indices", hint="[i * 64, 0]")
+                # a list the kernel's module or closure holds (OFFSETS = [0, 0]) is as written
+                value = self.maybe_static(thunk.node)
+                if isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
+                    return tuple(n.Const(v) for v in value), None
+                raise self.error(TypeCheckError, thunk.node, f"{what} must be a list of indices, written [a, b, ...] "
+                                 "(or a constant list of ints)", hint="[i * 64, 0]")
             return tuple(self.index(e, what) for e in thunk.node.elts), None
         if p.kind is Kind.SHAPE:
             return tuple(n.Const(v) for v in self.static_ints(thunk.node, what)), None

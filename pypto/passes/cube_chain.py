@@ -14,13 +14,14 @@ Accumulation runs in K order, as the interpreter's matmul does.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
 from pypto.ir.types import INDEX
-from pypto.passes.regions import block_sizes, plus, region_vars
+from pypto.passes.regions import batch_window, block_sizes, plus, region_vars
 from pypto.passes.tensor_graph import Op
 from pypto.backend import MemorySpace as M
 
@@ -38,23 +39,30 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
     if lhs is None or rhs is None:
         raise UnsupportedSyntaxError("on a2a3 the cube reads its operands from GM (or slices of it)",
                                      span=d.span, hint="assemble the operand into a tensor in a kernel before")
-    (m0, mb), (n0, nb) = region
-    lt = em.g.types[args["lhs"].name]
-    k = lt.shape[0] if a_trans else lt.shape[1]
+    *batch, (m0, mb), (n0, nb) = region
+    lt, rt = em.g.types[args["lhs"].name], em.g.types[args["rhs"].name]
+    k = lt.shape[-2] if a_trans else lt.shape[-1]
     esize = lt.dtype.nbytes
     soc = em.soc
-    kb = next(b for b in block_sizes(k) if mb * b * esize <= soc.spec(M.Left).capacity
-              and b * nb * esize <= soc.spec(M.Right).capacity
-              and (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity)
+    pages = math.prod(e for _, e in batch)  # past rank 2, a stack of pages in each buffer
+    kb = next(b for b in block_sizes(k) if pages * mb * b * esize <= soc.spec(M.Left).capacity
+              and pages * b * nb * esize <= soc.spec(M.Right).capacity
+              and pages * (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity)
+    fresh, onto = ("tile.batch_matmul", "tile.batch_matmul_acc") if batch else ("tile.matmul", "tile.matmul_acc")
 
     def operands(kk, kb=kb):
         """The K slice at ``kk`` (``kb`` long) of both operands, as windows of their GM
         (transposed on the way into Mat where the matmul transposes them)."""
         (la, lo, lr), (ra, ro, rr) = lhs, rhs
-        a_win = ((plus(lo[0], kk), kb), (plus(lo[1], m0), mb)) if a_trans else \
-            ((plus(lo[0], m0), mb), (plus(lo[1], kk), kb))
-        b_win = ((plus(ro[0], n0), nb), (plus(ro[1], kk), kb)) if b_trans else \
-            ((plus(ro[0], kk), kb), (plus(ro[1], n0), nb))
+
+        def batch_of(offsets, shape):
+            return tuple((plus(o, b0), e) for o, (b0, e) in zip(offsets, batch_window(tuple(batch), shape[:-2])))
+
+        a_win = ((plus(lo[-2], kk), kb), (plus(lo[-1], m0), mb)) if a_trans else \
+            ((plus(lo[-2], m0), mb), (plus(lo[-1], kk), kb))
+        b_win = ((plus(ro[-2], n0), nb), (plus(ro[-1], kk), kb)) if b_trans else \
+            ((plus(ro[-2], kk), kb), (plus(ro[-1], n0), nb))
+        a_win, b_win = batch_of(lo, lt.shape) + a_win, batch_of(ro, rt.shape) + b_win
         a = em.load(la, a_win, lr or d.stmt, args["lhs"].name, None, a_trans)
         b = em.load(ra, b_win, rr or d.stmt, args["rhs"].name, None, b_trans)
         return {"lhs": a, "rhs": b}
@@ -70,14 +78,14 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
                          "dtype=pl.FP32) — accumulate into it, then assemble it into the output")
             acc, start = em.value(args["acc"].name, region, d.stmt), 0
         else:
-            acc, start = em.bind("acc", op_call("tile.matmul", **operands(n.Const(0))), d.span), kb
+            acc, start = em.bind("acc", op_call(fresh, **operands(n.Const(0))), d.span), kb
         loop_end = start + (k - start) // kb * kb
         if loop_end - start > kb:
             t = em.types[acc.name]
             ki, carried = em.fresh("ki", INDEX), em.fresh("acc_iter", t)
             em.ranges[ki] = (start, loop_end - kb)
             fold = em.push("fold", (ki, carried))
-            nxt = em.bind("acc", op_call("tile.matmul_acc", acc=n.Var(carried), **operands(n.Var(ki))), d.span)
+            nxt = em.bind("acc", op_call(onto, acc=n.Var(carried), **operands(n.Var(ki))), d.span)
             fold.stmts.append(n.Yield((nxt,)))
             em.pop()
             out = em.fresh("acc_out", t)
@@ -86,8 +94,8 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
             em.adopt(frame, out)
             acc = n.Var(out)
         elif loop_end > start:  # one slice: no loop
-            acc = em.bind("acc", op_call("tile.matmul_acc", acc=acc, **operands(n.Const(start))), d.span)
+            acc = em.bind("acc", op_call(onto, acc=acc, **operands(n.Const(start))), d.span)
         if loop_end < k:  # what is left of K, one shorter slice
-            acc = em.bind("acc", op_call("tile.matmul_acc", acc=acc, **operands(n.Const(loop_end), k - loop_end)),
+            acc = em.bind("acc", op_call(onto, acc=acc, **operands(n.Const(loop_end), k - loop_end)),
                           d.span)
         return acc

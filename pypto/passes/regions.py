@@ -55,6 +55,13 @@ def substitute_expr(e, env: dict):
     return simplify(substitute(e, env))
 
 
+def batch_window(batch: tuple, operand: tuple) -> tuple:
+    """The window of an operand's batch axes that a product's batch window reads: the axes
+    right-aligned, one of extent 1 (it may broadcast) read at 0."""
+    batch = batch[len(batch) - len(operand):]
+    return tuple((n.Const(0), 1) if d == 1 else w for w, d in zip(batch, operand))
+
+
 def operand_regions(call: n.Call, region: Region, types: dict, result_shape: tuple) -> dict[str, Region] | None:
     """The window of each tensor operand of ``call`` that ``region`` of its result (of
     ``result_shape``) reads; None when any window may read all of an operand and ``region`` is
@@ -94,12 +101,12 @@ def operand_regions(call: n.Call, region: Region, types: dict, result_shape: tup
         swapped[axes[0]], swapped[axes[1]] = region[axes[1]], region[axes[0]]
         return {"x": tuple(swapped)}
     if rule == "cube":
-        m, nn = region
+        *batch, m, nn = region
         lhs, rhs = shape("lhs"), shape("rhs")
-        k_lhs = (n.Const(0), lhs[0] if args["a_trans"] else lhs[1])
-        k_rhs = (n.Const(0), rhs[1] if args["b_trans"] else rhs[0])
-        out = {"lhs": (k_lhs, m) if args["a_trans"] else (m, k_lhs),
-               "rhs": (nn, k_rhs) if args["b_trans"] else (k_rhs, nn)}
+        k_lhs = (n.Const(0), lhs[-2] if args["a_trans"] else lhs[-1])
+        k_rhs = (n.Const(0), rhs[-1] if args["b_trans"] else rhs[-2])
+        out = {"lhs": (*batch_window(batch, lhs[:-2]), *((k_lhs, m) if args["a_trans"] else (m, k_lhs))),
+               "rhs": (*batch_window(batch, rhs[:-2]), *((nn, k_rhs) if args["b_trans"] else (k_rhs, nn)))}
         if "acc" in args:
             out["acc"] = region
         return out

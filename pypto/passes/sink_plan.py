@@ -198,18 +198,17 @@ def _cube_plan(em: Emitter, stmt, target: str, offsets: tuple, source: str, shap
     within it that fit Acc). A matmul that reads the tensor it stores is computed in one
     block, or refused."""
     order = tuple(range(len(shape)))
-    if len(shape) != 2:
-        return Plan(shape, order)
     acc_bytes = DataType.FP32.nbytes  # FP32 or INT32 accumulation
-    mb = next(b for b in block_sizes(shape[0]) if b <= em.soc.cube_block_m)
-    nb = next(b for b in block_sizes(shape[1]) if b <= em.soc.cube_block_n
+    mb = next(b for b in block_sizes(shape[-2]) if b <= em.soc.cube_block_m)
+    nb = next(b for b in block_sizes(shape[-1]) if b <= em.soc.cube_block_n
               and mb * b * acc_bytes <= em.soc.spec(M.Acc).capacity)
-    plan = Plan((mb, nb), order)
+    plan = Plan((*(1,) * (len(shape) - 2), mb, nb), order)  # past rank 2, a page at a time
     if plan.blocks != shape:
         out = emit_sink(em.scratch(), stmt, target, offsets, source, plan)
         if out.reads_target:
             raise UnsupportedSyntaxError(
-                f"this matmul reads the tensor it stores into, and is computed in blocks of {mb}x{nb}: a block "
+                f"this matmul reads the tensor it stores into, and is computed in blocks of "
+                f"{'x'.join(map(str, plan.blocks))}: a block "
                 "would read what an earlier block stored", span=stmt.span,
                 hint="store the product into another tensor")
     return plan

@@ -453,11 +453,12 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         return max(1, math.ceil(src.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", src.nbytes))
     if ins.pipe is Pipe.CUBE:
         lhs, rhs = args["lhs"], args["rhs"]
-        m, k = lhs.shape
-        nn = rhs.shape[1]
+        m, k = lhs.shape[-2:]
+        nn = rhs.shape[-1]
+        pages = math.prod(dst.shape[:-2])  # a batched product: one MMAD per page
         fractals = math.ceil(m / 16) * math.ceil(k / 16) * math.ceil(nn / 16)
-        return c.cube_startup + fractals * c.cube_cycles_per_fractal, 0, (("address", dst.addr),
-                                                                          ("fractals", fractals))
+        return pages * (c.cube_startup + fractals * c.cube_cycles_per_fractal), 0, (
+            ("address", dst.addr), ("fractals", pages * fractals)) + ((("pages", pages),) if pages > 1 else ())
     # the vector unit: 256 B repeats over the region it works on, masked at row tails
     op = lookup(ins.op)
     work = args["tile"] if op.reduces else dst

@@ -282,6 +282,17 @@ def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) ->
     return out
 
 
+def batch_matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
+    """``matmul`` page by page over the trailing two axes, the leading (batch) axes
+    broadcasting NumPy-style."""
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
+    b = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    pages = acc.reshape(-1, *acc.shape[-2:]) if acc is not None else [None] * a.shape[0]
+    out = [matmul(x, y, c) for x, y, c in zip(a, b, pages)]
+    return torch.stack(out).reshape(*batch, a.shape[-2], b.shape[-1])
+
+
 # ----------------------------------------------------------------------------- masks
 
 

@@ -74,7 +74,7 @@ def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
         raise OutOfRange(f"valid shape {list(extents)} is outside the tile's shape {list(shapes)}")
     data = torch.zeros(tuple(shapes), dtype=tensor.dtype)
     data[tuple(slice(0, e) for e in extents)] = tensor[window(tensor.shape, offsets, extents, "load region")]
-    return data.T.contiguous() if transpose else data
+    return data.transpose(-2, -1).contiguous() if transpose else data
 
 
 @impl("tile.store")
@@ -393,6 +393,8 @@ IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs: num.matmul(lhs.data, rhs.data, 
 # the bias row is where the accumulator starts
 IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: num.matmul(lhs.data, rhs.data, bias.data.expand(
     lhs.data.shape[0], -1))
+IMPLS["tile.batch_matmul"] = lambda lhs, rhs: num.batch_matmul(lhs.data, rhs.data)
+IMPLS["tile.batch_matmul_acc"] = lambda acc, lhs, rhs: num.batch_matmul(lhs.data, rhs.data, acc.data)
 IMPLS["tile.gemv"] = lambda lhs, rhs, acc_phase="unspecified": num.matmul(lhs.data, rhs.data)
 IMPLS["tile.gemv_acc"] = lambda acc, lhs, rhs, acc_phase="unspecified": num.matmul(lhs.data, rhs.data, acc.data)
 IMPLS["tile.gemv_bias"] = lambda lhs, rhs, bias, acc_phase="unspecified": num.matmul(lhs.data, rhs.data, bias.data)
@@ -400,17 +402,17 @@ IMPLS["tile.gemv_bias"] = lambda lhs, rhs, bias, acc_phase="unspecified": num.ma
 
 @impl("tensor.matmul")
 def matmul_tensor(lhs, rhs, out_dtype, a_trans, b_trans):
-    a = lhs.transpose(0, 1) if a_trans else lhs
-    b = rhs.transpose(0, 1) if b_trans else rhs
-    acc = num.matmul(a, b)
+    a = lhs.transpose(-2, -1) if a_trans else lhs
+    b = rhs.transpose(-2, -1) if b_trans else rhs
+    acc = num.batch_matmul(a, b)
     return acc if out_dtype is None else num.cast(acc, out_dtype, "rint")
 
 
 @impl("tensor.matmul_acc")
 def matmul_acc_tensor(acc, lhs, rhs, a_trans, b_trans):
-    a = lhs.transpose(0, 1) if a_trans else lhs
-    b = rhs.transpose(0, 1) if b_trans else rhs
-    return num.matmul(a, b, acc)
+    a = lhs.transpose(-2, -1) if a_trans else lhs
+    b = rhs.transpose(-2, -1) if b_trans else rhs
+    return num.batch_matmul(a, b, acc)
 
 
 # ----------------------------------------------------------------------------- tensor level

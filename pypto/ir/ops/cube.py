@@ -73,6 +73,57 @@ register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind
          _infer_matmul_acc, doc="acc + Left x Right -> Acc", in_place=True, mnemonic="MMAD")
 
 
+def batch_shape(op: str, lhs: tuple, rhs: tuple) -> tuple:
+    """The batch axes of a batched product, NumPy-style: right-aligned, each pair equal or
+    one of them 1."""
+    rank = max(len(lhs), len(rhs))
+    lhs, rhs = (1,) * (rank - len(lhs)) + tuple(lhs), (1,) * (rank - len(rhs)) + tuple(rhs)
+    out = []
+    for axis, (a, b) in enumerate(zip(lhs, rhs)):
+        if a != b and 1 not in (a, b):
+            raise fail(op, "batch axes that broadcast (equal, or one of them 1)",
+                       f"{fmt_shape(lhs)} and {fmt_shape(rhs)} (axis {axis})")
+        out.append(b if a == 1 else a)
+    return tuple(out)
+
+
+def _check_bmm(op: str, lhs: TileType, rhs: TileType) -> tuple:
+    """The result's shape; each operand a stack of 2D pages, each pair a matmul."""
+    for t, what in ((lhs, "lhs"), (rhs, "rhs")):
+        if len(t.shape) < 2:
+            raise fail(op, f"{what} of at least 2 dimensions", f"{len(t.shape)} dimension(s)")
+        if t.valid_shape is not None and tuple(t.valid_shape) != tuple(Const(s) for s in t.shape):
+            raise fail(op, f"a fully valid {what}", "a partial valid shape", "pl.fillpad it first")
+    page = lambda t: TileType(shape=t.shape[-2:], dtype=t.dtype, space=t.space)  # noqa: E731
+    _check_mm(op, page(lhs), page(rhs))
+    return (*batch_shape(op, lhs.shape[:-2], rhs.shape[:-2]), lhs.shape[-2], rhs.shape[-1])
+
+
+def _infer_batch_matmul(a: OpArgs, soc: SoC) -> TileType:
+    lhs, rhs = a.tile("lhs"), a.tile("rhs")
+    return TileType(shape=_check_bmm("tile.batch_matmul", lhs, rhs), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+
+
+def _infer_batch_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
+    acc, lhs, rhs = a.tile("acc"), a.tile("lhs"), a.tile("rhs")
+    shape = _check_bmm("tile.batch_matmul_acc", lhs, rhs)
+    if acc.shape != shape:
+        raise fail("tile.batch_matmul_acc", f"an accumulator of shape {fmt_shape(shape)}", fmt_shape(acc.shape))
+    if acc.dtype is not acc_dtype(lhs.dtype):
+        raise fail("tile.batch_matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
+    return TileType(shape=shape, dtype=acc.dtype, space=M.Acc)
+
+
+# A stack of pages in each L0 buffer, one MMAD per page (a batch axis of 1 broadcasting).
+register("tile.batch_matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
+         _infer_batch_matmul, doc="Left [..., M, K] x Right [..., K, N] -> Acc [..., M, N], page by page, the "
+         "batch axes broadcasting", mnemonic="MMAD")
+register("tile.batch_matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
+                                   P("rhs", Kind.TILE, spaces=(M.Right,))],
+         _infer_batch_matmul_acc, doc="acc [..., M, N] + Left [..., M, K] x Right [..., K, N], page by page",
+         in_place=True, mnemonic="MMAD")
+
+
 def _bias(op: str, bias: TileType, lhs: TileType, n: int) -> None:
     if bias.shape != (1, n) or bias.dtype is not acc_dtype(lhs.dtype):
         raise fail(op, f"a bias of shape [1, {n}] in the accumulator dtype {acc_dtype(lhs.dtype).name}",
@@ -118,5 +169,5 @@ def _gemv(op: str, acc: bool, bias: bool):
 
 for _op, _acc, _b in (("tile.gemv", False, False), ("tile.gemv_acc", True, False), ("tile.gemv_bias", False, True)):
     _gemv(_op, _acc, _b)
-for _n in ("matmul_bias", "gemv", "gemv_acc", "gemv_bias"):
+for _n in ("matmul_bias", "gemv", "gemv_acc", "gemv_bias", "batch_matmul", "batch_matmul_acc"):
     unify(_n, tile=f"tile.{_n}")

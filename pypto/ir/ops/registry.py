@@ -398,12 +398,12 @@ def _describe(value, t) -> str:
     return type(value).__name__
 
 
-
-
 def _level_hint(op: OpDef, t) -> str | None:
     if op.level == "tile" and isinstance(t, TensorType):
         if lookup(f"tensor.{op.short}") is not None:
             return f"load the tensor into a tile first (pl.load), or use the tensor-level pl.{op.short}"
+        if op.short.startswith("batch_"):  # the tensor-level matmuls batch past rank 2
+            return f"on tensors use pl.{op.short[6:]}: an operand of rank > 2 makes it page by page"
         return (f"pl.{op.short} works on tiles only (there is no tensor-level form): load the operands with "
                 "pl.load first")
     if op.level == "tensor" and isinstance(t, TileType):

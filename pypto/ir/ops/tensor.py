@@ -19,7 +19,7 @@ from pypto.ir.ops.registry import (
 )
 from pypto.ir.ops.families import BINARY, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
 from pypto.ir.ops.registry import ParamSpec as P
-from pypto.ir.ops.cube import CUBE_IN, acc_dtype
+from pypto.ir.ops.cube import CUBE_IN, acc_dtype, batch_shape
 from pypto.ir.ops.tile import (
     CAST_MODES,
     NUMERIC,
@@ -139,10 +139,12 @@ register("tensor.fillpad", [P("x", Kind.TENSOR), P("pad_value", Kind.PAD, defaul
 
 def _matmul(a: OpArgs, soc: SoC) -> TensorType:
     lhs, rhs = a.type("lhs"), a.type("rhs")
-    _two_d("tensor.matmul", lhs)
-    _two_d("tensor.matmul", rhs)
-    m, k = lhs.shape[::-1] if a["a_trans"] else lhs.shape
-    k2, n = rhs.shape[::-1] if a["b_trans"] else rhs.shape
+    for t, what in ((lhs, "lhs"), (rhs, "rhs")):
+        if len(t.shape) < 2:
+            raise fail("tensor.matmul", f"{what} of at least 2 dimensions (the leading ones are batch axes)",
+                       f"{len(t.shape)} dimension(s)", "reshape a vector to [1, K] or [K, 1]")
+    m, k = lhs.shape[:-3:-1] if a["a_trans"] else lhs.shape[-2:]
+    k2, n = rhs.shape[:-3:-1] if a["b_trans"] else rhs.shape[-2:]
     if k != k2:
         raise fail("tensor.matmul", "matching inner dimensions", f"lhs K={k} and rhs K={k2}")
     if lhs.dtype is not rhs.dtype:
@@ -153,18 +155,18 @@ def _matmul(a: OpArgs, soc: SoC) -> TensorType:
     legal = (DataType.INT32,) if lhs.dtype.is_int else (DataType.FP32, DataType.FP16, DataType.BF16)
     if out not in legal:
         raise fail("tensor.matmul", f"out_dtype in ({', '.join(d.name for d in legal)})", out.name)
-    return TensorType((m, n), out)
+    return TensorType((*batch_shape("tensor.matmul", lhs.shape[:-2], rhs.shape[:-2]), m, n), out)
 
 
 register("tensor.matmul", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR),
                            P("out_dtype", Kind.DTYPE, default=None, optional=True),
                            P("a_trans", Kind.BOOL, default=False), P("b_trans", Kind.BOOL, default=False)],
-         _matmul, doc="lhs @ rhs through the cube (FP32 accumulation), cast to out_dtype", windows=Windows("cube"))
+         _matmul, doc="lhs @ rhs through the cube (FP32 accumulation), cast to out_dtype; past rank 2 page by "
+         "page, the batch axes broadcasting", windows=Windows("cube"))
 
 
 def _matmul_acc(a: OpArgs, soc: SoC) -> TensorType:
     acc = a.type("acc")
-    _two_d("tensor.matmul_acc", acc)
     product = _matmul(OpArgs(a.op, {**a.values, "out_dtype": None}, a.types), soc)
     want = acc_dtype(a.type("lhs").dtype)
     if acc.shape != product.shape:

@@ -68,13 +68,14 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
         if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
             raise fail("tile.load", f"valid_shape within the tile shape {fmt_shape(shape)}", fmt_shape(sv))
     if a["transpose"]:
-        if len(shape) != 2:
-            raise fail("tile.load", "a 2D region to transpose", f"{len(shape)} dimensions")
+        if len(shape) < 2:
+            raise fail("tile.load", "a region of at least 2 dimensions to transpose (its last two swap)",
+                       f"{len(shape)} dimension(s)")
         if target not in (None, M.Mat):
             raise fail("tile.load", "target_memory=pl.Mem.Mat for a transposing load",
                        f"target_memory=pl.Mem.{target.name}", "only the GM->L1 path transposes on the way in")
-        shape = shape[::-1]
-        valid = None if valid is None else valid[::-1]
+        shape = (*shape[:-2], shape[-1], shape[-2])
+        valid = None if valid is None else (*valid[:-2], valid[-1], valid[-2])
     return TileType(shape=shape, dtype=tensor.dtype, space=target, valid_shape=valid)
 
 
@@ -90,7 +91,7 @@ register(
     ],
     _infer_load,
     doc="GM -> Vec|Mat: copy the region [offsets, offsets+shapes) of a tensor into a tile "
-        "(transposed on the way into Mat with transpose=True)",
+        "(its last two axes swapped on the way into Mat with transpose=True)",
 )
 
 
