@@ -32,7 +32,7 @@ class OpNamespace(DslName):
     """``pl.tile`` / ``pl.tensor``: attribute access names level-specific ops."""
 
     def __getattr__(self, name: str) -> DslName:
-        from pypto.lang.names import member
+        from pypto.lang.names import Op, member
 
         if name.startswith("__"):
             raise AttributeError(name)
@@ -41,9 +41,20 @@ class OpNamespace(DslName):
         level = self.__pypto_path__[0]
         if f"{level}.{name}" in NAMESPACED_ENUMS:  # the enum itself: its members are ints a host reads
             return NAMESPACED_ENUMS[f"{level}.{name}"]
-        if member(level, name) is None:
+        meaning = member(level, name)
+        if meaning is None:
             raise AttributeError(f"pl.{level} has no operation {name!r}")
+        if isinstance(meaning, Op):  # a registered op: documented from the registry
+            from pypto.lang.op_reference import stand_in
+
+            return stand_in((level, name))
         return DslName(level, name)
+
+    def __dir__(self):
+        from pypto.ir.ops.registry import all_ops, spelled
+
+        level = self.__pypto_path__[0]
+        return sorted(spelled(op.name).split(".", 1)[1] for op in all_ops() if op.name.startswith(level + "."))
 
 
 class _Marker:

@@ -13,6 +13,7 @@ from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
 from pypto.lang.dsl import OpNamespace as _OpNamespace
 from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
 from pypto.lang.dsl import TypeConstructor as _TypeConstructor
+from pypto.lang.op_reference import stand_in as _stand_in
 from pypto.lang.names import DynVar as _DynVar
 from pypto.lang.program import function, program
 from pypto.lang.text import loads, loads_program, parse, parse_program
@@ -86,7 +87,7 @@ max = _DslName("max")  # noqa: A001
 const = _DslName("const")
 
 for _name in _UNIFIED:
-    globals()[_name] = _DslName(_name)
+    globals()[_name] = _stand_in((_name,))
 del _name
 
 __all__ = [

@@ -1,0 +1,141 @@
+"""The op reference, read off the registry: what ``help(pl.add)`` and
+``inspect.signature(pl.tile.load)`` show, and the rows of the generated op table.
+
+Each ``pl.<op>`` and ``pl.<level>.<op>`` is a function standing for the op (``stand_in``):
+the front end knows it by its ``__pypto_path__``, Python's tools by its signature and
+docstring, which come from the op's parameters, legal memory spaces and doc — the one
+place those facts live. Calling it outside a kernel explains that kernels are parsed.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+
+from pypto.errors import PyptoError
+from pypto.ir.ops.registry import KEYWORD_FORMS, UNIFIED, Kind, OpDef, ParamSpec, lookup, spelled
+
+# how an argument of each kind is written, for the reference's sake
+_KIND_WORDS = {
+    Kind.TILE: "Tile", Kind.TENSOR: "Tensor", Kind.ARRAY: "Array", Kind.LAYOUT: "pl.TensorLayout",
+    Kind.SCALAR: "Scalar", Kind.INDEX_LIST: "list of indices", Kind.SHAPE: "list of static ints",
+    Kind.DTYPE: "pl.DataType", Kind.SPACE: "pl.Mem", Kind.PAD: "pl.PadValue", Kind.ATOMIC: "pl.AtomicType",
+    Kind.BOOL: "bool", Kind.INT: "int", Kind.STR: "str",
+}
+
+
+class _Spelled:
+    """A default shown as kernel source spells it (``pl.Mem.Vec``, ``pl.FP32``)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self) -> str:
+        v = self.value
+        if isinstance(v, enum.Enum) and not repr(v).startswith("pl."):
+            return f"pl.{type(v).__name__}.{v.name}"
+        return repr(v)
+
+
+def _parameter(p: ParamSpec, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) -> inspect.Parameter:
+    default = inspect.Parameter.empty if p.required else _Spelled(p.default)
+    return inspect.Parameter(p.name, kind, default=default, annotation=_KIND_WORDS[p.kind])
+
+
+def signature(*ops: OpDef) -> inspect.Signature:
+    """The parameters of ``ops`` (one op, or a unified name's forms): each name once, in
+    the order the forms give them; a parameter first met after a defaulted one is keyword-only."""
+    seen: dict[str, inspect.Parameter] = {}
+    defaulted = False
+    for op in ops:
+        for p in op.params:
+            if p.name in seen:  # another form's: the kinds it takes joined
+                words = seen[p.name].annotation.split(" | ")
+                if _KIND_WORDS[p.kind] not in words:
+                    seen[p.name] = seen[p.name].replace(annotation=" | ".join((*words, _KIND_WORDS[p.kind])))
+                continue
+            kind = inspect.Parameter.KEYWORD_ONLY if defaulted and p.required else \
+                inspect.Parameter.POSITIONAL_OR_KEYWORD
+            if any(q.kind is inspect.Parameter.KEYWORD_ONLY for q in seen.values()):
+                kind = inspect.Parameter.KEYWORD_ONLY
+            seen[p.name] = _parameter(p, kind)
+            defaulted = defaulted or not p.required
+    return inspect.Signature(list(seen.values()))
+
+
+def rules(op: OpDef) -> list[str]:
+    """What the registry says of an op beyond its parameters, one line each."""
+    out = []
+    for p in op.params:
+        if p.spaces:
+            out.append(f"'{p.name}' must be in {' or '.join(s.name for s in p.spaces)}")
+        if p.optional:
+            out.append(f"'{p.name}' may be None")
+        if p.integer:
+            out.append(f"'{p.name}' is an integer")
+    if op.in_place:
+        out.append("its result may share its first operand's buffer (it updates it in place)")
+    if op.writes_operand:
+        out.append(f"it writes '{op.writes_operand}' (the result is that tensor, updated)")
+    for key, other in KEYWORD_FORMS.get(op.name, ()):
+        out.append(f"with {key}= it is {other}")
+    if op.mnemonic:
+        out.append(f"instruction: {op.mnemonic}")
+    return out
+
+
+def forms(name: str) -> list[tuple[str, OpDef]]:
+    """(how the form is picked, op) for a unified name ``pl.<name>``."""
+    u = UNIFIED[name]
+    if u.only is not None:
+        return [("always", lookup(u.only))]
+    picks = (("Tile operands", u.tile), ("a Tile and a scalar", u.tile_scalar), ("Tensor operands", u.tensor),
+             ("a Tensor and a scalar", u.tensor_scalar))
+    return [(why, lookup(op)) for why, op in picks if op is not None]
+
+
+def _op_doc(op: OpDef, title: str) -> str:
+    lines = [f"{title}{signature(op)}", "", op.doc or "(no description)"]
+    lines += [f"  - {r}" for r in rules(op)]
+    return "\n".join(lines)
+
+
+def unified_doc(name: str) -> str:
+    parts = [f"pl.{name}: one name for the level-specific ops below, picked by the first operand's type.", ""]
+    for why, op in forms(name):
+        parts += [f"With {why}:", _op_doc(op, f"pl.{spelled(op.name)}"), ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def op_doc(op: OpDef) -> str:
+    return _op_doc(op, f"pl.{spelled(op.name)}") + "\n"
+
+
+def stand_in(path: tuple[str, ...]):
+    """The function ``pl.<path>`` is: documented as the op, refusing to run outside a kernel."""
+    dotted = ".".join(path)
+    if len(path) == 1 and path[0] in UNIFIED:
+        ops = [op for _, op in forms(path[0])]
+        doc = unified_doc(path[0])
+    else:
+        op = lookup(dotted)
+        if op is None:  # another spelling of an op (tile.create_tile is tile.create)
+            from pypto.ir.ops.registry import resolve
+
+            op = resolve(dotted)
+        ops, doc = [op], op_doc(op)
+
+    def op(*args, **kwargs):
+        raise PyptoError(
+            f"pl.{dotted} is part of the kernel language and only has meaning inside a "
+            "@pl.jit / @pl.function body, which the compiler parses and never runs",
+            hint="call the kernel instead: kernel(*tensors, config=RunConfig(...))",
+        )
+
+    op.__name__ = path[-1]
+    op.__qualname__ = dotted
+    op.__module__ = "pypto.language" if len(path) == 1 else f"pypto.language.{path[0]}"
+    op.__doc__ = doc
+    op.__signature__ = signature(*ops)
+    op.__pypto_path__ = path
+    return op

@@ -1,0 +1,83 @@
+"""The op table of the docs (``docs/ops.md``), generated from the op registry.
+
+    python -m pypto.tools.op_table            # the table, on stdout
+    python -m pypto.tools.op_table -o FILE    # written to FILE
+    python -m pypto.tools.op_table --check FILE   # exit 1 when FILE is not what the registry gives
+
+One section for the unified ``pl.*`` names (the op each picks for tiles and tensors), one
+per level (``pl.tile``, ``pl.tensor``, ``pl.system``, ``pl.array``) with each op's call
+form, the memory spaces its tile operands must be in, and its description.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pypto.ir.ops.registry import UNIFIED, all_ops, spelled
+from pypto.lang.op_reference import forms, rules, signature
+
+HEADER = """# The op reference
+
+Generated from the op registry by `python -m pypto.tools.op_table -o docs/ops.md`; a test
+keeps it in step. Every op here is also documented where you use it: `help(pl.tile.load)`,
+`inspect.signature(pl.matmul)`.
+"""
+
+
+def _cell(text: str) -> str:
+    """Table-cell text: pipes escaped, on one line."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _call(name: str, op) -> str:
+    params = ", ".join(str(p.replace(annotation=p.empty)) for p in signature(op).parameters.values())
+    return f"`pl.{name}({params})`"
+
+
+def table() -> str:
+    lines = [HEADER, "## Unified names", "", "| name | for tiles | for tensors | description |", "|---|---|---|---|"]
+    for name in sorted(UNIFIED):
+        picked = dict(forms(name))
+        tile = [op for why, op in forms(name) if why.startswith(("Tile", "a Tile", "always"))]
+        tensor = [op for why, op in forms(name) if why.startswith(("Tensor", "a Tensor", "always"))]
+        doc = next(iter(picked.values())).doc
+        lines.append(f"| `pl.{name}` | {', '.join(f'`{spelled(o.name)}`' for o in tile) or '—'} | "
+                     f"{', '.join(f'`{spelled(o.name)}`' for o in tensor) or '—'} | {_cell(doc)} |")
+    ops = all_ops()
+    for level in ("tile", "tensor", "system", "array"):
+        mine = [op for op in ops if op.name.startswith(level + ".")]
+        lines += ["", f"## pl.{level} ({len(mine)} ops)", "", "| op | rules | description |", "|---|---|---|"]
+        for op in mine:
+            lines.append(f"| {_cell(_call(spelled(op.name), op))} | {_cell('; '.join(rules(op)))} | "
+                         f"{_cell(op.doc)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pypto.tools.op_table", description=__doc__.splitlines()[0])
+    parser.add_argument("-o", "--output", type=Path, help="write the table to this file")
+    parser.add_argument("--check", type=Path, help="exit 1 when this file differs from the registry's table")
+    args = parser.parse_args(argv)
+    text = table()
+    if args.check is not None:
+        try:
+            same = args.check.read_text(encoding="utf-8") == text
+        except OSError as exc:
+            print(f"error: {exc.strerror}: {args.check}", file=sys.stderr)
+            return 1
+        if not same:
+            print(f"error: {args.check} is out of date; regenerate it with "
+                  f"python -m pypto.tools.op_table -o {args.check}", file=sys.stderr)
+            return 1
+        return 0
+    if args.output is not None:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
