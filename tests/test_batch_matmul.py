@@ -127,6 +127,24 @@ def test_a_batched_accumulation_and_a_narrowed_result():
     torch.testing.assert_close(lo.double(), (a.double() @ b.double()).bfloat16().double(), rtol=1e-2, atol=1e-2)
 
 
+@pl.jit
+def partial_rows(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """M cut by valid_shape, as pl.matmul allows (K stays whole)."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        left = pl.move(pl.load(a, [0, 0, 0], [2, 16, 32], valid_shape=[2, 10, 32], target_memory=pl.Mem.Mat),
+                       target_memory=pl.Mem.Left)
+        right = pl.move(pl.load(b, [0, 0, 0], [2, 32, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        pl.store(pl.batch_matmul(left, right), [0, 0, 0], out)
+    return out
+
+
+def test_a_partial_m_is_multiplied_as_pl_matmul_does():
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(2, 16, 32, generator=g).half(), torch.randn(2, 32, 16, generator=g).half()
+    (out,) = _both(partial_rows, a, b, outs=[(2, 16, 16)])
+    torch.testing.assert_close(out[:, :10].double(), a[:, :10].double() @ b.double(), rtol=1e-3, atol=1e-3)
+
+
 def _kernel(tmp_path, params: str, body: str):
     import importlib.util
 
@@ -147,7 +165,12 @@ RIGHT = "r = pl.move(pl.load(b, [0, 0, 0], [3, 32, 16], target_memory=pl.Mem.Mat
 
 @pytest.mark.parametrize("body, shapes, match", [
     ("out = pl.assemble(out, pl.matmul(a, b), [0, 0, 0])", [(2, 16, 32), (3, 32, 16), (2, 16, 16)],
-     r"tensor.matmul requires batch axes that broadcast \(equal, or one of them 1\), but got \[2\] and \[3\]"),
+     r"tensor.matmul requires batch axes that broadcast \(equal, or one of them 1\), but got lhs batch \[2\] and "
+     r"rhs batch \[3\][\s\S]*pair up from the right"),
+    ("out = pl.assemble(out, pl.matmul(a, b), [0, 0, 0])", [(2, 0, 32), (32, 16), (2, 0, 16)],
+     r"tensor.matmul requires non-empty operands"),
+    (f"{LEFT}\n{RIGHT}\npl.store(pl.matmul(l, r), [0, 0, 0], out)", [(2, 16, 32), (3, 32, 16), (2, 16, 16)],
+     r"tile.matmul requires 2D lhs and rhs[\s\S]*pl.batch_matmul"),
     ("out = pl.assemble(out, pl.matmul(a, b), [0, 0])", [(32,), (32, 16), (1, 16)],
      r"tensor.matmul requires lhs of at least 2 dimensions"),
     ("out = pl.assemble(out, pl.batch_matmul(a, b), [0, 0, 0])", [(2, 16, 32), (2, 32, 16), (2, 16, 16)],

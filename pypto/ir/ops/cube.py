@@ -33,6 +33,9 @@ def fixpipe_cast(call, source_dtype: DataType) -> bool:
 
 
 def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
+    if max(len(lhs.shape), len(rhs.shape)) > 2:
+        raise fail(op, "2D lhs and rhs", f"{type_name(lhs)} and {type_name(rhs)}",
+                   "for stacks of pages use pl.batch_matmul (pl.tile.batch_matmul_acc to accumulate)")
     _require_2d(op, lhs, "lhs")
     _require_2d(op, rhs, "rhs")
     if (lhs.valid_shape is not None and lhs.valid_shape[1] != Const(lhs.shape[1])) or \
@@ -77,12 +80,13 @@ def batch_shape(op: str, lhs: tuple, rhs: tuple) -> tuple:
     """The batch axes of a batched product, NumPy-style: right-aligned, each pair equal or
     one of them 1."""
     rank = max(len(lhs), len(rhs))
-    lhs, rhs = (1,) * (rank - len(lhs)) + tuple(lhs), (1,) * (rank - len(rhs)) + tuple(rhs)
+    padded = (1,) * (rank - len(lhs)) + tuple(lhs), (1,) * (rank - len(rhs)) + tuple(rhs)
     out = []
-    for axis, (a, b) in enumerate(zip(lhs, rhs)):
+    for a, b in zip(*padded):
         if a != b and 1 not in (a, b):
             raise fail(op, "batch axes that broadcast (equal, or one of them 1)",
-                       f"{fmt_shape(lhs)} and {fmt_shape(rhs)} (axis {axis})")
+                       f"lhs batch {fmt_shape(lhs)} and rhs batch {fmt_shape(rhs)}",
+                       "batch axes pair up from the right, as in torch.matmul")
         out.append(b if a == 1 else a)
     return tuple(out)
 
@@ -92,9 +96,14 @@ def _check_bmm(op: str, lhs: TileType, rhs: TileType) -> tuple:
     for t, what in ((lhs, "lhs"), (rhs, "rhs")):
         if len(t.shape) < 2:
             raise fail(op, f"{what} of at least 2 dimensions", f"{len(t.shape)} dimension(s)")
-        if t.valid_shape is not None and tuple(t.valid_shape) != tuple(Const(s) for s in t.shape):
-            raise fail(op, f"a fully valid {what}", "a partial valid shape", "pl.fillpad it first")
-    page = lambda t: TileType(shape=t.shape[-2:], dtype=t.dtype, space=t.space)  # noqa: E731
+        if t.valid_shape is not None and tuple(t.valid_shape[:-2]) != tuple(Const(s) for s in t.shape[:-2]):
+            raise fail(op, f"fully valid batch axes of {what}", "a partial valid shape",
+                       "load whole pages (valid_shape may cut M or N, as for pl.matmul)")
+
+    def page(t: TileType) -> TileType:  # one page, as tile.matmul would see it
+        valid = None if t.valid_shape is None else tuple(t.valid_shape[-2:])
+        return TileType(shape=t.shape[-2:], dtype=t.dtype, space=t.space, valid_shape=valid)
+
     _check_mm(op, page(lhs), page(rhs))
     return (*batch_shape(op, lhs.shape[:-2], rhs.shape[:-2]), lhs.shape[-2], rhs.shape[-1])
 

@@ -143,6 +143,9 @@ def _matmul(a: OpArgs, soc: SoC) -> TensorType:
         if len(t.shape) < 2:
             raise fail("tensor.matmul", f"{what} of at least 2 dimensions (the leading ones are batch axes)",
                        f"{len(t.shape)} dimension(s)", "reshape a vector to [1, K] or [K, 1]")
+    if any(d == 0 for d in (*lhs.shape, *rhs.shape)):
+        raise fail("tensor.matmul", "non-empty operands", f"{fmt_shape(lhs.shape)} and {fmt_shape(rhs.shape)}",
+                   "skip the matmul where an extent is 0")
     m, k = lhs.shape[:-3:-1] if a["a_trans"] else lhs.shape[-2:]
     k2, n = rhs.shape[:-3:-1] if a["b_trans"] else rhs.shape[-2:]
     if k != k2:
