@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+import attrs
 
 import torch
 
 import pypto.language as pl
+from pypto.ir.levels import PassDumpLevel
 from pypto.runtime import PLATFORMS, RunConfig
 
 NT, TR, TC = 8, 64, 128  # tiles in the loop, tile rows, tile cols
@@ -57,13 +61,20 @@ def main(argv=None) -> int:
     parser.add_argument("--platform", choices=sorted(PLATFORMS), default=RunConfig().platform)
     parser.add_argument("--planner", choices=["PYPTO", "PTOAS"], default="PYPTO")
     parser.add_argument("--show-ir", action="store_true", help="print each kernel's lowered program")
+    parser.add_argument("-o", "--output-dir", type=Path,
+                        help="leave each kernel's build in OUTPUT_DIR/<kernel> (default: build_output/<kernel>_<time>)")
+    parser.add_argument("--trace", action="store_true", help="record the L0 trace of each run (see: pypto trace)")
+    parser.add_argument("--dump", action="store_true", help="write every pass's dump (see: pypto memory-map)")
     args = parser.parse_args(argv)
-    config = RunConfig(platform=args.platform, memory_planner=args.planner)
+    config = RunConfig(platform=args.platform, memory_planner=args.planner, enable_l0_trace=args.trace,
+                       dump_passes=PassDumpLevel.EXPLICIT if args.dump else PassDumpLevel.NONE)
     indices = torch.arange(ROWS * TC, dtype=torch.int64)
     a = (indices % 3 - 1).to(torch.float32).reshape(ROWS, TC)
     cycles = {}
     for kernel in KERNELS:
         out = torch.zeros(ROWS, TC, dtype=torch.float32)
+        if args.output_dir is not None:
+            config = attrs.evolve(config, output_dir=args.output_dir / kernel.__name__)
         compiled = kernel.compile(a, out, config=config)
         report = compiled.run(a, out)
         exact = torch.equal(out, torch.exp(a))
@@ -82,7 +93,15 @@ def main(argv=None) -> int:
     if cycles:
         for name in ("pipelined", "explicit_slots"):
             print(f"{name} takes {cycles[name] / cycles['single_buffer']:.2f} x the cycles of single_buffer")
-    print(f"kernel listings and reports: {compiled.output_dir.parent}/<kernel>_<timestamp>/")
+    if args.output_dir is None:
+        print(f"kernel listings and reports: {compiled.output_dir.parent}/<kernel>_<timestamp>/")
+        return 0
+    print(f"kernel listings and reports: {args.output_dir}/<kernel>/")
+    build = args.output_dir / "pipelined"
+    if args.trace and args.platform != "ref":
+        print(f"  the L0 trace as a page:  pypto trace {build} -o {args.output_dir / 'trace'}")
+    if args.dump:
+        print(f"  the memory map:          pypto memory-map {build} -o {args.output_dir / 'memory_map.html'}")
     return 0
 
 

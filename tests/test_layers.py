@@ -15,7 +15,7 @@ ROOT = pathlib.Path(pypto.__file__).parent
 
 # Each package may import those before it; ``errors`` is the floor under everything.
 ORDER = ("errors", "log", "backend", "ir", "lang", "passes", "codegen", "sim", "chip", "runtime", "language", "tools", "debug", "fuzz",
-         "examples", "demo")
+         "examples", "demo", "cli", "__main__")
 ALSO = {"backend": set()}  # the ground floor imports nothing of ours but errors
 
 

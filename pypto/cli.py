@@ -1,0 +1,106 @@
+"""The ``pypto`` command (also ``python -m pypto``): the demo, the tools, and cleaning up.
+
+    pypto --version
+    pypto demo [--trace] [--dump] [-o DIR] [--platform P] [--planner P] [--show-ir]
+    pypto trace <build dir | OPPROF dir | visualize_data.bin> ... [-o DIR]   (the L0 trace as a page)
+    pypto memory-map <build dir | passes_dump/ | dump.py> [-o FILE]        (the on-chip memory of a dump)
+    pypto swimlane <build dir | dfx_outputs/> [-o DIR]                     (the chip's tasks, core by core)
+    pypto ops [-o FILE | --check FILE]                                     (the op table)
+    pypto clean [DIR] [--keep N] [--dry-run]                               (old builds out of build_output/)
+
+Each subcommand is the module of the same name (``pypto.demo``, ``pypto.tools.*``) with its
+own options (``pypto trace --help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pypto
+
+# subcommand -> the module whose main(argv) it runs
+COMMANDS = {"demo": "pypto.demo", "trace": "pypto.tools.clean_sim_trace", "memory-map": "pypto.tools.memory_map",
+            "swimlane": "pypto.tools.swimlane", "ops": "pypto.tools.op_table"}
+
+# what makes a directory one of our builds (and so safe for ``clean`` to remove)
+BUILD_MARKS = ("compiled_meta.json", "report", "kernels")
+
+
+def default_build_root() -> Path:
+    return Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
+
+
+def builds(root: Path) -> list[Path]:
+    """The builds directly under ``root``, oldest first."""
+    if not root.is_dir():
+        return []
+    found = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink()
+             and any((d / m).exists() for m in BUILD_MARKS)]
+    return sorted(found, key=lambda d: (d.stat().st_mtime, d.name))
+
+
+def clean(argv) -> int:
+    parser = argparse.ArgumentParser(prog="pypto clean", description="remove old builds (directories holding "
+                                     "compiled_meta.json, report/ or kernels/) from a build directory")
+    parser.add_argument("root", nargs="?", type=Path, default=None,
+                        help="the build directory (default: $PYPTO_PROG_BUILD_DIR or ./build_output)")
+    parser.add_argument("--keep", type=int, default=0, metavar="N", help="keep the newest N builds of each kernel")
+    parser.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+    args = parser.parse_args(argv)
+    root = args.root or default_build_root()
+    if args.keep < 0:
+        return _fail("--keep takes a count of 0 or more")
+    if root.exists() and not root.is_dir():
+        return _fail(f"{root} is not a directory")
+    by_kernel: dict[str, list[Path]] = {}
+    for d in builds(root):
+        by_kernel.setdefault(_kernel_of(d.name), []).append(d)
+    doomed = [d for ds in by_kernel.values() for d in ds[:max(0, len(ds) - args.keep)]]
+    for d in doomed:
+        print(("would remove " if args.dry_run else "removed ") + str(d))
+        if not args.dry_run:
+            shutil.rmtree(d)
+    if not args.dry_run and root.is_dir() and not any(root.iterdir()):
+        root.rmdir()
+    print(f"{len(doomed)} build(s) {'to remove' if args.dry_run else 'removed'} from {root}")
+    return 0
+
+
+def _kernel_of(name: str) -> str:
+    """``scale_20261203_101500_2`` -> ``scale``: a build's kernel, its time stamp dropped."""
+    parts = name.split("_")
+    while parts and parts[-1].isdigit():
+        parts.pop()
+    return "_".join(parts) or name
+
+
+def _fail(message: str) -> int:
+    print("error: " + message.replace("\n", "\\n"), file=sys.stderr)
+    return 2
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"pypto {pypto.__version__}")
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "clean":
+        return clean(rest)
+    if command not in COMMANDS:
+        known = ", ".join([*COMMANDS, "clean"])
+        return _fail(f"unknown command {command!r}; the commands are {known} (pypto --help)")
+    module = importlib.import_module(COMMANDS[command])
+    return module.main(rest) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

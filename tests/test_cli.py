@@ -1,0 +1,117 @@
+"""The ``pypto`` command and the package around it: the README's "Seeing it" commands run
+as pasted, ``pypto clean`` removes only builds, a bad command is one line, and a wheel
+built from the tree installs and runs the demo."""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pypto
+from pypto import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _pypto() -> list[str]:
+    found = shutil.which("pypto")
+    return [found] if found else [sys.executable, "-m", "pypto"]
+
+
+def _run(args, cwd, timeout=300):
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_seeing_it_commands_run_as_pasted(tmp_path):
+    section = README.split("## Seeing it", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"```bash\n(.*?)\n```", section, re.S)[0]
+    commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    assert [c.split()[:2] for c in commands] == [["pypto", "demo"], ["pypto", "trace"], ["pypto", "memory-map"],
+                                               ["pypto", "clean"]]
+    for command in commands:
+        args = shlex.split(command)
+        done = _run(_pypto() + args[1:], tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+        if args[1] == "trace":
+            pages = list((tmp_path / "demo-trace").glob("OPPROF_*/trace.clean.html"))
+            assert pages and all(p.stat().st_size > 1000 for p in pages)
+        if args[1] == "memory-map":
+            assert "<html" in (tmp_path / "demo-map.html").read_text()[:500].lower()
+    assert not (tmp_path / "demo-build").exists()  # clean took the builds and the emptied directory
+
+
+def test_version_help_and_a_bad_command(tmp_path):
+    done = _run([sys.executable, "-m", "pypto", "--version"], tmp_path)
+    assert done.stdout.strip() == f"pypto {pypto.__version__}" and done.returncode == 0
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pypto.__version__)
+    assert "pypto clean" in _run([sys.executable, "-m", "pypto", "--help"], tmp_path).stdout
+    done = _run([sys.executable, "-m", "pypto", "sim"], tmp_path)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "unknown command 'sim'" in done.stderr and "memory-map" in done.stderr
+
+
+def _build(root: Path, name: str, mark: str = "compiled_meta.json", age: int = 0) -> Path:
+    d = root / name
+    (d / "report").mkdir(parents=True) if mark == "report" else d.mkdir(parents=True)
+    if mark != "report":
+        (d / mark).write_text("{}")
+    os.utime(d, (1_700_000_000 + age, 1_700_000_000 + age))
+    return d
+
+
+def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys):
+    root = tmp_path / "build_output"
+    old = _build(root, "scale_20261201_100000", age=0)
+    new = _build(root, "scale_20261201_110000", mark="report", age=10)
+    other = _build(root, "add_20261201_090000", age=5)
+    mine = root / "notes"  # not a build: no marks
+    mine.mkdir()
+    (mine / "keep.txt").write_text("x")
+    assert cli.main(["clean", str(root), "--keep", "1", "--dry-run"]) == 0
+    assert old.exists()
+    assert cli.main(["clean", str(root), "--keep", "1"]) == 0
+    assert not old.exists() and new.exists() and other.exists() and (mine / "keep.txt").exists()
+    assert cli.main(["clean", str(root)]) == 0
+    assert not new.exists() and not other.exists() and root.exists()  # notes/ keeps the root
+    out = capsys.readouterr().out
+    assert f"removed {old}" in out and "2 build(s) removed" in out
+    assert cli.main(["clean", str(mine / "keep.txt")]) == 2
+    assert cli.main(["clean", str(tmp_path / "absent")]) == 0
+
+
+def test_kernel_names_drop_their_time_stamps():
+    assert cli._kernel_of("scale_20261203_101500") == "scale"
+    assert cli._kernel_of("my_kernel_20261203_101500_2") == "my_kernel"
+    assert cli._kernel_of("pipelined") == "pipelined"
+
+
+def test_fuzz_names_the_extra_it_needs(tmp_path):
+    code = ("import sys; sys.modules['hypothesis'] = None\n"
+            "try:\n    import pypto.fuzz\nexcept ImportError as e:\n    print(e)\n")
+    done = _run([sys.executable, "-c", code], tmp_path)
+    assert "pip install 'pypto[fuzz]'" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("pip") is None and not shutil.which("pip3"), reason="no pip")
+def test_a_wheel_installs_and_runs_the_demo(tmp_path):
+    done = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                 str(tmp_path / "dist"), str(ROOT)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (tmp_path / "dist").glob("pypto-*.whl")
+    assert wheel.name.startswith(f"pypto-{pypto.__version__}-")
+    venv = tmp_path / "venv"
+    assert _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], tmp_path).returncode == 0
+    python = venv / "bin" / "python"
+    done = _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    where = _run([str(python), "-c", "import pypto; print(pypto.__file__)"], tmp_path).stdout.strip()
+    assert where.startswith(str(venv)), where  # the wheel's copy, not the tree's
+    done = _run([str(venv / "bin" / "pypto"), "demo", "--platform", "ref"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("bit for bit: True") == 3
