@@ -41,6 +41,7 @@ def test_the_seeing_it_commands_run_as_pasted(tmp_path):
         if args[1] == "trace":
             pages = list((tmp_path / "demo-trace").glob("OPPROF_*/trace.clean.html"))
             assert pages and all(p.stat().st_size > 1000 for p in pages)
+            assert "without an arrow" in done.stdout and "priming and draining" in done.stdout
         if args[1] == "memory-map":
             assert "<html" in (tmp_path / "demo-map.html").read_text()[:500].lower()
     assert not (tmp_path / "demo-build").exists()  # clean took the builds and the emptied directory

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 from pathlib import Path
 
 import attrs
@@ -140,6 +141,9 @@ class CompiledProgram:
         # unlocated: @located puts the user's call on it, finding the caller only on error
         check_call(self.name, tuple(attrs.evolve(p, name=x) for p, x in zip(self.params, names)), args, None)
         on_launch = self._write_l0_trace if run_config.enable_l0_trace and self.output_dir is not None else None
+        if run_config.enable_l0_trace and run_config.platform == "ref":
+            logger.warning("[l0_trace] enable_l0_trace: the ref platform interprets the IR and issues no "
+                           "instructions, so it writes no L0 trace; run on platform='a2a3sim' for one")
         dfx = self.output_dir / "dfx_outputs" if self.output_dir is not None else None
         values, report = execute(self.lowered, self.entry, args, run_config, self.kernels, on_launch, dfx)
         report.outputs = values
@@ -284,6 +288,10 @@ def _output_dir(config: RunConfig, name: str) -> Path:
         if chosen is not None:  # the user's choice, exactly (two builds there share it)
             path = chosen
             path.mkdir(parents=True, exist_ok=True)
+            # this build's pass dumps, or none: an earlier build's would read as this one's
+            stale = path / "passes_dump"
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale)
         else:
             path = fresh_dir(Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output") / f"{name}_{_stamp()}")
         (path / "report").mkdir(exist_ok=True)

@@ -66,7 +66,7 @@ class TraceEvent:
     flag: tuple = ()  # (src core, src pipe, dst core, dst pipe, event) of a flag
 
 
-@attrs.define
+@attrs.define(repr=False)
 class RunReport:
     cycles: int = 0  # simulated cycles, all launches
     # core -> pipe -> cycles the pipe was occupied. A transfer holds its pipe for its bytes;
@@ -85,6 +85,15 @@ class RunReport:
     tasks: list = attrs.Factory(list)  # on the chip: each task as it ran (``pypto.chip.orchestrator.TaskRecord``)
     dfx_files: list = attrs.Factory(list)  # the chip's artifacts written (dfx_outputs/)
     _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
+
+    def __repr__(self) -> str:
+        """A line, not the timelines: what a run measured."""
+        busy = ", ".join(f"{core} {' '.join(f'{p}={c}' for p, c in sorted(pipes.items()))}"
+                         for core, pipes in sorted(self.pipe_cycles.items()))
+        extra = f", tasks={len(self.tasks)}" if self.tasks else ""
+        return (f"RunReport(cycles={self.cycles}, instructions={self.instructions}, "
+                f"sync_instructions={self.sync_instructions}, launches={self.launches}{extra}, "
+                f"busy=[{busy}], wall_seconds={self.wall_seconds:.3f})")
 
     @property
     def events(self) -> list:

@@ -436,7 +436,9 @@ def write(bin_path: Path, out_dir: Path, prepared: tuple, copy_raw: bool) -> Non
                 shutil.copy2(item, raw / item.name)
     if not stats["slices"]:
         print(f"warning: {bin_path}: the trace holds no instruction slices; the timeline is empty", file=sys.stderr)
-    skipped = f", {stats['unanchored']} flag(s) with no instruction to anchor" if stats["unanchored"] else ""
+    # a loop's priming set_flags and draining wait_flags have no instruction on one side: no arrow, nothing lost
+    skipped = (f", {stats['unanchored']} flag(s) without an arrow: set before their pipe's first instruction or "
+               "waited after its last (a loop's priming and draining flags)") if stats["unanchored"] else ""
     print(f"wrote {out_dir / 'trace.clean.json'} ({stats['slices']} slices, {stats['flows']} flows{skipped})")
 
 
