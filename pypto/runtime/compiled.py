@@ -305,21 +305,24 @@ def _output_dir(config: RunConfig, name: str) -> Path:
 
 def report(compiled: CompiledProgram) -> None:
     """Perf hints into report/perf_hints.log (empty when there are none) with one summary
-    line in the log, or, with no output directory, each hint there (``pypto.log``: at INFO,
-    the default; WARN and above keep it quiet)."""
+    line in the log; with no output directory the same line, each hint at DEBUG
+    (``pypto.log``: INFO is the default; WARN and above keep it quiet)."""
     hints = compiled.perf_hints
     if compiled.output_dir is not None:  # an empty log says the build had no hints
         (compiled.output_dir / "report" / "perf_hints.log").touch()
     if not hints:
         return
-    if compiled.output_dir is None:
+    sites = len({str(d.span) for d in hints if d.span is not None})
+    where = f" across {sites} site{'s' if sites != 1 else ''}" if sites else ""
+    summary = f"[perf_hint] {len(hints)} hint{'s' if len(hints) != 1 else ''}{where}"
+    if compiled.output_dir is None:  # one line, as a build's; each hint at DEBUG
         for d in hints:
-            logger.info(d.line())
+            logger.debug(d.line())
+        logger.info(f"{summary}; each with PYPTO_LOG_LEVEL=DEBUG, or in report/perf_hints.log of a build "
+                    "(RunConfig(output_dir=...) or kernel.compile(...))")
         return
     log = compiled.output_dir / "report" / "perf_hints.log"
     with log.open("a") as f:
         for d in hints:
             f.write(d.line() + "\n")
-    sites = len({str(d.span) for d in hints if d.span is not None})
-    where = f" across {sites} site{'s' if sites != 1 else ''}" if sites else ""
-    logger.info(f"[perf_hint] {len(hints)} hint{'s' if len(hints) != 1 else ''}{where}; see {log}")
+    logger.info(f"{summary}; see {log}")
