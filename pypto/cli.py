@@ -4,7 +4,7 @@
     pypto demo [--trace] [--dump] [-o DIR] [--platform P] [--planner P] [--show-ir]
     pypto trace <build dir | OPPROF dir | visualize_data.bin> ... [-o DIR]   (the L0 trace as a page)
     pypto memory-map <build dir | passes_dump/ | dump.py> [-o FILE]        (the on-chip memory of a dump)
-    pypto swimlane <build dir | dfx_outputs/> [-o DIR]                     (the chip's tasks, core by core)
+    pypto swimlane <build dir | dfx_outputs/> -o DIR                       (the chip's tasks, core by core)
     pypto ops [-o FILE | --check FILE]                                     (the op table)
     pypto clean [DIR] [--keep N] [--dry-run]                               (old builds out of build_output/)
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -27,8 +28,10 @@ import pypto
 COMMANDS = {"demo": "pypto.demo", "trace": "pypto.tools.clean_sim_trace", "memory-map": "pypto.tools.memory_map",
             "swimlane": "pypto.tools.swimlane", "ops": "pypto.tools.op_table"}
 
-# what makes a directory one of our builds (and so safe for ``clean`` to remove)
-BUILD_MARKS = ("compiled_meta.json", "report", "kernels")
+# what makes a directory one of our builds (and so safe for ``clean`` to remove): the file
+# every build writes
+BUILD_MARK = "compiled_meta.json"
+STAMP = re.compile(r"_\d{8}_\d{6}(?:_\d+)?$")  # <kernel>_<YYYYMMDD>_<HHMMSS>[_k]
 
 
 def default_build_root() -> Path:
@@ -39,14 +42,13 @@ def builds(root: Path) -> list[Path]:
     """The builds directly under ``root``, oldest first."""
     if not root.is_dir():
         return []
-    found = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink()
-             and any((d / m).exists() for m in BUILD_MARKS)]
+    found = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink() and (d / BUILD_MARK).is_file()]
     return sorted(found, key=lambda d: (d.stat().st_mtime, d.name))
 
 
 def clean(argv) -> int:
     parser = argparse.ArgumentParser(prog="pypto clean", description="remove old builds (directories holding "
-                                     "compiled_meta.json, report/ or kernels/) from a build directory")
+                                     "compiled_meta.json) from a build directory")
     parser.add_argument("root", nargs="?", type=Path, default=None,
                         help="the build directory (default: $PYPTO_PROG_BUILD_DIR or ./build_output)")
     parser.add_argument("--keep", type=int, default=0, metavar="N", help="keep the newest N builds of each kernel")
@@ -58,25 +60,27 @@ def clean(argv) -> int:
     if root.exists() and not root.is_dir():
         return _fail(f"{root} is not a directory")
     by_kernel: dict[str, list[Path]] = {}
-    for d in builds(root):
-        by_kernel.setdefault(_kernel_of(d.name), []).append(d)
-    doomed = [d for ds in by_kernel.values() for d in ds[:max(0, len(ds) - args.keep)]]
-    for d in doomed:
-        print(("would remove " if args.dry_run else "removed ") + str(d))
-        if not args.dry_run:
-            shutil.rmtree(d)
-    if not args.dry_run and root.is_dir() and not any(root.iterdir()):
-        root.rmdir()
+    try:
+        for d in builds(root):
+            by_kernel.setdefault(_kernel_of(d.name), []).append(d)
+        doomed = [d for ds in by_kernel.values() for d in ds[:max(0, len(ds) - args.keep)]]
+        for d in doomed:
+            print(("would remove " if args.dry_run else "removed ") + str(d))
+            if not args.dry_run:
+                shutil.rmtree(d)
+        # a build directory this emptied goes too (never the current one, never one it found empty)
+        if doomed and not args.dry_run and not root.is_symlink() and root.resolve() != Path.cwd().resolve() \
+                and not any(root.iterdir()):
+            root.rmdir()
+    except OSError as exc:
+        return _fail(f"{exc.strerror or exc}: {exc.filename or root}")
     print(f"{len(doomed)} build(s) {'to remove' if args.dry_run else 'removed'} from {root}")
     return 0
 
 
 def _kernel_of(name: str) -> str:
-    """``scale_20261203_101500_2`` -> ``scale``: a build's kernel, its time stamp dropped."""
-    parts = name.split("_")
-    while parts and parts[-1].isdigit():
-        parts.pop()
-    return "_".join(parts) or name
+    """``layer_1_20261203_101500_2`` -> ``layer_1``: a build's kernel, its time stamp dropped."""
+    return STAMP.sub("", name) or name
 
 
 def _fail(message: str) -> int:

@@ -17,6 +17,7 @@ import attrs
 import torch
 
 import pypto.language as pl
+from pypto.errors import PyptoError
 from pypto.ir.levels import PassDumpLevel
 from pypto.runtime import PLATFORMS, RunConfig
 
@@ -66,6 +67,14 @@ def main(argv=None) -> int:
     parser.add_argument("--trace", action="store_true", help="record the L0 trace of each run (see: pypto trace)")
     parser.add_argument("--dump", action="store_true", help="write every pass's dump (see: pypto memory-map)")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except PyptoError as exc:  # an output directory it cannot write, say: one line
+        print("error: " + exc.message.replace("\n", "\\n"), file=sys.stderr)
+        return 1
+
+
+def _run(args) -> int:
     config = RunConfig(platform=args.platform, memory_planner=args.planner, enable_l0_trace=args.trace,
                        dump_passes=PassDumpLevel.EXPLICIT if args.dump else PassDumpLevel.NONE)
     indices = torch.arange(ROWS * TC, dtype=torch.int64)
@@ -100,7 +109,7 @@ def main(argv=None) -> int:
     build = args.output_dir / "pipelined"
     if args.trace and args.platform != "ref":
         print(f"  the L0 trace as a page:  pypto trace {build} -o {args.output_dir / 'trace'}")
-    if args.dump:
+    if args.dump and args.planner == "PYPTO":  # PTOAS dumps carry no offsets to draw
         print(f"  the memory map:          pypto memory-map {build} -o {args.output_dir / 'memory_map.html'}")
     return 0
 

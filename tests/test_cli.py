@@ -57,11 +57,10 @@ def test_version_help_and_a_bad_command(tmp_path):
     assert "unknown command 'sim'" in done.stderr and "memory-map" in done.stderr
 
 
-def _build(root: Path, name: str, mark: str = "compiled_meta.json", age: int = 0) -> Path:
+def _build(root: Path, name: str, age: int = 0) -> Path:
     d = root / name
-    (d / "report").mkdir(parents=True) if mark == "report" else d.mkdir(parents=True)
-    if mark != "report":
-        (d / mark).write_text("{}")
+    (d / "report").mkdir(parents=True)
+    (d / "compiled_meta.json").write_text("{}")
     os.utime(d, (1_700_000_000 + age, 1_700_000_000 + age))
     return d
 
@@ -69,10 +68,11 @@ def _build(root: Path, name: str, mark: str = "compiled_meta.json", age: int = 0
 def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys):
     root = tmp_path / "build_output"
     old = _build(root, "scale_20261201_100000", age=0)
-    new = _build(root, "scale_20261201_110000", mark="report", age=10)
+    new = _build(root, "scale_20261201_110000", age=10)
     other = _build(root, "add_20261201_090000", age=5)
-    mine = root / "notes"  # not a build: no marks
-    mine.mkdir()
+    mine = root / "notes"  # not a build: no compiled_meta.json (a report/ or kernels/ of the user's own)
+    (mine / "report").mkdir(parents=True)
+    (mine / "kernels").write_text("x")
     (mine / "keep.txt").write_text("x")
     assert cli.main(["clean", str(root), "--keep", "1", "--dry-run"]) == 0
     assert old.exists()
@@ -84,12 +84,22 @@ def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys):
     assert f"removed {old}" in out and "2 build(s) removed" in out
     assert cli.main(["clean", str(mine / "keep.txt")]) == 2
     assert cli.main(["clean", str(tmp_path / "absent")]) == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["clean", str(empty)]) == 0 and empty.is_dir()  # not emptied by clean: kept
+
+
+def test_a_demo_into_a_file_is_one_line(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    done = _run(_pypto() + ["demo", "--platform", "ref", "-o", "afile"], tmp_path)
+    assert done.returncode == 1 and done.stderr.startswith("error: ") and "Traceback" not in done.stderr
 
 
 def test_kernel_names_drop_their_time_stamps():
     assert cli._kernel_of("scale_20261203_101500") == "scale"
     assert cli._kernel_of("my_kernel_20261203_101500_2") == "my_kernel"
     assert cli._kernel_of("pipelined") == "pipelined"
+    assert cli._kernel_of("layer_1_20261203_101500") == "layer_1" != cli._kernel_of("layer_20261203_101500")
 
 
 def test_fuzz_names_the_extra_it_needs(tmp_path):
@@ -100,7 +110,8 @@ def test_fuzz_names_the_extra_it_needs(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("pip") is None and not shutil.which("pip3"), reason="no pip")
-def test_a_wheel_installs_and_runs_the_demo(tmp_path):
+def test_a_wheel_installs_and_runs_the_demo(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # the venv's own copy, not a tree's
     done = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                  str(tmp_path / "dist"), str(ROOT)], tmp_path)
     assert done.returncode == 0, done.stderr

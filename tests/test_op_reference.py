@@ -46,10 +46,15 @@ def test_a_unified_name_documents_each_form_it_picks():
     assert repr(inspect.signature(pl.load).parameters["target_memory"].default) == "pl.Mem.Vec"
     assert "'lhs' must be in Left" in pl.tile.matmul.__doc__ and "MMAD" in pl.tile.matmul.__doc__
     assert set(UNIFIED) <= set(dir(pl))
+    exp = inspect.signature(pl.exp)  # the forms name their operand tile / x: positional, one of them
+    assert [p.kind for p in exp.parameters.values()] == [inspect.Parameter.POSITIONAL_ONLY]
+    exp.bind(object())
+    inspect.signature(pl.cast).bind(object(), pl.FP16)
 
 
 def test_namespaces_list_their_ops_and_names_still_refuse_to_run():
-    assert {"load", "and_", "batch_matmul"} <= set(dir(pl.tile))
+    assert {"load", "and_", "batch_matmul", "MaskPattern", "create_tile", "min"} <= set(dir(pl.tile))
+    assert {"dim", "create_tensor"} <= set(dir(pl.tensor)) and "tpush_to_aic" in dir(pl.system)
     assert "matmul" in dir(pl.tensor)
     with pytest.raises(PyptoError, match=r"pl.tile.load is part of the kernel language"):
         pl.tile.load(None, [0], [1])

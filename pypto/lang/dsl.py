@@ -51,10 +51,12 @@ class OpNamespace(DslName):
         return DslName(level, name)
 
     def __dir__(self):
-        from pypto.ir.ops.registry import all_ops, spelled
+        from pypto.ir.ops.registry import ALIASES, all_ops, spelled
+        from pypto.lang.names import _NAMESPACED_BUILTINS, NAMESPACED_ENUMS
 
         level = self.__pypto_path__[0]
-        return sorted(spelled(op.name).split(".", 1)[1] for op in all_ops() if op.name.startswith(level + "."))
+        names = [*(op.name for op in all_ops()), *ALIASES, *_NAMESPACED_BUILTINS, *NAMESPACED_ENUMS]
+        return sorted({spelled(x).split(".", 1)[1] for x in names if x.startswith(level + ".")})
 
 
 class _Marker:

@@ -43,12 +43,24 @@ def _parameter(p: ParamSpec, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) -> in
 
 
 def signature(*ops: OpDef) -> inspect.Signature:
-    """The parameters of ``ops`` (one op, or a unified name's forms): each name once, in
-    the order the forms give them; a parameter first met after a defaulted one is keyword-only."""
+    """The parameters of ``ops`` (one op, or a unified name's forms). The leading operands
+    the forms name differently (``tile`` / ``x``) are positional-only, under the first
+    form's name; the rest once each, in the order the forms give them, a parameter first
+    met after a defaulted one keyword-only."""
+    lists = [op.params for op in ops]
+    prefix = 0
+    for k in range(min(len(ps) for ps in lists)):
+        if not all(ps[k].required for ps in lists):
+            break
+        if len({ps[k].name for ps in lists}) > 1:
+            prefix = k + 1
     seen: dict[str, inspect.Parameter] = {}
+    for k in range(prefix):
+        words = " | ".join(dict.fromkeys(_KIND_WORDS[ps[k].kind] for ps in lists))
+        seen[lists[0][k].name] = _parameter(lists[0][k], inspect.Parameter.POSITIONAL_ONLY).replace(annotation=words)
     defaulted = False
-    for op in ops:
-        for p in op.params:
+    for ps in lists:
+        for p in ps[prefix:]:
             if p.name in seen:  # another form's: the kinds it takes joined
                 words = seen[p.name].annotation.split(" | ")
                 if _KIND_WORDS[p.kind] not in words:

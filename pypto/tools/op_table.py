@@ -32,8 +32,9 @@ def _cell(text: str) -> str:
 
 
 def _call(name: str, op) -> str:
-    params = ", ".join(str(p.replace(annotation=p.empty)) for p in signature(op).parameters.values())
-    return f"`pl.{name}({params})`"
+    sig = signature(op)
+    bare = sig.replace(parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()])
+    return f"`pl.{name}{bare}`"
 
 
 def table() -> str:
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
     text = table()
     if args.check is not None:
         try:
-            same = args.check.read_text(encoding="utf-8") == text
+            same = args.check.read_bytes().decode("utf-8", errors="replace") == text
         except OSError as exc:
             print(f"error: {exc.strerror}: {args.check}", file=sys.stderr)
             return 1
@@ -73,7 +74,11 @@ def main(argv=None) -> int:
             return 1
         return 0
     if args.output is not None:
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"error: {exc.strerror}: {args.output}", file=sys.stderr)
+            return 1
     else:
         sys.stdout.write(text)
     return 0
