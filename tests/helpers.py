@@ -114,6 +114,16 @@ def load_kernel(path, name: str = "k"):
     return runpy.run_path(str(path))[name]
 
 
+def scope_kernel(tmp_path, body: str, params: str = "x: pl.Tensor, out: pl.Out[pl.Tensor]"):
+    """``k(params)``: a @pl.jit kernel whose one pl.at scope runs the lines of ``body`` and
+    returns ``out``, written to tmp_path/k.py (so its errors name that file)."""
+    src = tmp_path / "k.py"
+    src.write_text("import pypto.language as pl\n\n@pl.jit\ndef k(" + params + "):\n"
+                   "    with pl.at(level=pl.Level.CORE_GROUP):\n" + "".join(f"        {s}\n" for s in body.split("\n"))
+                   + "    return out\n")
+    return load_kernel(src)
+
+
 def assert_cross_core_flows(trace_dir, out) -> None:
     """``clean_sim_trace`` of a split cluster's L0 trace (written to ``out``) shows its three
     cores, flow arrows from the cube to each vector core, and at least one back."""

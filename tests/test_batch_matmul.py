@@ -14,6 +14,8 @@ import pypto.language as pl
 from pypto.errors import PyptoError
 from pypto.runtime import RunConfig
 
+from helpers import scope_kernel
+
 PLATFORMS = ("ref", "a2a3sim")
 
 
@@ -145,19 +147,6 @@ def test_a_partial_m_is_multiplied_as_pl_matmul_does():
     torch.testing.assert_close(out[:, :10].double(), a[:, :10].double() @ b.double(), rtol=1e-3, atol=1e-3)
 
 
-def _kernel(tmp_path, params: str, body: str):
-    import importlib.util
-
-    src = tmp_path / "k.py"
-    src.write_text("import pypto.language as pl\n\n@pl.jit\ndef k(" + params + "):\n"
-                   "    with pl.at(level=pl.Level.CORE_GROUP):\n" + "".join(f"        {s}\n" for s in body.split("\n"))
-                   + "    return out\n")
-    spec = importlib.util.spec_from_file_location("k_batch_matmul", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.k
-
-
 P3 = "a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]"
 LEFT = "l = pl.move(pl.load(a, [0, 0, 0], [2, 16, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)"
 RIGHT = "r = pl.move(pl.load(b, [0, 0, 0], [3, 32, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)"
@@ -182,7 +171,7 @@ RIGHT = "r = pl.move(pl.load(b, [0, 0, 0], [3, 32, 16], target_memory=pl.Mem.Mat
      [(2, 16, 32), (2, 32, 16), (2, 16, 16)], r"batch_matmul_acc requires an accumulator of shape \[2, 16, 16\]"),
 ])
 def test_refusals_name_the_line(tmp_path, body, shapes, match):
-    k = _kernel(tmp_path, P3, body)
+    k = scope_kernel(tmp_path, body, P3)
     args = [torch.zeros(s).half() for s in shapes[:2]] + [torch.zeros(shapes[2])]
     with pytest.raises(PyptoError, match=match) as info:
         k(*args)

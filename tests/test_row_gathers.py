@@ -14,6 +14,8 @@ import pypto.language as pl
 from pypto.errors import PyptoError
 from pypto.runtime import RunConfig
 
+from helpers import scope_kernel
+
 PLATFORMS = ("ref", "a2a3sim")
 BLOCK = 8
 
@@ -103,19 +105,6 @@ def test_a_row_past_the_pool_is_located(platform):
     assert f":{start + next(k for k, line in enumerate(lines) if 'MARK-row' in line)}:" in str(info.value)
 
 
-def _kernel(tmp_path, body: str):
-    import importlib.util
-
-    src = tmp_path / "k.py"
-    src.write_text("import pypto.language as pl\n\n@pl.jit\ndef k(x: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
-                   "    with pl.at(level=pl.Level.CORE_GROUP):\n" + "".join(f"        {s}\n" for s in body.split("\n"))
-                   + "    return out\n")
-    spec = importlib.util.spec_from_file_location("k_row_gathers", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.k
-
-
 @pytest.mark.parametrize("line, match", [
     ("t = pl.gather_row(pl.tile.create([8, 32], dtype=pl.FP16), x, [0, 0], [0, 0], [1, 32])", "dst of src's dtype"),
     ("t = pl.gather_row(pl.tile.create([32, 8], dtype=pl.FP32), x, [0, 0], [0, 0], [1, 32], transpose=True)",
@@ -126,14 +115,14 @@ def _kernel(tmp_path, body: str):
      "extent 64 on axis 1 exceeds the tensor's 32"),
 ])
 def test_gather_row_refusals_name_the_line(line, match, tmp_path):
-    k = _kernel(tmp_path, line + "\npl.store(t, [0, 0], out)")
+    k = scope_kernel(tmp_path, line + "\npl.store(t, [0, 0], out)")
     with pytest.raises(PyptoError, match=match) as info:
         k(torch.zeros(8, 32), torch.zeros(8, 32))
     assert "k.py:6:" in str(info.value)
 
 
 def test_a_mat_tile_read_again_after_a_gather_row_is_refused(tmp_path):
-    k = _kernel(tmp_path, "m = pl.tile.create([32, 32], dtype=pl.FP32, target_memory=pl.Mem.Mat)\n"
+    k = scope_kernel(tmp_path, "m = pl.tile.create([32, 32], dtype=pl.FP32, target_memory=pl.Mem.Mat)\n"
                           "u = pl.gather_row(m, x, [0, 0], [0, 0], [1, 32], transpose=True)\n"
                           "a = pl.matmul(pl.move(u, target_memory=pl.Mem.Left), pl.move(m, target_memory=pl.Mem.Right))\n"
                           "pl.store(a, [0, 0], out)")

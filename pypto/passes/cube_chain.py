@@ -50,21 +50,20 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
               and pages * (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity)
     fresh, onto = ("tile.batch_matmul", "tile.batch_matmul_acc") if batch else ("tile.matmul", "tile.matmul_acc")
 
+    (la, lo, lr), (ra, ro, rr) = lhs, rhs
+    # the page(s) each operand's batch axes give, the same for every K slice
+    a_pages, b_pages = (tuple((plus(o, b0), e) for o, (b0, e) in zip(offs, batch_window(tuple(batch), shape[:-2])))
+                        for offs, shape in ((lo, lt.shape), (ro, rt.shape)))
+
     def operands(kk, kb=kb):
         """The K slice at ``kk`` (``kb`` long) of both operands, as windows of their GM
         (transposed on the way into Mat where the matmul transposes them)."""
-        (la, lo, lr), (ra, ro, rr) = lhs, rhs
-
-        def batch_of(offsets, shape):
-            return tuple((plus(o, b0), e) for o, (b0, e) in zip(offsets, batch_window(tuple(batch), shape[:-2])))
-
         a_win = ((plus(lo[-2], kk), kb), (plus(lo[-1], m0), mb)) if a_trans else \
             ((plus(lo[-2], m0), mb), (plus(lo[-1], kk), kb))
         b_win = ((plus(ro[-2], n0), nb), (plus(ro[-1], kk), kb)) if b_trans else \
             ((plus(ro[-2], kk), kb), (plus(ro[-1], n0), nb))
-        a_win, b_win = batch_of(lo, lt.shape) + a_win, batch_of(ro, rt.shape) + b_win
-        a = em.load(la, a_win, lr or d.stmt, args["lhs"].name, None, a_trans)
-        b = em.load(ra, b_win, rr or d.stmt, args["rhs"].name, None, b_trans)
+        a = em.load(la, a_pages + a_win, lr or d.stmt, args["lhs"].name, None, a_trans)
+        b = em.load(ra, b_pages + b_win, rr or d.stmt, args["rhs"].name, None, b_trans)
         return {"lhs": a, "rhs": b}
 
     deps = region_vars(region) | set().union(*(n.expr_vars(o) for _, offs, _ in (lhs, rhs) for o in offs))

@@ -285,6 +285,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) ->
 def batch_matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
     """``matmul`` page by page over the trailing two axes, the leading (batch) axes
     broadcasting NumPy-style."""
+    if a.dim() == b.dim() == 2:
+        return matmul(a, b, acc)
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
     b = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
