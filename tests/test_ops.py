@@ -386,6 +386,15 @@ CASES += [
     case("tile.gather_row", lambda b, a, c: b.op("tile.gather_row", b.op("tile.load", a, [0, 0], [R, C]), c,
                                                  [2, 0], [5, 0], [3, C]),
          lambda x, y: torch.cat([x[:2], y[5:8], x[5:]])),
+    case("tensor.gather_row", lambda b, a, c: b.op("tensor.gather_row", b.op("tensor.create_l1", [R, C], D.FP32), a,
+                                                   [2, 0], [5, 0], [3, C]),
+         lambda x, y: torch.cat([torch.zeros(2, C), x[5:8], torch.zeros(3, C)])),
+    # the index row doubles as the block table: logical i -> page c[i // 2] * 2 + i % 2
+    *[case(f"tensor.paged_gather_{space.name}", lambda b, a, c, space=space: b.op(
+        "tensor.paged_gather", a, c, c, 2, C - 4, R, space, 3), lambda x, y: x[[int(y[0, i // 2]) * 2 + i % 2
+                                                                                for i in y[0].tolist()], 3:C - 1],
+        inputs=(X, torch.tensor([[1, 0, 3, 2, 2, 0, 1, 3]], dtype=torch.int32)), out_shape=(R, C - 4))
+      for space in (M.Mat, M.Vec)],
     case("tensor.expand_clone", lambda b, a, c: b.op("tensor.expand_clone", b.op("tensor.slice", a, [1, C], [3, 0]), c),
          lambda x, y: x[3:4].expand(R, C)),
     case("tensor.gather", lambda b, a, c: b.op("tensor.gather", a, -1, c), lambda x, y: x.gather(1, y.long()),

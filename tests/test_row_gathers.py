@@ -110,7 +110,7 @@ def test_a_row_past_the_pool_is_located(platform):
     ("t = pl.gather_row(pl.tile.create([32, 8], dtype=pl.FP32), x, [0, 0], [0, 0], [1, 32], transpose=True)",
      "a Mat dst for transpose=True"),
     ("t = pl.gather_row(pl.tile.create([8, 32], dtype=pl.FP32), x, [8, 0], [0, 0], [1, 32])",
-     r"a dst window inside the tile's \[8, 32\]"),
+     r"a dst window inside its \[8, 32\]"),
     ("t = pl.gather_row(pl.tile.create([8, 32], dtype=pl.FP32), x, [0, 0], [0, 0], [1, 64])",
      "extent 64 on axis 1 exceeds the tensor's 32"),
 ])

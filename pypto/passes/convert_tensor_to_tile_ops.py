@@ -34,16 +34,21 @@ from pypto.passes.sink_plan import emit_sink, plan_sink
 from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.tile_emitter import Emitter
 from pypto.passes.expand_clones import expand_clones
+from pypto.passes.expand_l1 import expand_l1
+from pypto.passes.return_outputs import return_outputs
 from pypto.backend import MemorySpace as M
 
 def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResult:
+    kernels = {fn.name for fn in program.functions
+               if fn.type.may_be_incore and any(_tensor_call(s) for s in n.walk_stmts(fn.body))}
+    program = return_outputs(program, kernels)
     out = []
     for fn in program.functions:
-        if fn.type.may_be_incore and any(_tensor_call(s) for s in n.walk_stmts(fn.body)):
-            fn = expand_clones(fn)
+        if fn.name in kernels:
+            fn, held = expand_l1(expand_clones(fn), ctx.soc)
             ring = ring_reserve(fn.body)
             try:
-                fn = _Converter(fn, ctx).run()
+                fn = _Converter(fn, ctx, held).run()
             except MemorySpaceError as err:
                 if not ring or getattr(err, "need", None) is None:
                     raise
@@ -67,7 +72,7 @@ class _Converter:
     """Walks the statements in order: sinks are emitted where they are, computed values
     where they are read; loops and ifs that store keep their place."""
 
-    def __init__(self, fn: n.Function, ctx: PassContext):
+    def __init__(self, fn: n.Function, ctx: PassContext, held: int = 0):
         self.fn = fn
         self.g = TensorGraph(fn)
         types = n.symbols(fn)
@@ -80,7 +85,7 @@ class _Converter:
                     freed.update(x for inner in n.walk_stmts(block) for x in n.bound_names(inner))
         self.mat: dict[str, n.Var] = {}
         self.em = Emitter(self.g, ctx.soc, types, set(types) - freed, self.mat)
-        self.em.reserved = ring_reserve(fn.body)
+        self.em.reserved = ring_reserve(fn.body) + held  # and the Vec a held tensor takes
         # per storing loop or if being walked: which of the values it carries are tiles
         self.carrying: list[tuple[bool, ...]] = []
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup, op_call
-from pypto.ir.types import INDEX
+from pypto.ir.types import INDEX, TileType
 from pypto.passes.regions import batch_window, block_sizes, plus, region_vars
 from pypto.passes.tensor_graph import Op
 from pypto.backend import MemorySpace as M
@@ -35,7 +35,9 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
     accumulate in a loop that carries it."""
     args = dict(zip((p.name for p in lookup(call.op).params), call.args))
     a_trans, b_trans = bool(args["a_trans"]), bool(args["b_trans"])
-    lhs, rhs = (em.g.source_window(args[p].name, em.env) for p in ("lhs", "rhs"))
+    held = _held(em, args, a_trans, b_trans, region, d)
+    lhs, rhs = (("held", None, None) if p in held else em.g.source_window(args[p].name, em.env)
+                for p in ("lhs", "rhs"))
     if lhs is None or rhs is None:
         raise UnsupportedSyntaxError("on a2a3 the cube reads its operands from GM (or slices of it)",
                                      span=d.span, hint="assemble the operand into a tensor in a kernel before")
@@ -45,28 +47,45 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
     esize = lt.dtype.nbytes
     soc = em.soc
     pages = math.prod(e for _, e in batch)  # past rank 2, a stack of pages in each buffer
-    kb = next(b for b in block_sizes(k) if pages * mb * b * esize <= soc.spec(M.Left).capacity
-              and pages * b * nb * esize <= soc.spec(M.Right).capacity
-              and pages * (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity)
+    # an operand held on chip is read whole, so K is one slice
+    kb = next((b for b in block_sizes(k) if pages * mb * b * esize <= soc.spec(M.Left).capacity
+               and pages * b * nb * esize <= soc.spec(M.Right).capacity
+               and pages * (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity and (b == k or not held)), None)
+    if kb is None:
+        p = next(iter(held))
+        raise UnsupportedSyntaxError(
+            f"the {p} of this matmul is held whole in Mat, so the cube reads all of K ({k}) at once, and "
+            f"{'Left' if p == 'lhs' else 'Right'} cannot hold that beside the other operand's block", span=d.span,
+            hint="gather fewer rows (a smaller max_indices or buffer), or split the matmul along K")
     fresh, onto = ("tile.batch_matmul", "tile.batch_matmul_acc") if batch else ("tile.matmul", "tile.matmul_acc")
 
     (la, lo, lr), (ra, ro, rr) = lhs, rhs
     # the page(s) each operand's batch axes give, the same for every K slice
-    a_pages, b_pages = (tuple((plus(o, b0), e) for o, (b0, e) in zip(offs, batch_window(tuple(batch), shape[:-2])))
+    a_pages, b_pages = (() if offs is None else
+                        tuple((plus(o, b0), e) for o, (b0, e) in zip(offs, batch_window(tuple(batch), shape[:-2])))
                         for offs, shape in ((lo, lt.shape), (ro, rt.shape)))
 
     def operands(kk, kb=kb):
         """The K slice at ``kk`` (``kb`` long) of both operands, as windows of their GM
-        (transposed on the way into Mat where the matmul transposes them)."""
-        a_win = ((plus(lo[-2], kk), kb), (plus(lo[-1], m0), mb)) if a_trans else \
-            ((plus(lo[-2], m0), mb), (plus(lo[-1], kk), kb))
-        b_win = ((plus(ro[-2], n0), nb), (plus(ro[-1], kk), kb)) if b_trans else \
-            ((plus(ro[-2], kk), kb), (plus(ro[-1], n0), nb))
-        a = em.load(la, a_pages + a_win, lr or d.stmt, args["lhs"].name, None, a_trans)
-        b = em.load(ra, b_pages + b_win, rr or d.stmt, args["rhs"].name, None, b_trans)
+        (transposed on the way into Mat where the matmul transposes them); a held one whole."""
+        if "lhs" in held:
+            a = em.bind(f"{held['lhs'].name}_Left", op_call("tile.move", tile=held["lhs"], target_memory=M.Left),
+                        d.span)
+        else:
+            a_win = ((plus(lo[-2], kk), kb), (plus(lo[-1], m0), mb)) if a_trans else \
+                ((plus(lo[-2], m0), mb), (plus(lo[-1], kk), kb))
+            a = em.load(la, a_pages + a_win, lr or d.stmt, args["lhs"].name, None, a_trans)
+        if "rhs" in held:
+            b = em.bind(f"{held['rhs'].name}_Right", op_call("tile.move", tile=held["rhs"], target_memory=M.Right),
+                        d.span)
+        else:
+            b_win = ((plus(ro[-2], n0), nb), (plus(ro[-1], kk), kb)) if b_trans else \
+                ((plus(ro[-2], kk), kb), (plus(ro[-1], n0), nb))
+            b = em.load(ra, b_pages + b_win, rr or d.stmt, args["rhs"].name, None, b_trans)
         return {"lhs": a, "rhs": b}
 
-    deps = region_vars(region) | set().union(*(n.expr_vars(o) for _, offs, _ in (lhs, rhs) for o in offs))
+    deps = region_vars(region) | set().union(*(n.expr_vars(o) for _, offs, _ in (lhs, rhs) for o in offs or ()))
+    deps |= {v.name for v in held.values()}
     with em.at(em.level(deps)) as frame:
         if "acc" in args:
             if em.g.gm_root(args["acc"].name) is not None:
@@ -98,3 +117,33 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
             acc = em.bind("acc", op_call(onto, acc=acc, **operands(n.Const(loop_end), k - loop_end)),
                           d.span)
         return acc
+
+
+def _held(em: Emitter, args: dict, a_trans: bool, b_trans: bool, region, d: Op) -> dict:
+    """The operands the kernel holds whole in Mat (``pypto.passes.expand_l1``): each read
+    as it is laid out, all of it — so its side of the result must be one block."""
+    held = {}
+    *batch, (m0, mb), (n0, nb) = region
+    for p, trans, (o, e), axis in (("lhs", a_trans, (m0, mb), -2), ("rhs", b_trans, (n0, nb), -1)):
+        name = em.g.resolve(args[p].name)
+        t = em.g.types.get(name)
+        if not isinstance(t, TileType):
+            continue
+        if t.space is not M.Mat:
+            raise UnsupportedSyntaxError(
+                f"the {p} of this matmul is held in {t.space.name}, and the cube reads its operands from Mat",
+                span=d.span, hint="gather it into pl.Mem.Mat (the default space of pl.paged_gather)")
+        if trans:
+            raise UnsupportedSyntaxError(
+                f"the {p} of this matmul is held on chip and is read as it is laid out: "
+                f"{'a_trans' if p == 'lhs' else 'b_trans'} would transpose it, which only the GM->L1 path does",
+                span=d.span, hint="gather its rows transposed instead (pl.gather_row(..., transpose=True) into "
+                                  "pl.create_l1(..., transpose=True), or is_trans=True) and drop the flag")
+        if batch or o != n.Const(0) or e != t.shape[axis]:
+            raise UnsupportedSyntaxError(
+                f"the {p} of this matmul is held whole in Mat and read whole, but the result is computed in "
+                f"blocks of {mb}x{nb}" + (" per page" if batch else ""), span=d.span,
+                hint="compute a result whose side of the held operand fits one cube block (its "
+                     f"{'rows' if p == 'lhs' else 'columns'}), or slice the matmul")
+        held[p] = n.Var(name)
+    return held

@@ -10,7 +10,7 @@ import functools
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import simplify
-from pypto.ir.types import TensorType
+from pypto.ir.types import TensorType, TileType
 
 Region = tuple  # ((offset Expr, extent int), ...) per axis
 
@@ -68,8 +68,9 @@ def operand_regions(call: n.Call, region: Region, types: dict, result_shape: tup
     not the whole result (a reshape)."""
     op = lookup(call.op)
     args = dict(zip((p.name for p in op.params), call.args))
+    # (a tensor the kernel holds whole on chip is a tile by now: pypto.passes.expand_l1)
     tensors = [p.name for p in op.params if p.name in args and isinstance(args[p.name], n.Var)
-               and isinstance(types.get(args[p.name].name), TensorType)]
+               and isinstance(types.get(args[p.name].name), (TensorType, TileType))]
 
     def shape(p):
         return types[args[p].name].shape

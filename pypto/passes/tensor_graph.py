@@ -31,7 +31,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup
 from pypto.ir.ops.cube import fixpipe_cast
 from pypto.ir.tensors import tensor_roots
-from pypto.ir.types import ScalarType, TensorType
+from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.backend import MemorySpace as M
 
 from pypto.passes.regions import Region, substituted, operand_regions, plus, region_vars, substitute_expr, whole
@@ -289,6 +289,12 @@ def _sides(g: TensorGraph) -> dict[str, M]:
                 for p in ("lhs", "rhs"):
                     x = g.resolve(args[p].name)
                     if g.computed(x) and g.window(x, {}) is None:
+                        held = _held_root(g, x)
+                        if held is not None:
+                            raise UnsupportedSyntaxError(
+                                f"the {p} of this matmul is a window of '{held}', which is held whole in Mat: the "
+                                "cube reads a held tensor whole", span=d.span,
+                                hint="gather just the rows the matmul needs (a smaller buffer), and pass it whole")
                         what = "a matmul's result" if _from_cube(g, x) else "a vector result"
                         raise UnsupportedSyntaxError(
                             f"the {p} of this matmul is computed on chip; on a2a3 {what} reaches the cube only "
@@ -330,6 +336,17 @@ def _from_cube(g: TensorGraph, name: str) -> bool:
     if isinstance(d, Carried):
         return any(_from_cube(g, g.resolve(v.name)) for v in _carried_values(d) if isinstance(v, n.Var))
     return isinstance(d, Op) and lookup(d.call.op).windows.kind == "cube"
+
+
+def _held_root(g: TensorGraph, name: str) -> str | None:
+    """The tensor held whole on chip (a tile since ``expand_l1``) that ``name`` slices."""
+    d = g.defs.get(name)
+    while isinstance(d, Op) and d.call.op == "tensor.slice":
+        x = g.resolve(argument(d.call, "x").name)
+        if isinstance(g.types.get(x), TileType):
+            return x
+        d = g.defs.get(x)
+    return None
 
 
 def _carried_values(d: Carried):

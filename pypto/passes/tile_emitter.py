@@ -190,6 +190,9 @@ class Emitter(Reductions, CarriedValues):
             return self.mat[name]
         if name in self.g.roots:
             return self.load(name, region, reader, hint or name, M.Vec)
+        held = self.g.types.get(name)
+        if isinstance(held, TileType):  # a tensor held whole on chip (pypto.passes.expand_l1)
+            return self.held(name, held, region, reader)
         d = self.g.defs.get(name)
         if isinstance(d, Op) and lookup(d.call.op).windows.kind == "source":
             # A creation is made where it is read, and for that reader alone: a loop that
@@ -208,6 +211,26 @@ class Emitter(Reductions, CarriedValues):
         if home is not None:  # not when it is a load another name of the same window already made
             home.memo[key] = var
         return var
+
+    def held(self, name: str, t: TileType, region: tuple, reader) -> n.Var:
+        """A window of a tensor the kernel holds whole on chip: the tile itself, or a Vec
+        slice of it (Mat has no slices: the cube reads a Mat one whole, a store all of it)."""
+        op = getattr(getattr(reader, "value", None), "op", None)
+        if t.space is M.Mat and op != "tensor.assemble":
+            raise UnsupportedSyntaxError(
+                f"'{name}' is held in Mat (L1), where the cube reads it; vector ops read Vec",
+                span=getattr(reader, "span", None),
+                hint="gather into pl.Mem.Vec (pl.paged_gather(..., space=pl.Mem.Vec)) for vector ops, or feed it "
+                     "whole to pl.matmul")
+        if region == whole(t.shape):
+            return n.Var(name)
+        if t.space is not M.Vec:
+            raise Unblockable(f"'{name}' is held whole in {t.space.name}, and only a window of it is read here",
+                              hint="read all of it (pl.matmul takes it whole), or gather into pl.Mem.Vec")
+        offsets = tuple(o for o, _ in region)
+        shape = tuple(map(n.Const, extents(region)))
+        return self.bind(f"{name}_win", op_call("tile.slice", tile=n.Var(name), shape=shape, offset=offsets),
+                         self.span)
 
     def load(self, name: str, region: tuple, reader, hint: str, target, transpose: bool = False) -> n.Var:
         """A GM window as a tile (``transpose``: of the window's transpose, into Mat).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from pypto.sim import numerics as num
 from pypto.sim.semantics import OutOfRange, TileVal, impl, window
 
 
@@ -142,14 +143,53 @@ def mscatter(src: TileVal, idx: TileVal, output_tensor: torch.Tensor):
     return output_tensor
 
 
-@impl("tile.gather_row")
-def gather_row(dst: TileVal, src, dst_offset, src_offset, shapes, transpose=False, valid_shape=None):
+def row_into(dst: torch.Tensor, src, dst_offset, src_offset, shapes, transpose=False, valid_shape=None):
+    """``dst`` with GM ``src``'s window copied into it at ``dst_offset`` (a new tensor)."""
     extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
     if any(v > s for v, s in zip(extents, shapes)):
         raise OutOfRange(f"valid shape {list(extents)} is outside the window's shapes {list(shapes)}")
     rows = src[window(src.shape, src_offset, extents, "src window")]
     if transpose:
         rows = rows.T
-    out = dst.data.clone()
+    out = dst.clone()
     out[window(out.shape, dst_offset, rows.shape, "dst window", holder="tile")] = rows
+    return out
+
+
+@impl("tile.gather_row")
+def gather_row(dst: TileVal, src, dst_offset, src_offset, shapes, transpose=False, valid_shape=None):
+    return row_into(dst.data, src, dst_offset, src_offset, shapes, transpose, valid_shape)
+
+
+@impl("tensor.create_l1")
+def create_l1(shape, dtype, transpose=False):
+    return torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
+
+
+@impl("tensor.gather_row")
+def gather_row_tensor(acc, src, dst_offset, src_offset, shapes, transpose=False, valid_shape=None):
+    return row_into(acc, src, dst_offset, src_offset, shapes, transpose, valid_shape)
+
+
+def paged_row(indices, block_table, i: int, block_size: int) -> int:
+    """The physical row of the ``i``-th logical index through the block table."""
+    logical = int(indices.reshape(-1)[i])
+    if logical < 0:
+        raise OutOfRange(f"index {logical} at [{i}] is negative")
+    table = block_table.reshape(-1)
+    block = logical // block_size
+    if block >= table.numel():
+        raise OutOfRange(f"index {logical} at [{i}] is in logical block {block}, past the block table's "
+                         f"{table.numel()} entries")
+    return int(table[block]) * block_size + logical % block_size
+
+
+@impl("tensor.paged_gather")
+def paged_gather(src, indices, block_table, block_size, size, max_indices, space=None, col_off=0,
+                 is_trans=False, is_b_matrix=False):
+    shape = (size, max_indices) if is_trans else (max_indices, size)
+    out = torch.zeros(shape, dtype=src.dtype)
+    for i in range(indices.shape[-1]):
+        out = row_into(out, src, (0, i) if is_trans else (i, 0), (paged_row(indices, block_table, i, block_size),
+                                                                  col_off), (1, size), is_trans)
     return out

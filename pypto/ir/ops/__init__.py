@@ -13,6 +13,7 @@ from pypto.ir.ops import gathers as _gathers  # noqa: F401  (registers tile.gath
 from pypto.ir.ops import sorts as _sorts  # noqa: F401  (registers sort32, mrgsort, the mask moves)
 from pypto.ir.ops import tensor_sorts as _tensor_sorts  # noqa: F401  (the tensor forms of sort and gather)
 from pypto.ir.ops import row_gathers as _row_gathers  # noqa: F401  (registers tile.gather_row)
+from pypto.ir.ops import l1_tensors as _l1_tensors  # noqa: F401  (create_l1, the tensor gather_row, paged_gather)
 from pypto.ir.ops import elements as _elements  # noqa: F401  (registers read / write of one element)
 from pypto.ir.ops.registry import (
     REQUIRED,

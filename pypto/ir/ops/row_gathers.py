@@ -17,15 +17,13 @@ from pypto.ir.types import TensorType, TileType
 ON_CHIP = (M.Vec, M.Mat)
 
 
-def _infer_gather_row(a: OpArgs, soc: SoC) -> TileType:
-    op = "tile.gather_row"
-    dst, src = a.tile("dst"), a.type("src")
+def check_row_window(op: str, dst, src, a: OpArgs, space) -> None:
+    """The window rules shared by the tile and tensor forms: 2D operands, a static window
+    inside src, its placement (transposed or not) inside dst; ``space`` is dst's."""
     if not isinstance(src, TensorType):
         raise fail(op, "a GM tensor src (the op reads global memory)", type(src).__name__)
     if len(dst.shape) != 2 or len(src.shape) != 2:
-        raise fail(op, "a 2D dst tile and a 2D src tensor", f"{len(dst.shape)}D and {len(src.shape)}D")
-    if dst.dtype is not src.dtype:
-        raise fail(op, "dst of src's dtype (the DMA converts nothing)", f"{dst.dtype.name} and {src.dtype.name}")
+        raise fail(op, "a 2D dst and a 2D src tensor", f"{len(dst.shape)}D and {len(src.shape)}D")
     shape = static_ints(a["shapes"])
     if shape is None or len(shape) != 2 or any(s <= 0 for s in shape):
         raise fail(op, "static positive shapes [rows, cols]", fmt_shape(a["shapes"]), SHAPE_HINT)
@@ -36,17 +34,25 @@ def _infer_gather_row(a: OpArgs, soc: SoC) -> TileType:
         sv = static_ints(valid)
         if len(valid) != 2 or sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
             raise fail(op, f"a valid_shape within shapes {fmt_shape(shape)}", fmt_shape(valid))
-    if a["transpose"] and dst.space is not M.Mat:
+    if a["transpose"] and space is not M.Mat:
         raise fail(op, "a Mat dst for transpose=True (only the GM->L1 path transposes)",
-                   f"{'a' if dst.space is None else 'a ' + dst.space.name} dst")
+                   f"{'a' if space is None else 'a ' + space.name} dst")
     check_region(op, src, a["src_offset"], shape, what="src window", valid=valid)
     if len(a["dst_offset"]) != 2:
         raise fail(op, "a [row, col] dst_offset", f"{len(a['dst_offset'])} offsets")
     placed = shape[::-1] if a["transpose"] else shape
     for axis, (o, e, d) in enumerate(zip(a["dst_offset"], placed, dst.shape)):
         if e > d or isinstance(o, Const) and not 0 <= o.value <= d - e:
-            raise fail(op, f"a dst window inside the tile's {fmt_shape(dst.shape)}",
+            raise fail(op, f"a dst window inside its {fmt_shape(dst.shape)}",
                        f"[{o.value if isinstance(o, Const) else '?'}, +{e}) on axis {axis}")
+
+
+def _infer_gather_row(a: OpArgs, soc: SoC) -> TileType:
+    op = "tile.gather_row"
+    dst, src = a.tile("dst"), a.type("src")
+    if isinstance(src, TensorType) and dst.dtype is not src.dtype:
+        raise fail(op, "dst of src's dtype (the DMA converts nothing)", f"{dst.dtype.name} and {src.dtype.name}")
+    check_row_window(op, dst, src, a, dst.space)
     return dst
 
 
@@ -56,4 +62,4 @@ register("tile.gather_row", [P("dst", Kind.TILE, spaces=ON_CHIP), P("src", Kind.
                              P("valid_shape", Kind.INDEX_LIST, default=None, optional=True)], _infer_gather_row,
          doc="GM -> part of a Vec|Mat tile: src's window [src_offset, +shapes) written into dst at dst_offset "
              "(as a column with transpose=True)", in_place=True, updates="dst", mnemonic="TLOAD")
-unify("gather_row", tile="tile.gather_row")
+unify("gather_row", tile="tile.gather_row", tensor="tensor.gather_row")
