@@ -261,12 +261,14 @@ class ChipRun(Settling):
                 report.sync_instructions += timeline.sync_instructions
                 report.launches += 1
                 report.timelines.append((p.start, timeline.items, self._core_ids(t, p.core)))
+                report.prints.extend(x.at(p.start, cores.get(x.core, x.core)) for x in timeline.prints)
                 if self.on_launch is not None:
                     self.on_launch(launch.kernel, own)
                     report.trace_dirs.extend(own.trace_dirs)
                 report.tasks.append(TaskRecord(t.name, t.kernel, self.soc.core_number(p.core), t.core_type, p.block,
                                                p.dispatch, p.start, p.end, p.finish, deps, pipes))
         report.tasks.sort(key=lambda r: (r.start, r.task_id, r.block))
+        report.prints.sort(key=lambda x: (x.cycle, x.core))
         report.wall_seconds = time.perf_counter() - self.began
         return report
 

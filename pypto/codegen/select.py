@@ -298,6 +298,11 @@ class _Selector:
             return [self.gm_element(call, span)]
         if call.op == "tile.write":
             return self.tile_element(call, target, span)
+        if call.op == "tile.debug_print":  # the scalar unit reads the tile once the pipes have written it
+            src = self.buf(argument(call, "tile").name)
+            core = self.owner(src.space)
+            return [Instr("SPRINT", Pipe.SCALAR, core, call.op, (src, argument(call, "label")), (self.loc(src, core),),
+                          (), span, argument(call, "label"))]
         op = lookup(call.op)
         if op.level != "tile":
             raise CodegenError(f"{call.op} is still tensor-level: ConvertTensorToTileOps should have lowered it",

@@ -147,6 +147,8 @@ class CompiledProgram:
         dfx = self.output_dir / "dfx_outputs" if self.output_dir is not None else None
         values, report = execute(self.lowered, self.entry, args, run_config, self.kernels, on_launch, dfx)
         report.outputs = values
+        for shown in report.prints:  # what the kernel's pl.debug_prints saw, in the order they ran
+            print(shown)
         return report
 
     def _write_l0_trace(self, kernel, launch) -> None:

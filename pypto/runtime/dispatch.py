@@ -24,7 +24,9 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
     for go under ``dfx``."""
     with one_thread():
         if config.platform == "ref":
-            return interpreter.run(program, entry, args), RunReport()
+            prints: list = []
+            values = interpreter.run(program, entry, args, prints=prints)
+            return values, RunReport(prints=prints)
         with collector_paused():  # the whole run, not each launch: a collection after every task walks them all
             return _on_chip(program, entry, args, config, kernels, on_launch, dfx)
 

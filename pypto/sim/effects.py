@@ -28,6 +28,7 @@ from pypto.errors import ExecutionError
 from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
 from pypto.sim.elements import element_write
+from pypto.sim.prints import Print
 from pypto.sim.gathers import scatter_write
 from pypto.sim.issue import ConcreteBuf, Dyn
 from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal, window
@@ -125,7 +126,7 @@ def _begin(d: Dyn, memories: Memories, tensors):
             return (kwargs["output_tensor"], *scatter_write(**kwargs), None)
         if ins.op == "tensor.write":  # the scalar unit's store of one element
             return (kwargs["tensor"], *element_write(**kwargs), None)
-        if ins.op in ("tile.read", "tensor.read"):  # the value went to the scalar unit (``Live``): nothing is written
+        if ins.op in ("tile.read", "tensor.read", "tile.debug_print"):  # to the scalar unit (``Live``): nothing written
             return None, None
         data = IMPLS[ins.op](**kwargs)
     except (OutOfRange, num.ArithmeticError_) as exc:
@@ -143,12 +144,18 @@ class Live:
     def __init__(self, sizes, tensors: list):
         self.memories = Memories(sizes)
         self.tensors = [_private(t) for t in tensors]
+        self.prints: list = []  # what the kernel's pl.debug_prints saw (``pypto.sim.prints``)
 
     def perform(self, d: Dyn) -> None:
         if d.node.op == "tensor.read":  # GM as the pipes have left it when the scalar unit reads
             t = self.tensors[d.launch][d.args["tensor"].name]
             value = t[tuple(d.args["indices"])].item()
             d.value = value if t.dtype.is_floating_point else int(value)
+            return
+        if d.node.op == "tile.debug_print":  # the tile as the scalar unit reads it, at this cycle
+            tile = self.memories.read(d.core.name, d.args["tile"])
+            self.prints.append(Print(d.args["label"], d.node.span, IMPLS["tile.debug_print"](tile), d.core.name,
+                                     d.start))
             return
         if d.node.op == "tile.read":
             tile = self.memories.read(d.core.name, d.args["tile"])

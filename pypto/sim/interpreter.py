@@ -19,10 +19,11 @@ from pypto.ir.simplify import OPERATORS, SHIFTS
 from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.sim import numerics as num
 from pypto.sim.issue import EXTENT_HINT, invalid_extent
+from pypto.sim.prints import Print
 from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
 
 
-def run(program: n.Program, entry: str, args, orchestrator=None) -> tuple:
+def run(program: n.Program, entry: str, args, orchestrator=None, prints: list | None = None) -> tuple:
     """Call ``entry`` with ``args``; returns what it returns (tensors are written in place).
     ``orchestrator``, when given, takes each kernel call — ``submit(function, args, site)
     -> (values, task id)`` with its ``Site`` —, hears each runtime scope open and close
@@ -30,8 +31,10 @@ def run(program: n.Program, entry: str, args, orchestrator=None) -> tuple:
     (``created(tensor, manual_dep, span)``), and waits before the orchestration reads an element
     (``wait(tensor, indices, span)``); the chip does: a call is a task submission. The
     interpreter runs everything else (and, without one, runs each kernel in program order,
-    numbering them as tasks)."""
-    return _Interpreter(program, orchestrator).call(program.function(entry), tuple(args))
+    numbering them as tasks). ``prints`` takes what each ``pl.debug_print`` it runs saw."""
+    interp = _Interpreter(program, orchestrator)
+    interp.prints = prints if prints is not None else []
+    return interp.call(program.function(entry), tuple(args))
 
 
 class _Yield(Exception):
@@ -186,6 +189,9 @@ class _Interpreter(Tasks, Clusters):
                 data = VIEWS[call.op](**kwargs)
             else:
                 data = IMPLS[call.op](**kwargs)
+            if call.op == "tile.debug_print":
+                self.prints.append(Print(kwargs["label"], stmt.span, data))
+                return None
         except OutOfRange as exc:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span,
                                  hint="keep the index within the extent (the loop's bounds say how far it goes)") from None

@@ -84,6 +84,7 @@ class RunReport:
     outputs: tuple = ()  # what the entry function returned
     tasks: list = attrs.Factory(list)  # on the chip: each task as it ran (``pypto.chip.orchestrator.TaskRecord``)
     dfx_files: list = attrs.Factory(list)  # the chip's artifacts written (dfx_outputs/)
+    prints: list = attrs.Factory(list)  # what each pl.debug_print saw (``pypto.sim.prints.Print``)
     _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     def __repr__(self) -> str:
@@ -135,6 +136,7 @@ class RunReport:
         self.launches += other.launches
         self.wall_seconds += other.wall_seconds
         self.trace_dirs.extend(other.trace_dirs)
+        self.prints.extend(p.at(shift) for p in other.prints)
 
     def busy(self, pipe: str) -> list[tuple[int, int]]:
         """(start, end) of every instruction on a pipe, all cores."""
@@ -164,11 +166,12 @@ class Timeline:
     # the GM windows its loads and stores move: (launch, parameter, writes, offsets, extents), each once
     footprint: tuple = ()
     skipped: int = 0  # trips of steady loops produced from the trip before rather than simulated (``steady``)
+    prints: tuple = ()  # what its pl.debug_prints saw, at their cycles (``pypto.sim.prints``)
 
     def report(self) -> RunReport:
         return RunReport(cycles=self.cycles, pipe_cycles={c: dict(p) for c, p in self.pipe_cycles.items()},
                          instructions=self.instructions, sync_instructions=self.sync_instructions,
-                         launches=self.launches, timelines=[(0, self.items)])
+                         launches=self.launches, timelines=[(0, self.items)], prints=list(self.prints))
 
 
 @attrs.frozen
@@ -311,8 +314,8 @@ def reads_tiles(kernel: Kernel) -> bool:
     then its simulation computes the data as it goes. Found once per kernel."""
     cache = _timelines(kernel)
     if cache.reads_tiles is None:
-        cache.reads_tiles = any(isinstance(x, Instr) and x.result is not None for program in kernel.programs
-                                for x in walk(program.body))
+        cache.reads_tiles = any(isinstance(x, Instr) and (x.result is not None or x.op == "tile.debug_print")
+                                for program in kernel.programs for x in walk(program.body))
     return cache.reads_tiles
 
 
@@ -454,7 +457,8 @@ def _timeline(record: Record) -> Timeline:
     record.effects.sort(key=lambda p: p[:4])
     return Timeline(tuple(record.effects), record.items, record.cycles, pipe_cycles, record.instructions,
                     record.syncs, record.extents.sizes(), record.launches, record.steps, record.footprint.windows(),
-                    record.steady.skipped if record.steady is not None else 0)
+                    record.steady.skipped if record.steady is not None else 0,
+                    tuple(record.live.prints) if record.live is not None else ())
 
 
 def _stored(kernel: Kernel) -> set:

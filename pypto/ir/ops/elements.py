@@ -87,3 +87,17 @@ register("tile.write", [P("tile", Kind.TILE, spaces=(M.Vec,)), _INDICES, P("valu
              "in the tile's buffer", in_place=True, mnemonic="SSETVAL", updates="tile")
 unify("read", tensor="tensor.read", tile="tile.read")
 unify("write", tensor="tensor.write", tile="tile.write")
+
+
+def _debug_print(a: OpArgs, soc: SoC):
+    if not isinstance(a["label"], str):
+        raise fail("tile.debug_print", "a string label", type(a["label"]).__name__, 'pl.debug_print(t, "after exp")')
+    return None
+
+
+# the scalar unit reads the tile where the statement runs, once the pipes have written it
+# (on a2a3sim at that simulated cycle): what a print on the core would see
+register("tile.debug_print", [P("tile", Kind.TILE, spaces=(M.Vec,)), P("label", Kind.STR, default="")], _debug_print,
+         doc="print the tile's valid region where this statement runs (on a2a3sim with the simulated cycle and "
+             "core), with the source line; RunReport.prints keeps them", mnemonic="SPRINT", effect=True)
+unify("debug_print", tile="tile.debug_print")
