@@ -141,6 +141,9 @@ class CompiledProgram:
         # unlocated: @located puts the user's call on it, finding the caller only on error
         check_call(self.name, tuple(attrs.evolve(p, name=x) for p, x in zip(self.params, names)), args, None)
         on_launch = self._write_l0_trace if run_config.enable_l0_trace and self.output_dir is not None else None
+        if run_config.check_uninitialized_reads and run_config.platform == "ref":
+            logger.warning("[uninitialized] check_uninitialized_reads: the ref platform holds tiles as values, not "
+                           "bytes, so it checks nothing; run on platform='a2a3sim' for the check")
         if run_config.enable_l0_trace and run_config.platform == "ref":
             logger.warning("[l0_trace] enable_l0_trace: the ref platform interprets the IR and issues no "
                            "instructions, so it writes no L0 trace; run on platform='a2a3sim' for one")

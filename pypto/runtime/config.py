@@ -163,6 +163,19 @@ def _seed(value):
     return value
 
 
+def _uninitialized(value):
+    if value in ("zero", "nan") or (not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= 255):
+        return value
+    raise ConfigError(f"uninitialized_memory={value!r} is not 'zero', 'nan' or a byte 0-255",
+                      hint='uninitialized_memory="nan" (every float reads NaN), or a byte such as 0xA5')
+
+
+def fresh_byte(config) -> int:
+    """The byte on-chip memory nothing has written holds, under ``config``."""
+    value = config.uninitialized_memory
+    return {"zero": 0, "nan": 0xFF}.get(value, value)
+
+
 def _device_id(value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"device_id={value!r} is not a device number", hint="device_id=0")
@@ -246,6 +259,14 @@ class RunConfig:
     save_kernels_dir: Path | None = None
     codegen_only: bool = False
     compile_profiling: bool = False
+    # On-chip bytes nothing has written yet — a fresh buffer, the padding past a load's
+    # valid shape — read as zeros ("zero"), as NaN in every float dtype ("nan": each byte
+    # 0xFF), or as a byte pattern (an int 0-255), on both platforms: a kernel that computes
+    # the same bits whatever they are reads none of them. check_uninitialized_reads: on
+    # a2a3sim, an instruction reading bytes of its operand's valid region that nothing wrote
+    # is an error at its source line (ref has tiles, not bytes: it checks nothing).
+    uninitialized_memory: object = "zero"
+    check_uninitialized_reads: bool = False
     # diagnostic_phase=NONE gathers no warnings or hints; the other phases gather them all
     diagnostic_phase: DiagnosticPhase | None = None
     # Accepted, with no effect here: the reference harness compares against a golden it
@@ -300,6 +321,8 @@ _CONVERTERS = {
     "atomic_order_seed": _seed,
     "save_kernels": _flag("save_kernels"), "save_kernels_dir": _path("save_kernels_dir"),
     "codegen_only": _flag("codegen_only"), "compile_profiling": _flag("compile_profiling"),
+    "uninitialized_memory": _uninitialized,
+    "check_uninitialized_reads": _flag("check_uninitialized_reads"),
     "diagnostic_phase": _phase, "rtol": _tolerance("rtol"), "atol": _tolerance("atol"),
     "golden_data_dir": _path("golden_data_dir"), "enable_dump_args": _level("enable_dump_args", 1),
     "enable_pmu": _level("enable_pmu", 2), "aicpu_thread_num": _threads,

@@ -10,11 +10,12 @@ from pypto.backend import backend
 from pypto.chip import records
 from pypto.chip.orchestrator import ChipRun
 from pypto.ir import nodes as n
-from pypto.runtime.config import RunConfig, ring_sizes
+from pypto.runtime.config import RunConfig, fresh_byte, ring_sizes
 from pypto.sim import interpreter
 from pypto.sim.numerics import one_thread
 from pypto.ir.collector import collector_paused
 from pypto.sim.simulator import RunReport
+from pypto.sim.fresh import fresh_memory
 
 
 def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None,
@@ -22,7 +23,7 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
     """(values the entry returns, RunReport). ``on_launch(kernel, report)`` sees each
     task's own report (the L0 trace writer does); the chip's artifacts the config asks
     for go under ``dfx``."""
-    with one_thread():
+    with one_thread(), fresh_memory(fresh_byte(config), config.check_uninitialized_reads):
         if config.platform == "ref":
             prints: list = []
             values = interpreter.run(program, entry, args, prints=prints)

@@ -21,12 +21,15 @@ other effects can change the bytes under it.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
 from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
+from pypto.sim import fresh
 from pypto.sim.elements import element_write
 from pypto.sim.prints import Print
 from pypto.sim.gathers import scatter_write
@@ -43,7 +46,10 @@ class Memories:
         data, start, end)``, when given, takes each atomic-add store (its data read at its
         start, ``start``/``end`` its cycles) to add when the chip says; else it adds now."""
         self.atomic_sink = atomic
-        self.raw = {(core, space): torch.zeros(size, dtype=torch.uint8) for core, space, size in sizes}
+        self.raw = {(core, space): fresh.memory(size) for core, space, size in sizes}
+        # which bytes something wrote (RunConfig.check_uninitialized_reads): a read of others is an error
+        self.written = {key: torch.zeros(m.numel(), dtype=torch.bool) for key, m in self.raw.items()} \
+            if fresh.checking() else None
         self.bounds = [(m.data_ptr(), m.data_ptr() + m.numel()) for m in self.raw.values()]
         self.views: dict[tuple, torch.Tensor | None] = {}
 
@@ -81,7 +87,46 @@ class Memories:
         else:
             self.atomic_sink(tensor, index, data, start, end)
 
-    def write(self, core: str, b: ConcreteBuf, data: torch.Tensor) -> None:
+    def _valid_bytes(self, core: str, b: ConcreteBuf) -> torch.Tensor:
+        """The written-flags of the bytes of ``b``'s valid region, shaped as its elements' bytes."""
+        flags = self.written[(core, b.space)][b.addr: b.addr + b.nbytes]
+        size = b.nbytes // max(1, math.prod(b.shape))
+        rows = flags.view(*b.shape[:-1], b.shape[-1] * size) if b.shape else flags
+        return rows[tuple(slice(0, v) for v in b.valid[:-1]) + (slice(0, b.valid[-1] * size),)] if b.shape else rows
+
+    def check(self, core: str, b: ConcreteBuf, op: str, span) -> None:
+        """A read of ``b``'s valid region: every byte of it written before (``written``)."""
+        flags = self._valid_bytes(core, b)
+        if bool(flags.all()):
+            return
+        size = b.nbytes // max(1, math.prod(b.shape))
+        first = [int(i) for i in (~flags).nonzero()[0]]
+        first[-1] //= size
+        raise ExecutionError(
+            f"{op} reads '{b.tile}' ({b.space.name} at {b.addr:#x}, valid shape {list(b.valid)}), whose element "
+            f"{first} nothing has written (uninitialized memory)", span=span,
+            hint="write the tile before reading it (its producer's valid shape covers less than this read), or "
+                 "fill the padding with pl.fillpad")
+
+    def write_window(self, core: str, b: ConcreteBuf, index: tuple, data: torch.Tensor) -> None:
+        """``data`` into the elements ``index`` of ``b``, its other bytes untouched."""
+        if self.written is not None:
+            size = b.nbytes // max(1, math.prod(b.shape))
+            flags = self.written[(core, b.space)][b.addr: b.addr + b.nbytes].view(*b.shape[:-1], b.shape[-1] * size)
+            last = index[-1]
+            flags[index[:-1] + (slice(last.start * size, last.stop * size),)] = True
+        v = self.view(core, b)
+        if v is not None:
+            v[index] = data.to(v.dtype)
+            return
+        whole = self.read(core, b).data.clone()
+        whole[index] = data.to(whole.dtype)
+        self.write(core, b, whole, mark=False)
+
+    def write(self, core: str, b: ConcreteBuf, data: torch.Tensor, mark: bool = True) -> None:
+        """``data`` into ``b``; ``mark``: its valid region counts as written from now on."""
+        if self.written is not None and mark:
+            self._valid_bytes(core, b)[...] = True
         v = self.view(core, b)
         if v is not None and v.dtype == data.dtype and v.numel() == data.numel():
             v.copy_(data.reshape(v.shape))
@@ -110,10 +155,17 @@ def apply(effects, memory_sizes, tensors, atomic=None) -> None:
 def _begin(d: Dyn, memories: Memories, tensors):
     ins = d.node
     core = d.core.name
+    if ins.op == "tile.gather_row":  # MTE2 writes the window alone: the rest of the tile is not read
+        try:
+            return _row_window(d.args, d.args["__dst__"], tensors)
+        except OutOfRange as exc:
+            raise ExecutionError(f"{ins.op}: {exc}", span=ins.span) from None
     kwargs = {}
     for name, v in d.args.items():
         if isinstance(v, ConcreteBuf):
             if name != "__dst__":
+                if memories.written is not None:
+                    memories.check(core, v, ins.op, ins.span)
                 kwargs[name] = memories.read(core, v)
         elif isinstance(v, TensorArg):
             kwargs[name] = tensors[v.name]
@@ -193,8 +245,24 @@ def _store(kwargs):
     return out, window(out.shape, kwargs["offsets"], region.shape, "store region"), region, kwargs.get("atomic")
 
 
+def _row_window(args: dict, dst: ConcreteBuf, tensors) -> tuple:
+    """(None, the rows, where in the tile they go) of a gather_row, read at its start."""
+    shapes = tuple(args["shapes"])
+    extents = shapes if args["valid_shape"] is None else tuple(args["valid_shape"])
+    if any(v > e for v, e in zip(extents, shapes)):
+        raise OutOfRange(f"valid shape {list(extents)} is outside the window's shapes {list(shapes)}")
+    src = tensors[args["src"].name]
+    rows = src[window(src.shape, args["src_offset"], extents, "src window")].clone()
+    if args["transpose"]:
+        rows = rows.T.contiguous()
+    return None, rows, window(dst.shape, args["dst_offset"], rows.shape, "dst window", holder="tile")
+
+
 def _commit(d: Dyn, write, memories: Memories) -> None:
     if write[0] is None and write[1] is None:  # nothing to write (an element read of a tile)
+        return
+    if len(write) == 3:  # part of a tile: a gather_row's window
+        memories.write_window(d.core.name, d.args["__dst__"], write[2], write[1])
         return
     if write[0] is not None:
         tensor, index, data, atomic = write

@@ -12,6 +12,7 @@ import itertools
 from pypto.codegen.pipes import is_ring
 from pypto.ir.types import AtomicType
 from pypto.sim import effects as Effects
+from pypto.sim import fresh
 from pypto.sim.hazards import RaceChecker
 from pypto.sim.steady import Steady
 
@@ -90,7 +91,8 @@ class Record:
         self.live = live
         self.launches = len(launches)
         self.races = None if unsafe else RaceChecker()
-        self.steps = None if unsafe else Effects.Steps([launch.tensors() for launch in launches])
+        # checking reads of unwritten bytes: each effect performed as it is, by ``apply``
+        self.steps = None if unsafe or fresh.checking() else Effects.Steps([launch.tensors() for launch in launches])
         self.effects: list = []
         self.extents = Effects.Extents()
         self.footprint = Footprint()

@@ -19,6 +19,7 @@ import torch
 from pypto.ir.ops.tile import mask_cols
 from pypto.ir.types import AtomicType, DataType, PadValue
 from pypto.sim import numerics as num
+from pypto.sim.fresh import fresh
 
 
 @attrs.frozen
@@ -72,7 +73,7 @@ def load(tensor, offsets, shapes, valid_shape, target_memory, transpose):
     extents = tuple(shapes) if valid_shape is None else tuple(valid_shape)
     if any(e > s for e, s in zip(extents, shapes)):
         raise OutOfRange(f"valid shape {list(extents)} is outside the tile's shape {list(shapes)}")
-    data = torch.zeros(tuple(shapes), dtype=tensor.dtype)
+    data = fresh(shapes, tensor.dtype)  # past the valid shape the load writes nothing
     data[tuple(slice(0, e) for e in extents)] = tensor[window(tensor.shape, offsets, extents, "load region")]
     return data.transpose(-2, -1).contiguous() if transpose else data
 

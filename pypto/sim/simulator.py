@@ -35,7 +35,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
-from pypto.sim import offsets
+from pypto.sim import fresh, offsets
 from pypto.sim.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
 from pypto.sim.schedule import SimulatorDeadlock, schedule
@@ -235,10 +235,11 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
         # whose control flow reads GM data is simulated for each value of that data)
         cache.moving = {} if scalar_reads(kernel) else offsets.moving(kernel, (_BLOCK_IDX,) if cache.reads_registers
                                                                        else ())
-    moving = {} if unsafe else _moving_values(kernel, args, cache.moving, block)
+    moving = {} if unsafe or fresh.checking() else _moving_values(kernel, args, cache.moving, block)
     registers = ("moving" if _BLOCK_IDX in moving else block, blocks) if cache.reads_registers else ()
-    key = (id(soc), unsafe, cluster, lane, registers) + _placement(kernel, args, moving) + _data(kernel, args,
-                                                                                                  scalar_reads(kernel))
+    # what fresh memory holds is part of the data the scalar unit may read (a tile element)
+    key = (id(soc), unsafe, cluster, lane, registers, fresh.fresh_byte(), fresh.checking()) + \
+        _placement(kernel, args, moving) + _data(kernel, args, scalar_reads(kernel))
     entry = cache.pop(key, None)  # the most recently used go last
 
     def at(values=None):  # the launch with these values of its moving scalars
@@ -431,7 +432,7 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
         live = Effects.Live(sizes, [launch.tensors() for launch in launches])
     # one core: its state is the scheduler's; and every trip computed where data is (a
     # fast-forwarded trip has no effects of its own to perform)
-    steady = steady and not unsafe and len(issuers) == 1 and live is None
+    steady = steady and not unsafe and not fresh.checking() and len(issuers) == 1 and live is None
     for issuer in issuers.values():
         issuer.steady = steady
     streams = {core: issuer.stream() for core, issuer in issuers.items()}

@@ -50,10 +50,21 @@ def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
     _require_dtype(op, lhs, CUBE_IN, "a cube input dtype")
 
 
+def product_valid(lhs: TileType, rhs: TileType, batch=()) -> tuple | None:
+    """The valid shape of a product: lhs's valid rows by rhs's valid columns (the rest of
+    the accumulator is computed from padding, which a store must not write)."""
+    m = None if lhs.valid_shape is None else lhs.valid_shape[-2]
+    cols = None if rhs.valid_shape is None else rhs.valid_shape[-1]
+    if (m is None or m == Const(lhs.shape[-2])) and (cols is None or cols == Const(rhs.shape[-1])):
+        return None
+    return (*(Const(b) for b in batch), m or Const(lhs.shape[-2]), cols or Const(rhs.shape[-1]))
+
+
 def _infer_matmul(a: OpArgs, soc: SoC) -> TileType:
     lhs, rhs = a.tile("lhs"), a.tile("rhs")
     _check_mm("tile.matmul", lhs, rhs)
-    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc,
+                    valid_shape=product_valid(lhs, rhs))
 
 
 register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
@@ -68,7 +79,7 @@ def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
                    fmt_shape(acc.shape))
     if acc.dtype is not acc_dtype(lhs.dtype):
         raise fail("tile.matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
-    return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc)
+    return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc, valid_shape=acc.valid_shape)
 
 
 register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
@@ -110,7 +121,9 @@ def _check_bmm(op: str, lhs: TileType, rhs: TileType) -> tuple:
 
 def _infer_batch_matmul(a: OpArgs, soc: SoC) -> TileType:
     lhs, rhs = a.tile("lhs"), a.tile("rhs")
-    return TileType(shape=_check_bmm("tile.batch_matmul", lhs, rhs), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+    shape = _check_bmm("tile.batch_matmul", lhs, rhs)
+    return TileType(shape=shape, dtype=acc_dtype(lhs.dtype), space=M.Acc,
+                    valid_shape=product_valid(lhs, rhs, shape[:-2]))
 
 
 def _infer_batch_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
@@ -120,7 +133,7 @@ def _infer_batch_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
         raise fail("tile.batch_matmul_acc", f"an accumulator of shape {fmt_shape(shape)}", fmt_shape(acc.shape))
     if acc.dtype is not acc_dtype(lhs.dtype):
         raise fail("tile.batch_matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
-    return TileType(shape=shape, dtype=acc.dtype, space=M.Acc)
+    return TileType(shape=shape, dtype=acc.dtype, space=M.Acc, valid_shape=acc.valid_shape)
 
 
 # A stack of pages in each L0 buffer, one MMAD per page (a batch axis of 1 broadcasting).
@@ -143,7 +156,8 @@ def _infer_matmul_bias(a: OpArgs, soc: SoC) -> TileType:
     lhs, rhs = a.tile("lhs"), a.tile("rhs")
     _check_mm("tile.matmul_bias", lhs, rhs)
     _bias("tile.matmul_bias", a.tile("bias"), lhs, rhs.shape[1])
-    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+    return TileType(shape=(lhs.shape[0], rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc,
+                    valid_shape=product_valid(lhs, rhs))
 
 
 register("tile.matmul_bias", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,)),
