@@ -1,7 +1,7 @@
 """Clean an op-simulator trace into a per-pipe timeline you can read.
 
     python -m pypto.tools.clean_sim_trace <visualize_data.bin | OPPROF_dir | sim_dir | build_dir> ...
-        [-o OUTPUT_DIR] [--keep-scalar] [--raw-metrics] [--no-copy-raw]
+        [-o OUTPUT_DIR] [--keep-scalar] [--raw-metrics] [--no-copy-raw] [--clock-hz HZ]
 
 Writes ``trace.clean.json`` (Chrome Trace Event JSON for Perfetto or chrome://tracing):
 the pipe lanes MTE2, MTE1, CUBE, VECTOR, FIXPIPE, MTE3 (SCALAR with --keep-scalar) of each
@@ -9,7 +9,11 @@ core in dataflow order; complete instruction slices only (no SET_FLAG / WAIT_FLA
 nor the scalar unit's ``issue set_flag(...)`` ones); a pipe's partially overlapping
 instructions split into sub-lanes (MTE2, MTE2#1, ...) so every lane is disjoint or strictly
 nested; each set_flag -> wait_flag pair drawn as a flow arrow from the instruction that
-produced to the one that consumed; timestamps verbatim. Writes ``instr_metrics.json``: the
+produced to the one that consumed. Timestamps are microseconds, as the Chrome trace format
+has them, at the core clock (``otherData.clock_hz``: the one the trace was written at, else
+the a2a3 table's 1.8 GHz, or ``--clock-hz``), each end floored to a whole nanosecond; the
+cycles stay in each slice's ``args`` (``start_cycle``, ``cycles``; a flow's ``cycle``).
+Writes ``instr_metrics.json``: the
 per-instruction metrics, one record list per core; and ``trace.clean.html``, the same
 timeline as a self-contained page.
 
@@ -24,12 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 from bisect import bisect_left, bisect_right
 from collections import deque
 from pathlib import Path
 
+from pypto.backend import DEFAULT
 from pypto.tools import trace_page
 from pypto.sim.insight_format import API_INSTR, TRACE, InsightFormatError, read_blocks
 from pypto.ir.collector import collector_paused
@@ -219,10 +225,32 @@ def is_sync(name: str) -> bool:
     return word.strip().upper() in DROPPED_SLICES
 
 
-def clean(traces, keep_scalar: bool = False) -> tuple[dict, dict]:
+def clock_of(traces, given: float | None = None) -> float:
+    """The core clock a trace's cycles count: ``given``, else what the trace says it was
+    written at (``otherData.clock_hz``, ours), else the SoC table's a2a3 core clock."""
+    if given is not None:
+        return given
+    for trace in ([traces] if isinstance(traces, dict) else traces):
+        hz = (trace.get("otherData") or {}).get("clock_hz") if isinstance(trace.get("otherData"), dict) else None
+        if isinstance(hz, (int, float)) and not isinstance(hz, bool) and 0 < hz < 1e15:
+            return hz
+    return DEFAULT.chip.core_hz
+
+
+def _us(start, end, hz: float) -> tuple[float, float]:
+    """(ts, dur) in microseconds of cycles [start, end): each end floored to a whole
+    nanosecond, so that slices nested in cycles stay nested (and Perfetto, which counts
+    nanoseconds, reads them exactly)."""
+    a, b = math.floor(start * 1e9 / hz), math.floor(end * 1e9 / hz)
+    return a / 1000, (b - a) / 1000
+
+
+def clean(traces, keep_scalar: bool = False, hz: float | None = None) -> tuple[dict, dict]:
     """(cleaned trace, statistics) per the module's rules, from checked TRACE payloads (one
-    dict, or a list of them: each block's cores kept apart, as its pids may repeat)."""
+    dict, or a list of them: each block's cores kept apart, as its pids may repeat);
+    ``hz``: the clock the cycles count (``clock_of``)."""
     traces = [traces] if isinstance(traces, dict) else traces
+    hz = clock_of(traces, hz)
     cores, lanes = {}, {}  # (block, pid) -> name; (block, pid, tid) -> lane
     for block, trace in enumerate(traces):
         for e in trace["traceEvents"]:
@@ -270,15 +298,21 @@ def clean(traces, keep_scalar: bool = False) -> tuple[dict, dict]:
                 out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
                             "args": {"sort_index": tid}})
                 for e in members:
-                    kept = {k: e[k] for k in ("name", "ph", "ts", "dur", "args") if k in e}
-                    out.append({**kept, "pid": pid, "tid": tid, "cname": COLORS.get(lane, "generic_work")})
+                    ts, dur = _us(e["ts"], e["ts"] + e["dur"], hz)
+                    args = {**(e.get("args") or {}), "start_cycle": e["ts"], "cycles": e["dur"]}
+                    out.append({"name": e["name"], "ph": "X", "ts": ts, "dur": dur, "args": args, "pid": pid,
+                                "tid": tid, "cname": COLORS.get(lane, "generic_work")})
                     placed.setdefault((core, lane), []).append((e, pid, tid))
                 tid += 1
     arrows, unanchored = _flows(flags, placed, cores)
+    for a in arrows:
+        a["ts"], a["args"] = _us(a["ts"], a["ts"], hz)[0], {"cycle": a["ts"]}
     out.extend(arrows)
     first = traces[0] if traces else {}
-    cleaned = {"displayTimeUnit": first.get("displayTimeUnit", "ns"), "profilingType": first.get("profilingType", "op"),
-               "schemaVersion": first.get("schemaVersion", 1), "traceEvents": out}
+    cleaned = {"displayTimeUnit": "ns", "profilingType": first.get("profilingType", "op"),
+               "schemaVersion": first.get("schemaVersion", 1),
+               "otherData": {"clock_hz": hz, "time_unit": "us (ts, dur); cycles in args: start_cycle, cycles, cycle"},
+               "traceEvents": out}
     stats = {"slices": sum(len(v) for v in slices.values()), "flows": len(arrows) // 2, "unanchored": unanchored}
     return cleaned, stats
 
@@ -391,10 +425,20 @@ def metrics(instr) -> dict:
 # ----------------------------------------------------------------------------- command line
 
 
-def prepare(bin_path: Path, keep_scalar: bool, raw_metrics: bool) -> tuple[dict, dict, dict | None]:
+def _clock(text: str) -> float:
+    try:
+        hz = float(text)
+    except ValueError:
+        raise CleanError(f"--clock-hz {text!r} is not a number of cycles per second (e.g. 1.8e9)") from None
+    if not 0 < hz < 1e15:
+        raise CleanError(f"--clock-hz {text} is not a clock rate (e.g. 1.8e9)")
+    return hz
+
+
+def prepare(bin_path: Path, keep_scalar: bool, raw_metrics: bool, hz: float | None = None) -> tuple:
     """(cleaned trace, statistics, metrics to write or None) for one visualize_data.bin."""
     traces, instr = load(bin_path)
-    cleaned, stats = clean(traces, keep_scalar=keep_scalar)
+    cleaned, stats = clean(traces, keep_scalar=keep_scalar, hz=hz)
     try:
         table = None if instr is None else instr if raw_metrics else metrics(instr)
     except CleanError as exc:
@@ -451,12 +495,14 @@ def run(argv=None) -> list[Path]:
     parser.add_argument("--keep-scalar", action="store_true", help="keep the SCALAR lane")
     parser.add_argument("--raw-metrics", action="store_true", help="write API_INSTR as it is")
     parser.add_argument("--no-copy-raw", action="store_true", help="with -o, do not copy the raw simulator files")
+    parser.add_argument("--clock-hz", type=_clock, help="the core clock the cycles count (default: the trace's, or "
+                                                      "the a2a3 table's 1.8 GHz)")
     parser.error = lambda message: (_ for _ in ()).throw(CleanError(message))
     args = parser.parse_args(argv)
     jobs = plan([Path(p) for p in args.paths], Path(args.output) if args.output else None)
     # Everything is read and checked before anything is written: a bad input among several
     # leaves no half-written output behind.
-    prepared = [prepare(bin_path, args.keep_scalar, args.raw_metrics) for bin_path, _ in jobs]
+    prepared = [prepare(bin_path, args.keep_scalar, args.raw_metrics, args.clock_hz) for bin_path, _ in jobs]
     for (bin_path, out_dir), done in zip(jobs, prepared):
         write(bin_path, out_dir, done, copy_raw=bool(args.output) and not args.no_copy_raw)
     return [out_dir for _, out_dir in jobs]

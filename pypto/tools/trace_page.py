@@ -1,146 +1,66 @@
 """A self-contained timeline of a cleaned trace (``trace.clean.html``), for when Perfetto
-is not at hand: one row per lane, one block per instruction, sync arrows between them.
-The data arrives as a JSON literal; the script builds the page with DOM calls only."""
+is not at hand: a section per core, a lane per pipe (and sub-lane), a block per
+instruction, sync arrows between them — drawn by the shared viewer
+(``pypto.tools.timeline_view``: a time axis in cycles and microseconds at the trace's
+clock, zoom, pan, labels only where they fit, dense stretches aggregated)."""
 
 from __future__ import annotations
 
-import json
-
-PAGE = r"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>trace</title>
-<style>
-  body { margin: 0; font: 12px/1.4 system-ui, sans-serif; color: #1d2430; background: #fafafa; }
-  header { padding: 10px 16px; background: #fff; border-bottom: 1px solid #e5e7eb; }
-  h1 { font-size: 15px; margin: 0; }
-  .meta { color: #6b7280; }
-  .core { margin: 12px 16px; background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 8px; }
-  .core-name { font-weight: 600; margin-bottom: 4px; }
-  .timeline { position: relative; }
-  .lane { position: relative; height: 22px; border-bottom: 1px solid #f1f5f9; }
-  .lane-name { position: absolute; left: 0; width: 90px; font: 11px/22px ui-monospace, monospace; color: #475569; }
-  .track { position: absolute; left: 96px; right: 0; top: 0; bottom: 0; }
-  .slice { position: absolute; top: 3px; height: 16px; border-radius: 2px; overflow: hidden; white-space: nowrap;
-           font: 10px/16px ui-monospace, monospace; padding: 0 2px; color: #0f172a; }
-  .MTE2, .MTE1 { background: #fcd9a8; } .CUBE { background: #c4b5fd; } .VECTOR { background: #a7f3d0; }
-  .FIXPIPE { background: #fde68a; } .MTE3 { background: #bfdbfe; } .SCALAR { background: #e5e7eb; }
-  svg.flows { position: absolute; left: 96px; top: 0; pointer-events: none; overflow: visible; }
-  svg.flows line { stroke: #dc2626; stroke-width: 1; marker-end: url(#head); }
-</style>
-</head>
-<body>
-<header><h1 id="title"></h1><div class="meta" id="meta"></div></header>
-<main id="cores"></main>
-<script>
-"use strict";
-const TRACE = /*__DATA__*/null;
-const TITLE = /*__TITLE__*/"";
-const WIDTH = 1100, ROW = 22;
-/*__HELPERS__*/
-const events = TRACE.traceEvents;
-const procs = new Map(), threads = new Map();
-for (const e of events) {
-  if (e.ph === "M" && e.name === "process_name") procs.set(e.pid, { name: e.args.name, order: 0 });
-  if (e.ph === "M" && e.name === "process_sort_index" && procs.has(e.pid)) procs.get(e.pid).order = e.args.sort_index;
-  if (e.ph === "M" && e.name === "thread_name") threads.set(e.pid + "/" + e.tid, { pid: e.pid, tid: e.tid, name: e.args.name });
-}
-const slices = events.filter(e => e.ph === "X");
-// A loop, not Math.min(...spread): a spread of a long trace overflows the call stack.
-let t0 = Infinity, t1 = -Infinity;
-for (const e of slices) { t0 = Math.min(t0, e.ts); t1 = Math.max(t1, e.ts + e.dur); }
-if (!slices.length) { t0 = 0; t1 = 0; }
-const px = WIDTH / Math.max(1, t1 - t0);
-const byTrack = new Map();  // "pid/tid" -> slices, built once rather than filtered per lane
-for (const e of slices) {
-  const key = e.pid + "/" + e.tid;
-  if (!byTrack.has(key)) byTrack.set(key, []);
-  byTrack.get(key).push(e);
-}
-const where = new Map();
-document.title = TITLE;
-document.getElementById("title").textContent = TITLE;
-document.getElementById("meta").textContent = slices.length
-  ? `${slices.length} instructions, cycles ${t0}..${t1}`
-  : "no instructions in this trace: nothing ran on a pipe lane";
-const starts = new Map(events.filter(e => e.ph === "s").map(e => [e.id, e]));
-const finishes = events.filter(e => e.ph === "f");
-const main = document.getElementById("cores");
-for (const [pid, proc] of [...procs].sort((a, b) => a[1].order - b[1].order)) {
-  const core = el("section", "core");
-  core.dataset.core = proc.name;
-  core.append(el("div", "core-name", proc.name));
-  const timeline = el("div", "timeline");
-  const lanes = [...threads.values()].filter(t => t.pid === pid).sort((a, b) => a.tid - b.tid);
-  lanes.forEach((t, row) => {
-    const lane = el("div", "lane");
-    lane.dataset.lane = t.name;
-    lane.append(el("span", "lane-name", t.name));
-    const track = el("div", "track");
-    for (const e of byTrack.get(pid + "/" + t.tid) || []) {
-      const s = el("div", "slice " + t.name.split("#")[0], e.name);
-      Object.assign(s.dataset, { ts: e.ts, dur: e.dur, lane: t.name });
-      s.style.left = ((e.ts - t0) * px) + "px";
-      s.style.width = Math.max(1, e.dur * px) + "px";
-      s.title = `${e.name}\n${e.ts} +${e.dur}` + (e.args ? "\n" + JSON.stringify(e.args) : "");
-      track.append(s);
-    }
-    lane.append(track);
-    timeline.append(lane);
-    where.set(pid + "/" + t.tid, row);
-  });
-  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("class", "flows");
-  svg.setAttribute("width", WIDTH);
-  svg.setAttribute("height", lanes.length * ROW);
-  arrowHead(svg);
-  for (const f of finishes.filter(e => e.pid === pid)) {
-    const s = starts.get(f.id);
-    if (!s || s.pid !== pid) continue;
-    const line = document.createElementNS(svg.namespaceURI, "line");
-    line.setAttribute("x1", (s.ts - t0) * px); line.setAttribute("y1", where.get(s.pid + "/" + s.tid) * ROW + ROW / 2);
-    line.setAttribute("x2", (f.ts - t0) * px); line.setAttribute("y2", where.get(f.pid + "/" + f.tid) * ROW + ROW / 2);
-    line.dataset.flow = f.id;
-    line.dataset.name = f.name;
-    svg.append(line);
-  }
-  timeline.append(svg);
-  core.append(timeline);
-  main.append(core);
-}
-</script>
-</body>
-</html>
-"""
+from pypto.tools.timeline_view import PAGE, Strings, embed
 
 
-HELPERS = r"""// the pages' shared helpers: elements with text (never markup), and an SVG arrow head
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = String(text);
-  return node;
-}
-function arrowHead(svg) {
-  const defs = document.createElementNS(svg.namespaceURI, "defs");
-  const marker = document.createElementNS(svg.namespaceURI, "marker");
-  marker.setAttribute("id", "head"); marker.setAttribute("markerWidth", "6"); marker.setAttribute("markerHeight", "6");
-  marker.setAttribute("refX", "5"); marker.setAttribute("refY", "3"); marker.setAttribute("orient", "auto");
-  const tip = document.createElementNS(svg.namespaceURI, "path");
-  tip.setAttribute("d", "M0,0 L6,3 L0,6 z"); tip.setAttribute("fill", "#dc2626");
-  marker.append(tip); defs.append(marker); svg.append(defs);
-}
-"""
-
-
-def embed(page: str, data, title: str) -> str:
-    """A page template with its data and title as JSON literals (no ``<`` or ``>`` in
-    them, so nothing in the input can close the script) and the shared helpers."""
-    payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
-    return (page.replace("/*__HELPERS__*/", HELPERS).replace("/*__DATA__*/null", payload)
-            .replace('/*__TITLE__*/""', json.dumps(title).replace("<", "\\u003c").replace(">", "\\u003e")))
+def model(cleaned: dict) -> dict:
+    """The viewer's model of a cleaned trace: its cycles (``args``; the timestamps where a
+    trace has none there), one group per core, one lane per thread, the flows' arrows."""
+    events = cleaned["traceEvents"]
+    hz = (cleaned.get("otherData") or {}).get("clock_hz") or 1e6  # none: the times are shown as they are
+    procs, threads = {}, {}
+    for e in events:
+        if e.get("ph") != "M":
+            continue
+        args = e.get("args") or {}
+        if e["name"] == "process_name":
+            procs.setdefault(e["pid"], [str(args.get("name", e["pid"])), 0])[0] = str(args.get("name", e["pid"]))
+        elif e["name"] == "process_sort_index":
+            procs.setdefault(e["pid"], [str(e["pid"]), 0])[1] = args.get("sort_index", 0)
+        elif e["name"] == "thread_name":
+            threads[(e["pid"], e["tid"])] = str(args.get("name", e["tid"]))
+    strings, kinds = Strings(), ["other"]
+    lanes: dict[tuple, list] = {key: [] for key in threads}
+    for e in events:
+        if e.get("ph") == "X" and (e["pid"], e["tid"]) in lanes:
+            args = dict(e.get("args") or {})
+            start, dur = args.pop("start_cycle", e["ts"]), args.pop("cycles", e["dur"])
+            kind = threads[(e["pid"], e["tid"])].split("#")[0]
+            if kind not in kinds:
+                kinds.append(kind)
+            detail = ", ".join(f"{k}: {v}" for k, v in args.items())
+            lanes[(e["pid"], e["tid"])].append([start, dur, strings(e["name"]), kinds.index(kind), strings(detail)])
+    groups, number = [], {}
+    for pid, (name, _) in sorted(procs.items(), key=lambda p: (p[1][1], str(p[0]))):
+        mine = sorted((tid for (p, tid) in threads if p == pid), key=str)
+        for tid in mine:
+            number[(pid, tid)] = len(number)
+        groups.append({"name": name, "lanes": [{"name": threads[(pid, tid)], "s": sorted(lanes[(pid, tid)])}
+                                              for tid in mine]})
+    starts = {e["id"]: e for e in events if e.get("ph") == "s"}
+    flows = []
+    for f in (e for e in events if e.get("ph") == "f"):
+        s = starts.get(f["id"])
+        if s is None or (s["pid"], s["tid"]) not in number or (f["pid"], f["tid"]) not in number:
+            continue
+        cycle = (lambda e: (e.get("args") or {}).get("cycle", e["ts"]))
+        flows.append([number[(s["pid"], s["tid"])], cycle(s), number[(f["pid"], f["tid"])], cycle(f),
+                      strings(f.get("name", "flow")), f["id"]])
+    count = sum(len(v) for v in lanes.values())
+    cycles = [x[0] + x[1] for v in lanes.values() for x in v]
+    meta = (f"{count} instructions on {len(groups)} core(s), {max(cycles)} cycles "
+            f"({max(cycles) / hz * 1e6:.3f} \u00b5s at {hz / 1e9:g} GHz)" if count
+            else "no instructions in this trace: nothing ran on a pipe lane")
+    legend = [[k, k] for k in kinds if k != "other"] + ([["other", "several pipes' work, aggregated"]])
+    return {"hz": hz, "unit": "cycles", "axes": ["ticks", "us"], "groups": groups, "flows": flows,
+            "strings": strings.items, "kinds": kinds, "legend": legend, "meta": meta}
 
 
 def render(cleaned: dict, title: str) -> str:
-    return embed(PAGE, cleaned, title)
+    return embed(PAGE, model(cleaned), title)

@@ -25,8 +25,10 @@ def _run(args, profile: Path) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def dom(page: Path, profile: Path) -> str:
-    done = _run(["--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()], profile)
+def dom(page: Path, profile: Path, fragment: str = "") -> str:
+    """``fragment``: the URL's ``#...`` (a page's view, say)."""
+    done = _run(["--virtual-time-budget=5000", "--window-size=1400,900", "--dump-dom", page.resolve().as_uri() + fragment],
+                profile)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

@@ -39,7 +39,7 @@ def lanes(trace):
 
 def slices(trace, lane_prefix):
     names = lanes(trace)
-    return [(e["ts"], e["ts"] + e["dur"]) for e in trace["traceEvents"]
+    return [(e["args"]["start_cycle"], e["args"]["start_cycle"] + e["args"]["cycles"]) for e in trace["traceEvents"]
             if e.get("ph") == "X" and names.get((e["pid"], e["tid"]), "").split("#")[0] == lane_prefix]
 
 
@@ -143,7 +143,11 @@ def test_a_hand_built_container_with_source_unknown_blocks_and_padding(tmp_path)
     assert set(lanes(trace).values()) == {"MTE2", "MTE2#1", "VECTOR"}  # FLOWCTRL dropped, VEC read as VECTOR
     (s,) = [e for e in trace["traceEvents"] if e["ph"] == "s"]
     (f,) = [e for e in trace["traceEvents"] if e["ph"] == "f"]
-    assert (s["ts"], f["ts"], s["name"]) == (30, 90, "MTE2->VECTOR flag3")
+    assert (s["args"]["cycle"], f["args"]["cycle"], s["name"]) == (30, 90, "MTE2->VECTOR flag3")
+    # microseconds at the a2a3 core clock (the trace names none), each floored to a nanosecond
+    assert trace["otherData"]["clock_hz"] == 1.8e9 and (s["ts"], f["ts"]) == (0.016, 0.05)
+    (vadd,) = [e for e in trace["traceEvents"] if e.get("name") == "VADD"]
+    assert (vadd["ts"], vadd["dur"], vadd["args"]["start_cycle"], vadd["args"]["cycles"]) == (0.05, 0.011, 90, 20)
     metrics = json.loads((tmp_path / "instr_metrics.json").read_text())
     assert metrics["instructions"]["core0.veccore0"] == [{"address": "0x10", "pipe": "MTE2", "cycles": 50}]
 
@@ -188,8 +192,7 @@ def test_the_cleaned_timeline_page_in_chromium(seed, tmp_path):
     assert clean(report.trace_dir, "-o", tmp_path / "c").returncode == 0
     page = tmp_path / "c" / "trace.clean.html"
     html = Elements(dom(page, tmp_path / "profile"))
-    (core,) = html.select("section", "core")
-    assert core["attrs"]["data-core"] == "core0.veccore0"
+    assert [g["attrs"]["data-group"] for g in html.select("div", "group")] == ["core0.veccore0"]
     lane_names = [e["attrs"]["data-lane"] for e in html.select("div", "lane")]
     assert [x.split("#")[0] for x in lane_names] == sorted((x.split("#")[0] for x in lane_names),
                                                            key=["MTE2", "VECTOR", "MTE3"].index)
@@ -197,6 +200,7 @@ def test_the_cleaned_timeline_page_in_chromium(seed, tmp_path):
     for s in html.select("div", "slice"):
         by_lane.setdefault(s["attrs"]["data-lane"], []).append((int(s["attrs"]["data-ts"]),
                                                                 int(s["attrs"]["data-ts"]) + int(s["attrs"]["data-dur"])))
+    assert by_lane
     for spans in by_lane.values():
         for a0, a1 in spans:
             for b0, b1 in spans:
@@ -327,8 +331,8 @@ def test_several_opprof_dirs_write_one_subdirectory_each(seed, tmp_path):
     second = compiled.run(seed["A"], torch.zeros(512, 128)).trace_dir  # a kernel run twice: two OPPROF dirs
     assert first != second and first.parent == second.parent == tmp_path / "build" / "sim"
     # the README's command: the build output directory
-    for given, out in (([tmp_path / "build"], "a"), ([tmp_path / "build" / "sim"], "b"), ([first, second], "c")):
-        done = clean(*given, "-o", tmp_path / out)
+    for paths, out in (([tmp_path / "build"], "a"), ([tmp_path / "build" / "sim"], "b"), ([first, second], "c")):
+        done = clean(*paths, "-o", tmp_path / out)
         assert done.returncode == 0, done.stderr
         assert sorted(p.name for p in (tmp_path / out).iterdir()) == sorted([first.name, second.name])
         for opprof in (first, second):

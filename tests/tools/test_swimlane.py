@@ -102,14 +102,15 @@ def test_the_page_draws_a_bar_per_task_on_its_core_and_an_arrow_per_edge(tmp_pat
     (build / "dfx_outputs" / "name_map_chain.json").write_text(json.dumps(data))
     assert swimlane.main([str(build), "-o", str(tmp_path / "o")]) == 0
     page = Elements(dom(tmp_path / "o" / "swimlane.html", tmp_path / "profile"))
-    bars = [e for e in page.select("div", "bar") if "data-task" in e["attrs"]]
-    assert sorted(b["attrs"]["data-task"] for b in bars) == sorted(t.task_id for t in report.tasks)
-    assert {b["text"] for b in bars} == {"<img src=x onerror=alert(1)>"}  # text, not markup
+    bars = [e for e in page.select("div", "slice") if "data-id" in e["attrs"]]
+    assert sorted(b["attrs"]["data-id"] for b in bars) == sorted(t.task_id for t in report.tasks)
+    assert all(b["attrs"]["title"].startswith("<img src=x onerror=alert(1)> on ") for b in bars)  # text, not markup
+    assert {b["text"] for b in bars} <= {"<img src=x onerror=alert(1)>", ""}
     assert not page.select("img")
     lanes = page.select("div", "lane")
     assert [int(e["attrs"]["data-core"]) for e in lanes] == sorted({t.core for t in report.tasks})
-    assert {e["attrs"]["data-edge"] for e in page.select("line")} == {"r1t0->r1t1", "r1t1->r1t2"}
-    assert len(page.select("span", "tick")) >= 3 and len(page.select("div", "pickup")) == 3
+    assert {e["attrs"]["data-name"] for e in page.select("line")} == {"r1t0->r1t1", "r1t1->r1t2"}
+    assert len(page.select("span", "tick")) >= 3 and len(page.select("div", "k-pickup")) == 3
     assert [e["text"] for e in page.select("div", "group")] == ["AIV (vector cores)"]
 
 
