@@ -238,3 +238,71 @@ def test_help_documents_the_forms():
     assert "block_table" in str(pl.paged_gather.__signature__)
     assert "held whole in L1" in pl.create_l1.__doc__
     assert "tensor.gather_row" in pl.gather_row.__doc__ and "tile.gather_row" in pl.gather_row.__doc__
+
+
+# ----------------------------------------------------------------------------- review findings
+
+
+def test_held_tensors_alias_read_and_widen_the_cube_block(tmp_path):
+    """Another name of a held tensor is it; pl.read of a held Vec one reads its tile; a held
+    rhs of 512 columns makes the result one 16 x 512 block (Acc holds it)."""
+    body = ("g = pl.paged_gather(x, idx, idx, block_size=4, size=32, max_indices=8, space=pl.Mem.Vec)\n"
+            "h = g\n"
+            "v = pl.read(h, [1, 2])\n"
+            "out = pl.assemble(out, pl.adds(h, v), [0, 0])")
+    k = scope_kernel(tmp_path, body, "x: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]")
+    x, idx = torch.randn(32, 32), torch.arange(8, dtype=torch.int32)
+    want = x[physical(idx, idx, 4)]
+    for platform in PLATFORMS:
+        out = torch.zeros(8, 32)
+        k(x, idx, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, want + want[1, 2]), platform
+    q, w = torch.randn(16, 64).half(), torch.randn(512, 64).half()
+    outs = []
+    for platform in PLATFORMS:
+        out = torch.zeros(16, 512)
+        paged_transposed(w, torch.arange(512, dtype=torch.int32) % 64, q, out, config=RunConfig(platform=platform))
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+
+
+@pl.jit
+def regather(x: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """The old tile read after a gather_row into a Vec one: copied first, and the copy is filled."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        g = pl.paged_gather(x, idx, idx, block_size=4, size=32, max_indices=8, space=pl.Mem.Vec)
+        h = pl.add(g, g)
+        g = pl.gather_row(g, x, [0, 0], [3, 0], [1, 32])
+        out = pl.assemble(out, pl.add(g, h), [0, 0])
+    return out
+
+
+def test_a_gather_row_into_a_held_vec_tensor_read_again_fills_a_copy():
+    x, idx = torch.randn(32, 32), torch.arange(8, dtype=torch.int32)
+    g = x[physical(idx, idx, 4)]
+    new = g.clone()
+    new[0] = x[3]
+    for platform in PLATFORMS:
+        out = torch.zeros(8, 32)
+        regather(x, idx, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, new + 2 * g), platform
+
+
+@pytest.mark.parametrize("body, match", [
+    ("g = pl.full([8, 32], dtype=pl.FP16, value=0.0)\nfor i in pl.range(2):\n"
+     "    g = pl.paged_gather(x, idx, idx, block_size=4, size=32, max_indices=8)\nout = pl.assemble(out, g, [0, 0])",
+     "'g' is a tensor held on chip .* on one path of this loop and a tensor computed otherwise"),
+    ("kv = pl.gather_row(x, x, [0, 0], [1, 0], [1, 32])\nout = pl.assemble(out, kv[0:8, :], [0, 0])",
+     "pl.gather_row fills an L1 tensor from pl.create_l1, and 'x' is not one"),
+    ("g = pl.paged_gather(x, idx, idx, block_size=4, size=32, max_indices=8)\nv = pl.read(g, [0, 0])\n"
+     "out = pl.assemble(out, pl.adds(x[0:8, :], v), [0, 0])", "'g' is held on chip, in Mat, and tensor.read"),
+    ("a = pl.paged_gather(x, idx, idx, block_size=4, size=32, max_indices=4096, space=pl.Mem.Vec)\n"
+     "out = pl.assemble(out, pl.exp(a[0:8, :]), [0, 0])",
+     r"the tensors this kernel holds in Vec take 262144 B \('a' 262144 B\), more than Vec's 188416 B"),
+])
+def test_more_refusals_name_the_line(body, match, tmp_path):
+    k = scope_kernel(tmp_path, body, "x: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]")
+    with pytest.raises(PyptoError, match=match) as info:
+        k(torch.zeros(32, 32).half(), torch.arange(8, dtype=torch.int32), torch.zeros(8, 32).half(),
+          config=RunConfig(platform="a2a3sim"))
+    assert "k.py:" in str(info.value) and "k.py:5:" not in str(info.value)

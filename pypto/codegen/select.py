@@ -168,7 +168,7 @@ class _Selector:
                              (self.loc(dst, core),), span, target, dst))
         shapes = tuple(c.value for c in values["shapes"])
         gm = self.gm(self.tensor(values["src"].name, span), values["src_offset"], shapes)
-        args = [dst if a is old else a for a in args]
+        args = [dst if isinstance(a, Buf) and a == old else a for a in args]  # it reads the copy, not the old tile
         out.append(Instr("TLOAD", Pipe.MTE2, core, call.op, tuple(args), (gm, self.loc(dst, core)),
                          (self.loc(dst, core),), span, target, dst))
         return out

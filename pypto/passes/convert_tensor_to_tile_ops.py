@@ -34,7 +34,7 @@ from pypto.passes.sink_plan import emit_sink, plan_sink
 from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.tile_emitter import Emitter
 from pypto.passes.expand_clones import expand_clones
-from pypto.passes.expand_l1 import expand_l1
+from pypto.passes.expand_l1 import expand_l1, user_name
 from pypto.passes.return_outputs import return_outputs
 from pypto.backend import MemorySpace as M
 
@@ -45,16 +45,29 @@ def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResu
     out = []
     for fn in program.functions:
         if fn.name in kernels:
-            fn, held = expand_l1(expand_clones(fn), ctx.soc)
+            fn, buffers = expand_l1(expand_clones(fn), ctx.soc)
             ring = ring_reserve(fn.body)
             try:
-                fn = _Converter(fn, ctx, held).run()
+                fn = _Converter(fn, ctx, _held_vec(buffers, ctx.soc)).run()
             except MemorySpaceError as err:
                 if not ring or getattr(err, "need", None) is None:
                     raise
                 raise ring_overflow(fn, ctx.soc.spec(M.Vec).capacity, ring, err.need) from None
         out.append(fn)
     return result(n.Program(program.name, tuple(out)))
+
+
+def _held_vec(buffers, soc) -> int:
+    """The Vec bytes the kernel's held tensors take throughout; refused past Vec's capacity."""
+    spec = soc.spec(M.Vec)
+    vec = [(name, t, span) for name, t, span in buffers if t.space is M.Vec]
+    total = sum(-(-t.nbytes // spec.align) * spec.align for _, t, _ in vec)
+    if total > spec.capacity:
+        sizes = ", ".join(f"'{user_name(name)}' {t.nbytes} B" for name, t, _ in vec)
+        raise MemorySpaceError(f"the tensors this kernel holds in Vec take {total} B ({sizes}), more than Vec's "
+                               f"{spec.capacity} B", span=vec[0][2],
+                               hint="gather fewer rows (a smaller max_indices), or into pl.Mem.Mat for the cube")
+    return total
 
 
 # ops that address a GM tensor at offsets: (the tensor's parameter, the offsets')

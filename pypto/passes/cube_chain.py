@@ -53,10 +53,14 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
                and pages * (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity and (b == k or not held)), None)
     if kb is None:
         p = next(iter(held))
+        need = {M.Left: pages * mb * k * esize, M.Right: pages * k * nb * esize,
+                M.Mat: pages * (mb * k + k * nb) * esize}
+        short = ", ".join(f"{space.name} {b} B of its {soc.spec(space).capacity} B" for space, b in need.items()
+                          if b > soc.spec(space).capacity)
         raise UnsupportedSyntaxError(
-            f"the {p} of this matmul is held whole in Mat, so the cube reads all of K ({k}) at once, and "
-            f"{'Left' if p == 'lhs' else 'Right'} cannot hold that beside the other operand's block", span=d.span,
-            hint="gather fewer rows (a smaller max_indices or buffer), or split the matmul along K")
+            f"the {p} of this matmul is held whole in Mat, so the cube reads all of K ({k}) at once, in blocks of "
+            f"{mb}x{nb} of the result: that takes {short}", span=d.span,
+            hint="a shorter K for the held operand (fewer gathered rows or columns), or split the matmul along K")
     fresh, onto = ("tile.batch_matmul", "tile.batch_matmul_acc") if batch else ("tile.matmul", "tile.matmul_acc")
 
     (la, lo, lr), (ra, ro, rr) = lhs, rhs

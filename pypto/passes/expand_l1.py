@@ -22,30 +22,37 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir import nodes as n
 from pypto.ir.infer import call_type
-from pypto.ir.ops import argument, op_call
+from pypto.errors import UnsupportedSyntaxError
+from pypto.ir.ops import Kind, argument, lookup, op_call
+from pypto.ir.rewrite import substitute
 from pypto.ir.types import INDEX, TileType
 
 L1_OPS = ("tensor.create_l1", "tensor.gather_row", "tensor.paged_gather")
 
 
-def expand_l1(fn: n.Function, soc: SoC) -> tuple[n.Function, int]:
-    """The function, and the Vec bytes its held buffers take (what its tensor code's
-    blocks must leave free)."""
+def expand_l1(fn: n.Function, soc: SoC) -> tuple[n.Function, list]:
+    """The function, and its held buffers as (name, TileType, span): what its tensor code's
+    blocks must leave free in Vec."""
     if not any(isinstance(getattr(s, "value", None), n.Call) and s.value.op in L1_OPS for s in n.walk_stmts(fn.body)):
-        return fn, 0
+        return fn, []
     types = n.symbols(fn)
     used = set(types) | {s.var for s in n.walk_stmts(fn.body) if isinstance(s, n.For)}
     ex = _Expander(types, used, soc)
-    fn = attrs.evolve(fn, body=ex.block(fn.body))
-    align = soc.spec(M.Vec).align
-    return fn, sum(-(-t.nbytes // align) * align for t in ex.buffers if t.space is M.Vec)
+    return attrs.evolve(fn, body=ex.block(fn.body)), ex.buffers
+
+
+def user_name(name: str) -> str:
+    """The name as the source wrote it: SSA's ``kv_3`` is ``kv``."""
+    base, _, suffix = name.rpartition("_")
+    return base if base and suffix.isdigit() else name
 
 
 class _Expander:
     def __init__(self, types: dict, used: set, soc: SoC):
         self.types, self.used, self.soc = types, used, soc
         self.tiles: dict[str, TileType] = {}  # names that now hold an on-chip tile
-        self.buffers: list[TileType] = []  # one per creation
+        self.buffers: list[tuple] = []  # (name, type, span) of each creation
+        self.aliases: dict[str, n.Var] = {}  # x = g of a held tile: x is g
 
     def tile_of(self, expr) -> TileType | None:
         return self.tiles.get(expr.name) if isinstance(expr, n.Var) else None
@@ -53,7 +60,7 @@ class _Expander:
     def block(self, body) -> tuple:
         out = []
         for stmt in body:
-            out.extend(self.stmt(stmt))
+            out.extend(self.stmt(substitute(stmt, self.aliases)))
         return tuple(out)
 
     def stmt(self, stmt) -> list:
@@ -63,20 +70,25 @@ class _Expander:
                 return [self.bind(stmt, op_call("tile.create", shape=argument(value, "shape"),
                                                 dtype=argument(value, "dtype"), target_memory=M.Mat))]
             if isinstance(value, n.Call) and value.op == "tensor.gather_row":
-                args = dict(zip(("dst", "src", "dst_offset", "src_offset", "shapes", "transpose", "valid_shape"),
-                                value.args))
-                return [self.bind(stmt, op_call("tile.gather_row", **args))]
+                return [self.bind(stmt, self.gather_row(stmt, value))]
             if isinstance(value, n.Call) and value.op == "tensor.paged_gather":
+                self.check_reads(stmt, value)
                 return self.paged(stmt, value)
-            if self.tile_of(value) is not None:  # another name of the tile
-                return [self.bind(stmt, value)]
+            if self.tile_of(value) is not None:  # another name of the tile: the tile itself
+                self.aliases[stmt.target] = value
+                return []
+        if isinstance(value, (n.Call, n.FuncCall)) or isinstance(stmt, n.Return):
+            read = self.held_read(stmt, value)
+            if read is not None:
+                return [read]
+            self.check_reads(stmt, value)
             return [stmt]
         if isinstance(stmt, n.For):
             iter_args = tuple(self.carry(a, self.tile_of(a.init)) for a in stmt.iter_args)
             body = self.block(stmt.body)
             ends = body[-1].values if body and isinstance(body[-1], n.Yield) else ()
-            iter_args = tuple(a if self.tile_of(a.init) is not None or k >= len(ends) else
-                              self.carry(a, self.tile_of(ends[k])) for k, a in enumerate(iter_args))
+            for a, end in zip(iter_args, ends):
+                self.same_way(stmt, user_name(a.name), (a.init, end))
             results = tuple(self.carry(b, self.tiles.get(a.name)) for a, b in zip(iter_args, stmt.results))
             return [attrs.evolve(stmt, iter_args=iter_args, body=body, results=results)]
         if isinstance(stmt, n.If):
@@ -84,17 +96,73 @@ class _Expander:
             ends = [b[-1].values if b and isinstance(b[-1], n.Yield) else () for b in (then_b, else_b)]
             results = []
             for k, b in enumerate(stmt.results):
-                t = next((self.tile_of(e[k]) for e in ends if k < len(e) and self.tile_of(e[k])), None)
-                results.append(self.carry(b, t))
+                values = [e[k] for e in ends if k < len(e)]
+                self.same_way(stmt, user_name(b.name), values)
+                results.append(self.carry(b, next((self.tile_of(v) for v in values if self.tile_of(v)), None)))
             return [attrs.evolve(stmt, then_body=then_b, else_body=else_b, results=tuple(results))]
         if n.stmt_children(stmt):
             return [attrs.evolve(stmt, body=self.block(stmt.body))]
         return [stmt]
 
+    def same_way(self, stmt, name: str, values) -> None:
+        """A loop or if carries a held tensor on every path, or on none."""
+        held = [self.tile_of(v) is not None for v in values]
+        if any(held) and not all(held):
+            raise UnsupportedSyntaxError(
+                f"'{name}' is a tensor held on chip (pl.create_l1 / pl.paged_gather) on one path of this "
+                f"{'loop' if isinstance(stmt, n.For) else 'if'} and a tensor computed otherwise on another",
+                span=stmt.span, hint="start and update it the same way on every path: from pl.create_l1 (or "
+                                     "pl.paged_gather) and pl.gather_row")
+
+    def gather_row(self, stmt, call: n.Call) -> n.Call:
+        acc, src = argument(call, "acc"), argument(call, "src")
+        if self.tile_of(acc) is None:
+            raise UnsupportedSyntaxError(
+                f"pl.gather_row fills an L1 tensor from pl.create_l1, and '{user_name(acc.name)}' is not one "
+                "(GM storage, or a tensor computed on chip, has no L1 buffer to fill)", span=stmt.span,
+                hint=f"start it with {user_name(acc.name)} = pl.create_l1(shape, dtype), or assemble into GM "
+                     "with pl.assemble")
+        if self.tile_of(src) is not None:
+            raise UnsupportedSyntaxError(
+                f"pl.gather_row copies from GM, and its src '{user_name(src.name)}' is held on chip", span=stmt.span,
+                hint="gather from the tensor in GM it came from")
+        args = dict(zip(("dst", "src", "dst_offset", "src_offset", "shapes", "transpose", "valid_shape"), call.args))
+        return op_call("tile.gather_row", **args)
+
+    def held_read(self, stmt, value):
+        """``pl.read`` of an element of a held Vec tensor: the scalar unit reads the tile."""
+        if isinstance(value, n.Call) and value.op == "tensor.read" and isinstance(stmt, n.Assign):
+            t = self.tile_of(argument(value, "tensor"))
+            if t is not None and t.space is M.Vec:
+                return attrs.evolve(stmt, value=op_call("tile.read", tile=argument(value, "tensor"),
+                                                        indices=argument(value, "indices")))
+        return None
+
+    def check_reads(self, stmt, value) -> None:
+        """Tensor code reads a held tensor window by window (an op, an assemble's source, a
+        matmul); whatever addresses a tensor in GM cannot address one."""
+        if isinstance(stmt, n.Return) or isinstance(value, n.FuncCall):
+            args, what = (stmt.values if isinstance(stmt, n.Return) else value.args), "a kernel's arguments live in GM"
+            bad = [a for a in args if self.tile_of(a) is not None]
+        else:
+            op = lookup(value.op)
+            if op is None:
+                return
+            computes = value.op.startswith("tensor.") and op.windows is not None
+            bad = [a for p, a in zip(op.params, value.args) if self.tile_of(a) is not None and p.kind is Kind.TENSOR
+                   and not computes and not (value.op == "tensor.assemble" and p.name == "source")]
+            what = f"{value.op} addresses a tensor in GM"
+        if bad:
+            t = self.tile_of(bad[0])
+            raise UnsupportedSyntaxError(
+                f"'{user_name(bad[0].name)}' is held on chip, in {t.space.name}, and {what}", span=stmt.span,
+                hint="assemble it into a GM tensor first (out = pl.assemble(out, value, [0, 0])), or read it with "
+                     "tensor ops" + (" (pl.read of a Vec one reads its tile)" if t.space is M.Mat else ""))
+
     def bind(self, stmt: n.Assign, value) -> n.Assign:
-        t = call_type(value, self.types, self.soc) if isinstance(value, n.Call) else self.tiles[value.name]
-        if isinstance(value, n.Call) and value.op == "tile.create":
-            self.buffers.append(t)
+        t = call_type(value, self.types, self.soc)
+        if value.op == "tile.create":
+            self.buffers.append((stmt.target, t, stmt.span))
         self.tiles[stmt.target] = self.types[stmt.target] = t
         return attrs.evolve(stmt, value=value, type=t)
 
@@ -120,7 +188,7 @@ class _Expander:
         span = stmt.span
         buf = op_call("tile.create", shape=tuple(map(n.Const, shape)), dtype=src_t.dtype, target_memory=a["space"])
         buf_t = call_type(buf, self.types, self.soc)
-        self.buffers.append(buf_t)
+        self.buffers.append((stmt.target, buf_t, span))
         start = self.fresh(f"{stmt.target}_buf", buf_t)
         i, row, nxt = self.fresh("i", INDEX), self.fresh(f"{stmt.target}_row", buf_t), self.fresh(stmt.target, buf_t)
 

@@ -22,11 +22,14 @@ from pypto.ir.types import ParamDirection, TensorType
 
 
 def return_outputs(program: n.Program, kernels) -> n.Program:
-    """``kernels``: the names of the functions to rewrite (InCore ones holding tensor code)."""
+    """``kernels``: the names of the functions to rewrite (InCore ones holding tensor code);
+    only those something calls (an entry kernel's arguments are the user's: it keeps them)."""
+    called = {c.callee for fn in program.functions for s in n.walk_stmts(fn.body)
+              if (c := _call_of(s)) is not None}
     added: dict[str, tuple[n.Param, ...]] = {}
     functions = []
     for fn in program.functions:
-        if fn.name in kernels:
+        if fn.name in kernels and fn.name in called:
             fn, params = _kernel(fn)
             if params:
                 added[fn.name] = params

@@ -26,7 +26,7 @@ from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.affine import interval, linear
 from pypto.ir.ops import argument, op_call
-from pypto.ir.types import INDEX, DataType
+from pypto.ir.types import INDEX, DataType, TileType
 from pypto.passes.regions import block_sizes, extents, plus
 from pypto.passes.tensor_graph import Unblockable
 from pypto.passes.tile_emitter import Emitter
@@ -189,7 +189,7 @@ def plan_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str) -> Pl
         if not wanted_fold:
             break  # every reduction fit whole: folds would change nothing
     if not found:
-        raise _too_large(stmt, shape, tried, em.capacity, in_place_only)
+        raise _too_large(stmt, shape, tried, em.capacity, in_place_only, em.reserved)
     return min(found, key=lambda p: found[p])
 
 
@@ -199,9 +199,13 @@ def _cube_plan(em: Emitter, stmt, target: str, offsets: tuple, source: str, shap
     block, or refused."""
     order = tuple(range(len(shape)))
     acc_bytes = DataType.FP32.nbytes  # FP32 or INT32 accumulation
-    mb = next(b for b in block_sizes(shape[-2]) if b <= em.soc.cube_block_m)
-    nb = next(b for b in block_sizes(shape[-1]) if b <= em.soc.cube_block_n
-              and mb * b * acc_bytes <= em.soc.spec(M.Acc).capacity)
+    fits, whole_m, whole_n = _held_fits(em, source)
+    # a held operand's side of the result is one block, whatever the table's cube block
+    rows = [shape[-2]] if whole_m else [b for b in block_sizes(shape[-2]) if b <= em.soc.cube_block_m]
+    mb = next((b for b in rows if fits(b, None)), rows[0])
+    cols = [shape[-1]] if whole_n else [b for b in block_sizes(shape[-1]) if b <= em.soc.cube_block_n]
+    in_acc = [b for b in cols if mb * b * acc_bytes <= em.soc.spec(M.Acc).capacity] or cols[-1:]
+    nb = next((b for b in in_acc if fits(mb, b)), in_acc[0])
     plan = Plan((*(1,) * (len(shape) - 2), mb, nb), order)  # past rank 2, a page at a time
     if plan.blocks != shape:
         out = emit_sink(em.scratch(), stmt, target, offsets, source, plan)
@@ -212,6 +216,26 @@ def _cube_plan(em: Emitter, stmt, target: str, offsets: tuple, source: str, shap
                 "would read what an earlier block stored", span=stmt.span,
                 hint="store the product into another tensor")
     return plan
+
+
+def _held_fits(em: Emitter, source: str):
+    """For a matmul with an operand held whole in Mat (``expand_l1``): (whether result blocks
+    of mb x nb — nb None: any — leave room for all of K beside the other operand's block in
+    Left, Right and Mat; whether the rows, the columns must be one block)."""
+    d = em.g.defs.get(em.g.resolve(source))
+    call = getattr(d, "call", None)
+    if call is None or call.op not in ("tensor.matmul", "tensor.matmul_acc"):
+        return (lambda mb, nb: True), False, False
+    lt, rt = (em.g.types.get(em.g.resolve(argument(call, p).name)) for p in ("lhs", "rhs"))
+    if not (isinstance(lt, TileType) or isinstance(rt, TileType)) or len(lt.shape) != 2 or len(rt.shape) != 2:
+        return (lambda mb, nb: True), False, False
+    k, size = lt.shape[-1], lt.dtype.nbytes
+
+    def fits(mb, nb):
+        nb = nb or 1
+        return (mb * k * size <= em.soc.spec(M.Left).capacity and k * nb * size <= em.soc.spec(M.Right).capacity
+                and (mb * k + k * nb) * size <= em.soc.spec(M.Mat).capacity)
+    return fits, isinstance(lt, TileType), isinstance(rt, TileType)
 
 
 def _cost(stmts, soc: SoC) -> tuple:
@@ -272,14 +296,17 @@ def _column_blocks(shape):
             yield tuple(blocks)
 
 
-def _too_large(stmt, shape, tried, capacity, in_place_only):
+def _too_large(stmt, shape, tried, capacity, in_place_only, reserved=0):
+    # Vec less what the kernel keeps there throughout (held tensors, cross-core rings)
+    its = f"the {capacity} B Vec has beside the {reserved} B the kernel's held tensors and rings take" if reserved \
+        else f"its {capacity} B"
     blocked = [err for _, err in tried if isinstance(err, Unblockable)]
     sized = [(b, need) for b, need in tried if isinstance(need, int)]
     if in_place_only:
         need = sized[0][1] if sized else 0
         return MemorySpaceError(
             f"this sink reads the tensor it stores into at other windows than it stores, so it is computed whole, "
-            f"and that needs {need} B of Vec, more than its {capacity} B", span=stmt.span,
+            f"and that needs {need} B of Vec, more than {its}", span=stmt.span,
             hint="store into another tensor, or compute smaller windows yourself (slices)")
     if blocked and not sized:
         err = blocked[-1]
@@ -289,7 +316,7 @@ def _too_large(stmt, shape, tried, capacity, in_place_only):
         block = "x".join(map(str, b))
         why = f"; larger blocks: {blocked[-1].message}" if blocked else ""
         err = MemorySpaceError(f"this tensor expression needs {need} B of Vec even in blocks of {block}, more than "
-                               f"its {capacity} B{why}", span=stmt.span,
+                               f"{its}{why}", span=stmt.span,
                                hint="use smaller tensors or fewer live intermediates, or block it yourself with "
                                     "slices in a loop")
         err.need = need  # what the smallest blocks take (a ring's overflow reports it above the ring)

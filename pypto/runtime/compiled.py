@@ -175,7 +175,7 @@ class CompiledProgram:
         what the entry returns is returned). ``config`` as for ``run``."""
         full = self._with_outputs(on_device(args, self))
         values = self.run(*full, config=config).outputs
-        if len(full) == len(args):
+        if len(full) == len(args) and self.output_indices:  # in place: the Out tensors hold it
             return None
         if not values:
             values = tuple(full[k] for k in self.output_indices)
