@@ -5,11 +5,13 @@
 
 One self-contained HTML page (no network): a collapsible card per compute function; per
 memory space a pill with its high-water mark, capacity and usage (red at >= 95 %); one box
-per tile over the lines it is live, chains of tiles computed in place into one slot merged
-(``name +N``), dashed boxes for views, red boxes where two allocations overlap in address
-and lifetime; one byte scale across spaces, zoom, a limit/used x-axis switch, per-space
-toggles; the IR alongside, line for line, and click-to-pin highlighting a tile's
-mentions. The dump is parsed, never run; every string from it is escaped.
+per tile over the lines it is live, chains of tiles that take over one slot in turn merged
+(``name +N``: N more tiles, as the page's legend says), dashed boxes for views, red boxes
+where two allocations overlap in address and lifetime; every space in the window at zoom 1
+(each as wide as the others, or widths by bytes), a label too wide for its box beside it,
+zoom, a limit/used x-axis switch, per-space toggles; the IR alongside, line for line, and
+click-to-pin highlighting a tile's mentions. The dump is parsed, never run; every string
+from it is escaped.
 """
 
 from __future__ import annotations

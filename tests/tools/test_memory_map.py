@@ -103,6 +103,42 @@ def test_the_page_in_chromium_shows_cards_boxes_and_pills(seed, tmp_path):
     assert png.stat().st_size > 10_000
 
 
+def test_a_matmul_map_shows_every_space_at_1400_px_with_every_label_whole(tmp_path):
+    """Mat (512 KiB) beside Left, Right and Acc (64-128 KiB): all four in view without
+    scrolling sideways, and each label whole — in its box, or beside a box too narrow for it
+    (the 16 KiB loads in Mat) — as the page measured its own layout."""
+    from pypto.examples import b_trans_matmul as mm
+
+    a, w = mm.inputs()
+    mm.matmul_row_major.compile(a, w, torch.zeros(mm.M, mm.N),
+                                config=RunConfig(dump_passes=PassDumpLevel.EXPLICIT, output_dir=tmp_path / "mm"))
+    page = run([str(tmp_path / "mm"), "-o", str(tmp_path / "mm.html")])
+    html = Elements(dom(page, tmp_path / "profile"))  # a 1400 x 900 window
+    (main,) = [e for e in html.found if e["attrs"].get("id") == "functions"]
+    measured = main["attrs"]
+    assert measured["data-hscroll"] == "0" and measured["data-overflows"] == "0"
+    assert measured["data-tooltip-only"] == "0"  # every label is on the page somewhere
+    assert [s["attrs"]["data-space"] for s in html.select("div", "space")] == ["Mat", "Left", "Right", "Acc"]
+    drawn = html.select("div", "box")
+    besides = [e["text"] for e in html.select("div", "beside")]
+    aside = [b for b in drawn if "aside" in _label(html, b)["attrs"]["class"].split()]
+    assert sorted(besides) == sorted(b["text"] for b in aside) and "load" in besides  # the loads of Mat
+    for b in drawn:  # a label left in its box fits it (11 px monospace: ~6.6 px a character, 3 px padding a side)
+        if b not in aside:
+            assert len(b["text"]) * 6.6 + 6 <= float(b["attrs"]["data-px"]) + 1, (b["text"], b["attrs"]["data-px"])
+    assert any(b["text"] == "acc +5" for b in drawn)  # acc and the five tiles carried or computed in its bytes
+    (legend,) = html.select("div", "legend")
+    assert "name +N" in legend["text"] and "computed in place" in legend["text"]
+    assert screenshot(page, tmp_path / "mm.png", tmp_path / "profile").stat().st_size > 10_000
+
+
+def _label(html: Elements, box: dict) -> dict:
+    """A box's label: the element right after it."""
+    label = html.found[html.found.index(box) + 1]
+    assert label["tag"] == "span" and "label" in label["attrs"]["class"].split()
+    return label
+
+
 def test_a_hostile_memref_name_is_text_not_markup(tmp_path):
     @pl.jit
     def hostile(a: pl.Tensor, out: pl.Out[pl.Tensor]):
@@ -230,13 +266,11 @@ def test_a_tile_past_the_end_of_its_space_is_drawn_where_it_is_and_flagged(seed,
     assert space["over"] and space["hwm"] == 215552
     assert {b["name"]: b["over"] for b in data["functions"][0]["boxes"]} == {"tile": False, "tile_1": True}
     html = Elements(dom(run([str(path), "-o", str(tmp_path / "over.html")]), tmp_path / "profile"))
-    (lane,) = html.select("div", "lane")
     (box,) = [b for b in html.select("div", "box") if b["attrs"]["data-name"] == "tile_1"]
-    style = {k.strip(): v for k, v in (part.split(":") for part in box["attrs"]["style"].replace("px", "").split(";")
+    style = {k.strip(): v for k, v in (part.split(":") for part in box["attrs"]["style"].replace("%", "").split(";")
                                        if part.strip())}
-    lane_width = float(lane["attrs"]["style"].split("width:")[1].split("px")[0])
-    assert float(style["left"]) == pytest.approx(182784 * 640 / 188416)  # where it is, not clamped
-    assert float(style["left"]) + float(style["width"]) <= lane_width + 0.01  # and the lane holds all of it
+    assert float(style["left"]) == pytest.approx(100 * 182784 / 215552)  # where it is, not clamped
+    assert float(style["left"]) + float(style["width"]) == pytest.approx(100)  # and the lane holds all of it
     assert box["attrs"]["data-over"] == "true" and "over" in box["attrs"]["class"].split()
     assert "over capacity" in html.select("span", "pill")[0]["text"]
     assert html.select("div", "capacity")
