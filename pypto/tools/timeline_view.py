@@ -32,6 +32,7 @@ PAGE = r"""<!doctype html>
   button { font: inherit; padding: 1px 9px; }
   #legend { display: flex; gap: 10px; padding: 6px 16px; flex-wrap: wrap; }
   .key { display: inline-flex; align-items: center; gap: 4px; }
+  .key[hidden] { display: none; }
   .swatch { width: 12px; height: 12px; border-radius: 2px; display: inline-block; }
   #view { position: relative; margin: 0 16px 16px; background: #fff; border: 1px solid #e5e7eb; border-radius: 8px;
           overflow: hidden; cursor: grab; user-select: none; }
@@ -56,6 +57,7 @@ PAGE = r"""<!doctype html>
   .k-aic { background: #c4b5fd; } .k-aiv { background: #a7f3d0; }
   .k-pickup { background: repeating-linear-gradient(45deg, #e5e7eb, #e5e7eb 3px, #f8fafc 3px, #f8fafc 6px); }
   .k-other { background: #e2e8f0; }
+  .agg-swatch { background: linear-gradient(90deg, #94a3b8 0 25%, #cbd5e1 25% 50%, #94a3b8 50% 75%, #e2e8f0 75%); }
 </style>
 </head>
 <body>
@@ -92,6 +94,12 @@ for (const [kind, text] of MODEL.legend) {
   key.append(el("span", "swatch k-" + kind), el("span", "", text));
   legend.append(key);
 }
+// Shown while the view has aggregate blocks: what a pale bar is, where a slice would be expected.
+const aggKey = el("span", "key");
+aggKey.id = "agg-key";
+aggKey.append(el("span", "swatch agg-swatch"), el("span", "",
+  `a shaded block: the slices of a ${BUCKET}-px column (grey: of several kinds), darker where the lane was busier; zoom in to see each`));
+legend.append(aggKey);
 const view = document.getElementById("view");
 const ctx = document.createElement("canvas").getContext("2d");
 ctx.font = "10px ui-monospace, monospace";
@@ -251,6 +259,7 @@ function draw() {
   let overflows = 0;  // measured: a label wider than its block would be cut
   for (const s of view.querySelectorAll(".slice")) if (s.textContent && s.scrollWidth > s.clientWidth + 1) overflows++;
   view.dataset.overflows = overflows;
+  aggKey.hidden = !view.querySelector(".agg");
   document.getElementById("range").textContent =
     `${short(lo)}..${short(hi)} ${UNIT} (${+us(lo).toFixed(3)}..${+us(hi).toFixed(3)} \u00b5s)` +
     (inView.length > MAX_FLOWS ? `, ${inView.length} arrows hidden: zoom in` : "");

@@ -57,7 +57,7 @@ def model(cleaned: dict) -> dict:
     meta = (f"{count} instructions on {len(groups)} core(s), {max(cycles)} cycles "
             f"({max(cycles) / hz * 1e6:.3f} \u00b5s at {hz / 1e9:g} GHz)" if count
             else "no instructions in this trace: nothing ran on a pipe lane")
-    legend = [[k, k] for k in kinds if k != "other"] + ([["other", "several pipes' work, aggregated"]])
+    legend = [[k, k] for k in kinds if k != "other"]  # one pipe per lane: nothing aggregates kinds
     return {"hz": hz, "unit": "cycles", "axes": ["ticks", "us"], "groups": groups, "flows": flows,
             "strings": strings.items, "kinds": kinds, "legend": legend, "meta": meta}
 

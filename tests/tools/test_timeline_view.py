@@ -58,6 +58,12 @@ def check_labels_fit(html: Elements) -> int:
     return labelled
 
 
+def agg_key(html: Elements) -> dict:
+    """The legend's key for the shaded aggregate blocks."""
+    (key,) = [e for e in html.found if e["attrs"].get("id") == "agg-key"]
+    return key
+
+
 def ticks(html: Elements, axis: str) -> list[float]:
     rows = [e for e in html.found if e["attrs"].get("data-axis") == axis]
     assert len(rows) == 1
@@ -82,6 +88,8 @@ def test_twelve_instructions_every_one_labelled_on_an_axis_of_cycles_and_microse
     assert all(0 <= c <= 286 for c in cycles) and 0 < us[-1] < 286 / 1.8e3
     assert [e["text"] for e in html.select("div", "group")] == ["core0.veccore0"]
     assert [e["attrs"]["data-lane"] for e in html.select("div", "lane")] == ["MTE2", "VECTOR", "MTE3"]
+    assert "hidden" in agg_key(html)["attrs"]  # nothing aggregated, nothing to explain
+    assert [e["text"] for e in html.select("span", "key")][:3] == ["MTE2", "VECTOR", "MTE3"]
     assert "12 instructions on 1 core(s), 286 cycles (0.159 \u00b5s at 1.8 GHz)" in dom(path, tmp_path / "profile")
     assert screenshot(path, tmp_path / "t12.png", tmp_path / "profile").stat().st_size > 5_000
 
@@ -108,6 +116,7 @@ def test_a_hundred_thousand_instructions_aggregate_and_zoom_to_single_labelled_o
     assert sum(int(b["attrs"]["data-count"]) for b in blocks) + len(html.select("div", "slice")) == 99_999
     assert all(0.25 <= float(b["attrs"]["style"].split("opacity: ")[1].split(";")[0]) <= 1 for b in blocks)
     assert "busy" in blocks[0]["attrs"]["title"] and "zoom in" in blocks[0]["attrs"]["title"]
+    assert "hidden" not in agg_key(html)["attrs"] and "zoom in to see each" in agg_key(html)["text"]
     assert len(ticks(html, "ticks")) >= 4 and len(ticks(html, "us")) >= 4
     check_labels_fit(html)
     zoomed = Elements(dom(path, tmp_path / "profile", "#t=600000,600600"))
