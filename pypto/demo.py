@@ -2,8 +2,8 @@
 
 Each kernel computes exp over a [512, 128] tensor in 8 tiles: a single buffer, a
 ``pl.pipeline`` of depth 2, and explicit two-slot buffers. The demo checks each against
-torch on the simulated AI core and prints its cycles, what each pipe was busy with, and
-whether the load pipe (MTE2) overlapped the vector unit — the point of double buffering.
+torch on the simulated AI core and prints its cycles (and µs), each pipe's busy cycles, whether
+the load pipe (MTE2) overlapped the vector unit (the point of double buffering), the roofline.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import attrs
-
 import torch
 
 import pypto.language as pl
+from pypto.backend import backend
 from pypto.errors import PyptoError
 from pypto.ir.levels import PassDumpLevel
 from pypto.runtime import PLATFORMS, RunConfig
@@ -79,7 +79,8 @@ def _run(args) -> int:
                        dump_passes=PassDumpLevel.EXPLICIT if args.dump else PassDumpLevel.NONE)
     indices = torch.arange(ROWS * TC, dtype=torch.int64)
     a = (indices % 3 - 1).to(torch.float32).reshape(ROWS, TC)
-    cycles = {}
+    print(header(args.platform, args.planner))
+    cycles, busy = {}, {}
     for kernel in KERNELS:
         out = torch.zeros(ROWS, TC, dtype=torch.float32)
         if args.output_dir is not None:
@@ -91,15 +92,18 @@ def _run(args) -> int:
         if args.platform != "ref":
             mte2, vec = report.busy("MTE2"), report.busy("VECTOR")
             overlap = any(s1 < e2 and s2 < e1 for s1, e1 in mte2 for s2, e2 in vec)
-            busy = ", ".join(f"{p} {c}" for p, c in sorted(report.pipe_cycles["aiv0"].items()))
-            line += f"; {report.kernel_cycles} cycles on the core ({busy}); MTE2 overlaps VECTOR: {overlap}"
-            cycles[kernel.__name__] = report.kernel_cycles
+            pipes = report.pipe_cycles["aiv0"]
+            line += (f"; {report.kernel_cycles} cycles = {microseconds(report.kernel_cycles)} (busy: "
+                     f"{', '.join(f'{p} {c}' for p, c in sorted(pipes.items()))}); MTE2 overlaps VECTOR: {overlap}")
+            cycles[kernel.__name__], busy[kernel.__name__] = report.kernel_cycles, pipes
         print(line)
         if not exact:
             return 1
         if args.show_ir:
             print(compiled.lowered.as_python())
     if cycles:
+        print(explain_busy(cycles, busy))
+        print(roofline(a, cycles, busy))
         for name in ("pipelined", "explicit_slots"):
             print(f"{name} takes {cycles[name] / cycles['single_buffer']:.2f} x the cycles of single_buffer")
     if args.output_dir is None:
@@ -112,6 +116,43 @@ def _run(args) -> int:
     if args.dump and args.planner == "PYPTO":  # PTOAS dumps carry no offsets to draw
         print(f"  the memory map:          pypto memory-map {build} -o {args.output_dir / 'memory_map.html'}")
     return 0
+
+
+SOC = backend("a2a3")  # the SoC table the simulator runs (RunConfig's backend)
+PLANNERS = {"PYPTO": "this compiler gives each tile an address when compiling (PTOAS: the assembler does)",
+            "PTOAS": "the assembler places the tiles, a pipeline's buffers as one region of slots"}
+
+
+def header(platform: str, planner: str) -> str:
+    """What runs: the shape, the tiles, where, and what the planner's name means."""
+    where = "the reference interpreter (ref)" if platform == "ref" else \
+        f"one simulated vector core ({platform}, {SOC.chip.core_hz / 1e9:g} GHz)"
+    return (f"exp of a [{ROWS}, {TC}] fp32 tensor in {NT} tiles of [{TR}, {TC}] ({TR * TC * 4 // 1024} KiB each), "
+            f"three ways, on {where}\nmemory planner {planner}: {PLANNERS[planner]}")
+
+
+def microseconds(cycles: int) -> str:
+    return f"{cycles / SOC.chip.core_hz * 1e6:.2f} \u00b5s"
+
+
+def explain_busy(cycles: dict, busy: dict) -> str:
+    """Why the busy cycles do not add up to the total: the pipes run at once."""
+    s, p = "single_buffer", "pipelined"
+    return (f"busy: each pipe's working cycles. The pipes run at once: their sum is under the total where they\n"
+            f"  wait for one another ({s}: {sum(busy[s].values())} in {cycles[s]}), over it where they overlap "
+            f"({p}: {sum(busy[p].values())} in {cycles[p]})")
+
+
+def roofline(a: torch.Tensor, cycles: dict, busy: dict) -> str:
+    """The least cycles the kernel's GM traffic needs at the SoC table's bandwidth (MTE2 in,
+    MTE3 out: a pipe each, working at once), against what each kernel took."""
+    moved = a.numel() * a.element_size()  # in, and as much out
+    per_cycle = SOC.costs.gm_bytes_per_cycle
+    bound = -(-moved // per_cycle)  # whole cycles
+    pipe, most = max(busy["pipelined"].items(), key=lambda kv: kv[1])
+    took = ", ".join(f"{c} ({c / bound:.1f} x)" for c in cycles.values())
+    return (f"roofline: {moved // 1024} KiB in (MTE2) and out (MTE3) at {per_cycle} B/cycle a pipe "
+            f"({SOC.name} GM) need {bound} cycles;\n  took {took}; the busiest pipe, {pipe}, works {most}")
 
 
 if __name__ == "__main__":
