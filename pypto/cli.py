@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -28,25 +26,13 @@ import pypto
 COMMANDS = {"demo": "pypto.demo", "trace": "pypto.tools.clean_sim_trace", "memory-map": "pypto.tools.memory_map",
             "swimlane": "pypto.tools.swimlane", "ops": "pypto.tools.op_table"}
 
-# what makes a directory one of our builds (and so safe for ``clean`` to remove): the file
-# every build writes
-BUILD_MARK = "compiled_meta.json"
-STAMP = re.compile(r"_\d{8}_\d{6}(?:_\d+)?$")  # <kernel>_<YYYYMMDD>_<HHMMSS>[_k]
-
-
-def default_build_root() -> Path:
-    return Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output")
-
-
-def builds(root: Path) -> list[Path]:
-    """The builds directly under ``root``, oldest first."""
-    if not root.is_dir():
-        return []
-    found = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink() and (d / BUILD_MARK).is_file()]
-    return sorted(found, key=lambda d: (d.stat().st_mtime, d.name))
 
 
 def clean(argv) -> int:
+    # builds are what hold compiled_meta.json, the file a build writes last (pypto.runtime.build_dirs;
+    # imported here: the runtime loads torch, which --version need not wait for)
+    from pypto.runtime.build_dirs import builds, default_root
+
     parser = argparse.ArgumentParser(prog="pypto clean", description="remove old builds (directories holding "
                                      "compiled_meta.json) from a build directory")
     parser.add_argument("root", nargs="?", type=Path, default=None,
@@ -54,7 +40,7 @@ def clean(argv) -> int:
     parser.add_argument("--keep", type=int, default=0, metavar="N", help="keep the newest N builds of each kernel")
     parser.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
     args = parser.parse_args(argv)
-    root = args.root or default_build_root()
+    root = args.root or default_root()
     if args.keep < 0:
         return _fail("--keep takes a count of 0 or more")
     if root.exists() and not root.is_dir():
@@ -79,8 +65,9 @@ def clean(argv) -> int:
 
 
 def _kernel_of(name: str) -> str:
-    """``layer_1_20261203_101500_2`` -> ``layer_1``: a build's kernel, its time stamp dropped."""
-    return STAMP.sub("", name) or name
+    from pypto.runtime.build_dirs import kernel_of  # (the runtime loads torch: not for --version)
+
+    return kernel_of(name)
 
 
 def _fail(message: str) -> int:

@@ -19,7 +19,7 @@ import pypto.language as pl
 from pypto.backend import backend
 from pypto.errors import PyptoError
 from pypto.ir.levels import PassDumpLevel
-from pypto.runtime import PLATFORMS, RunConfig
+from pypto.runtime import PLATFORMS, RunConfig, build_dirs
 
 NT, TR, TC = 8, 64, 128  # tiles in the loop, tile rows, tile cols
 ROWS = NT * TR
@@ -107,7 +107,9 @@ def _run(args) -> int:
         for name in ("pipelined", "explicit_slots"):
             print(f"{name} takes {cycles[name] / cycles['single_buffer']:.2f} x the cycles of single_buffer")
     if args.output_dir is None:
-        print(f"kernel listings and reports: {compiled.output_dir.parent}/<kernel>_<timestamp>/")
+        keep = build_dirs.keep_count(config.keep_builds)
+        print(f"kernel listings and reports: {compiled.output_dir.parent}/<kernel>_<timestamp>/"
+              + (f" (the newest {keep} of each kept)" if keep else ""))
         return 0
     print(f"kernel listings and reports: {args.output_dir}/<kernel>/")
     build = args.output_dir / "pipelined"

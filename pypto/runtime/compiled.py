@@ -23,6 +23,7 @@ from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.arguments import as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.chip import groups
+from pypto.runtime import build_dirs
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
@@ -196,7 +197,10 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     compiled.kernels = generate(lowering.program, pass_context(config))
     groups.check(lowering.program, compiled.kernels, backend(config.backend))  # each pl.cluster() fits a cluster
     if write:
+        # read before anything is written: a bad $PYPTO_KEEP_BUILDS leaves no build behind
+        keep = build_dirs.keep_count(config.keep_builds) if chosen_dir(config) is None else 0
         compiled.output_dir = _output_dir(config, program.name)
+        build_dirs.hold(compiled.output_dir, compiled)  # from the start: a build in the making is in use
         write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes,
                     notes=(f"memory_planner: {config.memory_planner.value}", f"backend: {config.backend}"))
         for kernel in compiled.kernels.values():
@@ -206,8 +210,11 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
                 path.write_text(listing(kernel, p, backend=config.backend, planner=config.memory_planner))
         if config.compile_profiling:
             write_profile(compiled.output_dir / "report", lowering.timings)
-        write_meta(compiled)
-    report(compiled)
+        report(compiled)
+        write_meta(compiled)  # last: a directory holding it is a whole build (which pruning may remove)
+        build_dirs.prune(compiled.output_dir, keep)  # (keep 0: a directory of the user's, or keep all)
+    else:
+        report(compiled)
     return compiled
 
 
@@ -287,18 +294,34 @@ def fresh_dir(path: Path) -> Path:
             k += 1
 
 
+def chosen_dir(config: RunConfig) -> Path | None:
+    """The output directory the user chose, or None: a default one, made per build."""
+    return config.output_dir if config.output_dir is not None else config.save_kernels_dir
+
+
+# What a build writes afresh, so in a reused output_dir an earlier build's would read as this
+# one's: its dumps, its profile, the listings of functions this build may not have. Only our
+# own files go (the directory is the user's: a kernels/ of theirs keeps what is not a listing);
+# the runs' outputs (sim/, dfx_outputs/) stay, each run writing a directory of its own.
+STALE = ("report/pipeline_profile.txt", "report/pipeline_profile.json",
+         "kernels/aic/*.pto", "kernels/aiv/*.pto")
+
+
 def _output_dir(config: RunConfig, name: str) -> Path:
     try:
-        chosen = config.output_dir if config.output_dir is not None else config.save_kernels_dir
+        chosen = chosen_dir(config)
         if chosen is not None:  # the user's choice, exactly (two builds there share it)
             path = chosen
             path.mkdir(parents=True, exist_ok=True)
-            # this build's pass dumps, or none: an earlier build's would read as this one's
             stale = path / "passes_dump"
             if stale.is_dir() and not stale.is_symlink():
                 shutil.rmtree(stale)
+            for pattern in STALE:
+                for old in path.glob(pattern):
+                    if old.is_file() and not old.is_symlink():
+                        old.unlink()
         else:
-            path = fresh_dir(Path(os.environ.get("PYPTO_PROG_BUILD_DIR") or "build_output") / f"{name}_{_stamp()}")
+            path = fresh_dir(build_dirs.default_root() / f"{name}_{_stamp()}")
         (path / "report").mkdir(exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the output directory {exc.filename or config.output_dir}: "
@@ -313,8 +336,8 @@ def report(compiled: CompiledProgram) -> None:
     line in the log; with no output directory the same line, each hint at DEBUG
     (``pypto.log``: INFO is the default; WARN and above keep it quiet)."""
     hints = compiled.perf_hints
-    if compiled.output_dir is not None:  # an empty log says the build had no hints
-        (compiled.output_dir / "report" / "perf_hints.log").touch()
+    if compiled.output_dir is not None:  # this build's hints alone; an empty log says it had none
+        (compiled.output_dir / "report" / "perf_hints.log").write_text("".join(d.line() + "\n" for d in hints))
     if not hints:
         return
     sites = len({str(d.span) for d in hints if d.span is not None})
@@ -326,8 +349,4 @@ def report(compiled: CompiledProgram) -> None:
         logger.info(f"{summary}; each with PYPTO_LOG_LEVEL=DEBUG, or in report/perf_hints.log of a build "
                     "(RunConfig(output_dir=...) or kernel.compile(...))")
         return
-    log = compiled.output_dir / "report" / "perf_hints.log"
-    with log.open("a") as f:
-        for d in hints:
-            f.write(d.line() + "\n")
-    logger.info(f"{summary}; see {log}")
+    logger.info(f"{summary}; see {compiled.output_dir / 'report' / 'perf_hints.log'}")

@@ -114,6 +114,13 @@ def _level(name: str, example: int):
     return check
 
 
+def _keep(value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"keep_builds={value!r} is not a count of builds (an int >= 0; 0 keeps them all)",
+                          hint="keep_builds=5 keeps the newest 5 builds of each kernel (None: $PYPTO_KEEP_BUILDS or 5)")
+    return value
+
+
 def _threads(value):
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ConfigError(f"aicpu_thread_num={value!r} is not a thread count", hint="aicpu_thread_num=4 (or None)")
@@ -223,8 +230,11 @@ class RunConfig:
     disabled_diagnostics: tuple = ()
     verification_level: VerificationLevel = VerificationLevel.BASIC
     # Where compile() writes: this directory exactly; by default
-    # $PYPTO_PROG_BUILD_DIR (or ./build_output)/<kernel>_<timestamp>.
+    # $PYPTO_PROG_BUILD_DIR (or ./build_output)/<kernel>_<timestamp>, where the newest
+    # keep_builds builds of each kernel are kept (None: $PYPTO_KEEP_BUILDS, else 5; 0: all),
+    # never one a live CompiledProgram holds (pypto.runtime.build_dirs).
     output_dir: Path | None = None
+    keep_builds: int | None = None
     backend: str = "a2a3"
     # UNSAFE, for demonstrating what the check prevents: codegen accepts two co-live slots
     # of one PTOAS region, and the simulator reports no hazards, so the data races
@@ -311,6 +321,7 @@ class RunConfig:
 _CONVERTERS = {
     "platform": _platform, "device_id": _device_id, "strategy": _strategy, "backend_type": _backend_type, "dump_passes": _dump_level, "memory_planner": Planner.coerce,
     "disabled_diagnostics": _disabled, "verification_level": _verification, "output_dir": _path("output_dir"),
+    "keep_builds": _keep,
     "backend": _backend, "unsafe_allow_colive_slots": _flag("unsafe_allow_colive_slots"),
     "enable_l0_trace": _flag("enable_l0_trace"), "unsafe_allow_task_races": _flag("unsafe_allow_task_races"),
     "enable_chip_swimlane": _swimlane, "enable_dep_gen": _flag("enable_dep_gen"),
