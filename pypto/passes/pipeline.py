@@ -90,23 +90,31 @@ def lower(program: n.Program, ctx: PassContext,
 def _lower(program: n.Program, ctx: PassContext, verification: VerificationLevel) -> Lowering:
     stages = [("frontend", program)]
     timings, diagnostics = [], []
+    for name, program, seconds, found in run_passes(program, ctx, verification):
+        timings.append((name, seconds))
+        diagnostics.extend(found)
+        stages.append((name, program))
+    for check in CHECKS:
+        short = check.__name__.rsplit(".", 1)[-1]
+        diagnostics.extend(getattr(check, short)(program, ctx))
+    return Lowering(program, tuple(stages), tuple(diagnostics), tuple(timings), ctx.soc)
+
+
+def run_passes(program: n.Program, ctx: PassContext, verification: VerificationLevel = VerificationLevel.BASIC):
+    """The driver's loop, a pass at a time: yields (pass name, program after it, seconds,
+    diagnostics), each verified; for whoever watches every step (``pypto.tools.bisect``)."""
     memo: dict = {}  # the verifier's, across the stages
     _check(program, "the front end", verification, ctx.soc, memo=memo)
     done: list[str] = []
     for spec in passes_for(ctx.planner):
         began = time.perf_counter()
         out = spec.run(program, ctx)
-        timings.append((spec.name, time.perf_counter() - began))
-        logger.debug(f"[pass] {spec.name}: {1000 * timings[-1][1]:.2f} ms")
+        seconds = time.perf_counter() - began
+        logger.debug(f"[pass] {spec.name}: {1000 * seconds:.2f} ms")
         program = out.program
-        diagnostics.extend(out.diagnostics)
         done.append(spec.name)
         _check(program, spec.name, verification, ctx.soc, done, memo)
-        stages.append((spec.name, program))
-    for check in CHECKS:
-        short = check.__name__.rsplit(".", 1)[-1]
-        diagnostics.extend(getattr(check, short)(program, ctx))
-    return Lowering(program, tuple(stages), tuple(diagnostics), tuple(timings), ctx.soc)
+        yield spec.name, program, seconds, out.diagnostics
 
 
 def _check(program: n.Program, stage: str, level: VerificationLevel, soc, done: list[str] = (),

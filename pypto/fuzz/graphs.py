@@ -1,0 +1,96 @@
+"""The task-graph property: random orchestrations (``pypto.fuzz.tasks``) give torch's values
+in program order on ``ref``, and — when the runtime's rules order every conflicting pair
+— the same bits on ``a2a3sim``; integer atomic adds give the oracle's sums in any order.
+An example is the orchestration's source with its steps (``Example.detail``)."""
+
+from __future__ import annotations
+
+import runpy
+import tempfile
+from pathlib import Path
+
+import torch
+from hypothesis import strategies as st
+
+from pypto.fuzz import tasks
+from pypto.fuzz.checks import Failure
+from pypto.fuzz.properties import Example, Knobs, Property
+
+
+def kernel_from(source: str, name: str, directory: Path):
+    """The kernel ``name`` a module's source defines (the front end reads kernels from their
+    files, so the source is written to ``directory`` first)."""
+    path = directory / "graph.py"
+    path.write_text(source)
+    return runpy.run_path(str(path))[name]
+
+
+def _same(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Equal values, NaN where torch has NaN (torch's NaN bits are the host's)."""
+    nan = torch.isnan(want)
+    return torch.equal(torch.isnan(got), nan) and torch.equal(got[~nan], want[~nan])
+
+
+def _inputs() -> dict:
+    g = torch.Generator().manual_seed(0)
+    return {x: torch.randn(tasks.BANDS * tasks.R, tasks.C, generator=g) for x in tasks.INPUTS}
+
+
+def _run(kernel, inputs: dict, platform: str) -> dict:
+    from pypto.runtime import RunConfig
+
+    outs = [torch.zeros(tasks.BANDS * tasks.R, tasks.C) for _ in tasks.OUTPUTS]
+    args = [inputs[x] for x in tasks.INPUTS] + outs + [torch.zeros(tasks.BANDS * tasks.R, tasks.C)]
+    kernel.compile(*args, config=RunConfig(platform=platform)).run(*args)
+    return dict(zip(tasks.OUTPUTS, outs))
+
+
+def check_tasks(ex: Example) -> None:
+    kind, steps = ex.detail
+    with tempfile.TemporaryDirectory() as d:
+        if kind == "atomic":
+            return _check_atomic(kernel_from(ex.source, "adds", Path(d)), steps, ex.source)
+        kernel = kernel_from(ex.source, "graph", Path(d))
+        inputs = _inputs()
+        want = tasks.oracle(steps, inputs)
+        ref = _run(kernel, inputs, "ref")
+        for y in tasks.OUTPUTS:
+            if not _same(ref[y], want[y]):
+                raise Failure(f"ref: {y} differs from torch in program order\n{ex.source}")
+        if not tasks.race_free(steps):
+            return  # the rules leave a pair unordered: whatever the schedule did is the program's
+        sim = _run(kernel, inputs, "a2a3sim")
+        for y in tasks.OUTPUTS:
+            if not torch.equal(sim[y].view(torch.int32), ref[y].view(torch.int32)):
+                raise Failure(f"a2a3sim: {y} differs from ref in a graph the rules order\n{ex.source}")
+
+
+def _check_atomic(kernel, steps, source: str) -> None:
+    from pypto.runtime import RunConfig
+
+    g = torch.Generator().manual_seed(1)
+    x0 = torch.randint(-1000, 1000, (tasks.BANDS * tasks.R, tasks.C), generator=g, dtype=torch.int32)
+    start = {y: torch.randint(-5, 5, (tasks.BANDS * tasks.R, tasks.C), generator=g, dtype=torch.int32)
+             for y in tasks.OUTPUTS}
+    want = tasks.atomic_oracle(steps, x0, start)
+    for config in (RunConfig(platform="ref"), RunConfig(), RunConfig(atomic_order_seed=7)):
+        outs = {y: v.clone() for y, v in start.items()}
+        kernel(x0, *outs.values(), config=config)
+        for y in tasks.OUTPUTS:
+            if not torch.equal(outs[y], want[y]):
+                raise Failure(f"{config.platform}: atomic adds into {y} differ from the oracle's sums\n{source}")
+
+
+def _examples(k: Knobs):
+    graph = tasks.graphs().map(lambda s: Example(source=tasks.source(s), detail=("graph", _literal(s))))
+    atomic = tasks.atomic_graphs().map(lambda s: Example(source=tasks.atomic_source(s), detail=("atomic", _literal(s))))
+    return st.one_of(graph, graph, atomic)
+
+
+def _literal(value):
+    """Lists as tuples, all the way down: the steps as a reproducer writes and reads them."""
+    return tuple(_literal(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+TASKS = Property("tasks", "task graphs the rules order give ref's bits on a2a3sim; atomic adds the oracle's sums",
+                 _examples, check_tasks)

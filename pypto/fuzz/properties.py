@@ -1,0 +1,258 @@
+"""The properties a fuzz campaign checks, each with what it draws: a name, one line of what
+must hold, a strategy of ``Example``s (tunable by ``Knobs``) and a check that raises
+``Failure``. Tests draw from the same table.
+
+    from pypto.fuzz.properties import PROPERTIES
+    prop = PROPERTIES["simulator"]
+    @given(prop.examples(Knobs()))
+    def test(example): prop.check(example)
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+from hypothesis import strategies as st
+
+from pypto.backend import A2A3
+from pypto.fuzz import loops, strategies, windows
+from pypto.fuzz.checks import Failure, against_oracle, placement_problems, same_bits, unneeded_syncs
+from pypto.fuzz.data import FLOATS, INTS, Case
+
+
+@attrs.frozen
+class Knobs:
+    """What to draw: ``families`` (names from ``FAMILIES``; empty: all a property takes),
+    ``dtypes`` (the element dtypes of the elementwise family), ``max_steps`` (ops in a
+    chain), ``max_trips`` (iterations of a loop)."""
+
+    families: tuple = ()
+    dtypes: tuple = FLOATS + INTS
+    max_steps: int = 6
+    max_trips: int = 5
+
+
+def _trips(k: Knobs, low: int = 1):
+    return st.integers(min(low, k.max_trips), max(low, k.max_trips))
+
+
+# name -> strategy of Case, given knobs. The tile families compile under both planners;
+# the tensor-level ones (windows, cube) run through ConvertTensorToTileOps.
+FAMILIES: dict[str, Callable[[Knobs], st.SearchStrategy]] = {
+    "elementwise": lambda k: strategies.elementwise_programs(k.dtypes, k.max_steps, _trips(k)),
+    "reduction": lambda k: strategies.reduction_programs(),
+    "matmul": lambda k: strategies.matmul_programs(trips=_trips(k)),
+    "carried": lambda k: loops.carried_programs(trips=_trips(k, 2)),
+    "shuffled": lambda k: loops.shuffled_carry_programs(trips=_trips(k, 0)),
+    "loop_body": lambda k: loops.loop_body_programs(trips=_trips(k, 0)),
+    "nested": lambda k: loops.nested_loop_programs(),
+    "slotted": lambda k: strategies.slotted_programs(colive=False, trips=_trips(k)),
+    "windows": lambda k: windows.window_programs(max_steps=max(1, min(k.max_steps, 5))),
+    "cube": lambda k: windows.cube_programs(),
+}
+PLANNERS = ("PYPTO", "PTOAS")
+
+
+@attrs.frozen
+class Example:
+    """What a property checks: a case (a program, its inputs, its oracle) under a planner;
+    or a kernel module's ``source`` (task graphs, bad programs) with ``detail``, the data
+    its check needs (a literal: tuples, strings, numbers)."""
+
+    case: Case | None = None
+    planner: str = "PYPTO"
+    source: str | None = None
+    detail: object = None
+
+    def describe(self) -> str:
+        head = self.case.recipe if self.case is not None else ""
+        return f"{head} [{self.planner}]" if self.case is not None else f"{head}{self.detail!r}"
+
+
+@attrs.frozen
+class Property:
+    name: str
+    summary: str  # what must hold, one line
+    examples: Callable[[Knobs], st.SearchStrategy]  # of Example
+    check: Callable[[Example], None]
+
+
+def _cases(families, planners=PLANNERS):
+    """Examples of the named families (those ``Knobs.families`` keeps) under a drawn planner."""
+    def draw(k: Knobs):
+        chosen = [f for f in families if not k.families or f in k.families] or list(families)
+        return st.builds(Example, case=st.one_of(*(FAMILIES[f](k) for f in chosen)), planner=st.sampled_from(planners))
+    return draw
+
+
+# ----------------------------------------------------------------------------- running a case
+
+
+def interpret(case: Case, program=None) -> tuple:
+    """The Out tensors after the interpreter runs ``program`` (default: the case's) on fresh arguments."""
+    from pypto.sim import interpreter
+
+    args = case.args()
+    interpreter.run(program or case.program, case.entry, args)
+    return args[len(case.inputs):]
+
+
+def compile_case(case: Case, platform: str = "a2a3sim", planner: str = "PYPTO", **config):
+    from pypto.runtime import RunConfig
+    from pypto.runtime.compiled import compile_program
+
+    names = [p.name for p in case.program.function(case.entry).params]
+    return compile_program(case.program, names, RunConfig(platform=platform, memory_planner=planner, **config),
+                           write=False)
+
+
+def simulate(case: Case, planner: str = "PYPTO", **config):
+    """(Out tensors, RunReport) of the case on a2a3sim, through the whole compiler."""
+    compiled = compile_case(case, "a2a3sim", planner, **config)
+    args = case.args()
+    report = compiled.run(*args)
+    return args[len(case.inputs):], report
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+def check_oracle(ex: Example) -> None:
+    against_oracle(ex.case, interpret(ex.case))
+
+
+def check_simulator(ex: Example) -> None:
+    want = interpret(ex.case)
+    got, report = simulate(ex.case, ex.planner)
+    same_bits(got, want, f"a2a3sim under {ex.planner} against the interpreter", ex.case.recipe)
+    if report.instructions == 0:
+        raise Failure(f"a2a3sim under {ex.planner} ran no instructions\n{ex.case.recipe}")
+
+
+def check_passes(ex: Example) -> None:
+    """Interpreting the program after each pass gives the front end's bits."""
+    from pypto.passes.pipeline import lower
+    from pypto.runtime import RunConfig
+    from pypto.runtime.compiled import pass_context
+
+    lowering = lower(ex.case.program, pass_context(RunConfig(memory_planner=ex.planner)))
+    want = interpret(ex.case)
+    for name, program in lowering.stages[1:]:
+        same_bits(interpret(ex.case, program), want, f"{name} under {ex.planner} changes what the program computes",
+                  ex.case.recipe)
+
+
+def check_roundtrip(ex: Example) -> None:
+    """Print -> parse gives the program back, and print -> parse -> print is a fixed point,
+    in both forms, for the front end's program and after every pass."""
+    from pypto.ir.printer import print_program
+    from pypto.lang import parse
+    from pypto.passes.pipeline import lower
+    from pypto.runtime import RunConfig
+    from pypto.runtime.compiled import pass_context
+
+    lowering = lower(ex.case.program, pass_context(RunConfig(memory_planner=ex.planner)))
+    for stage, program in lowering.stages:
+        for explicit in (False, True):
+            text = print_program(program, A2A3, explicit=explicit)
+            again = parse(text, f"<{stage}>", soc=A2A3)
+            form = "explicit" if explicit else "concise"
+            if again != program:
+                raise Failure(f"printing and parsing the program after {stage} ({form}) does not give it back\n"
+                              f"{ex.case.recipe}")
+            if print_program(again, A2A3, explicit=explicit) != text:
+                raise Failure(f"print -> parse -> print after {stage} ({form}) is not a fixed point\n{ex.case.recipe}")
+
+
+def check_planners(ex: Example) -> None:
+    """Under PYPTO, no two buffers live at once share a byte, and every placement is
+    aligned and inside its space."""
+    compiled = compile_case(ex.case, "ref", "PYPTO")
+    for fn in compiled.lowered.functions:
+        problems = placement_problems(fn, A2A3)
+        if problems:
+            raise Failure(f"AllocateMemoryAddr: {problems[0]}\n{ex.case.recipe}\n" + "\n".join(problems[1:]))
+
+
+def check_ptoas_colive(ex: Example) -> None:
+    """Two slots of one region live in one iteration: PTOAS refuses them at codegen, PYPTO
+    computes the oracle's bits."""
+    from pypto.errors import CodegenError
+
+    try:
+        compile_case(ex.case, "a2a3sim", "PTOAS")
+    except CodegenError:
+        pass
+    else:
+        raise Failure(f"PTOAS compiled two co-live slots of one region\n{ex.case.recipe}")
+    got, _ = simulate(ex.case, "PYPTO")
+    against_oracle(ex.case, got, "a2a3sim under PYPTO")
+
+
+def check_syncs(ex: Example) -> None:
+    """The generated code runs with no hazard, and taking out any one of its syncs makes one."""
+    from pypto.sim.hazards import SimulatorHazard
+
+    compiled = compile_case(ex.case, "a2a3sim", ex.planner)
+    for kernel in compiled.kernels.values():
+        try:
+            spare = unneeded_syncs(kernel, ex.case.args(), A2A3)
+        except SimulatorHazard as hazard:
+            raise Failure(f"the generated code of '{kernel.name}' under {ex.planner} has a hazard: "
+                          f"{hazard.message}\n{ex.case.recipe}") from None
+        if spare:
+            raise Failure(f"'{kernel.name}' under {ex.planner} keeps a sync nothing needs (edge {spare[0]})\n"
+                          f"{ex.case.recipe}")
+
+
+def _colive_examples(k: Knobs):
+    return st.builds(Example, case=strategies.slotted_programs(colive=True, trips=_trips(k)), planner=st.just("PTOAS"))
+
+
+# ----------------------------------------------------------------------------- the table
+
+TILE = ("elementwise", "reduction", "matmul", "carried", "shuffled", "loop_body", "nested", "slotted")
+TENSOR = ("windows", "cube")
+# Not nested loops: some nests keep a sync no trip count needs (redundant, never missing).
+SYNCED = ("elementwise", "matmul", "slotted", "loop_body", "shuffled")
+
+
+def _table() -> dict:
+    from pypto.fuzz import bad, graphs
+
+    props = [
+        Property("oracle", "the interpreter computes what the torch oracle computes", _cases(TILE + TENSOR, ("PYPTO",)),
+                 check_oracle),
+        Property("simulator", "a2a3sim gives the interpreter's bits, under both planners", _cases(TILE + TENSOR),
+                 check_simulator),
+        Property("passes", "interpreting the program after every pass gives the front end's bits",
+                 _cases(TILE + TENSOR), check_passes),
+        Property("roundtrip", "print -> parse gives the program back and print -> parse -> print is a fixed point, "
+                              "before and after every pass", _cases(TILE + TENSOR), check_roundtrip),
+        Property("planners", "the PYPTO planner never lets two live buffers share a byte", _cases(TILE + TENSOR,
+                                                                                                    ("PYPTO",)),
+                 check_planners),
+        Property("ptoas_colive", "PTOAS always refuses two co-live slots of one region; PYPTO computes them",
+                 _colive_examples, check_ptoas_colive),
+        Property("syncs", "generated code has no hazard and every sync it has is needed", _cases(SYNCED), check_syncs),
+        graphs.TASKS,
+        bad.ERRORS,
+    ]
+    return {p.name: p for p in props}
+
+
+PROPERTIES = _table()
+
+
+def signature(prop: str, exc: BaseException) -> str:
+    """What failures are grouped by: the property, the exception's class and its message's
+    first line with numbers and quoted names blurred (so one bug drawn at two sizes is one)."""
+    import re
+
+    first = (getattr(exc, "message", None) or str(exc) or "").strip().splitlines()
+    line = first[0] if first else ""
+    line = re.sub(r"'[^']*'", "'_'", line)
+    line = re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", line)
+    return f"{prop}: {type(exc).__name__}: {line}"[:300]
+

@@ -1,0 +1,153 @@
+"""A failing example as a runnable ``.py`` file: the kernel (``PROGRAM``, the DSL text of
+its ``@pl.program``; or ``SOURCE``, a kernel module's text), its inputs and what its Out
+tensors start as and must hold (tensors as dtype, shape and base64 bytes), and the
+property it breaks. ``python <file>`` checks it again (exit 1 while it fails);
+``python -m pypto.tools.bisect <file>`` finds the pass that breaks it.
+
+Every value is a literal assignment, so ``load`` reads a reproducer with ``ast`` and never
+runs it; the program is parsed by the front end with its lines where the file has them.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+from pathlib import Path
+
+import torch
+
+from pypto.fuzz.data import Case
+
+_DTYPES = {str(d).removeprefix("torch."): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16,
+                                                      torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                                                      torch.bool)}
+_CHUNK = 96
+
+
+def encode(t: torch.Tensor) -> tuple:
+    data = t.contiguous().view(torch.uint8) if t.dtype is not torch.bool else t.contiguous().to(torch.uint8)
+    return str(t.dtype).removeprefix("torch."), tuple(t.shape), base64.b64encode(data.numpy().tobytes()).decode()
+
+
+def decode(value) -> torch.Tensor:
+    dtype, shape, data = value
+    raw = bytearray(base64.b64decode(data))
+    flat = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+    if dtype == "bool":
+        return flat.to(torch.bool).reshape(shape)
+    return flat.view(_DTYPES[dtype]).reshape(shape).clone()
+
+
+def _tensors(name: str, tensors) -> str:
+    if not tensors:
+        return f"{name} = []\n"
+    rows = []
+    for t in tensors:
+        dtype, shape, data = encode(t)
+        chunks = [data[k:k + _CHUNK] for k in range(0, len(data), _CHUNK)] or [""]
+        body = "\n".join(f"        {c!r}" for c in chunks)
+        rows.append(f"    ({dtype!r}, {shape!r},\n{body}),")
+    return f"{name} = [\n" + "\n".join(rows) + "\n]\n"
+
+
+def _text(name: str, text: str | None) -> str:
+    """``NAME = \"\"\"\\n<text>\"\"\"`` where the text reads back as it is (else its repr)."""
+    if text is None:
+        return f"{name} = None\n"
+    literal = '"""\n' + text + '"""'
+    try:
+        exact = ast.literal_eval(literal) == "\n" + text
+    except (SyntaxError, ValueError):
+        exact = False
+    return f"{name} = {literal}\n" if exact else f"{name} = {chr(10) + text!r}\n"
+
+
+def write(path: Path, prop: str, example, signature: str, message: str = "", bisect: str = "") -> Path:
+    """The reproducer of ``example`` (a ``pypto.fuzz.properties.Example``) at ``path``."""
+    case = example.case
+    lines = [f"pypto.fuzz reproducer: property {prop!r} fails.", "", f"    {signature}", ""]
+    lines += [f"    {line}" for line in message.strip().splitlines()[:12]]
+    if bisect.strip():
+        lines += ["", "Bisected:"] + [f"    {line}" for line in bisect.strip().splitlines()[:40]]
+    lines += ["", f"Run it:     python {path.name}              (exit 1 while it fails, 0 once fixed)",
+              f"Bisect it:  python -m pypto.tools.bisect {path.name}"]
+    head = "".join(f"# {line}".rstrip() + "\n" for line in lines) + "\n"  # comments: any text is safe there
+    parts = [head,
+             f"PROPERTY = {prop!r}\n", f"SIGNATURE = {signature!r}\n", f"PLANNER = {example.planner!r}\n",
+             f"ENTRY = {case.entry if case is not None else None!r}\n",
+             f"RECIPE = {case.recipe if case is not None else ''!r}\n",
+             f"CHECK = {case.check if case is not None else None!r}\n",
+             f"DETAIL = {example.detail!r}\n",
+             _text("PROGRAM", case.program.as_python() if case is not None else None),
+             _text("SOURCE", example.source)]
+    if case is not None:
+        parts += [_tensors("INPUTS", case.inputs), _tensors("OUTPUTS", case.outputs),
+                  _tensors("EXPECTED", case.expected), _tensors("BOUNDS", case.bounds)]
+    parts.append('\n\nif __name__ == "__main__":\n    from pypto.fuzz.reproducer import main\n\n'
+                 "    raise SystemExit(main(__file__))\n")
+    path.write_text("".join(parts))
+    return path
+
+
+class NotAReproducer(ValueError):
+    pass
+
+
+def read(path: Path) -> tuple:
+    """(property name, Example, signature) of a reproducer, read with ``ast``, never run."""
+    from pypto.fuzz.properties import Example
+    from pypto.lang.text import parse_program
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+        module = ast.parse(text, str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        raise NotAReproducer(f"{path}: cannot read it as Python ({exc})") from None
+    values, lines = {}, {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                raise NotAReproducer(f"{path}:{node.lineno}: {node.targets[0].id} is not a literal") from None
+            lines[node.targets[0].id] = node.lineno
+    missing = [k for k in ("PROPERTY", "PLANNER", "PROGRAM", "SOURCE", "DETAIL") if k not in values]
+    if missing:
+        raise NotAReproducer(f"{path}: not a pypto.fuzz reproducer (no {', '.join(missing)})")
+    case = None
+    if values["PROGRAM"] is not None:
+        # the program's lines where the file has them, so errors name the file's lines
+        program = parse_program("\n" * lines["PROGRAM"] + values["PROGRAM"].removeprefix("\n"), str(path))
+        try:
+            case = Case(program, values["ENTRY"], *(tuple(decode(t) for t in values[k]) for k in
+                                                    ("INPUTS", "OUTPUTS", "EXPECTED")),
+                        values["CHECK"], tuple(decode(t) for t in values["BOUNDS"]), recipe=values.get("RECIPE", ""))
+        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+            raise NotAReproducer(f"{path}: its tensors do not read back ({exc})") from None
+    source = values["SOURCE"].removeprefix("\n") if values["SOURCE"] is not None else None
+    example = Example(case=case, planner=values["PLANNER"], source=source, detail=values["DETAIL"])
+    return values["PROPERTY"], example, values.get("SIGNATURE", "")
+
+
+def main(path) -> int:
+    """Check the reproducer's property again: 1 (and what fails) while it fails, else 0."""
+    from pypto.errors import PyptoError
+    from pypto.fuzz.properties import PROPERTIES
+
+    try:
+        name, example, signature = read(Path(path))
+    except (NotAReproducer, PyptoError) as exc:
+        print(f"error: {exc}")
+        return 2
+    prop = PROPERTIES.get(name)
+    if prop is None:
+        print(f"error: {path}: no property {name!r} (there are {', '.join(PROPERTIES)})")
+        return 2
+    try:
+        prop.check(example)
+    except Exception as exc:  # whatever the property raises is the failure it reproduces
+        print(f"property {name!r} still fails: {type(exc).__name__}: {exc}")
+        return 1
+    print(f"property {name!r} holds now (it failed with: {signature})")
+    return 0

@@ -1,0 +1,212 @@
+"""Fuzz campaigns (``python -m pypto.fuzz``): every property holds on generated kernels; a
+planted bug is found, shrunk to a small kernel, saved as a reproducer and bisected to its
+layer; failures saved in a directory or a Redis database are replayed by another campaign."""
+
+import ast
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from pypto.fuzz import reproducer
+from pypto.fuzz.campaign import Plan, run, units
+from pypto.fuzz.mutants import MUTANTS, MutantError, plant
+from pypto.fuzz.properties import PROPERTIES, Example, signature
+from pypto.fuzz.strategies import elementwise_programs
+
+ENV = {**os.environ, "PYPTO_LOG_LEVEL": "WARN"}
+
+
+def fuzz(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pypto.fuzz", *args], capture_output=True, text=True, cwd=cwd,
+                          env=ENV, timeout=600)
+
+
+def test_a_small_campaign_over_every_property_holds(tmp_path):
+    result = run(Plan(examples=4 * len(PROPERTIES), seed=3, out=tmp_path / "out"))
+    assert result.failures == {}, list(result.failures)
+    assert set(result.ran) == set(PROPERTIES) and all(n >= 4 for n in result.ran.values()), result.ran
+    assert not (tmp_path / "out").exists()  # nothing failed: no reproducers
+
+
+def test_units_share_the_examples_round_robin_and_stop():
+    plan = Plan(properties=("oracle", "passes"), examples=50, seed=1)
+    got = list(units(plan))
+    assert [(u.prop, u.examples) for u in got] == [("oracle", 20), ("passes", 20), ("oracle", 5), ("passes", 5)]
+    assert sum(u.examples for u in got if u.prop == "oracle") == 25
+    assert len({u.seed for u in got}) == len(got)  # a fresh seed per unit
+
+
+def test_signatures_blur_sizes_and_names_but_keep_the_kind_of_failure():
+    a = signature("simulator", AssertionError("tile 'x_3' at 128 differs by 0.5"))
+    b = signature("simulator", AssertionError("tile 'acc' at 64 differs by 2"))
+    c = signature("simulator", AssertionError("a hazard at 64"))
+    assert a == b != c
+    assert a.startswith("simulator: AssertionError:")
+
+
+# ----------------------------------------------------------------------------- planted bugs
+
+
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_a_planted_bug_is_found_shrunk_saved_and_bisected_to_its_layer(mutant, tmp_path):
+    m = MUTANTS[mutant]
+    knobs = ["--families", ",".join(m.knobs.families), "--max-steps", str(m.knobs.max_steps),
+             "--max-trips", str(m.knobs.max_trips)]
+    done = fuzz("--mutant", mutant, "--properties", ",".join(m.properties), "--examples", "200", "--seed", "1",
+                "--database", "none", "--out", "found", "--quiet", *knobs, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"bisect: culprit: {m.layer}" in done.stdout, done.stdout
+    (path,) = sorted((tmp_path / "found").glob("*.py"))
+    text = path.read_text()
+    assert f"culprit: {m.layer}" in text
+    program = ast.literal_eval(text.split("PROGRAM = ", 1)[1].split("\nSOURCE = ", 1)[0])
+    kernel = program.split("def kernel", 1)[1]
+    statements = [line for line in kernel.splitlines()[1:] if line.strip() and not line.strip().startswith("return")]
+    assert len(statements) <= 6, program  # shrunk: a few statements, not the drawn chain
+    # without the planted bug (a fresh process), the reproducer passes and the bisect finds nothing
+    again = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, env=ENV)
+    assert again.returncode == 0 and "holds now" in again.stdout, again.stdout + again.stderr
+    bisected = subprocess.run([sys.executable, "-m", "pypto.tools.bisect", str(path)], capture_output=True,
+                              text=True, env=ENV)
+    assert bisected.returncode == 0 and bisected.stdout.startswith("no step changes the result"), bisected.stdout
+
+
+def test_a_planted_bug_is_taken_out_again():
+    undo = plant("swapped-select")
+    try:
+        from pypto.sim import semantics
+
+        x = semantics.TileVal(torch.ones(1, 8), (1, 8))
+        mask = semantics.IMPLS["tile.cmp"](x, x, 0)  # everything equal: the mask selects lhs
+        assert torch.equal(semantics.IMPLS["tile.sel"](mask, x, semantics.TileVal(torch.zeros(1, 8), (1, 8))),
+                           torch.zeros(1, 8))
+    finally:
+        undo()
+    assert torch.equal(semantics.IMPLS["tile.sel"](mask, x, semantics.TileVal(torch.zeros(1, 8), (1, 8))),
+                       torch.ones(1, 8))
+    with pytest.raises(MutantError, match="no mutant 'nope'"):
+        plant("nope")
+
+
+# ----------------------------------------------------------------------------- shared databases
+
+
+def _replay(database: str, tmp_path) -> None:
+    """One campaign finds a planted bug and saves it in ``database``; another, drawing
+    nothing new (replay only, another seed), meets the same failure; a third with an
+    empty database meets none."""
+    m = MUTANTS["swapped-select"]
+    base = ["--mutant", m.name, "--properties", "oracle", "--families", "elementwise", "--quiet"]
+    first = fuzz(*base, "--examples", "200", "--seed", "1", "--database", database, "--out", "a", cwd=tmp_path)
+    assert first.returncode == 1, first.stdout + first.stderr
+    found = next(line.strip() for line in first.stdout.splitlines() if line.startswith("  oracle: "))
+    second = fuzz(*base, "--replay-only", "--seed", "99", "--database", database, "--out", "b", cwd=tmp_path)
+    assert second.returncode == 1 and found in second.stdout, second.stdout + second.stderr
+    assert list((tmp_path / "b").glob("oracle-*.py"))
+    empty = fuzz(*base, "--replay-only", "--seed", "99", "--database", str(tmp_path / "empty"), "--out", "c",
+                 cwd=tmp_path)
+    assert empty.returncode == 0, empty.stdout + empty.stderr
+
+
+def test_a_failure_saved_in_a_directory_database_is_replayed_by_another_campaign(tmp_path):
+    _replay(str(tmp_path / "db"), tmp_path)
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed (.ci/run installs Debian's redis-server)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=port)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("redis-server did not start")
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_a_failure_saved_in_redis_is_replayed_by_another_campaign(redis_server, tmp_path):
+    _replay(redis_server, tmp_path)
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def test_the_command_lists_its_properties_and_refuses_bad_options_in_one_line(tmp_path):
+    listed = fuzz("--list", cwd=tmp_path)
+    assert listed.returncode == 0 and all(name in listed.stdout for name in PROPERTIES)
+    for args, message in [(["--properties", "nope"], "no property 'nope'"),
+                          (["--families", "nope"], "no family 'nope'"),
+                          (["--dtypes", "FP128"], "--dtypes FP128"),
+                          (["--jobs", "0"], "--jobs must be at least 1"),
+                          (["--database", "redis://127.0.0.1:1"], "cannot reach it")]:
+        done = fuzz(*args, "--examples", "1", cwd=tmp_path)
+        assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, (args, done.stderr)
+        assert message in done.stderr, (args, done.stderr)
+    bad_time = fuzz("--time", "soon", cwd=tmp_path)
+    assert bad_time.returncode == 2 and "is not a duration" in bad_time.stderr
+
+
+def test_a_time_budget_ends_the_campaign(tmp_path):
+    done = fuzz("--time", "3s", "--properties", "oracle", "--database", "none", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "oracle" in done.stdout and "held" in done.stdout
+
+
+def test_two_jobs_run_the_units_in_worker_processes(tmp_path):
+    done = fuzz("--examples", "40", "--jobs", "2", "--properties", "oracle,roundtrip", "--database", "none",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "40 examples" in done.stdout and "2 jobs" in done.stdout
+
+
+# ----------------------------------------------------------------------------- reproducers
+
+
+def test_a_reproducer_reads_back_what_was_written_without_running_anything(tmp_path):
+    case = elementwise_programs().example()
+    path = reproducer.write(tmp_path / "r.py", "simulator", Example(case=case, planner="PTOAS"), "sig", "why")
+    name, example, sig = reproducer.read(path)
+    assert (name, sig, example.planner) == ("simulator", "sig", "PTOAS")
+    assert example.case.program == case.program
+    for got, want in zip(example.case.args(), case.args()):
+        assert got.dtype == want.dtype and torch.equal(got.view(torch.uint8) if got.dtype.is_floating_point
+                                                       else got, want.view(torch.uint8)
+                                                       if want.dtype.is_floating_point else want)
+    assert example.case.recipe == case.recipe
+    ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=ENV)
+    assert ran.returncode == 0 and "holds now" in ran.stdout
+
+
+def test_a_file_that_is_not_a_reproducer_is_refused_and_never_run(tmp_path):
+    trap = tmp_path / "ran"
+    fake = tmp_path / "x.py"
+    fake.write_text(f"open({str(trap)!r}, 'w').write('!')\nPROPERTY = 'oracle'\n")
+    for path in (fake, tmp_path / "missing.py"):
+        done = subprocess.run([sys.executable, "-m", "pypto.tools.bisect", str(path)], capture_output=True,
+                              text=True, env=ENV)
+        assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, \
+            done.stderr
+    assert not trap.exists()
+    assert reproducer.main(fake) == 2 and not trap.exists()
