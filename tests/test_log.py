@@ -58,3 +58,24 @@ def test_the_environment_sets_the_level_at_import():
     out = subprocess.run([sys.executable, "-c", "import pypto; print(pypto.get_log_level().name)"], env=env,
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "INFO" and "PYPTO_LOG_LEVEL='chatty' is not a level" in out.stderr
+
+
+def test_debug_shows_each_kernels_passes_with_their_times(level, capsys, tmp_path):
+    """What ``PYPTO_LOG_LEVEL=DEBUG python -m pypto.demo`` shows: per kernel, which program
+    the pipeline runs on, each pass and its time, and the compile's totals."""
+    import re
+
+    from pypto import demo
+    from pypto.passes.pipeline import passes_for
+
+    pypto.set_log_level("debug")
+    assert demo.main(["--platform", "ref", "-o", str(tmp_path / "b")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    names = [spec.name for spec in passes_for(RunConfig().memory_planner)]
+    for kernel in ("single_buffer", "pipelined", "explicit_slots"):
+        k = err.index(f"[compile] {kernel}: the pass pipeline (PYPTO planner)")
+        timed = [re.fullmatch(r"\[pass\] (\w+): (\d+\.\d\d) ms", line) for line in err[k + 1:k + 1 + len(names)]]
+        assert [m.group(1) for m in timed] == names
+        total = re.fullmatch(rf"\[compile\] {kernel}: {len(names)} passes in (\d+\.\d\d) ms, codegen \d+\.\d\d ms; "
+                             rf"the build: .*/b/{kernel}", err[k + 1 + len(names)])
+        assert total and abs(float(total.group(1)) - sum(float(m.group(2)) for m in timed)) < 0.01 * len(names) + 0.01

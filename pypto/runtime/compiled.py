@@ -7,6 +7,7 @@ import datetime
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import attrs
@@ -188,14 +189,17 @@ class CompiledProgram:
 def compile_program(program: n.Program, param_names, config: RunConfig, *, write: bool) -> CompiledProgram:
     if isinstance(program, GenericProgram):  # without tensors to give its pl.dynamic extents
         program = program.unspecialized(backend(config.backend))
+    logger.debug(f"[compile] {program.name}: the pass pipeline ({config.memory_planner.value} planner)")
     lowering = lower_program(program, config)
     diagnostics = () if config.diagnostic_phase is DiagnosticPhase.NONE else lowering.diagnostics
     compiled = CompiledProgram(program.name, program, lowering.program, list(param_names), config.platform,
                                config, diagnostics, lowering.timings)
     # Code is generated on every platform, so that a program codegen refuses is refused on
     # `ref` too; `ref` then interprets the IR instead of running the kernels.
+    began = time.perf_counter()
     compiled.kernels = generate(lowering.program, pass_context(config))
     groups.check(lowering.program, compiled.kernels, backend(config.backend))  # each pl.cluster() fits a cluster
+    codegen = time.perf_counter() - began
     if write:
         # read before anything is written: a bad $PYPTO_KEEP_BUILDS leaves no build behind
         keep = build_dirs.keep_count(config.keep_builds) if chosen_dir(config) is None else 0
@@ -215,6 +219,9 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
         build_dirs.prune(compiled.output_dir, keep)  # (keep 0: a directory of the user's, or keep all)
     else:
         report(compiled)
+    logger.debug(f"[compile] {program.name}: {len(lowering.timings)} passes in "
+                 f"{1000 * sum(t for _, t in lowering.timings):.2f} ms, codegen {1000 * codegen:.2f} ms"
+                 + (f"; the build: {compiled.output_dir}" if compiled.output_dir is not None else ""))
     return compiled
 
 
