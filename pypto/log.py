@@ -52,10 +52,14 @@ def get_log_level() -> LogLevel:
 
 
 class _Stderr(logging.StreamHandler):
-    """A handler writing to whatever ``sys.stderr`` is when it writes (a test's capture)."""
+    """A handler writing to whatever ``sys.stderr`` is when it writes (a test's capture). A
+    progress line (a record with ``progress`` set: ``pypto.sim.progress``) overwrites
+    itself on a terminal: written after a carriage return, without its newline, and
+    cleared by the next line of any kind."""
 
     def __init__(self):
         super().__init__()
+        self.open_line = False  # a progress line is on the terminal, unterminated
 
     @property
     def stream(self):
@@ -64,6 +68,24 @@ class _Stderr(logging.StreamHandler):
     @stream.setter
     def stream(self, value):
         pass
+
+    def overwrites(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty and isatty())
+
+    def emit(self, record):
+        if getattr(record, "progress", False) and self.overwrites():
+            try:
+                self.stream.write("\r" + self.format(record) + "\033[K")
+                self.flush()
+                self.open_line = True
+            except Exception:  # as StreamHandler.emit: a broken stream is logging's to report
+                self.handleError(record)
+            return
+        if self.open_line:
+            self.stream.write("\r\033[K")  # what follows takes the progress line's place
+            self.open_line = False
+        super().emit(record)
 
 
 def _install() -> None:

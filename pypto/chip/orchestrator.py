@@ -29,6 +29,7 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
+from pypto.sim import progress
 from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
 
 @attrs.frozen
@@ -139,6 +140,7 @@ class ChipRun(Settling):
                     slots=groups.slots([kernel], [0], self.soc) if core_type == "mix" else ())
         self.locals[ring] += 1
         self._enter(task, submit.deps if submit is not None else (), runs)
+        progress.step("tasks")  # (a long run's progress line)
         return _returned(fn, kernel, args), task.id
 
     def _task_args(self, fn: n.Function, args: tuple, site, prefix: str = "") -> list:

@@ -11,7 +11,7 @@ from pypto.chip import records
 from pypto.chip.orchestrator import ChipRun
 from pypto.ir import nodes as n
 from pypto.runtime.config import RunConfig, fresh_byte, ring_sizes
-from pypto.sim import interpreter
+from pypto.sim import interpreter, progress
 from pypto.sim.numerics import one_thread
 from pypto.ir.collector import collector_paused
 from pypto.sim.simulator import RunReport
@@ -28,7 +28,9 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
             prints: list = []
             values = interpreter.run(program, entry, args, prints=prints)
             return values, RunReport(prints=prints)
-        with collector_paused():  # the whole run, not each launch: a collection after every task walks them all
+        # the whole run, not each launch: a collection after every task walks them all; a
+        # progress line on stderr once it has taken a few seconds
+        with collector_paused(), progress.run(f"{entry} on {config.platform}"):
             return _on_chip(program, entry, args, config, kernels, on_launch, dfx)
 
 

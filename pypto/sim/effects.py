@@ -29,7 +29,7 @@ from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
 from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
-from pypto.sim import fresh
+from pypto.sim import fresh, progress
 from pypto.sim.elements import element_write
 from pypto.sim.prints import Print
 from pypto.sim.gathers import scatter_write
@@ -362,7 +362,7 @@ def run_steps(steps: Steps, memory_sizes, tensors, atomic=None) -> None:
     memories = Memories(memory_sizes, atomic)
     views = [memories.view(core, b) for core, b in steps.buffers]
     buffers = steps.buffers
-    for template, launch, varying in steps.steps:
+    for template, launch, varying in progress.counted(steps.steps, "applied", len(steps.steps)):  # (a long run's line)
         template(views, tensors[launch], memories, buffers, varying)
 
 

@@ -35,7 +35,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
-from pypto.sim import fresh, offsets
+from pypto.sim import fresh, offsets, progress
 from pypto.sim.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
 from pypto.sim.schedule import SimulatorDeadlock, schedule
@@ -437,18 +437,24 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
         issuer.steady = steady
     streams = {core: issuer.stream() for core, issuer in issuers.items()}
     record = Record(launches, unsafe, steady, live)
+    started = progress.counting(record.started, "simulated", cycle=_end)  # a run's progress line
     try:
-        leftover = schedule(streams, soc.costs.queue_depth, record.started,
-                            record.steady.boundary if steady else None)
+        leftover = schedule(streams, soc.costs.queue_depth, started, record.steady.boundary if steady else None)
     except SimulatorHazard as exc:
         exc.fast_forwarded = bool(steady and record.steady.skipped)
         raise
+    finally:
+        progress.done(started)
     if leftover and not unsafe:
         (src_core, src, dst_core, dst, event), count = leftover[0]
         raise SimulatorError(f"flag {src_core.name}.{src.value} -> {dst_core.name}.{dst.value} event {event} is "
                              f"set {count} more time(s) than waited for when the kernel ends",
                              hint="every set_flag needs its wait_flag: the sync program is unbalanced")
     return _timeline(record)
+
+
+def _end(d) -> int:
+    return d.end
 
 
 def _timeline(record: Record) -> Timeline:
@@ -476,8 +482,9 @@ def apply(timeline: Timeline, *tensors: dict, atomic=None) -> None:
     with collector_paused():
         if timeline.steps is not None:
             Effects.run_steps(timeline.steps, timeline.memories, tensors, atomic)
-        else:
-            Effects.apply(timeline.effects, timeline.memories, tensors, atomic)
+        else:  # (each instruction's effect twice: as it starts and as it ends)
+            Effects.apply(progress.counted(timeline.effects, "applied", len(timeline.effects)), timeline.memories,
+                          tensors, atomic)
 
 
 def _trace_events(items, shift: int, cores: dict | None = None):
