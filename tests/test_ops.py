@@ -465,7 +465,7 @@ def test_every_op_is_exercised_and_has_semantics():
     from pypto.ir.ops.spmd import CORE_REGISTERS
 
     # the ring reservation (which moves no data) in tests/test_rings.py, the named crossings (which the
-    # outliner stages) in tests/test_lanes.py
+    # outliner stages) in tests/test_lanes.py and, their tile forms, tests/test_lane_crossings.py
     # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py,
     # the scatter into GM (which writes a parameter, not a result) in tests/test_indexed_transfers.py, the
     # element written into GM in tests/test_elements.py, the debug print (which shows, not computes) in
@@ -473,7 +473,8 @@ def test_every_op_is_exercised_and_has_semantics():
     from pypto.ir.ops.pipes import PIPE_OPS
 
     names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
-        "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "system.import_peer_buffer", "tile.mscatter",
+        "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "tile.aiv_shard", "tile.aic_gather",
+        "system.import_peer_buffer", "tile.mscatter",
         "tensor.write", "tile.debug_print"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()

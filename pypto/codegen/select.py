@@ -31,7 +31,7 @@ from pypto.codegen.isa import (
 from pypto.errors import CodegenError
 from pypto.ir import nodes as n
 from pypto.ir.ops import Kind, argument, lookup
-from pypto.ir.ops.spmd import CORE_REGISTERS, LANE_REGISTER
+from pypto.ir.ops.spmd import CORE_REGISTERS, LANE_REGISTER, LANED
 from pypto.ir.ops.pipes import FREES, INITS, POPS, PUSHES
 from pypto.ir.ops.rings import reserved
 from pypto.ir.rewrite import rewrite
@@ -307,6 +307,9 @@ class _Selector:
         if op.level != "tile":
             raise CodegenError(f"{call.op} is still tensor-level: ConvertTensorToTileOps should have lowered it",
                                span=span)
+        if call.op in LANED:  # no instruction of its own: a GM ring's store and load
+            raise CodegenError(f"{call.op} is a crossing the outliner stages through GM, and it reached the code "
+                               "generator", span=span)
         values = dict(zip((p.name for p in op.params), call.args))
         args, reads = [], []
         for p, arg in zip(op.params, call.args):

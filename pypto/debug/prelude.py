@@ -8,8 +8,9 @@ import contextlib
 import itertools
 
 from pypto.errors import ExecutionError
-from pypto.ir.ops.spmd import BLOCK_REGISTERS
+from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANED
 from pypto.sim import numerics as num
+from pypto.sim.crossings import rejoin  # noqa: F401  (what a region hands the cube, in the generated code)
 from pypto.sim.numerics import TORCH  # noqa: F401  (the generated shape checks read it)
 from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
 
@@ -26,6 +27,8 @@ def op(name: str, *, _tile: bool = False, _valid=None, _kernel: bool = True, **a
         return count if name == "tile.get_block_num" else block
     if name == "tile.get_subblock_idx":
         return _registers[-1][2]
+    if name in LANED:  # a region's crossing: this lane's half
+        args["lane"] = _registers[-1][2]
     try:
         data = (VIEWS[name] if name in VIEWS and not _kernel else IMPLS[name])(**args)
     except (OutOfRange, num.ArithmeticError_) as exc:  # the interpreter's error, without a place

@@ -113,7 +113,8 @@ class _Function:
     def _assert(self, name: str, t, depth: int) -> None:
         if isinstance(t, (TensorType, TileType)):
             data = f"{name}.data" if isinstance(t, TileType) else name
-            self.emit(depth, f"assert tuple({data}.shape) == {tuple(t.shape)!r} and {data}.dtype == "
+            shape = "(" + "".join(f"{d}, " if isinstance(d, int) else f"{_expr(d)}, " for d in t.shape) + ")"
+            self.emit(depth, f"assert tuple({data}.shape) == {shape} and {data}.dtype == "
                              f"prelude.TORCH[pl.{t.dtype.name}], {name!r}")
 
     def block(self, body, depth: int, carried: tuple = ()) -> None:
@@ -167,11 +168,20 @@ class _Function:
         if names:
             self.emit(depth, f"{', '.join(names)} = {', '.join(_expr(a.init) for a in s.iter_args)}")
         if s.kind is ForKind.SplitAiv:
+            # a tile the region hands the cube: each lane's, rejoined after both ran
+            gathers = {x.target: x.value for x in s.body if isinstance(x, n.Assign)
+                       and isinstance(x.value, n.Call) and x.value.op == "tile.aic_gather"}
+            for name in gathers:
+                self.emit(depth, f"_lanes_{name} = []")
             self.emit(depth, f"for {s.var} in range({_expr(s.stop)}):")
             self.emit(depth + 1, f"with prelude.lane({s.var}):")
             self.block(s.body, depth + 2, names)
             if not s.body:
                 self.emit(depth + 2, "pass")
+            for name in gathers:
+                self.emit(depth + 1, f"_lanes_{name}.append({name})")
+            for name, call in gathers.items():
+                self.emit(depth, f"{name} = prelude.rejoin(_lanes_{name}, {call.args[lookup(call.op).index('split')]!r})")
         else:
             self.emit(depth, f"for {s.var} in range({_expr(s.start)}, {_expr(s.stop)}, {_expr(s.step)}):")
             self.block(s.body, depth + 1, names)

@@ -430,7 +430,10 @@ def gathered(stmt) -> tuple[str, ...]:
     if not isinstance(stmt, For) or stmt.kind.value != "split_aiv":
         return ()
     return tuple(s.target for s in stmt.body if isinstance(s, Assign) and isinstance(s.value, Call)
-                 and s.value.op == "tensor.aic_gather")
+                 and s.value.op in GATHERS)
+
+
+GATHERS = ("tensor.aic_gather", "tile.aic_gather")  # a pl.split_aiv region's crossings out of it
 
 
 def symbols(function: Function) -> dict:

@@ -33,6 +33,7 @@ from pypto.ir.types import (
     TensorLayout,
     TensorType,
     TileType,
+    dim_text,
 )
 from pypto.backend import MemorySpace, SoC
 
@@ -166,7 +167,7 @@ def type_(t) -> str:
     if isinstance(t, ScalarType):
         return f"pl.Scalar[pl.{t.dtype.name}]"
     if isinstance(t, TensorType):
-        return f"pl.Tensor[[{', '.join(map(str, t.shape))}], pl.{t.dtype.name}]"
+        return f"pl.Tensor[[{', '.join(map(dim_text, t.shape))}], pl.{t.dtype.name}]"
     if isinstance(t, TileType):
         parts = [f"[{', '.join(map(str, t.shape))}]", f"pl.{t.dtype.name}"]
         if t.memref is not None:

@@ -225,6 +225,29 @@ def _tuple_of_ints(value) -> tuple[int, ...]:
     return tuple(int(v) for v in value)
 
 
+def _extents(value) -> tuple:
+    """A tensor's extents: ints, or — for a tensor an orchestration creates or views at a
+    size it reads at run time — the IR expression of that size (a constant one is its int)."""
+    out = []
+    for v in value:
+        if isinstance(v, int) or not hasattr(v, "__attrs_attrs__"):
+            out.append(int(v))
+        elif type(v).__name__ == "Const":
+            out.append(int(v.value))
+        else:
+            out.append(v)
+    return tuple(out)
+
+
+def dim_text(d) -> str:
+    """One extent as the source spells it (``128``, ``head_dim``, ``n * 16``)."""
+    if isinstance(d, int):
+        return str(d)
+    from pypto.ir.printer import expr
+
+    return expr(d)
+
+
 def _optional_tuple(value):
     return None if value is None else tuple(value)
 
@@ -249,12 +272,21 @@ class ArrayType:
 
 @attrs.frozen
 class TensorType:
-    shape: tuple[int, ...] = attrs.field(converter=_tuple_of_ints)
+    # An extent is an int, except in an orchestration, where a tensor it creates or views may
+    # be sized by a scalar it computes as it runs (``pl.create_tensor([16, n], ...)`` with
+    # ``n = pl.tensor.read(config, [3])``): that extent is the expression, known when the
+    # statement runs; a kernel's parameters are static, and a call checks its tensor's.
+    shape: tuple = attrs.field(converter=_extents)
     dtype: DataType
 
     @property
     def nbytes(self) -> int:
         return math.prod(self.shape) * self.dtype.nbytes
+
+    @property
+    def runtime_sized(self) -> bool:
+        """Whether an extent is known only when the orchestration runs."""
+        return not all(isinstance(d, int) for d in self.shape)
 
 
 @attrs.frozen(kw_only=True)
@@ -303,6 +335,24 @@ class TileType:
 Type = ScalarType | TensorType | TileType
 
 
+def conforms(given, declared) -> bool:
+    """A tensor an orchestration sized at run time may be passed for a parameter of the same
+    dtype and rank whose written extents its constant ones match; the others are checked
+    when the call runs."""
+    return isinstance(given, TensorType) and isinstance(declared, TensorType) and given.runtime_sized \
+        and given.dtype is declared.dtype and len(given.shape) == len(declared.shape) \
+        and all(not isinstance(g, int) or g == d for g, d in zip(given.shape, declared.shape))
+
+
+def sizing_key(t):
+    """What a call's argument type says of a kernel instance: a runtime-sized tensor's
+    expressions drop out (every such tensor of a rank, dtype and constant extents is passed
+    to the same kernel)."""
+    if isinstance(t, TensorType) and t.runtime_sized:
+        return ("runtime-sized", tuple(d if isinstance(d, int) else None for d in t.shape), t.dtype)
+    return t
+
+
 def joins(value, result) -> bool:
     """A yielded value fits the loop or branch result it becomes: the same type, or — before
     InitMemRef places every tile — the same but for a MemRef only one side names."""
@@ -344,7 +394,7 @@ def type_name(t) -> str:
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype}]"
     if isinstance(t, TensorType):
-        return f"Tensor[{'x'.join(map(str, t.shape))} {t.dtype}]"
+        return f"Tensor[{'x'.join(map(dim_text, t.shape))} {t.dtype}]"
     if isinstance(t, TileType):
         space = f" {t.space.name}" if t.space is not None else ""
         return f"Tile[{'x'.join(map(str, t.shape))} {t.dtype}{space}]"

@@ -16,7 +16,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import lookup
 from pypto.ir.printer import expr
-from pypto.ir.types import INDEX, TASK_ID, ArrayType, ScalarType, TileType, joins, type_name
+from pypto.ir.types import INDEX, TASK_ID, ArrayType, ScalarType, TensorType, TileType, conforms, joins, type_name
 
 
 def verify(program: n.Program, soc: SoC, *, stage: str = "", memo: dict | None = None) -> None:
@@ -59,7 +59,19 @@ class _FunctionChecker:
         if name in self.bound:
             raise self.fail(f"'{name}' is bound twice (SSA)", stmt)
         self.slot_index(name, t, stmt)
+        self.extents_bound(name, t, stmt)
         self.bound[name] = t
+
+    def extents_bound(self, name: str, t, stmt) -> None:
+        """A tensor an orchestration sizes as it runs names scalars bound before it."""
+        if not (isinstance(t, TensorType) and t.runtime_sized):
+            return
+        if self.fn.type.is_kernel:
+            raise self.fail(f"'{name}' is {type_name(t)}: a kernel's tensors have static extents", stmt)
+        for d in t.shape:
+            for var in sorted(n.expr_vars(d) if not isinstance(d, int) else ()):
+                if var not in self.bound:
+                    raise self.fail(f"'{name}' is {type_name(t)}, and '{var}' is not bound there", stmt)
 
     def slot_index(self, name: str, t, stmt) -> None:
         """A tile's slot of a multi-slot MemRef is an integer expression of bound names: a
@@ -238,7 +250,7 @@ class _FunctionChecker:
                 raise self.fail(f"calls '{v.callee}', which the program does not define", stmt) from None
             got = tuple(self.type_of(a) for a in v.args)
             want = tuple(p.type for p in callee.params)
-            if got != want:
+            if not all(g == w or conforms(g, w) for g, w in zip(got, want)) or len(got) != len(want):
                 raise self.fail(f"calls '{v.callee}' with {_types(got)} where it takes {_types(want)}", stmt)
             return callee.returns[0] if len(callee.returns) == 1 else None
         self.uses((v,), scope, stmt)
@@ -258,7 +270,7 @@ def _compatible(declared, inferred) -> bool:
             and (inferred.space is None or declared.space is inferred.space)
     if isinstance(declared, ScalarType) and isinstance(inferred, ScalarType):
         return declared.dtype.is_int == inferred.dtype.is_int or declared == inferred
-    return declared == inferred
+    return declared == inferred or conforms(declared, inferred)  # a kernel hands back the tensor it was passed
 
 
 def _is_int(t) -> bool:

@@ -9,10 +9,12 @@ import ast
 
 from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.types import (DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType,
-                             type_name)
+from pypto.ir.ops.registry import fmt_shape
+from pypto.ir.types import (DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, conforms,
+                            type_name)
 from pypto.lang import names as N
 from pypto.lang.tensor_views import TensorViews
+from pypto.lang.statics import RUNTIME
 from pypto.backend import MemorySpace
 
 
@@ -139,6 +141,12 @@ class Annotations(TensorViews):
 
     def _tensor_annotation(self, node, given, param) -> TensorType:
         if not isinstance(node, ast.Subscript):
+            if isinstance(given, TensorType) and given.runtime_sized:
+                raise self.error(SpecializationError, node,
+                                 f"a bare pl.Tensor takes its shape from the call, and '{param}' gets a tensor sized "
+                                 f"as the orchestration runs ({fmt_shape(given.shape)})",
+                                 hint="write the extents the function works on, e.g. pl.Tensor[[16, 128], pl.FP32]: "
+                                      "the call checks its tensor's when it runs")
             if isinstance(given, TensorType):
                 return given
             raise self.error(SpecializationError if given is not None else TypeCheckError, node,
@@ -151,19 +159,38 @@ class Annotations(TensorViews):
                              hint="pl.Tensor[[128, 128], pl.FP32]")
         dims = items[0].elts if isinstance(items[0], (ast.List, ast.Tuple)) else None
         if dims is not None and any(self._dynamic(d) is not None for d in dims):
+            if isinstance(given, TensorType) and given.runtime_sized:
+                raise self.error(SpecializationError, node,
+                                 f"'{param}' has a pl.dynamic axis, whose extent is fixed when the kernel is "
+                                 f"compiled, and the call passes a tensor sized as the orchestration runs "
+                                 f"({fmt_shape(given.shape)})",
+                                 hint="write the extents the kernel works on (the call checks its tensor's when it "
+                                      "runs), or size the tensor with compile-time constants")
             bound = self._bind_dynamic(node, dims, self._dtype(items[1]), given, param)
             if len(items) == 3:  # (checked in the extents the call gave)
                 self._tensor_view(items[2], items[0])
             return bound
         if len(items) == 3:
             self._tensor_view(items[2], items[0])
+        runtime = self._runtime_dims(dims) if given is None else None
+        if runtime is not None:  # an orchestration's local, sized as it runs (a dump's annotation)
+            return TensorType(runtime, self._dtype(items[1]))
         shape = self.static_dims(items[0], "a tensor shape")
         declared = TensorType(shape, self._dtype(items[1]))
+        if conforms(given, declared):  # its other extents are checked when the call runs
+            return declared
         if given is not None and given != declared:
             raise self.error(SpecializationError, node,
                              f"argument '{param}' is {type_name(given)} but the kernel declares {type_name(declared)}",
                              hint="pass a tensor of the declared shape and dtype, or annotate with a bare pl.Tensor")
         return declared
+
+    def _runtime_dims(self, dims) -> tuple | None:
+        """An orchestration's tensor extents naming scalars it computes (``[16, n]``): their
+        expressions; None where every extent is a compile-time constant (or in a kernel)."""
+        if self.incore or dims is None or all(self.maybe_static(d) is not RUNTIME for d in dims):
+            return None
+        return self.extents(dims, "a tensor extent")
 
     def _tile_annotation(self, node: ast.Subscript) -> TileType:
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]

@@ -97,7 +97,7 @@ def _extents(call: n.Call, types) -> list:
     if call.op == "tile.load":
         return static(argument(call, "valid_shape") or argument(call, "shapes"))
     if call.op == "tensor.slice":  # a clamped window may run past the end: only its offset must be inside
-        return [0 if argument(call, "clamp") else c.value for c in argument(call, "shape")]
+        return [0 if argument(call, "clamp") else e for e in static(argument(call, "shape"))]
     src = types[argument(call, "tile" if call.op == "tile.store" else "source").name]
     moved = getattr(src, "valid_shape", None)
     return list(src.shape) if moved is None else static(moved)
@@ -110,7 +110,7 @@ def _check(stmt, call: n.Call, where: _Where, types, defs, names) -> None:
         return
     shape = types[tensor.name].shape
     for axis, (off, extent, dim) in enumerate(zip(argument(call, offsets_key), _extents(call, types), shape)):
-        if extent is None or isinstance(off, n.Const):
+        if extent is None or isinstance(off, n.Const) or not isinstance(dim, int):  # known when it runs
             continue
         span = interval(off, where.ranges)
         if span is not None and span[0] >= 0 and span[1] + extent <= dim:

@@ -27,6 +27,7 @@ from pypto.ir.types import (
     ParamDirection,
     ScalarType,
     TensorType,
+    conforms,
     type_name,
 )
 from pypto.lang import liveness
@@ -204,7 +205,10 @@ class CallConverter(OpCalls, ExprConverter):
         if not callee.returns:
             return call, Nothing(callee.display)
         if len(callee.returns) == 1 and callee.returned_params and callee.returned_params[0] is not None:
-            self.returned_args[call] = call.args[callee.returned_params[0]]
+            k = callee.returned_params[0]
+            self.returned_args[call] = call.args[k]
+            if conforms(args[k][1], callee.returns[0]):  # the tensor handed back is the one the orchestration sized
+                return call, args[k][1]
         if len(callee.returns) > 1:
             return call, Several(callee, call.args)
         return call, callee.returns[0]

@@ -61,6 +61,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.manual_depth = 0  # pl.manual_scope() blocks open around the statement
         self.in_cluster = False  # inside a pl.cluster() body: its dispatches are one Group task
         self.in_split_aiv = False  # inside a pl.split_aiv region: it already is the two lanes
+        self.region_mode = None  # that region's SplitMode (what its pl.aiv_shard / pl.aic_gather of a tile inherit)
         self.declared = None  # the annotated type of the value being converted (a pipe's pop takes it)
         self.fdef = fdef
         self.name = name
@@ -221,6 +222,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
                              hint=f"write pl.neg({x}) (or pl.muls({x}, -1))" if isinstance(node.op, ast.USub)
                              else "kernels compute on tiles with pl.* ops")
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
+            self.sized_on_core(node.value, self.local_type(node.value))
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             if not self.incore and not any(isinstance(i, ast.Slice) for i in items):  # t[i, j]: one element
                 x, t = self.var(node.value.id)
@@ -233,9 +235,21 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
             raise self.tile_slice_error(node)
         if isinstance(node, ast.Name) and node.id in self.env:
-            return self.var(node.id)
+            x, t = self.var(node.id)
+            self.sized_on_core(node, t)
+            return x, t
         e = self.scalar(node)
         return e, self.expr_type(e, node)
+
+    def sized_on_core(self, node, t) -> None:
+        """Code for a core has static shapes: a tensor the orchestration sizes as it runs
+        reaches a core only as a kernel's argument, which the call checks."""
+        if self.incore and isinstance(t, TensorType) and t.runtime_sized:
+            raise self.error(TypeCheckError, node,
+                             f"'{ast.unparse(node)}' is {type_name(t)}, sized as the orchestration runs, and a "
+                             "pl.at scope is compiled for static shapes",
+                             hint="pass it to a kernel (@pl.function(type=pl.FunctionType.InCore)) whose parameter "
+                                  "writes the extents: the call checks the tensor's when it runs")
 
     def _updated_name(self, value, node: ast.Call) -> str | None:
         """The source name a statement call updates (an op's ``updates`` operand, written as

@@ -255,6 +255,8 @@ class ExprConverter(Lookups, Statics, Annotations):
             _, meaning = self.entity(node.func)
             if isinstance(meaning, N.Builtin) and meaning.name in ("available_cluster_count", "available_aiv_count"):
                 return self.available_count(node, meaning.name)[0]
+            if isinstance(meaning, N.Builtin) and meaning.name == "dim":  # an extent known as the orchestration runs
+                return self.dim_call(node)[0]
             if isinstance(meaning, N.Op) and meaning.name in BLOCK_REGISTERS:  # a scalar a kernel reads
                 return self.operand(node)[0]
             if isinstance(meaning, N.Op) and meaning.name.rsplit(".", 1)[-1] == "cast" and node.args \

@@ -13,6 +13,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
 from pypto.ir.ops.registry import keyword_form
 from pypto.ir.ops.pipes import POPS
+from pypto.ir.ops.spmd import LANED, REGION_HINT, SPLITS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
                             type_name)
@@ -74,7 +75,12 @@ class OpCalls:
         if op.name == "tensor.create":
             self.check_create(keywords)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
+        if meaning.name in ("aiv_shard", "aic_gather") and "mode" in keywords:
+            raise self.error(TypeCheckError, keywords["mode"][1], f"pl.{meaning.name} does not take a mode: it "
+                             "inherits the enclosing pl.split_aiv region's", hint=f"pl.{meaning.name}(x)")
         values, types = self.bind_args(op, thunks, keywords, node)
+        if op.name in LANED:
+            values["split"] = self.region_split(op, values["split"], types.get("x"), node)
         declared = self.declared
         if op.name in POPS and values["shape"] is None and isinstance(declared, TileType):
             values["shape"], values["dtype"] = tuple(n.Const(s) for s in declared.shape), declared.dtype
@@ -88,6 +94,24 @@ class OpCalls:
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    def region_split(self, op: OpDef, split, x, node) -> int:
+        """A tile crossing's split: its pl.split_aiv region's mode (as the reference encodes
+        it), which a written ``split=`` must agree with."""
+        if self.region_mode is None:
+            raise self.error(TypeCheckError, node, f"pl.{op.short} must be used inside a 'for aiv_id in "
+                             "pl.split_aiv(...)' loop, which supplies the split mode", hint=REGION_HINT)
+        mode = SPLITS.index(self.region_mode)
+        if op.name == "tile.aiv_shard" and isinstance(x, TileType) and x.space is MemorySpace.Vec:
+            raise self.error(TypeCheckError, node, "pl.aiv_shard names a cube tile's crossing into the region, and "
+                             f"this is {type_name(x)}, a tile the vector cores hold already",
+                             hint="read it as it is; for this lane's half, pl.slice it at the lane's offset "
+                                  "(aiv_id * half)")
+        if split is not None and split != mode:
+            raise self.error(TypeCheckError, node, f"{op.name}(split={split}) in a pl.split_aiv region of "
+                             f"mode=pl.SplitMode.{self.region_mode.name} (split={mode})",
+                             hint="drop split= (the region's mode is the crossing's)")
+        return mode
 
     def scalar_cast(self, thunks, keywords: dict, node):
         """``pl.cast(x, pl.INDEX)`` of a scalar: between integer types the value stays (a
@@ -238,6 +262,10 @@ class OpCalls:
                                  "(or a constant list of ints)", hint="[i * 64, 0]")
             return tuple(self.index(e, what) for e in thunk.node.elts), None
         if p.kind is Kind.SHAPE:
+            if not self.incore and op.plane != "core" and isinstance(thunk.node, (ast.List, ast.Tuple)):
+                # the orchestration runs on the host: a tensor it creates or views may be sized by
+                # a scalar it has computed (read from a tensor, say) — known when the statement runs
+                return self.extents(thunk.node.elts, what), None
             return tuple(n.Const(v) for v in self.static_ints(thunk.node, what)), None
         kinds = {Kind.DTYPE: DataType, Kind.SPACE: MemorySpace, Kind.PAD: PadValue, Kind.BOOL: bool,
                  Kind.INT: int, Kind.STR: str, Kind.LAYOUT: TensorLayout, Kind.ATOMIC: AtomicType}

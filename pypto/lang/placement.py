@@ -105,18 +105,18 @@ class PlacementForms:
         self.types[var] = INDEX
         self.ranges[var] = (0, count - 1)
         self.env = self.env.set(node.target.id, var)
-        self.in_split_aiv = True
+        self.in_split_aiv, self.region_mode = True, mode
         try:
             body = tuple(self.block(node.body, live_after))
         finally:
-            self.in_split_aiv = False
+            self.in_split_aiv, self.region_mode = False, None
         stored = {s.target for s in n.walk_stmts(body) if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
                   and lookup(s.value.op).writes_operand is not None}  # in-place writes of GM tensors
         region = n.For(var, n.Const(0), n.Const(count), n.Const(1), body, ForKind.SplitAiv, span=self.span(node),
                        split=mode)
         handed = set(n.gathered(region))  # pl.aic_gather: the cube's after the region
         nested = [s for s in n.walk_stmts(body) if isinstance(getattr(s, "value", None), n.Call)
-                  and s.value.op == "tensor.aic_gather" and s.target not in handed]
+                  and s.value.op in n.GATHERS and s.target not in handed]
         if nested:
             raise self.error(UnsupportedSyntaxError, node, "pl.aic_gather hands a value to the cube after its "
                              "pl.split_aiv region, and this one sits inside a loop or branch of the region",

@@ -10,6 +10,7 @@ import ast
 import operator
 
 from pypto.errors import ParseError, PyptoError, TypeCheckError
+from pypto.ir import nodes as n
 from pypto.lang import folding
 from pypto.ir.types import DataType, TensorType, TileType
 from pypto.lang import names as N
@@ -97,7 +98,7 @@ class Statics:
             return folding.boolean([lambda v=v: self._static(v) for v in node.values], isinstance(node.op, ast.And))
         if isinstance(node, ast.Attribute) and node.attr == "shape":
             t = self.local_type(node.value)
-            if isinstance(t, (TensorType, TileType)):
+            if isinstance(t, (TensorType, TileType)) and all(isinstance(d, int) for d in t.shape):
                 return list(t.shape)
         if isinstance(node, ast.Subscript):
             base = self._static(node.value)
@@ -112,7 +113,8 @@ class Statics:
             if isinstance(meaning, N.Builtin) and meaning.name == "dim" and len(node.args) == 2:
                 t = self.local_type(node.args[0])
                 axis = self._static(node.args[1])
-                if isinstance(t, TensorType) and isinstance(axis, int) and -len(t.shape) <= axis < len(t.shape):
+                if isinstance(t, TensorType) and isinstance(axis, int) and -len(t.shape) <= axis < len(t.shape) \
+                        and isinstance(t.shape[axis], int):  # (an orchestration's runtime extent is not)
                     return t.shape[axis]
             return self._static_call(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
@@ -200,6 +202,15 @@ class Statics:
             raise self.error(TypeCheckError, node, f"{what} must be a list of ints, not {value!r}",
                              hint="divide with // (or round with int(...)): '/' gives a float" if floats else None)
         return tuple(value)
+
+    def extents(self, nodes, what: str) -> tuple:
+        """An orchestration's extents, each a compile-time int where it is one (its Const),
+        else the index expression of scalars it computes as it runs."""
+        out = []
+        for node in nodes:
+            value = self.maybe_static(node)
+            out.append(n.Const(value) if type(value) is int else self.index(node, what))
+        return tuple(out)
 
     def static_dims(self, node, what: str) -> tuple[int, ...]:
         shape = self.static_ints(node, what)

@@ -137,7 +137,8 @@ class TaskForms(Submits):
 
     def dim_call(self, node: ast.Call):
         """``pl.tensor.dim(t, axis)``: the tensor's extent on the axis (a negative axis counts
-        from the end) — a compile-time constant, as shapes are static here."""
+        from the end) — a compile-time constant, or the expression an orchestration sized the
+        tensor by as it runs."""
         if len(node.args) != 2 or node.keywords:
             raise self.error(TypeCheckError, node, "pl.tensor.dim takes (tensor, axis)", hint="pl.tensor.dim(a, 0)")
         _, t = self.operand(node.args[0])
@@ -147,7 +148,8 @@ class TaskForms(Submits):
         if not -len(t.shape) <= axis < len(t.shape):
             raise self.error(TypeCheckError, node.args[1], f"axis {axis} is outside the {len(t.shape)} axes of "
                              f"{type_name(t)}")
-        e = n.Const(t.shape[axis])
+        d = t.shape[axis]
+        e = n.Const(d) if isinstance(d, int) else d  # an orchestration's runtime extent: the scalar it was sized by
         return e, self.expr_type(e, node)
 
     def optimizations(self, node, owner: str) -> tuple:

@@ -32,6 +32,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup, op_call, with_args
 from pypto.ir.ops.registry import with_article
 from pypto.ir.ops.cube import fixpipe_cast
+from pypto.ir.ops.spmd import LANED, SPLITS, lane_window
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType, TileType
 
@@ -133,6 +134,35 @@ class _Stager:
                 n.Assign(stmt.target, stmt.type, op_call("tile.load", tensor=n.Var(buf), offsets=offset, shapes=shapes,
                                                          valid_shape=valid, target_memory=space), span=stmt.span)]
 
+    def lane_crossing(self, stmt: n.Assign, call: n.Call) -> list:
+        """A tile crossing a pl.split_aiv region's edge, as a tile.move does: through a GM ring.
+        Into the region (``tile.aiv_shard``) the cube stores its tile and each lane loads its
+        half; out of it (``tile.aic_gather``) each lane stores its half (under NONE lane 0 the
+        whole) and the cube loads the whole into L1 after the region."""
+        region = next(x for x in reversed(self.loops) if x.kind is ForKind.SplitAiv)
+        x = argument(call, "x")
+        mode = SPLITS[argument(call, "split")]
+        whole = self.types[x.name] if call.op == "tile.aiv_shard" else stmt.type
+        buf, _, offset = self.ring(x.name if call.op == "tile.aiv_shard" else stmt.target, whole, unringed=True)
+        step, extents = lane_window(whole.shape, mode, 1)  # where lane 1's half starts: lane k's is k times it
+        lane = tuple(simplify(n.BinOp("+", o, n.BinOp("*", n.Var(region.var), n.Const(d)))) if d else o
+                     for o, d in zip(offset, step))
+        shapes = tuple(n.Const(d) for d in extents)
+        if call.op == "tile.aiv_shard":
+            valid = None if whole.valid_shape is None else tuple(whole.valid_shape)
+            return [n.Eval(op_call("tile.store", tile=x, offsets=offset, output_tensor=n.Var(buf)), span=stmt.span),
+                    n.Assign(stmt.target, stmt.type, op_call("tile.load", tensor=n.Var(buf), offsets=lane,
+                                                             shapes=shapes, valid_shape=valid,
+                                                             target_memory=stmt.type.space), span=stmt.span)]
+        store = n.Eval(op_call("tile.store", tile=x, offsets=lane, output_tensor=n.Var(buf)), span=stmt.span)
+        if mode is SplitMode.NONE:  # both lanes hold all of it: one of them hands it on
+            store = n.If(n.BinOp("==", n.Var(region.var), n.Const(0)), (store,), span=stmt.span)
+        valid = None if stmt.type.valid_shape is None else tuple(stmt.type.valid_shape)
+        self.gathered.append(n.Assign(stmt.target, stmt.type, op_call(
+            "tile.load", tensor=n.Var(buf), offsets=offset, shapes=tuple(n.Const(d) for d in whole.shape),
+            valid_shape=valid, target_memory=stmt.type.space), span=stmt.span))
+        return [store]
+
     def crossing(self, call: n.Call) -> bool:
         """Whether a tile.move goes between the cube and the vector cores."""
         t = self.types.get(getattr(argument(call, "tile"), "name", None))
@@ -179,6 +209,10 @@ class _Finder:
 
     def tile_across(self, stmt, name: str, t, space):
         self.found.append(name)
+        return [stmt]
+
+    def lane_crossing(self, stmt, call):
+        self.found.append(stmt.target)
         return [stmt]
 
     crossing = _Stager.crossing
@@ -241,6 +275,9 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
         if isinstance(call, n.Call):
             op = lookup(call.op)
             args = list(call.args)
+            if op.name in LANED:
+                out.extend(st.lane_crossing(stmt, call))
+                continue
             if op.name == "tile.move" and st.crossing(call):
                 out.extend(st.tile_across(stmt, argument(call, "tile").name, st.types[argument(call, "tile").name],
                                           argument(call, "target_memory")))
@@ -302,6 +339,14 @@ def unstaged_crossing(fn: n.Function, soc) -> None:
     types = n.symbols(fn)
     for stmt in n.walk_stmts(fn.body):
         call = getattr(stmt, "value", None)
+        if isinstance(call, n.Call) and call.op in LANED:
+            way = "into" if call.op == "tile.aiv_shard" else "out of"
+            raise UnsupportedSyntaxError(
+                f"pl.{call.op.split('.')[1]} in '{fn.name}' moves a tile {way} a pl.split_aiv region between the cube "
+                "and the vector cores, through GM; only a pl.at scope stages such a crossing (its orchestration "
+                "creates the GM buffer)", span=stmt.span,
+                hint="write the kernel as a `with pl.at(level=pl.Level.CORE_GROUP):` scope around the region, or "
+                     "store the tile to a GM tensor parameter and load it on the other side")
         if isinstance(call, n.Call) and call.op == "tile.move" and _Stager.crossing(_Finder([], types, soc), call):
             src, dst = types[argument(call, "tile").name].space, argument(call, "target_memory")
             way = "from the cube to the vector cores" if dst.name == "Vec" else "from the vector cores to the cube"

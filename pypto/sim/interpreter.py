@@ -7,20 +7,24 @@ GM tensors are torch tensors passed by reference (stores write into them); tiles
 
 from __future__ import annotations
 
+import math
 
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.ops.pipes import PIPE_OPS
-from pypto.ir.ops.spmd import BLOCK_REGISTERS
+from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANED
 from pypto.sim.clusters import Clusters
 from pypto.sim.tasks import Site, Tasks
 from pypto.ir.simplify import OPERATORS, SHIFTS
 from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.sim import numerics as num
 from pypto.sim.issue import EXTENT_HINT, invalid_extent
+from pypto.sim.crossings import rejoin
 from pypto.sim.prints import Print
 from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
+
+SIZED = ("tensor.create", "tensor.slice")  # an orchestration may size these as it runs
 
 
 def run(program: n.Program, entry: str, args, orchestrator=None, prints: list | None = None) -> tuple:
@@ -61,6 +65,8 @@ class _Interpreter(Tasks, Clusters):
         self.lane = 0  # which vector core of the cluster runs the code (a pl.split_aiv region's lane)
         self.in_cluster = False  # running a pl.cluster() body: its kernel calls are one Group task
         self.collected: list | None = None  # a piped Group's member calls, to run together
+        self.frames: list = []  # the functions on the call stack
+        self.tables: dict = {}  # function name -> its symbols (the types of a caller's arguments)
 
     def call(self, fn: n.Function, args: tuple) -> tuple:
         if self.orchestrator is not None and fn.type.is_kernel:  # an entry that is a kernel
@@ -68,6 +74,7 @@ class _Interpreter(Tasks, Clusters):
         env = {p.name: a for p, a in zip(fn.params, args)}
         self.auto.append(fn.auto_scope)
         self.kernel.append(fn.type.is_kernel)
+        self.frames.append(fn)
         try:
             self.block(fn.body, env)
         except _Return as ret:
@@ -75,6 +82,7 @@ class _Interpreter(Tasks, Clusters):
         finally:
             self.auto.pop()
             self.kernel.pop()
+            self.frames.pop()
         return ()
 
     def scoped(self, run, span, manual: bool = False, implicit: bool = False):
@@ -132,12 +140,19 @@ class _Interpreter(Tasks, Clusters):
 
     def for_(self, s: n.For, env: dict) -> None:
         if s.kind is ForKind.SplitAiv:  # both vector cores run it, lane 0's then lane 1's (they share no bytes)
+            gathers = {x.target: x.value for x in s.body if isinstance(x, n.Assign)
+                       and isinstance(x.value, n.Call) and x.value.op == "tile.aic_gather"}
+            tiles = {name: [] for name in gathers}  # each lane's tile of what the region hands the cube
             for lane in range(self.expr(s.stop, env, s)):
                 env[s.var] = self.lane = lane
                 try:
                     self.block(s.body, env)
                 finally:
                     self.lane = 0
+                for name in gathers:
+                    tiles[name].append(env[name])
+            for name, call in gathers.items():
+                env[name] = rejoin(tiles[name], call.args[lookup(call.op).index("split")])
             return
         start, stop, step = (self.expr(e, env, s) for e in (s.start, s.stop, s.step))
         if step <= 0:
@@ -174,6 +189,8 @@ class _Interpreter(Tasks, Clusters):
         kwargs = {}
         for p, arg in zip(op.params, call.args):
             kwargs[p.name] = self.arg(arg, env, stmt)
+        if call.op in LANED:  # a region's crossing: this lane's half
+            kwargs["lane"] = self.lane
         if call.op in PIPE_OPS or call.op == "system.import_peer_buffer":
             data = self.pipe_op(call, kwargs, stmt)
             return TileVal(data, self.valid(result_type, env, stmt)) if isinstance(result_type, TileType) else data
@@ -181,9 +198,11 @@ class _Interpreter(Tasks, Clusters):
             self.orchestrator.wait(kwargs["tensor"], kwargs["indices"], stmt.span)
         if call.op == "tensor.write" and self.orchestrator is not None and not self.kernel[-1]:
             self.orchestrator.writing(kwargs["tensor"], kwargs["indices"], stmt.span)  # after the element's tasks
+        if call.op in SIZED and not self.kernel[-1]:
+            self.check_sized(call, kwargs["shape"], stmt)
         if call.op == "tensor.create" and isinstance(result_type, TensorType) and not self.kernel[-1]:
             if self.orchestrator is not None:  # from the ring heap, before any memory is taken
-                self.orchestrator.creating(result_type.nbytes, stmt.span)
+                self.orchestrator.creating(math.prod(kwargs["shape"]) * result_type.dtype.nbytes, stmt.span)
         try:
             if call.op in VIEWS and not self.kernel[-1]:  # the orchestration's: a view of the tensor itself
                 data = VIEWS[call.op](**kwargs)
@@ -210,6 +229,16 @@ class _Interpreter(Tasks, Clusters):
         if call.op == "tensor.create" and self.orchestrator is not None:  # a buffer the runtime allocates
             self.orchestrator.created(data, kwargs["manual_dep"], stmt.span)
         return data
+
+    @staticmethod
+    def check_sized(call: n.Call, extents, stmt) -> None:
+        """An orchestration's tensor sized as it runs (a constant extent was checked when compiling)."""
+        for axis, e in enumerate(extents):
+            if e < 1:
+                what = {"tensor.create": "pl.create_tensor", "tensor.slice": "pl.slice"}[call.op]
+                raise ExecutionError(f"{what}'s extent on axis {axis} is {e} here: a tensor's extents are positive",
+                                     span=stmt.span, hint="size it by a positive count (skip the work where the "
+                                                          "count is 0)")
 
     def valid(self, t: TileType, env: dict, stmt) -> tuple[int, ...]:
         if t.valid_shape is None:

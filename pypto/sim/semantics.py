@@ -497,11 +497,7 @@ def _reserve_buffer(name, size, base, slot_num):
     return base  # the ring's UB address; reserving moves no data
 
 
-@impl("tensor.aiv_shard", "tensor.aic_gather")
-def _aiv_shard(x):
-    return x  # the crossing itself: the compiler stages it through GM
-
-
 from pypto.sim import gathers as _gathers  # noqa: E402,F401  (registers the gather ops' meaning)
 from pypto.sim import sorts as _sorts  # noqa: E402,F401  (registers the sort ops' meaning)
 from pypto.sim import elements as _elements  # noqa: E402,F401  (registers read / write of one element)
+from pypto.sim import crossings as _crossings  # noqa: E402,F401  (registers a pl.split_aiv region's crossings)

@@ -9,6 +9,7 @@ import attrs
 
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
+from pypto.ir.ops.registry import fmt_shape
 from pypto.ir.printer import expr
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.tensors import block_roots
@@ -98,6 +99,7 @@ class Tasks:
         """(what the callee returns, the task's id when it is a kernel)."""
         fn = self.program.function(v.callee)
         args = tuple(self.expr(a, env, stmt) for a in v.args)
+        self.check_extents(fn, v, env, stmt)
         if fn.type.is_kernel and self.collected is not None:  # a member of a Group that talks through pipes
             self.collected.append((fn, args))
             self.tasks += 1
@@ -128,3 +130,22 @@ class Tasks:
             finally:
                 self.block_registers.pop()
         return values, self.tasks - 1
+
+    def check_extents(self, fn: n.Function, v: n.FuncCall, env: dict, stmt) -> None:
+        """A tensor the orchestration sized as it runs meets the written shape of the kernel's
+        parameter: its extents, known now, are that shape's."""
+        caller = self.frames[-1]
+        types = self.tables.get(caller.name)
+        if types is None:
+            types = self.tables[caller.name] = n.symbols(caller)
+        for p, a in zip(fn.params, v.args):
+            t = types.get(a.name) if isinstance(a, n.Var) else None
+            if not (isinstance(t, TensorType) and t.runtime_sized):
+                continue
+            extents = [d if isinstance(d, int) else self.expr(d, env, stmt) for d in t.shape]
+            if extents != list(p.type.shape):
+                raise ExecutionError(
+                    f"'{fn.name}' takes '{p.name}' as {list(p.type.shape)}, and this call passes '{a.name}' of "
+                    f"{extents} ({fmt_shape(t.shape)} as the orchestration runs)", span=stmt.span,
+                    hint=f"size the tensor {list(p.type.shape)} (a window may run past the tensor's end); for a "
+                         "part of it, pass the valid extent as a scalar and load with valid_shape=")

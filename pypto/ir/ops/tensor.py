@@ -50,6 +50,15 @@ def _static_shape(op: str, exprs) -> tuple[int, ...]:
     return shape
 
 
+def _extents(op: str, exprs) -> tuple:
+    """A shape an orchestration may size at run time (the front end lets only its creations
+    and views take one): the constants positive, the rest kept as expressions."""
+    for e in exprs:
+        if isinstance(e, Const) and (not isinstance(e.value, int) or isinstance(e.value, bool) or e.value <= 0):
+            raise fail(op, "positive extents", fmt_shape(exprs), SHAPE_HINT)
+    return tuple(e.value if isinstance(e, Const) else e for e in exprs)
+
+
 for _name, _allowed in ((r.name, r.dtypes) for r in BINARY):
     def _bin(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
         lhs, rhs = a.type("lhs"), a.type("rhs")
@@ -217,7 +226,7 @@ def _create(a: OpArgs, soc: SoC) -> TensorType:
         raise TypeCheckError(f"pl.create_tensor(layout=pl.TensorLayout.{a['layout'].name}): tensors here are "
                              "row-major (ND)", hint="drop layout= (or pass pl.TensorLayout.ND); for a transposed "
                              "operand pass pl.tensor.transpose(t, 0, 1), a view")
-    return TensorType(_static_shape("tensor.create", a["shape"]), a["dtype"])
+    return TensorType(_extents("tensor.create", a["shape"]), a["dtype"])
 
 
 # manual_dep / init_value are the orchestration's (a buffer the runtime allocates): a
@@ -231,7 +240,7 @@ register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE),
 
 def _slice(a: OpArgs, soc: SoC) -> TensorType:
     x = a.type("x")
-    shape = _static_shape("tensor.slice", a["shape"])
+    shape = _extents("tensor.slice", a["shape"])
     # clamp=True sanctions a window that runs past the tensor's end (its valid region stops there)
     check_region("tensor.slice", x, a["offset"], shape, what="window",
                  valid=tuple(Const(0) for _ in shape) if a["clamp"] else None)
@@ -240,7 +249,7 @@ def _slice(a: OpArgs, soc: SoC) -> TensorType:
         if len(valid) != len(shape):
             raise fail("tensor.slice", f"valid_shape of the slice's rank {len(shape)}", f"{len(valid)} entries")
         for axis, (v, extent) in enumerate(zip(valid, shape)):
-            if isinstance(v, Const) and not 0 <= v.value <= extent:
+            if isinstance(v, Const) and isinstance(extent, int) and not 0 <= v.value <= extent:
                 raise fail("tensor.slice", f"valid_shape within the slice shape {list(shape)}",
                            f"{v.value} on axis {axis}")
     return TensorType(shape, x.dtype)
