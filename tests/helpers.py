@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 from pypto.fuzz import strategies as ps
+from pypto.fuzz.checks import against_oracle
+from pypto.fuzz.properties import compile_case, interpret, simulate
 from pypto.sim import interpreter
 
 
 def run_case(case: ps.Case, program=None) -> tuple:
     """Interpret ``program`` (default: the case's) on fresh arguments; the Out tensors."""
-    args = case.args()
-    interpreter.run(program or case.program, case.entry, args)
-    return args[len(case.inputs):]
+    return interpret(case, program)
 
 
 def assert_matches_oracle(case: ps.Case, outputs) -> None:
-    for k, (got, want) in enumerate(zip(outputs, case.expected)):
-        if case.check == "exact":
-            assert ps.bits_equal(got, want), f"{case.recipe}: output {k} differs from torch\n{got}\n{want}"
-        else:
-            err = (got.double() - want.double()).abs().max().item()
-            assert ps.within_bounds(got, want, case.bounds[k]), f"{case.recipe}: error {err} beyond the bound"
+    against_oracle(case, outputs)
 
 
 # ----------------------------------------------------------------------------- pass tests
@@ -88,18 +83,10 @@ def check_pass(run, before: str, after: str, ctx: PassContext | None = None, *, 
 
 # ----------------------------------------------------------------------------- platforms
 
-from pypto.runtime import RunConfig  # noqa: E402
-from pypto.runtime.compiled import compile_program  # noqa: E402
-
-
-def compile_case(case: ps.Case, platform: str = "a2a3sim", planner: str = "PYPTO", **config):
-    names = [p.name for p in case.program.function(case.entry).params]
-    cfg = RunConfig(platform=platform, memory_planner=planner, **config)
-    return compile_program(case.program, names, cfg, write=False)
-
-
 def run_on(case: ps.Case, platform: str = "a2a3sim", planner: str = "PYPTO", **config):
     """(Out tensors, RunReport) of the case on a platform, through the whole compiler."""
+    if platform == "a2a3sim":
+        return simulate(case, planner, **config)
     compiled = compile_case(case, platform, planner, **config)
     args = case.args()
     report = compiled.run(*args)

@@ -3,14 +3,15 @@ every vector value's rows, LEFT_RIGHT its columns, each lane computing its half 
 with the other (``pl.split_aiv`` regions the outliner makes), with the bits of ``ref``;
 what halving cannot express is refused where it is written."""
 
+import attrs
 import pytest
 import torch
 from hypothesis import given, settings
 
 import pypto.language as pl
 from pypto.errors import PyptoError
-from pypto.fuzz import strategies as ps
 from pypto.fuzz.lanes import split_scopes
+from pypto.fuzz.properties import PROPERTIES, Example
 from pypto.lang import parse
 from pypto.runtime import RunConfig
 
@@ -350,23 +351,9 @@ def test_what_a_lane_region_cannot_mean_is_refused_where_it_is_written(tmp_path,
 
 @settings(deadline=None)
 @given(case=split_scopes())
-def test_property_a_split_gives_the_bits_of_one_vector_core(tmp_path_factory, case):
-    from helpers import load_kernel
-
+def test_property_a_split_gives_the_bits_of_one_vector_core(case):
     mode, program = case
-    where = tmp_path_factory.mktemp("lanes")
-    runs = []
-    for form, platform in ((mode, "ref"), (mode, "a2a3sim"), ("NONE", "a2a3sim")):
-        path = where / f"{form.lower()}.py"
-        path.write_text(program.source(form))
-        args = [*program.inputs(), torch.zeros(program.out_shape())]
-        load_kernel(path, "mixed").compile(*args, config=RunConfig(platform=platform)).run(*args)
-        runs.append(args[-1])
-    assert ps.bits_equal(runs[0], runs[1]), program.source(mode)
-    if program.reduces:  # summed in other blocks, perhaps
-        torch.testing.assert_close(runs[1], runs[2], rtol=1e-5, atol=1e-5, equal_nan=True)
-    else:
-        assert ps.bits_equal(runs[1], runs[2]), program.source(mode)
+    PROPERTIES["mixed"].check(Example(source=program.source(mode), detail=(mode, *attrs.astuple(program))))
 
 
 def test_a_named_crossing_reads_back_from_the_dumps():

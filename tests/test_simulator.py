@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.codegen import CodegenError, number
-from pypto.codegen.isa import Buf, Cond, Instr, Kernel, Loop, Program, SetFlag, WaitFlag, walk
+from pypto.codegen.isa import Buf, Instr, Kernel, Program, SetFlag, WaitFlag, walk
 from pypto.fuzz import strategies as ps
+from pypto.fuzz.checks import sync_edges as edges_of
+from pypto.fuzz.checks import unneeded_syncs, without_edge
 from pypto.runtime import RunConfig
 from pypto.sim.simulator import SimulatorDeadlock, SimulatorHazard, run_kernel
 from pypto.backend import A2A3, CoreKind, MemorySpace, Pipe
@@ -62,33 +64,9 @@ def test_run_report_counts_cycles_pipes_and_instructions(seed):
 # ----------------------------------------------------------------------------- syncs
 
 
-def without_edge(kernel: Kernel, edge: int) -> Kernel:
-    def strip(body):
-        out = []
-        for node in body:
-            if isinstance(node, (SetFlag, WaitFlag)) and node.edge == edge:
-                continue
-            if isinstance(node, Loop):
-                node = attrs.evolve(node, body=strip(node.body))
-            elif isinstance(node, Cond):
-                node = attrs.evolve(node, then_body=strip(node.then_body), else_body=strip(node.else_body))
-            out.append(node)
-        return tuple(out)
-
-    return attrs.evolve(kernel, programs=tuple(attrs.evolve(p, body=strip(p.body)) for p in kernel.programs))
-
-
-def edges_of(kernel: Kernel) -> list[int]:
-    return sorted({x.edge for p in kernel.programs for x in walk(p.body) if isinstance(x, (SetFlag, WaitFlag))})
-
-
 def assert_every_sync_is_needed(kernel: Kernel, args) -> int:
-    edges = edges_of(kernel)
-    for edge in edges:
-        with pytest.raises(SimulatorHazard):
-            run_kernel(without_edge(kernel, edge), tuple(a.clone() if isinstance(a, torch.Tensor) else a
-                                                          for a in args), A2A3)
-    return len(edges)
+    assert unneeded_syncs(kernel, args, A2A3) == []
+    return len(edges_of(kernel))
 
 
 @pytest.mark.parametrize("name", ["single_buffer", "pipelined", "explicit_slots"])

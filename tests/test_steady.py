@@ -11,13 +11,14 @@ import torch
 from helpers import compile_case
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from test_simulator import edges_of, without_edge
 
 import pypto.language as pl
 from pypto.backend import A2A3
 from pypto.codegen.isa import Instr, Loop, ScalarAssign
 from pypto.errors import PyptoError
 from pypto.fuzz import strategies as ps
+from pypto.fuzz.checks import sync_edges as edges_of
+from pypto.fuzz.checks import without_edge
 from pypto.ir import nodes as n
 from pypto.sim import drift, loop_races
 from pypto.sim import numerics as num

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pypto.fuzz import strategies, tasks
 from pypto.fuzz.checks import Failure
-from pypto.fuzz.properties import Example, Knobs, Property
+from pypto.fuzz.example import Example, Knobs, Property
 
 NUMBERS = ("0", "1", "2", "3", "-1", "5", "17", "64", "4096")
 DTYPES = ("FP32", "FP16", "BF16", "INT32", "INT16", "INT8", "UINT8", "INT64", "BOOL")

@@ -1,7 +1,8 @@
 """The task-graph property: random orchestrations (``pypto.fuzz.tasks``) give torch's values
 in program order on ``ref``, and — when the runtime's rules order every conflicting pair
-— the same bits on ``a2a3sim``; integer atomic adds give the oracle's sums in any order.
-An example is the orchestration's source with its steps (``Example.detail``)."""
+— the same bits on ``a2a3sim``; a consumer that opts out of a needed edge is reported as a
+task race; integer atomic adds give the oracle's sums in any order. An example is the
+orchestration's source with its steps (``Example.detail``: kind, steps, ...)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from pypto.fuzz import tasks
 from pypto.fuzz.checks import Failure
-from pypto.fuzz.properties import Example, Knobs, Property
+from pypto.fuzz.example import Example, Knobs, Property
 
 
 def kernel_from(source: str, name: str, directory: Path):
@@ -46,10 +47,12 @@ def _run(kernel, inputs: dict, platform: str) -> dict:
 
 
 def check_tasks(ex: Example) -> None:
-    kind, steps = ex.detail
+    kind, steps, *opt_out = ex.detail
     with tempfile.TemporaryDirectory() as d:
         if kind == "atomic":
             return _check_atomic(kernel_from(ex.source, "adds", Path(d)), steps, ex.source)
+        if kind == "opt_out":
+            return _check_opt_out(kernel_from(ex.source, "graph", Path(d)), *opt_out, ex.source)
         kernel = kernel_from(ex.source, "graph", Path(d))
         inputs = _inputs()
         want = tasks.oracle(steps, inputs)
@@ -63,6 +66,22 @@ def check_tasks(ex: Example) -> None:
         for y in tasks.OUTPUTS:
             if not torch.equal(sim[y].view(torch.int32), ref[y].view(torch.int32)):
                 raise Failure(f"a2a3sim: {y} differs from ref in a graph the rules order\n{ex.source}")
+
+
+def _check_opt_out(kernel, op: str, band: int, source: str) -> None:
+    """A consumer that opts out of the edge on its producer (``no_dep_args``) races it: the
+    producer waits for nothing and outlasts the orchestrator's submission of the consumer,
+    so they overlap or the consumer runs first — a race the chip reports at the band."""
+    from pypto.chip.races import TaskRace
+
+    try:
+        _run(kernel, _inputs(), "a2a3sim")
+    except TaskRace as race:
+        if "no dependency orders them" not in race.message or f"w[{band * tasks.R}, 0]" not in race.message:
+            raise Failure(f"the race is reported, but not at w[{band * tasks.R}, 0]: {race.message}\n{source}") \
+                from None
+        return
+    raise Failure(f"an opt-out dropped the consumer's edge on its producer, and no race was reported\n{source}")
 
 
 def _check_atomic(kernel, steps, source: str) -> None:
@@ -81,10 +100,19 @@ def _check_atomic(kernel, steps, source: str) -> None:
                 raise Failure(f"{config.platform}: atomic adds into {y} differ from the oracle's sums\n{source}")
 
 
+@st.composite
+def _opt_outs(draw):
+    steps = draw(tasks.graphs())
+    if not tasks.race_free(steps):  # the only race must be the one the opt-out makes
+        return Example(source=tasks.source(steps), detail=("graph", _literal(steps)))
+    op, band = draw(st.sampled_from(["exp", "neg"])), draw(st.integers(0, tasks.BANDS - 1))
+    return Example(source=tasks.source(steps, opt_out=(op, band)), detail=("opt_out", _literal(steps), op, band))
+
+
 def _examples(k: Knobs):
     graph = tasks.graphs().map(lambda s: Example(source=tasks.source(s), detail=("graph", _literal(s))))
     atomic = tasks.atomic_graphs().map(lambda s: Example(source=tasks.atomic_source(s), detail=("atomic", _literal(s))))
-    return st.one_of(graph, graph, atomic)
+    return st.one_of(graph, graph, atomic, _opt_outs())
 
 
 def _literal(value):
@@ -92,5 +120,6 @@ def _literal(value):
     return tuple(_literal(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
-TASKS = Property("tasks", "task graphs the rules order give ref's bits on a2a3sim; atomic adds the oracle's sums",
+TASKS = Property("tasks", "task graphs the rules order give ref's bits on a2a3sim, an opt-out that drops a needed "
+                          "edge is a reported race, atomic adds give the oracle's sums",
                  _examples, check_tasks)

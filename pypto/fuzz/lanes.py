@@ -92,3 +92,50 @@ def split_scopes(draw):
     crossing = (m // max(bands, 1)) * n * 4
     slots = draw(st.integers(1, max(1, min(4, 64 * 1024 // crossing))))
     return mode, Mixed(m, n, bands, slots, tuple(chain), draw(st.integers(0, 2**16)))
+
+
+# ----------------------------------------------------------------------------- the property
+
+
+def check_split(example) -> None:
+    """Under its split, the scope gives ``ref``'s bits on ``a2a3sim``, and one vector core's
+    (``SplitMode.NONE``) bits — within FP32 rounding when a reduction ends the chain."""
+    import tempfile
+    from pathlib import Path
+
+    from pypto.fuzz.checks import Failure
+    from pypto.fuzz.data import bits_equal
+    from pypto.fuzz.graphs import kernel_from
+    from pypto.runtime import RunConfig
+
+    mode, *fields = example.detail
+    program = Mixed(*fields)
+    runs = []
+    with tempfile.TemporaryDirectory() as d:
+        for form, platform in ((mode, "ref"), (mode, "a2a3sim"), ("NONE", "a2a3sim")):
+            args = [*program.inputs(), torch.zeros(program.out_shape())]
+            kernel = kernel_from(program.source(form), "mixed", Path(d))
+            kernel.compile(*args, config=RunConfig(platform=platform)).run(*args)
+            runs.append(args[-1])
+    if not bits_equal(runs[0], runs[1]):
+        raise Failure(f"a2a3sim under SplitMode.{mode} differs from ref\n{program.source(mode)}")
+    if program.reduces:  # summed in other blocks, perhaps
+        err = (runs[1] - runs[2]).abs()
+        if not bool(((err <= 1e-5 + 1e-5 * runs[2].abs()) | (runs[1].isnan() & runs[2].isnan())).all()):
+            raise Failure(f"SplitMode.{mode} is beyond FP32 rounding of one vector core's result\n"
+                          f"{program.source(mode)}")
+    elif not bits_equal(runs[1], runs[2]):
+        raise Failure(f"SplitMode.{mode} differs from one vector core's bits\n{program.source(mode)}")
+
+
+def _examples(knobs):
+    from pypto.fuzz.example import Example
+
+    return split_scopes().map(lambda c: Example(source=c[1].source(c[0]), detail=(c[0], *attrs.astuple(c[1]))))
+
+
+def _property():
+    from pypto.fuzz.example import Property
+
+    return Property("mixed", "a mixed cube + vector scope split over a cluster's two vector cores gives ref's bits "
+                             "and one vector core's", _examples, check_split)

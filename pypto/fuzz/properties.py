@@ -12,25 +12,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-import attrs
 from hypothesis import strategies as st
 
 from pypto.backend import A2A3
-from pypto.fuzz import loops, strategies, windows
+from pypto.fuzz import bad, graphs, lanes, loops, strategies, windows
 from pypto.fuzz.checks import Failure, against_oracle, placement_problems, same_bits, unneeded_syncs
-from pypto.fuzz.data import FLOATS, INTS, Case
-
-
-@attrs.frozen
-class Knobs:
-    """What to draw: ``families`` (names from ``FAMILIES``; empty: all a property takes),
-    ``dtypes`` (the element dtypes of the elementwise family), ``max_steps`` (ops in a
-    chain), ``max_trips`` (iterations of a loop)."""
-
-    families: tuple = ()
-    dtypes: tuple = FLOATS + INTS
-    max_steps: int = 6
-    max_trips: int = 5
+from pypto.fuzz.data import Case
+from pypto.fuzz.example import Example, Knobs, Property
 
 
 def _trips(k: Knobs, low: int = 1):
@@ -52,30 +40,6 @@ FAMILIES: dict[str, Callable[[Knobs], st.SearchStrategy]] = {
     "cube": lambda k: windows.cube_programs(),
 }
 PLANNERS = ("PYPTO", "PTOAS")
-
-
-@attrs.frozen
-class Example:
-    """What a property checks: a case (a program, its inputs, its oracle) under a planner;
-    or a kernel module's ``source`` (task graphs, bad programs) with ``detail``, the data
-    its check needs (a literal: tuples, strings, numbers)."""
-
-    case: Case | None = None
-    planner: str = "PYPTO"
-    source: str | None = None
-    detail: object = None
-
-    def describe(self) -> str:
-        head = self.case.recipe if self.case is not None else ""
-        return f"{head} [{self.planner}]" if self.case is not None else f"{head}{self.detail!r}"
-
-
-@attrs.frozen
-class Property:
-    name: str
-    summary: str  # what must hold, one line
-    examples: Callable[[Knobs], st.SearchStrategy]  # of Example
-    check: Callable[[Example], None]
 
 
 def _cases(families, planners=PLANNERS):
@@ -219,8 +183,6 @@ SYNCED = ("elementwise", "matmul", "slotted", "loop_body", "shuffled")
 
 
 def _table() -> dict:
-    from pypto.fuzz import bad, graphs
-
     props = [
         Property("oracle", "the interpreter computes what the torch oracle computes", _cases(TILE + TENSOR, ("PYPTO",)),
                  check_oracle),
@@ -237,6 +199,7 @@ def _table() -> dict:
                  _colive_examples, check_ptoas_colive),
         Property("syncs", "generated code has no hazard and every sync it has is needed", _cases(SYNCED), check_syncs),
         graphs.TASKS,
+        lanes._property(),
         bad.ERRORS,
     ]
     return {p.name: p for p in props}

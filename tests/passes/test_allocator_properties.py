@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 
 from pypto.ir import nodes as n
 from pypto.lang import parse
-from pypto.ir.types import TileType
 from pypto.passes.allocate_memory_addr import allocate_memory_addr
-from pypto.passes.memory import buffers
+from pypto.fuzz.checks import placement_problems
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
 from pypto.backend import A2A3
@@ -23,35 +22,9 @@ IN_ROWS, WIDTH = 64, 128  # the input tensor; tiles take a corner of it
 SENTINEL = -555.0
 
 
-def placements(fn: n.Function) -> dict:
-    """MemRef name -> (space, addr, size, slots) as the lowered function states them."""
-    out = {}
-    for t in n.symbols(fn).values():
-        if isinstance(t, TileType) and t.memref is not None:
-            m = t.memref
-            placed = (t.space, m.addr, m.size, m.slots)
-            assert out.setdefault(m.name, placed) == placed, f"MemRef '{m.name}' placed two ways"
-    return out
-
-
 def assert_placement_contract(fn: n.Function, soc=A2A3) -> None:
-    placed = placements(fn)
-    live = buffers(fn, lambda s: soc.spec(s).align)
-    for name, (space, addr, size, slots) in placed.items():
-        spec = soc.spec(space)
-        assert addr is not None and size is not None, f"'{name}' has no address"
-        assert addr % spec.align == 0, f"'{name}' at {addr} is not {spec.align}-aligned"
-        assert size % slots == 0 and (size // slots) % spec.align == 0, \
-            f"'{name}': slot size {size}/{slots} puts a slot off the {spec.align} B alignment"
-        assert size // slots >= live[name].slot_size, f"'{name}' is smaller than its largest tile"
-        assert addr + size <= spec.capacity, f"'{name}' ends at {addr + size}, past {space.name}'s {spec.capacity}"
-    names = sorted(placed)
-    for i, x in enumerate(names):
-        for y in names[i + 1:]:
-            (sx, ax, zx, _), (sy, ay, zy, _) = placed[x], placed[y]
-            if sx is sy and live[x].overlaps(live[y]):
-                assert ax + zx <= ay or ay + zy <= ax, \
-                    f"'{x}' [{ax}, {ax + zx}) and '{y}' [{ay}, {ay + zy}) are live at once and overlap"
+    problems = placement_problems(fn, soc)
+    assert not problems, "\n".join(problems)
 
 
 # ----------------------------------------------------------------------------- programs

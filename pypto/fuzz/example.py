@@ -1,0 +1,47 @@
+"""What a fuzz property is made of: the knobs of its draws (``Knobs``), what it draws
+(``Example``) and the property itself (a name, a summary, a strategy and a check)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+from hypothesis import strategies as st
+
+from pypto.fuzz.data import FLOATS, INTS, Case
+
+
+@attrs.frozen
+class Knobs:
+    """What to draw: ``families`` (names from ``FAMILIES``; empty: all a property takes),
+    ``dtypes`` (the element dtypes of the elementwise family), ``max_steps`` (ops in a
+    chain), ``max_trips`` (iterations of a loop)."""
+
+    families: tuple = ()
+    dtypes: tuple = FLOATS + INTS
+    max_steps: int = 6
+    max_trips: int = 5
+
+
+@attrs.frozen
+class Example:
+    """What a property checks: a case (a program, its inputs, its oracle) under a planner;
+    or a kernel module's ``source`` (task graphs, bad programs) with ``detail``, the data
+    its check needs (a literal: tuples, strings, numbers)."""
+
+    case: Case | None = None
+    planner: str = "PYPTO"
+    source: str | None = None
+    detail: object = None
+
+    def describe(self) -> str:
+        head = self.case.recipe if self.case is not None else ""
+        return f"{head} [{self.planner}]" if self.case is not None else f"{head}{self.detail!r}"
+
+
+@attrs.frozen
+class Property:
+    name: str
+    summary: str  # what must hold, one line
+    examples: Callable[[Knobs], st.SearchStrategy]  # of Example
+    check: Callable[[Example], None]
