@@ -76,3 +76,49 @@ def test_the_docs_table_is_the_registry_s(tmp_path, capsys):
     for op in all_ops():
         if op.name.startswith(("tile.", "tensor.")):
             assert f"`pl.{spelled(op.name)}(" in DOCS.read_text(encoding="utf-8")
+
+
+def test_gather_and_scatter_name_their_positions_per_form_and_list_the_forms():
+    """Their tile and tensor forms take different things at one position (a Tile of
+    indices, an int dim): the signature names each position for both, and help() opens
+    with the four calls, each with the op it is."""
+    gather = inspect.signature(pl.gather)
+    assert list(gather.parameters) == ["src_or_input", "indices_or_dim", "tmp_or_index", "mask_pattern", "output_dtype"]
+    assert gather.parameters["indices_or_dim"].annotation == "Tile | int"
+    assert [p.kind.name for p in gather.parameters.values()] == ["POSITIONAL_ONLY"] * 3 + ["KEYWORD_ONLY"] * 2
+    x, i, t = object(), object(), object()
+    for args, kwargs in (((x, i, t), {}), ((x, -1, i), {}), ((x,), {"mask_pattern": 1}),
+                         ((x,), {"mask_pattern": 1, "output_dtype": pl.UINT32})):
+        gather.bind(*args, **kwargs)
+    with pytest.raises(TypeError):
+        gather.bind(x, dim=-1, index=i)  # the tensor form's names are positions here
+    scatter = inspect.signature(pl.scatter)
+    assert list(scatter.parameters) == ["dst_or_input", "src_or_dim", "indexes_or_index", "src", "mask_pattern", "dst"]
+    scatter.bind(x, -1, i, t)
+    scatter.bind(x, mask_pattern=1, dst=t)
+    text = pydoc.render_doc(pl.gather, renderer=pydoc.plaintext)
+    calls = [line.strip() for line in text.splitlines() if line.strip().startswith("pl.gather(")]
+    assert calls == [
+        "pl.gather(src: 'Tile', indices: 'Tile', tmp: 'Tile')                                    is pl.tile.gather",
+        "pl.gather(src: 'Tile', *, mask_pattern: 'int', output_dtype: 'pl.DataType' = None)      is "
+        "pl.tile.gather_mask",
+        "pl.gather(input: 'Tensor', dim: 'int', index: 'Tensor')                                 is pl.tensor.gather",
+        "pl.gather(input: 'Tensor', *, mask_pattern: 'int', output_dtype: 'pl.DataType' = None)  is "
+        "pl.tensor.gather_mask"]
+    assert "('...' in the signature: a parameter only some of these forms take.)" in text
+    assert "With Tensor operands and mask_pattern=:" in text and "VGATHERM" in text
+
+
+@pytest.mark.parametrize("name", sorted(UNIFIED))
+def test_every_form_of_a_unified_name_is_a_call_its_signature_takes(name):
+    from pypto.lang.op_reference import forms, keyword_forms
+
+    unified = inspect.signature(getattr(pl, name))
+    picks = [(op, None) for _, op in forms(name)] + [(op, key) for _, op, key in keyword_forms(name)]
+    for op, key in picks:
+        own = inspect.signature(_stand_in(op.name)).parameters.values()
+        names = [p.name for p in own]
+        by_position = [p for p in own if p.default is p.empty and p.kind is not p.KEYWORD_ONLY
+                       and (key is None or names.index(p.name) < names.index(key))]
+        by_name = {p.name: object() for p in own if p.default is p.empty and p not in by_position}
+        unified.bind(*(object() for _ in by_position), **by_name)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from pypto.ir.ops.registry import UNIFIED, all_ops, spelled
-from pypto.lang.op_reference import forms, rules, signature
+from pypto.lang.op_reference import forms, keyword_forms, rules, signature
 
 HEADER = """# The op reference
 
@@ -41,11 +41,13 @@ def table() -> str:
     lines = [HEADER, "## Unified names", "", "| name | for tiles | for tensors | description |", "|---|---|---|---|"]
     for name in sorted(UNIFIED):
         picked = dict(forms(name))
-        tile = [op for why, op in forms(name) if why.startswith(("Tile", "a Tile", "always"))]
-        tensor = [op for why, op in forms(name) if why.startswith(("Tensor", "a Tensor", "always"))]
+        # each form, and after it those a keyword picks instead (`tile.gather_mask` (mask_pattern=))
+        named = [(why, f"`{spelled(op.name)}`") for why, op in forms(name)]
+        named += [(why, f"`{spelled(op.name)}` ({key}=)") for why, op, key in keyword_forms(name)]
+        tile = [text for why, text in named if why.startswith(("Tile", "a Tile", "always"))]
+        tensor = [text for why, text in named if why.startswith(("Tensor", "a Tensor", "always"))]
         doc = next(iter(picked.values())).doc
-        lines.append(f"| `pl.{name}` | {', '.join(f'`{spelled(o.name)}`' for o in tile) or '—'} | "
-                     f"{', '.join(f'`{spelled(o.name)}`' for o in tensor) or '—'} | {_cell(doc)} |")
+        lines.append(f"| `pl.{name}` | {', '.join(tile) or '—'} | {', '.join(tensor) or '—'} | {_cell(doc)} |")
     ops = all_ops()
     for level in ("tile", "tensor", "system", "array"):
         mine = [op for op in ops if op.name.startswith(level + ".")]
