@@ -217,7 +217,7 @@ def unified_doc(name: str) -> str:
         width = max(len(call) for call, _ in calls)
         parts += [f"  {call:<{width}}  is {op}" for call, op in calls]
         if any(p.default is SOME_FORMS for p in unified_signature(name).parameters.values()):
-            parts.append(f"('...' in the signature: a parameter only some of these forms take.)")
+            parts.append("('...' in the signature: a parameter only some of these forms take.)")
     parts.append("")
     for why, op, _ in picks:
         parts += [f"With {why}:", _op_doc(op, f"pl.{spelled(op.name)}"), ""]
