@@ -6,6 +6,7 @@
     pypto memory-map <build dir | passes_dump/ | dump.py> [-o FILE]        (the on-chip memory of a dump)
     pypto swimlane <build dir | dfx_outputs/> -o DIR                       (the chip's tasks, core by core)
     pypto ops [-o FILE | --check FILE]                                     (the op table)
+    pypto fuzz [--examples N | --time T] [--jobs N] [--database D] ...     (a fuzz campaign)
     pypto clean [DIR] [--keep N] [--dry-run]                               (old builds out of build_output/)
 
 Each subcommand is the module of the same name (``pypto.demo``, ``pypto.tools.*``) with its
@@ -24,7 +25,7 @@ import pypto
 
 # subcommand -> the module whose main(argv) it runs
 COMMANDS = {"demo": "pypto.demo", "trace": "pypto.tools.clean_sim_trace", "memory-map": "pypto.tools.memory_map",
-            "swimlane": "pypto.tools.swimlane", "ops": "pypto.tools.op_table"}
+            "swimlane": "pypto.tools.swimlane", "ops": "pypto.tools.op_table", "fuzz": "pypto.fuzz.__main__"}
 
 
 
@@ -89,7 +90,10 @@ def main(argv=None) -> int:
     if command not in COMMANDS:
         known = ", ".join([*COMMANDS, "clean"])
         return _fail(f"unknown command {command!r}; the commands are {known} (pypto --help)")
-    module = importlib.import_module(COMMANDS[command])
+    try:
+        module = importlib.import_module(COMMANDS[command])
+    except ImportError as exc:  # an optional dependency (pypto fuzz: hypothesis) names its extra
+        return _fail(str(exc))
     return module.main(rest) or 0
 
 

@@ -107,6 +107,14 @@ def test_fuzz_names_the_extra_it_needs(tmp_path):
             "try:\n    import pypto.fuzz\nexcept ImportError as e:\n    print(e)\n")
     done = _run([sys.executable, "-c", code], tmp_path)
     assert "pip install 'pypto[fuzz]'" in done.stdout
+    code = "import sys; sys.modules['hypothesis'] = None\nfrom pypto.cli import main\nsys.exit(main(['fuzz', '--list']))"
+    done = _run([sys.executable, "-c", code], tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install 'pypto[fuzz]'" in done.stderr
+
+
+def test_fuzz_is_a_subcommand(tmp_path):
+    done = _run([sys.executable, "-m", "pypto", "fuzz", "--list"], tmp_path)
+    assert done.returncode == 0 and "simulator" in done.stdout and "errors" in done.stdout
 
 
 @pytest.mark.skipif(shutil.which("pip") is None and not shutil.which("pip3"), reason="no pip")
