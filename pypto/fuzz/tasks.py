@@ -1,14 +1,19 @@
 """Random task graphs for the chip: orchestrations of 2-12 tasks over a few tensors, their
 bands read and written by elementwise ``pl.at`` scopes, some in ``pl.parallel`` /
-``pl.range`` loops (``graphs``), as kernel source (``source``), with what torch computes in
-program order (``oracle``) and whether the runtime's rules order every pair of tasks that
-touch one band with a writer (``race_free``: a model written from the rules, not from the
-tracker, so it checks the tracker).
+``pl.range`` loops, some SPMD, some given views of one band rather than whole tensors, some
+waiting on an earlier scope's task explicitly (``deps=``) or opting out of one argument's
+tracking (``no_dep_args=``) (``graphs``), as kernel source (``source``), with what torch
+computes in program order (``oracle``) and whether the runtime's rules order every pair of
+tasks that touch one band with a writer (``race_free``: a model written from the rules,
+not from the tracker, so it checks the tracker).
 
-A step is ``(form, kind, trips, (op, [(tensor, band)], (tensor, band)))``: ``form`` is
-"scope", "loop" (``kind`` "parallel" / "range", ``trips`` iterations, a band "i" the
-loop index) or "spmd" (one task of ``trips`` blocks, "i" the block index). Tensors:
-inputs x0, x1, outputs y0, y1, a created scratch s0.
+A step is ``(form, kind, trips, (op, srcs, dst), (deps, no_dep))``: ``form`` is "scope",
+"loop" (``kind`` "parallel" / "range", ``trips`` iterations, a band "i" the loop index) or
+"spmd" (one task of ``trips`` blocks, "i" the block index); each source and the
+destination is ``(tensor, band, view)`` — with ``view``, the task is given that band alone
+(a ``pl.slice`` the orchestration makes), else the whole tensor; ``deps``: the earlier
+scope steps whose tasks this scope's waits for; ``no_dep``: the tensors it opts out of.
+Tensors: inputs x0, x1, outputs y0, y1, a created scratch s0.
 
 ``atomic_graphs`` draws integer tasks that add bands of x into bands of y atomically,
 some in ``pl.parallel`` loops, some SPMD: any order of the adds gives the same sum, so
@@ -25,43 +30,56 @@ INPUTS = ("x0", "x1")
 OUTPUTS = ("y0", "y1")
 SCRATCH = ("s0",)
 OPS = {"exp": lambda t: torch.exp(t), "neg": lambda t: -t, "add": lambda a, b: a + b, "mul": lambda a, b: a * b}
+ALL = tuple(range(BANDS))
 
 
 @st.composite
 def scopes(draw, readable, loop: str | None):
-    """One pl.at scope: (op, [(tensor, band)], (tensor, band)); a band is an int or "i"."""
+    """One pl.at scope: (op, [(tensor, band, view)], (tensor, band, view)); a band is an int
+    or "i". Views (not in SPMD, whose body is the kernel) never share a root with the
+    destination, so each argument's direction is what the rules give a tensor alone."""
     op = draw(st.sampled_from(sorted(OPS)))
     arity = 2 if op in ("add", "mul") else 1
     band = st.sampled_from(["i", 0]) if loop else st.integers(0, BANDS - 1)
     srcs = [(draw(st.sampled_from(readable)), draw(band)) for _ in range(arity)]
     dst = (draw(st.sampled_from(OUTPUTS + SCRATCH)), draw(band))
-    return op, srcs, dst
+    views = loop != "spmd" and dst[0] not in {x for x, _ in srcs}
+    srcs = [(x, b, views and draw(st.booleans())) for x, b in srcs]
+    return op, srcs, (*dst, views and draw(st.booleans()))
 
 
 @st.composite
 def graphs(draw):
-    steps, written = [], set()
+    steps, written, handles = [], set(), []
     while len(steps) < draw(st.integers(2, 7)):
         readable = list(INPUTS) + sorted(written)
-        form = draw(st.sampled_from(["scope", "loop", "spmd"]))
+        form = draw(st.sampled_from(["scope", "scope", "loop", "spmd"]))
+        deps, no_dep = (), ()
         if form == "spmd":
             trips = draw(st.integers(1, BANDS))
-            scope = draw(scopes(readable, "spmd"))
-            steps.append(("spmd", None, trips, scope))
+            kind, scope = None, draw(scopes(readable, "spmd"))
         elif form == "loop":
-            kind = draw(st.sampled_from(["parallel", "range"]))
-            trips = draw(st.integers(2, BANDS))
+            kind, trips = draw(st.sampled_from(["parallel", "range"])), draw(st.integers(2, BANDS))
             scope = draw(scopes(readable, kind))
-            steps.append(("loop", kind, trips, scope))
         else:
-            scope = draw(scopes(readable, None))
-            steps.append(("scope", None, 1, scope))
+            kind, trips, scope = None, 1, draw(scopes(readable, None))
+            if handles and draw(st.integers(0, 2)) == 0:
+                deps = tuple(sorted(set(draw(st.lists(st.sampled_from(handles), min_size=1, max_size=2)))))
+            if draw(st.integers(0, 3)) == 0:
+                no_dep = (draw(st.sampled_from(sorted({x for x, _, _ in scope[1]} | {scope[2][0]}))),)
+            handles.append(len(steps))
+        steps.append((form, kind, trips, scope, (deps, no_dep)))
         written.add(scope[2][0])
     return steps
 
 
 def _band(b, i):
     return i if b == "i" else b
+
+
+def _arg(name: str, band, view: bool, k: int) -> str:
+    """The name a scope gives the tensor (its view's, for a view) and its row offset there."""
+    return (f"{name}_v{k}", "0") if view else (name, f"{band} * {R}")
 
 
 def source(steps, opt_out: tuple | None = None) -> str:
@@ -72,18 +90,30 @@ def source(steps, opt_out: tuple | None = None) -> str:
              f"{', '.join(f'{y}: pl.Out[pl.Tensor]' for y in OUTPUTS + ('z',))}):",
              f"    s0 = pl.create_tensor([{BANDS * R}, {C}], pl.FP32)",
              f"    w = pl.create_tensor([{BANDS * R}, {C}], pl.FP32)"]
-    for form, kind, trips, (op, srcs, (dst, band)) in steps:
-        loads = [f"pl.load({t}, [{b} * {R}, 0], [{R}, {C}])" for t, b in srcs]
-        value = f"pl.{op}({', '.join(loads)})"
+    needed = {d for step in steps for d in step[4][0]}
+    for k, (form, kind, trips, (op, srcs, (dst, band, dview)), (deps, no_dep)) in enumerate(steps):
         if form == "spmd":  # the body is the kernel: each block's i is its index
+            value = f"pl.{op}({', '.join(f'pl.load({t}, [{b} * {R}, 0], [{R}, {C}])' for t, b, _ in srcs)})"
             lines += [f"    for i in pl.spmd({trips}):", f"        pl.store({value}, [{band} * {R}, 0], {dst})"]
             continue
         indent = "    "
         if form == "loop":
             lines.append(f"    for i in pl.{kind}({trips}):")
             indent = "        "
-        lines.append(f"{indent}with pl.at(level=pl.Level.CORE_GROUP):")
-        lines.append(f"{indent}    pl.store({value}, [{band} * {R}, 0], {dst})")
+        loads, names = [], {}
+        for j, (t, b, view) in enumerate([*srcs, (dst, band, dview)]):
+            name, row = _arg(t, b, view, j)
+            if view and name not in names.values():
+                lines.append(f"{indent}{name} = pl.slice({t}, [{R}, {C}], [{b} * {R}, 0])")
+            names[t if not view else (t, j)] = name
+            if j < len(srcs):
+                loads.append(f"pl.load({name}, [{row}, 0], [{R}, {C}])")
+        target, row = _arg(dst, band, dview, len(srcs))
+        options = "".join([f", deps=[{', '.join(f't{d}' for d in deps)}]" if deps else "",
+                           f", no_dep_args=[{_opted(no_dep[0], srcs, (dst, band, dview))}]" if no_dep else ""])
+        handle = f" as t{k}" if k in needed else ""
+        lines.append(f"{indent}with pl.at(level=pl.Level.CORE_GROUP{options}){handle}:")
+        lines.append(f"{indent}    pl.store(pl.{op}({', '.join(loads)}), [{row}, 0], {target})")
     if opt_out is not None:
         op, band = opt_out
         lines += ["    with pl.at(level=pl.Level.CORE_GROUP):",  # long: it outlasts any dispatch queue ahead of z
@@ -97,14 +127,22 @@ def source(steps, opt_out: tuple | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _opted(tensor: str, srcs, dst) -> str:
+    """The name the scope captures ``tensor`` by: its own, or its (first) view's."""
+    for j, (t, b, view) in enumerate([*srcs, dst]):
+        if t == tensor:
+            return _arg(t, b, view, j)[0]
+    return tensor
+
+
 def oracle(steps, inputs: dict) -> dict:
     """torch, in program order."""
     t = {name: v.clone() for name, v in inputs.items()}
     for name in OUTPUTS + SCRATCH:
         t[name] = torch.zeros(BANDS * R, C)
-    for form, kind, trips, (op, srcs, (dst, band)) in steps:
+    for form, kind, trips, (op, srcs, (dst, band, _)), _ in steps:
         for i in range(trips):
-            operands = [t[x][_band(b, i) * R:(_band(b, i) + 1) * R] for x, b in srcs]
+            operands = [t[x][_band(b, i) * R:(_band(b, i) + 1) * R] for x, b, _ in srcs]
             value = OPS[op](*operands)
             d = _band(band, i)
             t[dst][d * R:(d + 1) * R] = value
@@ -112,28 +150,45 @@ def oracle(steps, inputs: dict) -> dict:
 
 
 def race_free(steps) -> bool:
-    """The rules, tensor by tensor (each task is given whole tensors): an Out argument is
-    InOut in a sequential loop or after an earlier writer of its tensor; Input and InOut
-    wait for the tensor's last registered producer (every block of it), InOut and
-    OutputExisting register. Race-free when every two runs — a task, or one block of an
-    SPMD task — touching one band, one writing, are ordered (blocks of one task never are)."""
-    tasks, producer, written = [], {}, set()
-    for form, kind, trips, (op, srcs, (dst, band)) in steps:
-        read_names = {x for x, _ in srcs}
+    """The rules, band by band: an Out argument is InOut in a sequential loop or after an
+    earlier writer of its tensor; an Input or InOut argument waits for the registered
+    producers of the bands it is given (one for a view, all for a whole tensor), and an
+    InOut or OutputExisting one registers the task as theirs; an opted-out argument does
+    neither; ``deps`` add their scopes' tasks. Race-free when every two runs — a task, or
+    one block of an SPMD task — touching one band, one writing, are ordered (blocks of one
+    task never are)."""
+    tasks, producer, written, handles = [], {}, set(), {}
+    for k, (form, kind, trips, (op, srcs, (dst, band, dview)), (deps, no_dep)) in enumerate(steps):
+        read_names = {x for x, _, _ in srcs}
         direction = "InOut" if dst in read_names or kind == "range" or dst in written else "OutputExisting"
         for group in ([range(trips)] if form == "spmd" else [[i] for i in range(trips)]):
-            preds = set().union(*(producer[x] for x in read_names if x in producer))
-            if direction == "InOut" and dst in producer:
-                preds |= producer[dst]
+            i0 = next(iter(group))
+
+            def bands(b, view):
+                return (_band(b, i0),) if view else ALL
+
+            preds = set()
+            for x, b, view in srcs:
+                if x not in no_dep:
+                    for bb in bands(b, view):
+                        preds |= producer.get((x, bb), set())
+            if direction == "InOut" and dst not in no_dep:
+                for bb in bands(band, dview):
+                    preds |= producer.get((dst, bb), set())
+            for d in deps:
+                preds |= handles[d]
             before = set(preds)
             for p in preds:
                 before |= tasks[p]["before"]
             numbers = set()
             for i in group:  # the blocks of one task: each runs on its own, none ordered against another
                 numbers.add(len(tasks))
-                tasks.append({"before": before, "reads": {(x, _band(b, i)) for x, b in srcs},
+                tasks.append({"before": before, "reads": {(x, _band(b, i)) for x, b, _ in srcs},
                               "writes": {(dst, _band(band, i))}})
-            producer[dst] = numbers
+            if dst not in no_dep:
+                for bb in bands(band, dview):
+                    producer[(dst, bb)] = numbers
+            handles[k] = numbers
         written.add(dst)
     for j, b in enumerate(tasks):
         for i in range(j):
