@@ -145,6 +145,10 @@ class SoC:
     # Left/Right with a useful K). The K slice is the longest the L0/L1 capacities allow.
     cube_block_m: int = 128
     cube_block_n: int = 256
+    # the reference's name of the chip, and the PTO instructions it does not have: mnemonic ->
+    # the chip that has it (a kernel holding one is refused on this one's simulator)
+    product: str = ""
+    lacks: pmap = pmap()
 
     def spec(self, space: MemorySpace) -> SpaceSpec:
         return self.spaces[space]
@@ -231,6 +235,8 @@ A2A3 = SoC(
         CoreKind.AIC: (Pipe.MTE2, Pipe.MTE1, Pipe.CUBE, Pipe.FIXPIPE, Pipe.MTE3, Pipe.SCALAR),
         CoreKind.AIV: (Pipe.MTE2, Pipe.VECTOR, Pipe.MTE3, Pipe.SCALAR),
     }),
+    product="Ascend910B",
+    lacks=pmap({"TRANDOM": "Ascend950 (A5)"}),  # the counter-based generator (pl.tile.random)
 )
 
 class BackendType(enum.Enum):

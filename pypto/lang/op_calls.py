@@ -243,7 +243,10 @@ class OpCalls:
         if p.optional and isinstance(thunk.node, ast.Constant) and thunk.node.value is None:
             return None, None
         if p.kind is Kind.SCALAR and p.integer:
-            return self.index(thunk.node, what, "an integer"), None
+            e, t = thunk.operand()  # with its dtype (pl.cast(i, pl.INT32) says it), which an op may check
+            if isinstance(t, ScalarType) and t.dtype.is_int:
+                return e, t
+            return self.index(thunk.node, what, "an integer"), None  # (what it is not, said where it is written)
         if p.kind in (Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.ARRAY):
             e, t = thunk.operand()
             if t == TASK_ID and not op.name.startswith("array."):

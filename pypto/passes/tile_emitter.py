@@ -37,7 +37,7 @@ from pypto.ir.infer import call_type
 from pypto.ir.ops import argument, lookup, op_call
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
-from pypto.ir.types import TileType
+from pypto.ir.types import ScalarType, TileType
 from pypto.passes import cube_chain
 from pypto.passes.carried_emitter import CarriedValues
 from pypto.passes.reduction_emitter import Reductions
@@ -301,9 +301,10 @@ class Emitter(Reductions, CarriedValues):
             else:
                 args[p.name] = arg
         if op.windows.shifts is not None:  # the window's part of the sequence starts where it sits
-            first = region[-1][0]
-            args[op.windows.shifts] = simplify(n.BinOp("-" if argument(call, "descending") else "+",
-                                                       args[op.windows.shifts], first))
+            shifts = (op.windows.shifts,) if isinstance(op.windows.shifts, str) else op.windows.shifts
+            back = any(p.name == "descending" for p in op.params) and argument(call, "descending")
+            for param, (first, _) in zip(reversed(shifts), reversed(region)):
+                args[param] = simplify(n.BinOp("-" if back else "+", args[param], first))
         if op.windows.lower is not None:
             return self.bind(name, op.windows.lower(args, Lowering(self, name, d.span, frame)), d.span, frame)
         tile = lookup(op.windows.tile or "tile." + op.short)
@@ -334,6 +335,15 @@ class Lowering:
 
     def bind(self, call: n.Call) -> n.Var:
         return self.em.bind(f"{self.name}_in", call, self.span, self.frame)
+
+    def scalar(self, e, dtype) -> n.Var:
+        """An index expression bound as a scalar of ``dtype`` (a word the tile op takes in it)."""
+        em = self.em
+        name = em.fresh(f"{self.name}_word", ScalarType(dtype))
+        f = self.frame or em.frames[em.level(n.expr_vars(e))]
+        f.stmts.append(n.Assign(name, ScalarType(dtype), e, span=self.span))
+        em.adopt(f, name)
+        return n.Var(name)
 
     def scratch(self, shape, dtype) -> n.Var:
         return self.em.bind(f"{self.name}_tmp", op_call("tile.create", shape=tuple(n.Const(e) for e in shape),

@@ -501,3 +501,4 @@ from pypto.sim import gathers as _gathers  # noqa: E402,F401  (registers the gat
 from pypto.sim import sorts as _sorts  # noqa: E402,F401  (registers the sort ops' meaning)
 from pypto.sim import elements as _elements  # noqa: E402,F401  (registers read / write of one element)
 from pypto.sim import crossings as _crossings  # noqa: E402,F401  (registers a pl.split_aiv region's crossings)
+from pypto.sim import randoms as _randoms  # noqa: E402,F401  (registers the counter-based generator)

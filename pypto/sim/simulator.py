@@ -35,7 +35,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
-from pypto.sim import fresh, offsets, progress
+from pypto.sim import fresh, lacking, offsets, progress
 from pypto.sim.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
 from pypto.sim.schedule import SimulatorDeadlock, schedule
@@ -411,6 +411,7 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
     issuers = {}
     written = [launch.tensors()[name] for launch in launches for name in _stored(launch.kernel)]
     for k, launch in enumerate(launches):
+        lacking.refuse(launch.kernel, soc)  # an instruction this chip does not have
         scalars = {name: v for (name, t), v in zip(launch.kernel.params, launch.args) if not isinstance(t, TensorType)}
         scalars.update(zip(_BLOCK_NAMES, (launch.block, launch.blocks)))
         tensors = launch.tensors()

@@ -115,14 +115,14 @@ class Windows:
     by name (the operands' tiles and the rest) and ``low`` (``tile_emitter.Lowering``: fresh
     Vec workspace tiles, the tiles' types, calls bound ahead); ``shifts``: a sequence's start
     parameter, which a window's offset along the last axis moves (backwards when the op's
-    ``descending`` is set).
+    ``descending`` is set) — or a tuple of them, one per trailing axis (a generator's counters).
     """
 
     kind: str = attrs.field(validator=attrs.validators.in_(WINDOW_KINDS))
     vector: str | None = None
     combine: str | None = None
     tile: str | None = None
-    shifts: str | None = None
+    shifts: str | tuple | None = None
     lower: Callable | None = None
 
 
