@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -153,19 +154,28 @@ def test_a_failure_saved_in_redis_is_replayed_by_another_campaign(redis_server, 
 # ----------------------------------------------------------------------------- the command
 
 
-def test_the_command_lists_its_properties_and_refuses_bad_options_in_one_line(tmp_path):
-    listed = fuzz("--list", cwd=tmp_path)
-    assert listed.returncode == 0 and all(name in listed.stdout for name in PROPERTIES)
+def test_the_command_lists_its_properties_and_refuses_bad_options_in_one_line(tmp_path, capsys, monkeypatch):
+    from pypto.fuzz.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in PROPERTIES)
     for args, message in [(["--properties", "nope"], "no property 'nope'"),
                           (["--families", "nope"], "no family 'nope'"),
                           (["--dtypes", "FP128"], "--dtypes FP128"),
                           (["--jobs", "0"], "--jobs must be at least 1"),
+                          (["--max-trips", "0"], "--max-trips must be at least 1"),
                           (["--database", "redis://127.0.0.1:1"], "cannot reach it")]:
-        done = fuzz(*args, "--examples", "1", cwd=tmp_path)
-        assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, (args, done.stderr)
-        assert message in done.stderr, (args, done.stderr)
-    bad_time = fuzz("--time", "soon", cwd=tmp_path)
-    assert bad_time.returncode == 2 and "is not a duration" in bad_time.stderr
+        assert main([*args, "--examples", "1"]) == 2, args
+        err = capsys.readouterr().err
+        assert err.strip().count("\n") == 0 and message in err, (args, err)
+    with pytest.raises(SystemExit) as info:
+        main(["--time", "soon"])
+    assert info.value.code == 2 and "is not a duration" in capsys.readouterr().err
+    done = fuzz("--properties", "nope", cwd=tmp_path)  # as a command, too
+    assert done.returncode == 2 and done.stderr == "error: no property 'nope'; there are " + \
+        ", ".join(PROPERTIES) + "\n"
 
 
 def test_a_time_budget_ends_the_campaign(tmp_path):
@@ -210,3 +220,72 @@ def test_a_file_that_is_not_a_reproducer_is_refused_and_never_run(tmp_path):
             done.stderr
     assert not trap.exists()
     assert reproducer.main(fake) == 2 and not trap.exists()
+
+
+# ----------------------------------------------------------------------------- the bisect on dumps
+
+PIPELINED = '''import pypto.language as pl
+
+
+@pl.jit
+def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(3, stage=2):
+            t = pl.load(a, [i * 16, 0], [16, 64])
+            pl.store(pl.exp(t), [i * 16, 0], out)
+    return out
+'''
+
+
+def _build(tmp_path) -> Path:
+    import runpy
+
+    from pypto.ir import PassDumpLevel
+    from pypto.runtime import RunConfig
+
+    (tmp_path / "k.py").write_text(PIPELINED)
+    kernel = runpy.run_path(str(tmp_path / "k.py"))["k"]
+    a = torch.randn(48, 64)
+    kernel.compile(a, torch.zeros(48, 64), config=RunConfig(output_dir=tmp_path / "build",
+                                                             dump_passes=PassDumpLevel.CONCISE))
+    return tmp_path / "build"
+
+
+def bisect(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pypto.tools.bisect", *map(str, args)], capture_output=True,
+                          text=True, env=ENV)
+
+
+def test_the_bisect_of_a_build_whose_passes_agree_names_nothing(tmp_path):
+    build = _build(tmp_path)
+    for path in (build, build / "passes_dump"):
+        done = bisect(path)
+        assert done.returncode == 0 and done.stdout.startswith("no step changes the result: all 8 passes"), done
+
+
+def test_the_bisect_names_the_pass_whose_dump_computes_otherwise_with_its_diff(tmp_path):
+    build = _build(tmp_path)
+    dump = build / "passes_dump" / "04_after_LowerPipelineLoops.py"
+    text = dump.read_text()
+    assert "pl.tile.exp" in text
+    dump.write_text(text.replace("pl.tile.exp", "pl.tile.neg", 1))  # a pass that computed the wrong thing
+    done = bisect(build)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "culprit: LowerPipelineLoops"
+    assert lines[1] == "'out' after LowerPipelineLoops differs from after InferTileMemorySpace"
+    diff = done.stdout.split("+++ after LowerPipelineLoops\n", 1)[1]
+    assert "--- before LowerPipelineLoops" in done.stdout
+    assert any(line.startswith("+") and "pl.tile.neg" in line for line in diff.splitlines())
+
+
+def test_the_bisect_refuses_what_it_cannot_read_in_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    build = _build(tmp_path)
+    (build / "passes_dump" / "03_after_InferTileMemorySpace.py").write_text("import os\nos.system('touch pwned')\n")
+    for path, message in [(empty, "no pass dumps here"), (build, "a program text holds imports and one"),
+                          (tmp_path / "nope", "no such file or directory")]:
+        done = bisect(path)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, (path, done.stderr)
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()

@@ -1,5 +1,8 @@
-"""Fuzzing: hypothesis strategies for tile programs (``strategies``), for tensor-level code
-over windows (``windows``) and for task graphs of an orchestration (``tasks``)."""
+"""Fuzzing: hypothesis strategies for tile programs (``strategies``, ``loops``), tensor-level
+code over windows (``windows``), task graphs of an orchestration (``tasks``), split scopes
+(``lanes``) and programs with a mistake planted (``bad``); the properties they are checked
+against (``properties``); campaigns over them (``campaign``, ``python -m pypto.fuzz``) and
+their reproducers (``reproducer``)."""
 
 try:
     import hypothesis  # noqa: F401  (every strategy module draws with it)

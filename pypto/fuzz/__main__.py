@@ -11,6 +11,7 @@ campaign could not start.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import time
@@ -100,9 +101,9 @@ def main(argv=None) -> int:
                     seconds=args.time, seed=args.seed, jobs=args.jobs,
                     database=None if args.database.lower() == "none" else args.database, out=args.out,
                     replay_only=args.replay_only, mutant=args.mutant)
-        _quiet_logs()
         line = Progress(sys.stderr, enabled=not args.quiet)
-        result = run(plan, progress=line.update)
+        with _quiet_logs():
+            result = run(plan, progress=line.update)
         line.done()
     except CampaignError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -120,12 +121,17 @@ def _evolve(knobs, **changes):
     return attrs.evolve(knobs, **changes)
 
 
-def _quiet_logs() -> None:
+@contextlib.contextmanager
+def _quiet_logs():
     """A campaign compiles thousands of kernels: their perf-hint lines are not its output."""
     from pypto.log import LogLevel, get_log_level, set_log_level
 
-    if get_log_level() < LogLevel.WARN:
-        set_log_level(LogLevel.WARN)
+    level = get_log_level()
+    set_log_level(max(level, LogLevel.WARN))
+    try:
+        yield
+    finally:
+        set_log_level(level)
 
 
 class Progress:

@@ -94,13 +94,17 @@ def check_simulator(ex: Example) -> None:
         raise Failure(f"a2a3sim under {ex.planner} ran no instructions\n{ex.case.recipe}")
 
 
-def check_passes(ex: Example) -> None:
-    """Interpreting the program after each pass gives the front end's bits."""
+def _lowered(case: Case, planner: str):
     from pypto.passes.pipeline import lower
     from pypto.runtime import RunConfig
     from pypto.runtime.compiled import pass_context
 
-    lowering = lower(ex.case.program, pass_context(RunConfig(memory_planner=ex.planner)))
+    return lower(case.program, pass_context(RunConfig(memory_planner=planner)))
+
+
+def check_passes(ex: Example) -> None:
+    """Interpreting the program after each pass gives the front end's bits."""
+    lowering = _lowered(ex.case, ex.planner)
     want = interpret(ex.case)
     for name, program in lowering.stages[1:]:
         same_bits(interpret(ex.case, program), want, f"{name} under {ex.planner} changes what the program computes",
@@ -112,12 +116,8 @@ def check_roundtrip(ex: Example) -> None:
     in both forms, for the front end's program and after every pass."""
     from pypto.ir.printer import print_program
     from pypto.lang import parse
-    from pypto.passes.pipeline import lower
-    from pypto.runtime import RunConfig
-    from pypto.runtime.compiled import pass_context
 
-    lowering = lower(ex.case.program, pass_context(RunConfig(memory_planner=ex.planner)))
-    for stage, program in lowering.stages:
+    for stage, program in _lowered(ex.case, ex.planner).stages:
         for explicit in (False, True):
             text = print_program(program, A2A3, explicit=explicit)
             again = parse(text, f"<{stage}>", soc=A2A3)
@@ -132,8 +132,7 @@ def check_roundtrip(ex: Example) -> None:
 def check_planners(ex: Example) -> None:
     """Under PYPTO, no two buffers live at once share a byte, and every placement is
     aligned and inside its space."""
-    compiled = compile_case(ex.case, "ref", "PYPTO")
-    for fn in compiled.lowered.functions:
+    for fn in _lowered(ex.case, "PYPTO").program.functions:
         problems = placement_problems(fn, A2A3)
         if problems:
             raise Failure(f"AllocateMemoryAddr: {problems[0]}\n{ex.case.recipe}\n" + "\n".join(problems[1:]))
