@@ -69,7 +69,7 @@ def test_a_planted_bug_is_found_shrunk_saved_and_bisected_to_its_layer(mutant, t
     program = ast.literal_eval(text.split("PROGRAM = ", 1)[1].split("\nSOURCE = ", 1)[0])
     kernel = program.split("def kernel", 1)[1]
     statements = [line for line in kernel.splitlines()[1:] if line.strip() and not line.strip().startswith("return")]
-    assert len(statements) <= 6, program  # shrunk: a few statements, not the drawn chain
+    assert len(statements) <= 7, program  # shrunk: a few statements (a chain drawn whole can take 9)
     # without the planted bug (a fresh process), the reproducer passes and the bisect finds nothing
     again = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=tmp_path, env=ENV)
     assert again.returncode == 0 and "holds now" in again.stdout, again.stdout + again.stderr

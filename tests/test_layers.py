@@ -14,8 +14,9 @@ import pypto
 ROOT = pathlib.Path(pypto.__file__).parent
 
 # Each package may import those before it; ``errors`` is the floor under everything.
-ORDER = ("errors", "log", "backend", "ir", "lang", "passes", "codegen", "sim", "chip", "runtime", "language", "tools", "debug", "fuzz",
-         "examples", "demo", "cli", "__main__")
+# The tools come last of the libraries: they read every artifact on disk, fuzz reproducers too.
+ORDER = ("errors", "log", "backend", "ir", "lang", "passes", "codegen", "sim", "chip", "runtime", "language", "debug", "fuzz",
+         "tools", "examples", "demo", "cli", "__main__")
 ALSO = {"backend": set()}  # the ground floor imports nothing of ours but errors
 
 

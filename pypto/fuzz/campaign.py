@@ -164,10 +164,10 @@ def run_unit(unit: Unit, knobs: Knobs, db_spec: str | None, replay_only: bool) -
 def _bisect(example: Example) -> str:
     if example.case is None:
         return ""
-    from pypto.tools.bisect import bisect_case
+    from pypto.fuzz.properties import bisect_example
 
     try:
-        return bisect_case(example.case, example.planner).report()
+        return bisect_example(example).report()
     except Exception as exc:  # the bisect is a diagnosis: its own failure must not hide the finding
         return f"the bisect failed: {type(exc).__name__}: {exc}"
 

@@ -79,6 +79,21 @@ def simulate(case: Case, planner: str = "PYPTO", **config):
     return args[len(case.inputs):], report
 
 
+def bisect_example(ex: Example, planner: str | None = None):
+    """Which step of the compiler breaks the example's program (``pypto.debug.bisect``):
+    its oracle first, then each pass, then a2a3sim."""
+    from pypto.debug.bisect import bisect_program
+
+    def oracle(tensors: dict) -> str | None:  # the inputs, then the Out tensors, by name
+        try:
+            against_oracle(ex.case, tuple(tensors.values())[len(ex.case.inputs):])
+        except Failure as f:
+            return str(f).splitlines()[0]
+        return None
+
+    return bisect_program(ex.case.program, ex.case.entry, ex.case.args(), planner or ex.planner, oracle)
+
+
 # ----------------------------------------------------------------------------- the checks
 
 

@@ -101,6 +101,7 @@ class Recipe:
     body: tuple
     orchestrated: bool = False  # the body is a pl.at scope of an orchestration function
     text: str = ""  # the one-line description a failing case shows
+    valid_rows: int | None = None  # every load's valid rows (a tail tile), when fewer than ``rows``
 
 
 class Body:
@@ -176,8 +177,10 @@ class _IR:
                     index = (loops[-1][1].var + shift) % slots
                     t = TileType(shape=self.shape, dtype=self.recipe.dtype, space=M.Vec,
                                  memref=MemRef(name=region, slots=slots, index=index))
+                valid = {} if self.recipe.valid_rows is None else {"valid_shape": [self.recipe.valid_rows,
+                                                                                     self.shape[1]]}
                 pool.append(b.op("tile.load", self.ins[step.src], [self.row(step.row, loops), 0], list(self.shape),
-                                 name=step.name, type=t))
+                                 name=step.name, type=t, **valid))
             elif isinstance(step, Op):
                 args = [pool[a] for a in step.args] + ([step.scalar] if step.scalar is not None else [])
                 pool.append(b.op(f"tile.{step.op}", *args, name=step.name, **dict(step.options)))
@@ -200,7 +203,8 @@ def oracle(recipe: Recipe, inputs) -> tuple:
     """What the outputs hold after the program runs on ``inputs`` (sentinels where nothing
     is stored), by plain torch calls."""
     r = recipe.rows
-    blocks = [[x[k * r:(k + 1) * r] for k in range(x.shape[0] // r)] for x in inputs]
+    v = r if recipe.valid_rows is None else recipe.valid_rows  # a tail tile's rows: what is loaded and stored
+    blocks = [[x[k * r:k * r + v] for k in range(x.shape[0] // r)] for x in inputs]
     outs = [sentinel((count * r, recipe.cols), dtype) for count, dtype in recipe.outputs]
 
     def block(body, pool: list, env: dict) -> None:
@@ -211,7 +215,7 @@ def oracle(recipe: Recipe, inputs) -> tuple:
                 pool.append(_torch_op(step, [pool[a] for a in step.args]))
             elif isinstance(step, Store):
                 k = step.row.at(env)
-                outs[step.out][k * r:(k + 1) * r] = pool[step.value]
+                outs[step.out][k * r:k * r + v] = pool[step.value]
             else:
                 carried = [pool[k] for k in step.inits]
                 for i in range(step.start, step.stop):

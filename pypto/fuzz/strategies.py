@@ -132,8 +132,9 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6, trips=N
     """A loop over row tiles of 1-3 input tensors applying a chain of elementwise ops
     (unary, binary, scalar, compare+select, row/col broadcasts of exact reductions, casts)
     and storing the last value. The loop is a range, a parallel or a pipeline whose trip
-    count need not divide by its stage; the function is InCore or a pl.at scope. Inputs may
-    hold special values (signed zeros, infinities, NaNs, integer extremes)."""
+    count need not divide by its stage; the function is InCore or a pl.at scope; the tiles
+    may be tails (fewer valid rows than the tile has: only those are loaded, computed and
+    stored). Inputs may hold special values (signed zeros, infinities, NaNs, integer extremes)."""
     dtype = draw(st.sampled_from(dtypes))
     rows = draw(st.sampled_from([4, 8, 16, 2, 1]))
     cols = draw(st.sampled_from([16, 32, 64, 128, 8]))
@@ -144,6 +145,7 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6, trips=N
     n_in = draw(st.integers(1, 3))
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
+    valid_rows = draw(st.integers(1, rows - 1)) if rows > 1 and draw(st.integers(0, 3)) == 0 else None
     steps = draw(_plan([dtype] * n_in, max_steps))
     out_dtype = _result_dtype(dtype, steps)
     shape = (rows * trips, cols)
@@ -152,10 +154,12 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6, trips=N
     body = Body()
     loaded = [body.add(Load(k, Row(0, (("i", 1),)), name=f"x{k}")) for k in range(n_in)]
     body.add(Store(_chain(body, steps, loaded), 0, Row(0, (("i", 1),))))
-    text = (f"{dtype.name}[{rows}x{cols}] x{trips} {kind.name}{'/' + str(stage) if stage else ''}"
-            f"{' specials' if specials else ''}: " + ", ".join(map(str, steps)))
+    text = (f"{dtype.name}[{rows}x{cols}]{f' valid {valid_rows} rows' if valid_rows else ''} x{trips} "
+            f"{kind.name}{'/' + str(stage) if stage else ''}{' specials' if specials else ''}: "
+            + ", ".join(map(str, steps)))
     recipe = Recipe("elementwise", dtype, rows, cols, (trips,) * n_in, ((trips, out_dtype),),
-                    (Loop(0, trips, body=tuple(body.steps), kind=kind, stage=stage),), orchestrated, text)
+                    (Loop(0, trips, body=tuple(body.steps), kind=kind, stage=stage),), orchestrated, text,
+                    valid_rows)
     return case(recipe, inputs)
 
 
