@@ -145,8 +145,8 @@ def elementwise_programs(draw, dtypes=FLOATS + INTS, max_steps: int = 6, trips=N
     n_in = draw(st.integers(1, 3))
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
-    valid_rows = draw(st.integers(1, rows - 1)) if rows > 1 and draw(st.integers(0, 3)) == 0 else None
     steps = draw(_plan([dtype] * n_in, max_steps))
+    valid_rows = draw(st.integers(1, rows - 1)) if rows > 1 and draw(st.integers(0, 3)) == 0 else None
     out_dtype = _result_dtype(dtype, steps)
     shape = (rows * trips, cols)
     inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
