@@ -13,7 +13,9 @@ import pytest
 import torch
 
 import pypto.language as pl
+from pypto.debug import torch_codegen
 from pypto.errors import ExecutionError, PyptoError, TypeCheckError
+from pypto import ir
 from pypto.lang import parse
 from pypto.runtime import RunConfig, run
 
@@ -38,18 +40,23 @@ def scores(q: pl.Tensor[[Q, D], pl.BF16], k: pl.Tensor[[BLK, D], pl.BF16],
     return s
 
 
+@pl.jit.inline
+def softmax_rows(x, p, m, l):
+    """Row maxima, exponentials rounded to BF16 for the cube, and the row sums of what it sees,
+    stored into p, m and l."""
+    work = pl.create_tile([Q, BLK], dtype=pl.FP32, target_memory=VEC)
+    mx = pl.row_max(x, work)
+    e = pl.cast(pl.exp(pl.row_expand_sub(x, mx)), target_type=pl.BF16)
+    pl.store(e, [0, 0], p)
+    pl.store(mx, [0, 0], m)
+    pl.store(pl.row_sum(pl.cast(e, target_type=pl.FP32), work), [0, 0], l)
+
+
 @pl.function(type=pl.FunctionType.InCore)
 def prepare(s: pl.Tensor[[Q, BLK], pl.FP32], scale: pl.Scalar[pl.FP32], p: pl.Out[pl.Tensor[[Q, BLK], pl.BF16]],
             m: pl.Out[pl.Tensor[[Q, 1], pl.FP32]], l: pl.Out[pl.Tensor[[Q, 1], pl.FP32]]
             ) -> tuple[pl.Tensor[[Q, BLK], pl.BF16], pl.Tensor[[Q, 1], pl.FP32], pl.Tensor[[Q, 1], pl.FP32]]:
-    x = pl.mul(pl.load(s, [0, 0], [Q, BLK]), scale)
-    work = pl.create_tile([Q, BLK], dtype=pl.FP32, target_memory=VEC)
-    mx = pl.row_max(x, work)
-    e = pl.cast(pl.exp(pl.row_expand_sub(x, mx)), target_type=pl.BF16)
-    total = pl.row_sum(pl.cast(e, target_type=pl.FP32), work)
-    p = pl.store(e, [0, 0], p)
-    m = pl.store(mx, [0, 0], m)
-    l = pl.store(total, [0, 0], l)
+    softmax_rows(pl.mul(pl.load(s, [0, 0], [Q, BLK]), scale), p, m, l)
     return p, m, l
 
 
@@ -60,13 +67,7 @@ def prepare_part(s: pl.Tensor[[Q, BLK], pl.FP32], scale: pl.Scalar[pl.FP32], val
                  ) -> tuple[pl.Tensor[[Q, BLK], pl.BF16], pl.Tensor[[Q, 1], pl.FP32], pl.Tensor[[Q, 1], pl.FP32]]:
     part = pl.load(s, [0, 0], [Q, BLK], valid_shape=[Q, valid])  # the block's first `valid` keys
     x = pl.mul(pl.tile.fillpad(part, pad_value=pl.PadValue.min), scale)  # the rest: exp(-inf - m) = 0
-    work = pl.create_tile([Q, BLK], dtype=pl.FP32, target_memory=VEC)
-    mx = pl.row_max(x, work)
-    e = pl.cast(pl.exp(pl.row_expand_sub(x, mx)), target_type=pl.BF16)
-    total = pl.row_sum(pl.cast(e, target_type=pl.FP32), work)
-    p = pl.store(e, [0, 0], p)
-    m = pl.store(mx, [0, 0], m)
-    l = pl.store(total, [0, 0], l)
+    softmax_rows(x, p, m, l)
     return p, m, l
 
 
@@ -254,6 +255,15 @@ def test_a_tensor_sized_as_the_orchestration_runs_is_carried_and_passed(platform
     assert sorted(kernels) == ["accumulate", "twice"]  # one kernel each, whatever the sized arguments were
 
 
+def test_the_sized_program_runs_as_host_code_checking_each_shape_as_sized():
+    scope = {}
+    exec(torch_codegen(Sized, check_shapes=True), scope)
+    x, want, got = torch.randn(64, 32), torch.zeros(64, 32), torch.zeros(64, 32)
+    run(Sized, x, torch.tensor([16, 32]), want, config=RunConfig(platform="ref"))
+    scope["main"](x, torch.tensor([16, 32]), got)
+    assert torch.equal(got, want)
+
+
 def test_the_sized_program_prints_and_parses_back():
     for explicit in (False, True):
         text = Sized.as_python(explicit=explicit)
@@ -271,6 +281,25 @@ def test_a_size_read_at_run_time_that_does_not_fit_is_located(platform, cfg, mes
     with pytest.raises(ExecutionError, match=message) as info:
         run(Sized, torch.randn(64, 32), torch.tensor(cfg), torch.zeros(64, 32), config=RunConfig(platform=platform))
     assert info.value.span.line == _line(marker)
+
+
+@pl.program
+class Returned:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, cfg: pl.Tensor[[1], pl.INT64]) -> pl.Tensor[[16, 32], pl.FP32]:
+        n = pl.tensor.read(cfg, [0])
+        buf = pl.create_tensor([16, n], dtype=pl.FP32, init_value=1.5)
+        return buf  # MARK-return
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_sized_tensor_returned_meets_the_declared_type_when_it_runs(platform):
+    compiled = ir.compile(Returned, platform=platform, dump_passes=False)
+    assert torch.equal(compiled(torch.tensor([32])), torch.full((16, 32), 1.5))
+    with pytest.raises(ExecutionError, match=r"'main' is declared to return \[16, 32\], and returns 'buf' of "
+                                             r"\[16, 8\] \(\[16, n\] as the orchestration runs\)") as info:
+        compiled(torch.tensor([8]))
+    assert info.value.span.line == _line("MARK-return")
 
 
 def test_a_sized_tensor_in_a_pl_at_scope_is_refused_where_it_is_used():

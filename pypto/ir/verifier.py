@@ -115,7 +115,8 @@ class _FunctionChecker:
                     raise self.fail("return must be the last statement of the function", stmt)
                 self.uses(stmt.values, scope, stmt)
                 got = tuple(self.type_of(v) for v in stmt.values)
-                if got != tuple(self.fn.returns):
+                if len(got) != len(self.fn.returns) or not all(g == w or conforms(g, w)
+                                                                for g, w in zip(got, self.fn.returns)):
                     raise self.fail(f"returns {_types(got)} but the function declares {_types(self.fn.returns)}", stmt)
                 continue
             self.stmt(stmt, scope)

@@ -23,6 +23,7 @@ from pypto.ir.types import (
     ScalarType,
     TensorType,
     TileType,
+    conforms,
     type_name,
 )
 from pypto.lang import liveness
@@ -90,7 +91,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         returns = self.return_types or ()
         if self.fdef.returns is not None:
             declared = self.return_annotation(self.fdef.returns)
-            if self.return_types is not None and declared != returns:
+            if self.return_types is not None and (len(declared) != len(returns) or not all(
+                    d == r or conforms(r, d) for d, r in zip(declared, returns))):  # (sized as it runs: checked then)
                 got = ", ".join(type_name(t) for t in returns)
                 raise self.error(TypeCheckError, self.fdef.returns,
                                  f"function '{self.name}' returns {got} but is annotated {ast.unparse(self.fdef.returns)}")

@@ -121,6 +121,7 @@ class _Interpreter(Tasks, Clusters):
         elif isinstance(s, n.Yield):
             raise _Yield(tuple(self.expr(v, env, s) for v in s.values))
         elif isinstance(s, n.Return):
+            self.check_returned(self.frames[-1], s, env)
             raise _Return(tuple(self.expr(v, env, s) for v in s.values))
         elif isinstance(s, n.Scope):
             self.block(s.body, env)

@@ -134,18 +134,35 @@ class Tasks:
     def check_extents(self, fn: n.Function, v: n.FuncCall, env: dict, stmt) -> None:
         """A tensor the orchestration sized as it runs meets the written shape of the kernel's
         parameter: its extents, known now, are that shape's."""
-        caller = self.frames[-1]
-        types = self.tables.get(caller.name)
-        if types is None:
-            types = self.tables[caller.name] = n.symbols(caller)
         for p, a in zip(fn.params, v.args):
-            t = types.get(a.name) if isinstance(a, n.Var) else None
-            if not (isinstance(t, TensorType) and t.runtime_sized):
-                continue
-            extents = [d if isinstance(d, int) else self.expr(d, env, stmt) for d in t.shape]
-            if extents != list(p.type.shape):
+            extents = self.sized(a, p.type, env, stmt)
+            if extents is not None:
                 raise ExecutionError(
                     f"'{fn.name}' takes '{p.name}' as {list(p.type.shape)}, and this call passes '{a.name}' of "
-                    f"{extents} ({fmt_shape(t.shape)} as the orchestration runs)", span=stmt.span,
+                    f"{extents[0]} ({extents[1]} as the orchestration runs)", span=stmt.span,
                     hint=f"size the tensor {list(p.type.shape)} (a window may run past the tensor's end); for a "
                          "part of it, pass the valid extent as a scalar and load with valid_shape=")
+
+    def check_returned(self, fn: n.Function, ret: n.Return, env: dict) -> None:
+        """What a function returns that it sized as it runs meets its declared return type."""
+        for k, (v, t) in enumerate(zip(ret.values, fn.returns)):
+            extents = self.sized(v, t, env, ret)
+            if extents is not None:
+                raise ExecutionError(f"'{fn.name}' is declared to return {list(t.shape)}"
+                                     f"{f' as its value {k}' if len(fn.returns) > 1 else ''}, and returns "
+                                     f"'{v.name}' of {extents[0]} ({extents[1]} as the orchestration runs)",
+                                     span=ret.span, hint=f"size the tensor {list(t.shape)}, or declare the return "
+                                                         "type the tensor has")
+
+    def sized(self, e, declared, env: dict, stmt):
+        """(its extents, as written) where ``e`` names a tensor the running function sized as it
+        runs whose extents differ from the ``declared`` type's; else None."""
+        fn = self.frames[-1]
+        types = self.tables.get(fn.name)
+        if types is None:
+            types = self.tables[fn.name] = n.symbols(fn)
+        t = types.get(e.name) if isinstance(e, n.Var) else None
+        if not (isinstance(t, TensorType) and t.runtime_sized and isinstance(declared, TensorType)):
+            return None
+        extents = [d if isinstance(d, int) else self.expr(d, env, stmt) for d in t.shape]
+        return None if extents == list(declared.shape) else (extents, fmt_shape(t.shape))
