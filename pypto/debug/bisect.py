@@ -39,18 +39,11 @@ class Verdict:
 # ----------------------------------------------------------------------------- stages
 
 
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.is_floating_point:
-        view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-        return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
-    return torch.equal(a, b)
-
-
 def _differs(got: dict, want: dict) -> str | None:
     """Which tensor argument differs (its name), if one does: bit for bit, NaNs included."""
-    return next((f"'{name}'" for name in got if not _same_bits(got[name], want[name])), None)
+    from pypto.sim.numerics import bits_equal
+
+    return next((f"'{name}'" for name in got if not bits_equal(got[name], want[name])), None)
 
 
 def _interpret(program, entry: str, args) -> dict:

@@ -11,7 +11,7 @@ import torch
 from pypto.ir import nodes as n
 from pypto.ir.types import DataType as D
 from pypto.sim import numerics as num
-from pypto.sim.numerics import TORCH
+from pypto.sim.numerics import TORCH, bits_equal  # noqa: F401  (the fuzz API's, defined once there)
 
 FLOATS = (D.FP32, D.FP16, D.BF16)
 INTS = (D.INT32, D.INT16, D.INT8)
@@ -88,16 +88,6 @@ def random_tensor(shape, dtype: D, seed: int, specials: bool = False) -> torch.T
         which = torch.randint(0, len(table), shape, generator=g)
         values = torch.where(torch.rand(shape, generator=g) < 0.125, table[which], values)
     return values
-
-
-def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit-for-bit equality (NaNs included, +0 and -0 told apart)."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.is_floating_point:
-        view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-        return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
-    return torch.equal(a, b)
 
 
 def within_bounds(got: torch.Tensor, want: torch.Tensor, bound: torch.Tensor) -> bool:

@@ -405,3 +405,14 @@ def pad_value(pad: PadValue, dtype: DataType):
         return float("inf") if pad is PadValue.max else float("-inf")
     info = torch.iinfo(TORCH[dtype])
     return info.max if pad is PadValue.max else info.min
+
+
+def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaNs included, +0 and -0 told apart): how two platforms' results,
+    or a pass's before and after, are compared."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.is_floating_point:
+        view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
+    return torch.equal(a, b)
