@@ -103,13 +103,16 @@ def test_kernel_names_drop_their_time_stamps():
 
 
 def test_fuzz_names_the_extra_it_needs(tmp_path):
-    code = ("import sys; sys.modules['hypothesis'] = None\n"
-            "try:\n    import pypto.fuzz\nexcept ImportError as e:\n    print(e)\n")
-    done = _run([sys.executable, "-c", code], tmp_path)
-    assert "pip install 'pypto[fuzz]'" in done.stdout
-    code = "import sys; sys.modules['hypothesis'] = None\nfrom pypto.cli import main\nsys.exit(main(['fuzz', '--list']))"
-    done = _run([sys.executable, "-c", code], tmp_path)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install 'pypto[fuzz]'" in done.stderr
+    block = "import sys; sys.modules['hypothesis'] = None\n"
+    done = _run([sys.executable, "-c", block + "import pypto.fuzz, pypto.fuzz.reproducer\n"
+                 "try:\n    import pypto.fuzz.strategies\nexcept ImportError as e:\n    print(e)\n"], tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == \
+        "pypto.fuzz needs hypothesis, which the fuzz extra installs: pip install 'pypto[fuzz]'"
+    for code in (block + "from pypto.cli import main\nsys.exit(main(['fuzz', '--list']))",
+                 block + "import runpy\nsys.argv = ['pypto.fuzz', '--list']\n"
+                 "runpy.run_module('pypto.fuzz', run_name='__main__')"):
+        done = _run([sys.executable, "-c", code], tmp_path)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install 'pypto[fuzz]'" in done.stderr
 
 
 def test_fuzz_is_a_subcommand(tmp_path):

@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import find
 
 from pypto.fuzz import reproducer
 from pypto.fuzz.campaign import Plan, run, units
+from pypto.fuzz.checks import Failure
 from pypto.fuzz.mutants import MUTANTS, MutantError, plant
-from pypto.fuzz.properties import PROPERTIES, Example, signature
+from pypto.fuzz.properties import PROPERTIES, Example
+from pypto.fuzz.unit import signature
 from pypto.fuzz.strategies import elementwise_programs
 
 ENV = {**os.environ, "PYPTO_LOG_LEVEL": "WARN"}
@@ -36,19 +39,38 @@ def test_a_small_campaign_over_every_property_holds(tmp_path):
 
 
 def test_units_share_the_examples_round_robin_and_stop():
-    plan = Plan(properties=("oracle", "passes"), examples=50, seed=1)
+    plan = Plan(properties=("oracle", "passes", "tasks"), examples=161, seed=1)
     got = list(units(plan))
-    assert [(u.prop, u.examples) for u in got] == [("oracle", 20), ("passes", 20), ("oracle", 5), ("passes", 5)]
-    assert sum(u.examples for u in got if u.prop == "oracle") == 25
+    assert [(u.prop, u.examples, u.reuse) for u in got] == [
+        ("oracle", 50, True), ("passes", 50, True), ("tasks", 50, True), ("oracle", 4, False),
+        ("passes", 4, False), ("tasks", 3, False)]  # 54 + 54 + 53, and only the first round replays
     assert len({u.seed for u in got}) == len(got)  # a fresh seed per unit
 
 
-def test_signatures_blur_sizes_and_names_but_keep_the_kind_of_failure():
+def test_signatures_blur_sizes_names_and_paths_but_keep_the_kind_and_place_of_failure():
     a = signature("simulator", AssertionError("tile 'x_3' at 128 differs by 0.5"))
     b = signature("simulator", AssertionError("tile 'acc' at 64 differs by 2"))
     c = signature("simulator", AssertionError("a hazard at 64"))
     assert a == b != c
     assert a.startswith("simulator: AssertionError:")
+    races = [signature("tasks", Failure(f"a race at /tmp/tmp{k}/graph.py:5:9")) for k in ("ab_1", "x9")]
+    assert races[0] == races[1] == "tasks: Failure: a race at <path>:N:N"
+
+    def internal(where):
+        try:
+            where()
+        except Exception as exc:
+            try:
+                raise Failure("internal KeyError: 'k'") from exc
+            except Failure as f:
+                return signature("errors", f)
+
+    from pypto.ir import nodes
+    from pypto.sim import numerics
+
+    one = internal(lambda: nodes.Program("p", ()).function("k"))
+    two = internal(lambda: numerics.reduce_last(torch.ones(2, 2), "k"))
+    assert one != two and two.endswith("@ sim.numerics:reduce_last"), (one, two)
 
 
 # ----------------------------------------------------------------------------- planted bugs
@@ -62,10 +84,15 @@ def test_a_planted_bug_is_found_shrunk_saved_and_bisected_to_its_layer(mutant, t
     done = fuzz("--mutant", mutant, "--properties", ",".join(m.properties), "--examples", "200", "--seed", "1",
                 "--database", "none", "--out", "found", "--quiet", *knobs, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"bisect: culprit: {m.layer}" in done.stdout, done.stdout
-    (path,) = sorted((tmp_path / "found").glob("*.py"))
+    found = sorted((tmp_path / "found").glob("*.py"))
+    assert sorted(p.name.split("-")[0] for p in found) == sorted(m.properties), done.stdout  # each property saw it
+    for path in found:
+        _shrunk_and_bisected(path, m.layer, tmp_path)
+
+
+def _shrunk_and_bisected(path: Path, layer: str, tmp_path) -> None:
     text = path.read_text()
-    assert f"culprit: {m.layer}" in text
+    assert f"culprit: {layer}" in text, text[:3000]
     program = ast.literal_eval(text.split("PROGRAM = ", 1)[1].split("\nSOURCE = ", 1)[0])
     kernel = program.split("def kernel", 1)[1]
     statements = [line for line in kernel.splitlines()[1:] if line.strip() and not line.strip().startswith("return")]
@@ -166,7 +193,15 @@ def test_the_command_lists_its_properties_and_refuses_bad_options_in_one_line(tm
                           (["--dtypes", "FP128"], "--dtypes FP128"),
                           (["--jobs", "0"], "--jobs must be at least 1"),
                           (["--max-trips", "0"], "--max-trips must be at least 1"),
-                          (["--database", "redis://127.0.0.1:1"], "cannot reach it")]:
+                          (["--database", "redis://127.0.0.1:1"], "cannot reach it"),
+                          (["--database", "redis://127.0.0.1:1/abc"], "the database after the port is a number"),
+                          (["--database", "ftp://x/y"], "a directory, or redis://HOST:PORT"),
+                          (["--database", str(Path(__file__))], "not a directory"),
+                          (["--replay-only", "--database", "none"], "--replay-only replays a database's examples"),
+                          (["--replay-only", "--database", "nowhere"], "--replay-only replays a database's examples"),
+                          (["--time", "0"], "--time must be more than 0"),
+                          (["--out", str(Path(__file__))], "cannot write reproducers there"),
+                          (["--properties", "syncs", "--families", "cube"], "property 'syncs' draws none of them")]:
         assert main([*args, "--examples", "1"]) == 2, args
         err = capsys.readouterr().err
         assert err.strip().count("\n") == 0 and message in err, (args, err)
@@ -176,6 +211,34 @@ def test_the_command_lists_its_properties_and_refuses_bad_options_in_one_line(tm
     done = fuzz("--properties", "nope", cwd=tmp_path)  # as a command, too
     assert done.returncode == 2 and done.stderr == "error: no property 'nope'; there are " + \
         ", ".join(PROPERTIES) + "\n"
+
+
+def test_families_leave_out_the_properties_that_draw_none_of_them_and_every_property_is_accounted(tmp_path, capsys,
+                                                                                                    monkeypatch):
+    from pypto.fuzz.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["--families", "cube", "--examples", "4", "--database", "none", "--seed", "5", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    shown = [line.split()[0] for line in out.splitlines()[1:] if line.startswith("  ")]
+    assert shown == ["oracle", "simulator", "passes", "roundtrip", "planners"], out  # not syncs, tasks, ...
+    assert "--seed 5" in out.splitlines()[0]
+    assert main(["--properties", "oracle,passes,roundtrip", "--examples", "2", "--database", "none", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "roundtrip        0  not run" in out and "oracle           1  held" in out, out
+    assert "--seed " in out.splitlines()[0]  # a fresh seed, said so it can be drawn again
+
+
+def test_an_interrupted_campaign_keeps_what_it_found(tmp_path):
+    def stop(result):
+        if result.failures:
+            raise KeyboardInterrupt
+
+    m = MUTANTS["swapped-select"]
+    result = run(Plan(properties=("oracle", "passes"), knobs=m.knobs, examples=400, seed=1, mutant=m.name,
+                      out=tmp_path / "out"), progress=stop)
+    assert result.interrupted and result.failures and list((tmp_path / "out").glob("oracle-*.py"))
+    assert result.examples["oracle"] < 200
 
 
 def test_a_time_budget_ends_the_campaign(tmp_path):
@@ -195,7 +258,7 @@ def test_two_jobs_run_the_units_in_worker_processes(tmp_path):
 
 
 def test_a_reproducer_reads_back_what_was_written_without_running_anything(tmp_path):
-    case = elementwise_programs().example()
+    case = find(elementwise_programs(), lambda c: " valid " in c.recipe and "specials" in c.recipe)  # a tail, NaNs
     path = reproducer.write(tmp_path / "r.py", "simulator", Example(case=case, planner="PTOAS"), "sig", "why")
     name, example, sig = reproducer.read(path)
     assert (name, sig, example.planner) == ("simulator", "sig", "PTOAS")

@@ -18,7 +18,11 @@ from pypto.sim.views import element_at
 
 
 class TaskRace(PyptoError):
-    """Two tasks touch the same bytes, one writing, and no dependency orders them."""
+    """Two tasks touch the same bytes, one writing, and no dependency orders them.
+    ``tasks``: their numbers (in submission order; one number twice for two blocks of one
+    SPMD task)."""
+
+    tasks: tuple = ()
 
 
 @attrs.frozen(eq=False)
@@ -149,9 +153,10 @@ def _race(u: _Run, u_writes: bool, u_arg, t: _Run, t_writes: bool, t_arg, seg, o
         hint = ("nothing orders the two (an opt-out — pl.parallel writers of one buffer, no_dep_args, "
                 "manual_dep, a manual scope — asserted they were independent): give them disjoint bytes, or "
                 "order them with deps=[...]; RunConfig(unsafe_allow_task_races=True) runs it anyway")
-    return TaskRace(
-        f"{u.where()} {_verb(u_writes)} {place}, which {t.where()} {_verb(t_writes)}, and {why}",
-        span=second.span, hint=hint)
+    race = TaskRace(f"{u.where()} {_verb(u_writes)} {place}, which {t.where()} {_verb(t_writes)}, and {why}",
+                    span=second.span, hint=hint)
+    race.tasks = (first.number, second.number)
+    return race
 
 
 def _verb(mode) -> str:

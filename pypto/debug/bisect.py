@@ -78,6 +78,9 @@ def bisect_stages(stages, entry: str, args, soc, expected=None) -> Verdict:
             return Verdict("op semantics", f"before any pass, the interpreter's result differs from the torch oracle "
                                            f"({problem}): an op's semantics (pypto.sim.semantics), or the oracle")
     for (name_before, before), (name, program) in zip(stages, stages[1:]):
+        if not any(f.name == entry for f in program.functions):
+            return Verdict(name, f"the program after {name} has no function '{entry}' (the entry)",
+                           _dump_diff(before, program, name, soc))
         try:
             got = _interpret(program, entry, args)
         except PyptoError as err:
@@ -151,15 +154,16 @@ def from_dumps(path: Path, planner: str | None = None, seed: int = 0) -> Verdict
     from pypto.lang import parse
 
     directory = path / "passes_dump" if (path / "passes_dump").is_dir() else path
-    files = sorted(p for p in directory.iterdir() if NUMBERED.match(p.name) and p.is_file())
-    if len(files) < 2:
+    numbered = sorted((p for p in directory.iterdir() if NUMBERED.match(p.name)), key=lambda p: p.name)
+    if len(numbered) < 2:
         raise BisectError(f"{path}: no pass dumps here (NN_frontend.py, NN_after_<Pass>.py): compile with "
                           "RunConfig(dump_passes=...) and give its output_dir or passes_dump/")
-    texts = []
-    for f in files:
-        if f.stat().st_size > MAX_BYTES:
-            raise BisectError(f"{f}: {f.stat().st_size} bytes is not a pass dump")
-        texts.append((f, f.read_text(errors="replace")))
+    for k, f in enumerate(numbered):  # a stage missing would pin its change on the next one
+        if int(f.name[:2]) != k:
+            raise BisectError(f"{directory}: the dumps jump from {numbered[k - 1].name} to {f.name}: one is missing")
+        if not f.is_file() or f.stat().st_size > MAX_BYTES:
+            raise BisectError(f"{f}: not a pass dump (a regular file of at most {MAX_BYTES} bytes)")
+    texts = [(f, f.read_text(errors="replace")) for f in numbered]
     notes = dict(re.findall(r"^# (backend|memory_planner): (\S+)$", texts[0][1], re.M))
     if planner is not None and notes.get("memory_planner", planner) != planner:
         raise BisectError(f"{directory}: these dumps are of memory_planner={notes['memory_planner']}, not {planner}")
@@ -169,10 +173,20 @@ def from_dumps(path: Path, planner: str | None = None, seed: int = 0) -> Verdict
     stages = []
     for f, text in texts:
         name = NUMBERED.match(f.name).group(2).removeprefix("after_")
-        stages.append((name, parse(text, str(f), soc=soc)))
+        try:
+            stages.append((name, parse(text, str(f), soc=soc)))
+        except (MemoryError, RecursionError):
+            raise BisectError(f"{f}: nested too deeply to be a pass dump") from None
     program = stages[0][1]
     entry = _entry(path, program)
     fn = program.function(entry)
+    for p in fn.params:
+        if isinstance(p.type, TensorType) and not all(isinstance(d, int) for d in p.type.shape):
+            raise BisectError(f"{directory}: '{p.name}' of {entry} has no static shape ({p.type.shape}) to draw "
+                              "random inputs of")
+        if isinstance(p.type, TensorType) and p.type.nbytes > MAX_BYTES:
+            raise BisectError(f"{directory}: '{p.name}' of {entry} takes more than {MAX_BYTES} bytes: too large "
+                              "to bisect on random inputs")
     g = torch.Generator().manual_seed(seed)
     args = tuple(_random(p.type, g) if isinstance(p.type, TensorType) else 3 for p in fn.params
                  if isinstance(p.type, (TensorType, ScalarType)))

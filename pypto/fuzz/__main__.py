@@ -5,7 +5,8 @@
     python -m pypto.fuzz --list
 
 Exit 0 when every property held, 1 when one failed (its reproducers written), 2 when the
-campaign could not start.
+campaign could not start or its reproducers could not be written, 130 when interrupted
+(what the finished units found is written and summed up first).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
+import secrets
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -28,7 +31,7 @@ def _duration(text: str) -> float:
 
 
 def _names(text: str) -> tuple:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
+    return tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))  # each once, in order
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,10 +39,10 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Properties: python -m pypto.fuzz --list")
     budget = p.add_argument_group("budget (either or both; default --examples 1000)")
-    budget.add_argument("--examples", type=int, metavar="N", help="examples in all, shared among the properties")
+    budget.add_argument("--examples", type=int, metavar="N", help="new examples in all, shared among the properties")
     budget.add_argument("--time", type=_duration, metavar="T", help="stop submitting work after T (30s, 10m, 1h)")
     p.add_argument("--properties", type=_names, metavar="A,B", help="which properties (default: all)")
-    p.add_argument("--seed", type=int, default=0, help="of the draws (default 0)")
+    p.add_argument("--seed", type=int, help="of the draws (default: a fresh one, printed in the summary)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (default 1)")
     p.add_argument("--database", default=DEFAULT_DATABASE, metavar="DIR|redis://HOST:PORT|none",
                    help=f"where failing examples are saved and replayed first (default {DEFAULT_DATABASE}); "
@@ -48,7 +51,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("fuzz_failures"), metavar="DIR",
                    help="where reproducers go (default fuzz_failures/)")
     knobs = p.add_argument_group("what to draw")
-    knobs.add_argument("--families", type=_names, metavar="A,B", help="program families (default: all)")
+    knobs.add_argument("--families", type=_names, metavar="A,B",
+                       help="program families (default: all); properties drawing none of them are left out")
     knobs.add_argument("--dtypes", type=_names, metavar="A,B", help="the elementwise family's dtypes (FP32,INT8,...)")
     knobs.add_argument("--max-steps", type=int, metavar="N", help="ops in a chain (default 6)")
     knobs.add_argument("--max-trips", type=int, metavar="N", help="iterations of a loop (default 5)")
@@ -60,11 +64,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    from pypto.fuzz.campaign import CampaignError, Plan, run
-    from pypto.fuzz.mutants import MUTANTS
-    from pypto.fuzz.properties import FAMILIES, PROPERTIES, Knobs
-    from pypto.ir.types import DataType
-
+    try:
+        from pypto.fuzz.campaign import CampaignError, Plan, run
+        from pypto.fuzz.mutants import MUTANTS
+        from pypto.fuzz.properties import FAMILIES, PROPERTIES, Knobs
+    except ImportError as exc:  # hypothesis, or redis: the extra to install
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.list:
         width = max(map(len, PROPERTIES))
         for name, prop in PROPERTIES.items():
@@ -72,24 +78,7 @@ def main(argv=None) -> int:
         print(f"\nfamilies: {', '.join(FAMILIES)}\ndtypes: {', '.join(d.name for d in Knobs().dtypes)}")
         return 0
     try:
-        knobs = Knobs()
-        if args.families:
-            bad = [f for f in args.families if f not in FAMILIES]
-            if bad:
-                raise CampaignError(f"no family {bad[0]!r}; there are {', '.join(FAMILIES)}")
-            knobs = _evolve(knobs, families=args.families)
-        if args.dtypes:
-            names = {d.name: d for d in DataType}
-            bad = [d for d in args.dtypes if d.upper() not in names or names[d.upper()] not in Knobs().dtypes]
-            if bad:
-                raise CampaignError(f"--dtypes {bad[0]}: one of {', '.join(d.name for d in Knobs().dtypes)}")
-            knobs = _evolve(knobs, dtypes=tuple(names[d.upper()] for d in args.dtypes))
-        for name in ("max_steps", "max_trips"):
-            value = getattr(args, name)
-            if value is not None:
-                if value < 1:
-                    raise CampaignError(f"--{name.replace('_', '-')} must be at least 1")
-                knobs = _evolve(knobs, **{name: value})
+        knobs, properties = _knobs(args, Knobs(), FAMILIES, PROPERTIES)
         if args.jobs < 1:
             raise CampaignError("--jobs must be at least 1")
         if args.examples is not None and args.examples < 1:
@@ -97,8 +86,8 @@ def main(argv=None) -> int:
         if args.mutant is not None and args.mutant not in MUTANTS:
             raise CampaignError(f"no mutant {args.mutant!r}; there are {', '.join(MUTANTS)}")
         examples = args.examples if args.examples is not None or args.time is not None else 1000
-        plan = Plan(properties=args.properties or tuple(PROPERTIES), knobs=knobs, examples=examples,
-                    seconds=args.time, seed=args.seed, jobs=args.jobs,
+        plan = Plan(properties=properties, knobs=knobs, examples=examples, seconds=args.time,
+                    seed=args.seed if args.seed is not None else secrets.randbelow(2**31), jobs=args.jobs,
                     database=None if args.database.lower() == "none" else args.database, out=args.out,
                     replay_only=args.replay_only, mutant=args.mutant)
         line = Progress(sys.stderr, enabled=not args.quiet)
@@ -108,17 +97,52 @@ def main(argv=None) -> int:
     except CampaignError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
     print(summary(plan, result))
-    return 1 if result.failures else 0
+    if result.unwritten:
+        print(f"error: {result.unwritten}", file=sys.stderr)
+        return 2
+    return 130 if result.interrupted else 1 if result.failures else 0
 
 
-def _evolve(knobs, **changes):
+def _knobs(args, knobs, families: dict, properties: dict):
+    """The knobs the options ask for, and the properties to run: those named, else all —
+    leaving out, under --families, those that draw none of them."""
     import attrs
 
-    return attrs.evolve(knobs, **changes)
+    from pypto.fuzz.campaign import CampaignError
+    from pypto.ir.types import DataType
+
+    chosen = args.properties or tuple(properties)
+    for name in chosen:
+        if name not in properties:
+            raise CampaignError(f"no property {name!r}; there are {', '.join(properties)}")
+    if args.families:
+        bad = [f for f in args.families if f not in families]
+        if bad:
+            raise CampaignError(f"no family {bad[0]!r}; there are {', '.join(families)}")
+        knobs = attrs.evolve(knobs, families=args.families)
+        drawing = tuple(p for p in chosen if set(properties[p].families) & set(args.families))
+        if args.properties and drawing != chosen:
+            other = next(p for p in chosen if p not in drawing)
+            own = ", ".join(properties[other].families) or "programs of its own"
+            raise CampaignError(f"--families {','.join(args.families)}: property {other!r} draws none of them "
+                                f"(it draws {own})")
+        if not drawing:
+            raise CampaignError(f"--families {','.join(args.families)}: no property draws them")
+        chosen = drawing
+    if args.dtypes:
+        names = {d.name: d for d in DataType}
+        bad = [d for d in args.dtypes if d.upper() not in names or names[d.upper()] not in knobs.dtypes]
+        if bad:
+            raise CampaignError(f"--dtypes {bad[0]}: one of {', '.join(d.name for d in knobs.dtypes)}")
+        knobs = attrs.evolve(knobs, dtypes=tuple(names[d.upper()] for d in args.dtypes))
+    for name in ("max_steps", "max_trips"):
+        value = getattr(args, name)
+        if value is not None:
+            if value < 1:
+                raise CampaignError(f"--{name.replace('_', '-')} must be at least 1")
+            knobs = attrs.evolve(knobs, **{name: value})
+    return knobs, chosen
 
 
 @contextlib.contextmanager
@@ -135,7 +159,7 @@ def _quiet_logs():
 
 
 class Progress:
-    """One line on stderr: rewritten in place on a terminal, else every 10 s."""
+    """One line on stderr: rewritten in place on a terminal (cut to its width), else every 10 s."""
 
     def __init__(self, stream, enabled: bool = True):
         self.stream, self.enabled = stream, enabled
@@ -147,12 +171,13 @@ class Progress:
         if not self.enabled:
             return
         m, s = divmod(int(result.seconds), 60)
-        counts = " · ".join(f"{k} {v}" for k, v in result.ran.items())
-        self.text = (f"[fuzz {m:02d}:{s:02d}] {result.total:,} examples ({result.rate():.1f}/s) · {counts} · "
-                     f"{len(result.failures)} failing")
+        counts = " ".join(f"{k} {v}" for k, v in result.examples.items())
+        self.text = (f"[fuzz {m:02d}:{s:02d}] {result.total:,} examples ({result.rate():.1f}/s), "
+                     f"{len(result.failures)} failing · {counts}")
         now = time.monotonic()
         if self.tty:
-            self.stream.write("\r\x1b[K" + self.text)
+            width = shutil.get_terminal_size().columns - 1
+            self.stream.write("\r\x1b[K" + self.text[:width])
             self.stream.flush()
         elif now - self.last >= 10:
             self.stream.write(self.text + "\n")
@@ -167,14 +192,16 @@ class Progress:
 
 def summary(plan, result) -> str:
     m, s = divmod(int(result.seconds), 60)
-    lines = [f"pypto.fuzz: {result.total:,} examples in {m}:{s:02d} ({result.rate():.1f} examples/s, "
-             f"{plan.jobs} job{'s' if plan.jobs != 1 else ''}, seed {plan.seed})"]
+    runs = sum(result.runs.values())
+    lines = [f"pypto.fuzz: {result.total:,} examples in {m}:{s:02d} ({result.rate():.1f} examples/s; "
+             f"{runs:,} checks with replays and shrinking), {plan.jobs} job{'s' if plan.jobs != 1 else ''}, "
+             f"--seed {plan.seed}" + (" — interrupted" if result.interrupted else "")]
     failing = {}
     for sig, f in result.failures.items():
         failing.setdefault(f.prop, []).append(sig)
-    width = max(map(len, result.ran))
-    for prop, count in result.ran.items():
-        state = f"{len(failing[prop])} failing" if prop in failing else "held"
+    width = max(map(len, result.examples))
+    for prop, count in result.examples.items():
+        state = f"{len(failing[prop])} failing" if prop in failing else "held" if result.runs[prop] else "not run"
         lines.append(f"  {prop:<{width}}  {count:>7,}  {state}")
     if result.failures:
         lines.append(f"\nfailures ({len(result.failures)} signature{'s' if len(result.failures) != 1 else ''}):")

@@ -17,7 +17,7 @@ import tempfile
 import tokenize
 from pathlib import Path
 
-from hypothesis import strategies as st
+from pypto.fuzz.drawing import st
 
 from pypto.fuzz import strategies, tasks
 from pypto.fuzz.checks import Failure

@@ -124,10 +124,13 @@ def without_edge(kernel, edge: int):
 
 def unneeded_syncs(kernel, args, soc: SoC) -> list[int]:
     """The sync edges the kernel runs on ``args`` just as well without: taken out one at a
-    time, the simulator sees no hazard where the edge stood."""
+    time, the simulator sees no hazard where the edge stood. The kernel as it is runs first:
+    a hazard there (a sync missing) raises ``SimulatorHazard`` — else every edge would look
+    needed."""
     from pypto.sim.hazards import SimulatorHazard
     from pypto.sim.simulator import run_kernel
 
+    run_kernel(kernel, tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args), soc)
     spare = []
     for edge in sync_edges(kernel):
         try:

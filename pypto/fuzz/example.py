@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import attrs
-from hypothesis import strategies as st
 
 from pypto.fuzz.data import FLOATS, INTS, Case
+
+if TYPE_CHECKING:  # (drawing needs hypothesis; reading a reproducer does not)
+    from hypothesis import strategies as st
 
 
 @attrs.frozen
@@ -45,3 +47,4 @@ class Property:
     summary: str  # what must hold, one line
     examples: Callable[[Knobs], st.SearchStrategy]  # of Example
     check: Callable[[Example], None]
+    families: tuple = ()  # the program families it draws (``Knobs.families`` narrows them); () for its own

@@ -3,7 +3,7 @@ ops the sync inserter orders, and nested loops — each a ``Case`` with its torc
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
+from pypto.fuzz.drawing import st
 
 from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind

@@ -4,8 +4,11 @@ tensors start as and must hold (tensors as dtype, shape and base64 bytes), and t
 property it breaks. ``python <file>`` checks it again (exit 1 while it fails);
 ``python -m pypto.tools.bisect <file>`` finds the pass that breaks it.
 
-Every value is a literal assignment, so ``load`` reads a reproducer with ``ast`` and never
+Every value is a literal assignment, so ``read`` reads a reproducer with ``ast`` and never
 runs it; the program is parsed by the front end with its lines where the file has them.
+Checking one again (``main``, ``python <file>``) runs what the property runs: a task graph
+is rebuilt from its steps (``DETAIL``), but a planted mistake in a ``@pl.jit`` module (an
+``errors`` reproducer's ``SOURCE``) is that module, imported as the file itself would be.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ _CHUNK = 96
 
 
 def encode(t: torch.Tensor) -> tuple:
-    data = t.contiguous().view(torch.uint8) if t.dtype is not torch.bool else t.contiguous().to(torch.uint8)
+    flat = t.contiguous().reshape(-1)  # (a 0-d tensor has no last axis to view as bytes)
+    data = flat.view(torch.uint8) if t.dtype is not torch.bool else flat.to(torch.uint8)
     return str(t.dtype).removeprefix("torch."), tuple(t.shape), base64.b64encode(data.numpy().tobytes()).decode()
 
 
@@ -69,8 +73,9 @@ def write(path: Path, prop: str, example, signature: str, message: str = "", bis
     lines += [f"    {line}" for line in message.strip().splitlines()[:12]]
     if bisect.strip():
         lines += ["", "Bisected:"] + [f"    {line}" for line in bisect.strip().splitlines()[:40]]
-    lines += ["", f"Run it:     python {path.name}              (exit 1 while it fails, 0 once fixed)",
-              f"Bisect it:  python -m pypto.tools.bisect {path.name}"]
+    lines += ["", f"Run it:     python {path.name}              (exit 1 while it fails, 0 once fixed)"]
+    if case is not None and example.source is None:  # a program and its inputs: what the bisect takes
+        lines.append(f"Bisect it:  python -m pypto.tools.bisect {path.name}")
     head = "".join(f"# {line}".rstrip() + "\n" for line in lines) + "\n"  # comments: any text is safe there
     parts = [head,
              f"PROPERTY = {prop!r}\n", f"SIGNATURE = {signature!r}\n", f"PLANNER = {example.planner!r}\n",
@@ -95,7 +100,7 @@ class NotAReproducer(ValueError):
 
 def read(path: Path) -> tuple:
     """(property name, Example, signature) of a reproducer, read with ``ast``, never run."""
-    from pypto.fuzz.properties import Example
+    from pypto.fuzz.example import Example
     from pypto.lang.text import parse_program
 
     path = Path(path)
@@ -115,6 +120,12 @@ def read(path: Path) -> tuple:
     missing = [k for k in ("PROPERTY", "PLANNER", "PROGRAM", "SOURCE", "DETAIL") if k not in values]
     if missing:
         raise NotAReproducer(f"{path}: not a pypto.fuzz reproducer (no {', '.join(missing)})")
+    wrong = [k for k, kinds in (("PROPERTY", str), ("PLANNER", str), ("PROGRAM", (str, type(None))),
+                                ("SOURCE", (str, type(None))), ("ENTRY", (str, type(None))),
+                                ("RECIPE", str), ("SIGNATURE", str)) if k in values and not isinstance(values[k], kinds)]
+    if wrong or values["PLANNER"] not in ("PYPTO", "PTOAS"):
+        raise NotAReproducer(f"{path}:{lines.get((wrong or ['PLANNER'])[0], 1)}: {(wrong or ['PLANNER'])[0]} is not "
+                             "what a reproducer holds there")
     case = None
     if values["PROGRAM"] is not None:
         # the program's lines where the file has them, so errors name the file's lines
@@ -133,8 +144,12 @@ def read(path: Path) -> tuple:
 def main(path) -> int:
     """Check the reproducer's property again: 1 (and what fails) while it fails, else 0."""
     from pypto.errors import PyptoError
-    from pypto.fuzz.properties import PROPERTIES
 
+    try:
+        from pypto.fuzz.properties import PROPERTIES
+    except ImportError as exc:  # checking it again draws nothing, but the properties live with the strategies
+        print(f"error: {exc}")
+        return 2
     try:
         name, example, signature = read(Path(path))
     except (NotAReproducer, PyptoError) as exc:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 
 import torch
-from hypothesis import strategies as st
+from pypto.fuzz.drawing import st
 
 from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder

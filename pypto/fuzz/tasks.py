@@ -22,7 +22,7 @@ some in ``pl.parallel`` loops, some SPMD: any order of the adds gives the same s
 
 from __future__ import annotations
 
-import hypothesis.strategies as st
+from pypto.fuzz.drawing import st
 import torch
 
 R, C, BANDS = 16, 128, 4
@@ -42,7 +42,9 @@ def scopes(draw, readable, loop: str | None):
     arity = 2 if op in ("add", "mul") else 1
     band = st.sampled_from(["i", 0]) if loop else st.integers(0, BANDS - 1)
     srcs = [(draw(st.sampled_from(readable)), draw(band)) for _ in range(arity)]
-    dst = (draw(st.sampled_from(OUTPUTS + SCRATCH)), draw(band))
+    # an SPMD task's blocks write one band each, mostly (a shared band is a race of its blocks)
+    dst_band = st.sampled_from(["i", "i", "i", 0]) if loop == "spmd" else band
+    dst = (draw(st.sampled_from(OUTPUTS + SCRATCH)), draw(dst_band))
     views = loop != "spmd" and dst[0] not in {x for x, _ in srcs}
     srcs = [(x, b, views and draw(st.booleans())) for x, b in srcs]
     return op, srcs, (*dst, views and draw(st.booleans()))
@@ -51,7 +53,7 @@ def scopes(draw, readable, loop: str | None):
 @st.composite
 def graphs(draw):
     steps, written, handles = [], set(), []
-    while len(steps) < draw(st.integers(2, 7)):
+    for _ in range(draw(st.integers(2, 7))):
         readable = list(INPUTS) + sorted(written)
         form = draw(st.sampled_from(["scope", "scope", "loop", "spmd"]))
         deps, no_dep = (), ()
@@ -150,17 +152,25 @@ def oracle(steps, inputs: dict) -> dict:
 
 
 def race_free(steps) -> bool:
+    return not unordered(steps)
+
+
+def unordered(steps) -> set:
     """The rules, band by band: an Out argument is InOut in a sequential loop or after an
     earlier writer of its tensor; an Input or InOut argument waits for the registered
     producers of the bands it is given (one for a view, all for a whole tensor), and an
-    InOut or OutputExisting one registers the task as theirs; an opted-out argument does
-    neither; ``deps`` add their scopes' tasks. Race-free when every two runs — a task, or
-    one block of an SPMD task — touching one band, one writing, are ordered (blocks of one
-    task never are)."""
-    tasks, producer, written, handles = [], {}, set(), {}
+    InOut or OutputExisting one registers the task as theirs; the argument a scope opts out
+    of (``no_dep_args``: its first of that tensor) does neither; ``deps`` add their scopes'
+    tasks. The pairs of tasks (their numbers in submission order; one number twice for two
+    blocks of an SPMD task) that touch one band, one writing, and that nothing orders:
+    race-free when there are none."""
+    runs, producer, written, handles = [], {}, set(), {}
+    number = 0  # the chip's task number: a scope, a loop's iteration, a whole SPMD task
     for k, (form, kind, trips, (op, srcs, (dst, band, dview)), (deps, no_dep)) in enumerate(steps):
         read_names = {x for x, _, _ in srcs}
         direction = "InOut" if dst in read_names or kind == "range" or dst in written else "OutputExisting"
+        args = [*srcs, (dst, band, dview)]
+        opted = next((j for j, (x, _, _) in enumerate(args) if no_dep and x == no_dep[0]), None)
         for group in ([range(trips)] if form == "spmd" else [[i] for i in range(trips)]):
             i0 = next(iter(group))
 
@@ -168,35 +178,37 @@ def race_free(steps) -> bool:
                 return (_band(b, i0),) if view else ALL
 
             preds = set()
-            for x, b, view in srcs:
-                if x not in no_dep:
+            for j, (x, b, view) in enumerate(srcs):
+                if j != opted:
                     for bb in bands(b, view):
                         preds |= producer.get((x, bb), set())
-            if direction == "InOut" and dst not in no_dep:
+            if direction == "InOut" and opted != len(srcs):
                 for bb in bands(band, dview):
                     preds |= producer.get((dst, bb), set())
             for d in deps:
                 preds |= handles[d]
             before = set(preds)
             for p in preds:
-                before |= tasks[p]["before"]
-            numbers = set()
+                before |= runs[p]["before"]
+            at = set()
             for i in group:  # the blocks of one task: each runs on its own, none ordered against another
-                numbers.add(len(tasks))
-                tasks.append({"before": before, "reads": {(x, _band(b, i)) for x, b, _ in srcs},
-                              "writes": {(dst, _band(band, i))}})
-            if dst not in no_dep:
+                at.add(len(runs))
+                runs.append({"before": before, "task": number, "reads": {(x, _band(b, i)) for x, b, _ in srcs},
+                             "writes": {(dst, _band(band, i))}})
+            if opted != len(srcs):
                 for bb in bands(band, dview):
-                    producer[(dst, bb)] = numbers
-            handles[k] = numbers
+                    producer[(dst, bb)] = at
+            handles[k] = at
+            number += 1
         written.add(dst)
-    for j, b in enumerate(tasks):
+    pairs = set()
+    for j, b in enumerate(runs):
         for i in range(j):
-            a = tasks[i]
+            a = runs[i]
             conflict = a["writes"] & (b["reads"] | b["writes"]) or b["writes"] & a["reads"]
             if conflict and i not in b["before"]:
-                return False
-    return True
+                pairs.add((a["task"], b["task"]))
+    return pairs
 
 
 # ----------------------------------------------------------------------------- atomic adds

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import torch
-from hypothesis import strategies as st
+from pypto.fuzz.drawing import st
 
 from pypto.fuzz.strategies import BINARY, REDUCE, UNARY, Case, random_tensor, sentinel
 from pypto.ir import nodes as n
@@ -123,7 +123,8 @@ def window_programs(draw, max_steps: int = 5):
     seed = draw(st.integers(0, 2**31 - 1))
     specials = draw(st.booleans())
     n_in = draw(st.integers(1, 2))
-    in_place = draw(st.integers(0, 3)) == 0
+    # (not of a large tensor: a sink that reads what it stores at other windows is computed whole)
+    in_place = not large and draw(st.integers(0, 3)) == 0
     inputs = [random_tensor(shape, dtype, seed + k, specials) for k in range(n_in)]
     start = random_tensor(shape, dtype, seed + 7, specials) if in_place else sentinel(shape, dtype)
     b = FunctionBuilder("kernel", FunctionType.InCore, soc=A2A3)

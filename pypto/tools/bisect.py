@@ -28,7 +28,7 @@ def from_reproducer(path: Path, planner: str | None):
         prop, example, _ = read(path)
     except NotAReproducer as exc:
         raise BisectError(str(exc)) from None
-    if example.case is None:
+    if example.case is None or example.source is not None:
         raise BisectError(f"{path}: a '{prop}' reproducer holds a kernel module, not a program and its inputs: "
                           f"run it (python {path.name}) instead")
     return bisect_example(example, planner)
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
             verdict = from_reproducer(args.path, args.planner)
         else:
             raise BisectError(f"{args.path}: no such file or directory")
-    except (BisectError, PyptoError, OSError) as exc:
+    except (BisectError, PyptoError, OSError, ImportError) as exc:
         if isinstance(exc, PyptoError):
             text = exc.message.splitlines()[0] + (f" --> {exc.span}" if exc.span is not None else "")
         else:
