@@ -32,7 +32,7 @@ def op(name: str, *, _tile: bool = False, _valid=None, _kernel: bool = True, **a
     try:
         data = (VIEWS[name] if name in VIEWS and not _kernel else IMPLS[name])(**args)
     except (OutOfRange, num.ArithmeticError_) as exc:  # the interpreter's error, without a place
-        raise ExecutionError(f"{name}: {exc}") from None
+        raise ExecutionError(f"{name}: {exc}", hint=getattr(exc, "hint", None)) from None
     if not _tile:
         return data
     return TileVal(data, tuple(int(v) for v in _valid) if _valid is not None else tuple(data.shape))

@@ -9,6 +9,7 @@ import ast
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.affine import interval
+from pypto.ir.ops.registry import fmt_shape
 from pypto.ir.types import ArrayType, DataType, ScalarType, TileType, type_name
 from pypto.lang.calls import Nothing, Several
 from pypto.lang.exprs import RUNTIME
@@ -123,6 +124,13 @@ class Assignments:
                 raise self.error(TypeCheckError, node,
                                  f"the annotation places the tile in {space.name} but the value is in {inferred.space.name}",
                                  hint=f"pass target_memory=pl.Mem.{space.name} to the op that makes it, or pl.move it")
+            if declared.valid_shape is not None and declared.valid_shape != inferred.valid_shape:
+                got = "whole" if inferred.valid_shape is None else f"valid over {fmt_shape(inferred.valid_shape)}"
+                raise self.error(TypeCheckError, node,
+                                 f"the annotation says the tile is valid over {fmt_shape(declared.valid_shape)} "
+                                 f"but the value is {got}",
+                                 hint="a tile's valid shape is the op's that makes it: pass valid_shape= to that op "
+                                      "or pl.set_validshape the tile (and leave pl.TileView off)")
             valid = declared.valid_shape if declared.valid_shape is not None else inferred.valid_shape
             return TileType(shape=declared.shape, dtype=declared.dtype, space=space, memref=declared.memref,
                             valid_shape=valid)

@@ -182,7 +182,7 @@ def _begin(d: Dyn, memories: Memories, tensors):
             return None, None
         data = IMPLS[ins.op](**kwargs)
     except (OutOfRange, num.ArithmeticError_) as exc:
-        raise ExecutionError(f"{ins.op}: {exc}", span=ins.span) from None
+        raise ExecutionError(f"{ins.op}: {exc}", span=ins.span, hint=getattr(exc, "hint", None)) from None
     return None, memories.owned(data)
 
 
@@ -472,7 +472,7 @@ def _op_template(impl, value_names, read_names, gm, op, span, raw: bool):
         try:
             data = impl(**kwargs)
         except (OutOfRange, num.ArithmeticError_) as exc:
-            raise ExecutionError(f"{op}: {exc}", span=span) from None
+            raise ExecutionError(f"{op}: {exc}", span=span, hint=getattr(exc, "hint", None)) from None
         v = views[out] if out is not None else None
         if v is not None and v.dtype == data.dtype and v.shape == data.shape:
             v.copy_(memories.owned(data))

@@ -213,8 +213,8 @@ class _Interpreter(Tasks, Clusters):
                 self.prints.append(Print(kwargs["label"], stmt.span, data))
                 return None
         except OutOfRange as exc:
-            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span,
-                                 hint="keep the index within the extent (the loop's bounds say how far it goes)") from None
+            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span, hint=exc.hint or "keep the index within the "
+                                 "extent (the loop's bounds say how far it goes)") from None
         except num.ArithmeticError_ as exc:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
         except MemoryError:

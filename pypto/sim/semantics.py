@@ -33,7 +33,24 @@ class TileVal:
 
 
 class OutOfRange(Exception):
-    """A GM access outside its tensor at run time."""
+    """A run-time value outside what the op takes: a GM access outside its tensor, an index
+    outside a tile, an empty region to reduce. ``hint``: what to do, where the usual advice
+    (keep the index within the extent) does not fit."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+EMPTY_HINT = "make each valid extent at least 1 where it is computed, or skip the reduction when one is 0"
+
+
+def nonempty(valid) -> None:
+    """Refuse a reduction over a valid region with no element (the vector unit's reductions
+    take at least one on each axis, and a max of nothing has no value)."""
+    if not all(valid):
+        raise OutOfRange(f"the valid region it reduces is {list(valid)} here, with no element to reduce",
+                         hint=EMPTY_HINT)
 
 
 IMPLS: dict[str, Callable] = {}
@@ -185,6 +202,7 @@ def sel(mask: TileVal, lhs: TileVal, rhs: TileVal):
 
 
 def _reduce(kind: str, axis: int, data: torch.Tensor, valid) -> torch.Tensor:
+    nonempty(valid)
     region = data[: valid[0], : valid[1]]
     if axis == 1:
         out = torch.zeros(data.shape[0], 1, dtype=data.dtype)
@@ -209,13 +227,13 @@ def _arg(kind: str, axis: int, tile: TileVal) -> torch.Tensor:
     """The index of the first extreme element along ``axis`` of the valid region (a NaN
     counts as the maximum), as INT32; rows (columns) outside the valid region are 0."""
     data, valid = tile.data, tile.valid
+    nonempty(valid)
     region = data[: valid[0], : valid[1]]
     pick = torch.argmax if kind == "max" else torch.argmin
     shape = (data.shape[0], 1) if axis == 1 else (1, data.shape[1])
     out = torch.zeros(shape, dtype=torch.int32)
-    if region.numel():
-        found = pick(region, dim=axis, keepdim=True).to(torch.int32)
-        out[tuple(slice(0, s) for s in found.shape)] = found
+    found = pick(region, dim=axis, keepdim=True).to(torch.int32)
+    out[tuple(slice(0, s) for s in found.shape)] = found
     return out
 
 
@@ -452,28 +470,6 @@ VIEWS = {
 }
 
 
-@impl("array.create")
-def array_create(size, dtype):
-    return (None if dtype is DataType.TASK_ID else 0,) * size
-
-
-def _slot(array, index) -> int:
-    if not 0 <= index < len(array):
-        raise OutOfRange(f"index {index} is outside the array's {len(array)} elements")
-    return index
-
-
-@impl("array.get")
-def array_get(array, index):
-    return array[_slot(array, index)]
-
-
-@impl("array.set")
-def array_set(array, index, value):
-    k = _slot(array, index)
-    return array[:k] + (value,) + array[k + 1:]
-
-
 @impl("tensor.slice")
 def slice_(x, shape, offset, valid_shape=None, pad_value=None, clamp=False):
     return x[window(x.shape, offset, shape, "slice window")].clone()
@@ -500,5 +496,6 @@ def _reserve_buffer(name, size, base, slot_num):
 from pypto.sim import gathers as _gathers  # noqa: E402,F401  (registers the gather ops' meaning)
 from pypto.sim import sorts as _sorts  # noqa: E402,F401  (registers the sort ops' meaning)
 from pypto.sim import elements as _elements  # noqa: E402,F401  (registers read / write of one element)
+from pypto.sim import arrays as _arrays  # noqa: E402,F401  (registers the orchestration's arrays)
 from pypto.sim import crossings as _crossings  # noqa: E402,F401  (registers a pl.split_aiv region's crossings)
 from pypto.sim import randoms as _randoms  # noqa: E402,F401  (registers the counter-based generator)

@@ -12,7 +12,8 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS, NUMERIC
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, same_shape_dtype, static_ints, unify
+from pypto.ir.ops.registry import (Kind, OpArgs, check_valid, fail, fmt_shape, register, same_shape_dtype, static_ints,
+                                   unify)
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _mask_type, _require_dtype, _scalar_fits, _scratch, _vec_result
 from pypto.ir.types import DataType, TileType, type_name
@@ -110,9 +111,9 @@ def _infer_tri(a: OpArgs, soc: SoC) -> TileType:
     shape = _static_2d("tile.tri", a)
     valid = a["valid_shape"]
     if valid is not None:
-        sv = static_ints(valid)
-        if len(valid) != 2 or sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
+        if len(valid) != 2:
             raise fail("tile.tri", f"valid_shape within the shape {fmt_shape(shape)}", fmt_shape(valid))
+        check_valid("tile.tri", valid, shape, f"valid_shape within the shape {fmt_shape(shape)}")
     if isinstance(a["diagonal"], Const) and not isinstance(a["diagonal"].value, int):
         raise fail("tile.tri", "an integer diagonal", repr(a["diagonal"].value))
     return TileType(shape=shape, dtype=a["dtype"], space=M.Vec, valid_shape=None if valid is None else tuple(valid))

@@ -331,6 +331,19 @@ def same_shape_dtype(op: str, a, b) -> None:
                    "dtypes never promote implicitly: convert one side with pl.cast(x, target_type=...)")
 
 
+VALID_HINT = "give each valid extent from 0 (an empty region) up to the tile's extent on that axis"
+
+
+def check_valid(op: str, valid, shape, requirement: str) -> None:
+    """Each constant extent of a valid shape within [0, the shape's extent on its axis] —
+    also where another axis's is computed as the kernel runs (it is checked then). 0 is an
+    empty region, as the reference allows (a window clamped at a tensor's end, say); an op
+    that needs an element refuses it itself (the reductions)."""
+    for v, s in zip(valid, shape):
+        if isinstance(v, Const) and isinstance(v.value, int) and not 0 <= v.value <= s:
+            raise fail(op, requirement, fmt_shape(valid), VALID_HINT)
+
+
 def static_ints(exprs) -> tuple[int, ...] | None:
     """The ints of a list of Exprs when all are constants, else None."""
     out = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region
 from pypto.ir.types import TensorType, TileType
@@ -31,9 +31,9 @@ def check_row_window(op: str, dst, src, a: OpArgs, space) -> None:
     if valid is not None:
         if a["transpose"]:
             raise fail(op, "no valid_shape with transpose=True", "both")
-        sv = static_ints(valid)
-        if len(valid) != 2 or sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
+        if len(valid) != 2:
             raise fail(op, f"a valid_shape within shapes {fmt_shape(shape)}", fmt_shape(valid))
+        check_valid(op, valid, shape, f"a valid_shape within shapes {fmt_shape(shape)}")
     if a["transpose"] and space is not M.Mat:
         raise fail(op, "a Mat dst for transpose=True (only the GM->L1 path transposes)",
                    f"{'a' if space is None else 'a ' + space.name} dst")

@@ -14,6 +14,7 @@ from pypto.ir.ops.registry import (
     REQUIRED,
     Kind,
     OpArgs,
+    check_valid,
     fail,
     fmt_shape,
     register,
@@ -196,6 +197,15 @@ register("tile.sel", [P("mask", Kind.TILE, spaces=VEC), P("lhs", Kind.TILE, spac
 # --------------------------------------------------------------------------- reductions
 
 
+def _nonempty(op: str, t: TileType) -> None:
+    """A reduction needs an element on each axis of its operand's valid region (the
+    reference's rule: the vector unit's reductions assert on an empty one, and a max of
+    nothing has no value); an extent computed as the kernel runs is checked then."""
+    if t.valid_shape is not None and any(isinstance(v, Const) and v.value == 0 for v in t.valid_shape):
+        raise fail(op, "a valid region with an element on each axis to reduce", fmt_shape(t.valid_shape),
+                   "make each valid extent at least 1: a reduction over none has no value")
+
+
 def _reduction(name: str, axis: int, allowed, tmp: bool):
     op = f"tile.{name}"
 
@@ -203,6 +213,7 @@ def _reduction(name: str, axis: int, allowed, tmp: bool):
         t = a.tile("tile")
         _require_2d(op, t)
         _require_dtype(op, t, allowed, "a dtype it reduces in")
+        _nonempty(op, t)
         if tmp and a["tmp_tile"] is not None:
             s = a.tile("tmp_tile")
             if s.dtype is not t.dtype or len(s.shape) != 2:
@@ -232,6 +243,7 @@ def _arg_reduction(name: str, axis: int):
         t = a.tile("tile")
         _require_2d(op, t)
         _require_dtype(op, t, NUMERIC, "a dtype it compares in")
+        _nonempty(op, t)
         if a["tmp_tile"] is not None and (a.tile("tmp_tile").shape != t.shape or a.tile("tmp_tile").dtype != t.dtype):
             raise fail(op, f"tmp_tile of the input's shape and dtype ({type_name(t)})", type_name(a.tile("tmp_tile")))
         shape = (t.shape[0], 1) if axis == 1 else (1, t.shape[1])
@@ -384,9 +396,8 @@ def _infer_set_validshape(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
     _require_2d("tile.set_validshape", t)
     valid = (a["valid_rows"], a["valid_cols"])
+    check_valid("tile.set_validshape", valid, t.shape, f"extents within the tile shape {fmt_shape(t.shape)}")
     sv = static_ints(valid)
-    if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, t.shape)):
-        raise fail("tile.set_validshape", f"extents within the tile shape {fmt_shape(t.shape)}", fmt_shape(sv))
     return TileType(shape=t.shape, dtype=t.dtype, space=t.space,
                     valid_shape=None if sv == t.shape else valid)
 

@@ -11,7 +11,7 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT
 from pypto.ir.types import DataType, PadValue, TileType
@@ -60,9 +60,10 @@ def _infer_slice(a: OpArgs, soc: SoC) -> TileType:
     valid = a["valid_shape"]
     if valid is not None:
         valid = tuple(valid)
-        sv = static_ints(valid)
-        if len(valid) != len(shape) or sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
-            raise fail("tile.slice", f"valid_shape within the slice shape {fmt_shape(shape)}", fmt_shape(valid))
+        requirement = f"valid_shape within the slice shape {fmt_shape(shape)}"
+        if len(valid) != len(shape):
+            raise fail("tile.slice", requirement, fmt_shape(valid))
+        check_valid("tile.slice", valid, shape, requirement)
     elif a["pad_value"] not in (None, PadValue.null):
         raise fail("tile.slice", "valid_shape= with pad_value= (it fills what lies outside the valid region)",
                    "pad_value alone", "give valid_shape=, or drop pad_value")

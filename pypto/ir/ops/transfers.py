@@ -7,7 +7,7 @@ from __future__ import annotations
 from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, static_ints, with_article
+from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints, with_article
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, TensorType, TileType
 from pypto.backend import MemorySpace as M
@@ -64,9 +64,7 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
         valid = tuple(valid)
         if len(valid) != len(shape):
             raise fail("tile.load", f"valid_shape of rank {len(shape)}", f"{len(valid)} extents")
-        sv = static_ints(valid)
-        if sv is not None and any(not 0 <= v <= s for v, s in zip(sv, shape)):
-            raise fail("tile.load", f"valid_shape within the tile shape {fmt_shape(shape)}", fmt_shape(sv))
+        check_valid("tile.load", valid, shape, f"valid_shape within the tile shape {fmt_shape(shape)}")
     if a["transpose"]:
         if len(shape) < 2:
             raise fail("tile.load", "a region of at least 2 dimensions to transpose (its last two swap)",
