@@ -103,8 +103,9 @@ class Reductions:
         # 0: the operand's window is on chip already, whole; folding could only read it again
         if whole_need is not None and (whole_need == 0 or whole_need + self.live <= self.capacity):
             return full, False
+        least = None if whole_need is None else whole_need + self.live  # the fewest bytes any way takes
         if not self.fold_budget:
-            raise Unblockable(f"'{d.stmt.target}' reduces more than fits Vec at once", d.span)
+            raise Unblockable(f"'{d.stmt.target}' reduces more than fits Vec at once", d.span, need=least)
         bound = False
         for block in block_sizes(full)[1:]:
             one = need(block)
@@ -115,9 +116,10 @@ class Reductions:
                 if cost <= self.fold_budget:
                     return block, bound
                 bound = True
+            least = cost + self.live if least is None else min(least, cost + self.live)
         raise Unblockable(f"the reduction '{d.stmt.target}' does not fit Vec even one "
                           f"{'row' if axis == 0 else 'column'} of its operand at a time", d.span,
-                          hint="reduce a narrower window (slice the operand), or a smaller dtype")
+                          hint="reduce a narrower window (slice the operand), or a smaller dtype", need=least)
 
     def measure(self, emit) -> int:
         """The most bytes the tiles ``emit(emitter)`` makes hold at once (emitted into a

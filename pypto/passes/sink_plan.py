@@ -267,6 +267,26 @@ def _cost(stmts, soc: SoC) -> tuple:
     return moved / costs.gm_bytes_per_cycle + run * (costs.scalar_issue + costs.vector_startup), run
 
 
+def _whole_too_large(stmt, shape, tried, its: str) -> MemorySpaceError:
+    """A sink that reads the tensor it stores at other windows than it stores is computed
+    whole (blocks of it would read what earlier blocks stored), and that does not fit: what
+    the whole took where it was emitted, else the fewest bytes the reduction that gave up
+    found it would take, else why it cannot be computed at once."""
+    whole = [got for blocks, got in tried if tuple(blocks) == tuple(shape)]
+    peaks = [got for got in whole if isinstance(got, int)]
+    least = [got.need for got in whole if isinstance(got, Unblockable) and got.need is not None]
+    if peaks:
+        why = f"that needs {min(peaks)} B of Vec, more than {its}"
+    elif least:
+        why = f"that needs at least {min(least)} B of Vec, more than {its}"
+    else:
+        reason = next((got.message for got in whole if isinstance(got, Unblockable)), "it does not fit")
+        why = f"it cannot be at once in {its}: {reason}"
+    return MemorySpaceError(f"this sink reads the tensor it stores into at other windows than it stores, so it is "
+                            f"computed whole, and {why}", span=stmt.span,
+                            hint="store into another tensor, or compute smaller windows yourself (slices)")
+
+
 def _row_axis(shape) -> int:
     """The axis blocked first: the outermost (but the last) longer than one."""
     return next((k for k in range(len(shape) - 1) if shape[k] > 1), 0)
@@ -303,11 +323,7 @@ def _too_large(stmt, shape, tried, capacity, in_place_only, reserved=0):
     blocked = [err for _, err in tried if isinstance(err, Unblockable)]
     sized = [(b, need) for b, need in tried if isinstance(need, int)]
     if in_place_only:
-        need = sized[0][1] if sized else 0
-        return MemorySpaceError(
-            f"this sink reads the tensor it stores into at other windows than it stores, so it is computed whole, "
-            f"and that needs {need} B of Vec, more than {its}", span=stmt.span,
-            hint="store into another tensor, or compute smaller windows yourself (slices)")
+        return _whole_too_large(stmt, shape, tried, its)
     if blocked and not sized:
         err = blocked[-1]
         return UnsupportedSyntaxError(err.message, span=err.span or stmt.span, hint=err.hint)

@@ -369,11 +369,13 @@ def _crossing(first, second) -> UnsupportedSyntaxError:
 
 class Unblockable(Exception):
     """This window of a value cannot be computed on its own (an internal signal: the
-    block planner tries another block, or reports the message)."""
+    block planner tries another block, or reports the message). ``need``: where it is
+    for want of Vec, the fewest bytes of it computing the window would take (as far as
+    known when it gave up: at least that many)."""
 
-    def __init__(self, message: str, span=None, hint: str | None = None):
+    def __init__(self, message: str, span=None, hint: str | None = None, need: int | None = None):
         super().__init__(message)
-        self.message, self.span, self.hint = message, span, hint
+        self.message, self.span, self.hint, self.need = message, span, hint, need
 
 
 def carried_regions(g: TensorGraph, stmt: n.For, index: int, region: Region, env: dict) -> dict[int, Region]:

@@ -247,3 +247,44 @@ def test_the_folded_column_sum_is_the_same_on_the_interpreter_and_the_simulator(
     col_sum_exp(a, ref, config=RunConfig(platform="ref"))
     col_sum_exp(a, sim, config=RunConfig(memory_planner="PTOAS"))
     assert torch.equal(ref, sim)
+
+
+@pl.jit
+def col_max_into_itself(out: pl.InOut[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.assemble(out, pl.col_max(out), [0, 0])
+    return out
+
+
+@pl.jit
+def shifted_exp_into_itself(out: pl.InOut[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.assemble(out, pl.exp(pl.slice(out, [32, 2048], [16, 0])), [0, 0])
+    return out
+
+
+VEC = A2A3.spec(pl.Mem.Vec).capacity  # 188416 B
+
+
+@pytest.mark.parametrize("platform", ("ref", "a2a3sim"))
+@pytest.mark.parametrize("kernel, shape, need, line", [
+    # its col_max takes out whole at once (4 x 32768 FP32), or folded a row at a time, a row
+    # and the partial maxima beside it: 131072 + 3 x 131072 B — neither fits
+    (col_max_into_itself, (4, 32768), "at least 524288", "pl.col_max(out)"),
+    # the window loaded and its exp: two [32, 2048] FP32 tiles
+    (shifted_exp_into_itself, (64, 2048), "524288", "pl.exp(pl.slice(out"),
+])
+def test_a_sink_reading_the_tensor_it_stores_states_what_computing_it_whole_needs(platform, kernel, shape, need, line):
+    """Blocks of it would read what earlier blocks stored, so it is computed whole: the
+    message gives what that takes (it gave a blocked plan's bytes, below the capacity)."""
+    from pypto.errors import MemorySpaceError
+
+    with pytest.raises(MemorySpaceError) as info:
+        kernel(torch.randn(*shape), config=RunConfig(platform=platform))
+    err = info.value
+    assert err.message == ("this sink reads the tensor it stores into at other windows than it stores, so it is "
+                           f"computed whole, and that needs {need} B of Vec, more than its {VEC} B")
+    assert int(need.split()[-1]) > VEC
+    assert err.span.line == next(k for k, text in enumerate(open(__file__).read().splitlines(), 1)
+                                 if "pl.assemble(out, " + line in text)
+    assert "store into another tensor" in err.hint
