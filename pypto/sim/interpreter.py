@@ -124,7 +124,7 @@ class _Interpreter(Tasks, Clusters):
             self.check_returned(self.frames[-1], s, env)
             raise _Return(tuple(self.expr(v, env, s) for v in s.values))
         elif isinstance(s, n.Scope):
-            self.block(s.body, env)
+            self.scope(s, env)
         elif isinstance(s, n.RuntimeScope):
             self.scoped(lambda: self.block(s.body, env), s.span, manual=s.manual)
         elif isinstance(s, n.Cluster):

@@ -1,7 +1,8 @@
 """How the interpreter runs a kernel call and a submitted task (a mixin of its
 ``_Interpreter``): handed to the orchestrator when one schedules the run, else run in
 place — an SPMD task's blocks one after another, a task whose predicate fails retired
-without running, a dummy task given the next id."""
+without running, a dummy task given the next id; and a scope not outlined yet, as the
+call it becomes."""
 
 from __future__ import annotations
 
@@ -74,26 +75,57 @@ class Tasks:
                     hint="Move the dependency or launch control to the dispatch surrounding the cluster, or "
                          "omit it from the inner Submit.")
         deps = tuple(self.expr(d, env, stmt) for d in v.deps)
-        if v.blocks is not None:
-            blocks = self.expr(v.blocks, env, stmt)
-            if blocks < 1:
-                raise ExecutionError(f"an SPMD task of {blocks} blocks: core_num is at least 1", span=stmt.span,
-                                     hint="size pl.spmd(n) / core_num=n by a positive count")
-            v = attrs.evolve(v, blocks=blocks)
-        if v.predicate is not None:  # the element it compares, located now; read at dispatch
-            p = v.predicate
-            tensor, indices = self.expr(p.tensor, env, stmt), tuple(self.expr(i, env, stmt) for i in p.indices)
-            if not all(0 <= i < d for i, d in zip(indices, tensor.shape)):
-                raise ExecutionError(f"the predicate reads [{', '.join(map(str, indices))}] of a "
-                                     f"{list(tensor.shape)} tensor", span=stmt.span,
-                                     hint="index an element of the tensor the predicate compares")
-            v = attrs.evolve(v, predicate=Dispatch(tensor, indices, p.op, p.value))
+        blocks, predicate = self.launch(v.blocks, v.predicate, env, stmt)
+        v = attrs.evolve(v, blocks=blocks, predicate=predicate)
         if v.call is None:  # pl.system.task_dummy
             if self.orchestrator is not None:
                 return self.orchestrator.dummy(deps, Site(stmt, self.depth, self.manual > 0, None, tuple(self.path)))
             self.tasks += 1
             return self.tasks - 1
         return self.func_call(v.call, env, stmt, attrs.evolve(v, deps=deps))[1]
+
+    def launch(self, blocks, predicate, env: dict, stmt) -> tuple:
+        """A task's block count (None: not SPMD) and its predicate's element, located now
+        (a ``Dispatch``, read when the task reaches dispatch), where it is submitted."""
+        if blocks is not None:
+            blocks = self.expr(blocks, env, stmt)
+            if blocks < 1:
+                raise ExecutionError(f"an SPMD task of {blocks} blocks: core_num is at least 1", span=stmt.span,
+                                     hint="size pl.spmd(n) / core_num=n by a positive count")
+        if predicate is not None:
+            p = predicate
+            tensor, indices = self.expr(p.tensor, env, stmt), tuple(self.expr(i, env, stmt) for i in p.indices)
+            if not all(0 <= i < d for i, d in zip(indices, tensor.shape)):
+                raise ExecutionError(f"the predicate reads [{', '.join(map(str, indices))}] of a "
+                                     f"{list(tensor.shape)} tensor", span=stmt.span,
+                                     hint="index an element of the tensor the predicate compares")
+            predicate = Dispatch(tensor, indices, p.op, p.value)
+        return blocks, predicate
+
+    def scope(self, s: n.Scope, env: dict) -> None:
+        """A ``pl.at`` / ``pl.spmd`` scope not outlined yet (the front end's form) does what
+        the kernel call OutlineIncoreScopes makes of it does — a pass keeps the interpreter's
+        bits (DESIGN §5): one task, numbered (its id bound where the scope names one),
+        retired where its predicate fails, its body run as a kernel's, once per block with
+        that block's registers."""
+        blocks, predicate = self.launch(s.blocks, s.predicate, env, s)
+        self.tasks += 1
+        if s.task_id is not None:
+            env[s.task_id] = self.tasks - 1
+        if predicate is not None and not predicate.holds():
+            return  # retired at dispatch: it runs nothing
+        self.kernel.append(True)
+        try:
+            for block in range(blocks or 1):
+                if blocks is not None:
+                    self.block_registers.append((block, blocks))
+                try:
+                    self.block(s.body, env)
+                finally:
+                    if blocks is not None:
+                        self.block_registers.pop()
+        finally:
+            self.kernel.pop()
 
     def func_call(self, v: n.FuncCall, env: dict, stmt, submit) -> tuple:
         """(what the callee returns, the task's id when it is a kernel)."""
