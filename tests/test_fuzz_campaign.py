@@ -34,7 +34,8 @@ def fuzz(*args, cwd) -> subprocess.CompletedProcess:
 def test_a_small_campaign_over_every_property_holds(tmp_path):
     result = run(Plan(examples=4 * len(PROPERTIES), seed=3, out=tmp_path / "out"))
     assert result.failures == {}, list(result.failures)
-    assert set(result.ran) == set(PROPERTIES) and all(n >= 4 for n in result.ran.values()), result.ran
+    assert set(result.examples) == set(PROPERTIES) and all(n == 4 for n in result.examples.values()), result.examples
+    assert all(result.runs[p] >= 4 for p in PROPERTIES), result.runs
     assert not (tmp_path / "out").exists()  # nothing failed: no reproducers
 
 
@@ -137,6 +138,7 @@ def _replay(database: str, tmp_path) -> None:
     second = fuzz(*base, "--replay-only", "--seed", "99", "--database", database, "--out", "b", cwd=tmp_path)
     assert second.returncode == 1 and found in second.stdout, second.stdout + second.stderr
     assert list((tmp_path / "b").glob("oracle-*.py"))
+    (tmp_path / "empty").mkdir()
     empty = fuzz(*base, "--replay-only", "--seed", "99", "--database", str(tmp_path / "empty"), "--out", "c",
                  cwd=tmp_path)
     assert empty.returncode == 0, empty.stdout + empty.stderr

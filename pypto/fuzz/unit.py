@@ -185,7 +185,8 @@ def run_unit(unit: Unit, knobs: Knobs, db_spec: str | None, replay_only: bool) -
     except Exception as exc:
         if not found:  # a failure hypothesis could not replay (flaky) or an error of its own
             found["?"] = Found(unit.prop, signature(unit.prop, exc), f"{type(exc).__name__}: {exc}", Example(), 0)
-    drawn = sum(len(s.get("generate-phase", {}).get("test-cases", ())) for s in stats)
+    drawn = sum(tc.get("status") in ("valid", "interesting")  # (not draws the strategy rejected)
+                for s in stats for tc in s.get("generate-phase", {}).get("test-cases", ()))
     # bisected here, where the failure happened (a planted bug lives in this process only)
     return UnitResult(unit.prop, drawn, runs, tuple(attrs.evolve(f, bisect=_bisect(f.example))
                                                      for f in found.values()))
