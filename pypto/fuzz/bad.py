@@ -17,10 +17,9 @@ import tempfile
 import tokenize
 from pathlib import Path
 
-from pypto.fuzz.drawing import st
-
 from pypto.fuzz import strategies, tasks
 from pypto.fuzz.checks import Failure
+from pypto.fuzz.drawing import st
 from pypto.fuzz.example import Example, Knobs, Property
 
 NUMBERS = ("0", "1", "2", "3", "-1", "5", "17", "64", "4096")

@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 
 import torch
-from pypto.fuzz.drawing import st
 
 from pypto.fuzz import tasks
 from pypto.fuzz.checks import Failure
 from pypto.fuzz.data import bits_equal
+from pypto.fuzz.drawing import st
 from pypto.fuzz.example import Example, Knobs, Property
 
 

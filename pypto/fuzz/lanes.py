@@ -13,8 +13,9 @@ bits.
 from __future__ import annotations
 
 import attrs
-from pypto.fuzz.drawing import st
 import torch
+
+from pypto.fuzz.drawing import st
 
 K = 32
 UNARY = ("exp", "neg", "abs")

@@ -3,13 +3,11 @@ ops the sync inserter orders, and nested loops — each a ``Case`` with its torc
 
 from __future__ import annotations
 
+from pypto.fuzz.data import FLOATS, INTS, random_tensor
 from pypto.fuzz.drawing import st
-
+from pypto.fuzz.recipes import Body, Load, Loop, Op, Recipe, Row, Store, case
 from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind
-from pypto.fuzz.data import FLOATS, INTS, random_tensor
-from pypto.fuzz.recipes import Body, Load, Loop, Op, Recipe, Row, Store, case
-
 
 # ----------------------------------------------------------------------------- carried values
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pypto.fuzz.drawing import st
-
 from pypto.backend import A2A3
 from pypto.fuzz import bad, graphs, lanes, loops, strategies, windows
+from pypto.fuzz.drawing import st
 from pypto.fuzz.checks import Failure, against_oracle, placement_problems, same_bits, unneeded_syncs
 from pypto.fuzz.data import Case
 from pypto.fuzz.example import Example, Knobs, Property

@@ -21,10 +21,9 @@ product's order).
 
 from __future__ import annotations
 
-
 import torch
-from pypto.fuzz.drawing import st
 
+from pypto.fuzz.drawing import st
 from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D

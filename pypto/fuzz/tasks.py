@@ -22,8 +22,9 @@ some in ``pl.parallel`` loops, some SPMD: any order of the adds gives the same s
 
 from __future__ import annotations
 
-from pypto.fuzz.drawing import st
 import torch
+
+from pypto.fuzz.drawing import st
 
 R, C, BANDS = 16, 128, 4
 INPUTS = ("x0", "x1")

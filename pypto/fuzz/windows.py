@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 
 import torch
-from pypto.fuzz.drawing import st
 
+from pypto.backend import A2A3
+from pypto.fuzz.drawing import st
 from pypto.fuzz.strategies import BINARY, REDUCE, UNARY, Case, random_tensor, sentinel
 from pypto.ir import nodes as n
-from pypto.backend import A2A3
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D
 from pypto.ir.types import FunctionType, ParamDirection, TensorType
