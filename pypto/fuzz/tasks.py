@@ -161,8 +161,8 @@ def unordered(steps) -> set:
     earlier writer of its tensor; an Input or InOut argument waits for the registered
     producers of the bands it is given (one for a view, all for a whole tensor), and an
     InOut or OutputExisting one registers the task as theirs; the argument a scope opts out
-    of (``no_dep_args``: its first of that tensor) does neither; ``deps`` add their scopes'
-    tasks. The pairs of tasks (their numbers in submission order; one number twice for two
+    of (``no_dep_args``: the name it captures that tensor by first — the whole tensor, every
+    use of it, or one view) does neither; ``deps`` add their scopes' tasks. The pairs of tasks (their numbers in submission order; one number twice for two
     blocks of an SPMD task) that touch one band, one writing, and that nothing orders:
     race-free when there are none."""
     runs, producer, written, handles = [], {}, set(), {}
@@ -171,7 +171,9 @@ def unordered(steps) -> set:
         read_names = {x for x, _, _ in srcs}
         direction = "InOut" if dst in read_names or kind == "range" or dst in written else "OutputExisting"
         args = [*srcs, (dst, band, dview)]
-        opted = next((j for j, (x, _, _) in enumerate(args) if no_dep and x == no_dep[0]), None)
+        # the captured name opted out: a whole tensor's (every whole use of it) or one view's
+        name = _opted(no_dep[0], srcs, (dst, band, dview)) if no_dep else None
+        opted = {j for j, (x, b, view) in enumerate(args) if _arg(x, b, view, j)[0] == name}
         for group in ([range(trips)] if form == "spmd" else [[i] for i in range(trips)]):
             i0 = next(iter(group))
 
@@ -180,10 +182,10 @@ def unordered(steps) -> set:
 
             preds = set()
             for j, (x, b, view) in enumerate(srcs):
-                if j != opted:
+                if j not in opted:
                     for bb in bands(b, view):
                         preds |= producer.get((x, bb), set())
-            if direction == "InOut" and opted != len(srcs):
+            if direction == "InOut" and len(srcs) not in opted:
                 for bb in bands(band, dview):
                     preds |= producer.get((dst, bb), set())
             for d in deps:
@@ -196,7 +198,7 @@ def unordered(steps) -> set:
                 at.add(len(runs))
                 runs.append({"before": before, "task": number, "reads": {(x, _band(b, i)) for x, b, _ in srcs},
                              "writes": {(dst, _band(band, i))}})
-            if opted != len(srcs):
+            if len(srcs) not in opted:
                 for bb in bands(band, dview):
                     producer[(dst, bb)] = at
             handles[k] = at

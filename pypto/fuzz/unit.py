@@ -63,7 +63,7 @@ def signature(prop: str, exc: BaseException) -> str:
     line = first[0] if first else ""
     line = re.sub(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\:'\"]+)+", "<path>", line)
     line = re.sub(r"'[^']*'", "'_'", line)
-    line = re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", line)
+    line = re.sub(r"(?<![A-Za-z_])-?\d+(\.\d+)?(e-?\d+)?", "N", line)  # (a2a3sim stays a name)
     where = _escaped_from(exc)
     return f"{prop}: {type(exc).__name__}: {line}"[:300] + (f" @ {where}" if where else "")
 
