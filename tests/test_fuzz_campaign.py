@@ -199,6 +199,7 @@ def test_the_command_lists_its_properties_and_refuses_bad_options_in_one_line(tm
                           (["--database", "redis://127.0.0.1:1/abc"], "the database after the port is a number"),
                           (["--database", "ftp://x/y"], "a directory, or redis://HOST:PORT"),
                           (["--database", str(Path(__file__))], "not a directory"),
+                          (["--database", str(Path(__file__) / "sub")], "cannot make it"),
                           (["--replay-only", "--database", "none"], "--replay-only replays a database's examples"),
                           (["--replay-only", "--database", "nowhere"], "--replay-only replays a database's examples"),
                           (["--time", "0"], "--time must be more than 0"),
@@ -241,6 +242,43 @@ def test_an_interrupted_campaign_keeps_what_it_found(tmp_path):
                       out=tmp_path / "out"), progress=stop)
     assert result.interrupted and result.failures and list((tmp_path / "out").glob("oracle-*.py"))
     assert result.examples["oracle"] < 200
+
+
+def test_a_campaign_stopped_early_keeps_what_it_found(tmp_path, monkeypatch):
+    """A unit that cannot run (the database went away, a worker died) stops the campaign;
+    what the units before it found is still written."""
+    from pypto.fuzz import campaign
+    from pypto.fuzz.unit import CampaignError, run_unit
+
+    calls = []
+
+    def flaky(*args):
+        calls.append(args)
+        if len(calls) > 1:
+            raise CampaignError("--database redis://db:6379: cannot reach it")
+        return run_unit(*args)
+
+    monkeypatch.setattr(campaign, "run_unit", flaky)
+    m = MUTANTS["swapped-select"]
+    result = run(Plan(properties=("oracle", "passes"), knobs=m.knobs, examples=400, seed=1, mutant=m.name,
+                      out=tmp_path / "out"))
+    assert result.stopped == "--database redis://db:6379: cannot reach it" and len(calls) == 2
+    assert result.failures and list((tmp_path / "out").glob("oracle-*.py"))
+
+
+def test_a_reproducer_whose_fields_do_not_fit_together_is_refused(tmp_path, capsys):
+    from pypto.fuzz.reproducer import main
+
+    case = find(elementwise_programs(), lambda c: True)
+    good = reproducer.write(tmp_path / "r.py", "oracle", Example(case=case), "sig").read_text()
+    for name, change in [("entry", ("ENTRY = 'kernel'", "ENTRY = 'nope'")),
+                         ("detail", ("PROPERTY = 'oracle'", "PROPERTY = 'tasks'")),
+                         ("planner", ("PLANNER = 'PYPTO'", "PLANNER = 'ASAP'"))]:
+        bad = tmp_path / f"{name}.py"
+        bad.write_text(good.replace(*change))
+        assert main(bad) == 2, name
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, (name, err)
 
 
 def test_a_time_budget_ends_the_campaign(tmp_path):

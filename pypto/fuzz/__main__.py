@@ -5,14 +5,15 @@
     python -m pypto.fuzz --list
 
 Exit 0 when every property held, 1 when one failed (its reproducers written), 2 when the
-campaign could not start or its reproducers could not be written, 130 when interrupted
-(what the finished units found is written and summed up first).
+campaign could not start, stopped early (a worker died, the database went away) or could not
+write its reproducers, 130 when interrupted — what the finished units found is written and
+summed up first in every case.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import os
 import re
 import secrets
 import shutil
@@ -91,15 +92,16 @@ def main(argv=None) -> int:
                     database=None if args.database.lower() == "none" else args.database, out=args.out,
                     replay_only=args.replay_only, mutant=args.mutant)
         line = Progress(sys.stderr, enabled=not args.quiet)
-        with _quiet_logs():
-            result = run(plan, progress=line.update)
+        result = run(plan, progress=line.update)
         line.done()
     except CampaignError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(summary(plan, result))
-    if result.unwritten:
-        print(f"error: {result.unwritten}", file=sys.stderr)
+    for reason in (result.stopped, result.unwritten):
+        if reason:
+            print(f"error: {reason}", file=sys.stderr)
+    if result.stopped or result.unwritten:
         return 2
     return 130 if result.interrupted else 1 if result.failures else 0
 
@@ -145,19 +147,6 @@ def _knobs(args, knobs, families: dict, properties: dict):
     return knobs, chosen
 
 
-@contextlib.contextmanager
-def _quiet_logs():
-    """A campaign compiles thousands of kernels: their perf-hint lines are not its output."""
-    from pypto.log import LogLevel, get_log_level, set_log_level
-
-    level = get_log_level()
-    set_log_level(max(level, LogLevel.WARN))
-    try:
-        yield
-    finally:
-        set_log_level(level)
-
-
 class Progress:
     """One line on stderr: rewritten in place on a terminal (cut to its width), else every 10 s."""
 
@@ -176,7 +165,10 @@ class Progress:
                      f"{len(result.failures)} failing · {counts}")
         now = time.monotonic()
         if self.tty:
-            width = shutil.get_terminal_size().columns - 1
+            try:
+                width = os.get_terminal_size(self.stream.fileno()).columns - 1  # (stderr's, not stdout's)
+            except (OSError, ValueError, AttributeError):
+                width = shutil.get_terminal_size().columns - 1
             self.stream.write("\r\x1b[K" + self.text[:width])
             self.stream.flush()
         elif now - self.last >= 10:
@@ -193,9 +185,11 @@ class Progress:
 def summary(plan, result) -> str:
     m, s = divmod(int(result.seconds), 60)
     runs = sum(result.runs.values())
-    lines = [f"pypto.fuzz: {result.total:,} examples in {m}:{s:02d} ({result.rate():.1f} examples/s; "
+    asked = f" of {plan.examples:,}" if plan.examples is not None and result.total != plan.examples else ""
+    lines = [f"pypto.fuzz: {result.total:,}{asked} examples in {m}:{s:02d} ({result.rate():.1f} examples/s; "
              f"{runs:,} checks with replays and shrinking), {plan.jobs} job{'s' if plan.jobs != 1 else ''}, "
-             f"--seed {plan.seed}" + (" — interrupted" if result.interrupted else "")]
+             f"--seed {plan.seed}" + (" — interrupted" if result.interrupted else "")
+             + (" — stopped early" if result.stopped else "")]
     failing = {}
     for sig, f in result.failures.items():
         failing.setdefault(f.prop, []).append(sig)

@@ -11,9 +11,12 @@ first unit replays the failures any campaign saved under it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 import tempfile
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -57,6 +60,7 @@ class Result:
     reproducers: dict = attrs.Factory(dict)  # signature -> Path
     seconds: float = 0.0
     interrupted: bool = False
+    stopped: str = ""  # why the campaign stopped early (a worker died, the database went away), if it did
     unwritten: str = ""  # why a reproducer could not be written, if one could not
 
     @property
@@ -105,13 +109,19 @@ def check(plan: Plan) -> None:
                              and not Path(plan.database).is_dir()):
         raise CampaignError("--replay-only replays a database's examples: give --database an existing directory "
                             "or redis://HOST:PORT")
+    if plan.database is not None and "://" not in plan.database and not Path(plan.database).exists():
+        try:
+            Path(plan.database).mkdir(parents=True)
+        except OSError as exc:
+            raise CampaignError(f"--database {plan.database}: cannot make it ({exc.strerror or exc})") from None
     database(plan.database)  # an unreachable or unusable database says so before anything runs
     out = plan.out
     while not out.exists() and out.parent != out:
         out = out.parent
-    if not out.is_dir() or not os.access(out, os.W_OK | os.X_OK):
-        raise CampaignError(f"--out {plan.out}: cannot write reproducers there ({out} is not a directory this "
-                            "process may write)")
+    try:  # (what may be written there is known by writing, not by asking: root is let past os.access)
+        os.rmdir(tempfile.mkdtemp(dir=out))
+    except OSError as exc:
+        raise CampaignError(f"--out {plan.out}: cannot write reproducers there ({exc.strerror or exc})") from None
 
 
 def run(plan: Plan, progress: Callable[[Result], None] | None = None) -> Result:
@@ -136,21 +146,27 @@ def run(plan: Plan, progress: Callable[[Result], None] | None = None) -> Result:
             progress(result)
 
     def more():
-        if deadline is not None and time.monotonic() >= deadline:
+        if result.interrupted or result.stopped or deadline is not None and time.monotonic() >= deadline:
             return None
         return next(todo, None)
 
-    # kernels compiled without an output_dir (task graphs, split scopes) build out of the user's way
-    with tempfile.TemporaryDirectory(prefix="pypto-fuzz-") as builds, _env("PYPTO_PROG_BUILD_DIR", builds):
+    from pypto.fuzz.checks import quietly
+
+    with quietly(), _interrupts(result):
         try:
             if plan.jobs <= 1:
                 from pypto.fuzz.mutants import planted
 
                 with planted(plan.mutant):
                     while (unit := more()) is not None:
-                        take(run_unit(unit, plan.knobs, plan.database, plan.replay_only))
+                        try:
+                            outcome = run_unit(unit, plan.knobs, plan.database, plan.replay_only)
+                        except CampaignError as exc:  # (the database went away, say)
+                            result.stopped = str(exc)
+                            break
+                        take(outcome)
             else:
-                _in_workers(plan, more, take)
+                _in_workers(plan, more, take, result)
         except KeyboardInterrupt:
             result.interrupted = True
     result.seconds = time.monotonic() - began
@@ -158,12 +174,40 @@ def run(plan: Plan, progress: Callable[[Result], None] | None = None) -> Result:
     return result
 
 
-def _in_workers(plan: Plan, more, take) -> None:
+@contextlib.contextmanager
+def _interrupts(result: Result):
+    """Ctrl-C marks the campaign interrupted before it raises: an interrupt something swallows
+    (hypothesis's collector callback can) still ends it after the unit running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        result.interrupted = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _in_workers(plan: Plan, more, take, result: Result) -> None:
     import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(plan.jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker,
                                initargs=(plan.mutant,))
     running = set()
+
+    def collect(done) -> None:
+        for future in done:
+            try:
+                take(future.result())
+            except (BrokenProcessPool, CampaignError, OSError) as exc:  # a worker killed, the database gone
+                result.stopped = result.stopped or f"{type(exc).__name__}: {exc}"
+
     try:
         while True:
             while len(running) < plan.jobs and (unit := more()) is not None:
@@ -171,30 +215,12 @@ def _in_workers(plan: Plan, more, take) -> None:
             if not running:
                 break
             finished, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                take(future.result())
+            collect(finished)
     except KeyboardInterrupt:  # the units running finish (the workers ignore Ctrl-C) and count
-        for future in wait(running).done:
-            if future.exception() is None:
-                take(future.result())
-        raise
+        result.interrupted = True
+        collect(wait(running).done)
     finally:
         pool.shutdown(cancel_futures=True)
-
-
-class _env:
-    """An environment variable set while the block runs, unless the user set it."""
-
-    def __init__(self, name: str, value: str):
-        self.name, self.value, self.set = name, value, name not in os.environ
-
-    def __enter__(self):
-        if self.set:
-            os.environ[self.name] = self.value
-
-    def __exit__(self, *exc):
-        if self.set:
-            os.environ.pop(self.name, None)
 
 
 def _worker(mutant: str | None) -> None:

@@ -6,6 +6,10 @@ runner share them."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
+
 import attrs
 import torch
 
@@ -140,3 +144,41 @@ def unneeded_syncs(kernel, args, soc: SoC) -> list[int]:
             continue
         spare.append(edge)
     return spare
+
+
+# ----------------------------------------------------------------------------- diagnosing
+
+
+def bisect_example(ex, planner: str | None = None):
+    """Which step of the compiler breaks the example's program (``pypto.debug.bisect``):
+    its oracle first, then each pass, then a2a3sim."""
+    from pypto.debug.bisect import bisect_program
+
+    def oracle(tensors: dict) -> str | None:  # the inputs, then the Out tensors, by name
+        try:
+            against_oracle(ex.case, tuple(tensors.values())[len(ex.case.inputs):])
+        except Failure as f:
+            return str(f).splitlines()[0]
+        return None
+
+    return bisect_program(ex.case.program, ex.case.entry, ex.case.args(), planner or ex.planner, oracle)
+
+
+@contextlib.contextmanager
+def quietly():
+    """While checks run by the thousand: perf-hint lines kept out of the output (WARN), and
+    builds of kernels compiled without an output_dir in a temporary directory, not the
+    user's (unless $PYPTO_PROG_BUILD_DIR says where)."""
+    from pypto.log import LogLevel, get_log_level, set_log_level
+
+    level, mine = get_log_level(), "PYPTO_PROG_BUILD_DIR" not in os.environ
+    with tempfile.TemporaryDirectory(prefix="pypto-fuzz-") as builds:
+        if mine:
+            os.environ["PYPTO_PROG_BUILD_DIR"] = builds
+        set_log_level(max(level, LogLevel.WARN))
+        try:
+            yield
+        finally:
+            set_log_level(level)
+            if mine:
+                os.environ.pop("PYPTO_PROG_BUILD_DIR", None)

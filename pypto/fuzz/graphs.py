@@ -47,14 +47,21 @@ def _run(kernel, inputs: dict, platform: str) -> dict:
     return dict(zip(tasks.OUTPUTS, outs))
 
 
+def source_of(detail) -> str:
+    """The orchestration an example's steps (``Example.detail``) make."""
+    kind, steps, *opt_out = detail
+    if kind == "atomic":
+        return tasks.atomic_source(steps)
+    return tasks.source(steps, opt_out=tuple(opt_out) if kind == "opt_out" else None)
+
+
 def check_tasks(ex: Example) -> None:
     """The source checked is rebuilt from the steps (``Example.source`` shows it)."""
     kind, steps, *opt_out = ex.detail
+    source = source_of(ex.detail)
     with tempfile.TemporaryDirectory() as d:
         if kind == "atomic":
-            source = tasks.atomic_source(steps)
             return _check_atomic(kernel_from(source, "adds", Path(d)), steps, source)
-        source = tasks.source(steps, opt_out=tuple(opt_out) if kind == "opt_out" else None)
         kernel = kernel_from(source, "graph", Path(d))
         if kind == "opt_out":
             return _check_opt_out(kernel, *opt_out, source)

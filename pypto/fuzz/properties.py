@@ -15,7 +15,8 @@ from typing import Callable
 from pypto.backend import A2A3
 from pypto.fuzz import bad, graphs, lanes, loops, strategies, windows
 from pypto.fuzz.drawing import st
-from pypto.fuzz.checks import Failure, against_oracle, placement_problems, same_bits, unneeded_syncs
+from pypto.fuzz.checks import (Failure, against_oracle, bisect_example, placement_problems, same_bits,  # noqa: F401
+                               unneeded_syncs)
 from pypto.fuzz.data import Case
 from pypto.fuzz.example import Example, Knobs, Property
 
@@ -77,21 +78,6 @@ def simulate(case: Case, planner: str = "PYPTO", **config):
     args = case.args()
     report = compiled.run(*args)
     return args[len(case.inputs):], report
-
-
-def bisect_example(ex: Example, planner: str | None = None):
-    """Which step of the compiler breaks the example's program (``pypto.debug.bisect``):
-    its oracle first, then each pass, then a2a3sim."""
-    from pypto.debug.bisect import bisect_program
-
-    def oracle(tensors: dict) -> str | None:  # the inputs, then the Out tensors, by name
-        try:
-            against_oracle(ex.case, tuple(tensors.values())[len(ex.case.inputs):])
-        except Failure as f:
-            return str(f).splitlines()[0]
-        return None
-
-    return bisect_program(ex.case.program, ex.case.entry, ex.case.args(), planner or ex.planner, oracle)
 
 
 # ----------------------------------------------------------------------------- the checks

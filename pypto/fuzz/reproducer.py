@@ -138,29 +138,62 @@ def read(path: Path) -> tuple:
             raise NotAReproducer(f"{path}: its tensors do not read back ({exc})") from None
     source = values["SOURCE"].removeprefix("\n") if values["SOURCE"] is not None else None
     example = Example(case=case, planner=values["PLANNER"], source=source, detail=values["DETAIL"])
+    problem = _incoherent(values["PROPERTY"], example)
+    if problem:
+        raise NotAReproducer(f"{path}: {problem}")
     return values["PROPERTY"], example, values.get("SIGNATURE", "")
 
 
+# what a property's reproducer carries besides PROPERTY: a program with its tensors, or DETAIL
+# (its first item saying the kind) with or without SOURCE
+_CARRIES = {"tasks": ("detail", ("graph", "atomic", "opt_out")), "mixed": ("detail", ("UP_DOWN", "LEFT_RIGHT")),
+            "errors": ("source", ("program", "jit"))}
+
+
+def _incoherent(prop: str, example) -> str:
+    """Why the fields do not make one reproducer of ``prop``, or ''."""
+    what, kinds = _CARRIES.get(prop, ("case", ()))
+    detail = example.detail
+    if what == "case" or what == "source" and detail and detail[0] == "program":
+        if example.case is None:
+            return f"a '{prop}' reproducer holds a PROGRAM and its tensors, and this one has none"
+        if not any(f.name == example.case.entry for f in example.case.program.functions):
+            return f"ENTRY {example.case.entry!r} is not a function of its PROGRAM"
+        if len(example.case.outputs) != len(example.case.expected):
+            return "OUTPUTS and EXPECTED differ in number"
+    if what != "case" and not (isinstance(detail, tuple) and detail and detail[0] in kinds):
+        return f"DETAIL is not what a '{prop}' reproducer holds (a tuple led by one of {', '.join(kinds)})"
+    if what == "source" and not isinstance(example.source, str):
+        return f"a '{prop}' reproducer holds the SOURCE of the kernel it checks, and this one has none"
+    return ""
+
+
 def main(path) -> int:
-    """Check the reproducer's property again: 1 (and what fails) while it fails, else 0."""
+    """Check the reproducer's property again: 1 (and what fails) while it fails, 0 once it
+    holds, 2 (one line on stderr) when the file is no reproducer or cannot be checked here."""
+    import sys
+
     from pypto.errors import PyptoError
+    from pypto.fuzz.checks import quietly
 
     try:
         from pypto.fuzz.properties import PROPERTIES
-    except ImportError as exc:  # checking it again draws nothing, but the properties live with the strategies
-        print(f"error: {exc}")
-        return 2
-    try:
         name, example, signature = read(Path(path))
-    except (NotAReproducer, PyptoError) as exc:
-        print(f"error: {exc}")
+    except (ImportError, NotAReproducer, PyptoError) as exc:  # (the properties live with the strategies)
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     prop = PROPERTIES.get(name)
     if prop is None:
-        print(f"error: {path}: no property {name!r} (there are {', '.join(PROPERTIES)})")
+        print(f"error: {path}: no property {name!r} (there are {', '.join(PROPERTIES)})", file=sys.stderr)
         return 2
+    if name == "tasks":
+        from pypto.fuzz.graphs import source_of
+
+        if example.source is not None and example.source != source_of(example.detail):
+            print("note: SOURCE is not the source of DETAIL's steps; the steps are what is checked", file=sys.stderr)
     try:
-        prop.check(example)
+        with quietly():
+            prop.check(example)
     except Exception as exc:  # whatever the property raises is the failure it reproduces
         print(f"property {name!r} still fails: {type(exc).__name__}: {exc}")
         return 1

@@ -51,6 +51,7 @@ class UnitResult:
 
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # pypto/
+_KEPT = re.compile(r"\b(a2a3sim|a2a3|b?float(?:16|32|64)|u?int(?:8|16|32|64))\b")
 
 
 def signature(prop: str, exc: BaseException) -> str:
@@ -61,9 +62,15 @@ def signature(prop: str, exc: BaseException) -> str:
     KeyErrors in two places are two)."""
     first = (getattr(exc, "message", None) or str(exc) or "").strip().splitlines()
     line = first[0] if first else ""
-    line = re.sub(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\:'\"]+)+", "<path>", line)
+    line = re.sub(r"(?<![\w.])\.{0,2}/[^\s:'\"]+", "<path>", line)  # (not 3/4, not FP32/FP16)
     line = re.sub(r"'[^']*'", "'_'", line)
-    line = re.sub(r"(?<![A-Za-z_])-?\d+(\.\d+)?(e-?\d+)?", "N", line)  # (a2a3sim stays a name)
+    # when two unordered tasks ran (together, or the wrong way round) is the schedule's, not the bug's
+    line = re.sub(r" \(block \d+\)|: they ran (at the same time|out of program order).*", "", line)
+    # numbers, and the numbers in generated names (aiv0, r0t1, y0), but not in a dtype's, a pipe's
+    # or the platform's name (FP32, int64, MTE2, a2a3sim)
+    parts = _KEPT.split(line)
+    line = "".join(p if k % 2 else re.sub(r"(?<![A-Z0-9])-?\d+(\.\d+)?(e-?\d+)?", "N", p)
+                   for k, p in enumerate(parts))
     where = _escaped_from(exc)
     return f"{prop}: {type(exc).__name__}: {line}"[:300] + (f" @ {where}" if where else "")
 
@@ -195,7 +202,7 @@ def run_unit(unit: Unit, knobs: Knobs, db_spec: str | None, replay_only: bool) -
 def _bisect(example: Example) -> str:
     if example.case is None or example.source is not None:  # (a planted mistake's program is its source)
         return ""
-    from pypto.fuzz.properties import bisect_example
+    from pypto.fuzz.checks import bisect_example
 
     try:
         return bisect_example(example).report()
