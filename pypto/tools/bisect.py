@@ -21,7 +21,7 @@ from pypto.errors import PyptoError
 
 
 def from_reproducer(path: Path, planner: str | None):
-    from pypto.fuzz.properties import bisect_example
+    from pypto.fuzz.checks import bisect_example
     from pypto.fuzz.reproducer import NotAReproducer, read
 
     try:
@@ -40,15 +40,18 @@ def main(argv=None) -> int:
     parser.add_argument("--planner", choices=("PYPTO", "PTOAS"), help="default: the reproducer's or the dumps'")
     parser.add_argument("--seed", type=int, default=0, help="of a dump's random inputs")
     args = parser.parse_args(argv)
+    from pypto.fuzz.checks import quietly  # (a build's perf hints are not the bisect's output)
+
     try:
-        if args.path.is_dir():
-            verdict = from_dumps(args.path, args.planner, args.seed)
-        elif args.path.is_file():
-            if args.path.stat().st_size > MAX_BYTES:
-                raise BisectError(f"{args.path}: {args.path.stat().st_size} bytes is not a reproducer")
-            verdict = from_reproducer(args.path, args.planner)
-        else:
-            raise BisectError(f"{args.path}: no such file or directory")
+        with quietly():
+            if args.path.is_dir():
+                verdict = from_dumps(args.path, args.planner, args.seed)
+            elif args.path.is_file():
+                if args.path.stat().st_size > MAX_BYTES:
+                    raise BisectError(f"{args.path}: {args.path.stat().st_size} bytes is not a reproducer")
+                verdict = from_reproducer(args.path, args.planner)
+            else:
+                raise BisectError(f"{args.path}: no such file or directory")
     except (BisectError, PyptoError, OSError, ImportError) as exc:
         if isinstance(exc, PyptoError):
             text = exc.message.splitlines()[0] + (f" --> {exc.span}" if exc.span is not None else "")
