@@ -177,6 +177,27 @@ def test_a2a3sim_refuses_it_at_the_users_line_naming_ref():
     assert torch.equal(out, torch.from_numpy(philox_words((1, 2, 3, 4, 5, 6), 8, 64)))
 
 
+
+@pl.jit
+def after_a_plain_task(x: pl.Tensor, first: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        first[:] = pl.add(x, 1.0)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.random(1, 2, 3, 4, 5, 6, [8, 64])  # MARK-second
+    return first, out
+
+
+def test_a2a3sim_refuses_it_when_compiling_before_any_task_runs():
+    x, first, out = torch.ones(8, 64), torch.zeros(8, 64), _empty((8, 64), pl.UINT32)
+    with pytest.raises(CodegenError, match=r"cannot run on platform='a2a3sim'") as info:
+        after_a_plain_task.compile(x, first, out, config=RunConfig(platform="a2a3sim", codegen_only=True))
+    assert info.value.span.line == _line("MARK-second")
+    with pytest.raises(CodegenError, match=r"cannot run on platform='a2a3sim'"):
+        after_a_plain_task(x, first, out, config=RunConfig(platform="a2a3sim"))
+    assert torch.equal(first, torch.zeros(8, 64))  # the first task never ran
+    after_a_plain_task(x, first, out, config=REF)
+    assert torch.equal(first, torch.full((8, 64), 2.0))
+
 REFUSED = [
     ("pl.tile.random(1, 2, 3, 4, 5, 6, [4, 64], dtype=pl.FP32)", r"requires dtype to be one of \{INT32, UINT32\}, "
                                                                  r"but got FP32"),

@@ -18,6 +18,7 @@ from pypto.codegen.listing import listing
 from pypto.errors import ConfigError, PyptoError, SpecializationError
 from pypto.ir import nodes as n
 from pypto.ir.types import ParamDirection, TensorType
+from pypto.sim import lacking
 from pypto.sim.numerics import TORCH
 from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
@@ -198,7 +199,11 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     # `ref` too; `ref` then interprets the IR instead of running the kernels.
     began = time.perf_counter()
     compiled.kernels = generate(lowering.program, pass_context(config))
-    groups.check(lowering.program, compiled.kernels, backend(config.backend))  # each pl.cluster() fits a cluster
+    soc = backend(config.backend)
+    groups.check(lowering.program, compiled.kernels, soc)  # each pl.cluster() fits a cluster
+    if config.platform != "ref":  # before any task runs: an instruction this chip does not have
+        for kernel in compiled.kernels.values():
+            lacking.refuse(kernel, soc)
     codegen = time.perf_counter() - began
     if write:
         # read before anything is written: a bad $PYPTO_KEEP_BUILDS leaves no build behind
