@@ -510,6 +510,51 @@ def test_matmul_blocks_that_do_not_divide_leave_a_remainder_block(platform, mkn)
     assert text.count("pl.tile.matmul_acc(") + text.count("pl.tile.matmul(") <= 8  # a few blocks, not one per row
 
 
+@pytest.mark.parametrize("mkn", [(130, 512, 300), (130, 1000, 300), (130, 512, 256)])
+def test_a_long_k_with_tails_on_m_and_n_keeps_one_operand_in_each_l0_buffer(mkn):
+    """A tail block reads the same K slice of b as the first block: its move into Right is
+    made again, not kept from the first block across the other's K loop (two full Right
+    tiles where one fits)."""
+    m, k, nn = mkn
+    a, b = torch.randn(m, k).half(), torch.randn(k, nn).half()
+    got = run(matmul_of, a, b, ps.sentinel((m, nn)), platform="a2a3sim")
+    torch.testing.assert_close(got, a.float() @ b.float(), rtol=1e-3, atol=2e-2)
+    assert ps.bits_equal(got, run(matmul_of, a, b, ps.sentinel((m, nn)), platform="ref"))
+
+
+@pl.jit
+def two_halves_of_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.matmul(a[:, 0:500], b[0:500, :])
+        acc = pl.matmul_acc(acc, a[:, 500:1000], b[500:1000, :])
+        c[:] = acc
+    return c
+
+
+@pl.jit
+def first_block_in_an_if(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.create_tensor([256, 512], dtype=pl.FP32)
+        for kb in pl.range(2):
+            k0 = kb * 500
+            if kb == 0:
+                acc = pl.matmul(a[:, k0:k0 + 500], b[k0:k0 + 500, :])
+            else:
+                acc = pl.matmul_acc(acc, a[:, k0:k0 + 500], b[k0:k0 + 500, :])
+        c[:] = acc
+    return c
+
+
+@pytest.mark.parametrize("kernel", [two_halves_of_k, first_block_in_an_if])
+def test_accumulations_in_full_acc_blocks_share_the_one_accumulator(kernel):
+    """Each user-level matmul is a K chain of its own (a loop carrying its accumulator);
+    the chain that continues another's, after it or in an if's other branch, accumulates in
+    the same Acc buffer — a 128x256 FP32 block fills Acc, and two of them do not fit."""
+    a, b = torch.randn(256, 1000).half(), torch.randn(1000, 512).half()
+    got = run(kernel, a, b, ps.sentinel((256, 512)), platform="a2a3sim")
+    torch.testing.assert_close(got, a.float() @ b.float(), rtol=1e-3, atol=2e-2)
+    assert ps.bits_equal(got, run(kernel, a, b, ps.sentinel((256, 512)), platform="ref"))
+
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_a_three_dimensional_sink_blocks_its_first_long_axis(platform):
     a = torch.randn(1, 4096, 128)

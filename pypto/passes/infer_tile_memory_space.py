@@ -62,8 +62,10 @@ def _infer(fn: n.Function, ctx: PassContext) -> n.Function:
         return M.Vec
 
     def block(body, moved: dict) -> tuple:
-        """``moved``: (tile, space) -> the name of a move already made in an enclosing block."""
-        moved = dict(moved)
+        """``moved``: (tile, space) -> the name of a move already made in an enclosing block
+        (entries of a space another move into it has since replaced are dropped, here and
+        in the enclosing blocks)."""
+        outer, moved = moved, dict(moved)
         out = []
         for stmt in body:
             if isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call):
@@ -99,6 +101,8 @@ def _infer(fn: n.Function, ctx: PassContext) -> n.Function:
             elif isinstance(stmt, n.Assign):
                 types[stmt.target] = stmt.type
             out.append(stmt)
+        for key in [k for k in outer if k not in moved]:
+            del outer[key]
         return tuple(out)
 
     def operands(call: n.Call, out: list, span, moved: dict) -> n.Call:
@@ -118,6 +122,11 @@ def _infer(fn: n.Function, ctx: PassContext) -> n.Function:
                     hint="produce the operand where the consumer reads it")
             key = (arg.name, want)
             if key not in moved:
+                # Reused only until the next move into that space: an L0 buffer holds the
+                # operand of one matmul after another, and a move kept across another's
+                # lifetime holds both (two full Right tiles where one fits).
+                for k in [k for k in moved if k[1] is want]:
+                    del moved[k]
                 name = n.fresh_name(f"{arg.name}_{want.name}", used)
                 move = n.Call("tile.move", (arg, want))
                 mt = call_type(move, types, soc)

@@ -84,7 +84,8 @@ def with_depth(m: MemRef, depth: int) -> MemRef:
 def _donate(fn: n.Function) -> n.Function:
     """A tile computed in place: an op's result and an operand whose last use is that op
     share one buffer (or slot) — the result takes the operand's, or, when the result's
-    buffer is shared already (a loop's carried chain), the operand takes the result's.
+    buffer is shared already (a loop's carried chain), the operand takes the result's, or,
+    when both are, the two become one.
 
         t: ...MemRef("pipe_t", ...)[0]... = pl.tile.load(...)
         e: ...MemRef("mem_vec_0", ..., reusable=True)... = pl.tile.exp(t)  ->  e: ...MemRef("pipe_t", ...)[0]... = ...
@@ -135,9 +136,28 @@ def _donate(fn: n.Function) -> n.Function:
                                                                   live[arg.name][0], here):
                 move(arg.name, memref(stmt.target))
                 break
+            # both shared already (a loop's carried chain ending in this op, another starting
+            # from its result, perhaps in one branch of an if): one buffer, when no tile of
+            # either is needed where one of the other's is written — else two accumulators
+            # where the cube has room for one
+            theirs = memref(stmt.target)
+            if (m.reusable and theirs.reusable and m.slots == theirs.slots == 1 and m.size == theirs.size
+                    and not any(_interfere(walker, x, y) for x in members.names(m) for y in members.names(theirs)
+                                if (x, y) != (arg.name, stmt.target))):
+                for y in members.names(theirs):
+                    move(y, m)
+                break
     if not new:
         return fn
     return retype(fn, lambda name, t: attrs.evolve(t, memref=new[name]) if name in new else t)
+
+
+def _interfere(walker: Liveness, a: str, b: str) -> bool:
+    """Whether one of two values is still needed where the other is written (read there,
+    or on a path after it — a use in the if's other branch is not on one)."""
+    def needed(x, pos):
+        return pos in walker.uses.get(x, ()) or walker.live_after(x, pos)
+    return needed(a, walker.defs[b][0]) or needed(b, walker.defs[a][0])
 
 
 class _Members:
@@ -159,6 +179,9 @@ class _Members:
     def remove(self, m, name) -> None:
         entries = self.by_end[m]
         entries.pop(bisect.bisect_left(entries, self._entry(name)))
+
+    def names(self, m) -> list:
+        return [x for _, _, x in self.by_end.get(m, [])]
 
     def only(self, m, name) -> bool:
         entries = self.by_end.get(m, [])
