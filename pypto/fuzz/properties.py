@@ -178,8 +178,10 @@ def _colive_examples(k: Knobs):
 
 TILE = ("elementwise", "reduction", "matmul", "carried", "shuffled", "loop_body", "nested", "slotted")
 TENSOR = ("windows", "cube")
-# Not nested loops: some nests keep a sync no trip count needs (redundant, never missing).
-SYNCED = ("elementwise", "matmul", "slotted", "loop_body", "shuffled")
+# Not nested loops, nor the cube's K chains (a loop in a window loop, or in an if): where
+# only a chain through the syncs of a loop nested two deep orders a pair, the pair keeps a
+# sync of its own (redundant, never missing).
+SYNCED = ("elementwise", "matmul", "slotted", "loop_body", "shuffled", "carried", "reduction", "windows")
 
 
 def _table() -> dict:
