@@ -73,7 +73,7 @@ class SyncInserter:
             out.extend(pre)
             out.extend(group)
             out.extend(post)
-        return out, prologue, epilogue, edges + passages(carried, runs)
+        return out, prologue, epilogue, edges + passages(carried, runs, summaries)
 
     def summary(self, group, original) -> dict[tuple, list]:
         """key -> accesses (loc, write, index) of one statement: an instruction's own, or

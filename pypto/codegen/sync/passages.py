@@ -13,21 +13,32 @@ from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
 
 
-def passages(carried, runs) -> list[Edge]:
+def passages(carried, runs, summaries=None) -> list[Edge]:
     """What the nested loops of a body order on their own, as edges of the body for its
     parent's chains: when the loop at statement k surely runs and its syncs order pipe P's
     earlier work before pipe Q's work in it (``entered``), P's work up to statement k - 1
-    is ordered before Q's from statement k on, and P's from k before Q's from k + 1."""
+    is ordered before Q's from statement k on, and P's from k before Q's from k + 1. Where
+    the loop's ``summaries`` (per pipe, its accesses with their body statements) show that
+    all of Q's work in it comes after the wait — or, mirrored, all of P's before the set
+    (``exited``) — the order holds from statement k itself: a chain through a loop nested
+    two deep is seen from the outermost."""
     out = []
     for k, (edges, surely) in enumerate(zip(carried, runs)):
         if not (surely and edges):
             continue
+        body = summaries[k] if summaries is not None else {}
+        first = {key: min((i for _, _, i in accs if i is not None), default=float("inf")) for key, accs in body.items()}
+        last = {key: max((i for _, _, i in accs if i is not None), default=-1) for key, accs in body.items()}
         for p in dict.fromkeys(x for e in edges for x in (e.src, e.dst)):
-            for q in entered(edges, p):
+            for q, reach in entered(edges, p).items():
                 if q != p:
-                    out.append(Edge(-1, k, k + 1, p, q, 0, 0, passage="entry"))
+                    whole = summaries is not None and reach <= first.get(q, float("inf"))
+                    out.append(Edge(-1, k, k if whole else k + 1, p, q, 0, 0, passage="entry"))
                     if k:
                         out.append(Edge(-1, k - 1, k, p, q, 0, 0, passage="exit"))
+            for q, reach in exited(edges, p).items():  # here p waits after the loop
+                if q != p and summaries is not None and last.get(q, -1) <= reach:
+                    out.append(Edge(-1, k, k + 1, q, p, 0, 0, passage="exit"))
     return out
 
 
