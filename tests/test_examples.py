@@ -42,4 +42,4 @@ def test_the_mixed_kernel_example_overlaps_its_cube_and_vector_work(platform, ca
         one, up_down = results["one scope, NONE, slot_num=2"][0], results["one scope, UP_DOWN, slot_num=2"][0]
         assert up_down < one < staged  # one dispatch; then the epilogue on both vector cores
         assert results["two scopes"][1] == 2 and results["one scope, UP_DOWN, slot_num=2"][1] == 1
-    assert "slot_num=8: Vec buffer usage" in capsys.readouterr().out
+    assert "slot_num=64: Vec buffer usage" in capsys.readouterr().out

@@ -102,11 +102,14 @@ def test_the_ring_in_the_l0_trace_shows_the_cluster_and_its_flags(tmp_path):
 
 
 def test_a_ring_deeper_than_vec_holds_is_the_references_error_with_both_levers():
+    """Slots are cut down to the block a pop carries, but not below 512 B: 400 of them
+    outrun Vec whatever the blocks."""
     @pl.jit
     def deep(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=6)]):
-            acc = pl.matmul(a, b, out_dtype=pl.FP32)
-            out[:] = pl.add(acc, bias)
+        with pl.at(level=CG, optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=400)]):
+            for i in pl.range(2):
+                acc = pl.matmul(a[i * 64:(i + 1) * 64, :], b, out_dtype=pl.FP32)
+                out[i * 64:(i + 1) * 64, :] = pl.add(acc, bias[i * 64:(i + 1) * 64, :])
         return out
 
     g = torch.Generator().manual_seed(1)
@@ -115,10 +118,59 @@ def test_a_ring_deeper_than_vec_holds_is_the_references_error_with_both_levers()
         deep(a, b, torch.zeros(128, 128), torch.zeros(128, 128))
     message = info.value.message
     assert message.startswith("Vec buffer usage (") and "exceeds platform limit (188416 bytes)" in message
-    assert f"The first {6 * 64 * 128 * 4} bytes of that space are reserved by system.reserve_buffer" in message
+    assert f"The first {400 * 32 * 128 * 4} bytes of that space are reserved by system.reserve_buffer" in message
     assert "pl.cross_core_slot(slot_num=N)" in message and "shrink the tile that crosses" in message
     span = info.value.span
     assert span.file == __file__ and "pl.at(" in (span.text or "")  # the scope that asks for the ring
+
+
+@pl.jit
+def exp_of_matmul(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=CG):
+        c[:] = pl.exp(pl.matmul(a, b))
+    return c
+
+
+@pl.jit
+def exp_of_matmuls(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=CG, optimizations=[pl.cross_core_slot(slot_num=3)]):
+        for i in pl.range(2):
+            c[i * 150:(i + 1) * 150, :] = pl.exp(pl.matmul(a[i * 150:(i + 1) * 150, :], b))
+    return c
+
+
+def _ring(compiled):
+    import re
+
+    text = compiled.lowered.as_python()
+    found = re.findall(r"pl\.system\.reserve_buffer\(name=\"\w+\", size=(\d+), base=0(?:, slot_num=(\d+))?\)", text)
+    assert len(found) == 1, text
+    return int(found[0][0]), int(found[0][1] or 1)  # (slot_num=1 is the default, not printed)
+
+
+@pytest.mark.parametrize("kernel,m,depth", [(exp_of_matmul, 128, 1), (exp_of_matmul, 300, 1),
+                                            (exp_of_matmuls, 300, 3)])
+def test_a_crossing_larger_than_vec_crosses_in_slots_of_the_blocks_a_pop_carries(kernel, m, depth):
+    """A whole 128x256 FP32 product is 128 KiB, two of them more than Vec: the ring has the
+    depth of its GM ring (one slot for a crossing made once a launch) and its slots hold
+    the block the vector cores load at a time, so the vector work fits beside them."""
+    n = 256 if m == 128 else 1031
+    g = torch.Generator().manual_seed(3)
+    a, b = (torch.randn(m, 64, generator=g) * 0.1).half(), (torch.randn(64, n, generator=g) * 0.1).half()
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        c = torch.zeros(m, n)
+        compiled = kernel.compile(a, b, c, config=RunConfig(platform=platform))
+        compiled.run(a, b, c)
+        got.append(c)
+    assert torch.equal(*got)
+    torch.testing.assert_close(got[1], torch.exp(a.float() @ b.float()), rtol=1e-5, atol=1e-5)
+    size, slots = _ring(compiled)
+    assert slots == depth and size % slots == 0
+    assert size // slots < m * n * 4  # a block, not the whole crossing
+    kernel_ = next(iter(compiled.kernels.values()))
+    aiv = next(p for p in kernel_.programs if p.core.value == "aiv")
+    assert min(alloc.addr for alloc in aiv.allocs) >= size  # tiles go above the ring
 
 
 def test_the_blocks_of_a_spmd_ring_rotate_their_own_slots():

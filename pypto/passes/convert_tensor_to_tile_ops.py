@@ -32,6 +32,7 @@ from pypto.passes.regions import plus, whole
 from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable
 from pypto.passes.sink_plan import emit_sink, plan_sink
 from pypto.passes.memory import ring_overflow, ring_reserve
+from pypto.passes.ring_slots import convert_fitting_rings
 from pypto.passes.tile_emitter import Emitter
 from pypto.passes.expand_clones import expand_clones
 from pypto.passes.expand_l1 import expand_l1, user_name
@@ -47,8 +48,9 @@ def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResu
         if fn.name in kernels:
             fn, buffers = expand_l1(expand_clones(fn), ctx.soc)
             ring = ring_reserve(fn.body)
+            held = _held_vec(buffers, ctx.soc)
             try:
-                fn = _Converter(fn, ctx, _held_vec(buffers, ctx.soc)).run()
+                fn = convert_fitting_rings(fn, lambda f: _Converter(f, ctx, held).run())
             except MemorySpaceError as err:
                 if not ring or getattr(err, "need", None) is None:
                     raise

@@ -129,13 +129,16 @@ class _Outliner:
         body, lanes = share_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used))
         body = list(body)
         base = 0
-        for name, _, tile, to_cube in crossings:  # each ring's slots in the vector cores' UB: a lane's, slots times
+        for name, gm, tile, to_cube in crossings:  # each ring's slots in the vector cores' UB: a lane's, as many
             if to_cube:  # the cube reads it from GM: no vector UB holds it
                 continue
-            size = slots * tile.nbytes // lanes
+            # as its GM ring has (one for a crossing made once a launch); ConvertTensorToTileOps
+            # cuts a slot down to the block a pop carries
+            depth = gm.shape[0] // (tile.shape[0] * (blocks.value if isinstance(blocks, n.Const) else 1))
+            size = depth * tile.nbytes // lanes
             ring = n.fresh_name(f"{name}_ring", self.used)
             body.insert(0, n.Assign(ring, ScalarType(DataType.INT32), op_call("system.reserve_buffer", name=name,
-                                                                              size=size, base=base, slot_num=slots),
+                                                                              size=size, base=base, slot_num=depth),
                                     span=scope.span))
             base += size
         fname = n.fresh_name(scope.name_hint or f"{self.fn.name}_incore_{len(self.functions)}", self.names)
