@@ -63,6 +63,10 @@ class Liveness:
         if not start <= pos < end:
             return False
         uses = self.uses.get(name, [])
+        defined = self.defs[name][0]
+        for loop in self.loops_at(pos):
+            if defined < loop.start and any(loop.start < u <= loop.end for u in uses):
+                return True  # the next trip reads it again (even where its last use is in an if's other branch)
         if end > max(uses, default=start):
             return True  # live across a loop's back edge
         return any(u > pos and not self.exclusive(pos, u) for u in uses)

@@ -121,17 +121,22 @@ def _infer(fn: n.Function, ctx: PassContext) -> n.Function:
                     f"cannot move a tile from {t.space.name} to {want.name}", span=span,
                     hint="produce the operand where the consumer reads it")
             key = (arg.name, want)
-            if key not in moved:
-                # Reused only until the next move into that space: an L0 buffer holds the
-                # operand of one matmul after another, and a move kept across another's
-                # lifetime holds both (two full Right tiles where one fits).
-                for k in [k for k in moved if k[1] is want]:
-                    del moved[k]
+            if key in moved:
+                moved[key] = moved.pop(key)  # the most recently used
+            else:
                 name = n.fresh_name(f"{arg.name}_{want.name}", used)
                 move = n.Call("tile.move", (arg, want))
                 mt = call_type(move, types, soc)
                 types[name] = mt
                 out.append(n.Assign(name, mt, move, span=span))
+                # Earlier moves into that space are reused while they fit beside this one,
+                # the least recently used given up first: a move kept across another's
+                # lifetime holds both (two full Right tiles where one fits), while one made
+                # again keeps its source alive until then.
+                kept = [k for k in moved if k[1] is want]
+                room = soc.spec(want).capacity - mt.nbytes
+                while kept and sum(types[moved[k]].nbytes for k in kept) > room:
+                    del moved[kept.pop(0)]
                 moved[key] = name
             args[i] = n.Var(moved[key])
         return attrs.evolve(call, args=tuple(args))

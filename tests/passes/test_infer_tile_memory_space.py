@@ -29,40 +29,42 @@ def test_cube_operands_land_in_mat_and_move_to_l0():
 
 
 
-def test_a_move_into_l0_is_reused_until_another_move_into_that_space():
-    """y's move into Right serves the second matmul too; x's does not serve the last one,
-    after z moved into Left in the loop between (an L0 buffer holds one operand at a time)."""
-    check_pass(infer_tile_memory_space, """
+NEST = """
         @pl.function(type=pl.FunctionType.InCore)
-        def k(self, a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-            x = pl.tile.load(a, [0, 0], [16, 32], target_memory=None)
-            y = pl.tile.load(b, [0, 0], [32, 16], target_memory=None)
+        def k(self, a: pl.Tensor[[M, 256], pl.FP16], b: pl.Tensor[[256, 16], pl.FP16], out: pl.Out[pl.Tensor[[M, 16], pl.FP32]]):
+            x = pl.tile.load(a, [0, 0], [M, 256], target_memory=None)
+            y = pl.tile.load(b, [0, 0], [256, 16], target_memory=None)
             c = pl.tile.matmul(x, y)
             c2 = pl.tile.matmul_acc(c, x, y)
             for i, (s,) in pl.range(2, init_values=(c2,)):
-                z = pl.tile.load(a, [0, 0], [16, 32], target_memory=None)
+                z = pl.tile.load(a, [0, 0], [M, 256], target_memory=None)
                 s2 = pl.tile.matmul_acc(s, z, y)
                 r = pl.yield_(s2)
             c3 = pl.tile.matmul_acc(r, x, y)
             pl.tile.store(c3, [0, 0], out)
-    """, """
-        @pl.function(type=pl.FunctionType.InCore)
-        def k(self, a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-            x = pl.tile.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Mat)
-            y = pl.tile.load(b, [0, 0], [32, 16], target_memory=pl.Mem.Mat)
-            x_Left = pl.tile.move(x, target_memory=pl.Mem.Left)
-            y_Right = pl.tile.move(y, target_memory=pl.Mem.Right)
-            c = pl.tile.matmul(x_Left, y_Right)
-            c2 = pl.tile.matmul_acc(c, x_Left, y_Right)
-            for i, (s,) in pl.range(2, init_values=(c2,)):
-                z = pl.tile.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Mat)
-                z_Left = pl.tile.move(z, target_memory=pl.Mem.Left)
-                s2 = pl.tile.matmul_acc(s, z_Left, y_Right)
-                r = pl.yield_(s2)
-            x_Left_1 = pl.tile.move(x, target_memory=pl.Mem.Left)
-            c3 = pl.tile.matmul_acc(r, x_Left_1, y_Right)
-            pl.tile.store(c3, [0, 0], out)
-    """)
+"""
+
+
+def _moves(m: int) -> list:
+    from pypto.ir import nodes as n
+
+    program = parse(program_text(NEST.replace("M", str(m))))
+    fn = infer_tile_memory_space(program, PassContext(soc=A2A3)).program.functions[0]
+    return [(s.target, s.value.args[0].name) for s in n.walk_stmts(fn.body)
+            if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "tile.move"]
+
+
+def test_a_move_into_l0_is_reused_while_it_fits_beside_the_next():
+    """x [64, 256] FP16 is 32 KiB: its move into Left (64 KiB) still fits beside z's in the
+    loop, so the last matmul reads it again; y's move into Right serves every matmul."""
+    assert _moves(64) == [("x_Left", "x"), ("y_Right", "y"), ("z_Left", "z")]
+
+
+def test_a_move_into_l0_is_made_again_once_another_took_its_room():
+    """x [128, 256] FP16 fills Left: z's move in the loop takes its room, and the last matmul
+    moves x again — rather than keeping two full Left tiles alive across the loop."""
+    assert _moves(128) == [("x_Left", "x"), ("y_Right", "y"), ("z_Left", "z"), ("x_Left_1", "x")]
+
 
 def test_vector_operands_land_in_vec_and_spaces_flow_through_loops():
     check_pass(infer_tile_memory_space, """

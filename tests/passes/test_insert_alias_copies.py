@@ -242,3 +242,37 @@ def test_a_branch_yielding_one_tile_as_two_results(platform, n):
     one_tile_two_results(a, out, n, config=RunConfig(platform=platform))
     x, y = (a[8:], a[8:]) if n > 0 else (a[:8], torch.exp(a[8:]))
     assert torch.equal(out, x + y)
+
+
+
+KEPT_FOR_THE_ELSE = """
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, a: pl.Tensor[[16, 64], pl.FP32], b: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[48, 64], pl.FP32]]):
+        x0 = pl.tile.load(a, [0, 0], [16, 64], target_memory=pl.Mem.Vec)
+        x = pl.tile.exp(x0)
+        for i in pl.range(3):
+            if i == 1:
+                y0 = pl.tile.load(b, [0, 0], [16, 64], target_memory=pl.Mem.Vec)
+                y = pl.tile.muls(y0, 2.0)
+                pl.tile.store(y, [i * 16, 0], out)
+                r = pl.yield_(y)
+            else:
+                pl.tile.store(x, [i * 16, 0], out)
+                r = pl.yield_(x)
+"""
+
+
+@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_tile_from_before_a_loop_read_in_its_last_statement_s_else_outlives_the_then(platform, planner):
+    """x is read only in the else of the loop's last statement: the then branch of one trip
+    must not write over it (nor the if's result take its buffer), because the next trip's
+    else reads it again."""
+    from pypto.runtime.compiled import compile_program
+
+    program = parse(program_text(KEPT_FOR_THE_ELSE))
+    a, b = torch.randn(16, 64), torch.randn(16, 64)
+    out = torch.zeros(48, 64)
+    config = RunConfig(platform=platform, memory_planner=planner, disabled_diagnostics=("PH001",))
+    compile_program(program, ["a", "b", "out"], config, write=False).run(a, b, out)
+    assert torch.equal(out, torch.cat([torch.exp(a), b * 2.0, torch.exp(a)]))
