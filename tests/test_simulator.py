@@ -215,7 +215,8 @@ def test_a_loop_that_may_not_run_does_not_stand_in_for_a_sync(n):
 FAMILIES = {"elementwise": ps.elementwise_programs(), "reduction": ps.reduction_programs(),
             "matmul": ps.matmul_programs(), "carried": ps.carried_programs(),
             "shuffled": ps.shuffled_carry_programs(), "loop_body": ps.loop_body_programs(),
-            "nested": ps.nested_loop_programs(), "slotted": ps.slotted_programs()}
+            "loop_if": ps.loop_body_programs(branch=True), "nested": ps.nested_loop_programs(),
+            "slotted": ps.slotted_programs()}
 SYNC_FAMILIES = {"elementwise": ps.elementwise_programs(max_steps=3), "matmul": ps.matmul_programs(),
                  "slotted": ps.slotted_programs(colive=False), "loop_body": ps.loop_body_programs(),
                  "shuffled": ps.shuffled_carry_programs()}

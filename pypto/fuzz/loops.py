@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pypto.fuzz.data import FLOATS, INTS, random_tensor
 from pypto.fuzz.drawing import st
-from pypto.fuzz.recipes import Body, Load, Loop, Op, Recipe, Row, Store, case
+from pypto.fuzz.recipes import If, Body, Load, Loop, Op, Recipe, Row, Store, case
 from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind
 
@@ -80,11 +80,12 @@ def shuffled_carry_programs(draw, trips=None):
 
 
 @st.composite
-def loop_body_programs(draw, trips=None):
+def loop_body_programs(draw, trips=None, branch: bool = False):
     """A loop whose body mixes tiles loaded before it (read by every iteration), tiles it
     loads, and values it computes — some stored mid-body, some never read again, one
     carried out and used after the loop: the lifetimes MemoryReuse packs, with a back edge
-    through them, and the syncs at the loop's ends."""
+    through them, and the syncs at the loop's ends. ``branch`` (the ``loop_if`` family): the
+    body ends in an if on the loop index whose result is carried."""
     dtype = draw(st.sampled_from([D.FP32, D.INT32, D.FP16]))
     rows, cols = draw(st.sampled_from([(1, 64), (4, 64), (8, 128)]))
     n_inv = draw(st.integers(1, 3))
@@ -108,7 +109,13 @@ def loop_body_programs(draw, trips=None):
 
     top = Body()
     pool = [top.add(Load(0, Row(j), name=f"c{j}")) for j in range(n_inv)]
-    body = Body(n_inv + 1)  # the invariants, then the carried tile
+    # the if's own value from before the loop, read by nothing after it
+    kept = top.add(Op(draw(ops), (draw(st.sampled_from(pool)), draw(st.sampled_from(pool))), name="k")) \
+        if branch else None
+    # the if's result carried; or left unread, the loop carrying another value, or none
+    # (then the if ends the loop: nothing after it in the body reads what k's else needs)
+    fate = draw(st.sampled_from(("carried", "unread", "alone"))) if branch else "carried"
+    body = Body(top.size + (fate != "alone"))  # the invariants (and k), then the carried tile
     values = list(pool)  # the steps' pool: the invariants, then this body's values
     for k, step in enumerate([*steps, None]):
         if k == at:
@@ -119,19 +126,38 @@ def loop_body_programs(draw, trips=None):
             values.append(body.add(Load(0, Row(n_inv, (("i", 1),)), name=f"t{k}")))
         else:
             values.append(body.add(Op(step[0], (values[step[1]], values[step[2]]), name=f"v{k}")))
+    text_if = ""
+    if branch:
+        # an if ending the body: its then loads a block, computes with an invariant or k and
+        # stores it; its else stores k (from before the loop) and hands it on — k, read by
+        # nothing after the loop, must outlive every then: the next trip's else reads it again
+        equals, op, inv = draw(st.integers(0, 3)), draw(ops), draw(st.integers(0, n_inv))
+        then = Body(body.size)
+        t = then.add(Load(0, Row(n_inv, (("i", 1),)), name="u"))
+        w = then.add(Op(op, (t, pool[inv] if inv < n_inv else kept), name="w"))
+        then.add(Store(w, 3, Row(0, (("i", 1),))))
+        orelse = (Store(kept, 3, Row(0, (("i", 1),))),)
+        chosen = body.add(If("i", equals, tuple(then.steps), orelse, (w, kept)))
+        if fate == "carried":
+            carried, values = len(values), [*values, chosen]
+        text_if = f"; if i == {equals}: store {op}(load, {f'c{inv}' if inv < n_inv else 'k'}) else store k, {fate}"
     kind = ForKind.Pipeline if stage else ForKind.Sequential
-    result = top.add(Loop(0, trips, (pool[init],), tuple(body.steps), (values[carried],), kind, stage))
+    if fate == "alone":
+        top.add(Loop(0, trips, (), tuple(body.steps), (), kind, stage))
+        result = pool[init]
+    else:
+        result = top.add(Loop(0, trips, (pool[init],), tuple(body.steps), (values[carried],), kind, stage))
     top.add(Store(result, 2, Row(0)))
     other = pool[post[1]] if post[1] < n_inv else result
     top.add(Store(top.add(Op(post[0], (result, other), name="p")), 2, Row(1)))
     for j, c in enumerate(pool):
         top.add(Store(c, 1, Row(j)))
     text = " ".join(":".join(map(str, s)) for s in steps)
-    recipe = Recipe("loop_body", dtype, rows, cols, (x.shape[0] // rows,),
-                    ((max(trips, 1), dtype), (n_inv, dtype), (2, dtype)), tuple(top.steps),
-                    text=f"loop body {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
+    recipe = Recipe("loop_if" if branch else "loop_body", dtype, rows, cols, (x.shape[0] // rows,),
+                    ((max(trips, 1), dtype), (n_inv, dtype), (2, dtype), (max(trips, 1), dtype)), tuple(top.steps),
+                    text=f"loop {'if' if branch else 'body'} {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
                          f"{n_inv} invariant [{text}] store {stored} after {at}; carry {carried} from {init}, then "
-                         f"{post[0]}:{post[1]}")
+                         f"{post[0]}:{post[1]}{text_if}")
     return case(recipe, (x,))
 
 

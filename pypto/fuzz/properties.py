@@ -34,6 +34,7 @@ FAMILIES: dict[str, Callable[[Knobs], st.SearchStrategy]] = {
     "carried": lambda k: loops.carried_programs(trips=_trips(k, 2)),
     "shuffled": lambda k: loops.shuffled_carry_programs(trips=_trips(k, 0)),
     "loop_body": lambda k: loops.loop_body_programs(trips=_trips(k, 0)),
+    "loop_if": lambda k: loops.loop_body_programs(trips=_trips(k, 0), branch=True),
     "nested": lambda k: loops.nested_loop_programs(),
     "slotted": lambda k: strategies.slotted_programs(colive=False, trips=_trips(k)),
     "windows": lambda k: windows.window_programs(max_steps=max(1, min(k.max_steps, 5))),
@@ -176,11 +177,12 @@ def _colive_examples(k: Knobs):
 
 # ----------------------------------------------------------------------------- the table
 
-TILE = ("elementwise", "reduction", "matmul", "carried", "shuffled", "loop_body", "nested", "slotted")
+TILE = ("elementwise", "reduction", "matmul", "carried", "shuffled", "loop_body", "loop_if", "nested", "slotted")
 TENSOR = ("windows", "cube")
-# Not nested loops, nor the cube's K chains (a loop in a window loop, or in an if): where
-# only a chain through the syncs of a loop nested two deep orders a pair, the pair keeps a
-# sync of its own (redundant, never missing).
+# Not nested loops, nor the cube's K chains (a loop in a window loop, or in an if), nor
+# ifs in loops: where only a chain through the syncs of a loop nested two deep, or of
+# both branches of an if, orders a pair, the pair keeps a sync of its own (redundant,
+# never missing).
 SYNCED = ("elementwise", "matmul", "slotted", "loop_body", "shuffled", "carried", "reduction", "windows")
 
 

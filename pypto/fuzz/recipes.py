@@ -91,6 +91,18 @@ class Loop:
 
 
 @attrs.frozen
+class If:
+    """``if <loop var> == equals``: each branch's steps see the enclosing pool, then their
+    own values; ``yields`` (then's value, else's value), when given, is the if's one result."""
+
+    var: str
+    equals: int
+    then: tuple = ()
+    orelse: tuple = ()
+    yields: tuple = ()
+
+
+@attrs.frozen
 class Recipe:
     name: str
     dtype: DataType  # of the inputs
@@ -115,7 +127,7 @@ class Body:
     def add(self, step) -> int | None:
         """Its value's position (a loop's first result's), or None (a store)."""
         self.steps.append(step)
-        if isinstance(step, Store):
+        if isinstance(step, Store) or isinstance(step, If) and not step.yields:
             return None
         at = self.size
         self.size += len(step.inits) if isinstance(step, Loop) else 1
@@ -186,6 +198,17 @@ class _IR:
                 pool.append(b.op(f"tile.{step.op}", *args, name=step.name, **dict(step.options)))
             elif isinstance(step, Store):
                 b.eval("tile.store", pool[step.value], [self.row(step.row, loops), 0], self.outs[step.out])
+            elif isinstance(step, If):
+                var = dict(loops)[step.var].var
+                with b.if_(n.BinOp("==", var, n.Const(step.equals))) as branch:
+                    for k, steps in enumerate((step.then, step.orelse)):
+                        if k:
+                            branch.else_()
+                        inner = list(pool)
+                        self.block(steps, inner, loops)
+                        if step.yields:
+                            branch.yield_(inner[step.yields[k]])
+                pool.extend(branch.results)
             else:
                 with b.loop(step.start, step.stop, kind=step.kind, stage=step.stage,
                             carried=[pool[k] for k in step.inits], var=step.var) as loop:
@@ -216,6 +239,12 @@ def oracle(recipe: Recipe, inputs) -> tuple:
             elif isinstance(step, Store):
                 k = step.row.at(env)
                 outs[step.out][k * r:k * r + v] = pool[step.value]
+            elif isinstance(step, If):
+                taken = 0 if env[step.var] == step.equals else 1
+                inner = list(pool)
+                block((step.then, step.orelse)[taken], inner, env)
+                if step.yields:
+                    pool.append(inner[step.yields[taken]])
             else:
                 carried = [pool[k] for k in step.inits]
                 for i in range(step.start, step.stop):

@@ -295,7 +295,8 @@ def families() -> dict:
     A test that must see every family within a small budget takes them one by one."""
     return {"elementwise": elementwise_programs(), "reduction": reduction_programs(), "matmul": matmul_programs(),
             "carried": carried_programs(), "shuffled": shuffled_carry_programs(), "loop_body": loop_body_programs(),
-            "nested": nested_loop_programs(), "slotted": slotted_programs(colive=False)}
+            "loop_if": loop_body_programs(branch=True), "nested": nested_loop_programs(),
+            "slotted": slotted_programs(colive=False)}
 
 
 def tile_programs():
