@@ -662,3 +662,31 @@ def test_two_names_of_one_window_in_one_expression_are_one_load(platform):
     x = torch.randn(8, 16)
     got = run(k, x, ps.sentinel((8, 16)), platform=platform)
     assert ps.bits_equal(got, x - x.amax(1, keepdim=True))
+
+
+@pytest.mark.parametrize("trips", [0, 2])
+def test_a_fold_beside_a_storing_loop_leaves_room_for_what_the_loop_carries(trips):
+    # the loop keeps s and its carried value whole on chip (two 28 KiB tiles) through the sink in
+    # it, which folds the column maximum over row blocks: the blocks are chosen beside those
+    # tiles (they used to be chosen as if Vec were empty, and the allocator failed)
+    a = torch.randn(2048, 128).half()
+    s = (a + a.amax(dim=0, keepdim=True))[0:112]
+    want = ps.sentinel((2048, 128)).half()
+    t = s
+    for i in range(trips):
+        t = t + s
+        want[i * 112:(i + 1) * 112] = t
+
+    @pl.jit
+    def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            s = pl.slice(pl.col_expand_add(a, pl.col_max(a)), [112, 128], [0, 0])
+            t = s
+            for i in pl.range(trips):
+                t = pl.add(t, s)
+                out[i * 112:(i + 1) * 112, :] = t
+        return out
+
+    got = [run(k, a, ps.sentinel((2048, 128)).half(), platform=platform) for platform in PLATFORMS]
+    assert ps.bits_equal(got[0], got[1]) and ps.bits_equal(got[1], want)
+    assert "pl.range(512, 2048, 512" not in k.lower(a, want).as_python()  # the fold's blocks fit beside them

@@ -26,10 +26,11 @@ import attrs
 from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, with_args
+from pypto.ir.rewrite import rewrite
 from pypto.ir.types import AtomicType, PadValue, TensorType, type_name
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.regions import plus, whole
-from pypto.passes.tensor_graph import Op, TensorGraph, Unblockable
+from pypto.passes.tensor_graph import Carried, Op, TensorGraph, Unblockable
 from pypto.passes.sink_plan import emit_sink, plan_sink
 from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.ring_slots import convert_fitting_rings
@@ -72,6 +73,27 @@ def _held_vec(buffers, soc) -> int:
     return total
 
 
+def _computed_from(g: TensorGraph, body) -> set[str]:
+    """The names ``body`` reads, and what the tensors among them are computed from (a
+    computed tensor is computed where it is read)."""
+    names: set[str] = set()
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        found: set[str] = set()
+        rewrite(node, {n.Var: lambda v: found.add(v.name)})
+        for x in found - names:
+            names.add(x)
+            d = g.defs.get(x)
+            if isinstance(d, Op):
+                todo.append(d.stmt)
+            elif isinstance(d, Carried) and not d.inside:
+                todo.append(d.stmt)
+            elif x in g.aliases:
+                todo.append(n.Var(g.aliases[x]))
+    return names
+
+
 # ops that address a GM tensor at offsets: (the tensor's parameter, the offsets')
 _WINDOWED = {"tile.load": ("tensor", "offsets"), "tile.store": ("output_tensor", "offsets"),
              "tensor.read": ("tensor", "indices"), "tensor.write": ("tensor", "indices"),
@@ -109,8 +131,15 @@ class _Converter:
 
     def block(self, body) -> tuple:
         out = []
-        for stmt in body:
+        around = self.em.carried
+        for k, stmt in enumerate(body):
             out.extend(self.stmt(stmt))
+            if isinstance(stmt, (n.For, n.If)) and not self.g.pure(stmt):
+                # the whole tiles it gives are live beside the sinks after it while those read them
+                later = _computed_from(self.g, body[k + 1:])
+                self.em.carried += sum(self.vec_bytes(b.name) for b in stmt.results
+                                       if b.name in self.mat and b.name in later)
+        self.em.carried = around
         return tuple(out)
 
     def stmt(self, stmt) -> list:
@@ -132,12 +161,14 @@ class _Converter:
                 return []
             return self.loop(stmt) if isinstance(stmt, n.For) else self.branch(stmt)
         if isinstance(stmt, n.Yield):
-            pre, values = [], []
+            pre, values, around = [], [], self.em.carried
             for v, tile in zip(stmt.values, self.carrying[-1]):
                 if tile:  # computed on this path or another: the whole value as a tile (GM is loaded)
                     v, stmts = self.whole(stmt, v.name)
                     pre += stmts
+                    self.em.carried += self.vec_bytes(v.name)  # live while the next are computed
                 values.append(v)
+            self.em.carried = around
             return pre + [attrs.evolve(stmt, values=tuple(values))]
         self.check_reads(stmt)
         return [self.through_slices(stmt)]
@@ -198,16 +229,19 @@ class _Converter:
     # ------------------------------------------------------------------ control flow that stores
 
     def loop(self, stmt: n.For) -> list:
-        pre, iter_args = [], []
+        pre, iter_args, around = [], [], self.em.carried
         for a in stmt.iter_args:
             if self.g.computed(a.name):
                 tile, stmts = self.whole(stmt, a.init.name)
                 pre += stmts
+                # live from here through the loop: beside the next initial values and the body's sinks
+                self.em.carried += self.vec_bytes(tile.name)
                 a = self.carry(a.name, tile, n.IterArg(a.name, self.em.types[tile.name], tile))
             iter_args.append(a)
         self.carrying.append(tuple(self.g.computed(a.name) for a in stmt.iter_args))
         body = self.block(stmt.body)
         self.carrying.pop()
+        self.em.carried = around
         results = [self.carry(b.name, None, n.Binding(b.name, it.type)) if self.g.computed(b.name) else b
                    for b, it in zip(stmt.results, iter_args)]
         return pre + [attrs.evolve(stmt, iter_args=tuple(iter_args), body=body, results=tuple(results))]
@@ -223,6 +257,10 @@ class _Converter:
                 b = self.carry(b.name, None, n.Binding(b.name, t))
             results.append(b)
         return [attrs.evolve(stmt, then_body=then_b, else_body=else_b, results=tuple(results))]
+
+    def vec_bytes(self, name: str) -> int:
+        """The Vec bytes the whole tile ``name`` takes (an accumulator's are Acc's)."""
+        return 0 if self.em.types[name].space is M.Acc else self.em.tile_bytes(name)
 
     def carry(self, name: str, tile, node):
         """A computed tensor a storing loop or if carries: from here on, its whole tile."""

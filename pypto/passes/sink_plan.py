@@ -189,7 +189,7 @@ def plan_sink(em: Emitter, stmt, target: str, offsets: tuple, source: str) -> Pl
         if not wanted_fold:
             break  # every reduction fit whole: folds would change nothing
     if not found:
-        raise _too_large(stmt, shape, tried, em.capacity, in_place_only, em.reserved)
+        raise _too_large(stmt, shape, tried, em.capacity, in_place_only, em.reserved, em.carried)
     return min(found, key=lambda p: found[p])
 
 
@@ -316,10 +316,13 @@ def _column_blocks(shape):
             yield tuple(blocks)
 
 
-def _too_large(stmt, shape, tried, capacity, in_place_only, reserved=0):
-    # Vec less what the kernel keeps there throughout (held tensors, cross-core rings)
-    its = f"the {capacity} B Vec has beside the {reserved} B the kernel's held tensors and rings take" if reserved \
-        else f"its {capacity} B"
+def _too_large(stmt, shape, tried, capacity, in_place_only, reserved=0, carried=0):
+    # Vec less what the kernel keeps there throughout (held tensors, cross-core rings) and
+    # the whole tiles live around the sink (what storing loops carry)
+    beside = ([f"the {reserved} B the kernel's held tensors and rings take"] if reserved else []) + (
+        [f"the {carried} B of the tensors kept whole on chip around it (carried by a loop that stores)"]
+        if carried else [])
+    its = f"the {capacity} B Vec has beside {' and '.join(beside)}" if beside else f"its {capacity} B"
     blocked = [err for _, err in tried if isinstance(err, Unblockable)]
     sized = [(b, need) for b, need in tried if isinstance(need, int)]
     if in_place_only:

@@ -87,17 +87,22 @@ class Emitter(Reductions, CarriedValues):
         self.budget_bound = False  # a fold took a shorter block for its budget than Vec allowed
         self.folds: dict = {}  # fold decisions by (value, window extents, axis, live bytes, budget)
         self.reserved = 0  # Vec bytes the kernel's cross-core rings hold (system.reserve_buffer)
+        # Vec bytes of the whole tiles live around the sink: what the storing loops it is in
+        # carry, and the results of those before it that are read after it
+        self.carried = 0
 
     def scratch(self) -> Emitter:
         """A throwaway copy, to measure what emitting would take."""
         e = Emitter(self.g, self.soc, dict(self.types), set(self.used), self.mat, self.env)
         e.sink_stmt, e.fold_budget, e.folds, e.reserved = self.sink_stmt, self.fold_budget, self.folds, self.reserved
+        e.carried = self.carried
         return e
 
     @property
     def capacity(self) -> int:
-        """What Vec holds for tiles: its capacity above the rings the kernel reserves."""
-        return max(0, self.soc.spec(M.Vec).capacity - self.reserved)
+        """What Vec holds for a sink's tiles: its capacity above the rings the kernel reserves
+        and the whole tiles live around the sink."""
+        return max(0, self.soc.spec(M.Vec).capacity - self.reserved - self.carried)
 
     @property
     def span(self):
@@ -162,13 +167,17 @@ class Emitter(Reductions, CarriedValues):
         value takes its initial value's)."""
         f.names.add(name)
         self.home[name] = f
-        t = self.types[name]
-        if counted and isinstance(t, TileType):
-            align = self.soc.spec(t.space).align if t.space is not None else 1
-            size = -(-t.nbytes // align) * align
+        if counted and isinstance(self.types[name], TileType):
+            size = self.tile_bytes(name)
             f.bytes += size
             self.live += size
             self.peak = max(self.peak, self.live)
+
+    def tile_bytes(self, name: str) -> int:
+        """The bytes the tile ``name`` takes in its space (rounded up to its alignment)."""
+        t = self.types[name]
+        align = self.soc.spec(t.space).align if t.space is not None else 1
+        return -(-t.nbytes // align) * align
 
     def emit_loop(self, frame: Frame, var: str, start, stop, step, body: Frame, *, kind=None, stage=None,
                   iter_args=(), results=(), span=None) -> None:
