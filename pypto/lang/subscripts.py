@@ -66,6 +66,8 @@ class Subscripts:
                                  hint="a[i * 64:(i + 1) * 64, :]")
             lo = self.index(item.lower, "window bounds") if item.lower is not None else n.Const(0)
             hi = self.index(item.upper, "window bounds") if item.upper is not None else n.Const(t.shape[axis])
+            lo, hi = (self._from_end(b, bound, t.shape[axis], axis, sub.value) for b, bound in ((lo, item.lower),
+                                                                                               (hi, item.upper)))
             extent = static_difference(hi, lo)
             if extent is None or extent <= 0:
                 raise self.error(TypeCheckError, item, "a window's extent (stop - start) must be a positive constant",
@@ -73,6 +75,20 @@ class Subscripts:
             offsets.append(lo)
             shape.append(extent)
         return tuple(offsets), tuple(shape)
+
+    def _from_end(self, bound, node, dim, axis: int, tensor):
+        """A negative constant bound counts from the axis's end, as in Python (``a[:, :-1]``)."""
+        if not (isinstance(bound, n.Const) and isinstance(bound.value, int) and bound.value < 0):
+            return bound
+        if not isinstance(dim, int):
+            raise self.error(TypeCheckError, node,
+                             f"a negative bound counts from the end of axis {axis}, whose extent is known only at "
+                             "run time", hint=f"write the bound from the extent: pl.tensor.dim({ast.unparse(tensor)}, "
+                                              f"{axis}) - {-bound.value}")
+        if -bound.value > dim:
+            raise self.error(TypeCheckError, node, f"bound {bound.value} is before the start of axis {axis} "
+                                                   f"(extent {dim})", hint=f"a bound from -{dim} to {dim}")
+        return n.Const(dim + bound.value)
 
     # ------------------------------------------------------------------ values
 
