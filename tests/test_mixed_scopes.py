@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.errors import PyptoError
+from pypto.errors import PyptoError, UnsupportedSyntaxError
 from pypto.lang import parse
 from helpers import load_kernel
 from pypto.runtime import RunConfig
@@ -258,3 +258,15 @@ def test_vector_work_a_matmul_reads_reaches_the_cube_through_gm(mode):
     report, (_, _, out) = _both(kernel(mode), x, b, torch.zeros(64, 64))
     torch.testing.assert_close(out, torch.exp(x).half().float() @ b.float(), rtol=1e-3, atol=1e-3)
     assert [t.core_type for t in report.tasks] == ["mix"]
+
+
+def test_a_value_the_cube_and_the_vector_cores_both_compute_is_refused_by_its_source_name(tmp_path):
+    from helpers import scope_kernel
+
+    k = scope_kernel(tmp_path, "acc = pl.matmul(a, b)\nfor j in pl.range(3):\n    acc = pl.add(acc, pl.matmul(a, b))\n"
+                               "out[:] = acc", params="a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]")
+    a, b = torch.randn(16, 32).half(), torch.randn(32, 16).half()
+    with pytest.raises(UnsupportedSyntaxError, match=r"^'acc' is a matmul's result on one path and vector work on "
+                                                     r"another") as info:
+        k(a, b, torch.zeros(16, 16), config=RunConfig(platform="a2a3sim"))
+    assert info.value.span.file == str(tmp_path / "k.py") and info.value.span.line == 7  # the loop

@@ -35,6 +35,7 @@ from pypto.ir.ops.cube import fixpipe_cast
 from pypto.ir.ops.spmd import LANED, SPLITS, lane_window
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType, TileType
+from pypto.passes.expand_l1 import user_name
 
 # where a cube value may go without leaving the cube: into GM, on into the accumulator,
 # or viewed (a slice of it is as much the cube's)
@@ -376,7 +377,7 @@ def _named(e) -> str | None:
 
 def _merged(stmt, name: str) -> UnsupportedSyntaxError:
     return UnsupportedSyntaxError(
-        f"'{name}' is a matmul's result on one path and vector work on another; a mixed scope moves only what "
-        "the cube computes to the vector cores", span=stmt.span,
+        f"'{user_name(name)}' is a matmul's result on one path and vector work on another; a mixed scope moves "
+        "only what the cube computes to the vector cores", span=stmt.span,
         hint="compute the value on one side on every path (e.g. a matmul on both branches), or move the vector "
              "path into a scope of its own")
