@@ -690,3 +690,30 @@ def test_a_fold_beside_a_storing_loop_leaves_room_for_what_the_loop_carries(trip
     got = [run(k, a, ps.sentinel((2048, 128)).half(), platform=platform) for platform in PLATFORMS]
     assert ps.bits_equal(got[0], got[1]) and ps.bits_equal(got[1], want)
     assert "pl.range(512, 2048, 512" not in k.lower(a, want).as_python()  # the fold's blocks fit beside them
+
+
+@pl.jit
+def softmax_steps_then_sum(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = a
+        for i in pl.range(3):
+            t = pl.exp(pl.row_expand_sub(t, pl.row_max(t)))
+        out[:] = pl.row_sum(t)  # MARK-sum
+    return out
+
+
+def test_a_reduction_of_a_loop_that_needs_whole_rows_says_the_loop_is_why():
+    """The loop reduces across the row it carries, so no block of columns of it is computed
+    alone: the row_sum's refusal says so, not that one column would not fit."""
+    with pytest.raises(UnsupportedSyntaxError, match=r"the reduction 'row_sum' needs its operand whole \(\d+ B with "
+                                                     r"what is live\), more than Vec holds, and its operand is not "
+                                                     r"computed in blocks of columns: this loop reads a tensor it "
+                                                     r"carries at another window") as info:
+        softmax_steps_then_sum(torch.randn(1, 12000), torch.zeros(1, 1), config=RunConfig(platform="ref"))
+    assert info.value.span.file == __file__ and "MARK-sum" in open(__file__).read().splitlines()[info.value.span.line - 1]
+    a, out = torch.randn(1, 1000), torch.zeros(1, 1)  # a row that fits is computed
+    softmax_steps_then_sum(a, out, config=RunConfig(platform="ref"))
+    t = a
+    for _ in range(3):
+        t = torch.exp(t - t.amax(1, keepdim=True))
+    torch.testing.assert_close(out, t.sum(1, keepdim=True), rtol=1e-5, atol=1e-5)

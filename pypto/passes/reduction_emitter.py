@@ -90,13 +90,16 @@ class Reductions:
         other = extents(within)[1 - axis]
         carried = 3 * other * self.g.types[self.g.resolve(x)].dtype.nbytes  # the result, a block's, combined
 
+        unblockable = []  # why a block of the operand cannot be computed alone
+
         def need(block) -> int | None:
             """Bytes of one block of the operand; None when it cannot be computed alone."""
             w = list(within)
             w[axis] = (within[axis][0], block)
             try:
                 return self.measure(lambda e, w=tuple(w): e.value(x, w, d.stmt))
-            except Unblockable:
+            except Unblockable as err:
+                unblockable.append(err)
                 return None
 
         whole_need = need(full)
@@ -117,8 +120,16 @@ class Reductions:
                     return block, bound
                 bound = True
             least = cost + self.live if least is None else min(least, cost + self.live)
-        raise Unblockable(f"the reduction '{d.stmt.target}' does not fit Vec even one "
-                          f"{'row' if axis == 0 else 'column'} of its operand at a time", d.span,
+        smaller = block_sizes(full)[1:]
+        if smaller and len(unblockable) == len(smaller):  # no block of it is computed alone: say why
+            why = unblockable[-1]
+            size = f" ({least} B with what is live)" if least is not None else ""
+            raise Unblockable(f"the reduction '{d.stmt.target}' needs its operand whole{size}, more than Vec holds, "
+                              f"and its operand is not computed in blocks of "
+                              f"{'rows' if axis == 0 else 'columns'}: {why.message}", d.span, hint=why.hint, need=least)
+        smallest = smaller[-1] if smaller else full
+        raise Unblockable(f"the reduction '{d.stmt.target}' does not fit Vec even in blocks of {smallest} "
+                          f"{'row' if axis == 0 else 'column'}{'s' * (smallest != 1)} of its operand", d.span,
                           hint="reduce a narrower window (slice the operand), or a smaller dtype", need=least)
 
     def measure(self, emit) -> int:
