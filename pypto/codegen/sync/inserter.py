@@ -15,7 +15,7 @@ from pypto.codegen.sync.analysis import BlockAnalysis
 from pypto.codegen.sync.edges import Edge
 from pypto.codegen.sync.events import assign_events
 from pypto.codegen.sync.locations import blur
-from pypto.codegen.sync.passages import passages, trip_count
+from pypto.codegen.sync.passages import branch_passages, passages, trip_count
 from pypto.ir import nodes as n
 from pypto.ir.rewrite import substitute
 from pypto.ir.simplify import simplify
@@ -44,11 +44,14 @@ class SyncInserter:
                 runs.append(isinstance(trip, n.Const) and trip.value >= 1)
                 carried.append(inner_carried if runs[-1] else [e for e in inner_carried if e.distance])
             elif isinstance(stmt, Cond):
-                then_b, _, _, _ = self.block(stmt.then_body)
-                else_b, _, _, _ = self.block(stmt.else_body)
+                then_b, _, _, then_edges = self.block(stmt.then_body)
+                else_b, _, _, else_edges = self.block(stmt.else_body)
                 groups.append([attrs.evolve(stmt, then_body=then_b, else_body=else_b)])
-                carried.append([])
-                runs.append(False)
+                # What both branches' own syncs order, as edges of a one-statement body
+                # that surely runs (either branch does): none when a branch lacks the chain.
+                both = branch_passages((then_edges, stmt.then_body), (else_edges, stmt.else_body))
+                carried.append(both)
+                runs.append(bool(both))
             else:
                 groups.append([stmt])
                 carried.append([])
@@ -88,8 +91,8 @@ class SyncInserter:
             parts = [(None, [original])]
         elif isinstance(original, Loop):
             parts = [(k, [x for x in walk([child]) if isinstance(x, Instr)]) for k, child in enumerate(original.body)]
-        elif isinstance(original, Cond):
-            parts = [(None, [x for x in walk([original]) if isinstance(x, Instr)])]
+        elif isinstance(original, Cond):  # one statement of a body of one: what branch_passages says of it
+            parts = [(0, [x for x in walk([original]) if isinstance(x, Instr)])]
         else:
             parts = []
         inner_names = set()

@@ -5,7 +5,7 @@ parent may count on (``passages``); a loop's trip count; whether a slot rotates.
 
 from __future__ import annotations
 
-from pypto.codegen.isa import Loop
+from pypto.codegen.isa import Instr, Loop, walk
 from pypto.codegen.sync.edges import Edge
 from pypto.ir import nodes as n
 from pypto.ir.affine import static_difference
@@ -39,6 +39,36 @@ def passages(carried, runs, summaries=None) -> list[Edge]:
             for q, reach in exited(edges, p).items():  # here p waits after the loop
                 if q != p and summaries is not None and last.get(q, -1) <= reach:
                     out.append(Edge(-1, k, k + 1, q, p, 0, 0, passage="exit"))
+    return out
+
+
+def branch_passages(*branches) -> list[Edge]:
+    """What an if's branches order on their own, seen from outside it as a body of one
+    statement: P's earlier work before all of Q's work in it when, in each branch, Q's work
+    all comes after a wait a chain from P feeds (``entered``); all of P's work in it
+    before Q's later work when, in each, P's work all comes before a set whose chain Q
+    waits on (``exited``). ``branches``: (its edges, its statements) each; a branch
+    without such a chain (an empty else) gives nothing."""
+    reach = []
+    for edges, body in branches:
+        first, last = {}, {}
+        for k, child in enumerate(body):
+            for x in walk([child]):
+                if isinstance(x, Instr) and (x.reads or x.writes):
+                    first.setdefault((x.core, x.pipe), k)
+                    last[(x.core, x.pipe)] = k
+        reach.append((edges, first, last))
+    pipes = set.intersection(*({x for e in edges for x in (e.src, e.dst)} for edges, _, _ in reach))
+    out = []
+    for p in sorted(pipes, key=str):
+        ins = [entered(edges, p) for edges, _, _ in reach]
+        for q in sorted(set.intersection(*(set(i) for i in ins)) - {p}, key=str):
+            if all(i[q] <= first.get(q, float("inf")) for i, (_, first, _) in zip(ins, reach)):
+                out.append(Edge(-1, 0, 0, p, q, 0, 0, passage="entry"))
+        outs = [exited(edges, p) for edges, _, _ in reach]
+        for q in sorted(set.intersection(*(set(o) for o in outs)) - {p}, key=str):
+            if all(last.get(q, -1) <= o[q] for o, (_, _, last) in zip(outs, reach)):
+                out.append(Edge(-1, 0, 1, q, p, 0, 0, passage="exit"))
     return out
 
 
