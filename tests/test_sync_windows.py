@@ -183,3 +183,35 @@ def test_property_gm_window_syncs_are_sound_and_minimal(case, planner):
     kernel, _ = check_sound_and_minimal(window_program(store, load, loop), planner)
     if loop is None:
         assert gm_waits(kernel) == int(overlap(store, load)), case
+
+
+# ----------------------------------------------------------------------------- an if, seen from outside
+
+
+def _branch(*pipes):
+    """A branch of one instruction per pipe, each touching a byte of its own."""
+    from pypto.backend import CoreKind
+    from pypto.codegen.isa import Instr
+
+    return [Instr("X", p, CoreKind.AIC, "x", (), reads=(("loc", k),)) for k, p in enumerate(pipes)]
+
+
+def test_an_if_orders_what_both_branches_order_and_nothing_one_lacks():
+    """Each branch: MTE2 work, then MTE1 work after a wait on MTE2's set. Seen from outside,
+    the if orders MTE2's earlier work before all of its MTE1 work (an entry passage) and all
+    of its MTE2 work before MTE1's later work (an exit passage); with an empty else, or an
+    else whose MTE1 work comes before the wait, nothing."""
+    from pypto.backend import CoreKind
+    from pypto.codegen.sync.edges import Edge
+    from pypto.codegen.sync.passages import branch_passages
+
+    mte2, mte1 = (CoreKind.AIC, Pipe.MTE2), (CoreKind.AIC, Pipe.MTE1)
+    chain = [Edge(0, 0, 1, mte2, mte1, 0, 0)]  # statement 0's MTE2 set, statement 1's MTE1 wait
+    body = _branch(Pipe.MTE2, Pipe.MTE1)
+    both = branch_passages((chain, body), (chain, body))
+    assert {(e.src, e.dst, e.u, e.v, e.passage) for e in both} == {(mte2, mte1, 0, 0, "entry"),
+                                                                   (mte2, mte1, 0, 1, "exit")}
+    assert branch_passages((chain, body), ([], [])) == []  # the empty else orders nothing
+    early = _branch(Pipe.MTE1, Pipe.MTE2, Pipe.MTE1)  # MTE1 work before the wait at statement 2
+    assert not any(e.passage == "entry" for e in branch_passages((chain, body), ([Edge(0, 1, 2, mte2, mte1, 0, 0)],
+                                                                                 early)))
