@@ -12,6 +12,7 @@ import itertools
 from pypto.codegen.pipes import is_ring
 from pypto.ir.types import AtomicType
 from pypto.sim import effects as Effects
+from pypto.sim.steps import Steps
 from pypto.sim import fresh
 from pypto.sim.hazards import RaceChecker
 from pypto.sim.steady import Steady
@@ -19,7 +20,7 @@ from pypto.sim.steady import Steady
 
 class Items:
     """Every issued item of a timeline, for the trace, in columns: times in integer
-    arrays, equal flags and details one object (``effects.shareable``) — a kept timeline
+    arrays, equal flags and details one object (``steps.shareable``) — a kept timeline
     holds little per item.
     Iterates (node, core, pipe, flag, issue, scalar cost, start, end, detail)."""
 
@@ -92,7 +93,7 @@ class Record:
         self.launches = len(launches)
         self.races = None if unsafe else RaceChecker()
         # checking reads of unwritten bytes: each effect performed as it is, by ``apply``
-        self.steps = None if unsafe or fresh.checking() else Effects.Steps([launch.tensors() for launch in launches])
+        self.steps = None if unsafe or fresh.checking() else Steps([launch.tensors() for launch in launches])
         self.effects: list = []
         self.extents = Effects.Extents()
         self.footprint = Footprint()

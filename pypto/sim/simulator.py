@@ -35,6 +35,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
+from pypto.sim.steps import Steps, run_steps
 from pypto.sim import fresh, lacking, offsets, progress
 from pypto.sim.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
@@ -162,7 +163,7 @@ class Timeline:
     sync_instructions: int
     memories: tuple  # (core name, space, bytes) of the on-chip memories it uses, as far as it uses them
     launches: int = 1
-    steps: Effects.Steps | None = None  # a race-free timeline's effects, compiled (then ``effects`` is empty)
+    steps: Steps | None = None  # a race-free timeline's effects, compiled (then ``effects`` is empty)
     # the GM windows its loads and stores move: (launch, parameter, writes, offsets, extents), each once
     footprint: tuple = ()
     skipped: int = 0  # trips of steady loops produced from the trip before rather than simulated (``steady``)
@@ -482,7 +483,7 @@ def apply(timeline: Timeline, *tensors: dict, atomic=None) -> None:
     among other tasks'); without it they add at once."""
     with collector_paused():
         if timeline.steps is not None:
-            Effects.run_steps(timeline.steps, timeline.memories, tensors, atomic)
+            run_steps(timeline.steps, timeline.memories, tensors, atomic)
         else:  # (each instruction's effect twice: as it starts and as it ends)
             Effects.apply(progress.counted(timeline.effects, "applied", len(timeline.effects)), timeline.memories,
                           tensors, atomic)
