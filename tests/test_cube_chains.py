@@ -102,35 +102,3 @@ def test_the_fixpipe_narrowing_stays_the_cube_s_in_a_split_scope(mode):
     assert torch.equal(outs[0], outs[1])
     golden = ((a.float() @ b.float()).to(torch.bfloat16).float() @ e.float()) * 0.5
     assert ((outs[0] - golden).norm() / golden.norm()).item() < 1e-5
-
-
-@pl.jit
-def first_block_in_a_nested_else(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        acc = pl.create_tensor([128, 256], dtype=pl.FP32)
-        for kb in pl.range(3):
-            k0 = kb * 200
-            if kb == 1:
-                acc = pl.matmul_acc(acc, a[:, k0:k0 + 200], b[k0:k0 + 200, :])
-            else:
-                if kb == 0:
-                    acc = pl.matmul(a[:, k0:k0 + 200], b[k0:k0 + 200, :])
-                else:
-                    acc = pl.matmul_acc(acc, a[:, k0:k0 + 200], b[k0:k0 + 200, :])
-        c[:] = acc
-    return c
-
-
-def test_an_accumulation_whose_accumulator_another_branch_reads_too_is_in_place():
-    """The carried accumulator is read in the first branch and in the nested else: its
-    accumulation in the first writes over it (no path reads it after), so one full
-    128x256 FP32 block of Acc serves every branch."""
-    g = torch.Generator().manual_seed(5)
-    a, b = torch.randn(128, 600, generator=g).half(), torch.randn(600, 256, generator=g).half()
-    got = []
-    for platform in ("ref", "a2a3sim"):
-        c = torch.zeros(128, 256)
-        first_block_in_a_nested_else(a, b, c, config=RunConfig(platform=platform, disabled_diagnostics=["PH001"]))
-        got.append(c)
-    assert torch.equal(*got)
-    torch.testing.assert_close(got[1], a.float() @ b.float(), rtol=1e-3, atol=3e-2)

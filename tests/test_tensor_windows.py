@@ -545,15 +545,37 @@ def first_block_in_an_if(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     return c
 
 
-@pytest.mark.parametrize("kernel", [two_halves_of_k, first_block_in_an_if])
-def test_accumulations_in_full_acc_blocks_share_the_one_accumulator(kernel):
+@pl.jit
+def first_block_in_a_nested_else(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.create_tensor([128, 256], dtype=pl.FP32)
+        for kb in pl.range(3):
+            k0 = kb * 200
+            if kb == 1:
+                acc = pl.matmul_acc(acc, a[:, k0:k0 + 200], b[k0:k0 + 200, :])
+            else:
+                if kb == 0:
+                    acc = pl.matmul(a[:, k0:k0 + 200], b[k0:k0 + 200, :])
+                else:
+                    acc = pl.matmul_acc(acc, a[:, k0:k0 + 200], b[k0:k0 + 200, :])
+        c[:] = acc
+    return c
+
+
+@pytest.mark.parametrize("kernel,mkn", [(two_halves_of_k, (256, 1000, 512)), (first_block_in_an_if, (256, 1000, 512)),
+                                        (first_block_in_a_nested_else, (128, 600, 256))])
+def test_accumulations_in_full_acc_blocks_share_the_one_accumulator(kernel, mkn):
     """Each user-level matmul is a K chain of its own (a loop carrying its accumulator);
     the chain that continues another's, after it or in an if's other branch, accumulates in
-    the same Acc buffer — a 128x256 FP32 block fills Acc, and two of them do not fit."""
-    a, b = torch.randn(256, 1000).half(), torch.randn(1000, 512).half()
-    got = run(kernel, a, b, ps.sentinel((256, 512)), platform="a2a3sim")
+    the same Acc buffer — a 128x256 FP32 block fills Acc, and two of them do not fit. In the
+    nested form the carried accumulator is read in the first branch and in the nested else:
+    its accumulation in the first writes over it, as no path reads it after."""
+    m, k, n = mkn
+    a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+    got = run(kernel, a, b, ps.sentinel((m, n)), platform="a2a3sim")
     torch.testing.assert_close(got, a.float() @ b.float(), rtol=1e-3, atol=2e-2)
-    assert ps.bits_equal(got, run(kernel, a, b, ps.sentinel((256, 512)), platform="ref"))
+    assert ps.bits_equal(got, run(kernel, a, b, ps.sentinel((m, n)), platform="ref"))
+
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_a_three_dimensional_sink_blocks_its_first_long_axis(platform):

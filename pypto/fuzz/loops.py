@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pypto.fuzz.data import FLOATS, INTS, random_tensor
 from pypto.fuzz.drawing import st
-from pypto.fuzz.recipes import If, Body, Load, Loop, Op, Recipe, Row, Store, case
+from pypto.fuzz.recipes import Body, If, Load, Loop, Op, Recipe, Row, Store, case
 from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind
 
@@ -140,7 +140,8 @@ def loop_body_programs(draw, trips=None, branch: bool = False):
         chosen = body.add(If("i", equals, tuple(then.steps), orelse, (w, kept)))
         if fate == "carried":
             carried, values = len(values), [*values, chosen]
-        text_if = f"; if i == {equals}: store {op}(load, {f'c{inv}' if inv < n_inv else 'k'}) else store k, {fate}"
+        partner = f"c{inv}" if inv < n_inv else "k"
+        text_if = f"; if i == {equals}: store {op}(load, {partner}) else store k, {fate}"
     kind = ForKind.Pipeline if stage else ForKind.Sequential
     if fate == "alone":
         top.add(Loop(0, trips, (), tuple(body.steps), (), kind, stage))
@@ -155,7 +156,8 @@ def loop_body_programs(draw, trips=None, branch: bool = False):
     text = " ".join(":".join(map(str, s)) for s in steps)
     recipe = Recipe("loop_if" if branch else "loop_body", dtype, rows, cols, (x.shape[0] // rows,),
                     ((max(trips, 1), dtype), (n_inv, dtype), (2, dtype), (max(trips, 1), dtype)), tuple(top.steps),
-                    text=f"loop {'if' if branch else 'body'} {dtype.name}[{rows}x{cols}] x{trips}{f' stage {stage}' if stage else ''} "
+                    text=f"loop {'if' if branch else 'body'} {dtype.name}[{rows}x{cols}] x{trips}"
+                         f"{f' stage {stage}' if stage else ''} "
                          f"{n_inv} invariant [{text}] store {stored} after {at}; carry {carried} from {init}, then "
                          f"{post[0]}:{post[1]}{text_if}")
     return case(recipe, (x,))

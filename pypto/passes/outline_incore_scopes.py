@@ -81,8 +81,9 @@ class _Outliner:
                 hint="write the block count as a constant (or pl.system.available_*_count())")
         check_regions(scope.body, scope.split)
         slots = scope.slot_num if scope.slot_num is not None else DEFAULT_SLOTS
+        count = blocks.value if isinstance(blocks, n.Const) else None  # an SPMD scope's blocks
         body, crossings = stage_crossings(scope.body, self.types, lambda base: n.fresh_name(base, self.used),
-                                          blocks.value if isinstance(blocks, n.Const) else None, slots, self.soc)
+                                          count, slots, self.soc)
         scope = attrs.evolve(scope, body=body)
         for name, t, _, _ in crossings:  # a GM buffer the orchestration creates for each, an Out of the kernel
             self.types[name] = t
@@ -134,7 +135,7 @@ class _Outliner:
                 continue
             # as its GM ring has (one for a crossing made once a launch); ConvertTensorToTileOps
             # cuts a slot down to the block a pop carries
-            depth = gm.shape[0] // (tile.shape[0] * (blocks.value if isinstance(blocks, n.Const) else 1))
+            depth = gm.shape[0] // (tile.shape[0] * (count or 1))
             size = depth * tile.nbytes // lanes
             ring = n.fresh_name(f"{name}_ring", self.used)
             body.insert(0, n.Assign(ring, ScalarType(DataType.INT32), op_call("system.reserve_buffer", name=name,

@@ -109,19 +109,20 @@ class Reductions:
         least = None if whole_need is None else whole_need + self.live  # the fewest bytes any way takes
         if not self.fold_budget:
             raise Unblockable(f"'{d.stmt.target}' reduces more than fits Vec at once", d.span, need=least)
-        bound = False
-        for block in block_sizes(full)[1:]:
+        bound, alone = False, False  # alone: some smaller block is computed on its own
+        smaller = block_sizes(full)[1:]
+        for block in smaller:
             one = need(block)
             if one is None:
                 continue
+            alone = True
             cost = one + carried
             if cost + self.live <= self.capacity:
                 if cost <= self.fold_budget:
                     return block, bound
                 bound = True
             least = cost + self.live if least is None else min(least, cost + self.live)
-        smaller = block_sizes(full)[1:]
-        if smaller and len(unblockable) == len(smaller):  # no block of it is computed alone: say why
+        if smaller and not alone:  # no block of it is computed alone: say why
             why = unblockable[-1]
             size = f" ({least} B with what is live)" if least is not None else ""
             raise Unblockable(f"the reduction '{d.stmt.target}' needs its operand whole{size}, more than Vec holds, "

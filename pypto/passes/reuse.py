@@ -123,9 +123,8 @@ def _donate(fn: n.Function) -> n.Function:
                 continue
             src = types[arg.name]
             m = memref(arg.name)
-            if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or walker.live_after(arg.name, here) \
-                    or here not in walker.uses.get(arg.name, ()):
-                continue
+            if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or walker.live_after(arg.name, here):
+                continue  # (a read in the if's other branch is on no path from here)
             if any(walker.defs[arg.name][0] < loop.start for loop in walker.loops_at(here)):
                 continue  # dies at the loop's end, but the next iteration reads it again
             # Nothing else in the buffer taken may be live while the newcomer is (a next

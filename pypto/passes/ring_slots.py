@@ -5,8 +5,8 @@ that crosses from the cube to the vector cores; ConvertTensorToTileOps then comp
 tensor block by block, and a pop carries one block. So the conversion is tried with the
 slots as reserved and, when its tiles do not fit beside them, with slots of half the size
 and so on down, until the blocks it picks beside the slots fit in them; the slots finally
-reserved hold the largest block the vector cores load from the ring. Rings a kernel reserves by hand (a pipe's, named for no parameter) are left
-as they are.
+reserved hold the largest block the vector cores load from the ring. Rings a kernel
+reserves by hand (a pipe's, named for no parameter) are left as they are.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import attrs
 from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, with_args
+from pypto.ir.ops.rings import reserved
 from pypto.ir.types import TensorType, TileType
 from pypto.passes.tensor_graph import TensorGraph
 
@@ -26,7 +27,7 @@ def convert_fitting_rings(fn: n.Function, convert) -> n.Function:
     """``convert(fn)`` (ConvertTensorToTileOps on one kernel) with the kernel's crossing
     rings sized to the blocks it computes; the first attempt's error when none fits."""
     params = {p.name for p in fn.params if isinstance(p.type, TensorType)}
-    rings = {name: (size, slots) for name, size, slots in _reservations(fn.body) if name in params}
+    rings = {name: (size, slots) for name, (_, size, slots) in reserved(fn.body).items() if name in params}
     if not rings:
         return convert(fn)
     slot = {name: size // slots for name, (size, slots) in rings.items()}
@@ -45,12 +46,6 @@ def convert_fitting_rings(fn: n.Function, convert) -> n.Function:
         if cap <= SMALLEST:  # (the whole slots never fail that way: the first attempt raised)
             raise first
         cap = max(SMALLEST, cap // 2)
-
-def _reservations(body):
-    for s in n.walk_stmts(body):
-        call = getattr(s, "value", None)
-        if isinstance(call, n.Call) and call.op == "system.reserve_buffer":
-            yield argument(call, "name"), argument(call, "size"), argument(call, "slot_num")
 
 
 def _largest_loads(fn: n.Function, roots: dict, rings: set) -> dict:
