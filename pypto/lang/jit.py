@@ -17,6 +17,7 @@ from pypto.ir.types import FunctionType, type_name
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
 from pypto.lang.program import at_the_call, check_call_types
+from pypto.lang.sources import Reads
 
 
 def declared_types(kernel, soc) -> tuple:
@@ -41,10 +42,13 @@ def declared_types(kernel, soc) -> tuple:
     return tuple(out)
 
 
-def specialize(kernel, arg_types: tuple, soc) -> n.Program:
-    """The Program of ``kernel`` called with arguments of ``arg_types``, on backend ``soc``."""
+def specialize(kernel, arg_types: tuple, soc) -> tuple[n.Program, Reads]:
+    """The Program of ``kernel`` called with arguments of ``arg_types``, on backend ``soc``,
+    and the outside values it was built from (``Reads``: it is stale once one changes)."""
     with collector_paused():
-        return _JitProgram(kernel, soc).build(arg_types)
+        builder = _JitProgram(kernel, soc)
+        program = builder.build(arg_types)
+    return program, Reads(builder.resolvers)
 
 
 class _JitProgram(ProgramHooks):
@@ -55,6 +59,7 @@ class _JitProgram(ProgramHooks):
         self.specialized: dict[tuple, Callee] = {}
         self.names: set[str] = set()
         self.active: list = [entry]  # kernels being converted: calling one again is recursion
+        self.resolvers: list = []  # of every kernel read: what their names gave is the program's
 
     def build(self, arg_types: tuple) -> n.Program:
         fn = self.convert(self.entry, arg_types, None, None)
@@ -98,15 +103,16 @@ class _JitProgram(ProgramHooks):
     def inline_source(self, kernel, node, conv):
         return self.source_of(kernel, node, conv)
 
-    @staticmethod
-    def source_of(kernel, node, conv):
+    def source_of(self, kernel, node, conv):
         """A called kernel's source; a mistake in its signature also names the call."""
         try:
-            return kernel.source.get()
+            got = kernel.source.get()
         except PyptoError as err:
             if conv is None:
                 raise
             raise err.with_note(f"'{kernel.__name__}' is called at {conv.span(node)}") from None
+        self.resolvers.append(got[0].resolver)
+        return got
 
 
 def describe(arg_types) -> str:

@@ -279,12 +279,17 @@ class Resolver:
 
 
 class ModuleResolver(Resolver):
-    """Names of a user's module: its globals and the function's closure, looked at, not run."""
+    """Names of a user's module: its globals and the function's closure, looked at, not run.
+    Each name and module attribute it is asked about is noted in ``reads`` (in first-read
+    order), so that what a kernel was compiled from can be read again (``current``) and a
+    rebound constant noticed (``pypto.lang.sources.Reads``)."""
 
-    def __init__(self, namespace: dict):
-        self.namespace = namespace
+    def __init__(self, namespace):
+        self.namespace = namespace  # a mapping; pypto.lang.sources passes one that reads live values
+        self.reads: dict[tuple, None] = {}
 
     def resolve(self, name: str):
+        self.reads[("name", name)] = None
         if name not in self.namespace:
             if name in _PURE_BUILTINS:
                 return Pure(name)
@@ -296,10 +301,20 @@ class ModuleResolver(Resolver):
     def attribute(self, base, name: str):
         if isinstance(base, Value) and isinstance(base.value, types.ModuleType):
             mod = base.value
+            self.reads[("attr", mod, name)] = None
             if not hasattr(mod, name):
                 return None
             return classify(f"{mod.__name__}.{name}", getattr(mod, name))
         return None
+
+    def current(self, read: tuple):
+        """What a noted read gives now (``ABSENT`` for a name bound to nothing)."""
+        if read[0] == "name":
+            return self.namespace.get(read[1], ABSENT)
+        return getattr(read[1], read[2], ABSENT)
+
+
+ABSENT = object()  # a name bound to nothing: what a read found, or finds now
 
 
 def classify(name: str, obj):

@@ -9,6 +9,9 @@ import ast
 import inspect
 import linecache
 import textwrap
+from collections.abc import Mapping
+
+import numpy
 
 from pypto.errors import SpecializationError
 from pypto.ir.types import FunctionType
@@ -43,18 +46,109 @@ def source_of(obj, scope: dict | None = None, line: int | None = None) -> tuple[
     node = tree.body[0]
     all_lines = tuple(line.rstrip("\n") for line in linecache.getlines(file)) or tuple(
         line.rstrip("\n") for line in lines)
-    namespace = dict(getattr(obj, "__globals__", None) or vars(inspect.getmodule(obj) or object()))
-    namespace.update(scope or {})
-    closure = getattr(obj, "__closure__", None)
-    if closure:
-        for name, cell in zip(obj.__code__.co_freevars, closure):
+    module = getattr(obj, "__globals__", None)
+    if module is None:
+        module = vars(inspect.getmodule(obj) or object())
+    cells = dict(zip(obj.__code__.co_freevars, obj.__closure__ or ())) if hasattr(obj, "__code__") else {}
+    source = Source(file, all_lines, line_offset=start - 1, col_offset=indent,
+                    resolver=N.ModuleResolver(_LiveNames(cells, scope or {}, module)))
+    return source, node
+
+
+class _LiveNames(Mapping):
+    """The names a kernel sees, as they are bound now: its closure's cells, then the
+    locals of the function that defined it (as they were then), then its module's globals
+    — read at each lookup, so a kernel compiled again after a rebinding sees the new value."""
+
+    def __init__(self, cells: dict, scope: dict, module: dict):
+        self.cells, self.scope, self.module = cells, scope, module
+
+    def __getitem__(self, name: str):
+        cell = self.cells.get(name)
+        if cell is not None:
             try:
-                namespace[name] = cell.cell_contents
+                return cell.cell_contents
             except ValueError:  # an empty cell: defined later in the enclosing function
                 pass
-    source = Source(file, all_lines, line_offset=start - 1, col_offset=indent,
-                    resolver=N.ModuleResolver(namespace))
-    return source, node
+        if name in self.scope:
+            return self.scope[name]
+        return self.module[name]
+
+    def __contains__(self, name) -> bool:
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self):
+        return iter({**self.module, **self.scope, **{k: None for k in self.cells}})
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class Reads:
+    """The outside values a specialization read (module constants, closure values, module
+    attributes, the kernels it calls), as they were then. A program built from them is
+    stale once any of them is rebound — a notebook cell setting ``SCALE = 3`` after a call
+    that compiled with ``SCALE = 2`` — and is then built again (``changed``)."""
+
+    def __init__(self, resolvers):
+        self.entries = tuple((resolver, read, _frozen(resolver.current(read)))
+                             for resolver in {id(r): r for r in resolvers if isinstance(r, N.ModuleResolver)}.values()
+                             for read in tuple(resolver.reads))
+
+    def changed(self) -> str | None:
+        """The first read whose value is not what it was, described; None when none is."""
+        for resolver, read, then in self.entries:
+            now = resolver.current(read)
+            if _frozen(now) != then:
+                what = read[1] if read[0] == "name" else f"{read[1].__name__}.{read[2]}"
+                return f"'{what}' changed from {_shown(then)} to {_shown(_frozen(now))}"
+        return None
+
+
+class _Same:
+    """An object compared by identity (a module, a kernel, an enum member): equal only to itself."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+def _frozen(value):
+    """A value as a kernel reads it, kept so that a later change shows — a list is copied
+    (an in-place ``OFFSETS[0] = 4`` is a change), a float kept by its bits (-0.0 is not
+    0.0; a NaN is equal to itself), ``True`` is not ``1``."""
+    if isinstance(value, numpy.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return (float, value.hex())
+    if isinstance(value, (bool, int, str)) or value is None:
+        return (type(value), value)
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_frozen(x) for x in value))
+    return _Same(value)
+
+
+def _shown(frozen) -> str:
+    if isinstance(frozen, _Same):
+        return "<nothing>" if frozen.obj is N.ABSENT else f"<{type(frozen.obj).__name__}>"
+    kind, value = frozen
+    if kind is float:
+        return repr(float.fromhex(value))
+    if kind in (tuple, list):
+        items = ", ".join(_shown(x) for x in value)
+        return f"({items})" if kind is tuple else f"[{items}]"
+    return repr(value)
 
 
 def _class_at(file: str, cls, line: int):

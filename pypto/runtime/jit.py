@@ -12,6 +12,7 @@ from pypto.ir.types import FunctionType, Level
 from pypto.lang.jit import declared_types, specialize
 from pypto.lang.program import FunctionDecl
 from pypto.lang.sources import KernelSource, source_of
+from pypto.log import logger
 from pypto.runtime.arguments import arg_type, as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program
@@ -37,7 +38,7 @@ class JitKernel:
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
-        self._programs: dict[tuple, n.Program] = {}
+        self._programs: dict[tuple, tuple] = {}  # (Program, the Reads it was built from)
         self._compiled: dict[tuple, CompiledProgram] = {}  # for calls: per argument types and config
         self._built: dict[tuple, CompiledProgram] = {}  # compile()'s: per specialized program and config
 
@@ -92,10 +93,18 @@ class JitKernel:
             types = declared_types(self, soc)
         else:
             types = self.arg_types(*self.bind(args, kwargs))
+        return self._program(types, soc)
+
+    def _program(self, types: tuple, soc) -> n.Program:
         key = (types, soc.name)
-        if key not in self._programs:
-            self._programs[key] = specialize(self, types, soc)
-        return self._programs[key]
+        known = self._programs.get(key)
+        if known is not None:
+            stale = known[1].changed()
+            if stale is None:
+                return known[0]
+            logger.debug(f"[compile] {self.__name__}: built again, {stale}")
+        self._programs[key] = specialize(self, types, soc)
+        return self._programs[key][0]
 
     @located
     def lower(self, *args, config: RunConfig | None = None, **kwargs) -> n.Program:
@@ -123,11 +132,12 @@ class JitKernel:
         """Run on torch tensors and numbers, passed by position or by parameter name."""
         args, where = self.bind(args, kwargs)
         config = _config(config)
-        key = (self.arg_types(args, where), config)
+        types = self.arg_types(args, where)
+        key = (types, config)
+        program = self._program(types, backend(config.backend))  # built again when a value it read has changed
         compiled = self._compiled.get(key)
-        if compiled is None:
-            compiled = compile_program(self._specialize(args, {}, config), self.param_names, config,
-                                       write=config.writes_artifacts)
+        if compiled is None or compiled.program is not program:
+            compiled = compile_program(program, self.param_names, config, write=config.writes_artifacts)
             self._compiled[key] = compiled
         return compiled(*as_declared(compiled.params, self.param_names, args, where.__getitem__))
 
