@@ -335,6 +335,12 @@ class TileType:
 Type = ScalarType | TensorType | TileType
 
 
+def binds(declared: DataType, given: DataType) -> bool:
+    """Whether a tensor argument of ``given`` dtype binds a parameter declared ``declared``:
+    the same dtype, or int64 for ``pl.INDEX`` (the 64-bit integer torch has for an index)."""
+    return given is declared or declared is DataType.INDEX and given is DataType.INT64
+
+
 def conforms(given, declared) -> bool:
     """A tensor an orchestration sized at run time may be passed for a parameter of the same
     dtype and rank whose written extents its constant ones match; the others are checked

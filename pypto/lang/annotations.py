@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import ast
 
+import attrs
+
 from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops.registry import fmt_shape
-from pypto.ir.types import (DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, conforms,
+from pypto.ir.types import (DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, binds, conforms,
                             type_name)
 from pypto.lang import names as N
 from pypto.lang.tensor_views import TensorViews
@@ -158,6 +160,9 @@ class Annotations(TensorViews):
             raise self.error(TypeCheckError, node, "pl.Tensor takes [shape, dtype] or [shape, dtype, pl.TensorView(...)]",
                              hint="pl.Tensor[[128, 128], pl.FP32]")
         dims = items[0].elts if isinstance(items[0], (ast.List, ast.Tuple)) else None
+        if isinstance(given, TensorType) and given.dtype is not DataType.INDEX \
+                and binds(self._dtype(items[1]), given.dtype):  # an int64 tensor for a pl.INDEX one
+            given = attrs.evolve(given, dtype=self._dtype(items[1]))
         if dims is not None and any(self._dynamic(d) is not None for d in dims):
             if isinstance(given, TensorType) and given.runtime_sized:
                 raise self.error(SpecializationError, node,
@@ -182,7 +187,10 @@ class Annotations(TensorViews):
         if given is not None and given != declared:
             raise self.error(SpecializationError, node,
                              f"argument '{param}' is {type_name(given)} but the kernel declares {type_name(declared)}",
-                             hint="pass a tensor of the declared shape and dtype, or annotate with a bare pl.Tensor")
+                             hint=f"pass {param}.to(torch.int64): an int64 tensor binds pl.INDEX"
+                             if declared.dtype is DataType.INDEX and isinstance(given, TensorType)
+                             and given.shape == declared.shape and given.dtype.is_int
+                             else "pass a tensor of the declared shape and dtype, or annotate with a bare pl.Tensor")
         return declared
 
     def _runtime_dims(self, dims) -> tuple | None:

@@ -22,6 +22,7 @@ from pypto.errors import (
 )
 from pypto.ir import nodes as n
 from pypto.ir.infer import scalar_type
+from pypto.ir.ops.registry import scalar_valued
 from pypto.ir.simplify import fold
 from pypto.ir.types import (
     ScalarType,
@@ -29,7 +30,6 @@ from pypto.ir.types import (
     TileType,
     type_name,
 )
-from pypto.ir.ops.spmd import BLOCK_REGISTERS
 from pypto.lang.annotations import Annotations
 from pypto.lang.lookups import Lookups
 from pypto.lang.permissions import CallSite
@@ -257,7 +257,7 @@ class ExprConverter(Lookups, Statics, Annotations):
                 return self.available_count(node, meaning.name)[0]
             if isinstance(meaning, N.Builtin) and meaning.name == "dim":  # an extent known as the orchestration runs
                 return self.dim_call(node)[0]
-            if isinstance(meaning, N.Op) and meaning.name in BLOCK_REGISTERS:  # a scalar a kernel reads
+            if isinstance(meaning, N.Op) and scalar_valued(meaning.name):  # a register, an array element
                 return self.operand(node)[0]
             if isinstance(meaning, N.Op) and meaning.name.rsplit(".", 1)[-1] == "cast" and node.args \
                     and not self._is_array(node.args[0]):  # a scalar's cast, inside an expression

@@ -11,6 +11,7 @@ from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.affine import static_difference
 from pypto.ir.ops import lookup
+from pypto.ir.ops.registry import scalar_valued
 from pypto.ir.types import TensorType, TileType, type_name
 from pypto.lang import names as N
 
@@ -133,9 +134,11 @@ class Subscripts:
             return isinstance(self.local_type(node.value), TensorType)
         if isinstance(node, ast.Call):
             _, meaning = self.entity(node.func)
-            if isinstance(meaning, N.Op) and meaning.name.rsplit(".", 1)[-1] in ("read", "cast"):
-                # a scalar's cast, and an element read, are scalars (pl.cast(pl.read(t, 0), pl.INDEX) + 1)
-                return meaning.name.endswith("cast") and bool(node.args) and self._is_array(node.args[0])
+            if isinstance(meaning, N.Op) and meaning.name.rsplit(".", 1)[-1] == "cast":
+                # a scalar's cast is a scalar (pl.cast(pl.read(t, 0), pl.INDEX) + 1)
+                return bool(node.args) and self._is_array(node.args[0])
+            if isinstance(meaning, N.Op) and scalar_valued(meaning.name):  # pl.tile.get_block_idx() * 16
+                return False
             return isinstance(meaning, N.Op) or isinstance(self.resolve_chain(node.func), N.Kernel) or (
                 self.has_self and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
                 and node.func.value.id == "self")

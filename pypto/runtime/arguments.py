@@ -8,7 +8,7 @@ import torch
 
 from pypto.errors import SpecializationError
 from pypto.ir import nodes as n
-from pypto.ir.types import DataType, ScalarType, TensorType, type_name
+from pypto.ir.types import DataType, ScalarType, TensorType, binds, type_name
 from pypto.runtime.callsite import call_span
 from pypto.sim.numerics import FROM_TORCH
 
@@ -24,6 +24,11 @@ def arg_type(name: str, value, where=None):
             supported = ", ".join(str(t).replace("torch.", "") for t in FROM_TORCH)
             raise _error(f"argument '{name}' has unsupported torch dtype {value.dtype}", where,
                          hint=f"Supported: {supported} (e.g. {name}.float())")
+        if value.layout is not torch.strided or value.is_nested:
+            layout = "a nested tensor" if value.is_nested else f"a {str(value.layout).replace('torch.', '')} tensor"
+            raise _error(f"argument '{name}' is {layout}; kernels read and write dense, strided tensors", where,
+                         hint=f"pass {name}.to_dense()" if not value.is_nested else
+                         f"pass each of {name}'s tensors, or {name}.to_padded_tensor(0)")
         if value.device.type != "cpu":
             raise _error(f"argument '{name}' is on {value.device}; kernels run on CPU tensors here", where,
                          hint=f"pass {name}.cpu()" if value.device.type != "meta" else
@@ -51,13 +56,17 @@ def as_declared(params, names, args, where) -> tuple:
         at = where(k)
         if isinstance(p.type, TensorType):
             t = arg_type(name, a, at)
-            if not isinstance(t, TensorType) or t.shape != p.type.shape or t.dtype != p.type.dtype:
+            if not isinstance(t, TensorType) or t.shape != p.type.shape or not binds(p.type.dtype, t.dtype):
                 raise _error(f"argument '{name}' is {type_name(t)}, but this program was compiled for "
                              f"{type_name(p.type)}", at,
-                             hint="compile for these arguments (or call the kernel: it compiles per argument type)")
+                             hint=f"pass {name}.to(torch.int64): an int64 tensor binds pl.INDEX"
+                             if p.type.dtype is DataType.INDEX and isinstance(t, TensorType) and t.shape == p.type.shape
+                             else "compile for these arguments (or call the kernel: it compiles per argument type)")
         elif isinstance(p.type, ScalarType):
             a = _scalar(p, name, a, at)
-        out.append(a)
+        # Kernels are not differentiable: a tensor autograd tracks is read and written as the
+        # storage it is (an input that requires grad; an output's in-place writes are not recorded).
+        out.append(a.detach() if isinstance(a, torch.Tensor) else a)
     return tuple(out)
 
 

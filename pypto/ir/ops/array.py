@@ -54,6 +54,6 @@ def _set(a: OpArgs, soc: SoC) -> ArrayType:
 register("array.create", [P("size", Kind.INT), P("dtype", Kind.DTYPE)], _create,
          doc="an array of ``size`` scalars (TaskIds: None, no task; integers: 0)", plane="orchestration")
 register("array.get", [P("array", Kind.ARRAY), P("index", Kind.SCALAR, integer=True)], _get,
-         doc="one element", plane="orchestration")
+         doc="one element", plane="orchestration", scalar=True)
 register("array.set", [P("array", Kind.ARRAY), P("index", Kind.SCALAR, integer=True), P("value", Kind.SCALAR)],
          _set, doc="the array with one element replaced", plane="orchestration")

@@ -74,14 +74,14 @@ _INDICES = P("indices", Kind.INDEX_LIST, bare=True)
 register("tensor.read", [P("tensor", Kind.TENSOR), _INDICES], _infer,
          doc="one element: read by the orchestrator once the tensor's producer has finished, or in a kernel by "
              "the core's scalar unit from GM (a runtime value for loop bounds, branches and valid shapes)",
-         plane="both")
+         plane="both", scalar=True)
 register("tensor.write", [P("tensor", Kind.TENSOR), _INDICES, P("value", Kind.SCALAR)], _infer,
          doc="the tensor with one element set to value, in place: by the orchestrator once every task before that "
              "touches the element has finished, or in a kernel by the core's scalar unit into GM",
          writes_operand="tensor", plane="both")
 register("tile.read", [P("tile", Kind.TILE, spaces=(M.Vec,)), _INDICES], _infer,
          doc="one element of a Vec tile, read by the scalar unit once the pipes have written it (a runtime value "
-             "for offsets, loop bounds and branches)", mnemonic="SGETVAL")
+             "for offsets, loop bounds and branches)", mnemonic="SGETVAL", scalar=True)
 register("tile.write", [P("tile", Kind.TILE, spaces=(M.Vec,)), _INDICES, P("value", Kind.SCALAR)], _infer,
          doc="the tile with one element set to value (converted to the tile's dtype), written by the scalar unit "
              "in the tile's buffer", in_place=True, mnemonic="SSETVAL", updates="tile")

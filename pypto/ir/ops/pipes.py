@@ -138,7 +138,8 @@ for _op in INITS:
                    P("id", Kind.INT, default=None, optional=True)], _init, effect=True,
              doc="set up pipe id on this side: its directions, slot size and depth, and the consumer's buffer")
 register("system.import_peer_buffer", [P("name", Kind.STR), P("peer_func", Kind.STR)], _buffer,
-         doc="the buffer a peer function of the Group reserved under 'name' (the producer's side of a pipe)")
+         doc="the buffer a peer function of the Group reserved under 'name' (the producer's side of a pipe)",
+         scalar=True)
 
 for _name in ("tpush_to_aiv", "tpush_to_aic", "tpop_from_aic", "tpop_from_aiv"):
     unify(_name, tile=f"tile.{_name}")

@@ -151,6 +151,9 @@ class OpDef:
     # the operand a call written as a statement updates: its name is rebound to the result
     # (the reference writes ``pl.write(tile, [i, j], v)`` for the tile with that element set)
     updates: str | None = None
+    # its result is a scalar whatever its operands (an element read, a core register): in an
+    # expression it is index arithmetic, ``pl.tile.get_block_idx() * 16``
+    scalar: bool = False
 
     @property
     def has_effect(self) -> bool:
@@ -185,13 +188,13 @@ _OPS: dict[str, OpDef] = {}
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
              unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False,
-             updates: str | None = None) -> OpDef:
+             updates: str | None = None, scalar: bool = False) -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
     if plane not in ("core", "orchestration", "both"):
         raise ValueError(f"op {name}: plane {plane!r}")
     op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane,
-               effect, updates)
+               effect, updates, scalar)
     _OPS[name] = op
     return op
 
@@ -261,6 +264,17 @@ def spelled(name: str) -> str:
 def unspelled(part: str) -> str:
     """The op-name part a source name stands for: ``and_`` -> ``and``."""
     return part[:-1] if part.endswith("_") and keyword.iskeyword(part[:-1]) else part
+
+
+def scalar_valued(name: str) -> bool:
+    """Whether a source op name (``tile.get_block_idx``, an alias, a unified ``read``) always
+    gives a scalar."""
+    op = resolve(name)
+    if op is not None:
+        return op.scalar
+    forms = UNIFIED.get(name)
+    names = [f for f in attrs.astuple(forms) if f] if forms is not None else []
+    return bool(names) and all(_OPS[f].scalar for f in names)
 
 
 def all_ops() -> tuple[OpDef, ...]:

@@ -25,7 +25,8 @@ def _reserve(a: OpArgs, soc: SoC) -> ScalarType:
 
 register("system.reserve_buffer", [P("name", Kind.STR), P("size", Kind.INT), P("base", Kind.INT, default=0, show=True),
                                    P("slot_num", Kind.INT, default=1)], _reserve,
-         doc="reserve the vector cores' UB bytes [base, base + size) for the cross-core ring of GM buffer 'name'")
+         doc="reserve the vector cores' UB bytes [base, base + size) for the cross-core ring of GM buffer 'name'",
+         scalar=True)
 
 
 def reserved(body) -> dict:

@@ -20,10 +20,12 @@ def _index(a: OpArgs, soc: SoC) -> ScalarType:
     return ScalarType(DataType.INDEX)
 
 
-register("tile.get_block_idx", [], _index, doc="this block's index in its SPMD task, 0..get_block_num() - 1")
-register("tile.get_block_num", [], _index, doc="how many blocks the SPMD task running this kernel has")
+register("tile.get_block_idx", [], _index, doc="this block's index in its SPMD task, 0..get_block_num() - 1",
+         scalar=True)
+register("tile.get_block_num", [], _index, doc="how many blocks the SPMD task running this kernel has", scalar=True)
 register("tile.get_subblock_idx", [], _index,
-         doc="which vector core of its cluster runs this code: 0 or 1 in a pl.split_aiv region, else 0")
+         doc="which vector core of its cluster runs this code: 0 or 1 in a pl.split_aiv region, else 0",
+         scalar=True)
 
 
 def _shard(a: OpArgs, soc: SoC):
