@@ -65,7 +65,7 @@ def _build(root: Path, name: str, age: int = 0) -> Path:
     return d
 
 
-def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys):
+def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys, monkeypatch):
     root = tmp_path / "build_output"
     old = _build(root, "scale_20261201_100000", age=0)
     new = _build(root, "scale_20261201_110000", age=10)
@@ -83,7 +83,13 @@ def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"removed {old}" in out and "2 build(s) removed" in out
     assert cli.main(["clean", str(mine / "keep.txt")]) == 2
-    assert cli.main(["clean", str(tmp_path / "absent")]) == 0
+    capsys.readouterr()
+    assert cli.main(["clean", str(tmp_path / "absent")]) == 2  # a directory named and missing: a typo
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "absent does not exist" in err
+    monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path / "never_built"))
+    assert cli.main(["clean"]) == 0  # the default directory, before any build: nothing to do
+    assert capsys.readouterr().out.strip() == f"no builds: {tmp_path / 'never_built'} does not exist"
     empty = tmp_path / "empty"
     empty.mkdir()
     assert cli.main(["clean", str(empty)]) == 0 and empty.is_dir()  # not emptied by clean: kept
