@@ -17,7 +17,7 @@ import pypto.language as pl
 from pypto import cli, ir
 from pypto.errors import ConfigError
 from pypto.ir import PassDumpLevel
-from pypto.runtime import RunConfig, build_dirs
+from pypto.runtime import RunConfig, build_dirs, publish
 from pypto.runtime import compiled as compiled_module
 from pypto.runtime.build_dirs import BUILD_MARK, LEASE
 
@@ -84,7 +84,7 @@ def paused_in(monkeypatch, module, name: str, thread: str):
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "moved-aside"])
 def test_builds_racing_into_one_output_dir_leave_the_newest_whole(tmp_path, monkeypatch, exchange):
     if not exchange:  # a kernel or file system without RENAME_EXCHANGE: the old build moved aside first
-        monkeypatch.setattr(build_dirs, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(publish, "_exchange", lambda a, b: False)
     out = tmp_path / "out"
     alone = {rows: files(ir.compile(program(rows), output_dir=tmp_path / f"alone{rows}",
                                     dump_passes=PassDumpLevel.EXPLICIT).output_dir) for rows in (16, 32, 48)}
@@ -264,10 +264,10 @@ def test_processes_building_into_one_output_dir_leave_one_whole_build(tmp_path):
 
 def test_clean_removes_what_a_process_cut_short_and_nothing_still_being_written(tmp_path, capsys):
     root = tmp_path / "builds"
-    cut_short = build_dirs.Staged(root / "exp_rows_20260101_000000")  # its process "ended": lease dropped
+    cut_short = publish.Staged(root / "exp_rows_20260101_000000")  # its process "ended": lease dropped
     (cut_short.path / "passes_dump").mkdir()
     path, cut_short = cut_short.path, None
-    writing = build_dirs.Staged(root / "exp_rows_20260101_000001")  # still held: being written
+    writing = publish.Staged(root / "exp_rows_20260101_000001")  # still held: being written
     assert cli.main(["clean", str(root)]) == 0
     assert f"removed {path} (left unfinished)" in capsys.readouterr().out
     assert not path.exists() and writing.path.is_dir()

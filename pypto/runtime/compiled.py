@@ -27,7 +27,7 @@ from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.arguments import as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.chip import groups
-from pypto.runtime import build_dirs
+from pypto.runtime import build_dirs, publish
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
@@ -174,7 +174,7 @@ class CompiledProgram:
         temporary directory instead, said in a warning — a run never fails for its artifacts.
         What ``write`` returned."""
         try:
-            with build_dirs.writing_into(self.output_dir):
+            with publish.writing_into(self.output_dir):
                 if not self.output_dir.is_dir():  # (not made again: it would be a build with no build in it)
                     raise FileNotFoundError(errno.ENOENT, "the build directory is gone", str(self.output_dir))
                 return write(self.output_dir / what)
@@ -329,7 +329,7 @@ def write_build(compiled: CompiledProgram, lowering: Lowering, config: RunConfig
             place = _named_place(chosen)
         else:
             place = (build_dirs.default_root() / f"{compiled.name}_{_stamp()}").resolve()
-        staged = build_dirs.Staged(place)
+        staged = publish.Staged(place)
     except OSError as exc:
         raise ConfigError(f"cannot create the output directory {exc.filename or chosen}: {exc.strerror or exc}",
                           hint="pass RunConfig(output_dir=...) a directory you can write, or set "
