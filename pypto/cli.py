@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import shutil
 import sys
 from pathlib import Path
 
@@ -32,36 +31,52 @@ COMMANDS = {"demo": "pypto.demo", "trace": "pypto.tools.clean_sim_trace", "memor
 def clean(argv) -> int:
     # builds are what hold compiled_meta.json, the file a build writes last (pypto.runtime.build_dirs;
     # imported here: the runtime loads torch, which --version need not wait for)
-    from pypto.runtime.build_dirs import builds, default_root
+    from pypto.runtime import build_dirs
 
     parser = argparse.ArgumentParser(prog="pypto clean", description="remove old builds (directories holding "
-                                     "compiled_meta.json) from a build directory")
+                                     "compiled_meta.json) from a build directory; a build a running program "
+                                     "holds stays")
     parser.add_argument("root", nargs="?", type=Path, default=None,
                         help="the build directory (default: $PYPTO_PROG_BUILD_DIR or ./build_output)")
     parser.add_argument("--keep", type=int, default=0, metavar="N", help="keep the newest N builds of each kernel")
     parser.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
     args = parser.parse_args(argv)
-    root = args.root or default_root()
+    root = args.root or build_dirs.default_root()
     if args.keep < 0:
         return _fail("--keep takes a count of 0 or more")
-    if root.exists() and not root.is_dir():
+    if not root.exists():
+        if args.root is None:  # no build was ever made here: nothing to do
+            print(f"no builds: {root} does not exist")
+            return 0
+        return _fail(f"{root} does not exist: give the directory builds were written to "
+                     "(default: $PYPTO_PROG_BUILD_DIR or ./build_output)")
+    if not root.is_dir():
         return _fail(f"{root} is not a directory")
     by_kernel: dict[str, list[Path]] = {}
+    gone = held = 0
     try:
-        for d in builds(root):
+        for d in build_dirs.builds(root):
             by_kernel.setdefault(_kernel_of(d.name), []).append(d)
         doomed = [d for ds in by_kernel.values() for d in ds[:max(0, len(ds) - args.keep)]]
         for d in doomed:
+            if build_dirs.in_use(d) if args.dry_run else not build_dirs.remove(d):
+                print(f"kept {d}: a running program holds it")
+                held += 1
+                continue
             print(("would remove " if args.dry_run else "removed ") + str(d))
-            if not args.dry_run:
-                shutil.rmtree(d)
+            gone += 1
+        # builds and removals a process left unfinished when it ended (hidden, and held by no one)
+        for d in build_dirs.leftovers(root):
+            if not args.dry_run and build_dirs.remove(d):
+                print(f"removed {d} (left unfinished)")
         # a build directory this emptied goes too (never the current one, never one it found empty)
-        if doomed and not args.dry_run and not root.is_symlink() and root.resolve() != Path.cwd().resolve() \
+        if gone and not args.dry_run and not root.is_symlink() and root.resolve() != Path.cwd().resolve() \
                 and not any(root.iterdir()):
             root.rmdir()
     except OSError as exc:
         return _fail(f"{exc.strerror or exc}: {exc.filename or root}")
-    print(f"{len(doomed)} build(s) {'to remove' if args.dry_run else 'removed'} from {root}")
+    print(f"{gone} build(s) {'to remove' if args.dry_run else 'removed'} from {root}"
+          + (f"; {held} kept, in use" if held else ""))
     return 0
 
 

@@ -28,11 +28,29 @@ def pytest_addoption(parser):
                      help="rewrite tests/golden/<case>/ from this run (test_golden.py)")
 
 
+# The variables the package reads (pypto.log at import, pypto.runtime per build and run;
+# test_environment.py keeps the list whole). A user's own (PYPTO_LOG_LEVEL=warn silences the
+# notes tests read, PYPTO_KEEP_BUILDS prunes builds tests hold, PTO2_RING_* resize the rings)
+# must change no test: they are dropped here, before pypto is imported or any test runs a
+# subprocess, and a test that depends on one sets it.
+PACKAGE_ENV = ("PYPTO_PROG_BUILD_DIR", "PYPTO_KEEP_BUILDS", "PYPTO_LOG_LEVEL",
+               "PTO2_RING_TASK_WINDOW", "PTO2_RING_HEAP", "PTO2_RING_DEP_POOL")
+ENV_PREFIXES = ("PYPTO_", "PTO2_")
+for _name in [name for name in os.environ if name.startswith(ENV_PREFIXES)]:
+    del os.environ[_name]
+
+
 @pytest.fixture(autouse=True)
-def _builds_in_tmp(tmp_path_factory, monkeypatch):
-    """compile() without an output_dir writes under $PYPTO_PROG_BUILD_DIR: keep it out of the tree."""
-    if "PYPTO_PROG_BUILD_DIR" not in os.environ:
-        monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path_factory.getbasetemp() / "builds"))
+def _environment(tmp_path_factory, monkeypatch):
+    """Each test starts from the package's defaults: no PYPTO_*/PTO2_* variable but the build
+    directory, which is kept out of the tree (compile() without an output_dir writes there),
+    and the log at INFO (a test that set another level is not seen by the next)."""
+    from pypto.log import LogLevel, logger
+
+    for name in [name for name in os.environ if name.startswith(ENV_PREFIXES)]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path_factory.getbasetemp() / "builds"))
+    logger.setLevel(LogLevel.INFO)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 as pasted, ``pypto clean`` removes only builds, a bad command is one line, and a wheel
 built from the tree installs and runs the demo."""
 
+import importlib.util
 import os
 import re
 import shlex
@@ -65,7 +66,7 @@ def _build(root: Path, name: str, age: int = 0) -> Path:
     return d
 
 
-def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys):
+def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys, monkeypatch):
     root = tmp_path / "build_output"
     old = _build(root, "scale_20261201_100000", age=0)
     new = _build(root, "scale_20261201_110000", age=10)
@@ -83,7 +84,13 @@ def test_clean_removes_only_builds_and_keeps_the_newest(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"removed {old}" in out and "2 build(s) removed" in out
     assert cli.main(["clean", str(mine / "keep.txt")]) == 2
-    assert cli.main(["clean", str(tmp_path / "absent")]) == 0
+    capsys.readouterr()
+    assert cli.main(["clean", str(tmp_path / "absent")]) == 2  # a directory named and missing: a typo
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "absent does not exist" in err
+    monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path / "never_built"))
+    assert cli.main(["clean"]) == 0  # the default directory, before any build: nothing to do
+    assert capsys.readouterr().out.strip() == f"no builds: {tmp_path / 'never_built'} does not exist"
     empty = tmp_path / "empty"
     empty.mkdir()
     assert cli.main(["clean", str(empty)]) == 0 and empty.is_dir()  # not emptied by clean: kept
@@ -120,21 +127,48 @@ def test_fuzz_is_a_subcommand(tmp_path):
     assert done.returncode == 0 and "simulator" in done.stdout and "errors" in done.stdout
 
 
-@pytest.mark.skipif(shutil.which("pip") is None and not shutil.which("pip3"), reason="no pip")
+def _site_dirs() -> list[str]:
+    """The directories this interpreter imports installed packages from (torch among them): a
+    virtual environment's own, or the system's — a venv made from ``sys.executable`` is made
+    from the base interpreter, whose site-packages may have none of them."""
+    return [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+
+
+def _isolation() -> list[str]:
+    """Build without isolation (offline, at once) where this environment has the setuptools
+    the build needs; else in isolation, as ``pip install -e .`` just did."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        new_enough = int(version("setuptools").split(".")[0]) >= 77
+    except (PackageNotFoundError, ValueError):
+        new_enough = False
+    return ["--no-build-isolation"] if new_enough else []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pip") is None, reason="no pip for this interpreter")
 def test_a_wheel_installs_and_runs_the_demo(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)  # the venv's own copy, not a tree's
-    done = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+    done = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *_isolation(), "-w",
                  str(tmp_path / "dist"), str(ROOT)], tmp_path)
     assert done.returncode == 0, done.stderr
     (wheel,) = (tmp_path / "dist").glob("pypto-*.whl")
     assert wheel.name.startswith(f"pypto-{pypto.__version__}-")
     venv = tmp_path / "venv"
-    assert _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], tmp_path).returncode == 0
-    python = venv / "bin" / "python"
-    done = _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], tmp_path)
+    done = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     assert done.returncode == 0, done.stderr
-    where = _run([str(python), "-c", "import pypto; print(pypto.__file__)"], tmp_path).stdout.strip()
-    assert where.startswith(str(venv)), where  # the wheel's copy, not the tree's
+    python = venv / "bin" / "python"
+    # the dependencies (torch, attrs, ...) as this interpreter has them, after the venv's own
+    # site-packages: a .pth line adds a directory (without running the .pth files in it, so an
+    # editable install of the tree there stays out)
+    (site,) = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                   tmp_path).stdout.split()
+    Path(site, "dependencies.pth").write_text("".join(d + "\n" for d in _site_dirs()))
+    done = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
+                 str(wheel)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    where = _run([str(python), "-c", "import pypto; print(pypto.__file__)"], tmp_path)
+    assert where.stdout.startswith(str(venv)), where.stderr  # the wheel's copy, not the tree's
     done = _run([str(venv / "bin" / "pypto"), "demo", "--platform", "ref"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("bit for bit: True") == 3

@@ -128,6 +128,24 @@ def test_calls_are_cached_per_config_and_write_nothing_by_default(seed, tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+@pytest.mark.parametrize("where", ["default", "output_dir", "save_kernels_dir"])
+def test_a_codegen_only_call_writes_the_build_and_runs_nothing(seed, tmp_path, monkeypatch, platform, where):
+    monkeypatch.setenv("PYPTO_PROG_BUILD_DIR", str(tmp_path / "builds"))
+    fields = {"default": {}, "output_dir": {"output_dir": tmp_path / "o"},
+              "save_kernels_dir": {"save_kernels": True, "save_kernels_dir": tmp_path / "s"}}[where]
+    config = RunConfig(platform=platform, codegen_only=True, **fields)
+    kernel, a, out = seed["pipelined"], seed["A"], torch.zeros(512, 128)
+    built = kernel(a, out, config=config)  # as pypto.runtime.run: the compiled program, not run
+    assert isinstance(built, CompiledProgram) and not out.any()
+    place = {"default": (tmp_path / "builds").resolve(), "output_dir": tmp_path, "save_kernels_dir": tmp_path}[where]
+    assert built.output_dir.parent == place and list((built.output_dir / "kernels").rglob("*.pto"))
+    assert kernel(a, out, config=config) is built is kernel.compile(a, out, config=config)  # cached, as compile()
+    assert not out.any()
+    built(a, out)  # called, it runs
+    assert torch.equal(out, torch.exp(a))
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("memory_planner", "LINEAR", "unknown memory_planner 'LINEAR'"),
     ("dump_passes", "loud", "dump_passes='loud' is not a dump level"),

@@ -70,10 +70,40 @@ def test_a_long_run_says_how_far_it_is_then_that_it_is_done(tmp_path, seconds, c
         counts.append(int(m.group(1).replace(",", "")))
         assert int(m.group(2).replace(",", "")) <= report.cycles and int(m.group(4)) >= progress.AFTER
     assert counts == sorted(counts)
-    m = re.fullmatch(r"\[pypto\] exp_tiles on a2a3sim: done in [\d.]+ s: ([\d,]+) instructions simulated "
-                     r"\(cycle [\d,]+\)", done)
-    assert m, done
-    assert int(m.group(1).replace(",", "")) == report.instructions + report.sync_instructions  # every record
+    assert done_figures(done, "exp_tiles") == (report.instructions, report.sync_instructions, report.cycles)
+
+
+def done_figures(line: str, kernel: str) -> tuple[int, int, int]:
+    """(instructions, sync instructions, cycle) a done line says."""
+    m = re.fullmatch(rf"\[pypto\] {kernel} on a2a3sim: done in [\d.]+ s: ([\d,]+) instructions"
+                     r"(?: and ([\d,]+) sync instructions)? simulated \(cycle ([\d,]+)\)", line)
+    assert m, line
+    return tuple(int((g or "0").replace(",", "")) for g in m.groups())
+
+
+@pl.jit
+def steady(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(n):
+            t = pl.load(a, [(i % 8) * 8, 0], [8, 64])
+            pl.store(pl.exp(t), [(i % 8) * 8, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("trips", [1, 9, 3000])
+@pytest.mark.parametrize("every_trip", [False, True], ids=["fast-forward", "every-trip"])
+def test_the_done_line_says_the_runs_own_figures(tmp_path, seconds, monkeypatch, capsys, trips, every_trip):
+    """However much of a steady loop was fast-forwarded (its trips never started one by
+    one), the line that says a run is done has its report's instructions and cycles."""
+    a, out = torch.randn(64, 64), torch.zeros(64, 64)
+    config = RunConfig(output_dir=tmp_path / "b", check_uninitialized_reads=every_trip)  # (checks: no fast-forward)
+    report = steady.compile(a, out, 1, config=config).run(a, out, trips)
+    assert torch.equal(out[:8 * min(trips, 8)], torch.exp(a[:8 * min(trips, 8)]))
+    *going, done = [x for x in re.split(r"[\r\n]", capsys.readouterr().err) if x.startswith("[pypto] steady on")]
+    assert done_figures(done, "steady") == (report.instructions, report.sync_instructions, report.cycles)
+    started = [int(m.group(1).replace(",", "")) for x in going if (m := re.search(r": ([\d,]+) instructions", x))]
+    if trips == 3000 and not every_trip:  # the case this guards: most trips were never started
+        assert max(started, default=0) < (report.instructions + report.sync_instructions) // 10
 
 
 def test_a_run_shorter_than_a_few_seconds_says_nothing(tmp_path, monkeypatch, capsys):

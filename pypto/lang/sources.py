@@ -8,12 +8,14 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import sys
 import textwrap
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy
 
-from pypto.errors import SpecializationError
+from pypto.errors import ParseError, Span, SpecializationError
 from pypto.ir.types import FunctionType
 from pypto.lang import names as N
 from pypto.lang.exprs import Source
@@ -173,6 +175,14 @@ class KernelSource:
     checked as it is read, so no call is bound against parameters the kernel cannot have."""
 
     def __init__(self, fn, function_type: FunctionType | None = None, scope: dict | None = None):
+        if not inspect.isfunction(fn):  # refused where it is decorated, while that line is known
+            kind = "class" if inspect.isclass(fn) else type(fn).__name__
+            what = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+            name = getattr(fn, "__name__", None)
+            raise ParseError(f"{repr(name) if isinstance(name, str) else 'the decorated value'} is {what}: a kernel "
+                             "decorator (@pl.jit, @pl.function) takes a function", span=_decorated_at(),
+                             hint="write the kernel as a def: @pl.jit above 'def kernel(a: pl.Tensor, ...):' "
+                                  "(kernels that call each other go in a @pl.program class)")
         self.fn = fn
         self.function_type = function_type
         self.scope = scope
@@ -189,6 +199,22 @@ class KernelSource:
 
     def param_names(self) -> tuple[str, ...]:
         return tuple(a.arg for a in self.get()[1].args.args)
+
+
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
+
+def _decorated_at() -> Span | None:
+    """The line applying the decorator being run: the first frame outside pypto (a class
+    has no line of its own to report, and its module may be gone by the time it is called)."""
+    frame = sys._getframe(1)
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE + "/"):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    file, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(file, line).rstrip("\n")
+    return Span(file, line, len(text) - len(text.lstrip()) + 1, line, len(text) + 1, text or None)
 
 
 def defining_scope(frame) -> dict | None:

@@ -4,9 +4,11 @@ hold the result (``CompiledProgram``) ready to run on its platform."""
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.arguments import as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.chip import groups
-from pypto.runtime import build_dirs
+from pypto.runtime import build_dirs, publish
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
@@ -62,6 +64,7 @@ class CompiledProgram:
     timings: tuple  # (pass name, seconds)
     output_dir: Path | None = None
     kernels: dict = attrs.Factory(dict)  # InCore function -> codegen Kernel (generated on every platform)
+    lease: object = attrs.field(default=None, repr=False, eq=False)  # its build's (build_dirs.Lease): in use
 
     @property
     def entry(self) -> str:
@@ -150,24 +153,54 @@ class CompiledProgram:
         if run_config.enable_l0_trace and run_config.platform == "ref":
             logger.warning("[l0_trace] enable_l0_trace: the ref platform interprets the IR and issues no "
                            "instructions, so it writes no L0 trace; run on platform='a2a3sim' for one")
-        dfx = self.output_dir / "dfx_outputs" if self.output_dir is not None else None
-        values, report = execute(self.lowered, self.entry, args, run_config, self.kernels, on_launch, dfx)
+        # the chip's artifacts are written aside and moved in once the run is done (_deliver)
+        dfx = Path(tempfile.mkdtemp(prefix="pypto_dfx_")) if self.output_dir is not None \
+            and run_config.any_dfx_enabled() and run_config.platform != "ref" else None
+        try:
+            values, report = execute(self.lowered, self.entry, args, run_config, self.kernels, on_launch, dfx)
+            if dfx is not None and report.dfx_files:
+                report.dfx_files = self._deliver("dfx_outputs", lambda into: _copied(dfx, report.dfx_files, into))
+        finally:
+            if dfx is not None:
+                shutil.rmtree(dfx, ignore_errors=True)
         report.outputs = values
         for shown in report.prints:  # what the kernel's pl.debug_prints saw, in the order they ran
             print(shown)
         return report
 
+    def _deliver(self, what: str, write):
+        """``write(directory)`` for ``<output_dir>/<what>``, while no other build replaces the
+        build there; if the build cannot be written into (removed by hand, say), into a
+        temporary directory instead, said in a warning — a run never fails for its artifacts.
+        What ``write`` returned."""
+        try:
+            with publish.writing_into(self.output_dir):
+                if not self.output_dir.is_dir():  # (not made again: it would be a build with no build in it)
+                    raise FileNotFoundError(errno.ENOENT, "the build directory is gone", str(self.output_dir))
+                return write(self.output_dir / what)
+        except OSError as exc:
+            elsewhere = Path(tempfile.mkdtemp(prefix=f"pypto_{self.name}_")) / what
+            logger.warning(f"[build] cannot write {what}/ into {self.output_dir} ({exc.strerror or exc}); "
+                           f"written to {elsewhere} instead")
+            return write(elsewhere)
+
     def _write_l0_trace(self, kernel, launch) -> None:
-        directory = fresh_dir(self.output_dir / "sim" / f"OPPROF_{kernel.name}_{_stamp()}") / "simulator"
-        directory.mkdir()
         trace = chrome_trace(launch)
         blocks = [encode_block(SOURCE, path.read_bytes(), path=str(path))
                   for path in sorted({Path(e.span.file) for e in launch.events if e.span is not None})
                   if path.is_file()]
         blocks.append(encode_block(TRACE, trace))
         blocks.append(encode_block(API_INSTR, instruction_metrics(launch)))
-        (directory / "visualize_data.bin").write_bytes(write_blocks(blocks))
-        (directory / "trace.json").write_text(json.dumps(trace))
+        data = write_blocks(blocks)
+
+        def write(sim: Path) -> Path:
+            directory = build_dirs.fresh_dir(sim / f"OPPROF_{kernel.name}_{_stamp()}") / "simulator"
+            directory.mkdir()
+            (directory / "visualize_data.bin").write_bytes(data)
+            (directory / "trace.json").write_text(json.dumps(trace))
+            return directory
+
+        directory = self._deliver("sim", write)
         launch.trace_dirs.append(directory.parent)
         logger.info(f"[l0_trace] {kernel.name}: wrote {directory / 'visualize_data.bin'}")
 
@@ -208,22 +241,10 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     if write:
         # read before anything is written: a bad $PYPTO_KEEP_BUILDS leaves no build behind
         keep = build_dirs.keep_count(config.keep_builds) if chosen_dir(config) is None else 0
-        compiled.output_dir = _output_dir(config, program.name)
-        build_dirs.hold(compiled.output_dir, compiled)  # from the start: a build in the making is in use
-        write_dumps(lowering, compiled.output_dir / "passes_dump", config.dump_passes,
-                    notes=(f"memory_planner: {config.memory_planner.value}", f"backend: {config.backend}"))
-        for kernel in compiled.kernels.values():
-            for p in kernel.programs:
-                path = compiled.output_dir / "kernels" / p.core.value / f"{kernel.name}.pto"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(listing(kernel, p, backend=config.backend, planner=config.memory_planner))
-        if config.compile_profiling:
-            write_profile(compiled.output_dir / "report", lowering.timings)
-        report(compiled)
-        write_meta(compiled)  # last: a directory holding it is a whole build (which pruning may remove)
+        compiled.output_dir, lease = write_build(compiled, lowering, config)
+        compiled.lease = build_dirs.hold(compiled.output_dir, compiled, lease)
         build_dirs.prune(compiled.output_dir, keep)  # (keep 0: a directory of the user's, or keep all)
-    else:
-        report(compiled)
+    report(compiled)
     logger.debug(f"[compile] {program.name}: {len(lowering.timings)} passes in "
                  f"{1000 * sum(t for _, t in lowering.timings):.2f} ms, codegen {1000 * codegen:.2f} ms"
                  + (f"; the build: {compiled.output_dir}" if compiled.output_dir is not None else ""))
@@ -237,9 +258,8 @@ META_SCHEMA = 1
 PROGRAM_TEXT = "program.pypto"  # the specialized program's IR text (``pypto.ir.serialize``)
 
 
-def write_meta(compiled: CompiledProgram) -> None:
-    """What ``CompiledProgram.from_dir`` rebuilds the build from."""
-    out = compiled.output_dir
+def write_meta(compiled: CompiledProgram, out: Path) -> None:
+    """What ``CompiledProgram.from_dir`` rebuilds the build from, into ``out``."""
     (out / PROGRAM_TEXT).write_bytes(serialize(compiled.program))
     params = [{"name": name, "direction": p.direction.value,
                **({"shape": list(p.type.shape), "dtype": p.type.dtype.name} if isinstance(p.type, TensorType) else {})}
@@ -272,6 +292,10 @@ def replay(output_dir: Path, platform, backend_type) -> CompiledProgram:
         raise ValueError(f"{path} cannot be read back: {exc}") from None
     compiled = compile_program(program, names, config, write=False)
     compiled.output_dir = config.output_dir
+    try:
+        compiled.lease = build_dirs.hold(compiled.output_dir, compiled)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{output_dir} was removed while it was read back") from None
     return compiled
 
 
@@ -291,65 +315,85 @@ def _stamp() -> str:
     return datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
 
 
-def fresh_dir(path: Path) -> Path:
-    """A new directory ``path``, or ``path_1``, ``path_2``, ...: the first this call creates.
-    ``mkdir`` either creates or fails, so concurrent builds (threads or processes) never get
-    one directory between them."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    k = 0
-    while True:
-        candidate = path if k == 0 else path.with_name(f"{path.name}_{k}")
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            k += 1
-
-
 def chosen_dir(config: RunConfig) -> Path | None:
     """The output directory the user chose, or None: a default one, made per build."""
     return config.output_dir if config.output_dir is not None else config.save_kernels_dir
 
 
-# What a build writes afresh, so in a reused output_dir an earlier build's would read as this
-# one's: its dumps, its profile, the listings of functions this build may not have. Only our
-# own files go (the directory is the user's: a kernels/ of theirs keeps what is not a listing);
-# the runs' outputs (sim/, dfx_outputs/) stay, each run writing a directory of its own.
-STALE = ("report/pipeline_profile.txt", "report/pipeline_profile.json",
-         "kernels/aic/*.pto", "kernels/aiv/*.pto")
-
-
-def _output_dir(config: RunConfig, name: str) -> Path:
+def write_build(compiled: CompiledProgram, lowering: Lowering, config: RunConfig):
+    """The build written aside and moved into place whole (``build_dirs``): (where it is, the
+    lease its program holds)."""
+    chosen = chosen_dir(config)
     try:
-        chosen = chosen_dir(config)
-        if chosen is not None:  # the user's choice, exactly (two builds there share it)
-            path = chosen
-            path.mkdir(parents=True, exist_ok=True)
-            stale = path / "passes_dump"
-            if stale.is_dir() and not stale.is_symlink():
-                shutil.rmtree(stale)
-            for pattern in STALE:
-                for old in path.glob(pattern):
-                    if old.is_file() and not old.is_symlink():
-                        old.unlink()
+        if chosen is not None:
+            place = _named_place(chosen)
         else:
-            path = fresh_dir(build_dirs.default_root() / f"{name}_{_stamp()}")
-        (path / "report").mkdir(exist_ok=True)
+            place = (build_dirs.default_root() / f"{compiled.name}_{_stamp()}").resolve()
+        staged = publish.Staged(place)
     except OSError as exc:
-        raise ConfigError(f"cannot create the output directory {exc.filename or config.output_dir}: "
-                          f"{exc.strerror or exc}",
+        raise ConfigError(f"cannot create the output directory {exc.filename or chosen}: {exc.strerror or exc}",
                           hint="pass RunConfig(output_dir=...) a directory you can write, or set "
                                "$PYPTO_PROG_BUILD_DIR") from None
-    return path.resolve()
+    with staged:
+        out = staged.path
+        (out / "report").mkdir()
+        write_dumps(lowering, out / "passes_dump", config.dump_passes,
+                    notes=(f"memory_planner: {config.memory_planner.value}", f"backend: {config.backend}"))
+        for kernel in compiled.kernels.values():
+            for p in kernel.programs:
+                path = out / "kernels" / p.core.value / f"{kernel.name}.pto"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(listing(kernel, p, backend=config.backend, planner=config.memory_planner))
+        if config.compile_profiling:
+            write_profile(out / "report", lowering.timings)
+        # this build's hints alone; an empty log says it had none
+        (out / "report" / "perf_hints.log").write_text("".join(d.line() + "\n" for d in compiled.perf_hints))
+        write_meta(compiled, out)  # last: a directory holding it is a whole build
+        try:
+            return staged.publish(replace=chosen is not None), staged.lease
+        except OSError as exc:
+            raise ConfigError(f"cannot put the build in place at {place}: {exc.strerror or exc}"
+                              + (f" ({exc.filename})" if exc.filename else ""),
+                              hint="the build is written beside its output directory and moved into it: "
+                                   "give RunConfig(output_dir=...) a directory whose parent you can write") from None
+
+
+def _named_place(chosen: Path) -> Path:
+    """Where a build into the user's ``output_dir`` goes: the directory it names, which each
+    build replaces as a whole — so never one a process is in, nor the home directory."""
+    place = chosen.resolve()
+    try:
+        here = Path.cwd().resolve()
+    except OSError:  # (a current directory removed under us holds nothing)
+        here = place / "_"
+    home = Path.home().resolve()
+    if place == here or place in here.parents or place == home:
+        what = "the home directory" if place == home else "the current directory" if place == here \
+            else "a directory holding the current one"
+        raise ConfigError(f"output_dir {str(chosen)!r} is {what}: each build replaces its output directory as a "
+                          "whole (files of yours in it are kept, but a process inside it would be left in a removed "
+                          "directory)", hint="give builds a directory of their own: RunConfig(output_dir='build')")
+    if place.exists() and not place.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(chosen))
+    return place
+
+
+def _copied(source: Path, files, into: Path) -> list[Path]:
+    """``files`` (under ``source``) copied to the same places under ``into``: their new paths."""
+    copies = []
+    for path in files:
+        there = into / Path(path).relative_to(source)
+        there.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, there)
+        copies.append(there)
+    return copies
 
 
 def report(compiled: CompiledProgram) -> None:
-    """Perf hints into report/perf_hints.log (empty when there are none) with one summary
-    line in the log; with no output directory the same line, each hint at DEBUG
-    (``pypto.log``: INFO is the default; WARN and above keep it quiet)."""
+    """One summary line of the perf hints in the log (``report/perf_hints.log`` of a build has
+    each); with no build the same line, each hint at DEBUG (``pypto.log``: INFO is the
+    default; WARN and above keep it quiet)."""
     hints = compiled.perf_hints
-    if compiled.output_dir is not None:  # this build's hints alone; an empty log says it had none
-        (compiled.output_dir / "report" / "perf_hints.log").write_text("".join(d.line() + "\n" for d in hints))
     if not hints:
         return
     sites = len({str(d.span) for d in hints if d.span is not None})

@@ -262,7 +262,7 @@ class RunConfig:
     # those in flight at once commit in an order the seed picks — the last-bit differences
     # between runs that hardware shows.
     atomic_order_seed: int | None = None
-    # pypto.runtime.run: compile only (codegen_only); write the build to save_kernels_dir
+    # pypto.runtime.run and a @pl.jit call: compile only (codegen_only); write the build to save_kernels_dir
     # when output_dir is unset (a build is always kept here, so save_kernels changes nothing);
     # with compile_profiling, the time of each pass in report/pipeline_profile.{txt,json}.
     save_kernels: bool = False

@@ -30,8 +30,10 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
             return values, RunReport(prints=prints)
         # the whole run, not each launch: a collection after every task walks them all; a
         # progress line on stderr once it has taken a few seconds
-        with collector_paused(), progress.run(f"{entry} on {config.platform}"):
-            return _on_chip(program, entry, args, config, kernels, on_launch, dfx)
+        with collector_paused(), progress.run(f"{entry} on {config.platform}") as meter:
+            values, report = _on_chip(program, entry, args, config, kernels, on_launch, dfx)
+            meter.reached(report.instructions, report.sync_instructions, report.cycles)  # (the done line's)
+            return values, report
 
 
 def _on_chip(program: n.Program, entry: str, args, config: RunConfig, kernels, on_launch, dfx):

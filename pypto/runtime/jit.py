@@ -118,7 +118,9 @@ class JitKernel:
         """Specialize, run the passes, and write the output directory (dumps, report):
         once per argument types and config — the same CompiledProgram again after that.
         With no arguments, the parameters' full annotations give the types."""
-        config = _config(config)
+        return self._build(args, kwargs, _config(config))
+
+    def _build(self, args, kwargs, config: RunConfig) -> CompiledProgram:
         program = self._specialize(args, kwargs, config)
         # (the program is _programs' own, kept: one object per types; a build directory
         # chosen by the environment is part of the key, as it is of the build)
@@ -129,9 +131,13 @@ class JitKernel:
 
     @located
     def __call__(self, *args, config: RunConfig | None = None, **kwargs):
-        """Run on torch tensors and numbers, passed by position or by parameter name."""
-        args, where = self.bind(args, kwargs)
+        """Run on torch tensors and numbers, passed by position or by parameter name. With
+        ``RunConfig(codegen_only=True)``: compile and write the build (as ``compile``), run
+        nothing, and return the ``CompiledProgram`` — as ``pypto.runtime.run`` does."""
         config = _config(config)
+        if config.codegen_only:
+            return self._build(args, kwargs, config)
+        args, where = self.bind(args, kwargs)
         types = self.arg_types(args, where)
         key = (types, config)
         program = self._program(types, backend(config.backend))  # built again when a value it read has changed

@@ -51,6 +51,7 @@ class Meter:
         self.counts: dict[str, int] = {}  # "simulated" instructions, "tasks", "applied" instructions
         self.totals: dict[str, int] = {}
         self.cycle = 0
+        self.final = None  # (instructions, sync instructions, cycle) once the run is done
         self.bar = None
         self.shown = False
 
@@ -62,9 +63,19 @@ class Meter:
         if now >= self.next and not self.quiet:
             self.show(now)
 
+    def reached(self, instructions: int, syncs: int, cycle: int) -> None:
+        """The run's own figures, for the line that says it is done: its report's (the trips
+        a steady loop fast-forwarded were never started one by one, so the counts alone would
+        leave them out, and the cycle with them)."""
+        self.final = (instructions, syncs, cycle)
+
     def text(self, now: float, done: bool = False) -> str:
         parts = []
-        if "simulated" in self.counts:
+        if done and self.final is not None:
+            instructions, syncs, cycle = self.final
+            parts.append(f"{instructions:,} instructions" + (f" and {syncs:,} sync instructions" if syncs else "")
+                         + f" simulated (cycle {cycle:,})")
+        elif "simulated" in self.counts:  # (every instruction started so far, sync ones too)
             parts.append(f"{self.counts['simulated']:,} instructions simulated (cycle {self.cycle:,})")
         if self.counts.get("tasks", 0) > 1:  # a plain kernel call is one task
             parts.append(f"{self.counts['tasks']:,} tasks")
@@ -126,7 +137,7 @@ def counted(items, kind: str, total: int | None = None, cycle=None):
 
 
 def _counting(items, meter: Meter, kind: str, cycle):
-    left = EVERY
+    left, item = EVERY, None
     for item in items:
         left -= 1
         if not left:
@@ -134,7 +145,7 @@ def _counting(items, meter: Meter, kind: str, cycle):
             meter.add(kind, EVERY, cycle(item) if cycle is not None else None)
         yield item
     if left != EVERY:
-        meter.add(kind, EVERY - left)
+        meter.add(kind, EVERY - left, cycle(item) if cycle is not None else None)
 
 
 def counting(callback, kind: str, cycle=None):
@@ -142,17 +153,24 @@ def counting(callback, kind: str, cycle=None):
     meter = _current.get()
     if meter is None:
         return callback
-    left = EVERY
+    left, last = EVERY, None
 
     def counted_call(item):
-        nonlocal left
+        nonlocal left, last
         left -= 1
+        last = item
         if not left:
             left = EVERY
             meter.add(kind, EVERY, cycle(item) if cycle is not None else None)
         return callback(item)
 
-    counted_call.flush = lambda: left != EVERY and meter.add(kind, EVERY - left)
+    def flush():
+        nonlocal left
+        if left != EVERY:  # the last batch, with the cycle its last item reached
+            meter.add(kind, EVERY - left, cycle(last) if cycle is not None else None)
+            left = EVERY
+
+    counted_call.flush = flush
     return counted_call
 
 
