@@ -25,7 +25,7 @@ from pypto.ir.ops import lookup, op_call
 from pypto.ir.types import INDEX, TileType
 from pypto.passes.regions import batch_window, block_sizes, plus, region_vars
 from pypto.passes.tensor_graph import Op
-from pypto.sim.cube_math import BLOCK_BYTES
+from pypto.backend import CUBE_K_BYTES
 from pypto.backend import MemorySpace as M
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
     pages = math.prod(e for _, e in batch)  # past rank 2, a stack of pages in each buffer
     # an operand held on chip is read whole, so K is one slice; a slice starts at a multiple
     # of the cube's fractal block (cube_math), so the chain adds the blocks the whole K has
-    fractal = BLOCK_BYTES // esize
+    fractal = CUBE_K_BYTES // esize
     kb = next((b for b in block_sizes(k) if (b == k or b % fractal == 0)
                and pages * mb * b * esize <= soc.spec(M.Left).capacity
                and pages * b * nb * esize <= soc.spec(M.Right).capacity

@@ -32,9 +32,10 @@ rounding, so no double rounding slips through:
    same fp32 bits, every value between them — the exact sum among them — rounds there too
    (fp32 operands, whose 48-bit products rarely pass 1, mostly do).
 
-The rest take an exact fallback (``_exact_block``: the products scaled to integers, summed as
-Python ints, rounded by integer arithmetic). Zeros' signs and non-finite operands are decided
-from indicator counts (small-integer matmuls, exact), not from what the float64 matmul gave.
+The rest take an exact fallback (``_exact_blocks``: the products scaled to integers, summed
+as Python ints, rounded by integer arithmetic). Non-finite operands and the signs of exact
+zeros are decided from indicator counts (0/1 matmuls, exact), not from what the float64
+matmul gave; the zeros' signs only where the result is a zero (``_float``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-BLOCK_BYTES = 32  # what one fractal step of the cube reads of K, per output element
+from pypto.backend import CUBE_K_BYTES
 
 # significand bits and the smallest normal exponent of each float operand dtype
 _FORMAT = {torch.float16: (11, -14), torch.bfloat16: (8, -126), torch.float32: (24, -126)}
@@ -58,7 +59,7 @@ _SCALE = 300  # 2**300 makes every product of two fp32 values an integer (the le
 
 def block_elems(dtype: torch.dtype) -> int:
     """The elements of ``dtype`` one fractal block of K holds."""
-    return BLOCK_BYTES // torch.empty((), dtype=dtype).element_size()
+    return CUBE_K_BYTES // torch.empty((), dtype=dtype).element_size()
 
 
 def mmad(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
@@ -148,12 +149,10 @@ class _Operands:
             self.a[:, full, :, :tail].copy_(a[..., full * length:])
         self.b = self.b.reshape(pages, blocks, length, n)
         pad = blocks * length - k
-        self.top_a, self.span_a, self.bad_a = self._spans(F.pad(a, (0, pad)).reshape(pages, m, blocks, length),
-                                                          -1, a.dtype)
-        self.top_a, self.span_a, self.bad_a = (x.transpose(1, 2).contiguous() for x in
-                                               (self.top_a, self.span_a, self.bad_a))
-        self.top_b, self.span_b, self.bad_b = self._spans(F.pad(b, (0, 0, 0, pad)).reshape(pages, blocks, length, n),
-                                                          -2, b.dtype)
+        a, b = (a, b) if pad == 0 else (F.pad(a, (0, pad)), F.pad(b, (0, 0, 0, pad)))
+        self.top_a, self.span_a, self.bad_a = (x.transpose(1, 2).contiguous() for x in self._spans(
+            a.reshape(pages, m, blocks, length), -1, a.dtype))
+        self.top_b, self.span_b, self.bad_b = self._spans(b.reshape(pages, blocks, length, n), -2, b.dtype)
         self.finite = not (bool(self.bad_a.any()) or bool(self.bad_b.any()))
         self._bound(blocks)
 
