@@ -49,10 +49,11 @@ from pypto.backend import CUBE_K_BYTES
 
 # significand bits and the smallest normal exponent of each float operand dtype
 _FORMAT = {torch.float16: (11, -14), torch.bfloat16: (8, -126), torch.float32: (24, -126)}
-# the integer view of each, the mask of its magnitude bits, and the magnitude bits of +inf
-_BITS = {torch.float16: (torch.int16, 0x7FFF, 0x7C00), torch.bfloat16: (torch.int16, 0x7FFF, 0x7F80),
-         torch.float32: (torch.int32, 0x7FFFFFFF, 0x7F800000)}
-_NONE = 1 << 20  # the exponent span of a block with no nonzero operand: far below any bound
+# the integer view of each, the mask of its magnitude bits, the magnitude bits of +inf, where
+# the exponent field starts, and its bias
+_BITS = {torch.float16: (torch.int16, 0x7FFF, 0x7C00, 10, 15), torch.bfloat16: (torch.int16, 0x7FFF, 0x7F80, 7, 127),
+         torch.float32: (torch.int32, 0x7FFFFFFF, 0x7F800000, 23, 127)}
+_NONE = 1 << 12  # the exponent span of a block with no nonzero operand: far below any bound (fits int16)
 _CHUNK = 1 << 16  # float64 block sums computed at once (512 KiB: a chunk's passes stay in L2)
 _SCALE = 300  # 2**300 makes every product of two fp32 values an integer (the least is 2**-298)
 
@@ -140,7 +141,7 @@ class _Operands:
         self.length, self.k = length, k
         self.precision, self.emin = _FORMAT[a.dtype]
         self.c = length.bit_length() - 1  # log2 of the block (a power of two)
-        # one pass converts and lays a out by blocks
+        # one pass converts and lays out each operand by blocks
         self.a = (torch.zeros if tail else torch.empty)(pages, blocks, m, length, dtype=torch.float64)
         self.a[:, :full].copy_(a[..., :full * length].reshape(pages, m, full, length).transpose(1, 2))
         self.b = (torch.zeros if tail else torch.empty)(pages, blocks * length, n, dtype=torch.float64)
@@ -150,16 +151,38 @@ class _Operands:
         self.b = self.b.reshape(pages, blocks, length, n)
         pad = blocks * length - k
         a, b = (a, b) if pad == 0 else (F.pad(a, (0, pad)), F.pad(b, (0, 0, 0, pad)))
-        self.top_a, self.span_a, self.bad_a = (x.transpose(1, 2).contiguous() for x in self._spans(
-            a.reshape(pages, m, blocks, length), -1, a.dtype))
-        self.top_b, self.span_b, self.bad_b = self._spans(b.reshape(pages, blocks, length, n), -2, b.dtype)
-        self.finite = not (bool(self.bad_a.any()) or bool(self.bad_b.any()))
+        # a's rows' blocks beside b's columns', as they are (one narrow copy): [P, blocks, M + N, L]
+        top, span, bad = self._spans(torch.cat([a.reshape(pages, m, blocks, length).transpose(1, 2),
+                                                b.reshape(pages, blocks, length, n).transpose(2, 3)], 2), a.dtype)
+        self.top_a, self.top_b = top[..., :m], top[..., m:]
+        self.span_a, self.span_b = span[..., :m], span[..., m:]
+        self.bad_a, self.bad_b = bad[..., :m], bad[..., m:]
+        self.finite = not bool(bad.any())
         self._bound(blocks)
+
+    def _spans(self, x, dtype):
+        """Per block (the last axis): the exponent ``top`` of its largest magnitude (every
+        element is below 2**(top + 1)), the span top - bot, bot the exponent of its
+        smallest nonzero magnitude's ulp (every element is a multiple of 2**bot), and
+        whether it holds an infinity or a NaN. Read from the bits as integers, whose order
+        is the magnitudes' (two reductions of the operands as they are)."""
+        view, mask, inf, shift, bias = _BITS[dtype]
+        bits = x.view(view) & mask
+        high = bits.amax(-1)
+        low = ((bits - 1) & mask).amin(-1) + 1  # a zero wraps to the largest: never the least
+        # exponent fields: a subnormal's (0) is taken as 1, the least normal one (top then
+        # bounds it from above, bot is its ulp exactly)
+        top = torch.clamp(high >> shift, min=1)
+        span = top - torch.clamp(low >> shift, min=1) + (self.precision - 1)
+        bad = high >= inf
+        quiet = (high == 0) | bad  # no bound to take: nothing to add, or a special block
+        return (top - bias).masked_fill_(quiet, -_NONE), span.masked_fill_(quiet, -_NONE), bad
 
     def _bound(self, blocks):
         """Which pairs of a block's row and column the exact bound does not take, for all
-        blocks at once: ``failing`` per block; and, when they are few (fp16, bf16), their
-        [F, 4] indices (block, page, row, column), block by block (``starts``)."""
+        blocks at once: ``failing`` per block; when they are few (fp16, bf16), their [F, 4]
+        indices (block, page, row, column), block by block (``starts``); when most are
+        (fp32), ``_cell``'s E per block."""
         limit = _exact_bits(self.c)
         span_a, span_b = self.span_a, self.span_b
         self.failing, self.pairs = [0] * blocks, None
@@ -175,26 +198,8 @@ class _Operands:
             cols = (span_b[p, j] > (limit - span_a[p, j, i])[:, None]).nonzero()
             self.pairs = torch.cat([rows[cols[:, 0]], cols[:, 1:]], 1)
             self.starts = torch.searchsorted(self.pairs[:, 0].contiguous(), torch.arange(blocks + 1)).tolist()
-
-    def _spans(self, x, dim, dtype):
-        """Per block along ``dim``: the exponent ``top`` of its largest magnitude (every
-        element is below 2**(top + 1)), the span top - bot, bot the exponent of its
-        smallest nonzero magnitude's ulp (every element is a multiple of 2**bot), and
-        whether it holds an infinity or a NaN. Read from the bits as integers (fast), whose
-        order is the magnitudes' order."""
-        view, mask, inf = _BITS[dtype]
-        bits = x.view(view) & mask
-        high = bits.amax(dim)
-        low = ((bits - 1) & mask).amin(dim)  # a zero wraps to the largest: never the least
-        empty = high == 0
-        bad = high >= inf
-        high = (high.view(dtype) if high.dtype == view else high.to(view).view(dtype)).to(torch.float64)
-        low = (low + 1).to(view).view(dtype).to(torch.float64)
-        top = torch.frexp(high)[1] - 1
-        bot = torch.clamp(torch.frexp(low)[1] - 1, min=self.emin) - (self.precision - 1)
-        none = torch.full((), -_NONE, dtype=top.dtype)
-        quiet = empty | bad  # no bound to take: nothing to add, or a special block
-        return torch.where(quiet, none, top), torch.where(quiet, none, top - bot), bad
+        else:  # 2**(top_a + top_b + 2c - 48) with each block's largest tops
+            self.e_block = _pow2(self.top_a.amax(-1) + 2 * self.c - 48) * _pow2(self.top_b.amax(-1))
 
     def tiers(self, j0, j1):
         """Blocks j0..j1: their float64 sums s [P, j1 - j0, M, N]; which have a non-finite
@@ -211,11 +216,11 @@ class _Operands:
         if self.pairs is not None:  # a few (fp16, bf16): the cell test where the exact bound fails
             j, p, i, q = self.pairs[self.starts[j0]:self.starts[j1]].unbind(1)
             where = torch.stack([p, j - j0, i, q], 1)
-            where = where[~self._cell_at(s, where, j0)]
-        else:  # most (fp32): the exact bound where the cell test fails
-            where = (~self._cell(s, j0, j1)).nonzero()
+        else:  # most (fp32): the exact bound where a coarse cell test fails
+            where = self._cell(s, j0, j1)
             p, j, i, q = where.unbind(1)
             where = where[self.span_a[p, j + j0, i] + self.span_b[p, j + j0, q] > _exact_bits(self.c)]
+        where = where[~self._cell_at(s, where, j0)]
         if special is not None:
             where = where[~special[tuple(where.unbind(1))]]
         return s, special, failing, where
@@ -244,21 +249,26 @@ class _Operands:
         return out
 
     def _cell(self, s, j0, j1):
-        """Where s - E and s + E round to the same fp32 bits, E bounding the float64 error
-        of s with room for the rounding of s -+ E itself: an order's error is below
-        gamma_{n-1} times the sum of magnitudes < 2**(c - 53) * 2**(c + top_a + top_b + 2),
-        an eighth of E = 2**(top_a + top_b + 2c - 48); s -+ E round by at most 2**-53 |s| +
-        2**-53 E < E / 4, so [s - E, s + E] as computed holds the exact sum."""
-        e = _pow2(self.top_a[:, j0:j1] + 2 * self.c - 48)[..., :, None] * _pow2(self.top_b[:, j0:j1])[..., None, :]
+        """The [P, block, M, N] indices where s - E and s + E round to other fp32 bits, E =
+        2**(top_a + top_b + 2c - 48) with each block's largest tops: the sum of magnitudes
+        is below L 2**(top_a + top_b + 2), so E is at least ``_cell_at``'s bound."""
+        e = self.e_block[:, j0:j1, None, None]
         low, high = (torch.empty(s.shape, dtype=torch.float32) for _ in range(2))
-        torch.sub(s, e, out=low)  # in float64, rounded to fp32 as it is written: one pass
+        torch.sub(s, e, out=low)  # in float64, rounded to fp32 as it is written
         torch.add(s, e, out=high)
-        return low.view(torch.int32) == high.view(torch.int32)
+        return torch.ne(low.view(torch.int32), high.view(torch.int32)).nonzero()
 
     def _cell_at(self, s, where, j0):
-        """``_cell`` at the [P, block, M, N] indices ``where``."""
+        """Where, at the [P, block, M, N] indices ``where``, s - E and s + E round to the
+        same fp32 bits, with E = 8 L 2**-53 S and S the float64 sum of the products'
+        magnitudes. Any order of float64 additions errs by at most gamma_{L-1} times the
+        exact sum of magnitudes, below L 2**-53 S (S itself errs by gamma_{L-1}): an eighth
+        of E; s -+ E round by at most 2**-53 (|s| + E) < E / 4 (|s| is about S at most);
+        so [s - E, s + E] as computed holds the exact sum, and if both ends round to the
+        same fp32 value, so does it."""
         p, j, i, q = where.unbind(1)
-        e = _pow2(self.top_a[p, j + j0, i] + 2 * self.c - 48) * _pow2(self.top_b[p, j + j0, q])
+        magnitudes = (self.a[p, j + j0, i].abs() * self.b[p, j + j0, :, q].abs()).sum(-1)
+        e = magnitudes * (8 * self.length * 2.0 ** -53)
         v = s[p, j, i, q]
         return (v - e).to(torch.float32).view(torch.int32) == (v + e).to(torch.float32).view(torch.int32)
 
