@@ -256,7 +256,7 @@ class _Operands:
         low, high = (torch.empty(s.shape, dtype=torch.float32) for _ in range(2))
         torch.sub(s, e, out=low)  # in float64, rounded to fp32 as it is written
         torch.add(s, e, out=high)
-        return torch.ne(low.view(torch.int32), high.view(torch.int32)).nonzero()
+        return (high.view(torch.int32) - low.view(torch.int32)).nonzero()  # (faster than ne on a sparse mask)
 
     def _cell_at(self, s, where, j0):
         """Where, at the [P, block, M, N] indices ``where``, s - E and s + E round to the
@@ -304,11 +304,8 @@ class _Operands:
         """Blocks with an infinite or NaN operand: NaN where a product is NaN (NaN x
         anything, inf x 0) or +inf meets -inf, else the infinity of the infinite products
         (counted with exact 0/1 matmuls: a BLAS may skip a zero operand, IEEE may not)."""
-        a, b = self.a[:, j0:j1], self.b[:, j0:j1]
-        flags = lambda x: [f.to(torch.float32) for f in (torch.isnan(x), x == math.inf, x == -math.inf, x == 0,  # noqa: E731
-                                                           x > 0, x < 0)]
-        an, ap, am, az, apos, aneg = flags(a)
-        bn, bp, bm, bz, bpos, bneg = flags(b)
+        an, ap, am, az, apos, aneg = _flags(self.a[:, j0:j1])
+        bn, bp, bm, bz, bpos, bneg = _flags(self.b[:, j0:j1])
         one_a, one_b = torch.ones_like(an), torch.ones_like(bn)
         nan = torch.matmul(torch.cat([an, one_a, ap + am, az], -1), torch.cat([one_b, bn, bz, bp + bm], -2))
         signs = torch.cat([ap, am, apos, aneg], -1)
@@ -338,6 +335,11 @@ def block_tiers(a: torch.Tensor, b: torch.Tensor) -> dict[str, int]:
         counts["cell"] += failing - len(left)
         counts["fallback"] += len(left)
     return counts
+
+
+def _flags(x: torch.Tensor) -> list[torch.Tensor]:
+    """0/1 tensors: NaN, +inf, -inf, zero, above zero, below zero."""
+    return [f.to(torch.float32) for f in (torch.isnan(x), x == math.inf, x == -math.inf, x == 0, x > 0, x < 0)]
 
 
 def _exact_bits(c: int) -> int:
