@@ -335,6 +335,7 @@ def _adversarial(m, k, n, dtype, seed):
 def test_a_user_k_loop_at_block_multiples_is_one_unsliced_matmul(dtype, kb):
     a, b = _adversarial(16, 4 * kb, 32, dtype, seed=kb)
     out = _both(_tile_k_loop(kb), a, b, out_shape=(16, 32))
+    assert same_bits(out, _both(_tile_k_loop(4 * kb), a, b, out_shape=(16, 32)))  # one tile.matmul over K
     assert same_bits(out, num.matmul(a, b))
     assert out[1, 1].signbit() and not out[1, 2].signbit()
 
