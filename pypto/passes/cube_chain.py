@@ -6,10 +6,12 @@
                                                   for ki, (acc_iter,) in pl.range(kb, K, kb, init_values=(acc,)):
                                                       ...  acc_1 = pl.tile.matmul_acc(acc_iter, a_tile_1, b_tile_1)
 
-K slices are as long as Left, Right and Mat hold beside the window (from the SoC table);
-operands come from GM (or slices of it) and are read through the emitter's ``load``, with
-its checks; their loads leave the landing space (Mat) to InferTileMemorySpace.
-Accumulation runs in K order, as the interpreter's matmul does.
+K slices are as long as Left, Right and Mat hold beside the window (from the SoC table), and
+start at multiples of the cube's fractal block of K (32 bytes of the operand dtype): the
+accumulator then takes the same block sums, in the same order, as one matmul over the whole
+K (``pypto.sim.cube_math``), so the interpreter's tensor-level matmul and the chain agree
+bit for bit. Operands come from GM (or slices of it) and are read through the emitter's
+``load``, with its checks; their loads leave the landing space (Mat) to InferTileMemorySpace.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pypto.ir.ops import lookup, op_call
 from pypto.ir.types import INDEX, TileType
 from pypto.passes.regions import batch_window, block_sizes, plus, region_vars
 from pypto.passes.tensor_graph import Op
+from pypto.backend import CUBE_K_BYTES
 from pypto.backend import MemorySpace as M
 
 if TYPE_CHECKING:
@@ -47,8 +50,11 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
     esize = lt.dtype.nbytes
     soc = em.soc
     pages = math.prod(e for _, e in batch)  # past rank 2, a stack of pages in each buffer
-    # an operand held on chip is read whole, so K is one slice
-    kb = next((b for b in block_sizes(k) if pages * mb * b * esize <= soc.spec(M.Left).capacity
+    # an operand held on chip is read whole, so K is one slice; a slice starts at a multiple
+    # of the cube's fractal block (cube_math), so the chain adds the blocks the whole K has
+    fractal = CUBE_K_BYTES // esize
+    kb = next((b for b in block_sizes(k) if (b == k or b % fractal == 0)
+               and pages * mb * b * esize <= soc.spec(M.Left).capacity
                and pages * b * nb * esize <= soc.spec(M.Right).capacity
                and pages * (mb * b + b * nb) * esize <= soc.spec(M.Mat).capacity and (b == k or not held)), None)
     if kb is None:

@@ -12,9 +12,12 @@ the simulator and the fuzz oracle (``pypto.fuzz``) compute the same bits.
 - Reductions combine pairwise: halve the width, carrying an odd last column, until one
   column remains (the shape of a vector unit's pairwise reduce). With the min/max rule
   above, a max/min reduction does not depend on the order; a sum does.
-- Matmul accumulates in FP32 (INT32 for int8) one k at a time, k = 0, 1, ..., K-1; each
-  fp16 product is exact in FP32 (a bf16 one is unless it leaves FP32's range: then the
-  product rounds first), so only the accumulation rounds.
+- Matmul is the cube's (``cube_math``): K is cut into fractal blocks of 32 bytes of the
+  operand dtype (16 fp16/bf16, 8 fp32, 32 int8) from k = 0; each block's dot product is
+  exact, rounded once (to nearest, ties to even) to FP32; the block sums are added to the
+  FP32 accumulator in K order (the first block, with no accumulator, starts it). So a
+  matmul_acc over a K slice starting at a block multiple continues the unsliced product
+  bit for bit. int8 accumulates exactly in INT32, wrapping.
 - Casts round as their mode says (``round`` = half away from zero, ``rint`` = half to
   even, ``floor``, ``ceil``, ``trunc``, ``odd`` = to odd, ``none`` = the dtype's default:
   half to even for floats, toward zero for float->int); float->int saturates and NaN -> 0.
@@ -42,6 +45,7 @@ import math
 import torch
 
 from pypto.ir.types import DataType, PadValue
+from pypto.sim import cube_math
 
 TORCH = {
     DataType.BOOL: torch.bool,
@@ -261,38 +265,21 @@ def reduce_first(x: torch.Tensor, kind: str) -> torch.Tensor:
 
 @arith
 def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
-    """acc + a @ b with FP32 (INT32) accumulation in k order."""
-    m, k = a.shape
-    n = b.shape[1]
-    if not a.dtype.is_floating_point:
-        out = a.to(torch.int64) @ b.to(torch.int64)
-        if acc is not None:
-            out = out + acc.to(torch.int64)
-        return out.to(torch.int32)
-    out = torch.zeros(m, n, dtype=torch.float32) if acc is None else acc.to(torch.float32).clone()
-    a32, b32 = a.to(torch.float32), b.to(torch.float32)
-    if a.dtype == b.dtype == torch.float16:
-        # an fp16 product is exact in fp32 (22 bits, in range), so a fused multiply-add
-        # rounds just where add(mul) does; a bf16 one can leave fp32's range
-        for column, row in zip(a32.T.contiguous().unsqueeze(2).unbind(0), b32.unbind(0)):
-            out.addcmul_(column, row)
-        return out
-    for i in range(k):
-        out = out + a32[:, i:i + 1] * b32[i:i + 1, :]
-    return out
+    """acc + a @ b as the cube computes it: ``cube_math.mmad`` (the module doc)."""
+    return cube_math.mmad(a, b, acc)
 
 
+@arith
 def batch_matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
     """``matmul`` page by page over the trailing two axes, the leading (batch) axes
     broadcasting NumPy-style."""
     if a.dim() == b.dim() == 2:
-        return matmul(a, b, acc)
+        return cube_math.mmad(a, b, acc)
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
     b = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
-    pages = acc.reshape(-1, *acc.shape[-2:]) if acc is not None else [None] * a.shape[0]
-    out = [matmul(x, y, c) for x, y, c in zip(a, b, pages)]
-    return torch.stack(out).reshape(*batch, a.shape[-2], b.shape[-1])
+    pages = None if acc is None else acc.reshape(-1, *acc.shape[-2:])
+    return cube_math.mmad(a, b, pages).reshape(*batch, a.shape[-2], b.shape[-1])
 
 
 # ----------------------------------------------------------------------------- masks
