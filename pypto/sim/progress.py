@@ -19,11 +19,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import os
 import time
 
 from pypto.log import logger
 
 EVERY = 1024  # items between two looks at the clock
+LONG = 1 << 12  # trips: a loop this long is followed on the line (its trip, and the time it has left)
+TRIP_EVERY = 16  # trips between two looks at the clock
+WARN_AFTER = 3600.0  # seconds: a loop expected to take longer is warned of once, under WARN too
 AFTER = 3.0  # seconds of silence before the first line
 INTERVAL = 0.5  # seconds between redraws on a terminal
 LOG_INTERVAL = 10.0  # ... and between lines in a log file
@@ -53,14 +57,35 @@ class Meter:
         self.cycle = 0
         self.bar = None
         self.shown = False
+        self.loops: list = []  # the long loops under way, outermost first (``looping``)
+        self.warned = self.interrupted = False
 
     def add(self, kind: str, n: int, cycle: int | None = None) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
         if cycle is not None and cycle > self.cycle:
             self.cycle = cycle
+        self.look()
+
+    def look(self) -> None:
         now = clock()
-        if now >= self.next and not self.quiet:
+        if now < self.next:
+            return
+        if self.loops and not self.warned:
+            self.warn(now)
+        if self.quiet:
+            self.next = now + LOG_INTERVAL
+        else:
             self.show(now)
+
+    def warn(self, now: float) -> None:
+        """Say once, whatever the line shows, that the outermost long loop has more time to
+        go than anyone waits for."""
+        loop = self.loops[0]
+        left = loop.left(now)
+        if left is not None and left > WARN_AFTER:
+            self.warned = True
+            logger.warning(f"[pypto] {self.what}: {loop.where} runs {loop.total:,} trips, about {duration(left)} "
+                           "more at this rate (Ctrl-C stops it)")
 
     def text(self, now: float, done: bool = False) -> str:
         parts = []
@@ -68,12 +93,17 @@ class Meter:
             parts.append(f"{self.counts['simulated']:,} instructions simulated (cycle {self.cycle:,})")
         if self.counts.get("tasks", 0) > 1:  # a plain kernel call is one task
             parts.append(f"{self.counts['tasks']:,} tasks")
+        if self.loops and not done:
+            parts.append(self.loops[0].text(now))
         if "applied" in self.counts and not done:
             total = self.totals.get("applied")
             parts.append(f"applying the data ({self.counts['applied']:,}" + (f" of {total:,}" if total else "")
                          + " steps)")
         took = f"{now - self.began:.1f} s" if done else f"{now - self.began:.0f} s"
-        return f"done in {took}: {', '.join(parts)}" if done else f"{', '.join(parts) or 'starting'}; {took}"
+        if done:
+            return f"{'interrupted after' if self.interrupted else 'done in'} {took}" + (f": {', '.join(parts)}"
+                                                                                       if parts else "")
+        return f"{', '.join(parts) or 'starting'}; {took}"
 
     def show(self, now: float) -> None:
         tqdm = _tqdm()
@@ -109,6 +139,9 @@ def run(what: str):
     token = _current.set(meter)
     try:
         yield meter
+    except KeyboardInterrupt:
+        meter.interrupted = True
+        raise
     finally:
         _current.reset(token)
         meter.close()
@@ -168,3 +201,61 @@ def step(kind: str) -> None:
     meter = _current.get()
     if meter is not None:
         meter.add(kind, 1)
+
+
+class _Loop:
+    """A long loop under way in a run (``looping``): ``trip(k)`` as its trip k (from 0)
+    starts, ``close()`` when it ends."""
+
+    __slots__ = ("meter", "where", "total", "done", "began", "until")
+
+    def __init__(self, meter: Meter, where: str, total: int):
+        self.meter, self.where, self.total = meter, where, total
+        self.done, self.began, self.until = 0, clock(), TRIP_EVERY
+        meter.loops.append(self)
+
+    def trip(self, k: int) -> None:
+        self.until -= 1
+        if self.until:
+            return
+        self.until = TRIP_EVERY
+        self.done = k
+        self.meter.look()
+
+    def close(self) -> None:
+        if self in self.meter.loops:
+            self.meter.loops.remove(self)
+
+    def left(self, now: float) -> float | None:
+        """Seconds to its end at the rate so far (None: no trip done yet)."""
+        spent = now - self.began
+        if not self.done or spent <= 0:
+            return None
+        return (self.total - self.done) * spent / self.done
+
+    def text(self, now: float) -> str:
+        left = self.left(now)
+        return f"{self.where}: trip {self.done:,} of {self.total:,}" + ("" if left is None else
+                                                                        f", about {duration(left)} left")
+
+
+def looping(where: str, total: int) -> _Loop | None:
+    """A loop of ``total`` trips starting in the run in progress, to follow on its line
+    (None: no run in progress, or a loop too short to follow)."""
+    meter = _current.get()
+    if meter is None or total < LONG:
+        return None
+    return _Loop(meter, where, total)
+
+
+def loop_at(span) -> str:
+    """A loop as the line names it, by its file (not the whole path) and line."""
+    return f"the loop at {os.path.basename(span.file)}:{span.line}" if span is not None else "a loop"
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a person reads them: 45 s, 12 min, 5 h, 3 days, 120 years."""
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{seconds:.0f} s"
