@@ -185,8 +185,9 @@ class Issuer:
                     period = uniform_trips(node, self.env, start, step)
                     if period and trips >= 4 * period + 2:
                         mark = Boundary(node, trips, period)
-                # a long one on the progress line, with the time it has left
-                follow = progress.looping(f"{progress.loop_at(node.span)} on {self.core.name}", trips)
+                # a long one on the progress line with the time it has left — once it will not be fast-forwarded
+                where = f"{progress.loop_at(node.span)} on {self.core.name}"
+                follow = progress.looping(where, trips) if mark is None else None
                 k = 0
                 try:
                     while k < trips:
@@ -198,6 +199,7 @@ class Issuer:
                                 mark = None
                             elif mark.give_up:
                                 mark = None
+                                follow = progress.looping(where, trips, k)
                         if follow is not None:
                             follow.trip(k)
                         self.env[node.var] = start + k * step

@@ -8,7 +8,10 @@ how much of its data has been applied.
 
 The loops count down and look at the clock once every ``EVERY`` items, so a run pays a
 decrement per item; with no run in progress (a library call of the simulator) they are
-not wrapped at all. Nothing is shown before ``AFTER`` seconds, nor when the ``pypto``
+not wrapped at all. A loop of the program of ``LONG`` trips or more (``looping``: the
+interpreter's, the scalar unit's, the data of a fast-forwarded one's) is followed too: the
+line shows the outermost one's trip and the time it has left at the rate so far, and one
+expected to take more than ``WARN_AFTER`` is said once as a warning, whatever the line shows. Nothing is shown before ``AFTER`` seconds, nor when the ``pypto``
 logger is quieter than INFO. With ``tqdm`` installed the line is a tqdm bar; without, a
 line through the ``pypto`` logger at INFO that overwrites itself on a terminal (and is
 written every ``LOG_INTERVAL`` seconds elsewhere).
@@ -107,13 +110,13 @@ class Meter:
 
     def show(self, now: float) -> None:
         tqdm = _tqdm()
+        self.shown = True  # (before it is: a Ctrl-C as it is written still gets the closing line)
         if tqdm is not None:
             if self.bar is None:
                 self.bar = tqdm(total=None, desc=f"[pypto] {self.what}", bar_format="{desc}: {postfix}", leave=True)
             self.bar.set_postfix_str(self.text(now))
         else:
             logger.info(f"[pypto] {self.what}: {self.text(now)}", extra={"progress": True})
-        self.shown = True
         self.next = now + (INTERVAL if tqdm is not None or _overwrites() else LOG_INTERVAL)
 
     def close(self) -> None:
@@ -207,11 +210,12 @@ class _Loop:
     """A long loop under way in a run (``looping``): ``trip(k)`` as its trip k (from 0)
     starts, ``close()`` when it ends."""
 
-    __slots__ = ("meter", "where", "total", "done", "began", "until")
+    __slots__ = ("meter", "where", "total", "first", "done", "began", "until")
 
-    def __init__(self, meter: Meter, where: str, total: int):
+    def __init__(self, meter: Meter, where: str, total: int, first: int):
         self.meter, self.where, self.total = meter, where, total
-        self.done, self.began, self.until = 0, clock(), TRIP_EVERY
+        self.first = self.done = first
+        self.began, self.until = clock(), TRIP_EVERY
         meter.loops.append(self)
 
     def trip(self, k: int) -> None:
@@ -228,10 +232,10 @@ class _Loop:
 
     def left(self, now: float) -> float | None:
         """Seconds to its end at the rate so far (None: no trip done yet)."""
-        spent = now - self.began
-        if not self.done or spent <= 0:
+        spent, done = now - self.began, self.done - self.first
+        if not done or spent <= 0:
             return None
-        return (self.total - self.done) * spent / self.done
+        return (self.total - self.done) * spent / done
 
     def text(self, now: float) -> str:
         left = self.left(now)
@@ -239,13 +243,13 @@ class _Loop:
                                                                         f", about {duration(left)} left")
 
 
-def looping(where: str, total: int) -> _Loop | None:
-    """A loop of ``total`` trips starting in the run in progress, to follow on its line
-    (None: no run in progress, or a loop too short to follow)."""
+def looping(where: str, total: int, first: int = 0) -> _Loop | None:
+    """A loop of ``total`` trips in the run in progress, followed from its trip ``first``
+    on, on its line (None: no run in progress, or too few trips left to follow)."""
     meter = _current.get()
-    if meter is None or total < LONG:
+    if meter is None or total - first < LONG:
         return None
-    return _Loop(meter, where, total)
+    return _Loop(meter, where, total, first)
 
 
 def loop_at(span) -> str:
