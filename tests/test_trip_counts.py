@@ -21,7 +21,7 @@ import tracemalloc
 
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 import pypto
@@ -110,7 +110,7 @@ _LOOPS = {
 }
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None)  # (the profile's budget: each example compiles a kernel, in a fraction of a second)
 @given(form=st.sampled_from(sorted(_LOOPS)), start=_EDGE, stop=_EDGE, step=_EDGE, written=st.integers(1, 3))
 def test_property_constant_bounds_the_index_cannot_hold_are_refused_at_their_line(form, start, stop, step, written):
     if form != "unroll":
@@ -122,6 +122,7 @@ def test_property_constant_bounds_the_index_cannot_hold_are_refused_at_their_lin
     elif written == 2:
         step = 1
     refused = _refused(start, stop, step)
+    event("refused" if refused else "compiled")
     # an unrolled loop is copied at compile time: only a short one is compiled here
     assume(refused or form != "unroll" or len(range(start, stop, step)) <= 4)
     bounds = ", ".join(map(str, (stop,) if written == 1 else (start, stop) if written == 2 else (start, stop, step)))
@@ -219,7 +220,7 @@ def _run(compiled, extra, platform="a2a3sim"):
     return out, report.cycles
 
 
-@settings(deadline=None, max_examples=12, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=max(4, settings().max_examples // 4))  # (three compiles and five runs each)
 @given(source=long_loops(), trips=st.one_of(st.integers(2 ** 20, 2 ** 31 - 1), st.just(2 ** 31 - 1)),
        runtime=st.booleans())
 def test_property_a_long_loop_is_a_short_one_extrapolated_in_constant_memory(source, trips, runtime):
@@ -245,8 +246,8 @@ def test_property_a_long_loop_is_a_short_one_extrapolated_in_constant_memory(sou
     assert c_long == c_short + (trips - short) // _TURN * (c_next - c_short)  # each trip the same cycles on
 
 
-@settings(deadline=None, max_examples=15, suppress_health_check=[HealthCheck.too_slow])
-@given(source=long_loops(), trips=st.integers(20, 300))
+@settings(deadline=None, max_examples=max(4, settings().max_examples // 3))
+@given(source=long_loops(), trips=st.integers(64, 300))  # (a pipeline of stage 2: from 32 pairs of trips)
 def test_property_a_loop_that_stays_in_place_fast_forwards_to_the_trip_by_trip_timeline(source, trips):
     # what the closed forms and the settling make of the skipped trips: exactly the trip by trip simulation
     compiled, extra = _compiled(source, trips, True)
@@ -266,7 +267,7 @@ _MOVING = {
 }
 
 
-@settings(deadline=None, max_examples=12, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=max(4, settings().max_examples // 4))
 @given(which=st.sampled_from(sorted(_MOVING)), backwards=st.booleans(), tiles=st.integers(1, 12),
        trips=st.one_of(st.integers(2 ** 20, 2 ** 31 - 1), st.just(2 ** 31 - 1)),
        count=st.sampled_from(["scalar", "read", "constant"]))
