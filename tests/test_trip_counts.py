@@ -180,7 +180,8 @@ def long_loops(draw):
     shape = draw(st.sampled_from(["store", "carried", "carried_store"]))
     load = f"pl.load(a, [{row(load_p, load_c)}, 0], [{ROWS}, {COLS}])"
     if shape == "store":
-        op = draw(st.sampled_from(["pl.exp(x)", "pl.neg(x)", "pl.adds(x, 1.0)", "pl.mul(x, x)", "x"]))
+        op = draw(st.sampled_from(["pl.exp(x)", "pl.neg(x)", "pl.adds(x, 1.0)", "pl.mul(x, x)", "x",
+                                   "pl.cast(pl.cast(x, pl.FP16), pl.FP32)"]))  # (a cast: an op's own template)
         before, body, after = [], [f"x = {load}", f"pl.store({op}, [{row(store_p)}, 0], out)"], []
     else:
         carry = draw(st.sampled_from(["pl.maximum", "pl.minimum"]))

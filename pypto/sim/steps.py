@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
+from pypto.ir.ops import lookup
 from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
 from pypto.sim import progress
@@ -200,7 +201,7 @@ def _op_template(impl, value_names, read_names, gm, op, span, raw: bool):
         elif out is not None:
             memories.write(*buffers[out], memories.owned(data))
 
-    step.reaches_gm = bool(gm)  # (what a trip writes is then not its result buffer alone: ``trips``)
+    step.writes_gm = bool(gm) and lookup(op).has_effect  # (then more than its result buffer: ``trips``)
     return step
 
 

@@ -98,8 +98,8 @@ def settles(entries, steps):
         if delta is not None:
             return None
         kind = getattr(template, "batch", None)
-        if kind is None:  # an op's own template: its result buffer, unless it reaches GM
-            if getattr(template, "reaches_gm", True):
+        if kind is None:  # an op's own template: its result buffer, unless it writes GM
+            if getattr(template, "writes_gm", True):
                 return None
             if varying[2] is not None:
                 buffers.append(varying[2])
