@@ -8,10 +8,12 @@ time it has left, and Ctrl-C stops it with a plain KeyboardInterrupt."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import itertools
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,7 +37,8 @@ from test_steady import _assert_same
 from test_steady import _run as both_ways
 
 LOW, HIGH = -2 ** 63, 2 ** 63 - 1
-_DIR = tempfile.mkdtemp(prefix="pypto_trips_")
+_DIR = tempfile.mkdtemp(prefix="pypto_trips_")  # (the kernels' files: read again as their errors are shown)
+atexit.register(shutil.rmtree, _DIR, True)
 _count = itertools.count()
 
 
