@@ -224,7 +224,8 @@ def test_accesses_meet_across_trips_where_their_windows_overlap():
 def test_a_trip_step_of_values_moves_ints_only():
     delta = drift.delta((3, (64, 0), "x", 1.5), (3, (32, 0), "x", 1.5))
     assert delta == (None, (32, None), None, None)
-    assert drift.series((3, (64, 0), "x", 1.5), delta, 2) == [(3, (96, 0), "x", 1.5), (3, (128, 0), "x", 1.5)]
+    assert [drift.moved((3, (64, 0), "x", 1.5), delta, j) for j in (1, 2)] == [(3, (96, 0), "x", 1.5),
+                                                                              (3, (128, 0), "x", 1.5)]
     for now, before in ((0.0, -0.0), (True, False), ("a", "b")):
         with pytest.raises(drift.Unshown):
             drift.delta((now,), (before,))

@@ -13,6 +13,7 @@ import attrs
 from pypto.errors import ParseError, TypeCheckError
 from pypto.ir import nodes as n
 from pypto.ir.types import INDEX, DataType, ScalarType, TensorType, type_name
+from pypto.lang import index_bounds
 
 _COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Gt: ">", ast.Lt: "<", ast.GtE: ">=", ast.LtE: "<="}
 _FLIPPED = {"==": "==", "!=": "!=", ">": "<", "<": ">", ">=": "<=", "<=": ">="}
@@ -144,6 +145,9 @@ class LaunchOptions:
                              hint=hint)
         if isinstance(e, n.Const) and e.value <= 0:
             raise self.error(TypeCheckError, node, f"core_num must be a positive integer, got {e.value}", hint=hint)
+        too_many = index_bounds.bound(e.value, "core_num", "the block index") if isinstance(e, n.Const) else None
+        if too_many is not None:  # the block index is an INDEX like a loop's
+            raise self.error(TypeCheckError, node, too_many, hint=f"a block count is at most {index_bounds.HIGHEST}")
         return e
 
     def boolliteral(self, kw: ast.keyword, hint: str) -> bool:

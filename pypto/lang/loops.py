@@ -19,7 +19,7 @@ from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.tensors import block_roots
 from pypto.ir.types import INDEX, ForKind, ScalarType, TensorType, joins, placed_name, type_name
-from pypto.lang import liveness
+from pypto.lang import index_bounds, liveness
 from pypto.lang import names as N
 from pypto.lang.branches import Branches, Frame
 from pypto.lang.exprs import Dropped
@@ -144,6 +144,7 @@ class Loops(Branches):
                 raise self.error(TypeCheckError, a, f"loop bounds are integers, not {type_name(t)}")
         if isinstance(step, n.Const) and step.value <= 0:
             raise self.error(TypeCheckError, it, f"the loop step must be positive, not {step.value}")
+        self.check_index_bounds(it, f"pl.{meaning.name}", (start, stop, step), it.args)
         kw = {k.arg: k for k in it.keywords}
         stage = None
         if kind is ForKind.Pipeline:
@@ -164,6 +165,22 @@ class Loops(Branches):
                 raise self.error(TypeCheckError, value, "init_values is a tuple of initial values", hint="init_values=(acc,)")
             inits = [self.operand(e) for e in value.elts]
         return kind, start, stop, step, stage, inits
+
+    def check_index_bounds(self, it: ast.Call, form: str, bounds, written) -> None:
+        """Constant bounds (start, stop, step: Exprs, or ints) the loop index's type holds
+        (``index_bounds``); ``written``: the arguments as written, for the location (one:
+        the stop; two: start and stop)."""
+        at = (None, written[0], None) if len(written) == 1 else (*written, None)[:3]
+        values = [b.value if isinstance(b, n.Const) else b for b in bounds]
+        for value, what, node in zip(values, ("start", "stop", "step"), at):
+            if type(value) is int:
+                why = index_bounds.bound(value, f"{form}'s {what}")
+                if why is not None:
+                    raise self.error(TypeCheckError, node or it, why, hint=index_bounds.HINT)
+        if all(type(v) is int for v in values) and values[2] != 0:
+            why = index_bounds.trips(*values)
+            if why is not None:
+                raise self.error(TypeCheckError, it, f"{form}{tuple(values)}: {why}", hint=index_bounds.HINT)
 
     def loop_target(self, target, inits) -> tuple[str, list[str]]:
         """The loop variable's name and the header's carried names (``i, (a, b)``)."""

@@ -69,6 +69,7 @@ class TaskForms(Submits):
                                                                          bounds[2] if len(bounds) == 3 else 1)
         if step == 0:
             raise self.error(TypeCheckError, it.args[2], "pl.unroll() step cannot be zero")
+        self.check_index_bounds(it, "pl.unroll", (start, stop, step), it.args)
         if not isinstance(node.target, ast.Name):
             raise self.error(UnsupportedSyntaxError, node.target, "the loop variable is a single name")
         name = node.target.id

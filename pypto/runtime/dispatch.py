@@ -26,7 +26,8 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
     with one_thread(), fresh_memory(fresh_byte(config), config.check_uninitialized_reads):
         if config.platform == "ref":
             prints: list = []
-            values = interpreter.run(program, entry, args, prints=prints)
+            with progress.run(f"{entry} on ref"):  # (a long loop's trips, and the time it has left)
+                values = interpreter.run(program, entry, args, prints=prints)
             return values, RunReport(prints=prints)
         # the whole run, not each launch: a collection after every task walks them all; a
         # progress line on stderr once it has taken a few seconds

@@ -1,7 +1,8 @@
 """How values move by a step: what one trip (or one unit of a scalar) adds to a value made
-of ints, tuples and fixed others (``delta``), and the value so many steps on (``moved``,
-``series``) — the effects and windows of trips a fast-forward skips (``steady``) and of
-values a shared timeline serves (``offsets``)."""
+of ints, tuples and fixed others (``delta``), and the value so many steps on (``moved``: a
+closed form, so trip j of a skipped loop is made when it runs, nothing kept per trip) — the
+effects and windows of trips a fast-forward skips (``steady``) and of values a shared
+timeline serves (``offsets``)."""
 
 from __future__ import annotations
 
@@ -32,15 +33,6 @@ def _equal(a, b) -> bool:
         return bool(a == b)
     except Exception:  # an object with no equality (a tensor): not shown the same
         return False
-
-
-def series(value, delta, trips: int) -> list:
-    """``value`` moved on by 1, 2, .. ``trips`` steps of ``delta``."""
-    if delta is None:
-        return [value] * trips
-    if type(delta) is int:
-        return list(range(value + delta, value + delta * (trips + 1), delta))
-    return list(zip(*(series(v, d, trips) for v, d in zip(value, delta))))
 
 
 def moved(value, delta, steps: int):

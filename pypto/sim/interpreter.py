@@ -18,11 +18,13 @@ from pypto.sim.clusters import Clusters
 from pypto.sim.tasks import Site, Tasks
 from pypto.ir.simplify import OPERATORS, SHIFTS
 from pypto.ir.types import ForKind, TensorType, TileType
+from pypto.lang.index_bounds import len_of
 from pypto.sim import numerics as num
+from pypto.sim import progress
 from pypto.sim.issue import EXTENT_HINT, invalid_extent
 from pypto.sim.crossings import rejoin
 from pypto.sim.prints import Print
-from pypto.sim.semantics import IMPLS, VIEWS, OutOfRange, TileVal
+from pypto.sim.semantics import IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal
 
 SIZED = ("tensor.create", "tensor.slice")  # an orchestration may size these as it runs
 
@@ -159,13 +161,21 @@ class _Interpreter(Tasks, Clusters):
         if step <= 0:
             raise ExecutionError(f"loop step is {step}; it must be positive", span=s.span)
         carried = tuple(self.expr(a.init, env, s) for a in s.iter_args)
-        for i in range(start, stop, step):
-            env[s.var] = i
-            for a, v in zip(s.iter_args, carried):
-                env[a.name] = v
-            values = self.scoped(lambda: self.run_body(s.body, env), s.span, implicit=True)  # each trip its own scope
-            if s.iter_args:
-                carried = values
+        # every trip is interpreted: a long loop says on the progress line how far it is, and how long it has left
+        follow = progress.looping(progress.loop_at(s.span), len_of(start, stop, step))
+        try:
+            for k, i in enumerate(range(start, stop, step)):
+                env[s.var] = i
+                for a, v in zip(s.iter_args, carried):
+                    env[a.name] = v
+                values = self.scoped(lambda: self.run_body(s.body, env), s.span, implicit=True)  # each trip its own scope
+                if s.iter_args:
+                    carried = values
+                if follow is not None:
+                    follow.trip(k)
+        finally:
+            if follow is not None:
+                follow.close()
         for b, v in zip(s.results, carried):
             env[b.name] = v
 
@@ -213,8 +223,7 @@ class _Interpreter(Tasks, Clusters):
                 self.prints.append(Print(kwargs["label"], stmt.span, data))
                 return None
         except OutOfRange as exc:
-            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span, hint=exc.hint or "keep the index within the "
-                                 "extent (the loop's bounds say how far it goes)") from None
+            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span, hint=exc.hint or INDEX_HINT) from None
         except num.ArithmeticError_ as exc:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
         except MemoryError:

@@ -25,7 +25,10 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS, SHIFTS
 from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
+from pypto.lang.index_bounds import len_of
+from pypto.sim import progress
 from pypto.sim.affine import uniform_trips
+from pypto.sim.semantics import INDEX_HINT
 from pypto.sim.views import window_runs
 
 
@@ -176,26 +179,36 @@ class Issuer:
                 start, stop, step = (self.eval(e, node.span) for e in (node.start, node.stop, node.step))
                 if step <= 0:
                     raise SimulatorError(f"loop step {step} is not positive", span=node.span)
-                trips = range(start, stop, step)
+                trips = len_of(start, stop, step)  # (however large: a run-time count may pass the C size)
                 mark = None
-                if self.steady and len(trips) >= STEADY_MIN_TRIPS:
+                if self.steady and trips >= STEADY_MIN_TRIPS:
                     period = uniform_trips(node, self.env, start, step)
-                    if period and len(trips) >= 4 * period + 2:
-                        mark = Boundary(node, len(trips), period)
+                    if period and trips >= 4 * period + 2:
+                        mark = Boundary(node, trips, period)
+                # a long one on the progress line with the time it has left — once it will not be fast-forwarded
+                where = f"{progress.loop_at(node.span)} on {self.core.name}"
+                follow = progress.looping(where, trips) if mark is None else None
                 k = 0
-                while k < len(trips):
-                    if mark is not None:
-                        mark.k, mark.pending, mark.skip = k, self.pending, 0
-                        yield mark
-                        if mark.skip:  # on to the last trip, which is simulated
-                            k += mark.skip
-                            mark = None
-                        elif mark.give_up:
-                            mark = None
-                    self.env[node.var] = trips[k]
-                    self.pending += self.costs.loop_iteration
-                    yield from self.block(node.body, path + (node.pos, k))
-                    k += 1
+                try:
+                    while k < trips:
+                        if mark is not None:
+                            mark.k, mark.pending, mark.skip = k, self.pending, 0
+                            yield mark
+                            if mark.skip:  # on to the last trip, which is simulated
+                                k += mark.skip
+                                mark = None
+                            elif mark.give_up:
+                                mark = None
+                                follow = progress.looping(where, trips, k)
+                        if follow is not None:
+                            follow.trip(k)
+                        self.env[node.var] = start + k * step
+                        self.pending += self.costs.loop_iteration
+                        yield from self.block(node.body, path + (node.pos, k))
+                        k += 1
+                finally:
+                    if follow is not None:
+                        follow.close()
             elif isinstance(node, Cond):
                 self.pending += self.costs.branch
                 yield from self.block(node.then_body if self.eval(node.cond, node.span) else node.else_body, path)
@@ -301,7 +314,7 @@ class Issuer:
             if not all(0 <= i < extent for i, extent in zip(args["indices"], t.shape)):
                 raise SimulatorError(f"pl.{ins.op.split('.')[1]}: index {list(args['indices'])} is outside "
                                      f"'{d.gm[0]}' of shape {list(t.shape)}", span=ins.span,
-                                     hint="keep the index within the extent (the loop's bounds say how far it goes)")
+                                     hint=INDEX_HINT)
             d.accesses.extend(self.gm(d.gm[0], args["indices"], (1,) * len(args["indices"]), ins.op == "tensor.write"))
         elif ins.op in INDEXED:  # an index may name any element: all of the tensor
             write = ins.op == "tile.mscatter"
@@ -326,7 +339,7 @@ class Issuer:
         if not all(0 <= i < extent for i, extent in zip(indices, t.shape)):
             raise SimulatorError(f"pl.read: index {list(indices)} is outside '{node.tensor}' of shape "
                                  f"{list(t.shape)}", span=node.span,
-                                 hint="keep the index within the extent (the loop's bounds say how far it goes)")
+                                 hint=INDEX_HINT)
         value = t[indices].item()
         return int(value) if node.is_int else float(value)
 

@@ -28,9 +28,12 @@ class LoopRaces:
     (``touches``: record, clock, accesses with their step per trip) and how the
     scheduler moves on (``schedule.Move``)."""
 
-    def __init__(self, touches: list, move):
+    def __init__(self, touches: list, move, reach: int | None = None):
+        """``reach``: the skipped trips whose GM windows the shadow takes (all; or those up
+        to the first out of its tensor, where the data stops: ``steady``)."""
         self.touches, self.move = touches, move
         self.trips, self.cycles = move.trips, move.cycles
+        self.reach = self.trips if reach is None else reach
         self._groups = None
 
     def check(self, races) -> None:
@@ -94,9 +97,9 @@ class LoopRaces:
                 else:
                     merged.append([lo, hi])
             if len(merged) == 1 and merged[0][1] - merged[0][0] >= abs(s):
-                ranges = list(_skipped_ranges(merged[0][0], merged[0][1], s, self.trips))
+                ranges = list(_skipped_ranges(merged[0][0], merged[0][1], s, self.reach))
             else:
-                ranges = [r for lo, hi in merged for r in _skipped_ranges(lo, hi, s, self.trips)]
+                ranges = [r for lo, hi in merged for r in _skipped_ranges(lo, hi, s, self.reach)]
             order = sorted(members, key=lambda m: m[1][1])  # by sequence number on the pipe
             self._groups.append((space, key, write, ranges, order[0], order[-1]))
         return self._groups

@@ -48,6 +48,9 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
     # per pipe (``Dyn.key``): issued, not started; start times in issue order; how many issued
     pending: dict[int, collections.deque] = collections.defaultdict(collections.deque)
     starts: dict[int, array.array] = collections.defaultdict(lambda: array.array("q"))
+    # the issue number of each pipe's first start kept: a jump keeps only the last ``depth``
+    # (what a later issue's queue stall reads), whatever the trips it skips
+    based: dict[int, int] = collections.defaultdict(int)
     issued: dict[int, int] = collections.defaultdict(int)
     busy = collections.defaultdict(int)  # when each pipe can start its next instruction
     landed = collections.defaultdict(int)  # when everything each pipe started has landed
@@ -121,8 +124,8 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
             issued[key] += trips * k
             free = starts[key]
             tail = free[-depth:]
-            free.frombytes(bytes(free.itemsize * trips * k))  # issue numbers no later issue reads
-            free[len(free) - len(tail):] = array.array("q", (t + shift for t in tail))
+            based[key] += len(free) + trips * k - len(tail)
+            starts[key] = array.array("q", (t + shift for t in tail))
             busy[key] += shift
             landed[key] += shift
         for f in jump.flags:
@@ -160,10 +163,10 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
             t = t_scalar + d.scalar_cost
             n = issued[key]
             if n >= depth:
-                free = starts[key]
-                if len(free) <= n - depth:  # the queue is full of what has not started
+                free, first = starts[key], based[key]
+                if first + len(free) <= n - depth:  # the queue is full of what has not started
                     break
-                t = max(t, free[n - depth])
+                t = max(t, free[n - depth - first])
             d.issue = t_scalar = t
             issued[key] = n + 1
             n_issued += 1

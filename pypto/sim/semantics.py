@@ -42,6 +42,7 @@ class OutOfRange(Exception):
         self.hint = hint
 
 
+INDEX_HINT = "keep the index within the extent (the loop's bounds say how far it goes)"  # OutOfRange's usual advice
 EMPTY_HINT = "make each valid extent at least 1 where it is computed, or skip the reduction when one is 0"
 
 

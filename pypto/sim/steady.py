@@ -15,7 +15,7 @@ Anything not shown and the loop is simulated trip by trip, as it is unless a sta
 from __future__ import annotations
 
 from pypto.sim import trips as Trips
-from pypto.sim import drift
+from pypto.sim import drift, progress
 from pypto.sim.drift import Unshown
 from pypto.sim.loop_races import LoopRaces, moving
 from pypto.sim.schedule import Move
@@ -116,7 +116,8 @@ class _Jump:
             self.move = _moved_on(base.state, now, trips)
             self.cycles, self.per, self.trips = self.move.cycles, self.move.per, trips
             self._records(prev, base, rec)
-            self.races = LoopRaces(self.touches, self.move)
+            self.reach = _reach(self.prints, rec.steps.tensors, trips)
+            self.races = LoopRaces(self.touches, self.move, self.reach)
             if rec.races is not None:
                 self.races.check(rec.races)
         except _Fail:
@@ -168,13 +169,16 @@ class _Jump:
         if self.steps:
             entries = [(template, varying, delta) for template, _, varying, delta in self.steps]
             launch = self.steps[0][1]
-            batched = Trips.plan(entries, rec.steps, trips, rec.steps.tensors[launch]) if self.races.gm_apart() else None
+            settles = Trips.settles(entries, rec.steps)
+            batched = Trips.plan(entries, rec.steps, trips, rec.steps.tensors[launch]) \
+                if settles is None and self.races.gm_apart() else None
             ops, chunk = batched or (None, (1, 1))
-            columns = None if ops else [drift.series(varying, delta, trips) for _, varying, delta in entries]
-            rec.steps.steps.append((Trips.perform, launch, Trips.Trips(entries, trips, columns, ops, chunk)))
+            where = progress.loop_at(getattr(base.loop, "span", None))
+            rec.steps.steps.append((Trips.perform, launch, Trips.Trips(entries, trips, ops, chunk, settles, where)))
         seen = rec.footprint.seen
-        for key, delta in self.prints:
-            seen.update(dict.fromkeys(drift.series(key, delta, trips)))
+        for key, delta in self.prints:  # (a window that stays is the base trip's, seen)
+            if delta is not None:
+                seen.update(dict.fromkeys(drift.moved(key, delta, j) for j in range(1, self.reach + 1)))
         end = 0
         for d, *_ in base.seen:
             rec.busy[(d.core.name, d.pipe.value)] += trips * d.cost
@@ -186,6 +190,34 @@ class _Jump:
         rec.cycles = max(rec.cycles, end + trips * cycles)
         if rec.races is not None:
             self.races.move_on(rec.races)
+
+def _reach(prints, tensors, trips: int) -> int:
+    """How many of the skipped trips have GM windows to keep (footprint, race check): all,
+    or those up to the first whose window leaves its tensor — the data stops there, where
+    that trip's load or store is refused."""
+    reach = trips
+    for (launch, param, _, offsets, extents), delta in prints:
+        if delta is None or delta[4] is not None:
+            continue
+        reach = min(reach, _inside(offsets, extents, delta[3] or (None,) * len(offsets),
+                                   tensors[launch][param].shape, trips) + 1)
+    return reach
+
+
+def _inside(offsets, extents, steps, shape, trips: int) -> int:
+    """How many of the trips 1 .. ``trips`` keep the window ``offsets`` (moving by
+    ``steps`` a trip), ``extents`` inside ``shape``: the first ones, as it moves affinely."""
+    count = trips
+    for o, e, d, dim in zip(offsets, extents, steps, shape):
+        d = d or 0
+        if o + d < 0 or o + d + e > dim:
+            return 0
+        if d > 0:
+            count = min(count, (dim - e - o) // d)
+        elif d < 0:
+            count = min(count, o // -d)
+    return count
+
 
 def _moved_on(s1, s2, trips: int) -> Move:
     """How ``s2`` is ``s1`` moved on by one trip, to move on by ``trips``; else _Fail."""

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
+from pypto.ir.ops import lookup
 from pypto.ir.types import AtomicType
 from pypto.sim import numerics as num
 from pypto.sim import progress
 from pypto.sim.effects import _ITEMSIZE, Memories
 from pypto.sim.issue import ConcreteBuf, Dyn
-from pypto.sim.semantics import IMPLS, INTO, OutOfRange, TileVal, window
+from pypto.sim.semantics import IMPLS, INDEX_HINT, INTO, OutOfRange, TileVal, window
 
 class Steps:
     """A race-free timeline's effects in an order that extends happens-before, each
@@ -191,14 +192,16 @@ def _op_template(impl, value_names, read_names, gm, op, span, raw: bool):
             kwargs[name] = tensors[param]
         try:
             data = impl(**kwargs)
-        except (OutOfRange, num.ArithmeticError_) as exc:
-            raise ExecutionError(f"{op}: {exc}", span=span, hint=getattr(exc, "hint", None)) from None
+        except (OutOfRange, num.ArithmeticError_) as exc:  # (the interpreter's words)
+            hint = (exc.hint or INDEX_HINT) if isinstance(exc, OutOfRange) else getattr(exc, "hint", None)
+            raise ExecutionError(f"{op}: {exc}", span=span, hint=hint) from None
         v = views[out] if out is not None else None
         if v is not None and v.dtype == data.dtype and v.shape == data.shape:
             v.copy_(memories.owned(data))
         elif out is not None:
             memories.write(*buffers[out], memories.owned(data))
 
+    step.writes_gm = bool(gm) and lookup(op).has_effect  # (then more than its result buffer: ``trips``)
     return step
 
 
@@ -264,4 +267,4 @@ def _gm_window(op: str, t, offsets, extents, what: str, span):
     try:
         return window(t.shape, offsets, extents, what)
     except OutOfRange as exc:
-        raise ExecutionError(f"{op}: {exc}", span=span) from None
+        raise ExecutionError(f"{op}: {exc}", span=span, hint=exc.hint or INDEX_HINT) from None

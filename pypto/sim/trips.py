@@ -1,11 +1,15 @@
 """The skipped trips of a fast-forwarded loop (``steady``) as one effect of a timeline.
 
-Each skipped trip performs the last simulated trip's effects with their offsets moved on.
-Where the trips share no data but what each computes for itself — every on-chip buffer a
-trip reads it wrote earlier in the same trip, or no trip writes; no trip stores GM another
-trip touches — each instruction runs for many trips at once (``plan``), on a stacked copy
-of its buffers, one per trip, with GM windows as strided views; the buffers end as the last
-trip leaves them. Elsewhere the trips run one after the other.
+Each skipped trip performs the last simulated trip's effects with their offsets moved on:
+trip j's are the base trip's moved j steps (``drift.moved``), made as it runs, so nothing is
+kept per trip. Where the trips share no data but what each computes for itself — every
+on-chip buffer a trip reads it wrote earlier in the same trip, or no trip writes; no trip
+stores GM another trip touches — each instruction runs for many trips at once (``plan``),
+on a stacked copy of its buffers, one per trip, with GM windows as strided views; the
+buffers end as the last trip leaves them. Where nothing moves from trip to trip, each trip
+is one function of the memories again, so once a trip leaves what it writes as it found it
+every later trip would too, and the rest are done (``settles``: a loop storing one tile to
+one place, 2**40 times, takes a trip or two). Elsewhere the trips run one after the other.
 
 Batches keep every op's bits: copies are exact whatever their shape, and an elementwise op
 batches only where each tile is a whole number of torch's vector blocks and a batch stays
@@ -15,34 +19,119 @@ from __future__ import annotations
 
 import torch
 
-from pypto.sim import drift
+from pypto.sim import drift, progress
 from pypto.sim.semantics import OutOfRange, window
 from pypto.sim.views import span_of
 
 _CHUNK_BYTES = 1 << 19  # the stacked buffers of one batch: a cache's worth
 _GRAIN = 32768  # torch computes an elementwise op of fewer elements on one thread (the simulator runs on one: execute)
 _VECTOR_BLOCK = 64  # elements: a multiple of torch's vector loop step, in every dtype and ISA
+_LOOK = 64  # trips between two looks at whether a trip changed anything (and each of the first, by powers of two)
 
 
 class Trips:
     """``entries``: (template, varying, step per trip) of the base trip, in its order;
-    ``trips``: how many follow it; ``columns``: each entry's varying for every trip (trip
-    by trip); ``plan``: the batched form, if the trips batch (``plan``)."""
+    ``trips``: how many follow it; ``plan``: the batched form, if the trips batch
+    (``plan``); ``settles``: what each trip writes, where nothing moves (``settles``);
+    ``where``: the loop, as the progress line names it."""
 
-    __slots__ = ("entries", "trips", "columns", "plan", "chunk")
+    __slots__ = ("entries", "trips", "plan", "chunk", "settles", "where")
 
-    def __init__(self, entries, trips: int, columns, plan=None, chunk: tuple = (1, 1)):
-        self.entries, self.trips, self.columns, self.plan, self.chunk = entries, trips, columns, plan, chunk
+    def __init__(self, entries, trips: int, plan=None, chunk: tuple = (1, 1), settles=None, where: str = "a loop"):
+        self.entries, self.trips, self.plan, self.chunk = entries, trips, plan, chunk
+        self.settles, self.where = settles, where
 
 
 def perform(views, tensors, memories, buffers, block: Trips) -> None:
-    """A Steps template: the trips, batched where planned."""
-    if block.plan is None:
-        templates = [t for t, _, _ in block.entries]
-        for row in zip(*block.columns):
-            for template, varying in zip(templates, row):
+    """A Steps template: the trips, batched where planned, until settled where nothing moves."""
+    if block.plan is not None:
+        _batched(views, tensors, memories, buffers, block)
+    elif block.settles is not None:
+        _until_settled(views, tensors, memories, buffers, block)
+    else:
+        _one_by_one(views, tensors, memories, buffers, block, 1, block.trips + 1)
+
+
+def _one_by_one(views, tensors, memories, buffers, block: Trips, first: int, end: int) -> None:
+    """Trips ``first`` .. ``end - 1``, each entry's varying moved on to the trip."""
+    follow = progress.looping(f"the data of {block.where}", end - first)
+    try:
+        for j in range(first, end):
+            for template, varying, delta in block.entries:
+                template(views, tensors, memories, buffers, drift.moved(varying, delta, j))
+            if follow is not None:
+                follow.trip(j - first)
+    finally:
+        if follow is not None:
+            follow.close()
+
+
+def _until_settled(views, tensors, memories, buffers, block: Trips) -> None:
+    """Trips that move nothing, one by one until one leaves what they write as it found it.
+    A trip is then a function of the memories that writes only ``settles``: unchanged
+    there, it is unchanged everywhere, and so is every trip after it."""
+    steps = [(template, varying) for template, varying, _ in block.entries]
+    written = _contents(block.settles, memories, tensors)
+    if written is None:  # (a window out of its tensor: the trips say where, one by one)
+        return _one_by_one(views, tensors, memories, buffers, block, 1, block.trips + 1)
+    follow = progress.looping(f"the data of {block.where}", block.trips)
+    try:
+        for j in range(1, block.trips + 1):
+            look = j % _LOOK == 0 or not j & (j - 1)
+            before = [x.clone() for x in written] if look else None
+            for template, varying in steps:
                 template(views, tensors, memories, buffers, varying)
-        return
+            if look and all(torch.equal(a, b) for a, b in zip(before, written)):
+                return
+            if follow is not None:
+                follow.trip(j)
+    finally:
+        if follow is not None:
+            follow.close()
+
+
+def settles(entries, steps):
+    """What the trips of ``entries`` write — (buffers, GM windows as (parameter, offsets,
+    extents)) — where no entry moves and each one's writes are known; else None."""
+    buffers, windows = [], []
+    for template, varying, delta in entries:
+        if delta is not None:
+            return None
+        kind = getattr(template, "batch", None)
+        if kind is None:  # an op's own template: its result buffer, unless it writes GM
+            if getattr(template, "writes_gm", True):
+                return None
+            if varying[2] is not None:
+                buffers.append(varying[2])
+        elif kind[0] == "store":
+            windows.append((kind[1], varying[1], varying[2]))
+        else:
+            buffers.extend(_buffers(kind, varying)[1])
+    return [steps.buffers[i] for i in dict.fromkeys(buffers)], list(dict.fromkeys(windows))
+
+
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _contents(settles, memories, tensors):
+    """The bytes ``settles`` names, as live views compared bit for bit (a NaN is itself,
+    -0.0 is not 0.0); None where a window leaves its tensor."""
+    buffers, windows = settles
+    out = [memories.raw[(core, b.space)][b.addr: b.addr + b.nbytes] for core, b in buffers]
+    for param, offsets, extents in windows:
+        t = tensors[param]
+        try:
+            index = window(t.shape, offsets, extents, "window")
+        except OutOfRange:
+            return None
+        bits = _BITS.get(t.element_size())
+        if bits is None:
+            return None
+        out.append(t[index].view(bits))
+    return out
+
+
+def _batched(views, tensors, memories, buffers, block: Trips) -> None:
     stacks = _Stacks()
     # windows move affinely: all trips fit where the first and the last do
     every = all(fits(views, tensors, 1, block.trips) for fits, _ in block.plan)
@@ -56,9 +145,7 @@ def perform(views, tensors, memories, buffers, block: Trips) -> None:
             continue
         # these trips cannot batch (a window out of range, a converting store): trip by
         # trip, nothing of them done yet, to fail where they fail
-        for j in range(j0, j0 + count):
-            for template, varying, delta in block.entries:
-                template(views, tensors, memories, buffers, drift.moved(varying, delta, j))
+        _one_by_one(views, tensors, memories, buffers, block, j0, j0 + count)
         stacks = _Stacks()
     for i, stack in stacks.items():  # the buffers as the last trip leaves them
         views[i].copy_(stack[-1])
