@@ -75,7 +75,8 @@ def build_decode(case: Case):
 
 def build_prefill(case: Case):
     """(the inline helper, an entry that runs it alone)."""
-    heads, group, d, blk, blocks = case.heads, case.group, case.head_dim, case.block_size, case.tokens // case.block_size
+    heads, group, d, blk = case.heads, case.group, case.head_dim, case.block_size
+    blocks = case.tokens // blk
     scale = 1.0 / math.sqrt(d)
     neg_inf = NEG_INF
 

@@ -266,3 +266,26 @@ def compare(got, want) -> tuple[float, bool]:
         err = max(err, (g - w).abs().max().item())
         ok = ok and bool(torch.isclose(g, w, rtol=RTOL, atol=ATOL).all())
     return err, ok
+
+
+def flops(piece: str, case: Case) -> float:
+    """The piece's arithmetic: 2 per multiply-add of its GEMMs and attention products (the
+    element-wise work, a few per element, for RMSNorm), the measure ``--scaling`` holds its
+    growth against — twice the tokens is twice the work but for causal attention."""
+    t, h, qw, kw, i, d = case.tokens, case.hidden, case.q_width, case.kv_width, case.intermediate, case.head_dim
+    if piece == "rmsnorm":
+        return 4.0 * t * h
+    if piece == "qkv_rope":
+        return 2.0 * t * h * (qw + 2 * kw)
+    if piece == "o_proj":
+        return 2.0 * t * qw * h
+    if piece == "mlp":
+        return 2.0 * t * h * i * 3
+    if piece == "attention":
+        if case.mode == "decode":
+            return 4.0 * t * case.heads * case.context * d
+        blocks = t // case.block_size
+        return 4.0 * case.heads * d * case.block_size ** 2 * blocks * (blocks + 1) / 2
+    if piece == "layer":
+        return sum(flops(p, case) for p in ("rmsnorm", "qkv_rope", "attention", "o_proj", "rmsnorm", "mlp"))
+    raise KeyError(piece)

@@ -78,7 +78,11 @@ _FULL = dict(hidden=5120, heads=40, kv_heads=8, head_dim=128, intermediate=17408
              norm_chunk=512)
 FULL_DECODE = Case(name="decode", mode="decode", tokens=16, context=1024, block_size=128, m_block=0,
                    norm_rows=16, **_FULL)
-FULL_PREFILL = Case(name="prefill", mode="prefill", tokens=512, context=0, block_size=128, m_block=128,
+# Prefill's flash blocks are 64 rows, as the reference's own flash-attention example takes
+# them: at 128, a [128, 128] fp32 score block beside the carried [128, 128] output does not
+# fit Vec ("'row_max' reduces more than fits Vec at once"), and the scope cannot be split
+# over both vector cores (its loop carries vector values across cube work).
+FULL_PREFILL = Case(name="prefill", mode="prefill", tokens=512, context=0, block_size=64, m_block=128,
                     norm_rows=16, **_FULL)
 
 # --small: the same kernels, a tenth of the width, for quick runs.
