@@ -329,10 +329,11 @@ def main() -> None:
                                    if p in twice.wall and p in fig.wall)
                 torch_x = f"torch x{twice.torch_s / fig.torch_s:.2f}" if twice.torch_s and fig.torch_s else ""
                 print(f"{'':<8} {fig.piece:<10} tokens x2: {ratios}  {torch_x}  work x{work:.2f}", flush=True)
-    for fig in figs:
-        if fig.piece == "layer" and fig.peak_mb is not None:
-            print(f"\npeak memory, the {fig.mode} layer on {'+'.join(platforms)} in a fresh process: "
-                  f"{fig.peak_mb:,.0f} MB resident (its inputs {fig.inputs_mb:,.0f} MB)")
+    layers = [fig for fig in figs if fig.piece == "layer" and fig.peak_mb is not None]
+    if layers:
+        print(f"\npeak memory of the whole layer, run on {' and '.join(platforms)} in a fresh process:")
+    for fig in layers:
+        print(f"  {fig.mode}: {fig.peak_mb:,.0f} MB resident (its inputs {fig.inputs_mb:,.0f} MB)")
     targets = model_targets(figs, scaled, args.small)
     if args.all:
         quick = ["--quick"] if args.small else []
