@@ -7,13 +7,19 @@ this layer provides: the IR below it compiles nothing) and ``pypto.runtime.run``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pypto.errors import ConfigError
 from pypto.ir import nodes as n
 from pypto.lang.program import GenericProgram
-from pypto.runtime.generic import GenericCompiled
-from pypto.runtime.compiled import CompiledProgram, compile_program
 from pypto.runtime.callsite import call_span
 from pypto.runtime.config import RunConfig, coerce_config
+
+if TYPE_CHECKING:
+    from pypto.runtime.compiled import CompiledProgram
+
+# (the compiler and the simulator behind ``compiled``/``generic`` load on the first compile:
+# this module is imported with pypto.runtime, to install ``pypto.ir.compile``)
 
 
 def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True, backend_type=None,  # noqa: A001
@@ -42,6 +48,9 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
         if value is not None:
             fields[name] = value
     config = RunConfig(**fields)
+    from pypto.runtime.compiled import compile_program
+    from pypto.runtime.generic import GenericCompiled
+
     if isinstance(program, GenericProgram):
         return GenericCompiled(program, config)
     return compile_program(program, entry_params(program), config, write=True)
@@ -66,6 +75,9 @@ def run(program, *tensors, config: RunConfig | None = None) -> CompiledProgram:
         config = coerce_config(config)
     except ConfigError as err:
         raise err.with_span(call_span(argument="config")) from None
+    from pypto.runtime.compiled import compile_program
+    from pypto.runtime.generic import GenericCompiled
+
     if isinstance(program, GenericProgram):
         if not tensors:
             program.unspecialized()  # says which axis no tensor gave
