@@ -30,11 +30,12 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
     """``program`` through the pass pipeline and codegen for ``platform`` (a2a3sim by
     default), its output directory written (pass dumps unless ``dump_passes=False``). A
     program already lowered is lowered again as it is. Options that steer the vendor
-    toolchain (``strategy``, ``backend_type``, ``skip_ptoas``,
+    toolchain (``strategy``, ``skip_ptoas``,
     ``enable_pypto_l0c_double_buffer``, ``emit_source_loc``, ``dump_ptoas_passes``,
     ``runtime``) are accepted and change nothing here; ``profiling`` writes each pass's time
     to report/pipeline_profile.{txt,json}, ``diagnostic_phase=NONE`` drops the diagnostics;
-    ``distributed_config`` is refused (no distributed runtime here)."""
+    ``distributed_config`` is refused (no distributed runtime here). ``backend_type`` picks
+    the SoC table (one here: a chip with no table, such as Ascend950, is refused)."""
     if not isinstance(program, (n.Program, GenericProgram)):
         raise ConfigError(f"ir.compile takes a Program, got {type(program).__name__}",
                           hint="compile kernel.lower(*samples), or call kernel.compile(*samples)")
@@ -44,7 +45,8 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
     fields = {"platform": platform or "a2a3sim", "dump_passes": dump_passes, "output_dir": output_dir,
               "compile_profiling": profiling}
     for name, value in (("verification_level", verification_level), ("memory_planner", memory_planner),
-                        ("disabled_diagnostics", disabled_diagnostics), ("diagnostic_phase", diagnostic_phase)):
+                        ("disabled_diagnostics", disabled_diagnostics), ("diagnostic_phase", diagnostic_phase),
+                        ("backend_type", backend_type)):
         if value is not None:
             fields[name] = value
     config = RunConfig(**fields)
