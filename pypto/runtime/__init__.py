@@ -11,6 +11,7 @@ import importlib
 
 import pypto.ir as _ir
 import pypto.ir.compiled_program as _ir_compiled_program
+import pypto.ir.pass_manager as _ir_pass_manager
 from pypto.runtime.build import compile as _compile
 from pypto.runtime.build import run
 from pypto.runtime.config import PLATFORMS, RunConfig
@@ -42,14 +43,20 @@ def __dir__() -> list:
     return sorted(set(globals()) | set(_LAZY))
 
 
-def _provide_compiled_program(name: str):
-    """``pypto.ir.compiled_program``'s names: the class is this layer's (the IR runs nothing)."""
-    if name == "CompiledProgram":
-        return __getattr__(name)
-    raise AttributeError(f"module 'pypto.ir.compiled_program' has no attribute {name!r}")
+def _provider(module, names: dict):
+    """A module ``__getattr__`` for ``module``, an IR module whose ``names`` (name -> the module
+    of this package that defines it) are this layer's: the IR runs nothing."""
+    def provide(name: str):
+        if name in names:
+            value = getattr(importlib.import_module(f"pypto.runtime.{names[name]}"), name)
+            setattr(module, name, value)
+            return value
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+    return provide
 
 
-_ir_compiled_program.__getattr__ = _provide_compiled_program
+_ir_compiled_program.__getattr__ = _provider(_ir_compiled_program, {"CompiledProgram": "compiled"})
+_ir_pass_manager.__getattr__ = _provider(_ir_pass_manager, {"PassManager": "pass_manager"})
 
 __all__ = ["PLATFORMS", "BenchmarkStats", "ChipWorker", "CompiledProgram", "DeviceTensor", "RegistrationHandle", "RunConfig",
            "RunResult", "ScalarSpec", "TensorSpec", "Worker", "benchmark", "compile_program", "ensure_pto_isa_root",
