@@ -9,10 +9,10 @@ the load pipe (MTE2) overlapped the vector unit (the point of double buffering),
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
-import attrs
 import torch
 
 import pypto.language as pl
@@ -84,7 +84,7 @@ def _run(args) -> int:
     for kernel in KERNELS:
         out = torch.zeros(ROWS, TC, dtype=torch.float32)
         if args.output_dir is not None:
-            config = attrs.evolve(config, output_dir=args.output_dir / kernel.__name__)
+            config = dataclasses.replace(config, output_dir=args.output_dir / kernel.__name__)
         compiled = kernel.compile(a, out, config=config)
         report = compiled.run(a, out)
         exact = torch.equal(out, torch.exp(a))

@@ -28,6 +28,9 @@ class Planner(enum.Enum):
             return value
         if isinstance(value, str) and value.upper() in cls.__members__:
             return cls[value.upper()]
+        if isinstance(value, str) and value.upper() == "DSA_RP":
+            raise ConfigError("memory_planner DSA_RP (the reference's capacity-constrained planner) is not implemented "
+                              "in this package", hint="use \"PYPTO\" (default) or \"PTOAS\"")
         raise ConfigError(f"unknown memory_planner {value!r}", hint="use \"PYPTO\" (default) or \"PTOAS\"")
 
 

@@ -45,7 +45,6 @@ import math
 import torch
 
 from pypto.ir.types import DataType, PadValue
-from pypto.sim import cube_math
 
 TORCH = {
     DataType.BOOL: torch.bool,
@@ -266,6 +265,8 @@ def reduce_first(x: torch.Tensor, kind: str) -> torch.Tensor:
 @arith
 def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
     """acc + a @ b as the cube computes it: ``cube_math.mmad`` (the module doc)."""
+    from pypto.sim import cube_math  # (loaded with the first matmul: the dtype table above is read at import)
+
     return cube_math.mmad(a, b, acc)
 
 
@@ -273,6 +274,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) ->
 def batch_matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
     """``matmul`` page by page over the trailing two axes, the leading (batch) axes
     broadcasting NumPy-style."""
+    from pypto.sim import cube_math
+
     if a.dim() == b.dim() == 2:
         return cube_math.mmad(a, b, acc)
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
