@@ -216,7 +216,7 @@ class _Interpreter(Tasks, Clusters):
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span, hint=exc.hint or "keep the index within the "
                                  "extent (the loop's bounds say how far it goes)") from None
         except num.ArithmeticError_ as exc:
-            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
+            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span, hint=exc.hint) from None
         except MemoryError:
             raise ExecutionError(f"{call.op}: this host has no memory for it", span=stmt.span,
                                  hint="make the tensor smaller") from None

@@ -66,7 +66,12 @@ _SAME_WIDTH_INT = {8: torch.int64, 4: torch.int32, 2: torch.int16}
 
 
 class ArithmeticError_(Exception):
-    """A value the hardware model does not define (integer division by zero)."""
+    """A value the hardware model does not define (integer division by zero); ``hint``:
+    what to do."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
 
 
 @contextlib.contextmanager
@@ -185,25 +190,52 @@ def _signed_zero(r: torch.Tensor, negative) -> torch.Tensor:
 
 
 def div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Floats: IEEE division. Integers: the quotient truncated toward zero (C's ``/``, the
+    vector unit's), in the operands' dtype (see ``_int_divide``)."""
     if a.dtype.is_floating_point:
         return torch.div(a, b)
-    if bool((b == 0).any()):
-        raise ArithmeticError_("integer division by zero")
-    return torch.div(a, b, rounding_mode="trunc")
+    return _int_divide(a, b, "division")
 
 
 def fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The remainder of a / b truncated toward zero: its sign is the dividend's (C's
-    fmod, torch.fmod); x fmod 0 is NaN."""
-    return torch.fmod(a, b)
+    fmod and ``%``, torch.fmod); a float x fmod 0 is NaN, an integer one an error."""
+    if a.dtype.is_floating_point:
+        return torch.fmod(a, b)
+    return _int_divide(a, b, "fmod")
 
 
 def rem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The remainder of a / b rounded toward minus infinity: its sign is the divisor's
     (Python's %, torch.remainder); a float x rem 0 is NaN, an integer one an error."""
-    if not a.dtype.is_floating_point and bool((b == 0).any()):
-        raise ArithmeticError_("integer remainder by zero")
-    return torch.remainder(a, b)
+    if a.dtype.is_floating_point:
+        return torch.remainder(a, b)
+    return _int_divide(a, b, "remainder")
+
+
+_INT_DIVIDE = {"division": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+               "fmod": torch.fmod, "remainder": torch.remainder}
+
+
+def _int_divide(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
+    """An integer quotient or remainder in ``a``'s dtype, for every integer dtype. The one
+    quotient past the dtype's range, MIN / -1, wraps to MIN (two's complement, as a C
+    compiler's vector code computes it; the reference documents no other), and MIN rem -1
+    is 0 — torch's kernels trap on both with SIGFPE for int32 and int64, which would kill
+    the process. A zero divisor is an error (the hardware leaves it target-defined)."""
+    if bool((b == 0).any()):
+        raise ArithmeticError_(f"integer {kind} by zero", hint="keep every divisor nonzero where it is computed "
+                               "(the hardware leaves an integer quotient by zero undefined)")
+    fn = _INT_DIVIDE[kind]
+    if a.dtype != torch.int64:
+        # every quotient of 32 bits or fewer is exact in int64; narrowing keeps the low
+        # bits, which is the wrap (and int64 is the width torch divides every dtype in)
+        return fn(a.to(torch.int64), b.to(torch.int64)).to(a.dtype)
+    by_minus_one = b == -1
+    if not bool(by_minus_one.any()):
+        return fn(a, b)
+    got = fn(a, torch.where(by_minus_one, 1, b))  # x rem 1 and x fmod 1 are 0, as x rem -1 is
+    return torch.where(by_minus_one, torch.neg(a), got) if kind == "division" else got
 
 
 def shift(a: torch.Tensor, b: torch.Tensor, left: bool) -> torch.Tensor:
@@ -213,7 +245,9 @@ def shift(a: torch.Tensor, b: torch.Tensor, left: bool) -> torch.Tensor:
     bits = torch.iinfo(a.dtype).bits
     if bool(((b < 0) | (b >= bits)).any()):
         bad = b[(b < 0) | (b >= bits)].flatten()[0].item()
-        raise ArithmeticError_(f"shift amount {bad} is outside 0..{bits - 1} for {a.dtype}")
+        raise ArithmeticError_(f"shift amount {bad} is outside 0..{bits - 1} for {a.dtype}",
+                               hint="shift by less than the element's width (a negative amount is not a shift "
+                                    "the other way)")
     return torch.bitwise_left_shift(a, b) if left else torch.bitwise_right_shift(a, b)
 
 
