@@ -276,7 +276,7 @@ _COMBINE = {"sum": torch.add, "max": maximum, "min": minimum, "prod": torch.mul}
 
 
 def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
-    """Reduce the last axis pairwise (see module doc); keeps it as width 1."""
+    """Reduce the last axis (a row reduction) pairwise (see module doc); keeps it as width 1."""
     combine = _COMBINE[kind]
     while x.shape[-1] > 1:
         width = x.shape[-1]
@@ -286,8 +286,28 @@ def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
     return canonical_nan(x.clone())  # one column is reduced too: a NaN in it comes out canonical
 
 
-def reduce_first(x: torch.Tensor, kind: str) -> torch.Tensor:
-    return reduce_last(x.transpose(0, 1), kind).transpose(0, 1).contiguous()
+def reduce_first(x: torch.Tensor, kind: str, tree: bool = False) -> torch.Tensor:
+    """Reduce the first axis (a column reduction) of a 2-D ``x`` in the vector unit's order
+    (see module doc): row by row, or with ``tree`` (``col_sum`` given a scratch tile) as a
+    binary tree of adjacent rows; keeps it as height 1."""
+    if kind in ("max", "min") or not x.dtype.is_floating_point:
+        # IEEE min/max with the signed-zero rule, and wrapping integer add/mul, give the
+        # same bits in every order: the fewest torch calls (the rows' halves) then
+        return reduce_last(x.transpose(0, 1), kind).transpose(0, 1).contiguous()
+    combine = _COMBINE[kind]
+    if tree:
+        level, count = x, x.shape[0]
+        while count > 1:  # adjacent pairs; an odd count's last row joins the first pair's sum
+            half = count // 2
+            pairs = combine(level[0:2 * half:2], level[1:2 * half:2])
+            if count % 2:
+                pairs[0] = combine(pairs[0], level[count - 1])
+            level, count = pairs, half
+        return canonical_nan(level[0:1].clone())
+    acc = x[0:1].clone()
+    for i in range(1, x.shape[0]):
+        acc = combine(acc, x[i:i + 1])
+    return canonical_nan(acc)
 
 
 # ----------------------------------------------------------------------------- matmul
