@@ -1,7 +1,8 @@
 """Integer division and remainders at the edges of every integer dtype: MIN / -1 wraps to
 MIN and MIN rem -1 is 0 (torch's kernels trap on both with SIGFPE, which killed the
 process), a zero divisor is a located error — for the tile, tile-scalar, tensor and
-broadcast forms on both platforms, and for ``numerics`` itself in every integer dtype."""
+broadcast forms on both platforms, and for ``numerics`` itself in every integer dtype. And
+the other integer edge an op refuses: a shift by an amount outside the element's width."""
 
 import pytest
 import torch
@@ -194,3 +195,18 @@ def test_the_scalar_units_quotients_of_the_minimum_by_minus_one(platform):
 
 def test_every_integer_dtype_is_drawn():
     assert {num.FROM_TORCH[d] for d in INTS} == {D.INT8, D.INT16, D.INT32, D.INT64, D.UINT8, D.UINT16, D.UINT32}
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.uint8], ids=str)
+def test_a_shift_amount_just_outside_the_width_is_an_error_with_a_hint(dtype):
+    bits = torch.iinfo(dtype).bits
+    a = torch.ones(4, dtype=dtype)
+    assert num.shift(a, torch.tensor(bits - 1, dtype=dtype), left=True).tolist() == [wrap(1 << (bits - 1), dtype)] * 4
+    for amount in ([-1] if dtype.is_signed else []) + [bits]:
+        with pytest.raises(num.ArithmeticError_, match=f"shift amount {amount} is outside 0..{bits - 1}") as info:
+            num.shift(a, torch.tensor(amount, dtype=dtype), left=False)
+        assert info.value.hint
+
+
+def test_a_bool_scalar_is_a_bool():
+    assert num.scalar(3, D.BOOL).dtype == torch.bool and num.scalar(0, D.BOOL).item() is False
