@@ -60,6 +60,10 @@ def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[d
     size = collections.Counter(leader.values())
     for e in sorted((e for e in edges if leader[e.id] == e.id), key=lambda e: span[e.id][0]):
         start, end = span[e.id]
+        # Still held: an earlier edge whose last flag comes after this one's first. The two
+        # are never one position (each is a flag of its own edge, and no edge is in two
+        # groups), so ">=" here means ">": an edge whose first flag directly follows
+        # another's last takes its id; one that starts before the other ends cannot.
         held = [(b, w) for stop, b, w in busy.get((e.src, e.dst), []) if stop >= start]
         base = width = None
         # One id per slot when the ids are there; else one id for all slots: flags pair
