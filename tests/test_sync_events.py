@@ -3,15 +3,18 @@ edge's flags all come before the other's in program order — at the boundary to
 edge's first flag directly follows another's last — and never while both are held; so a
 kernel uses as many ids per pair as it has edges held at once, no more."""
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pypto.backend import CoreKind, Pipe
-from pypto.codegen.isa import SetFlag, WaitFlag
+from pypto.codegen.isa import Region, SetFlag, WaitFlag
 from pypto.codegen.select import CodegenError
 from pypto.codegen.sync.edges import Edge
 from pypto.codegen.sync.events import assign_events
+from pypto.ir import nodes as n
+from pypto.ir.simplify import simplify
 
 SRC, DST = (CoreKind.AIV, Pipe.MTE2), (CoreKind.AIV, Pipe.VECTOR)
 LIMIT = 8
@@ -24,14 +27,17 @@ def _flags(order: list) -> tuple[list, list]:
     for e in order:
         kind = WaitFlag if e in seen else SetFlag
         seen.add(e)
-        body.append(kind(SRC[1], DST[1], 0, SRC[0], DST[0], e))
+        body.append(kind(SRC[1], DST[1], n.Const(0), SRC[0], DST[0], e))
     edges = [Edge(e, order.index(e), len(order) - 1 - order[::-1].index(e), SRC, DST, 0, 0) for e in sorted(seen)]
     return body, edges
 
 
 def _ids(order: list) -> dict:
-    _, edges = assign_events(*_flags(order), LIMIT)
-    return {e.id: e.base for e in edges}
+    """Edge -> its id, as the edges and every flag of the body say it."""
+    body, edges = assign_events(*_flags(order), LIMIT)
+    ids = {e.id: e.base for e in edges}
+    assert [(x.edge, x.event) for x in body] == [(e, n.Const(ids[e])) for e in order]
+    return ids
 
 
 @pytest.mark.parametrize("order, shared", [
@@ -78,3 +84,25 @@ def test_property_ids_are_shared_only_by_edges_not_held_at_once_and_no_more_are_
                 assert hi_a < lo_b or hi_b < lo_a or need > LIMIT and fifo, (order, a, b)
     if need <= LIMIT:
         assert len(set(ids.values())) == need, order  # interval colouring: as many as are held at once
+
+
+@pytest.mark.parametrize("held, per_slot", [(6, True), (7, False)])
+def test_a_rotating_edge_takes_an_id_per_slot_or_one_for_all_when_the_pair_runs_short(held, per_slot):
+    """A sync of one slot of a two-slot region (its flags' events ``i % 2``) set while
+    ``held`` others hold ids: two ids of its own when two are free, else one for both slots
+    (its flags pair first in, first out, so each wait still meets its own set)."""
+    slot = n.BinOp("%", n.Var("i"), n.Const(2))
+    rotating = held  # its edge id
+    order = [*range(held), rotating, rotating, *range(held)]
+    body, edges = _flags(order)
+    body = [attrs.evolve(x, event=slot) if x.edge == rotating else x for x in body]
+    region = Region("buf", 0, 512, 2, slot)
+    edges = [attrs.evolve(e, region=region, slot_u=slot, slot_v=slot) if e.id == rotating else e for e in edges]
+    body, edges = assign_events(body, edges, LIMIT)
+    (edge,) = [e for e in edges if e.id == rotating]
+    events = {x.event for x in body if x.edge == rotating}
+    assert edge.base == held
+    if per_slot:
+        assert edge.region == region and events == {simplify(n.BinOp("+", n.Const(held), slot))}
+    else:
+        assert edge.region is None and events == {n.Const(held)}
