@@ -21,7 +21,7 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for pos, x in enumerate(walk(body)):
-        if isinstance(x, (SetFlag, WaitFlag)) and x.edge >= 0:  # a hand-written pipe's flags keep their ids
+        if isinstance(x, (SetFlag, WaitFlag)):  # (a hand-written pipe's, edge -1, is no edge's: never looked up)
             first.setdefault(x.edge, pos)
             last[x.edge] = pos
     try:
