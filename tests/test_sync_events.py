@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pypto.backend import CoreKind, Pipe
-from pypto.codegen.isa import Region, SetFlag, WaitFlag
+from pypto.codegen.isa import Cond, Loop, Region, SetFlag, WaitFlag, walk
 from pypto.codegen.select import CodegenError
 from pypto.codegen.sync.edges import Edge
 from pypto.codegen.sync.events import assign_events
@@ -106,3 +106,27 @@ def test_a_rotating_edge_takes_an_id_per_slot_or_one_for_all_when_the_pair_runs_
         assert edge.region == region and events == {simplify(n.BinOp("+", n.Const(held), slot))}
     else:
         assert edge.region is None and events == {n.Const(held)}
+
+
+def test_flags_in_loops_and_either_branch_take_their_edges_ids():
+    """An edge held around a loop of a branch: the syncs inside, in the then and in the else
+    branch, take the next id, wherever they are nested."""
+    def pair(e):
+        return [SetFlag(SRC[1], DST[1], n.Const(0), SRC[0], DST[0], e),
+                WaitFlag(SRC[1], DST[1], n.Const(0), SRC[0], DST[0], e)]
+
+    outer, inner = pair(0)
+    body = [outer, Loop("i", n.Const(0), n.Const(2), n.Const(1),
+                        [Cond(n.BinOp("==", n.Var("i"), n.Const(0)), pair(1), pair(2))]), inner]
+    edges = [Edge(e, 0, 1, SRC, DST, 0, 0) for e in range(3)]
+    body, edges = assign_events(body, edges, LIMIT)
+    assert {e.id: e.base for e in edges} == {0: 0, 1: 1, 2: 1}
+    assert {(x.edge, x.event) for x in walk(body) if isinstance(x, (SetFlag, WaitFlag))} == \
+        {(0, n.Const(0)), (1, n.Const(1)), (2, n.Const(1))}
+
+
+def test_more_syncs_held_at_once_than_ids_none_in_first_in_first_out_order_is_refused():
+    nested = [*range(LIMIT + 1), *reversed(range(LIMIT + 1))]  # each set after the last, waited for first
+    with pytest.raises(CodegenError, match=f"more than {LIMIT} syncs between AIV.MTE2 and AIV.VECTOR in one kernel"):
+        _ids(nested)
+    _ids([*range(LIMIT + 1), *range(LIMIT + 1)])  # in order: they share ids

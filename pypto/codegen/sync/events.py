@@ -27,7 +27,10 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
     try:
         bases, shared = _colour(edges, first, last, limit, {e.id: e.id for e in edges})
     except _OutOfIds:
-        bases, shared = _colour(edges, first, last, limit, _chains(edges))
+        try:
+            bases, shared = _colour(edges, first, last, limit, _chains(edges))
+        except _OutOfIds as out:  # (even when no two edges could chain)
+            raise too_many(out.pair, limit) from None
 
     def shifted(x):
         if not isinstance(x, (SetFlag, WaitFlag)) or x.edge < 0:
@@ -43,7 +46,9 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
 
 
 class _OutOfIds(Exception):
-    pass
+    def __init__(self, pair):
+        super().__init__(pair)
+        self.pair = pair  # the pipe pair whose ids ran out
 
 
 def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[dict, set]:
@@ -76,7 +81,7 @@ def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[d
                 width = want
                 break
         if base is None:
-            raise _OutOfIds() if len(set(leader.values())) == len(leader) else too_many((e.src, e.dst), limit)
+            raise _OutOfIds((e.src, e.dst))
         busy.setdefault((e.src, e.dst), []).append((end, base, width))
         bases[e.id], widths[e.id] = base, width
     for e in edges:
