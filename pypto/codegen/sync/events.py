@@ -30,7 +30,7 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
         try:
             bases, shared = _colour(edges, first, last, limit, _chains(edges))
         except _OutOfIds as out:  # (even when no two edges could chain)
-            raise too_many(out.pair, limit) from None
+            raise too_many(out.args[0], limit) from None
 
     def shifted(x):
         if not isinstance(x, (SetFlag, WaitFlag)) or x.edge < 0:
@@ -46,9 +46,7 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
 
 
 class _OutOfIds(Exception):
-    def __init__(self, pair):
-        super().__init__(pair)
-        self.pair = pair  # the pipe pair whose ids ran out
+    """The pipe pair (its one argument) whose ids ran out."""
 
 
 def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[dict, set]:
