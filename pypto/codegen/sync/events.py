@@ -72,7 +72,7 @@ def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[d
         # One id per slot when the ids are there; else one id for all slots: flags pair
         # first in, first out, so each wait still meets its own set, only later.
         slots = e.region.slots if e.region is not None and size[e.id] == 1 else 1
-        for want in dict.fromkeys((slots, 1)):
+        for want in (slots, 1):  # (width 1 tried twice when slots is 1: the same answer)
             base = next((b for b in range(limit - want + 1)
                          if not any(h < b + want and b < h + w for h, w in held)), None)
             if base is not None:
