@@ -133,3 +133,12 @@ def test_more_syncs_held_at_once_than_ids_none_in_first_in_first_out_order_is_re
     with pytest.raises(CodegenError, match=f"more than {LIMIT} syncs between AIV.MTE2 and AIV.VECTOR in one kernel"):
         _ids(nested)
     _ids([*range(LIMIT + 1), *range(LIMIT + 1)])  # in order: they share ids
+
+
+def test_syncs_in_first_in_first_out_order_share_one_id_when_the_rest_are_taken():
+    """Seven syncs nested in one another hold seven ids; nine more set one after another and
+    waited for in the same order share the eighth."""
+    nested = [LIMIT + 1 + k for k in range(LIMIT - 1)]
+    in_order = list(range(LIMIT + 1))
+    ids = _ids([*nested, *in_order, *in_order, *reversed(nested)])
+    assert len({ids[e] for e in in_order}) == 1 and len(set(ids.values())) == LIMIT
