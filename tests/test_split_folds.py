@@ -14,11 +14,17 @@ import torch
 from hypothesis import given, settings
 
 import pypto.language as pl
-from pypto.errors import CodegenError
+from pypto.backend import CoreKind, Pipe
+from pypto.codegen import _refuse_laned_cube
+from pypto.codegen.isa import Cond, Instr, Loop, ScalarAssign
+from pypto.errors import CodegenError, UnsupportedSyntaxError
 from pypto.fuzz.data import sentinel
 from pypto.fuzz.graphs import kernel_from
 from pypto.fuzz.lanes import Chain, cast_scopes
 from pypto.fuzz.properties import PROPERTIES, Example
+from pypto.ir import nodes as n
+from pypto.ir.ops.spmd import LANE_REGISTER
+from pypto.passes.lane_rules import is_region
 from pypto.ir.types import DataType
 from pypto.runtime import RunConfig
 
@@ -26,7 +32,7 @@ SPLITS = ["UP_DOWN", "LEFT_RIGHT"]
 
 
 def _chain(form, bands=0, views=1, cast=("FP16", "rint"), dtype="FP16", out_dtype="FP32", blocks=2):
-    return Chain(m=32, n=32, kc=32, blocks=1 if form in ("one",) else blocks, form=form, bands=bands, dtype=dtype,
+    return Chain(m=32, n=32, kc=32, blocks=1 if form in ("one", "acc") else blocks, form=form, bands=bands, dtype=dtype,
                  out_dtype=out_dtype, cast=cast, views=views, seed=7)
 
 
@@ -34,6 +40,7 @@ def _chain(form, bands=0, views=1, cast=("FP16", "rint"), dtype="FP16", out_dtyp
 SHAPES = {
     "one matmul": _chain("one"),
     "two matmuls": _chain("two"),
+    "one matmul onto a created accumulator": _chain("acc", blocks=1),
     "K loop after a first matmul": _chain("peeled"),
     "K loop from a created accumulator": _chain("created", cast=("BF16", "rint")),
     "K loop under if k == 0": _chain("first"),
@@ -132,6 +139,116 @@ def test_vector_work_before_a_k_loop_and_its_fixpipe_cast_splits_and_the_cast_st
     assert torch.equal(got[0][0].view(torch.int16), got[1][0].view(torch.int16))
     assert torch.equal(got[0][1], got[1][1])
     torch.testing.assert_close(got[1][0].float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-1)
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT])
+def test_a_vector_loop_carrying_vector_work_beside_the_cubes_accumulator_splits(mode):
+    """The loop's carried value starts as vector work (not the cube's, as an accumulator a
+    K loop starts from is) and stays in the lanes' region with the loop."""
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)]):
+            c = pl.create_tensor([32, 32], dtype=pl.FP32)
+            c = pl.matmul_acc(c, a, b)
+            s = pl.exp(bias)
+            for j in pl.range(2):
+                s = pl.add(s, c)
+            out[:, :] = s
+        return out
+
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(32, 64, generator=g).half(), torch.randn(64, 32, generator=g).half()
+    bias = torch.randn(32, 32, generator=g)
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out = sentinel((32, 32), DataType.FP32)
+        k(a, b, bias, out, config=RunConfig(platform=platform))
+        got.append(out)
+    assert torch.equal(got[0], got[1])
+    torch.testing.assert_close(got[1], torch.exp(bias) + 2 * (a.float() @ b.float()), rtol=1e-3, atol=1e-2)
+    (region,) = [s for s in n.walk_stmts(k.lower(a, b, bias, got[1]).functions[0].body) if is_region(s)]
+    assert [s for s in n.walk_stmts(region.body) if isinstance(getattr(s, "value", None), n.Call)
+            and s.value.op == "tile.exp"]  # halved with the rest, not computed whole outside
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT])
+def test_a_loop_carrying_vector_work_around_the_cubes_accumulation_is_refused_naming_it(mode):
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, x: pl.Tensor, out: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)]):
+            c = pl.matmul(a, b, out_dtype=pl.FP32)
+            s = pl.exp(x)
+            for kb in pl.range(2):
+                c = pl.matmul_acc(c, a, b)
+                s = pl.add(s, x)
+            out[:, :] = c
+            y[:, :] = s
+        return out, y
+
+    g = torch.Generator().manual_seed(5)
+    a, b, x = torch.randn(32, 64, generator=g).half(), torch.randn(64, 32, generator=g).half(), torch.randn(32, 32)
+    with pytest.raises(UnsupportedSyntaxError, match="'s' is vector work .* and cube or control work after it reads "
+                                                     "it whole") as info:
+        k(a, b, x, torch.zeros(32, 32), torch.zeros(32, 32), config=RunConfig(platform="ref"))
+    assert info.value.span is not None and "NONE" in info.value.hint
+
+
+@pytest.mark.parametrize("mode", [pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT])
+def test_a_k_loop_doing_vector_work_of_its_own_each_trip_splits_inside_the_loop(mode):
+    @pl.jit
+    def k(a: pl.Tensor, b: pl.Tensor, x: pl.Tensor, out: pl.Out[pl.Tensor], y: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(mode)]):
+            c = pl.create_tensor([32, 32], dtype=pl.FP32)
+            for kb in pl.range(2):
+                c = pl.matmul_acc(c, a[:, kb * 64:(kb + 1) * 64], b[kb * 64:(kb + 1) * 64, :])
+                y[:, kb * 16:(kb + 1) * 16] = pl.exp(x[:, kb * 16:(kb + 1) * 16])
+            out[:, :] = pl.cast(c, target_type=pl.FP16, mode="rint")
+        return out, y
+
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(32, 128, generator=g).half(), torch.randn(128, 32, generator=g).half()
+    x = torch.randn(32, 32, generator=g)
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out, y = sentinel((32, 32), DataType.FP16), sentinel((32, 32), DataType.FP32)
+        k(a, b, x, out, y, config=RunConfig(platform=platform))
+        got.append((out, y))
+    assert torch.equal(got[0][0].view(torch.int16), got[1][0].view(torch.int16)) and torch.equal(got[0][1], got[1][1])
+    torch.testing.assert_close(got[1][1], torch.exp(x))
+    text = k.lower(a, b, x, *got[1]).as_python()
+    assert text.count("pl.split_aiv(2") == 1  # the exp, in the loop; the cast stays the cube's
+
+
+LANE = n.Var("aiv_id")
+
+
+def _cube(*args):
+    return Instr("TLOAD", Pipe.MTE2, CoreKind.AIC, "tile.load", args)
+
+
+def _vector(*args):
+    return Instr("TLOAD", Pipe.MTE2, CoreKind.AIV, "tile.load", args)
+
+
+@pytest.mark.parametrize("body, refused", [
+    ([_cube(LANE)], True),  # an operand
+    ([ScalarAssign("row", n.BinOp("*", LANE, n.Const(8))), _cube((n.Var("row"), n.Const(0)))], True),  # through a scalar
+    ([Loop("i", n.Const(0), LANE, n.Const(1), [_cube(n.Const(0))])], True),  # a trip count
+    ([Loop("i", n.Const(0), LANE, n.Const(1), [ScalarAssign("t", n.Var("i"))]), _cube(n.Var("t"))], True),
+    ([Cond(n.BinOp("==", LANE, n.Const(0)), [_cube(n.Const(0))])], True),  # a branch
+    ([Cond(n.BinOp("==", LANE, n.Const(0)), [], [_cube(n.Const(0))])], True),
+    ([Cond(n.BinOp("==", LANE, n.Const(0)), [ScalarAssign("t", n.Const(1))]), _cube(n.Var("t"))], True),
+    ([_vector(LANE), Cond(n.BinOp("==", LANE, n.Const(0)), [_vector(n.Const(0))]), _cube(n.Const(0))], False),
+    ([Loop("i", n.Const(0), n.Const(2), n.Const(1), [_cube(n.Var("i")), _vector(LANE)])], False),
+])
+def test_cube_instructions_a_lane_decides_are_refused_and_no_others(body, refused):
+    """A lane region's own code: ``aiv_id`` is the lane register (the cube's reads 0)."""
+    program = [ScalarAssign("aiv_id", n.Var(LANE_REGISTER)), *body]
+    if refused:
+        with pytest.raises(CodegenError, match="depends on a vector core's lane"):
+            _refuse_laned_cube(program)
+    else:
+        _refuse_laned_cube(program)
 
 
 def test_cube_work_a_lane_places_is_refused_at_codegen_not_run_for_lane_0_alone(monkeypatch):

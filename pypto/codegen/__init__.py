@@ -141,8 +141,7 @@ def _refuse_laned_cube(body, laned: frozenset = frozenset({LANE_REGISTER}), unde
                                     "region); use pl.split(pl.SplitMode.NONE) meanwhile and report it")
         elif isinstance(node, Loop):
             bounds = set().union(*(n.expr_vars(e) for e in (node.start, node.stop, node.step)))
-            laned = _refuse_laned_cube(node.body, laned | ({node.var} if bounds & laned else set()),
-                                       under or bool(bounds & laned))
+            laned = _refuse_laned_cube(node.body, laned, under or bool(bounds & laned))
         elif isinstance(node, Cond):
             decided = under or bool(n.expr_vars(node.cond) & laned)
             laned = _refuse_laned_cube(node.else_body, _refuse_laned_cube(node.then_body, laned, decided), decided)

@@ -8,8 +8,8 @@ chain without a reduction gives the bits of ``SplitMode.NONE``; a reduction stay
 one lane but may be summed in other blocks (what fits beside the ring differs), so it is
 within FP32 rounding of it. Either way ``ref`` gives the split's bits.
 
-``split_cast``: a matmul chain — one matmul, two, or a K loop (peeled, from a created
-accumulator, or ``if k == 0`` in it), perhaps per row band — then only a cast of the
+``split_cast``: a matmul chain — one matmul, two, one onto a created accumulator, or a K loop
+(peeled, from a created accumulator, or ``if k == 0`` in it), perhaps per row band — then only a cast of the
 accumulator (any mode; the fixpipe's own narrowing among them), of all of it or of its
 column halves, or nothing: the scopes whose vector work may fold away entirely, leaving
 the split with nothing to share. Every split mode gives ``SplitMode.NONE``'s bits, and
@@ -113,7 +113,8 @@ CASTS = {"FP32": {"FP16": FLOAT_MODES, "BF16": FLOAT_MODES, "INT32": ("rint", "r
                   "FP32": ("rint",)},
          "INT32": {"FP32": ("rint",), "FP16": FLOAT_MODES, "INT16": ("round",)},
          "FP16": {"FP32": ("rint",)}, "BF16": {"FP32": ("rint",)}}
-FORMS = ("one", "two", "peeled", "created", "first")  # no K loop (one matmul, or two), or a K loop three ways
+# no K loop (one matmul, two, or one onto a created accumulator), or a K loop three ways
+FORMS = ("one", "two", "acc", "peeled", "created", "first")
 _MANTISSA = {"FP16": 10, "BF16": 7, "FP32": 23}
 _TINIEST = {"FP16": -24, "BF16": -133, "FP32": -149}  # log2 of the smallest subnormal
 
@@ -161,6 +162,9 @@ class Chain:
         elif self.form == "two":
             lines += [f"{indent}c = pl.matmul({operands(0, kc)}, out_dtype=pl.{acc})",
                       f"{indent}c = pl.matmul_acc(c, {operands(kc, k)})"]
+        elif self.form == "acc":
+            lines += [f"{indent}c = pl.create_tensor([{h}, {self.n}], dtype=pl.{acc})",
+                      f"{indent}c = pl.matmul_acc(c, {operands(0, k)})"]
         elif self.form == "peeled":
             lines += [f"{indent}c = pl.matmul({operands(0, kc)}, out_dtype=pl.{acc})",
                       f"{indent}for k in pl.range(1, {self.blocks}):",
@@ -227,7 +231,7 @@ def cast_scopes(draw):
     mode = draw(st.sampled_from(("UP_DOWN", "LEFT_RIGHT")))
     dtype = draw(st.sampled_from(tuple(ACC)))
     form = draw(st.sampled_from(FORMS))
-    blocks = 1 if form == "one" else draw(st.integers(2, 3))
+    blocks = 1 if form in ("one", "acc") else draw(st.integers(2, 3))
     acc = ACC[dtype]
     out_dtype = draw(st.sampled_from((acc, "FP16", "BF16"))) if form == "one" and acc == "FP32" else acc
     casts = CASTS[out_dtype]
