@@ -26,7 +26,7 @@ def _trips(k: Knobs, low: int = 1):
 
 
 # name -> strategy of Case, given knobs. The tile families compile under both planners;
-# the tensor-level ones (windows, cube) run through ConvertTensorToTileOps.
+# the tensor-level ones (windows, cube, split_cast) run through ConvertTensorToTileOps.
 FAMILIES: dict[str, Callable[[Knobs], st.SearchStrategy]] = {
     "elementwise": lambda k: strategies.elementwise_programs(k.dtypes, k.max_steps, _trips(k)),
     "reduction": lambda k: strategies.reduction_programs(),
@@ -39,6 +39,7 @@ FAMILIES: dict[str, Callable[[Knobs], st.SearchStrategy]] = {
     "slotted": lambda k: strategies.slotted_programs(colive=False, trips=_trips(k)),
     "windows": lambda k: windows.window_programs(max_steps=max(1, min(k.max_steps, 5))),
     "cube": lambda k: windows.cube_programs(),
+    "split_cast": lambda k: lanes.cast_cases(),
 }
 PLANNERS = ("PYPTO", "PTOAS")
 
@@ -178,7 +179,7 @@ def _colive_examples(k: Knobs):
 # ----------------------------------------------------------------------------- the table
 
 TILE = ("elementwise", "reduction", "matmul", "carried", "shuffled", "loop_body", "loop_if", "nested", "slotted")
-TENSOR = ("windows", "cube")
+TENSOR = ("windows", "cube", "split_cast")
 # Not nested loops, nor the cube's K chains (a loop in a window loop, or in an if), nor
 # ifs in loops: where only a chain through the syncs of a loop nested two deep, or of
 # both branches of an if, orders a pair, the pair keeps a sync of its own (redundant,
