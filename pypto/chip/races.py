@@ -137,7 +137,7 @@ def _suspects(runs: list[_Run], before: list[int]):
     for k, t in enumerate(sorted(runs, key=lambda r: (r.start, r.number, r.block or 0))):
         running = [(j, u) for j, u in running if u.end > t.start]
         earlier = running
-        if latest >= t.number:  # inverted: any earlier start submitted later is a partner too
+        if latest > t.number:  # inverted: a run submitted later has started: it may be a partner too
             later = by_number[bisect.bisect_right(by_number, (t.number, len(runs))):]
             earlier = sorted({j: u for j, u in running + [(j, u) for _, j, u in later]}.items(), key=lambda x: x[0])
         mine = before[t.number]
