@@ -3,10 +3,13 @@ one byte run per row — waits for the registered producer of every row it reads
 updates, not just the first row's, and registers itself as the producer of every row it
 writes. Drawn orchestrations of tasks that write windows of y from x, then read windows of
 y into windows of z: each task's edges (``RunReport.tasks``) are what a model of the rules
-over y's and z's elements gives, and both platforms give torch's values in program order."""
+over y's and z's elements gives, both platforms give torch's values in program order, and
+the tracker's size the scope stats report (``tensormap``: the byte segments that have a
+producer) counts each stretch of bytes with one producer once."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -57,9 +60,10 @@ def source(plan) -> str:
 
 
 def model(plan, x: torch.Tensor):
-    """(each task's predecessors, y, z): a task waits for the last producer of each element
-    it reads, and of each element of its destination once an earlier task wrote that
-    tensor (its Out is then InOut); it becomes the producer of its destination's elements."""
+    """(each task's predecessors, y, z, the segments of bytes with one producer): a task
+    waits for the last producer of each element it reads, and of each element of its
+    destination once an earlier task wrote that tensor (its Out is then InOut); it becomes
+    the producer of its destination's elements."""
     producer = {"y": torch.full((R, C), -1), "z": torch.full((R, C), -1)}
     value = {"y": torch.zeros(R, C), "z": torch.zeros(R, C)}
     written, preds = set(), []
@@ -77,18 +81,27 @@ def model(plan, x: torch.Tensor):
         producer[dst][r0:r0 + h, c0:c0 + w] = k
         value[dst][r0:r0 + h, c0:c0 + w] = computed
         written.add(dst)
-    return preds, value["y"], value["z"]
+    segments = 0
+    for grid in producer.values():  # runs of one producer in address order, y and z apart
+        flat = grid.flatten()
+        starts = torch.cat([torch.tensor([True]), flat[1:] != flat[:-1]])
+        segments += int((starts & (flat != -1)).sum())
+    return preds, value["y"], value["z"], segments
 
 
 @given(steps())
 def test_property_a_window_waits_for_the_producer_of_every_row_it_reads_or_updates(plan):
     x = torch.randn(R, C, generator=torch.Generator().manual_seed(0))
-    preds, want_y, want_z = model(plan, x)
+    preds, want_y, want_z, segments = model(plan, x)
     with tempfile.TemporaryDirectory() as d:
         kernel = kernel_from(source(plan), "graph", Path(d))
         for platform in ("ref", "a2a3sim"):
             y, z = torch.zeros(R, C), torch.zeros(R, C)
-            report = kernel.compile(x, y, z, config=RunConfig(platform=platform)).run(x, y, z)
+            config = RunConfig(platform=platform, enable_scope_stats=True, output_dir=Path(d) / platform)
+            report = kernel.compile(x, y, z, config=config).run(x, y, z)
             assert torch.equal(y, want_y) and torch.equal(z, want_z), platform
+        stats = (Path(d) / "a2a3sim" / "dfx_outputs" / "scope_stats" / "scope_stats.jsonl").read_text()
     deps = {t.task_id: t.deps for t in report.tasks}
     assert deps == {f"r0t{k}": tuple(f"r0t{p}" for p in ps) for k, ps in enumerate(preds)}
+    *_, end = (json.loads(line) for line in stats.splitlines())
+    assert end["phase"] == "end" and end["tensormap"] == segments
