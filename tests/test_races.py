@@ -22,7 +22,7 @@ from pypto.fuzz.graphs import kernel_from
 from pypto.ir.types import ArgDirection
 from pypto.runtime import RunConfig
 from pypto.sim.record import ATOMIC_ADD
-from pypto.sim.strided import Strided, meet, runs_of, union, window
+from pypto.sim.strided import Strided, meet, union, window
 from pypto.sim.views import window_runs
 
 ELEMENTS = 640  # one storage all views share, so that views of it may overlap
@@ -88,8 +88,6 @@ def test_property_strided_runs_hold_a_windows_bytes_and_meet_exactly_when_they_s
     assert _strided_bytes(ua) == want_a and _strided_bytes(ub) == want_b
     assert all(p.base <= q.base for p, q in zip(ua, ua[1:]))
     assert meet(ua, ub) == bool(want_a & want_b) == meet(ub, ua)
-    ranges = [r for v, o, e in a for r in window_runs(v, o, e)]
-    assert _strided_bytes(runs_of(ranges)) == want_a
 
 
 @st.composite

@@ -5,9 +5,7 @@ A window of a row-major tensor is one byte range per row, all of one length, a r
 apart (``x[:, 0:64]`` of a [5120, 5120] tensor: 5120 ranges, as ``views.runs`` lists them);
 as a ``Strided`` run — (first byte, stride, bytes per row, rows) — it is one.
 
-    window(t, offsets, extents)  a window's bytes as strided runs, its rows not listed (a view
-                                 whose rows overlap or interleave: from its ranges)
-    runs_of(ranges)              byte ranges as strided runs (merged: disjoint, in order)
+    window(t, offsets, extents)  a window's bytes as strided runs, its rows not listed
     union(runs)                  strided runs with the ones that continue each other joined
                                  (a K-blocked weight window, block after block: one run)
     meet(a, b)                   whether two sets of runs share a byte: a sweep over both in
@@ -21,7 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pypto.sim.views import layout, runs
+from pypto.sim.views import layout
 
 
 class Strided(NamedTuple):
@@ -39,50 +37,17 @@ class Strided(NamedTuple):
         return self.base + (self.rows - 1) * self.stride + self.size
 
 
-def merged(ranges) -> list[tuple[int, int]]:
-    """The union of byte ranges [lo, hi), as sorted ranges that neither overlap nor touch."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1]:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def runs_of(ranges) -> tuple[Strided, ...]:
-    """The bytes of ``ranges`` as strided runs in address order, their extents disjoint:
-    each run takes the ranges of the merged union that follow it at its stride and size."""
-    out: list[Strided] = []
-    base = stride = size = rows = 0
-    last = None  # the start of the run's last row
-    for lo, hi in merged(ranges):
-        if last is not None and hi - lo == size and (rows == 1 or lo - last == stride):
-            stride, rows, last = lo - base if rows == 1 else stride, rows + 1, lo
-            continue
-        if last is not None:
-            out.append(Strided(base, stride, size, rows))
-        base, stride, size, rows, last = lo, 0, hi - lo, 1, lo
-    if last is not None:
-        out.append(Strided(base, stride, size, rows))
-    return tuple(out)
-
-
 def window(t, offsets, extents) -> tuple[Strided, ...]:
     """The bytes of ``t[offsets : offsets + extents]`` (a torch tensor's window: what
-    ``views.window_runs`` lists) as strided runs in address order: the axes that continue
-    one contiguous stretch make a row, the next moving axis the rows of a run, and any
-    further axis one run per index — when each axis steps past all the axes inside it;
-    else from the ranges."""
+    ``views.window_runs`` lists) as strided runs: the axes that continue one contiguous
+    stretch make a row, the next moving axis the rows of a run, and each further axis one
+    run per index (an axis of stride 0 repeats bytes: it adds none). The runs may overlap
+    and come in any order when the view's axes interleave (``union`` sorts them)."""
     address, _, strides, esize = layout(t)
     address += sum(o * s for o, s in zip(offsets, strides))
-    shape = tuple(extents)
-    if 0 in shape:
+    if 0 in extents:
         return ()
-    if any(st <= 0 and sz != 1 for st, sz in zip(strides, shape)):
-        return runs_of(runs(address, shape, strides, esize))
-    axes = sorted((st, sz) for st, sz in zip(strides, shape) if sz != 1)
+    axes = sorted((st, sz) for st, sz in zip(strides, extents) if sz != 1 and st != 0)
     size, k = esize, 0
     while k < len(axes) and axes[k][0] == size:  # the axes that continue one contiguous row
         size *= axes[k][1]
@@ -90,17 +55,10 @@ def window(t, offsets, extents) -> tuple[Strided, ...]:
     if k == len(axes):
         return (Strided(address, 0, size, 1),)
     stride, rows = axes[k]
-    reach = (rows - 1) * stride + size
-    if stride < size:
-        return runs_of(runs(address, shape, strides, esize))
-    for st, sz in axes[k + 1:]:
-        if st < reach:  # interleaved with the axes inside it
-            return runs_of(runs(address, shape, strides, esize))
-        reach += (sz - 1) * st
     bases = [address]
-    for st, sz in reversed(axes[k + 1:]):  # the largest stride outermost: address order
+    for st, sz in reversed(axes[k + 1:]):  # the largest stride outermost: address order, unless interleaved
         bases = [b + i * st for b in bases for i in range(sz)]
-    return tuple(Strided(b, stride, size, rows) for b in bases)
+    return tuple(_normal(Strided(b, stride, size, rows)) for b in bases)
 
 
 def union(runs_) -> tuple[Strided, ...]:
@@ -119,10 +77,10 @@ def union(runs_) -> tuple[Strided, ...]:
 
 
 def _normal(r: Strided) -> Strided:
-    """One range, where the rows touch or the run has one row."""
+    """One range, where the rows touch or overlap or the run has one row."""
     if r.rows == 1 and r.stride == 0:
         return r
-    if r.rows == 1 or r.stride == r.size:
+    if r.rows == 1 or r.stride <= r.size:
         return Strided(r.base, 0, r.end - r.base, 1)
     return r
 
@@ -139,7 +97,7 @@ def _join(p: Strided, r: Strided) -> Strided | None:
         stride = p.stride or r.stride
         if (r.stride in (0, stride)) and r.base == p.base + p.rows * stride:
             return Strided(p.base, stride, p.size, p.rows + r.rows)  # the rows that follow
-    if p.rows == r.rows > 1 and p.stride == r.stride and r.base == p.base + p.size and p.size + r.size <= p.stride:
+    if p.rows == r.rows and p.stride == r.stride and r.base == p.base + p.size and p.size + r.size <= p.stride:
         return _normal(Strided(p.base, p.stride, p.size + r.size, p.rows))  # the columns beside
     return None
 
