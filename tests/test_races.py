@@ -108,11 +108,16 @@ def test_property_strided_runs_of_any_strides_meet_exactly_when_they_share_a_byt
 
 
 def test_a_k_blocked_weight_window_and_its_input_rows_are_one_run_each():
+    """What keeps the check's work independent of the rows: windows that continue each other
+    are one run."""
     w, x = torch.zeros(512, 256, dtype=torch.bfloat16), torch.zeros(16, 512, dtype=torch.bfloat16)
     blocks = union(r for k in range(4) for r in window(w, (k * 128, 40), (128, 40)))
     assert blocks == (Strided(w.data_ptr() + 80, 512, 80, 512),)
     rows = union(r for k in range(4) for r in window(x, (0, k * 128), (16, 128)))
     assert rows == (Strided(x.data_ptr(), 0, 16 * 512 * 2, 1),)
+    assert union(blocks + blocks) == blocks  # a window read twice
+    rows = [r for i in (0, 1, 2) for r in window(w, (i, 0), (1, 40))]  # row after row, one at a time
+    assert union(rows) == (Strided(w.data_ptr(), 512, 80, 3),)
     neighbour = union(window(w, (0, 80), (512, 40)))
     assert not meet(blocks, neighbour) and meet(blocks, union(window(w, (511, 79), (1, 2))))
 
