@@ -207,10 +207,19 @@ def validate(problem: Problem, offsets: dict) -> list[str]:
         for lo, hi in problem.reserved:
             if bytes_overlap(at, it.size, lo, hi - lo):
                 out.append(f"'{key}' at [{at}, {at + it.size}) touches the reserved [{lo}, {hi})")
-    keys = sorted(k for k in items if k in offsets)
-    for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
-            apart = frozenset((a, b)) in problem.separations or lives_overlap(items[a], items[b])
-            if apart and bytes_overlap(offsets[a], items[a].size, offsets[b], items[b].size):
-                out.append(f"'{a}' and '{b}' must not share a byte, and they do")
+    placed = [it for it in items.values() if it.key in offsets]
+    clashes = set()
+    for pair in problem.separations:
+        a, b = sorted(pair)
+        if a in offsets and b in offsets and bytes_overlap(offsets[a], items[a].size, offsets[b], items[b].size):
+            clashes.add((a, b))
+    # pairs whose lives may overlap: by start, each against those starting before it ends
+    placed.sort(key=lambda it: (it.start, it.key))
+    for i, x in enumerate(placed):
+        for y in placed[i + 1:]:
+            if y.start > x.end:
+                break
+            if lives_overlap(x, y) and bytes_overlap(offsets[x.key], x.size, offsets[y.key], y.size):
+                clashes.add(tuple(sorted((x.key, y.key))))
+    out.extend(f"'{a}' and '{b}' must not share a byte, and they do" for a, b in sorted(clashes))
     return out

@@ -17,6 +17,8 @@ farther one already); a pair in the two branches of an if never hands over.
 
 from __future__ import annotations
 
+import bisect
+
 import attrs
 
 from pypto.backend import MemorySpace as M
@@ -133,15 +135,25 @@ def penalties(fn: n.Function, bufs: dict, walker: Liveness, separated) -> list[t
     known = {name: b for name, b in bufs.items()
              if name in acc and name not in uncertain and b.slots == 1}
     firsts = {name: _initial_write(acc[name]) for name in known}
+    by_end: dict = {}  # space -> its buffers by where their lives end
+    for b in sorted(known.values(), key=lambda b: (b.end, b.name)):
+        by_end.setdefault(b.space, []).append(b)
+    ends = {space: [b.end for b in group] for space, group in by_end.items()}
     out = []
     for name, later in known.items():
         pipe = firsts[name]
         if pipe is None:
             continue
-        earlier = [b for other, b in known.items()
-                   if other != name and b.space is later.space and b.end < later.start
-                   and frozenset((other, name)) not in separated and not walker.exclusive(b.end, later.start)]
-        for b in sorted(earlier, key=lambda b: (-b.end, b.name))[:NEAREST]:
+        group = by_end[later.space]
+        nearest = []
+        for k in range(bisect.bisect_left(ends[later.space], later.start) - 1, -1, -1):  # ends before it starts
+            b = group[k]
+            if frozenset((b.name, name)) in separated or walker.exclusive(b.end, later.start):
+                continue
+            nearest.append(b)
+            if len(nearest) == NEAREST:
+                break
+        for b in nearest:
             back = firsts[b.name]
             again = back is not None and any(loop.start < b.start and later.end <= loop.end
                                              for loop in walker.loops_at(b.start))

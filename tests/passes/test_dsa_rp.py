@@ -175,13 +175,24 @@ def flags(compiled, src, dst) -> int:
 def test_a_load_over_bytes_a_store_last_read_is_kept_apart_where_pypto_shares_them():
     """PYPTO merges x's and z's buffers (same size, disjoint lives): the load of z waits for
     the store of exp(x) to finish reading (MTE3 -> MTE2). DSA_RP sees the cross-pipe handoff
-    and puts z elsewhere, so that wait is gone."""
-    pypto, _ = run("handoff", "a2a3sim", "PYPTO")
-    dsa_rp, _ = run("handoff", "a2a3sim", "DSA_RP")
+    and puts z elsewhere, so that wait is gone, and on the simulator the load of z runs
+    while the store of exp(x) still does."""
+    reports = {}
+    for planner in ("PYPTO", "DSA_RP"):
+        kernel, args = inputs("handoff")
+        compiled = kernel.compile(*args, config=config("a2a3sim", planner))
+        reports[planner] = (compiled, compiled.run(*args))
+    (pypto, before), (dsa_rp, after) = reports["PYPTO"], reports["DSA_RP"]
     assert addresses(pypto)["x"][1] == addresses(pypto)["z"][1]
     assert addresses(dsa_rp)["x"][1] != addresses(dsa_rp)["z"][1]
     assert addresses(dsa_rp)["x"][2] != addresses(dsa_rp)["z"][2]  # two allocations, not merged
     assert flags(pypto, "MTE3", "MTE2") > 0 and flags(dsa_rp, "MTE3", "MTE2") == 0
+
+    def second_load_overlaps_first_store(report):
+        (s1, e1), (s2, e2) = sorted(report.busy("MTE3"))[0], sorted(report.busy("MTE2"))[1]
+        return s2 < e1 and s1 < e2
+
+    assert not second_load_overlaps_first_store(before) and second_load_overlaps_first_store(after)
 
 
 def test_a_same_pipe_handoff_shares_the_bytes():
