@@ -1,8 +1,9 @@
 """The reference's module paths and API forms, as code written against the reference imports
 and uses them: ``pypto.runtime.runner``, ``pypto.ir.compiled_program``, ``Worker``, the
 backend objects and the process-wide backend choice, ``pypto.pypto_core``, a ``RunConfig``
-that ``dataclasses.replace`` takes, ``kernel._cache``; and what is refused here (Ascend950,
-the DSA_RP planner, the vendor toolchain's steps), each with a located error."""
+that ``dataclasses.replace`` takes, ``kernel._cache``, the three memory planners by their
+``MemoryPlanner`` names; and what is refused here (Ascend950, the vendor toolchain's
+steps), each with a located error."""
 
 import dataclasses
 import logging
@@ -94,10 +95,10 @@ def test_run_result_reads_as_a_harness_line():
 # --------------------------------------------------------------------- dataclasses.replace
 
 GOOD = {"platform": ["ref", "a2a3sim"], "device_id": [0, 3], "dump_passes": [True, False],
-        "memory_planner": ["PYPTO", "PTOAS"], "disabled_diagnostics": [(), "PH001", ["PH001"]],
+        "memory_planner": ["PYPTO", "DSA_RP", "PTOAS"], "disabled_diagnostics": [(), "PH001", ["PH001"]],
         "enable_chip_swimlane": [0, 2, True], "ring_heap": [None, 1024, [2048, 0, 0, 0]], "rtol": [0, 1e-3],
         "codegen_only": [True, False], "uninitialized_memory": ["zero", "nan", 0xA5]}
-BAD = {"platform": "cuda", "device_id": -1, "memory_planner": "DSA_RP", "ring_heap": 1000, "rtol": -1.0,
+BAD = {"platform": "cuda", "device_id": -1, "memory_planner": "LINEAR_SCAN", "ring_heap": 1000, "rtol": -1.0,
        "codegen_only": "yes", "enable_chip_swimlane": 5, "backend_type": BackendType.Ascend950}
 
 
@@ -160,7 +161,7 @@ def test_a_build_compiled_into_a_directory_runs_from_it(tmp_path, platform):
         execute_compiled(tmp_path / "twice", [a, out], platform=platform, level=3)
 
 
-@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
 def test_the_pass_manager_runs_the_pipeline_a_compile_runs(tmp_path, planner):
     from pypto.ir.pass_manager import OptimizationStrategy, PassManager
 
@@ -171,7 +172,8 @@ def test_the_pass_manager_runs_the_pipeline_a_compile_runs(tmp_path, planner):
     assert lowered == compiled.lowered
     dumps = sorted(p.name for p in (tmp_path / "passes_dump").iterdir())
     assert [d.split("_after_")[1].removesuffix(".py") for d in dumps[1:]] == manager.get_pass_names()
-    assert ("AllocateMemoryAddr" in manager.pass_names) == (planner == "PYPTO")
+    assert ("AllocateMemoryAddr" in manager.pass_names) == (planner != "PTOAS")
+    assert ("MemoryReuse" in manager.pass_names) == (planner == "PYPTO")
     assert PassManager.get_strategy().run_passes(Twice) == ir.compile(Twice, dump_passes=False).lowered
 
 
@@ -233,12 +235,16 @@ def test_ascend950_is_a_name_refused_wherever_a_config_chooses_it():
         backend.Backend950.instance()
 
 
-def test_the_dsa_rp_planner_is_a_name_refused_by_name():
+def test_every_memory_planner_name_is_taken_and_an_unknown_one_refused_with_the_three():
     from pypto.pypto_core.passes import MemoryPlanner
 
-    assert RunConfig(memory_planner=MemoryPlanner.PTOAS).memory_planner.value == "PTOAS"
-    with pytest.raises(ConfigError, match="DSA_RP .* is not implemented in this package"):
-        RunConfig(memory_planner=MemoryPlanner.DSA_RP)
+    for planner in MemoryPlanner:
+        assert RunConfig(memory_planner=planner).memory_planner.value == planner.value
+    assert RunConfig(memory_planner="dsa-rp").memory_planner.value == "DSA_RP"  # the reference's CLI spelling
+    with pytest.raises(ConfigError, match="unknown memory_planner 'DSA'") as info:
+        RunConfig(memory_planner="DSA")  # MARK-planner
+    assert "MARK-planner" in info.value.span.text
+    assert all(name in info.value.hint for name in ('"PYPTO"', '"DSA_RP"', '"PTOAS"'))
 
 
 # -------------------------------------------------------------- the vendor toolchain's

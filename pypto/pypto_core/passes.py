@@ -1,9 +1,10 @@
 """The reference's ``pypto.pypto_core.passes`` names its users write: ``MemoryPlanner``.
 
 ``MemoryPlanner`` is the reference's list of planners, as ``RunConfig(memory_planner=...)``
-takes them (by name, onto ``pypto.passes.context.Planner``, the planners there are here):
-``PYPTO`` and ``PTOAS`` run; ``DSA_RP``, the reference's capacity-constrained planner, is a
-name here, refused where a config chooses it."""
+takes them (by name, onto ``pypto.passes.context.Planner``, where each is implemented):
+``PYPTO`` (MemoryReuse merges buffers, AllocateMemoryAddr places them first fit),
+``DSA_RP`` (AllocateMemoryAddr alone: capacity-constrained placement with reuse penalties)
+and ``PTOAS`` (the assembler places the tiles)."""
 
 import enum
 
