@@ -11,7 +11,7 @@ import difflib
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
-from pypto.ir.ops.registry import keyword_form
+from pypto.ir.ops.registry import FOREIGN_KEYWORDS, keyword_form
 from pypto.ir.ops.pipes import POPS
 from pypto.ir.ops.spmd import LANED, REGION_HINT, SPLITS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
@@ -217,6 +217,11 @@ class OpCalls:
             chosen[p.name] = (t, t.node)
         names = [p.name for p in params]
         for key, (t, kwnode) in keywords.items():
+            if key in FOREIGN_KEYWORDS.get(op.name, {}):  # another form's keyword: its default is a no-op
+                default, message, hint = FOREIGN_KEYWORDS[op.name][key]
+                if self.static_of(t.node, type(default), f"{op.name}'s {key}") == default:
+                    continue
+                raise self.error(TypeCheckError, kwnode, message, hint=hint)
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
                 raise self.error(TypeCheckError, kwnode, f"{op.name} got an unexpected keyword '{key}'",

@@ -485,7 +485,7 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         rows = math.prod(valid[:-1]) if len(valid) > 1 else 1
         repeats = max(1, rows * math.ceil(valid[-1] / lanes))
         total = rows * valid[-1]
-    per = c.vector_cycles.get(op.unit, 1)
+    per = c.vector_cycles.get(op.cost_class(args), 1)
     utilization = round(100.0 * total / (repeats * lanes), 2)
     return c.vector_startup + repeats * per, 0, (("address", dst.addr), ("repeats", repeats),
                                                  ("vector_utilization_percentage", utilization))

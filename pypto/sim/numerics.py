@@ -270,10 +270,16 @@ def relu(a: torch.Tensor) -> torch.Tensor:
     return torch.where(a < 0, torch.zeros((), dtype=a.dtype), a)
 
 
-def rsqrt(a: torch.Tensor) -> torch.Tensor:
-    """fp16/bf16: 1 / sqrt in fp32, rounded once to the dtype. torch's own half-precision
-    rsqrt gives other bits in its vector loop than in its scalar tail, so an element's
-    result would depend on where it sits in the tile (and on the host's vector width)."""
+def rsqrt(a: torch.Tensor, refined: bool = False) -> torch.Tensor:
+    """The reciprocal square root. fp16/bf16: 1 / sqrt in fp32, rounded once to the dtype
+    (torch's own half-precision rsqrt gives other bits in its vector loop than in its scalar
+    tail, so an element's result would depend on where it sits in the tile).
+
+    ``refined``: TRSQRT's form with a scratch tile, as a2a3 runs it — two vector
+    instructions, ``sqrt`` then a division of 1 by its result, each rounded to the dtype
+    (what ``tile.sqrt`` then ``tile.recip`` give)."""
+    if refined:
+        return torch.reciprocal(torch.sqrt(a))
     if a.dtype in (torch.float16, torch.bfloat16):
         return torch.reciprocal(torch.sqrt(a.to(torch.float32))).to(a.dtype)
     return torch.rsqrt(a)

@@ -138,12 +138,14 @@ _UNARY = {name: num.arith(fn) for name, fn in {
     "not": torch.bitwise_not}.items()}
 
 
+# (a scratch tile holds nothing of the result; high_precision is Ascend950's: a2a3 runs the
+# default algorithm either way)
 def _on_tiles(fn):
-    return lambda lhs, rhs, tmp=None: fn(lhs.data, rhs.data)  # (a scratch tile holds nothing of the result)
+    return lambda lhs, rhs, tmp=None, high_precision=False: fn(lhs.data, rhs.data)
 
 
 def _on_tensors(fn):
-    return lambda lhs, rhs: fn(lhs, rhs)
+    return lambda lhs, rhs, high_precision=False: fn(lhs, rhs)
 
 
 def _with_scalar(fn, tile: bool):
@@ -159,8 +161,11 @@ for _name, _base in _SCALAR.items():
     IMPLS[f"tile.{_name}"] = _with_scalar(_BINARY[_base], tile=True)
     IMPLS[f"tensor.{_name}"] = _with_scalar(_BINARY[_base], tile=False)
 for _name, _fn in _UNARY.items():
-    IMPLS[f"tile.{_name}"] = (lambda fn: lambda tile: fn(tile.data))(_fn)
-    IMPLS[f"tensor.{_name}"] = (lambda fn: lambda x: fn(x))(_fn)
+    IMPLS[f"tile.{_name}"] = (lambda fn: lambda tile, high_precision=False: fn(tile.data))(_fn)
+    IMPLS[f"tensor.{_name}"] = (lambda fn: lambda x, high_precision=False: fn(x))(_fn)
+# with its scratch tile (the tensor form: high_precision=True) TRSQRT's precise form
+IMPLS["tile.rsqrt"] = lambda tile, tmp=None: num.arith(num.rsqrt)(tile.data, tmp is not None)
+IMPLS["tensor.rsqrt"] = lambda x, high_precision=False: num.arith(num.rsqrt)(x, high_precision)
 
 
 # The elementwise tile ops whose torch kernel can write straight into the destination:
@@ -174,10 +179,12 @@ _INTO_UNARY = {"neg": (torch.neg, False), "abs": (torch.abs, False), "exp": (tor
 # (not rsqrt: in fp16/bf16 it computes in fp32 first, see numerics.rsqrt)
 _INTO_BINARY = {"add": (torch.add, False), "sub": (torch.sub, False), "mul": (torch.mul, False),
                 "div": (torch.div, True)}
+# (``options``: the op's flags after its operands, high_precision: the same bits on a2a3)
 for _name, (_fn, _floats) in _INTO_UNARY.items():
-    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x: num.canonical_nan_(fn(x, out=out)))(_fn), _floats)
+    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x, *options: num.canonical_nan_(fn(x, out=out)))(_fn), _floats)
 for _name, (_fn, _floats) in _INTO_BINARY.items():
-    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x, y: num.canonical_nan_(fn(x, y, out=out)))(_fn), _floats)
+    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x, y, *options: num.canonical_nan_(fn(x, y, out=out)))(_fn),
+                             _floats)
     INTO[f"tile.{_name}s"] = ((lambda fn: lambda out, x, s: num.canonical_nan_(
         fn(x, num.scalar(s, _dtype(x)), out=out)))(_fn), _floats)
 

@@ -154,6 +154,16 @@ class OpDef:
     # its result is a scalar whatever its operands (an element read, a core register): in an
     # expression it is index arithmetic, ``pl.tile.get_block_idx() * 16``
     scalar: bool = False
+    # another cost class where an argument is given (a tile) or true: another algorithm runs
+    # (tile.rsqrt with its scratch tile)
+    units: pmap = attrs.field(default=pmap(), converter=lambda m: pmap(m or {}))
+
+    def cost_class(self, args) -> str:
+        """Its cost class for a call with ``args`` (by parameter name)."""
+        for name, unit in self.units.items():
+            if args.get(name) not in (None, False):
+                return unit
+        return self.unit
 
     @property
     def has_effect(self) -> bool:
@@ -188,13 +198,13 @@ _OPS: dict[str, OpDef] = {}
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
              unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False,
-             updates: str | None = None, scalar: bool = False) -> OpDef:
+             updates: str | None = None, scalar: bool = False, units=None) -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
     if plane not in ("core", "orchestration", "both"):
         raise ValueError(f"op {name}: plane {plane!r}")
     op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane,
-               effect, updates, scalar)
+               effect, updates, scalar, units)
     _OPS[name] = op
     return op
 
@@ -300,6 +310,16 @@ UNIFIED: dict[str, Unified] = {}
 # An op written with one of these keywords is another op: the reference's one Python name
 # for the index and the mask forms (``pl.tensor.gather(x, mask_pattern=...)``).
 KEYWORD_FORMS: dict[str, tuple[tuple[str, str], ...]] = {}
+
+
+# Keywords ``pl.<name>`` takes for one form that the op it picked has no parameter for: op ->
+# keyword -> (its default, accepted and dropped; the error any other value gets; its hint).
+# ``pl.div(tile, 2.0, high_precision=True)`` is refused, not quietly the default division.
+FOREIGN_KEYWORDS: dict[str, dict[str, tuple]] = {}
+
+
+def foreign_keyword(op: str, keyword: str, default, message: str, hint: str) -> None:
+    FOREIGN_KEYWORDS.setdefault(op, {})[keyword] = (default, message, hint)
 
 
 def keyword_form(op: OpDef, keywords) -> OpDef:

@@ -13,6 +13,7 @@ from pypto.ir.nodes import Const
 from pypto.ir.ops.registry import (
     REQUIRED,
     Kind,
+    foreign_keyword,
     OpArgs,
     check_valid,
     fail,
@@ -91,6 +92,21 @@ def _scratch(op: str, a: OpArgs, like: TileType) -> None:
             raise fail(op, f"its tmp tile to match its operand ({type_name(like)})", type_name(t))
 
 
+def check_precise(op: str, row, dtype: DataType, high_precision) -> None:
+    """``high_precision=True`` only where PTO has a precise algorithm for the dtype."""
+    if not isinstance(high_precision, bool):
+        raise fail(op, "high_precision True or False", repr(high_precision))
+    if high_precision and dtype not in row.precise_dtypes:
+        names = ", ".join(d.name for d in row.precise_dtypes[:-1]) + " or " + row.precise_dtypes[-1].name
+        raise TypeCheckError(f"The operator {op} supports high_precision only for {names} because the PTOAS "
+                             f"high-precision template does not implement {dtype.name}",
+                             hint=f"drop high_precision, or pl.cast the operand to {row.precise_dtypes[-1].name} first")
+
+
+PRECISE_DOC = ("; high_precision=True selects PTO's slower, more precise algorithm, which only Ascend950 runs: "
+               "a2a3's vector unit ignores it, so here the result and the time are the default's")
+
+
 def _binary(row):
     op = f"tile.{row.name}"
 
@@ -101,11 +117,15 @@ def _binary(row):
         _require_dtype(op, lhs, row.dtypes, "a dtype it computes in")
         if row.scratch:
             _scratch(op, a, lhs)
+        if row.precise:
+            check_precise(op, row, lhs.dtype, a["high_precision"])
         return _vec_result(lhs)
 
     tmp = [P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC)] if row.scratch else []
-    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC), *tmp], infer,
-             doc=f"elementwise {row.name}", in_place=row.in_place, unit=row.unit)
+    precise = [P("high_precision", Kind.BOOL, default=False)] if row.precise else []
+    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC), *tmp, *precise], infer,
+             doc=f"elementwise {row.name}" + (PRECISE_DOC if row.precise else ""), in_place=row.in_place,
+             unit=row.unit)
 
 
 def _scalar(row):
@@ -132,20 +152,55 @@ for _row in BINARY:
     _scalar(_row)
 
 
+def _refining_scratch(op: str, t: TileType, tmp: TileType) -> None:
+    """The scratch tile of a unary op's precise form: the operand's dtype, rank and shape."""
+    if tmp.dtype is not t.dtype:
+        raise TypeCheckError(f"{op}: tmp tile dtype ({tmp.dtype.name}) must match input dtype ({t.dtype.name})",
+                             hint=f"pl.tile.create({list(t.shape)}, dtype=pl.{t.dtype.name}, "
+                                  "target_memory=pl.Mem.Vec)")
+    if len(tmp.shape) != len(t.shape):
+        raise TypeCheckError(f"{op}: tmp tile rank ({len(tmp.shape)}) must match input rank ({len(t.shape)})",
+                             hint="a scratch tile shaped like the input")
+    for axis, (x, y) in enumerate(zip(tmp.shape, t.shape)):
+        if x != y:
+            raise TypeCheckError(f"{op}: tmp tile shape mismatch at dimension {axis} (tmp: {x}, input: {y})",
+                                 hint="a scratch tile shaped like the input")
+
+
+# a2a3's TRSQRT with its scratch tile: the square root rounded to the dtype, then a block of
+# ones divided by it (sqrt_divide: the two vector passes, row by row)
+REFINED_DOC = {"rsqrt": "; with tmp (a scratch tile of the input's shape and dtype) PTO's precise form: "
+                        "1 / sqrt(x) as a square root and a division, each rounded to the dtype"}
+
+
 def _unary(row):
     op = f"tile.{row.name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
         t = a.tile("tile")
         _require_dtype(op, t, row.dtypes, "a dtype it computes in")
+        if row.precise:
+            check_precise(op, row, t.dtype, a["high_precision"])
+        if row.scratch and a["tmp"] is not None:
+            _refining_scratch(op, t, a.tile("tmp"))
         return _vec_result(t)
 
-    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {row.name}", in_place=row.in_place,
-             unit=row.unit)
+    extra = [P("high_precision", Kind.BOOL, default=False)] if row.precise else []
+    if row.scratch:
+        extra.append(P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC))
+    doc = f"elementwise {row.name}" + (PRECISE_DOC if row.precise else "") + REFINED_DOC.get(row.name, "")
+    register(op, [P("tile", Kind.TILE, spaces=VEC), *extra], infer, doc=doc, in_place=row.in_place, unit=row.unit,
+             units={"tmp": "sqrt_divide"} if row.scratch else None)
 
 
 for _row in UNARY:
     _unary(_row)
+
+foreign_keyword("tile.divs", "high_precision", False, "pl.div: high_precision requires a Tile rhs",
+                "a scalar divisor has no precise form: divide by a tile, pl.tile.div(lhs, rhs, high_precision=True)")
+foreign_keyword("tile.rsqrt", "high_precision", False,
+                "pl.rsqrt: high_precision is Tensor-only; a tile selects the precise form by passing its scratch tile",
+                "pl.tile.rsqrt(tile, tmp), tmp a Vec tile of the input's shape and dtype (pl.tile.create)")
 
 
 def _check_cmp_type(op: str, code) -> None:
