@@ -270,6 +270,14 @@ def relu(a: torch.Tensor) -> torch.Tensor:
     return torch.where(a < 0, torch.zeros((), dtype=a.dtype), a)
 
 
+def bitwise_not(a: torch.Tensor) -> torch.Tensor:
+    """Each bit flipped. An unsigned dtype is flipped through its signed view (torch has no
+    unsigned 16/32-bit kernel): the bits are the same."""
+    if a.dtype in (torch.uint16, torch.uint32):
+        return torch.bitwise_not(a.view(_SAME_WIDTH_INT[a.element_size()])).view(a.dtype)
+    return torch.bitwise_not(a)
+
+
 def rsqrt(a: torch.Tensor, refined: bool = False) -> torch.Tensor:
     """The reciprocal square root. fp16/bf16: 1 / sqrt in fp32, rounded once to the dtype
     (torch's own half-precision rsqrt gives other bits in its vector loop than in its scalar

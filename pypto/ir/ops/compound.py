@@ -11,7 +11,7 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.families import FLOATS, NUMERIC
+from pypto.ir.ops.families import CI_DTYPES, FLOATS, NUMERIC
 from pypto.ir.ops.registry import (Kind, OpArgs, check_valid, fail, fmt_shape, register, same_shape_dtype, static_ints,
                                    unify)
 from pypto.ir.ops.registry import ParamSpec as P
@@ -100,8 +100,8 @@ def _infer_ci(a: OpArgs, soc: SoC) -> TileType:
     shape = _static_2d("tile.ci", a)
     if shape[0] != 1 or shape[1] == 1:
         raise fail("tile.ci", "a shape [1, N] with N > 1 (the sequence fills the first row only)", fmt_shape(shape))
-    if a["dtype"] not in (DataType.INT16, DataType.INT32):
-        raise fail("tile.ci", "dtype INT16 or INT32", a["dtype"].name)
+    if a["dtype"] not in CI_DTYPES:
+        raise fail("tile.ci", "dtype to be one of {INT16, INT32, UINT16, UINT32}", a["dtype"].name, "dtype=pl.INT32")
     if isinstance(a["start"], Const) and not isinstance(a["start"].value, int):
         raise fail("tile.ci", "an integer start", repr(a["start"].value))
     return TileType(shape=shape, dtype=a["dtype"], space=M.Vec)
@@ -131,7 +131,7 @@ register("tile.tri", [P("diagonal", Kind.SCALAR, integer=True), P("shape", Kind.
 
 for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands", "tri"):
     unify(_name, tile=f"tile.{_name}")
-unify("arange", tensor="tensor.ci")  # the reference's pl.arange: a tensor (pl.tile.ci spells the tile form)
+unify("arange", tensor="tensor.ci")  # the reference's pl.arange: a tensor (pl.tile.arange spells the tile form)
 
 
 def _valid_extents(t: TileType):

@@ -17,6 +17,8 @@ NUMERIC = (*SIGNED, DataType.UINT8, DataType.INT64)
 DIVIDES = (DataType.INT16, DataType.INT32, DataType.FP16, DataType.FP32, DataType.BF16)
 
 INTEGERS = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.UINT8)
+# what tile.ci / tensor.ci count in: the sequence wraps at the dtype's width (pto.tci's lanes)
+CI_DTYPES = (DataType.INT16, DataType.INT32, DataType.UINT16, DataType.UINT32)
 
 
 @attrs.frozen
@@ -68,7 +70,7 @@ UNARY = (Row("neg", SIGNED, "simple"), Row("abs", SIGNED, "simple"), Row("relu",
          Row("rsqrt", FLOATS, "transcendental", in_place=False, scratch=True),
          Row("recip", FLOATS, "transcendental", precise=True, precise_dtypes=(DataType.FP16, DataType.FP32)), Row("sin", FLOATS, "transcendental"),
          Row("cos", FLOATS, "transcendental"),
-         Row("not", (DataType.INT16,), "simple", unified="not_"))  # TNOT takes 16-bit lanes
+         Row("not", (DataType.INT16, DataType.UINT16), "simple", unified="not_"))  # TNOT takes 16-bit lanes
 # a reduction of the last (axis 1) or first (axis 0) axis; whether the tile form takes a tmp_tile
 REDUCTIONS = (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True), ("row_prod", 1, True),
               ("col_sum", 0, True), ("col_max", 0, False), ("col_min", 0, False), ("col_prod", 0, True))

@@ -40,6 +40,11 @@ class Kind(enum.Enum):
     STR = "str"
 
 
+# Operands the vector unit reads while it writes the result, whatever the op: a scratch tile
+# it uses as workspace, a broadcast vector it rereads for every row or column. An in-place op
+# never writes its result over one of these (the reference's forbid_output_alias).
+UNALIASED = frozenset({"tmp", "tmp_tile", "scratch", "row_vec", "col_vec"})
+
 # Kinds whose value is a runtime operand (a Var or an Expr); the rest are compile-time.
 OPERAND_KINDS = frozenset({Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.INDEX_LIST})
 
@@ -218,6 +223,7 @@ def lookup(name: str) -> OpDef | None:
 # another spelling. Source written either way builds the one op; dumps print its own name.
 ALIASES: dict[str, str] = {
     "tile.create_tile": "tile.create", "tensor.create_tensor": "tensor.create",
+    "tile.arange": "tile.ci", "tensor.arange": "tensor.ci",
     "array.get_element": "array.get", "array.update_element": "array.set",
     **{f"system.{n}": f"tile.{n}" for n in ("tpush_to_aic", "tpush_to_aiv", "tpop_from_aic", "tpop_from_aiv")},
     **{f"tensor.{n}": f"tile.{n}" for n in ("get_block_idx", "get_block_num", "get_subblock_idx")},

@@ -18,7 +18,7 @@ from pypto.ir.ops.registry import (
     static_ints,
     unify,
 )
-from pypto.ir.ops.families import BINARY, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
+from pypto.ir.ops.families import BINARY, CI_DTYPES, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.cube import CUBE_IN, acc_dtype, batch_shape
 from pypto.ir.ops.registry import op_call
@@ -239,8 +239,8 @@ def _ci(a: OpArgs, soc: SoC) -> TensorType:
     if len(shape) != 2 or shape[0] != 1 or shape[1] == 1:
         raise fail("tensor.ci", "a shape [1, N] with N > 1 (the sequence runs along one row)", fmt_shape(shape),
                    "pl.arange(0, [1, n])")
-    if a["dtype"] not in (DataType.INT16, DataType.INT32):
-        raise fail("tensor.ci", "dtype INT16 or INT32", a["dtype"].name, "dtype=pl.INT32")
+    if a["dtype"] not in CI_DTYPES:
+        raise fail("tensor.ci", "dtype to be one of {INT16, INT32, UINT16, UINT32}", a["dtype"].name, "dtype=pl.INT32")
     if isinstance(a["start"], Const) and not isinstance(a["start"].value, int):
         raise fail("tensor.ci", "an integer start", repr(a["start"].value))
     return TensorType(shape, a["dtype"])
@@ -299,7 +299,10 @@ register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset
 
 def _assemble(a: OpArgs, soc: SoC) -> TensorType:
     target, source = a.type("target"), a.type("source")
-    if target.dtype is not source.dtype:
+    # an FP32 result of the cube converts on its way out of Acc (the fixpipe rounds it to the
+    # target's half dtype, which an atomic add then adds in)
+    converts = source.dtype is DataType.FP32 and target.dtype in (DataType.FP16, DataType.BF16)
+    if target.dtype is not source.dtype and not converts:
         raise fail("tensor.assemble", "the source dtype to match the target's",
                    f"{source.dtype.name} into {target.dtype.name}", "cast the source first")
     check_region("tensor.assemble", target, a["offset"], source.shape, what="window")
