@@ -267,3 +267,101 @@ def test_fillpad_inplace_fills_past_the_valid_region(tmp_path, platform):
     a, out = torch.randn(12, 64), torch.zeros(16, 64)
     k(a, out, config=RunConfig(platform=platform))
     assert torch.equal(out, torch.cat([a, torch.full((4, 64), float("inf"))]))
+
+
+# ----------------------------------------------------------------------------- mgather into Mat
+
+
+@pl.jit
+def gathered_rows(mem: pl.Tensor, idx: pl.Tensor, eye: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        r = pl.tile.mgather(mem, idx, coalesce="row", gather_oob="clamp", target_memory=pl.Mem.Mat,
+                            valid_shape=[32, 30])
+        e = pl.load(eye, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+        pl.store(pl.matmul(pl.move(e, target_memory=pl.Mem.Left), pl.move(r, target_memory=pl.Mem.Right)), [0, 0], out)
+    return out
+
+
+@pl.jit
+def gathered_elements(mem: pl.Tensor, idx: pl.Tensor, scratch: pl.Tensor, eye: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        r = pl.tile.mgather(mem, idx, coalesce="elem", gather_oob="wrap", target_memory=pl.Mem.Mat, scratch=scratch)
+        e = pl.load(eye, [0, 0], [32, 32], target_memory=pl.Mem.Mat)
+        pl.store(pl.matmul(pl.move(e, target_memory=pl.Mem.Left), pl.move(r, target_memory=pl.Mem.Right)), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_an_index_tensor_gathers_into_l1(platform):
+    """Rows (clamped past the table) and elements (indices read as unsigned offsets,
+    wrapped) into Mat, read back through an identity matmul; past valid_shape, zeros."""
+    mem = torch.arange(64 * 32).reshape(64, 32).remainder(53).half()
+    idx = torch.tensor([[(i * 29 + 7) % 64 + (100 if i == 3 else 0) for i in range(32)]], dtype=torch.int32)
+    eye, out = torch.eye(32).half(), torch.zeros(32, 32)
+    gathered_rows(mem, idx, eye, out, config=RunConfig(platform=platform))
+    want = torch.zeros(32, 32)
+    want[:, :30] = mem[idx.reshape(-1).clamp(max=63).long()].float()[:, :30]
+    assert torch.equal(out, want)
+    flat = (torch.arange(32 * 32, dtype=torch.int32) * 7 - 50).reshape(32, 32)
+    out = torch.zeros(32, 32)
+    gathered_elements(mem.reshape(-1), flat, torch.zeros(32 * 32).half(), eye, out, config=RunConfig(platform=platform))
+    assert torch.equal(out, mem.reshape(-1)[(flat.long() & 0xFFFFFFFF) % (64 * 32)].float())
+
+
+@pytest.mark.parametrize("body, words", [
+    ("r = pl.tile.mgather(m, i, coalesce='elem', target_memory=pl.Mem.Mat)", "a scratch tensor for the element gather"),
+    ("r = pl.tile.mgather(m, i, coalesce='elem', target_memory=pl.Mem.Mat, scratch=s)",
+     "a FP16 scratch tensor of at least 1024 elements"),
+    ("r = pl.tile.mgather(m, pl.load(i, [0, 0], [32, 32]), coalesce='elem', scratch=m)", "no scratch for a Vec gather"),
+])
+def test_mgather_forms_are_refused_where_written(tmp_path, body, words):
+    k = scope_kernel(tmp_path, body, "m: pl.Tensor, i: pl.Tensor, s: pl.Tensor, out: pl.Out[pl.Tensor]")
+    with pytest.raises(TypeCheckError) as e:
+        k.lower(torch.zeros(2048).half(), torch.zeros(32, 32, dtype=torch.int32), torch.zeros(16).half(),
+                torch.zeros(1))
+    assert words in str(e.value) and "k.py:" in str(e.value)
+
+
+# ----------------------------------------------------------------------------- selects and scalar forms
+
+MC = 32
+
+
+@pl.jit
+def selects(src: pl.Tensor, mask: pl.Tensor, out: pl.Out[pl.Tensor], from_cmp: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        s = pl.load(src, [0, 0], [2, 16])
+        m = pl.load(mask, [0, 0], [2, MC])
+        tmp = pl.tile.create([1, 8], dtype=pl.FP32, target_memory=pl.Mem.Vec)
+        pl.store(pl.tile.sels(m, s, tmp, -3.0), [0, 0], out)
+        packed = pl.tile.cmps(s, 0.0, cmp_type=4)
+        pl.store(pl.tile.sels(packed, s, tmp, -3), [0, 0], from_cmp)  # (-3 joins the FP32 src, not the UINT8 mask)
+    return out, from_cmp
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("carrier", [torch.int16, torch.int32, torch.uint8])
+def test_sels_reads_any_integer_carrier_as_packed_bits(platform, carrier):
+    global MC
+    src = torch.randn(2, 16)
+    bits = torch.tensor([0xAA, 0x0F, 0x31, 0xF0], dtype=torch.uint8)  # two bytes per row hold 16 columns
+    raw = torch.zeros(2, 32, dtype=torch.uint8)
+    raw[:, :2] = bits.reshape(2, 2)
+    mask = raw.view(carrier).contiguous()  # 32 bytes a row, whatever the element
+    MC = mask.shape[1]
+    out, from_cmp = torch.zeros(2, 16), torch.zeros(2, 16)
+    selects(src, mask, out, from_cmp, config=RunConfig(platform=platform))
+    pred = torch.tensor([[(int(b) >> j) & 1 for b in row for j in range(8)] for row in bits.reshape(2, 2)],
+                        dtype=torch.bool)
+    assert torch.equal(out, torch.where(pred, src, torch.tensor(-3.0)))
+    assert torch.equal(from_cmp, torch.where(src > 0, src, torch.tensor(-3.0)))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_levels_op_with_a_scalar_rhs_is_its_scalar_form(tmp_path, platform):
+    k = scope_kernel(tmp_path, "out = pl.assemble(out, pl.tensor.maximum(pl.tensor.mul(a, 3.0), 2.5), [0, 0])\n"
+                               "pl.store(pl.tile.sub(pl.load(a, [0, 0], [4, 64]), 1.0), [0, 0], t_out)",
+                     "a: pl.Tensor, out: pl.Out[pl.Tensor], t_out: pl.Out[pl.Tensor]")
+    a, out, t_out = torch.randn(4, 64), torch.zeros(4, 64), torch.zeros(4, 64)
+    k(a, out, t_out, config=RunConfig(platform=platform))
+    assert torch.equal(out, torch.maximum(a * 3.0, torch.tensor(2.5))) and torch.equal(t_out, a - 1.0)

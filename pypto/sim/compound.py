@@ -85,7 +85,10 @@ for _name, _sign, _s in (("addc", 1, False), ("subc", -1, False), ("addsc", 1, T
 
 @impl("tile.sels")
 def sels(mask: TileVal, src: TileVal, tmp, scalar):
-    pred = num.unpack_mask(mask.data, src.data.shape[1])
+    rows, cols = src.data.shape
+    bits = num.unpack_mask(mask.data, min(cols, mask.data.nbytes // mask.data.shape[0] * 8))
+    pred = torch.zeros(rows, cols, dtype=torch.bool)  # (a carrier covers the valid region only)
+    pred[:min(rows, bits.shape[0]), :bits.shape[1]] = bits[:rows]
     return torch.where(pred, src.data, num.scalar(scalar, _dtype(src.data)))
 
 

@@ -376,6 +376,10 @@ def pack_mask(pred: torch.Tensor, cols: int) -> torch.Tensor:
 
 
 def unpack_mask(mask: torch.Tensor, cols: int) -> torch.Tensor:
+    """[R, ?] of any integer carrier -> [R, cols] bools: the bits of each row's bytes in
+    memory order, bit j of byte k column 8k + j (the layout ``pack_mask`` writes)."""
+    if mask.dtype != torch.uint8:
+        mask = mask.contiguous().view(torch.uint8)
     r = mask.shape[0]
     shifts = torch.arange(8, dtype=torch.int32)
     bits = (mask.to(torch.int32).unsqueeze(-1) >> shifts) & 1

@@ -15,7 +15,7 @@ from pypto.ir.ops.families import CI_DTYPES, FLOATS, NUMERIC
 from pypto.ir.ops.registry import (Kind, OpArgs, check_valid, fail, fmt_shape, register, same_shape_dtype, static_ints,
                                    unify)
 from pypto.ir.ops.registry import ParamSpec as P
-from pypto.ir.ops.tile import _mask_type, _require_dtype, _scalar_fits, _scratch, _vec_result
+from pypto.ir.ops.tile import _require_2d, _require_dtype, _scalar_fits, _vec_result
 from pypto.ir.types import DataType, TileType, type_name
 
 VEC = (M.Vec,)
@@ -30,8 +30,7 @@ def _infer_prelu(a: OpArgs, soc: SoC) -> TileType:
     t, slope = a.tile("tile"), a.tile("slope")
     _require_dtype("tile.prelu", t, FLOATS, "a dtype it computes in")
     _like("tile.prelu", "slope tile", slope, t)
-    _scratch("tile.prelu", a, t)
-    return _vec_result(t)
+    return _vec_result(t)  # (tmp: TPRELU's workspace, any Vec tile the target's kernel sizes)
 
 
 def _infer_lrelu(a: OpArgs, soc: SoC) -> TileType:
@@ -53,13 +52,30 @@ def _three(op: str, scalar: bool):
     return infer
 
 
+MASK_CARRIERS = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32)
+
+
 def _infer_sels(a: OpArgs, soc: SoC) -> TileType:
+    """TSELS reads its mask as packed bits in the bytes of each row, whatever the carrier's
+    integer dtype (pl.cmps gives UINT8; a loaded INT16 or UINT32 tile holds the same bytes):
+    its rows cover the source's valid rows, each with a bit per valid column."""
     mask, src = a.tile("mask"), a.tile("src")
-    want = _mask_type("tile.sels", src)
-    if mask.dtype is not DataType.UINT8 or mask.shape != want.shape:
-        raise fail("tile.sels", f"a packed mask of shape {fmt_shape(want.shape)} (from pl.cmp/pl.cmps)",
-                   f"{mask.dtype.name}{fmt_shape(mask.shape)}")
-    _scratch("tile.sels", a, src)
+    _require_2d("tile.sels", src, "a rank-2 src tile")
+    if len(mask.shape) != 2 or mask.dtype not in MASK_CARRIERS:
+        raise fail("tile.sels", "an 8-, 16-, or 32-bit integer mask of rank 2", type_name(mask),
+                   "the mask of pl.tile.cmps(src, ...)")
+    rows, cols = src.valid_shape if src.valid_shape is not None else (Const(src.shape[0]), Const(src.shape[1]))
+    m_rows, m_cols = mask.valid_shape if mask.valid_shape is not None else (Const(mask.shape[0]),
+                                                                            Const(mask.shape[1]))
+    if isinstance(rows, Const) and isinstance(m_rows, Const) and m_rows.value < rows.value:
+        raise fail("tile.sels", "mask carrier rows to cover src valid rows", f"mask valid_shape "
+                   f"{fmt_shape((m_rows, m_cols))} and src valid_shape {fmt_shape((rows, cols))}")
+    if isinstance(cols, Const) and isinstance(m_cols, Const) and m_cols.value * mask.dtype.nbytes < -(-cols.value // 8):
+        raise fail("tile.sels", "each mask carrier row to hold at least ceil(src valid columns / 8) packed bytes",
+                   f"mask valid_shape {fmt_shape((m_rows, m_cols))} with dtype {mask.dtype.name} and src valid_shape "
+                   f"{fmt_shape((rows, cols))}")
+    if a["tmp"] is not None:
+        _require_2d("tile.sels", a.tile("tmp"), "a rank-2 tmp tile")
     _scalar_fits("tile.sels", src, a["scalar"], a.type("scalar"))
     return _vec_result(src)
 

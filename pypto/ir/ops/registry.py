@@ -318,6 +318,15 @@ UNIFIED: dict[str, Unified] = {}
 KEYWORD_FORMS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
+# The reference's level-specific names take a scalar rhs too: ``pl.tensor.maximum(x, 2.5)`` is
+# ``tensor.maximums``, ``pl.tile.mul(t, 3.0)`` is ``tile.muls`` (op -> its scalar-rhs form).
+SCALAR_FORMS: dict[str, str] = {}
+
+# An op given a Tensor where it takes a tile operand is another op: the reference's one name for
+# both (``pl.tile.mgather(mem, idx_tensor, target_memory=pl.Mem.Mat)`` gathers into L1).
+# op -> (the parameter, the op a Tensor there makes).
+TENSOR_OPERAND_FORMS: dict[str, tuple[str, str]] = {}
+
 # Keywords ``pl.<name>`` takes for one form that the op it picked has no parameter for: op ->
 # keyword -> (its default, accepted and dropped; the error any other value gets; its hint).
 # ``pl.div(tile, 2.0, high_precision=True)`` is refused, not quietly the default division.
@@ -338,6 +347,9 @@ def keyword_form(op: OpDef, keywords) -> OpDef:
 
 def unify(name: str, **forms: str) -> None:
     UNIFIED[name] = Unified(**forms)
+    for plain, scalar in (("tile", "tile_scalar"), ("tensor", "tensor_scalar")):
+        if forms.get(plain) and forms.get(scalar):
+            SCALAR_FORMS[forms[plain]] = forms[scalar]
 
 
 # --------------------------------------------------------------------------- checking
