@@ -365,3 +365,31 @@ def test_a_levels_op_with_a_scalar_rhs_is_its_scalar_form(tmp_path, platform):
     a, out, t_out = torch.randn(4, 64), torch.zeros(4, 64), torch.zeros(4, 64)
     k(a, out, t_out, config=RunConfig(platform=platform))
     assert torch.equal(out, torch.maximum(a * 3.0, torch.tensor(2.5))) and torch.equal(t_out, a - 1.0)
+
+
+# ----------------------------------------------------------------------------- gather along any axis
+
+GSHAPE, GIDX, GDIM = (4, 6, 8), (4, 3, 8), 1
+
+
+@pl.jit
+def gather_along(inp: pl.Tensor, idx: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out = pl.assemble(out, pl.tensor.gather(inp, dim=GDIM, index=idx), [0, 0, 0])
+    return out
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(-3, 2), st.integers(1, 4), st.integers(0, 2**31 - 1), st.sampled_from(PLATFORMS))
+def test_gather_along_any_axis_is_torch_gather(dim, picks, seed, platform):
+    global GSHAPE, GIDX, GDIM
+    GSHAPE, GDIM = (4, 6, 8), dim
+    d = dim % 3
+    GIDX = tuple(picks if k == d else (e if k == 2 else e - 1) for k, e in enumerate(GSHAPE))
+    g = torch.Generator().manual_seed(seed)
+    inp = torch.randn(GSHAPE, generator=g)
+    idx = torch.randint(0, GSHAPE[d], GIDX, generator=g, dtype=torch.int32)
+    out = torch.zeros(GIDX)
+    gather_along(inp, idx, out, config=RunConfig(platform=platform))
+    assert torch.equal(out, torch.gather(inp[tuple(slice(0, e) if k != d else slice(None)
+                                                   for k, e in enumerate(GIDX))], d, idx.long()))

@@ -120,7 +120,8 @@ class Windows:
     by name (the operands' tiles and the rest) and ``low`` (``tile_emitter.Lowering``: fresh
     Vec workspace tiles, the tiles' types, calls bound ahead); ``shifts``: a sequence's start
     parameter, which a window's offset along the last axis moves (backwards when the op's
-    ``descending`` is set) — or a tuple of them, one per trailing axis (a generator's counters).
+    ``descending`` is set) — or a tuple of them, one per trailing axis (a generator's counters);
+    ``along``: (operand, axis parameter) — that operand's window is whole along the named axis.
     """
 
     kind: str = attrs.field(validator=attrs.validators.in_(WINDOW_KINDS))
@@ -129,6 +130,9 @@ class Windows:
     tile: str | None = None
     shifts: str | tuple | None = None
     lower: Callable | None = None
+    # (operand, axis parameter): that operand is read whole along the axis the parameter names
+    # (a gather along a leading axis reads its input's whole column of rows there)
+    along: tuple | None = None
 
 
 @attrs.frozen
