@@ -316,7 +316,7 @@ class _Selector:
             if p.kind is Kind.TILE and isinstance(arg, n.Var):
                 args.append(self.buf(arg.name))
             elif p.kind is Kind.TENSOR:
-                args.append(TensorArg(self.tensor(arg.name, span)))
+                args.append(TensorArg(self.tensor(arg.name, span)) if arg is not None else None)
             else:
                 args.append(arg)
         bufs = [a for a in args if isinstance(a, Buf)]
@@ -338,6 +338,17 @@ class _Selector:
             extents = tuple(src.shape)
             gm = self.gm(tensor, values["offsets"], extents)
             return [Instr(mnemonic, pipe, core, call.op, tuple(args), (self.loc(src, core),), (gm,), span, "")]
+        if call.op == "tile.mgather_mat":
+            # the cube core's MTE2 reads the index tensor and gathers into L1 (the element form
+            # through the GM scratch tensor, which it writes)
+            dst = self.buf(target)
+            core = self.owner(dst.space)
+            whole = lambda name: self.gm(name, tuple(n.Const(0) for _ in self.types[name].shape),  # noqa: E731
+                                         tuple(self.types[name].shape))
+            mem, idx = (self.tensor(values[k].name, span) for k in ("mem", "idx"))
+            scratch = (whole(self.tensor(values["scratch"].name, span)),) if values["scratch"] is not None else ()
+            return [Instr("MGATHER", Pipe.MTE2, core, call.op, tuple(args), (whole(mem), whole(idx)),
+                          (self.loc(dst, core), *scratch), span, target, dst)]
         if call.op in ("tile.mgather", "tile.mscatter"):
             # The vector unit walks the index tile and waits on each burst (so its own later
             # work sees the data); an index may name any element, so the whole tensor is

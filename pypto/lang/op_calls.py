@@ -11,7 +11,7 @@ import difflib
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
-from pypto.ir.ops.registry import keyword_form
+from pypto.ir.ops.registry import FOREIGN_KEYWORDS, SCALAR_FORMS, TENSOR_OPERAND_FORMS, keyword_form
 from pypto.ir.ops.pipes import POPS
 from pypto.ir.ops.spmd import LANED, REGION_HINT, SPLITS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
@@ -69,8 +69,9 @@ class OpCalls:
             self.check_atomic_assemble(thunks, keywords, node)
         if meaning.unified and meaning.name == "cast" and thunks and isinstance(thunks[0].operand()[1], ScalarType):
             return self.scalar_cast(thunks, keywords, node)
-        op = keyword_form(self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name),
-                          keywords)
+        op = keyword_form(self.pick_op(meaning, thunks, keywords, node) if meaning.unified
+                          else self.scalar_rhs_form(lookup(meaning.name), thunks, keywords), keywords)
+        op = self.tensor_operand_form(op, thunks, keywords)
         self.require_incore(node, op.name)
         if op.name == "tensor.create":
             self.check_create(keywords)
@@ -207,6 +208,24 @@ class OpCalls:
                              hint=f"use pl.{'tile' if level == 'tensor' else 'tensor'}.{meaning.name} operands")
         return lookup(name)
 
+    def tensor_operand_form(self, op: OpDef, thunks, keywords) -> OpDef:
+        """``pl.tile.mgather(mem, idx_tensor, ...)``: a Tensor where the op takes a tile picks
+        the form that takes it (``TENSOR_OPERAND_FORMS``)."""
+        param, other = TENSOR_OPERAND_FORMS.get(op.name, (None, None))
+        if param is None:
+            return op
+        k = op.index(param)
+        arg = thunks[k] if k < len(thunks) else keywords.get(param, (None,))[0]
+        return lookup(other) if arg is not None and isinstance(arg.operand()[1], TensorType) else op
+
+    def scalar_rhs_form(self, op: OpDef, thunks, keywords) -> OpDef:
+        """``pl.tensor.add(x, 2.0)``: a level's op with a scalar rhs is its scalar form."""
+        other = SCALAR_FORMS.get(op.name)
+        second = thunks[1] if len(thunks) > 1 else keywords.get("rhs", (None,))[0]
+        if other is not None and second is not None and isinstance(second.operand()[1], ScalarType):
+            return lookup(other)
+        return op
+
     def bind_args(self, op: OpDef, thunks, keywords, node):
         params = op.params
         if len(thunks) > len(params):
@@ -217,6 +236,11 @@ class OpCalls:
             chosen[p.name] = (t, t.node)
         names = [p.name for p in params]
         for key, (t, kwnode) in keywords.items():
+            if key in FOREIGN_KEYWORDS.get(op.name, {}):  # another form's keyword: its default is a no-op
+                default, message, hint = FOREIGN_KEYWORDS[op.name][key]
+                if self.static_of(t.node, type(default), f"{op.name}'s {key}") == default:
+                    continue
+                raise self.error(TypeCheckError, kwnode, message, hint=hint)
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
                 raise self.error(TypeCheckError, kwnode, f"{op.name} got an unexpected keyword '{key}'",
@@ -295,8 +319,12 @@ class OpCalls:
         INT32 tile, pl.full of an INT8 tile) must fit it: a constant that does not is a
         mistake, caught where it is written rather than wrapped at run time. On a float
         operand, an integer constant must be a number some float holds (10 ** 400 is not)."""
-        operand = next((types[p.name] for p in op.params if p.kind in (Kind.TILE, Kind.TENSOR)
-                        and isinstance(types.get(p.name), (TileType, TensorType))), result)
+        operands = [types[p.name] for p in op.params if p.kind in (Kind.TILE, Kind.TENSOR)
+                    and isinstance(types.get(p.name), (TileType, TensorType))]
+        # the operand the scalar joins: the one of the result's dtype (pl.tile.sels's src, not
+        # its mask), else the first (pl.cmps's lhs)
+        same = [t for t in operands if t.dtype is getattr(result, "dtype", None)]
+        operand = (same or operands or [result])[0]
         dtype = getattr(operand, "dtype", None)
         if dtype is not None and dtype.is_float:
             for p in op.params:

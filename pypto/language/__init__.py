@@ -85,6 +85,8 @@ yield_ = _DslName("yield_")
 min = _DslName("min")  # noqa: A001
 max = _DslName("max")  # noqa: A001
 const = _DslName("const")
+dim = _DslName("dim")
+dump_tag = _DslName("dump_tag")
 
 
 
@@ -104,6 +106,6 @@ __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
-    "parallel", "parse", "parse_program",
+    "parallel", "parse", "parse_program", "dim", "dump_tag",
     "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]

@@ -25,6 +25,7 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.liveness import Liveness
 from pypto.ir.ops import lookup
+from pypto.ir.ops.registry import UNALIASED
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import (
     Diagnostic,
@@ -118,9 +119,9 @@ def donate(fn: n.Function) -> n.Function:
         if dst.memref is None:
             continue
         here, end = live[stmt.target]
-        for arg in stmt.value.args:
-            if not (isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)):
-                continue
+        for param, arg in zip(lookup(stmt.value.op).params, stmt.value.args):
+            if param.name in UNALIASED or not (isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)):
+                continue  # (a scratch tile or a broadcast vector is read while the result is written)
             src = types[arg.name]
             m = memref(arg.name)
             if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or walker.live_after(arg.name, here):

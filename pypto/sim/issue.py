@@ -322,6 +322,12 @@ class Issuer:
             shape = d.whole = tuple(self.tensors[d.gm[0]].shape)
             if write or d.gm[0] not in self.unwritten:
                 d.accesses.extend(self.gm(d.gm[0], (0,) * len(shape), shape, write))
+            for key, writes in (("idx", False), ("scratch", True)):  # the Mat form's GM index tensor, its scratch
+                if ins.op == "tile.mgather_mat" and args.get(key) is not None:
+                    name = self.gm_tensor(args[key].name)[0]
+                    whole = tuple(self.tensors[name].shape)
+                    if writes or name not in self.unwritten:
+                        d.accesses.extend(self.gm(name, (0,) * len(whole), whole, writes))
         d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
 
     def load_scalar(self, node: ScalarLoad):
@@ -388,7 +394,7 @@ def _closure(e):
     raise TypeError(e)
 
 
-INDEXED = {"tile.mgather": "mem", "tile.mscatter": "output_tensor"}  # the transfers by index: their tensor
+INDEXED = {"tile.mgather": "mem", "tile.mgather_mat": "mem", "tile.mscatter": "output_tensor"}  # by index: the tensor
 
 # per program (by id, while it lives): its expressions' functions and its instructions' plans
 _PREPARED: dict[int, tuple] = {}
@@ -433,12 +439,15 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
                                          ("row_bytes", row_bytes))
     if ins.op in INDEXED:  # each index its own burst: a row (row mode) or an element
         t = issuer.tensors[args[INDEXED[ins.op]].name]
-        idx = args["idx"]
-        count = math.prod(idx.valid)
-        unit = t.shape[-1] * t.element_size() if ins.op == "tile.mgather" and args["coalesce"] == "row" \
-            else t.element_size()
+        rows = ins.op != "tile.mscatter" and args["coalesce"] == "row"
+        if ins.op == "tile.mgather_mat":  # the region it writes; the element form then loads its GM scratch
+            count = dst.valid[0] if rows else math.prod(dst.valid)
+            staged = 0 if rows else c.gm_latency + math.ceil(count * t.element_size() / c.gm_bytes_per_cycle)
+        else:
+            count, staged = math.prod(args["idx"].valid), 0
+        unit = t.shape[-1] * t.element_size() if rows else t.element_size()
         moved = count * max(unit, c.short_row_bytes)
-        return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle), 0, (
+        return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle) + staged, 0, (
             ("address", (dst or args["src"]).addr), ("bytes", count * unit), ("bursts", count))
     if ins.pipe is Pipe.SCALAR:  # one element, by the scalar unit (``elements``)
         if ins.op in ("tensor.write", "tensor.read"):
@@ -485,7 +494,7 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         rows = math.prod(valid[:-1]) if len(valid) > 1 else 1
         repeats = max(1, rows * math.ceil(valid[-1] / lanes))
         total = rows * valid[-1]
-    per = c.vector_cycles.get(op.unit, 1)
+    per = c.vector_cycles.get(op.cost_class(args), 1)
     utilization = round(100.0 * total / (repeats * lanes), 2)
     return c.vector_startup + repeats * per, 0, (("address", dst.addr), ("repeats", repeats),
                                                  ("vector_utilization_percentage", utilization))
