@@ -463,11 +463,25 @@ def overhanging(x, shape, offset, valid_shape=None, pad_value=None, clamp=False)
                     "slice window")]
 
 
+def reshaped(x, shape):
+    """An orchestration's reshape: the same bytes under another shape, which exists only
+    where the tensor's strides allow it (a contiguous tensor always does; a window of
+    whole rows of one does; a column window or a transposed view does not)."""
+    try:
+        return x.view(tuple(shape))
+    except RuntimeError:
+        raise OutOfRange(f"a {list(x.shape)} view with strides {list(x.stride())} cannot be seen as "
+                         f"{list(shape)} without copying it: a reshape is a view of the same bytes",
+                         hint="reshape the tensor before slicing or transposing it, or copy the view into a "
+                              "tensor of its own in a pl.at scope first") from None
+
+
 # An orchestration's views: the tensor itself seen through other offsets, shapes and
 # strides — a task writing one writes the tensor (in a kernel the same ops are values).
 VIEWS = {
     "tensor.slice": overhanging,
     "tensor.transpose": lambda x, axis1, axis2: x.transpose(axis1, axis2),
+    "tensor.reshape": reshaped,
 }
 
 
@@ -481,6 +495,8 @@ IMPLS["tensor.fillpad"] = lambda x, pad_value: x.clone()
 
 @impl("tensor.assemble")
 def assemble(target, source, offset, atomic=AtomicType.None_):
+    # a source of lower rank is the window led by 1s (a [4, 16] source at [b, 0, 0])
+    source = source.reshape((1,) * (target.dim() - source.dim()) + tuple(source.shape))
     index = window(target.shape, offset, source.shape, "assemble window")
     if atomic is AtomicType.Add:
         num.atomic_add(target, index, source)
