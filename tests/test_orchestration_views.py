@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pypto.language as pl
-from pypto.errors import ExecutionError, TypeCheckError
+from pypto.errors import ExecutionError, PyptoError, TypeCheckError
 from pypto.runtime import RunConfig
 
 CG = pl.Level.CORE_GROUP
@@ -168,3 +168,72 @@ def test_an_orchestrations_views_and_copies_print_and_read_back():
         got = torch.zeros(4, 6, 64)
         k(x, got, config=RunConfig(platform=platform))
         assert torch.equal(got[1], torch.exp(x.reshape(6, 64))) and torch.equal(got[3], x.reshape(6, 64))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_scalar_index_drops_its_axis_from_a_view_and_from_a_window_written(platform):
+    @pl.jit
+    def k(a: pl.Tensor[[2, 4, 64], pl.FP32], out: pl.Out[pl.Tensor[[4, 2, 64], pl.FP32]]):
+        for b in pl.range(2):
+            xa = a[b]  # a [4, 64] view in the orchestration
+            with pl.at(level=CG):
+                out[:, b, :] = pl.exp(xa)  # a middle axis dropped, in a kernel
+        with pl.at(level=CG):
+            out[0, 0] = pl.neg(a[1, 2])  # rank-1 windows
+        out[3, 1:2, :] = a[0, 0:1]  # the host's copy, into a window led by 1s
+        return out
+
+    a, out = torch.randn(2, 4, 64), torch.zeros(4, 2, 64)
+    k(a, out, config=RunConfig(platform=platform))
+    want = torch.exp(a).permute(1, 0, 2).clone()
+    want[0, 0] = -a[1, 2]
+    want[3, 1] = a[0, 0]
+    assert torch.equal(out, want)
+
+
+def test_an_index_on_every_axis_of_a_window_written_is_refused():
+    def k(a: pl.Tensor[[4, 64], pl.FP32], out: pl.Out[pl.Tensor[[4, 64], pl.FP32]]):
+        with pl.at(level=CG):
+            out[1, 2] = pl.exp(a)
+        return out
+
+    with pytest.raises(TypeCheckError, match="an index on every axis is one element, not a window"):
+        pl.jit(k)(torch.randn(4, 64), torch.zeros(4, 64))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_kernels_assemble_of_a_lower_rank_source_writes_the_window_led_by_1s(platform):
+    @pl.jit
+    def k(a: pl.Tensor[[4, 64], pl.FP32], out: pl.Out[pl.Tensor[[2, 4, 64], pl.FP32]]):
+        with pl.at(level=CG):
+            out = pl.assemble(out, pl.exp(a), [1, 0, 0])
+        return out
+
+    a, out = torch.randn(4, 64), torch.zeros(2, 4, 64)
+    k(a, out, config=RunConfig(platform=platform))
+    assert torch.equal(out[1], torch.exp(a)) and not out[0].any()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_set_validshape_of_a_tensor_in_an_orchestration_is_a_view_its_kernel_loads(platform):
+    @pl.jit
+    def k(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        v = pl.set_validshape(a, 8, 32)
+        with pl.at(level=CG):
+            t = pl.load(v, [0, 0], [16, 64], valid_shape=[8, 32])
+            pl.store(pl.fillpad(t, pad_value=pl.PadValue.zero), [0, 0], out)
+        return out
+
+    a, out = torch.randn(16, 64), torch.zeros(16, 64)
+    k(a, out, config=RunConfig(platform=platform))
+    want = torch.zeros(16, 64)
+    want[:8, :32] = a[:8, :32]
+    assert torch.equal(out, want)
+
+    def on_core(a: pl.Tensor[[16, 64], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        with pl.at(level=CG):
+            out[:] = pl.fillpad(pl.set_validshape(a, 8, 32))
+        return out
+
+    with pytest.raises(PyptoError, match="pl.set_validshape of a tensor in a kernel is not supported"):
+        pl.jit(on_core)(a, out)

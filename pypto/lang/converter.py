@@ -231,7 +231,7 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
             self.sized_on_core(node.value, self.local_type(node.value))
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if not self.incore and not any(isinstance(i, ast.Slice) for i in items):  # t[i, j]: one element
+            if self.element_read(node):  # t[i, j]: one element
                 x, t = self.var(node.value.id)
                 return self.checked_call(lookup("tensor.read"),
                                          {"tensor": x, "indices": tuple(self.index(i, "an element index") for i in items)},

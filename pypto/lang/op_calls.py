@@ -72,6 +72,10 @@ class OpCalls:
         op = keyword_form(self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name),
                           keywords)
         self.require_incore(node, op.name)
+        if op.name == "tensor.set_validshape" and self.incore:
+            raise self.error(UnsupportedSyntaxError, node, "pl.set_validshape of a tensor in a kernel is not supported "
+                             "here: a tensor computed on a core is valid everywhere", hint="narrow what is loaded: "
+                             "pl.load(t, offsets, shapes, valid_shape=[rows, cols]), then pl.fillpad the tile")
         if op.name == "tensor.create":
             self.check_create(keywords)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}

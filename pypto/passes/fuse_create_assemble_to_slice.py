@@ -34,7 +34,7 @@ from pypto.ir.tensors import block_roots
 from pypto.ir.types import AtomicType, FunctionType, ParamDirection, TensorType, TileType
 from pypto.passes.context import PassContext, PassResult, result
 
-VIEWS = ("tensor.slice", "tensor.reshape", "tensor.transpose")
+VIEWS = ("tensor.slice", "tensor.reshape", "tensor.transpose", "tensor.set_validshape")
 
 
 def fuse_create_assemble_to_slice(program: n.Program, ctx: PassContext) -> PassResult:

@@ -482,7 +482,17 @@ VIEWS = {
     "tensor.slice": overhanging,
     "tensor.transpose": lambda x, axis1, axis2: x.transpose(axis1, axis2),
     "tensor.reshape": reshaped,
+    "tensor.set_validshape": lambda x, valid_rows, valid_cols: valid_view(x, valid_rows, valid_cols),
 }
+
+
+def valid_view(x, rows, cols):
+    """An orchestration's ``set_validshape``: the same bytes, whose valid region the kernels
+    that load them say again (``valid_shape=`` on their loads)."""
+    for axis, (v, e) in enumerate(zip((rows, cols), x.shape)):
+        if not 0 <= v <= e:
+            raise OutOfRange(f"the valid extent {v} on axis {axis} is outside the tensor's {e}")
+    return x.view(x.shape)
 
 
 @impl("tensor.slice")

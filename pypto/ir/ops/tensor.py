@@ -8,6 +8,7 @@ import math
 
 from pypto.ir.ops.registry import (
     Kind,
+    check_valid,
     OpArgs,
     Windows,
     fail,
@@ -324,6 +325,21 @@ def _transpose(a: OpArgs, soc: SoC) -> TensorType:
 register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis2", Kind.INT)], _transpose,
          doc="swap two axes (in an orchestration: a view)", windows=Windows("transpose"), plane="both")
 
+def _set_validshape(a: OpArgs, soc: SoC) -> TensorType:
+    x = a.type("x")
+    _two_d("tensor.set_validshape", x)
+    check_valid("tensor.set_validshape", (a["valid_rows"], a["valid_cols"]), x.shape,
+                f"extents within the tensor shape {fmt_shape(x.shape)}")
+    return x
+
+
+# the valid region of a tensor an orchestration hands a kernel: metadata on a view of the same
+# bytes, as a slice's valid_shape= (the kernel's loads say the region they move)
+register("tensor.set_validshape", [P("x", Kind.TENSOR), P("valid_rows", Kind.SCALAR, integer=True),
+                                   P("valid_cols", Kind.SCALAR, integer=True)], _set_validshape,
+         doc="the tensor with another valid region (in an orchestration: a view; metadata only)",
+         windows=Windows("whole"), plane="both")
+unify("set_validshape", tile="tile.set_validshape", tensor="tensor.set_validshape")
 unify("slice", tile="tile.slice", tensor="tensor.slice")
 unify("assemble", tile="tile.assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")
