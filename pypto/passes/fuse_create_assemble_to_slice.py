@@ -100,33 +100,40 @@ class _Fuser:
     def fuse(self, body, i: int):
         create = body[i]
         buf = create.target
-        aliases, assemble, first_use = {buf}, None, None
+        # the buffer's names: True where the name is all of it in its order (a copy, a kernel's
+        # result, a reshape), False where it is part of it or reordered (a slice, a transpose)
+        aliases, assemble, first_use = {buf: True}, None, None
         for k in range(i + 1, len(body)):
             stmt = body[k]
             mentioned = _mentions(stmt)
             if assemble is not None:
-                if mentioned & aliases:
+                if mentioned & set(aliases):
                     return None  # read after the assemble: the view would change under it
                 continue
-            if not mentioned & aliases:
+            if not mentioned & set(aliases):
                 continue
             if first_use is None:
                 first_use = stmt
             if _assembles(stmt) and isinstance(argument(stmt.value, "source"), n.Var) \
                     and argument(stmt.value, "source").name in aliases:
-                if argument(stmt.value, "target").name in aliases:
+                if argument(stmt.value, "target").name in aliases or not aliases[argument(stmt.value, "source").name]:
                     return None
                 assemble = k
                 continue
             if _assembles(stmt) and argument(stmt.value, "target").name in aliases:
                 return None  # the host writes into the buffer itself
-            if isinstance(stmt, n.Assign) and isinstance(stmt.type, TensorType) and self.aliasing(stmt, aliases):
-                aliases.add(stmt.target)
+            if isinstance(stmt, n.Assign) and isinstance(stmt.type, TensorType):
+                whole = self.aliasing(stmt, aliases)
+                if whole is not None:
+                    aliases[stmt.target] = whole
         if assemble is None or not self.filled_by(first_use, aliases):
             return None
         a = body[assemble].value
         target = argument(a, "target")
         offset = argument(a, "offset")
+        window = assembled_shape(n.symbols(self.fn)[target.name], n.symbols(self.fn)[argument(a, "source").name])
+        if not _splits(window, create.type.shape):
+            return None  # the window seen as the buffer would need a copy wherever its rows are apart
         between = body[i + 1:assemble]
         root = self.roots.get(target.name, target.name)
         if root is None:
@@ -139,20 +146,23 @@ class _Fuser:
             return None
         return self.rewrite(body, i, assemble, target, offset)
 
-    def aliasing(self, stmt: n.Assign, aliases: set) -> bool:
+    def aliasing(self, stmt: n.Assign, aliases: dict) -> bool | None:
         """Whether a binding is the buffer under another name (a copy, a view, a kernel's
-        result that is the argument it wrote)."""
+        result that is the argument it wrote): None if not, else whether it is all of it in
+        its order."""
         value = stmt.value
         if isinstance(value, n.Var):
-            return value.name in aliases
+            return aliases.get(value.name)
         if isinstance(value, n.Call) and value.op in VIEWS:
             x = argument(value, "x")
-            return isinstance(x, n.Var) and x.name in aliases
+            if not (isinstance(x, n.Var) and x.name in aliases):
+                return None
+            return aliases[x.name] and value.op in ("tensor.reshape", "tensor.set_validshape")
         call = kernel_call(stmt)
         if call is not None:
             returned = _returned_arg(self.program.function(call.callee), call)
-            return isinstance(returned, n.Var) and returned.name in aliases
-        return False
+            return aliases.get(returned.name) if isinstance(returned, n.Var) else None
+        return None
 
     def filled_by(self, stmt, aliases: set) -> bool:
         """Whether the buffer's first use is a kernel that writes all of it first."""
@@ -193,12 +203,12 @@ class _Fuser:
     def rewrite(self, body, i: int, k: int, target: n.Var, offset) -> tuple:
         create = body[i]
         t: TensorType = create.type
-        target_t = n.symbols(self.fn)[target.name]
-        window = assembled_shape(target_t, t)
+        source = argument(body[k].value, "source")
+        window = assembled_shape(n.symbols(self.fn)[target.name], n.symbols(self.fn)[source.name])
         consts = tuple(n.Const(d) for d in window)
-        if len(window) == len(t.shape):
+        if tuple(window) == tuple(t.shape):
             views = [attrs.evolve(create, value=op_call("tensor.slice", x=target, shape=consts, offset=offset))]
-        else:  # a source of lower rank: the window, seen without its leading 1s
+        else:  # the window seen as the buffer (without its leading 1s, its axes split)
             flat = n.fresh_name(f"{create.target}_v", self.used)
             self.used.add(flat)
             views = [n.Assign(flat, TensorType(window, t.dtype),
@@ -208,6 +218,21 @@ class _Fuser:
         done = body[k]
         kept = [attrs.evolve(done, value=target)] if isinstance(done, n.Assign) else []
         return (*body[:i], *views, *body[i + 1:k], *kept, *body[k + 1:])
+
+
+def _splits(window, shape) -> bool:
+    """Whether ``shape`` is ``window`` with 1s dropped or added and axes split into
+    consecutive ones (never two merged): a view of any window, whatever its strides."""
+    window, shape = [d for d in window if d != 1], [d for d in shape if d != 1]
+    k = 0
+    for w in window:
+        product = 1
+        while k < len(shape) and product < w:
+            product *= shape[k]
+            k += 1
+        if product != w:
+            return False
+    return k == len(shape)
 
 
 def _creates(stmt) -> bool:

@@ -146,3 +146,38 @@ def test_where_the_view_could_compute_otherwise_the_copy_stays(case):
     text = parse(program_text(program)).as_python()  # as the printer writes it
     body = text.split("class P:\n", 1)[1]
     check_pass(fuse_create_assemble_to_slice, body, body)
+
+
+def test_a_reshaped_buffer_is_the_window_seen_as_the_buffer_where_that_only_splits_axes():
+    check_pass(fuse_create_assemble_to_slice, FILL + """
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def k(self, a: pl.Tensor[[4, 64], pl.FP32], out: pl.Out[pl.Tensor[[2, 256], pl.FP32]]) -> pl.Tensor[[2, 256], pl.FP32]:
+            buf = pl.tensor.create([4, 64], dtype=pl.FP32)
+            t = self.fill(a, 1, buf)
+            row = pl.tensor.reshape(t, [1, 256])
+            out_1 = pl.tensor.assemble(out, row, [1, 0])
+            return out_1
+    """, FILL + """
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def k(self, a: pl.Tensor[[4, 64], pl.FP32], out: pl.Out[pl.Tensor[[2, 256], pl.FP32]]) -> pl.Tensor[[2, 256], pl.FP32]:
+            buf_v = pl.tensor.slice(out, [1, 256], [1, 0])
+            buf = pl.tensor.reshape(buf_v, [4, 64])
+            t = self.fill(a, 1, buf)  # task args: Input, Scalar, OutputExisting
+            row = pl.tensor.reshape(t, [1, 256])
+            out_1: pl.Tensor[[2, 256], pl.FP32] = out
+            return out_1
+    """)
+    merged = FILL + """
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def k(self, a: pl.Tensor[[4, 64], pl.FP32], out: pl.Out[pl.Tensor[[8, 128], pl.FP32]]) -> pl.Tensor[[8, 128], pl.FP32]:
+            buf = pl.tensor.create([4, 64], dtype=pl.FP32)
+            t = self.fill(a, 1, buf)
+            rows = pl.tensor.reshape(t, [2, 128])
+            out_1 = pl.tensor.assemble(out, rows, [2, 0])
+            return out_1
+    """
+    from helpers import program_text
+    from pypto.lang import parse
+
+    body = parse(program_text(merged)).as_python().split("class P:\n", 1)[1]
+    check_pass(fuse_create_assemble_to_slice, body, body)  # [2, 128] seen as [4, 64] merges rows: a copy stays
