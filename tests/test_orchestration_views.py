@@ -237,3 +237,22 @@ def test_set_validshape_of_a_tensor_in_an_orchestration_is_a_view_its_kernel_loa
 
     with pytest.raises(PyptoError, match="pl.set_validshape of a tensor in a kernel is not supported"):
         pl.jit(on_core)(a, out)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_store_of_a_tile_of_lower_rank_writes_the_region_led_by_1s(platform):
+    @pl.jit.incore
+    def kernel(a: pl.Tensor[[4, 16], pl.FP32], out: pl.InOut[pl.Tensor[[2, 4, 16], pl.FP32]]):
+        out = pl.store(pl.exp(pl.load(a, [1, 0], [1, 16])), [1, 2, 0], out)
+        return out
+
+    @pl.jit
+    def k(a: pl.Tensor[[4, 16], pl.FP32], out: pl.InOut[pl.Tensor[[2, 4, 16], pl.FP32]]):
+        out = kernel(a, out)
+        return out
+
+    a, out = torch.randn(4, 16), torch.zeros(2, 4, 16)
+    k(a, out, config=RunConfig(platform=platform))
+    want = torch.zeros(2, 4, 16)
+    want[1, 2] = torch.exp(a[1])
+    assert torch.equal(out, want)
