@@ -20,7 +20,7 @@ from pypto.ir.ops import argument
 from pypto.ir.tensors import block_roots
 from pypto.ir.types import ArgDirection, ForKind, ParamDirection, TensorType
 
-VIEWS = frozenset({"tensor.slice", "tensor.transpose"})  # what an orchestration makes of a tensor
+VIEWS = frozenset({"tensor.slice", "tensor.transpose", "tensor.reshape", "tensor.set_validshape"})  # what an orchestration makes of a tensor
 
 
 def call_directions(program: n.Program, fn: n.Function) -> dict[tuple, tuple[ArgDirection, ...]]:

@@ -77,7 +77,7 @@ def _block(body, roots: dict) -> None:
 
 
 # ops whose result is (a part of) their operand ``x`` under another shape: writing it writes x
-VIEWS = frozenset({"tensor.slice", "tensor.transpose", "tensor.reshape", "tensor.aiv_shard"})
+VIEWS = frozenset({"tensor.slice", "tensor.transpose", "tensor.reshape", "tensor.set_validshape", "tensor.aiv_shard"})
 
 
 class Sources:

@@ -12,7 +12,7 @@ import attrs
 from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops.registry import fmt_shape
-from pypto.ir.types import (DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, binds, conforms,
+from pypto.ir.types import (ArrayType, DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, binds, conforms,
                             type_name)
 from pypto.lang import names as N
 from pypto.lang.tensor_views import TensorViews
@@ -67,7 +67,31 @@ class Annotations(TensorViews):
                                      f"{type_name(declared)}")
                 return given, ParamDirection.In
             return declared, ParamDirection.In
+        if ctor == "Array":
+            return self._array_annotation(node, given, param), ParamDirection.In
         raise self.error(TypeCheckError, node, f"pl.{ctor} is not a type", hint="use it inside pl.Tile[...]")
+
+    def _array_annotation(self, node, given, param) -> ArrayType:
+        """``pl.Array[n, dtype]``: an orchestration's array of ``n`` scalars (TaskIds, integers)."""
+        items = node.slice.elts if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) else None
+        if items is None or len(items) != 2:
+            raise self.error(TypeCheckError, node, "Array subscript requires [extent, dtype], got: "
+                             f"{ast.unparse(node.slice) if isinstance(node, ast.Subscript) else ast.unparse(node)}",
+                             hint="Use pl.Array[N, pl.INT32]")
+        extent = self.static_of(items[0], int, "an Array's extent",
+                                hint="Use a positive integer literal for the extent (or a module-level constant)")
+        if isinstance(extent, bool) or extent < 1:
+            raise self.error(TypeCheckError, items[0], f"an Array's extent is a positive int, not {extent!r}",
+                             hint="pl.Array[4, pl.TASK_ID]")
+        declared = ArrayType(extent, self._dtype(items[1]))
+        if not (declared.dtype is DataType.TASK_ID or declared.dtype.is_int):
+            raise self.error(TypeCheckError, items[1], f"an Array holds TaskIds or integers, not {declared.dtype.name}",
+                             hint="pl.Array[4, pl.TASK_ID]")
+        if given is not None and given != declared:
+            raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the "
+                             f"parameter is declared {type_name(declared)}",
+                             hint=f"pass a pl.array.create({extent}, pl.{declared.dtype.name})")
+        return declared
 
     def _scalar_annotation(self, node, given, param) -> ScalarType:
         if not isinstance(node, ast.Subscript):
@@ -122,20 +146,25 @@ class Annotations(TensorViews):
         if len(given.shape) != len(dims) or given.dtype is not dtype:
             raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the kernel "
                              f"declares pl.Tensor[{written}, pl.{dtype.name}]")
+        marked = getattr(self, "bound_axes", {})
         for axis, (d, extent) in enumerate(zip(dims, given.shape)):
             dyn = self._dynamic(d)
+            if axis in marked or axis - len(dims) in marked:  # param.bind_dynamic(axis, M)
+                var = marked.get(axis, marked.get(axis - len(dims)))
+                if dyn is not None and dyn is not var:
+                    raise self.error(TypeCheckError, d, f"axis {axis} of '{param}' is the pl.dynamic '{dyn.name}' "
+                                     f"here and '{var.name}' in its bind_dynamic", hint="name one axis once")
+                dyn = var
             if dyn is None:
                 want = self.static_of(d, int, "a tensor extent")
                 if want != extent:
                     raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the "
                                      f"kernel declares extent {want} on axis {axis}")
                 continue
-            bound = self.dynamic_extents.setdefault(id(dyn), (dyn, extent, param))
-            if bound[1] != extent:
-                raise self.error(SpecializationError, node,
-                                 f"the pl.dynamic axis '{dyn.name}' is {bound[1]} for '{bound[2]}' but {extent} for "
-                                 f"'{param}': one object is one dimension",
-                                 hint="pass tensors that agree on it, or give the other axis a pl.dynamic of its own")
+            # each parameter's axis is its own tensor's extent; the axis read as a value in the
+            # body is the first parameter's, as the reference reads a pl.dynamic symbol from the
+            # first parameter declaring it (and checks no agreement between them)
+            self.dynamic_extents.setdefault(id(dyn), (dyn, extent, param))
         return given
 
     def _dtype(self, node) -> DataType:
@@ -163,7 +192,7 @@ class Annotations(TensorViews):
         if isinstance(given, TensorType) and given.dtype is not DataType.INDEX \
                 and binds(self._dtype(items[1]), given.dtype):  # an int64 tensor for a pl.INDEX one
             given = attrs.evolve(given, dtype=self._dtype(items[1]))
-        if dims is not None and any(self._dynamic(d) is not None for d in dims):
+        if dims is not None and (any(self._dynamic(d) is not None for d in dims) or getattr(self, "bound_axes", {})):
             if isinstance(given, TensorType) and given.runtime_sized:
                 raise self.error(SpecializationError, node,
                                  f"'{param}' has a pl.dynamic axis, whose extent is fixed when the kernel is "

@@ -100,7 +100,9 @@ def _extents(call: n.Call, types) -> list:
         return [0 if argument(call, "clamp") else e for e in static(argument(call, "shape"))]
     src = types[argument(call, "tile" if call.op == "tile.store" else "source").name]
     moved = getattr(src, "valid_shape", None)
-    return list(src.shape) if moved is None else static(moved)
+    reach = list(src.shape) if moved is None else static(moved)
+    rank = len(types[argument(call, ADDRESSED[call.op][0]).name].shape)
+    return [1] * (rank - len(reach)) + reach  # a source of lower rank, led by 1s
 
 
 def _check(stmt, call: n.Call, where: _Where, types, defs, names) -> None:

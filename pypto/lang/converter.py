@@ -29,6 +29,7 @@ from pypto.ir.types import (
 from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.assignments import Assignments
+from pypto.lang.axis_binds import AxisBinds
 from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
 from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
@@ -53,7 +54,7 @@ def _orchestrates(fdef: ast.FunctionDef) -> bool:
     return False
 
 
-class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
+class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
                  returns=None, auto_scope: bool = True):
@@ -77,6 +78,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.frames: list[Frame] = []
         self.return_types: tuple | None = None
         self.local_names = liveness.first_bindings(fdef.body)
+        self.local_axes: dict = {}  # NAME = pl.dynamic("NAME") in the body -> its axis (AxisBinds)
+        self.bound_axes: dict = {}  # the parameter being typed: axis -> the pl.dynamic bind_dynamic gives it
 
     # ------------------------------------------------------------------ function
 
@@ -90,7 +93,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             body = self.group_body(body)
         returns = self.return_types or ()
         if self.fdef.returns is not None:
-            declared = self.return_annotation(self.fdef.returns)
+            declared = self.return_annotation(self.fdef.returns, returns if self.return_types is not None else None)
             if self.return_types is not None and (len(declared) != len(returns) or not all(
                     d == r or conforms(r, d) for d, r in zip(declared, returns))):  # (sized as it runs: checked then)
                 got = ", ".join(type_name(t) for t in returns)
@@ -129,6 +132,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.out.append(stmt)
 
     def statement(self, node, live_after: frozenset, top: bool) -> None:
+        if self.axis_statement(node):  # x.bind_dynamic(0, M), M = pl.dynamic("M"): read with the parameters
+            return
         if isinstance(node, ast.Assign):
             self.assign(node)
         elif isinstance(node, ast.AnnAssign):
@@ -226,7 +231,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
             self.sized_on_core(node.value, self.local_type(node.value))
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if not self.incore and not any(isinstance(i, ast.Slice) for i in items):  # t[i, j]: one element
+            if self.element_read(node):  # t[i, j]: one element
                 x, t = self.var(node.value.id)
                 return self.checked_call(lookup("tensor.read"),
                                          {"tensor": x, "indices": tuple(self.index(i, "an element index") for i in items)},

@@ -175,7 +175,9 @@ class ExprConverter(Lookups, Statics, Annotations):
         in an orchestration also ``t[i, j]``): a scalar, once bound to a name."""
         if isinstance(node, ast.Subscript) and not self.incore and isinstance(self.local_type(node.value), TensorType):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return not any(isinstance(i, ast.Slice) for i in items)
+            # (fewer indices than axes is a view without them: C[i] of a 3-D C)
+            return not any(isinstance(i, ast.Slice) for i in items) \
+                and len(items) == len(self.local_type(node.value).shape)
         if isinstance(node, ast.Call):
             _, meaning = self.entity(node.func)
             return isinstance(meaning, N.Op) and meaning.name in ("tensor.read", "tile.read", "read")

@@ -18,6 +18,8 @@ class Lookups:
         if isinstance(node, ast.Name):
             if node.id in self.env:  # a local value hides what the module binds to the name
                 return None
+            if node.id in getattr(self, "local_axes", {}):  # M = pl.dynamic("M") in the body
+                return N.Value(self.local_axes[node.id])
             ref = self.source.resolver.resolve(node.id)
             if (node.id in self.dropped or node.id in self.local_names) and ref != N.Path(()):
                 # 'pl' bound locally is its own error, where it is bound.

@@ -73,6 +73,10 @@ class OpCalls:
                           else self.scalar_rhs_form(lookup(meaning.name), thunks, keywords), keywords)
         op = self.tensor_operand_form(op, thunks, keywords)
         self.require_incore(node, op.name)
+        if op.name == "tensor.set_validshape" and self.incore:
+            raise self.error(UnsupportedSyntaxError, node, "pl.set_validshape of a tensor in a kernel is not supported "
+                             "here: a tensor computed on a core is valid everywhere", hint="narrow what is loaded: "
+                             "pl.load(t, offsets, shapes, valid_shape=[rows, cols]), then pl.fillpad the tile")
         if op.name == "tensor.create":
             self.check_create(keywords)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
@@ -80,6 +84,8 @@ class OpCalls:
             raise self.error(TypeCheckError, keywords["mode"][1], f"pl.{meaning.name} does not take a mode: it "
                              "inherits the enclosing pl.split_aiv region's", hint=f"pl.{meaning.name}(x)")
         values, types = self.bind_args(op, thunks, keywords, node)
+        if op.name == "tile.store":
+            values, types = self.lead_with_ones(values, types, node)
         if op.name in LANED:
             values["split"] = self.region_split(op, values["split"], types.get("x"), node)
         declared = self.declared
@@ -95,6 +101,23 @@ class OpCalls:
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    def lead_with_ones(self, values: dict, types: dict, node):
+        """A store of a tile of lower rank than its tensor writes the region led by 1s (a
+        [1, 16] tile at [1, 2, 0] of a [2, 4, 16] tensor, as the reference injects the
+        shapes): the tile is reshaped to that rank first."""
+        tile, out = types.get("tile"), types.get("output_tensor")
+        if not (isinstance(tile, TileType) and isinstance(out, TensorType) and len(tile.shape) < len(out.shape)
+                and tile.valid_shape is None and len(values["offsets"]) == len(out.shape)):
+            return values, types
+        shape = (1,) * (len(out.shape) - len(tile.shape)) + tuple(tile.shape)
+        call, t = self.checked_call(lookup("tile.reshape"), {"tile": values["tile"],
+                                                              "shape": tuple(n.Const(d) for d in shape)},
+                                    {"tile": tile}, node)
+        ssa = self.fresh("reshape", temp=True)
+        self.types[ssa] = t
+        self.emit(n.Assign(ssa, t, call, span=self.span(node)))
+        return {**values, "tile": n.Var(ssa)}, {**types, "tile": t}
 
     def region_split(self, op: OpDef, split, x, node) -> int:
         """A tile crossing's split: its pl.split_aiv region's mode (as the reference encodes

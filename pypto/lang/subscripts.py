@@ -44,24 +44,34 @@ class Subscripts:
         dst, dst_t = self.operand(target.value)
         if not isinstance(dst_t, TensorType):
             raise self.error(TypeCheckError, target, f"only tensors take slice assignment, not {type_name(dst_t)}")
-        offsets, shape = self.window(target, dst_t)
+        offsets, shape, dropped = self.window(target, dst_t)
         src, src_t = self.operand(value_node)
-        if isinstance(src_t, TensorType) and src_t.shape != shape:
+        kept = [e for axis, e in enumerate(shape) if axis not in dropped]  # out[b, 0:4, :] = t: t is [4, ...]
+        led = (1,) * (len(shape) - len(src_t.shape)) + tuple(src_t.shape) if isinstance(src_t, TensorType) else None
+        if isinstance(src_t, TensorType) and tuple(src_t.shape) != tuple(kept) and led != tuple(shape):
             raise self.error(TypeCheckError, node,
-                             f"the window is {list(shape)} but the value is {list(src_t.shape)}")
+                             f"the window is {list(kept)} but the value is {list(src_t.shape)}")
         self.require_incore(target, "tensor.assemble")
+        if isinstance(src_t, TensorType) and led != tuple(shape):
+            src, src_t = self._reshaped(src, src_t, shape, node)  # the value as the window it fills
         call, _ = self.checked_call(lookup("tensor.assemble"), {"target": dst, "source": src, "offset": offsets},
                                     {"target": dst_t, "source": src_t}, node)
         self.emit(n.Eval(call, span=self.span(node)))
 
     def window(self, sub: ast.Subscript, t: TensorType):
-        """(offsets, static shape) of a subscript window over a tensor."""
+        """(offsets, static shape, the axes a scalar index drops) of a subscript window over a
+        tensor: as in numpy, ``C[i, 0:8]`` is the window of extent 1 on axis 0, seen without it."""
         items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
         if len(items) > len(t.shape):
             raise self.error(TypeCheckError, sub, f"{len(items)} indices for a tensor of rank {len(t.shape)}")
         items = list(items) + [ast.Slice()] * (len(t.shape) - len(items))
-        offsets, shape = [], []
+        offsets, shape, dropped = [], [], []
         for axis, item in enumerate(items):
+            if not isinstance(item, ast.Slice):
+                offsets.append(self._from_end(self.index(item, "an index"), item, t.shape[axis], axis, sub.value))
+                shape.append(1)
+                dropped.append(axis)
+                continue
             if not isinstance(item, ast.Slice) or item.step is not None:
                 raise self.error(UnsupportedSyntaxError, item, "tensor windows are written with start:stop slices",
                                  hint="a[i * 64:(i + 1) * 64, :]")
@@ -75,7 +85,20 @@ class Subscripts:
                                  hint="write both bounds from the same index, e.g. i * 64:(i + 1) * 64")
             offsets.append(lo)
             shape.append(extent)
-        return tuple(offsets), tuple(shape)
+        if len(dropped) == len(shape):
+            raise self.error(TypeCheckError, sub, "an index on every axis is one element, not a window",
+                             hint="read it with pl.tensor.read(t, [...]) (in an orchestration: t[i, j]), or keep an "
+                                  "axis as a slice: t[i:i + 1, j]")
+        return tuple(offsets), tuple(shape), tuple(dropped)
+
+    def _reshaped(self, x, t: TensorType, shape, node):
+        """``x`` seen as ``shape`` (a view in an orchestration), bound to a temporary."""
+        call, rt = self.checked_call(lookup("tensor.reshape"), {"x": x, "shape": tuple(n.Const(e) for e in shape)},
+                                     {"x": t}, node)
+        ssa = self.fresh("reshape", temp=True)
+        self.types[ssa] = rt
+        self.emit(n.Assign(ssa, rt, call, span=self.span(node)))
+        return n.Var(ssa), rt
 
     def _from_end(self, bound, node, dim, axis: int, tensor):
         """A negative constant bound counts from the axis's end, as in Python (``a[:, :-1]``)."""
@@ -146,10 +169,18 @@ class Subscripts:
 
     def slice(self, node: ast.Subscript, t: TensorType):
         src, _ = self.operand(node.value)
-        offsets, shape = self.window(node, t)
+        offsets, shape, dropped = self.window(node, t)
         self.require_incore(node, "tensor.slice")
-        return self.checked_call(lookup("tensor.slice"),
-                                 {"x": src, "shape": tuple(n.Const(s) for s in shape), "offset": offsets},
-                                 {"x": t}, node)
+        call, st = self.checked_call(lookup("tensor.slice"),
+                                     {"x": src, "shape": tuple(n.Const(s) for s in shape), "offset": offsets},
+                                     {"x": t}, node)
+        if not dropped:
+            return call, st
+        ssa = self.fresh("slice", temp=True)
+        self.types[ssa] = st
+        self.emit(n.Assign(ssa, st, call, span=self.span(node)))
+        kept = [e for axis, e in enumerate(shape) if axis not in dropped]  # C[i] of a 4-D C: a 3-D view
+        return self.checked_call(lookup("tensor.reshape"), {"x": n.Var(ssa), "shape": tuple(n.Const(e) for e in kept)},
+                                 {"x": st}, node)
 
     # ------------------------------------------------------------------ control flow

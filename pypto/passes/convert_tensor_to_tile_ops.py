@@ -36,6 +36,7 @@ from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.ring_slots import convert_fitting_rings
 from pypto.passes.tile_emitter import Emitter
 from pypto.passes.expand_clones import expand_clones
+from pypto.passes.padded_assembles import pad_assembles
 from pypto.passes.expand_l1 import expand_l1, user_name
 from pypto.passes.return_outputs import return_outputs
 from pypto.backend import MemorySpace as M
@@ -47,7 +48,7 @@ def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResu
     out = []
     for fn in program.functions:
         if fn.name in kernels:
-            fn, buffers = expand_l1(expand_clones(fn), ctx.soc)
+            fn, buffers = expand_l1(expand_clones(pad_assembles(fn)), ctx.soc)
             ring = ring_reserve(fn.body)
             held = _held_vec(buffers, ctx.soc)
             try:

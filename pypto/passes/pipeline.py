@@ -23,6 +23,7 @@ from pypto.ir.verifier import verify
 from pypto.passes import (
     allocate_memory_addr,
     convert_tensor_to_tile_ops,
+    fuse_create_assemble_to_slice,
     infer_tile_memory_space,
     init_mem_ref,
     insert_alias_copies,
@@ -40,6 +41,7 @@ from pypto.passes.context import PassContext, Planner
 # planners it runs under with PLANNERS.
 PIPELINE = (
     outline_incore_scopes,
+    fuse_create_assemble_to_slice,
     convert_tensor_to_tile_ops,
     infer_tile_memory_space,
     lower_pipeline_to_slots,

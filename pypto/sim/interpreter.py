@@ -24,9 +24,9 @@ from pypto.sim import progress
 from pypto.sim.issue import EXTENT_HINT, invalid_extent
 from pypto.sim.crossings import rejoin
 from pypto.sim.prints import Print
-from pypto.sim.semantics import IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal
+from pypto.sim.semantics import IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal, window
 
-SIZED = ("tensor.create", "tensor.slice")  # an orchestration may size these as it runs
+SIZED = ("tensor.create", "tensor.slice", "tensor.reshape")  # an orchestration may size these as it runs
 
 
 def run(program: n.Program, entry: str, args, orchestrator=None, prints: list | None = None) -> tuple:
@@ -209,6 +209,8 @@ class _Interpreter(Tasks, Clusters):
             self.orchestrator.wait(kwargs["tensor"], kwargs["indices"], stmt.span)
         if call.op == "tensor.write" and self.orchestrator is not None and not self.kernel[-1]:
             self.orchestrator.writing(kwargs["tensor"], kwargs["indices"], stmt.span)  # after the element's tasks
+        if call.op == "tensor.assemble" and self.orchestrator is not None and not self.kernel[-1]:
+            self.copying(kwargs, stmt)  # after the source's producers and the window's tasks
         if call.op in SIZED and not self.kernel[-1]:
             self.check_sized(call, kwargs["shape"], stmt)
         if call.op == "tensor.create" and isinstance(result_type, TensorType) and not self.kernel[-1]:
@@ -240,12 +242,23 @@ class _Interpreter(Tasks, Clusters):
             self.orchestrator.created(data, kwargs["manual_dep"], stmt.span)
         return data
 
+    def copying(self, kwargs: dict, stmt) -> None:
+        """An orchestration's assemble is the host's copy: the chip has it wait for the tasks
+        it must follow (a window outside the target is the copy's error, raised by it)."""
+        target, source = kwargs["target"], kwargs["source"]
+        shape = (1,) * (target.dim() - source.dim()) + tuple(source.shape)
+        try:
+            index = window(target.shape, kwargs["offset"], shape, "assemble window")
+        except OutOfRange:
+            return
+        self.orchestrator.copying(target[index], source, stmt.span)
+
     @staticmethod
     def check_sized(call: n.Call, extents, stmt) -> None:
         """An orchestration's tensor sized as it runs (a constant extent was checked when compiling)."""
         for axis, e in enumerate(extents):
             if e < 1:
-                what = {"tensor.create": "pl.create_tensor", "tensor.slice": "pl.slice"}[call.op]
+                what = {"tensor.create": "pl.create_tensor", "tensor.slice": "pl.slice", "tensor.reshape": "pl.reshape"}[call.op]
                 raise ExecutionError(f"{what}'s extent on axis {axis} is {e} here: a tensor's extents are positive",
                                      span=stmt.span, hint="size it by a positive count (skip the work where the "
                                                           "count is 0)")

@@ -364,12 +364,36 @@ def overhanging(x, shape, offset, valid_shape=None, pad_value=None, clamp=False)
                     "slice window")]
 
 
+def reshaped(x, shape):
+    """An orchestration's reshape: the same bytes under another shape, which exists only
+    where the tensor's strides allow it (a contiguous tensor always does; a window of
+    whole rows of one does; a column window or a transposed view does not)."""
+    try:
+        return x.view(tuple(shape))
+    except RuntimeError:
+        raise OutOfRange(f"a {list(x.shape)} view with strides {list(x.stride())} cannot be seen as "
+                         f"{list(shape)} without copying it: a reshape is a view of the same bytes",
+                         hint="reshape the tensor before slicing or transposing it, or copy the view into a "
+                              "tensor of its own in a pl.at scope first") from None
+
+
 # An orchestration's views: the tensor itself seen through other offsets, shapes and
 # strides — a task writing one writes the tensor (in a kernel the same ops are values).
 VIEWS = {
     "tensor.slice": overhanging,
     "tensor.transpose": lambda x, axis1, axis2: x.transpose(axis1, axis2),
+    "tensor.reshape": reshaped,
+    "tensor.set_validshape": lambda x, valid_rows, valid_cols: valid_view(x, valid_rows, valid_cols),
 }
+
+
+def valid_view(x, rows, cols):
+    """An orchestration's ``set_validshape``: the same bytes, whose valid region the kernels
+    that load them say again (``valid_shape=`` on their loads)."""
+    for axis, (v, e) in enumerate(zip((rows, cols), x.shape)):
+        if not 0 <= v <= e:
+            raise OutOfRange(f"the valid extent {v} on axis {axis} is outside the tensor's {e}")
+    return x.view(x.shape)
 
 
 @impl("tensor.slice")
@@ -382,6 +406,8 @@ IMPLS["tensor.fillpad"] = lambda x, pad_value: x.clone()
 
 @impl("tensor.assemble")
 def assemble(target, source, offset, atomic=AtomicType.None_):
+    # a source of lower rank is the window led by 1s (a [4, 16] source at [b, 0, 0])
+    source = source.reshape((1,) * (target.dim() - source.dim()) + tuple(source.shape))
     index = window(target.shape, offset, source.shape, "assemble window")
     if source.dtype != target.dtype:  # FP32 through the fixpipe, rounding to nearest even
         source = num.cast(source, num.FROM_TORCH[target.dtype], "rint")

@@ -8,6 +8,7 @@ import math
 
 from pypto.ir.ops.registry import (
     Kind,
+    check_valid,
     foreign_keyword,
     OpArgs,
     Windows,
@@ -297,6 +298,13 @@ register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset
          plane="both")
 
 
+def assembled_shape(target: TensorType, source: TensorType) -> tuple:
+    """The window an assemble writes: the source's shape, led by 1s up to the target's rank
+    (a [4, 16] source into a [2, 4, 16] target is the window [1, 4, 16], as the reference
+    pads it)."""
+    return (1,) * (len(target.shape) - len(source.shape)) + tuple(source.shape)
+
+
 def _assemble(a: OpArgs, soc: SoC) -> TensorType:
     target, source = a.type("target"), a.type("source")
     # an FP32 result of the cube converts on its way out of Acc (the fixpipe rounds it to the
@@ -305,7 +313,10 @@ def _assemble(a: OpArgs, soc: SoC) -> TensorType:
     if target.dtype is not source.dtype and not converts:
         raise fail("tensor.assemble", "the source dtype to match the target's",
                    f"{source.dtype.name} into {target.dtype.name}", "cast the source first")
-    check_region("tensor.assemble", target, a["offset"], source.shape, what="window")
+    if len(source.shape) > len(target.shape):
+        raise fail("tensor.assemble", f"a source of at most the target's rank {len(target.shape)}",
+                   f"a source of rank {len(source.shape)}", "pl.reshape the source to the target's rank first")
+    check_region("tensor.assemble", target, a["offset"], assembled_shape(target, source), what="window")
     if a["atomic"] is AtomicType.Add and target.dtype not in ATOMIC_ADD_DTYPES:
         raise TypeCheckError("tensor.assemble with atomic=AtomicType.Add requires an fp32/bf16/fp16/int32/int16/int8 "
                              f"target (hardware atomic-add dtypes), but got {target.dtype.name}",
@@ -315,19 +326,21 @@ def _assemble(a: OpArgs, soc: SoC) -> TensorType:
 
 register("tensor.assemble", [P("target", Kind.TENSOR), P("source", Kind.TENSOR), P("offset", Kind.INDEX_LIST),
                              P("atomic", Kind.ATOMIC, AtomicType.None_)],
-         _assemble, doc="write source into target at offset (atomic=pl.AtomicType.Add: add it)", writes_operand="target")
+         _assemble, doc="write source into target at offset (atomic=pl.AtomicType.Add: add it; in an orchestration: "
+         "a copy the host makes once the source is computed)", writes_operand="target", plane="both")
 
 
 def _reshape(a: OpArgs, soc: SoC) -> TensorType:
     x = a.type("x")
-    shape = _static_shape("tensor.reshape", a["shape"])
-    if math.prod(shape) != math.prod(x.shape):
+    shape = _extents("tensor.reshape", a["shape"])  # (in an orchestration an extent may be computed)
+    if all(isinstance(d, int) for d in (*shape, *x.shape)) and math.prod(shape) != math.prod(x.shape):
         raise fail("tensor.reshape", f"the same element count as {fmt_shape(x.shape)}", fmt_shape(shape))
     return TensorType(shape, x.dtype)
 
 
-register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _reshape, doc="a new row-major shape",
-         windows=Windows("whole"))
+register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _reshape,
+         doc="a new row-major shape (in an orchestration: a view of the same bytes)", windows=Windows("whole"),
+         plane="both")
 
 
 def _transpose(a: OpArgs, soc: SoC) -> TensorType:
@@ -346,6 +359,21 @@ def _transpose(a: OpArgs, soc: SoC) -> TensorType:
 register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis2", Kind.INT)], _transpose,
          doc="swap two axes (in an orchestration: a view)", windows=Windows("transpose"), plane="both")
 
+def _set_validshape(a: OpArgs, soc: SoC) -> TensorType:
+    x = a.type("x")
+    _two_d("tensor.set_validshape", x)
+    check_valid("tensor.set_validshape", (a["valid_rows"], a["valid_cols"]), x.shape,
+                f"extents within the tensor shape {fmt_shape(x.shape)}")
+    return x
+
+
+# the valid region of a tensor an orchestration hands a kernel: metadata on a view of the same
+# bytes, as a slice's valid_shape= (the kernel's loads say the region they move)
+register("tensor.set_validshape", [P("x", Kind.TENSOR), P("valid_rows", Kind.SCALAR, integer=True),
+                                   P("valid_cols", Kind.SCALAR, integer=True)], _set_validshape,
+         doc="the tensor with another valid region (in an orchestration: a view; metadata only)",
+         windows=Windows("whole"), plane="both")
+unify("set_validshape", tile="tile.set_validshape", tensor="tensor.set_validshape")
 unify("slice", tile="tile.slice", tensor="tensor.slice")
 unify("assemble", tile="tile.assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")
