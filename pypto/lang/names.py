@@ -21,6 +21,7 @@ from pypto.ir.ops.rings import AUTO
 from pypto.ir.types import (AtomicType, DataType, FunctionType, Level, MaskPattern, PadValue, ScopeMode, SplitMode,
                              TensorLayout)
 from pypto.backend import MemorySpace
+from pypto.lang.dsl import MemRefDeclaration
 
 # ----------------------------------------------------------------------------- entities
 
@@ -94,6 +95,15 @@ class Alias:
 
     name: str
     what: str
+
+
+@attrs.frozen(eq=False)
+class Declared:
+    """A ``pl.MemRef`` declaration bound outside the kernel (``scratch = pl.MemRef(slots=2)``),
+    read through the variable ``name``: an allocation tile annotations name."""
+
+    name: str
+    decl: object  # a pypto.lang.dsl.MemRefDeclaration
 
 
 @attrs.frozen
@@ -324,6 +334,8 @@ def classify(name: str, obj):
     path = getattr(obj, "__pypto_path__", None)
     if isinstance(path, tuple) and not isinstance(obj, type):
         return Path(path)
+    if isinstance(obj, MemRefDeclaration):
+        return Declared(name.rsplit(".", 1)[-1], obj)
     if getattr(obj, "__pypto_alias__", None):
         return Alias(name, obj.__pypto_alias__)
     if getattr(obj, "__pypto_kernel__", False):
