@@ -271,7 +271,7 @@ def test_unsupported_python_constructs(construct):
         return out
 
     cases = {
-        "while": (k_while, UnsupportedSyntaxError, "Unsupported statement type: While", "while"),
+        "while": (k_while, UnsupportedSyntaxError, "'True' always holds and nothing breaks out of the loop", "True"),
         "try": (k_try, UnsupportedSyntaxError, "Unsupported statement type: Try", "try"),
         "lambda": (k_lambda, TypeCheckError, "is not a scalar expression", "lambda"),
         "range": (k_range, UnsupportedSyntaxError, r"Python's range\(\) is not a kernel loop", "range("),

@@ -91,7 +91,8 @@ def _project(body, core: CoreKind, foreign: set | None = None) -> tuple:
         elif isinstance(node, Loop):
             inner = _project(node.body, core, foreign)
             if inner:
-                out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span, pos=node.pos))
+                out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span, pos=node.pos,
+                                cond=node.cond))
         elif isinstance(node, Cond):
             then_b, else_b = _project(node.then_body, core, foreign), _project(node.else_body, core, foreign)
             if then_b or else_b:
@@ -105,7 +106,7 @@ def _refuse_foreign(node, core: CoreKind, foreign: set) -> None:
     if isinstance(node, Instr):
         used = node.core is core and set().union(*(n.expr_vars(e) for e in _exprs(node.args)))
     elif isinstance(node, Loop):
-        used = set().union(*(n.expr_vars(e) for e in (node.start, node.stop, node.step)))
+        used = set().union(*(n.expr_vars(e) for e in (node.start, node.stop, node.step, node.cond) if e is not None))
         used = used if any(isinstance(x, Instr) and x.core is core for x in walk(node.body)) else set()
     elif isinstance(node, Cond):
         used = n.expr_vars(node.cond) if any(isinstance(x, Instr) and x.core is core

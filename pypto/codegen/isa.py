@@ -3,6 +3,7 @@ the simulator runs.
 
     Program  = (name, core: CoreKind, params, allocs: Alloc*, body: Node*)
     Node     = Instr | SetFlag | WaitFlag | ScalarAssign | ScalarLoad | Loop | Cond
+    Loop     = (var, start, stop, step, body: Node*, cond?)    cond: a while loop's (stop None)
     Instr    = (mnemonic, pipe, core, op, args, reads: Loc*, writes: Loc*, span, note, dst?, result?)
     Loc      = BufLoc(space, core, addr: Expr, size, region?) | GmLoc(tensor, offsets: Expr*, extents, region?)
 
@@ -168,6 +169,10 @@ def assigned_scalars(body) -> set[str]:
 
 @attrs.frozen
 class Loop:
+    """``for var = start to stop step step``; a while loop (``cond`` set, ``stop`` None)
+    checks ``cond`` before each trip, ``var`` counting the trips: how many is known only
+    as it runs."""
+
     var: str
     start: object
     stop: object
@@ -175,6 +180,12 @@ class Loop:
     body: tuple = attrs.field(converter=tuple)
     span: Span | None = attrs.field(default=None, eq=False)
     pos: int = attrs.field(default=-1, eq=False)
+    cond: object = None  # Expr
+
+    @property
+    def bounded(self) -> bool:
+        """Whether its trips are counted from its bounds (not a while loop's)."""
+        return self.cond is None
 
 
 @attrs.frozen

@@ -44,7 +44,11 @@ def listing(kernel: Kernel, program: Program, *, backend: str, planner: Planner)
 def _block(body, depth: int, lines: list, planner: Planner) -> None:
     pad = "  " * depth
     for node in body:
-        if isinstance(node, Loop):
+        if isinstance(node, Loop) and not node.bounded:
+            lines.append(f"{pad}while {expr_text(node.cond)} {{")
+            _block(node.body, depth + 1, lines, planner)
+            lines.append(f"{pad}}}")
+        elif isinstance(node, Loop):
             lines.append(f"{pad}for {node.var} = {expr_text(node.start)} to {expr_text(node.stop)} "
                          f"step {expr_text(node.step)} {{")
             _block(node.body, depth + 1, lines, planner)

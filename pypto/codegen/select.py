@@ -77,6 +77,11 @@ class _Selector:
         self.lanes = 2 if fn.dual_aiv else 1
         side = {FunctionType.AIC: CoreKind.AIC, FunctionType.AIV: CoreKind.AIV}.get(fn.type)
         self.pipes = Pipes(fn, side)
+        self.used = set(self.types) | {s.var for s in n.walk_stmts(fn.body) if isinstance(s, n.For)}
+
+    def fresh_trip_counter(self) -> str:
+        """A while loop's trip counter: a scalar no statement reads, which orders its trips."""
+        return n.fresh_name("trip", self.used)
 
     def owner(self, space) -> CoreKind:
         """The core whose memory ``space`` is: the one that runs what writes or reads it."""
@@ -254,6 +259,18 @@ class _Selector:
             post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
                     if isinstance(a.type, ScalarType)]
             return pre + [Loop(s.var, s.start, s.stop, s.step, body, span=s.span)] + post
+        if isinstance(s, n.While):
+            pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, ScalarType)]
+            self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
+            body = self.block(s.body)
+            if s.iter_args:
+                yielded = s.body[-1].values
+                self._same_buffers(((a.name, v) for a, v in zip(s.iter_args, yielded)), s.span)
+                body += self._scalar_moves([a.name for a in s.iter_args], yielded)
+            post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
+                    if isinstance(a.type, ScalarType)]
+            trips = self.fresh_trip_counter()
+            return pre + [Loop(trips, n.Const(0), None, n.Const(1), body, span=s.span, cond=s.cond)] + post
         if isinstance(s, n.If):
             names = [b.name for b in s.results]
             branches = []

@@ -70,7 +70,7 @@ def inline_static_ifs(body: tuple) -> tuple[tuple, dict]:
                 mapping.update({b.name: v for b, v in zip(stmt.results, last.values)})
             out.extend(taken)
             continue
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             stmt = attrs.evolve(stmt, body=inline_static_ifs(stmt.body)[0])
         elif isinstance(stmt, n.If):
             stmt = attrs.evolve(stmt, then_body=inline_static_ifs(stmt.then_body)[0],

@@ -95,6 +95,10 @@ class Branches:
         self.env = outer_env
         for env in (then_env, else_env):
             self._drop(env, node, "if")
+        for body, env in ((then_body, then_env), (else_body, else_env)):
+            # a store's result bound in one branch names the tensor it stored into, which the
+            # other branch leaves as it was: after the if the name is that tensor
+            self.hand_out_tensors(env, outer_env, body)
         for k, (x, t) in enumerate(zip(names, types)):
             ssa = self.fresh(x)
             self.types[ssa] = t

@@ -139,6 +139,12 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             self.expr_statement(node)
         elif isinstance(node, ast.For):
             self.for_(node, live_after)
+        elif isinstance(node, ast.While):
+            self.while_(node, live_after)
+        elif isinstance(node, (ast.Break, ast.Continue)):
+            word = "break" if isinstance(node, ast.Break) else "continue"
+            raise self.error(UnsupportedSyntaxError, node, f"'{word}' outside a loop body",
+                             hint="jump from a loop's body or from an if inside it")
         elif isinstance(node, ast.If):
             self.if_(node, live_after)
         elif isinstance(node, ast.With):
@@ -150,7 +156,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         else:
             raise self.error(
                 UnsupportedSyntaxError, node, f"Unsupported statement type: {type(node).__name__}",
-                hint="kernels are written with assignments, pl.range/pl.pipeline/pl.parallel loops, "
+                hint="kernels are written with assignments, pl.range/pl.pipeline/pl.parallel and while loops, "
                      "if statements, with pl.at(...) scopes and return",
             )
 
@@ -184,6 +190,10 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             return self.yield_(node.value, None)
         if self._is_builtin_call(node.value, "dump_tag"):
             return self.dump_tag(node.value)
+        if self._is_builtin_call(node.value, "cond"):
+            raise self.error(UnsupportedSyntaxError, node, "pl.cond sets the condition of a pl.while_ loop, as "
+                             "the first statement of its body", hint="for (x,) in pl.while_(init_values=(x0,)):\n"
+                             "    pl.cond(x < n)")
         if not isinstance(node.value, ast.Call):
             raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",
                              hint="assign its value to a name, or remove it")

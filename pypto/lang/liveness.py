@@ -78,6 +78,9 @@ def _exposed_block(stmts, defined: set[str], exposed: set[str]) -> set[str]:
             exposed |= reads([stmt.iter]) - defined
             # The body may run zero times: what it binds is not definitely bound after it.
             _exposed_block(stmt.body, defined | set(_targets(stmt)), exposed)
+        elif isinstance(stmt, ast.While):
+            exposed |= reads([stmt.test]) - defined
+            _exposed_block(stmt.body, defined, exposed)
         elif isinstance(stmt, ast.With):
             exposed |= reads([item.context_expr for item in stmt.items]) - defined
             defined = _exposed_block(stmt.body, defined, exposed)

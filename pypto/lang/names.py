@@ -147,7 +147,7 @@ ENUMS = {
     "TensorLayout": TensorLayout,
 }
 DTYPES = {d.name: d for d in DataType}
-BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "dump_tag", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot", "split_aiv", "cluster"})
+BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "while_", "cond", "submit", "no_dep", "dump_tag", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot", "split_aiv", "cluster"})
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView", "TensorView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array", "system"})

@@ -115,6 +115,8 @@ class _Interpreter(Tasks, Clusters):
             self.value(s.value, None, env, s)
         elif isinstance(s, n.For):
             self.for_(s, env)
+        elif isinstance(s, n.While):
+            self.while_(s, env)
         elif isinstance(s, n.If):
             body = s.then_body if self.expr(s.cond, env, s) else s.else_body
             values = self.scoped(lambda: self.run_body(body, env), s.span, implicit=True)
@@ -173,6 +175,28 @@ class _Interpreter(Tasks, Clusters):
                     carried = values
                 if follow is not None:
                     follow.trip(k)
+        finally:
+            if follow is not None:
+                follow.close()
+        for b, v in zip(s.results, carried):
+            env[b.name] = v
+
+    def while_(self, s: n.While, env: dict) -> None:
+        carried = tuple(self.expr(a.init, env, s) for a in s.iter_args)
+        follow = progress.looping(progress.loop_at(s.span), None)  # (its trips are not known before it ends)
+        k = 0
+        try:
+            while True:
+                for a, v in zip(s.iter_args, carried):
+                    env[a.name] = v
+                if not self.expr(s.cond, env, s):
+                    break
+                values = self.scoped(lambda: self.run_body(s.body, env), s.span, implicit=True)
+                if s.iter_args:
+                    carried = values
+                if follow is not None:
+                    follow.trip(k)
+                k += 1
         finally:
             if follow is not None:
                 follow.close()

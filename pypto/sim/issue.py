@@ -175,6 +175,8 @@ class Issuer:
             elif isinstance(node, ScalarLoad):
                 self.env[node.name] = self.load_scalar(node)
                 self.pending += self.costs.scalar_gm_read
+            elif isinstance(node, Loop) and not node.bounded:
+                yield from self.while_loop(node, path)
             elif isinstance(node, Loop):
                 start, stop, step = (self.eval(e, node.span) for e in (node.start, node.stop, node.step))
                 if step <= 0:
@@ -221,6 +223,27 @@ class Issuer:
                 self.env[node.result] = d.value
             else:
                 yield self.issue(node, path + (node.pos,))
+
+    def while_loop(self, node: Loop, path: tuple):
+        """A while loop: its condition evaluated by the scalar unit before each trip. Its
+        trip count is known only when it ends, so no trip is skipped ahead (``steady``
+        needs the count): each is simulated."""
+        follow = progress.looping(f"{progress.loop_at(node.span)} on {self.core.name}", None)
+        k = 0
+        try:
+            while True:
+                self.pending += self.costs.branch
+                if not self.eval(node.cond, node.span):
+                    break
+                if follow is not None:
+                    follow.trip(k)
+                self.env[node.var] = k
+                self.pending += self.costs.loop_iteration
+                yield from self.block(node.body, path + (node.pos, k))
+                k += 1
+        finally:
+            if follow is not None:
+                follow.close()
 
     def issue(self, node, order: tuple, lane=None) -> Dyn:
         cost = self.pending + self.costs.scalar_issue

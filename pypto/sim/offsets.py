@@ -72,8 +72,9 @@ def _walk(body, p: str, coef: dict, uses: list) -> None:
             else:
                 coef.pop(node.name, None)
         elif isinstance(node, Loop):
-            for e in (node.start, node.stop, node.step):
-                _still(e, p, coef)
+            for e in (node.start, node.stop, node.step, node.cond):
+                if e is not None:  # (a while loop has no stop, a counted one no condition)
+                    _still(e, p, coef)
             _walk(node.body, p, coef, uses)
             once = dict(coef)
             _walk(node.body, p, coef, [])  # a value carried from trip to trip would move on
