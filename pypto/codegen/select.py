@@ -383,6 +383,14 @@ class _Selector:
                 pipe, mnemonic = Pipe.VECTOR, "VCOPY"
             else:
                 raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
+        elif call.op == "tile.extract" and bufs[0].space is not M.Vec:  # into L0 by MTE1, out of L0C by the fixpipe
+            core = self.owner(bufs[0].space)
+            pipe, mnemonic = (Pipe.FIXPIPE if bufs[0].space is M.Acc else Pipe.MTE1), "TEXTRACT"
+        elif call.op == "tile.slice" and bufs[0].space is not M.Vec:
+            raise CodegenError(f"a window of the {bufs[0].space.name} tile '{call.args[0].name}' is read here as a "
+                               "tile of its own, which the cube cannot address: an L1 window reaches L0 only",
+                               span=span, hint="pl.move the window to pl.Mem.Left or pl.Mem.Right (or "
+                               "pl.tile.extract it there) where it is used")
         elif call.op == "tile.assemble" and dst.space is M.Mat:  # Acc -> Mat: the fixpipe writes into L1
             core, pipe, mnemonic = self.owner(dst.space), Pipe.FIXPIPE, "TINSERT"
         elif call.op == "tile.transpose_view":

@@ -233,19 +233,10 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
                              f"unary '{OPERATOR_TEXT.get(type(node.op), '?')}' on a tile or tensor is not supported",
                              hint=f"write pl.neg({x}) (or pl.muls({x}, -1))" if isinstance(node.op, ast.USub)
                              else "kernels compute on tiles with pl.* ops")
-        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
-            self.sized_on_core(node.value, self.local_type(node.value))
-            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if not self.incore and not any(isinstance(i, ast.Slice) for i in items):  # t[i, j]: one element
-                x, t = self.var(node.value.id)
-                return self.checked_call(lookup("tensor.read"),
-                                         {"tensor": x, "indices": tuple(self.index(i, "an element index") for i in items)},
-                                         {"tensor": t}, node)
-            return self.slice(node, self.local_type(node.value))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), ArrayType):
             return self.array_element(node)
-        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
-            raise self.tile_slice_error(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
         if isinstance(node, ast.Name) and node.id in self.env:
             x, t = self.var(node.id)
             self.sized_on_core(node, t)

@@ -173,7 +173,8 @@ class ExprConverter(Lookups, Statics, Annotations):
     def element_read(self, node) -> bool:
         """Whether ``node`` reads one element of a tensor (``pl.tensor.read``, ``pl.tile.read``, ``pl.read``;
         in an orchestration also ``t[i, j]``): a scalar, once bound to a name."""
-        if isinstance(node, ast.Subscript) and not self.incore and isinstance(self.local_type(node.value), TensorType):
+        if isinstance(node, ast.Subscript) and (not self.incore and isinstance(self.local_type(node.value), TensorType)
+                                                or isinstance(self.local_type(node.value), TileType)):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             return not any(isinstance(i, ast.Slice) for i in items)
         if isinstance(node, ast.Call):
@@ -223,7 +224,8 @@ class ExprConverter(Lookups, Statics, Annotations):
                                  else "index arithmetic has + - * // % << >> and min/max")
             return fold(n.BinOp(op, self._scalar(node.left), self._scalar(node.right)))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
-            raise self.tile_slice_error(node)
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is a window of a tile, not a scalar",
+                             hint=f"read one element as {ast.unparse(node.value)}[i, j]")
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.error(UnsupportedSyntaxError, node, "chained comparisons are not supported",
@@ -281,13 +283,6 @@ class ExprConverter(Lookups, Statics, Annotations):
         for arg in node.args[1:]:  # min(a, b, c) is min(min(a, b), c), as Python folds it
             out = fold(n.BinOp(which, out, self._scalar(arg)))
         return out
-
-    def tile_slice_error(self, node: ast.Subscript) -> PyptoError:
-        name = ast.unparse(node.value)
-        return self.error(UnsupportedSyntaxError, node,
-                          f"tiles cannot be sliced: '{name}' is {type_name(self.local_type(node.value))}",
-                          hint="cut a window with pl.slice(tile, [rows, cols], [row, col]), or load just the "
-                               "region you need: pl.load(tensor, [row, col], [rows, cols])")
 
     def _static_const(self, node) -> n.Const:
         value = self.maybe_static(node)

@@ -13,6 +13,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
 from pypto.ir.ops.registry import keyword_form
 from pypto.ir.ops.pipes import POPS
+from pypto.ir.simplify import simplify
 from pypto.ir.ops.spmd import LANED, REGION_HINT, SPLITS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
@@ -78,7 +79,10 @@ class OpCalls:
         if meaning.name in ("aiv_shard", "aic_gather") and "mode" in keywords:
             raise self.error(TypeCheckError, keywords["mode"][1], f"pl.{meaning.name} does not take a mode: it "
                              "inherits the enclosing pl.split_aiv region's", hint=f"pl.{meaning.name}(x)")
+        clamp = self.load_clamp(keywords) if op.name == "tile.load" and "clamp" in keywords else False
         values, types = self.bind_args(op, thunks, keywords, node)
+        if clamp:
+            values["offsets"], values["valid_shape"] = self.clamped(values, types.get("tensor"))
         if op.name in LANED:
             values["split"] = self.region_split(op, values["split"], types.get("x"), node)
         declared = self.declared
@@ -94,6 +98,25 @@ class OpCalls:
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    def load_clamp(self, keywords: dict) -> bool:
+        thunk, _ = keywords.pop("clamp")
+        return self.static_of(thunk.node, bool, "pl.load's clamp", hint="clamp=True")
+
+    @staticmethod
+    def clamped(values: dict, tensor) -> tuple:
+        """``pl.load(..., clamp=True)``: (offsets, valid shape) of the region read, which stops
+        at the tensor's end — each valid extent cut to what lies between the offset and the
+        edge, an offset past the edge brought back to it (nothing is read there)."""
+        wanted = values["valid_shape"] if values["valid_shape"] is not None else values["shapes"]
+        offsets = values["offsets"]
+        if not isinstance(tensor, TensorType) or len(wanted) != len(tensor.shape) or len(offsets) != len(tensor.shape):
+            return offsets, values["valid_shape"]  # (the load's own check says what is wrong)
+        dims = [d if isinstance(d, int) else None for d in tensor.shape]
+        valid = tuple(v if d is None else simplify(n.BinOp("max", n.Const(0), n.BinOp("min", v, n.BinOp(
+            "-", n.Const(d), o)))) for v, d, o in zip(wanted, dims, offsets))
+        at = tuple(o if d is None else simplify(n.BinOp("min", o, n.Const(d))) for o, d in zip(offsets, dims))
+        return at, valid
 
     def region_split(self, op: OpDef, split, x, node) -> int:
         """A tile crossing's split: its pl.split_aiv region's mode (as the reference encodes

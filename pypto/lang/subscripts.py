@@ -40,10 +40,14 @@ class Subscripts:
         self.bind(target.value.id, rt, call, node)
 
     def assemble(self, target: ast.Subscript, value_node, node) -> None:
-        """``out[:] = x`` / ``out[a:b, c:d] = x``: write a tensor value into a window of out."""
+        """``out[:] = x`` / ``out[a:b, c:d] = x``: write a tensor value into a window of out
+        (of a tile: the name then holds the tile with the window written, ``pl.assemble``)."""
         dst, dst_t = self.operand(target.value)
+        if isinstance(dst_t, TileType) and isinstance(target.value, ast.Name):
+            return self.tile_assemble(target, dst, dst_t, value_node, node)
         if not isinstance(dst_t, TensorType):
-            raise self.error(TypeCheckError, target, f"only tensors take slice assignment, not {type_name(dst_t)}")
+            raise self.error(TypeCheckError, target, f"only tensors and tiles take slice assignment, not "
+                             f"{type_name(dst_t)}")
         offsets, shape = self.window(target, dst_t)
         src, src_t = self.operand(value_node)
         if isinstance(src_t, TensorType) and src_t.shape != shape:
@@ -54,17 +58,34 @@ class Subscripts:
                                     {"target": dst_t, "source": src_t}, node)
         self.emit(n.Eval(call, span=self.span(node)))
 
-    def window(self, sub: ast.Subscript, t: TensorType):
-        """(offsets, static shape) of a subscript window over a tensor."""
+    def tile_assemble(self, target: ast.Subscript, dst, dst_t, value_node, node) -> None:
+        items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        src, src_t = self.operand(value_node)
+        if not any(isinstance(i, ast.Slice) for i in items):  # t[i, j] = v: one element
+            call, rt = self.checked_call(lookup("tile.write"),
+                                         {"tile": dst, "indices": tuple(self.index(i, "an element index")
+                                                                        for i in items), "value": src},
+                                         {"tile": dst_t, "value": src_t}, node)
+            return self.bind(target.value.id, rt, call, node)
+        offsets, shape = self.window(target, dst_t)
+        if isinstance(src_t, TileType) and src_t.shape != shape:
+            raise self.error(TypeCheckError, node, f"the window is {list(shape)} but the value is {list(src_t.shape)}")
+        call, rt = self.checked_call(lookup("tile.assemble"), {"target": dst, "source": src, "offset": offsets},
+                                     {"target": dst_t, "source": src_t}, node)
+        self.bind(target.value.id, rt, call, node)
+
+    def window(self, sub: ast.Subscript, t):
+        """(offsets, static shape) of a subscript window over a tensor or tile."""
         items = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+        what = "tile" if isinstance(t, TileType) else "tensor"
         if len(items) > len(t.shape):
-            raise self.error(TypeCheckError, sub, f"{len(items)} indices for a tensor of rank {len(t.shape)}")
+            raise self.error(TypeCheckError, sub, f"{len(items)} indices for a {what} of rank {len(t.shape)}")
         items = list(items) + [ast.Slice()] * (len(t.shape) - len(items))
         offsets, shape = [], []
         for axis, item in enumerate(items):
             if not isinstance(item, ast.Slice) or item.step is not None:
-                raise self.error(UnsupportedSyntaxError, item, "tensor windows are written with start:stop slices",
-                                 hint="a[i * 64:(i + 1) * 64, :]")
+                raise self.error(UnsupportedSyntaxError, item, f"{what} windows are written with start:stop slices",
+                                 hint="a[i * 64:(i + 1) * 64, :] (a window of one row: a[i:i + 1, :])")
             lo = self.index(item.lower, "window bounds") if item.lower is not None else n.Const(0)
             hi = self.index(item.upper, "window bounds") if item.upper is not None else n.Const(t.shape[axis])
             lo, hi = (self._from_end(b, bound, t.shape[axis], axis, sub.value) for b, bound in ((lo, item.lower),
@@ -130,8 +151,9 @@ class Subscripts:
             return self._is_array(node.operand)
         if self.element_read(node):  # one element of a tensor: a scalar
             return False
-        if isinstance(node, ast.Subscript):
-            return isinstance(self.local_type(node.value), TensorType)
+        if isinstance(node, ast.Subscript):  # a window (an element is an element_read)
+            return self._is_array(node.value) if not isinstance(node.value, ast.Name) else isinstance(
+                self.local_type(node.value), (TileType, TensorType))
         if isinstance(node, ast.Call):
             _, meaning = self.entity(node.func)
             if isinstance(meaning, N.Op) and meaning.name.rsplit(".", 1)[-1] == "cast":
@@ -144,12 +166,37 @@ class Subscripts:
                 and node.func.value.id == "self")
         return False
 
-    def slice(self, node: ast.Subscript, t: TensorType):
-        src, _ = self.operand(node.value)
+    def subscript(self, node: ast.Subscript):
+        """``x[a:b, c:d]`` of a tile or tensor — a name, or any expression that gives one — is
+        its window (``pl.slice``); ``x[i, j]`` one element (``pl.tile.read``; of a tensor,
+        in an orchestration)."""
+        base = node.value
+        t = self.local_type(base)
+        if isinstance(t, TensorType):
+            self.sized_on_core(base, t)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        element = not any(isinstance(i, ast.Slice) for i in items)
+        if isinstance(t, TensorType) and element and not self.incore:  # t[i, j]: one element
+            x, t = self.var(base.id)
+            return self.checked_call(lookup("tensor.read"),
+                                     {"tensor": x, "indices": tuple(self.index(i, "an element index") for i in items)},
+                                     {"tensor": t}, node)
+        src, t = self.operand(base)
+        if not isinstance(t, (TensorType, TileType)):
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(base)}' is {type_name(t)}: only tiles, tensors "
+                             "and arrays take a subscript", hint="x[0:16, :] is a window of a tile or tensor")
+        if isinstance(t, TileType) and element:
+            return self.checked_call(lookup("tile.read"),
+                                     {"tile": src, "indices": tuple(self.index(i, "an element index") for i in items)},
+                                     {"tile": t}, node)
         offsets, shape = self.window(node, t)
-        self.require_incore(node, "tensor.slice")
-        return self.checked_call(lookup("tensor.slice"),
-                                 {"x": src, "shape": tuple(n.Const(s) for s in shape), "offset": offsets},
-                                 {"x": t}, node)
+        if isinstance(t, TensorType):
+            self.require_incore(node, "tensor.slice")
+            return self.checked_call(lookup("tensor.slice"),
+                                     {"x": src, "shape": tuple(n.Const(s) for s in shape), "offset": offsets},
+                                     {"x": t}, node)
+        return self.checked_call(lookup("tile.slice"),
+                                 {"tile": src, "shape": tuple(n.Const(s) for s in shape), "offset": offsets},
+                                 {"tile": t}, node)
 
     # ------------------------------------------------------------------ control flow

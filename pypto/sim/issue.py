@@ -483,6 +483,9 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         return c.vector_startup + repeats, 0, (("address", dst.addr), ("bytes", moved), ("repeats", repeats))
     if ins.mnemonic == "TRANSVIEW":  # the same bytes read in the other layout: nothing moves on hardware
         return 1, 0, (("address", dst.addr), ("bytes", dst.nbytes))
+    if ins.op == "tile.extract" and ins.pipe is not Pipe.VECTOR:  # only the window moves
+        bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
+        return max(1, math.ceil(dst.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", dst.nbytes))
     if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
         src = args["tile"]
         bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle

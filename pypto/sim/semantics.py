@@ -379,6 +379,11 @@ def tile_slice(tile: TileVal, shape, offset, valid_shape=None, pad_value=None):
     return out
 
 
+@impl("tile.extract")
+def tile_extract(src: TileVal, index_row, index_col, shape, target_memory):
+    return src.data[window(src.data.shape, (index_row, index_col), shape, "window", "tile")].clone()
+
+
 @impl("tile.assemble")
 def tile_assemble(target: TileVal, source: TileVal, offset):
     out = target.data.clone()
@@ -397,7 +402,7 @@ def fillpad_expand(tile: TileVal, shape, pad_value):
     return out
 
 
-@impl("tile.fillpad")
+@impl("tile.fillpad", "tile.fillpad_inplace")
 def fillpad(tile: TileVal, pad_value):
     out = torch.full_like(tile.data, num.pad_value(pad_value, _dtype(tile.data)))
     region = tuple(slice(0, v) for v in tile.valid)
@@ -409,7 +414,9 @@ def fillpad(tile: TileVal, pad_value):
 
 
 IMPLS["tile.matmul"] = lambda lhs, rhs: num.matmul(lhs.data, rhs.data)
-IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs: num.matmul(lhs.data, rhs.data, acc.data)
+# where init_cond holds the MMAD starts afresh, as tile.matmul does (its init bit)
+IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs, init_cond=None: num.matmul(
+    lhs.data, rhs.data, None if init_cond else acc.data)
 # the bias row is where the accumulator starts
 IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: num.matmul(lhs.data, rhs.data, bias.data.expand(
     lhs.data.shape[0], -1))

@@ -418,6 +418,13 @@ def _infer_fillpad(a: OpArgs, soc: SoC) -> TileType:
 register("tile.fillpad", [P("tile", Kind.TILE, spaces=VEC), P("pad_value", Kind.PAD, default=PadValue.zero)],
          _infer_fillpad, doc="fill outside the valid region with the pad value; the whole tile becomes valid",
          in_place=True)
+# The reference's in-place form (TFILLPAD_INPLACE): the result is the input's buffer. Only the
+# padding changes, which no read of the input sees (it lies outside the input's valid region),
+# so it computes what fillpad does; the planner keeps the two tiles in one buffer where the
+# input dies here.
+register("tile.fillpad_inplace", [P("tile", Kind.TILE, spaces=VEC), P("pad_value", Kind.PAD, default=PadValue.zero)],
+         _infer_fillpad, doc="fillpad over the input tile's own buffer (its padding filled, the whole tile valid)",
+         in_place=True, mnemonic="VFILLPAD")
 
 
 # --------------------------------------------------------------------------- unified names
