@@ -12,6 +12,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     SetFlag,
     WaitFlag,
@@ -73,7 +74,8 @@ def _project(body, core: CoreKind, foreign: set | None = None) -> tuple:
     for node in body:
         if isinstance(node, Instr) and node.core is not core and node.result is not None:
             foreign.add(node.result)
-        if isinstance(node, ScalarAssign) and n.expr_vars(node.value) & foreign:
+        if isinstance(node, ScalarAssign) and n.expr_vars(node.value) & foreign \
+                or isinstance(node, ScalarArray) and set().union(*map(n.expr_vars, node.args)) & foreign:
             foreign.add(node.name)
             continue
         _refuse_foreign(node, core, foreign)
@@ -86,7 +88,7 @@ def _project(body, core: CoreKind, foreign: set | None = None) -> tuple:
         elif isinstance(node, WaitFlag):
             if node.dst_core is core:
                 out.append(node)
-        elif isinstance(node, (ScalarAssign, ScalarLoad)):
+        elif isinstance(node, (ScalarAssign, ScalarLoad, ScalarArray)):
             out.append(node)
         elif isinstance(node, Loop):
             inner = _project(node.body, core, foreign)

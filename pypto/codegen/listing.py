@@ -12,6 +12,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     SetFlag,
     TensorArg,
@@ -62,6 +63,9 @@ def _block(body, depth: int, lines: list, planner: Planner) -> None:
             lines.append(f"{pad}}}")
         elif isinstance(node, ScalarAssign):
             lines.append(f"{pad}{node.name} = {expr_text(node.value)}")
+        elif isinstance(node, ScalarArray):
+            args = ", ".join(expr_text(a) for a in node.args)
+            lines.append(f"{pad}{node.name} = array_{node.op} {args}")
         elif isinstance(node, ScalarLoad):
             lines.append(f"{pad}{node.name} = load_scalar {node.tensor}[{', '.join(map(expr_text, node.indices))}]")
         elif isinstance(node, (SetFlag, WaitFlag)):

@@ -69,6 +69,8 @@ def _expr(e) -> str:
     if isinstance(e, n.BinOp):
         if e.op in ("min", "max"):
             return f"builtins.{e.op}({_expr(e.lhs)}, {_expr(e.rhs)})"  # (a function may be named min)
+        if e.op == "/":  # (an integer quotient rounds toward zero)
+            return f"prelude.divide({_expr(e.lhs)}, {_expr(e.rhs)})"
         return f"({_expr(e.lhs)} {_PY_OPS.get(e.op, e.op)} {_expr(e.rhs)})"
     if isinstance(e, n.UnaryOp):
         return f"(-{_expr(e.operand)})" if e.op == "-" else f"(not {_expr(e.operand)})"

@@ -103,7 +103,7 @@ class Const(_Arith):
     kind: str = attrs.field(default=attrs.Factory(lambda self: type(self.value).__name__, takes_self=True))
 
 
-BIN_OPS = ("+", "-", "*", "//", "%", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or", "min", "max")
+BIN_OPS = ("+", "-", "*", "//", "%", "/", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or", "min", "max")
 UNARY_OPS = ("-", "not")
 
 

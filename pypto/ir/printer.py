@@ -41,7 +41,7 @@ INDENT = "    "
 
 # Python precedence, loosest first; a child binding looser than its parent is parenthesized.
 _PREC = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
-         "<<": 5, ">>": 5, "+": 6, "-": 6, "*": 7, "//": 7, "%": 7, "neg": 8}
+         "<<": 5, ">>": 5, "+": 6, "-": 6, "*": 7, "//": 7, "%": 7, "/": 7, "neg": 8}
 _ATOM = 10
 
 

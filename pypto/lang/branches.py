@@ -66,7 +66,7 @@ class Branches:
                 raise self.error(TypeCheckError, node, "the branches of this if yield values of different types")
         # Every other name a branch rebinds that is read afterwards is the if's result too.
         others = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse),
-                                            *self.arrays_stored(node.body), *self.arrays_stored(node.orelse)])
+                                            *self.stored_into(node.body), *self.stored_into(node.orelse)])
                   if x in live_after and x not in yield_names and (x in then_env and x in else_env)
                   and (then_env[x] != outer_env.get(x) or else_env[x] != outer_env.get(x))]
         same = [x for x in others if self._same_constant(then_env[x], else_env[x])]

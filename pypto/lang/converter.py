@@ -30,7 +30,7 @@ from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.assignments import Assignments
 from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
-from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
+from pypto.lang.calls import CallConverter, Inlined, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import Source
 from pypto.lang.bounds import check_bounds
@@ -282,6 +282,10 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         if isinstance(t, Nothing):
             raise self.error(TypeCheckError, node, f"'{t.callee}' returns nothing, so there is no value to use here",
                              hint=f"call it as a statement: {ast.unparse(node)}")
+        if isinstance(t, Inlined):
+            names = ", ".join(f"v{k}" for k in range(len(t.values)))
+            raise self.error(TypeCheckError, node, f"'{t.callee}' returns {len(t.values)} values; unpack them into "
+                             "as many names", hint=f"{names} = {ast.unparse(node)}")
 
     def operand(self, node, hint: str = "t"):
         """An operand Expr: op results are bound to a fresh temporary first."""

@@ -63,7 +63,7 @@ class Source:
 
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
-           ast.RShift: ">>"}
+           ast.RShift: ">>", ast.Div: "/"}
 # Expressions that may be constant as a whole though they are not literals.
 _COMPOUND = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -208,9 +208,6 @@ class ExprConverter(Lookups, Statics, Annotations):
         if isinstance(node, ast.BinOp):
             op = _BINOPS.get(type(node.op))
             if op is None:
-                if isinstance(node.op, ast.Div):
-                    raise self.error(UnsupportedSyntaxError, node, "'/' is not an index operation",
-                                     hint="use '//' for integer division")
                 symbol = {ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
                           ast.BitXor: "^", ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)
                 try:  # compile-time operands: Python computes it here (2 ** 4)

@@ -99,7 +99,7 @@ class Loops(Branches):
         loop_name, header = self.loop_target(node.target, inits)
         yields = self._yield_names(node.body[-1]) if inits is not None else None
         plan = plan_loop(node, loop_name, header, yields, self.env, live_after, last_value(start, stop, step),
-                         self.arrays_stored(node.body))
+                         self.stored_into(node.body))
         outer_env = self.env
         var, iter_args = self.carry_in(node, plan, start, stop, step, inits or [], outer_env)
         frame = Frame("for", plan.explicit, last=node.body[-1], header=plan.header)
@@ -408,7 +408,7 @@ class Loops(Branches):
         header = tuple(header or ())
         yields = self._yield_names(body[-1]) if explicit and body else None
         exposed = liveness.upward_exposed(body) | liveness.reads([test])
-        assigned = liveness.assigned(body) + list(self.arrays_stored(body))
+        assigned = liveness.assigned(body) + list(self.stored_into(body))
         implicit = tuple(x for x in dict.fromkeys(assigned) if x in self.env and x not in header
                          and x not in (yields or ()) and (x in exposed or x in live_after))
         plan = LoopPlan("", header, explicit, implicit, None, None)

@@ -346,8 +346,8 @@ def classify(name: str, obj):
     if isinstance(obj, (numpy.bool_, numpy.integer, numpy.floating)):
         # A numpy scalar is the number it holds (its value is exact as a Python number).
         return Value(obj.item())
-    if _is_constant(obj) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
-        return Value(obj)
+    if obj is None or _is_constant(obj) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
+        return Value(obj)  # (None: an optional argument the kernel leaves out, or tests with 'is None')
     if isinstance(obj, (types.ModuleType, DynVar)):
         return Value(obj)
     return Unknown(name, f"a {type(obj).__name__}")

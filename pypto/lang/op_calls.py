@@ -83,6 +83,10 @@ class OpCalls:
         values, types = self.bind_args(op, thunks, keywords, node)
         if clamp:
             values["offsets"], values["valid_shape"] = self.clamped(values, types.get("tensor"))
+        if op.name == "array.create" and self.incore and values["dtype"] is DataType.TASK_ID:
+            raise self.error(ParseError, node, "pl.array.create of TaskIds is the orchestration's: tasks are "
+                             "submitted and awaited on the host, not on a core",
+                             hint="keep TaskIds in an array of the @pl.jit entry; a kernel's array holds integers")
         if op.name in LANED:
             values["split"] = self.region_split(op, values["split"], types.get("x"), node)
         declared = self.declared
@@ -98,6 +102,15 @@ class OpCalls:
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    def static_none(self, node) -> bool:
+        """Whether a name denotes None when compiling (a closure's ``valid_shape = None``)."""
+        if isinstance(node, ast.Name) and node.id in self.env:
+            return False
+        try:
+            return self.maybe_static(node) is None
+        except PyptoError:
+            return False
 
     def load_clamp(self, keywords: dict) -> bool:
         thunk, _ = keywords.pop("clamp")
@@ -138,16 +151,24 @@ class OpCalls:
 
     def scalar_cast(self, thunks, keywords: dict, node):
         """``pl.cast(x, pl.INDEX)`` of a scalar: between integer types the value stays (a
-        scalar's value is its integer; the type says how it is used)."""
+        scalar's value is its integer; the type says how it is used); an integer to a float
+        type is the number it is, as a float (rounded to the type where it is used, as any
+        float scalar is)."""
         value, t = thunks[0].operand()
         target = thunks[1] if len(thunks) > 1 else keywords.get("target_type", (None,))[0]
         if target is None:
             raise self.error(TypeCheckError, node, "pl.cast takes the target dtype: pl.cast(x, pl.INDEX)")
         dtype = self.static_of(target.node, DataType, "pl.cast's target_type")
+        if dtype.is_float and (t.dtype.is_int or t.dtype.is_float):
+            if t.dtype.is_float:
+                return value, ScalarType(dtype)
+            folded = simplify(n.BinOp("*", value, n.Const(1.0)))  # (Python's int * 1.0 is the float of the int)
+            return folded, ScalarType(dtype)
         if not (t.dtype.is_int and dtype.is_int):
             raise self.error(UnsupportedSyntaxError, node,
-                             f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: only between "
-                             "integer types", hint="cast the tile the value is used with instead")
+                             f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: between "
+                             "integer types, or from a number to a float type",
+                             hint="cast the tile the value is used with instead")
         bits = 8 * dtype.nbytes
         (lo, hi), (to_lo, to_hi) = _int_range(t.dtype), _int_range(dtype)
         if bits >= 64 or to_lo <= lo and hi <= to_hi:
@@ -263,7 +284,8 @@ class OpCalls:
 
     def convert_arg(self, op: OpDef, p: ParamSpec, thunk: ArgThunk, node):
         what = f"{op.name}'s '{p.name}'"
-        if p.optional and isinstance(thunk.node, ast.Constant) and thunk.node.value is None:
+        if p.optional and (isinstance(thunk.node, ast.Constant) and thunk.node.value is None
+                           or isinstance(thunk.node, (ast.Name, ast.Attribute)) and self.static_none(thunk.node)):
             return None, None
         if p.kind is Kind.SCALAR and p.integer:
             e, t = thunk.operand()  # with its dtype (pl.cast(i, pl.INT32) says it), which an op may check

@@ -12,7 +12,7 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import static_difference
 from pypto.ir.ops import lookup
 from pypto.ir.ops.registry import scalar_valued
-from pypto.ir.types import TensorType, TileType, type_name
+from pypto.ir.types import ScalarType, TensorType, TileType, type_name
 from pypto.lang import names as N
 
 ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -57,6 +57,20 @@ class Subscripts:
         call, _ = self.checked_call(lookup("tensor.assemble"), {"target": dst, "source": src, "offset": offsets},
                                     {"target": dst_t, "source": src_t}, node)
         self.emit(n.Eval(call, span=self.span(node)))
+
+    def stored_into(self, body) -> list[str]:
+        """Names the statements rebind by storing into them: an array's element
+        (``arr[i] = v``) or a tile's window or element (``t[0:8, :] = u``) — a tensor's
+        ``out[...] = x`` writes it in place and rebinds nothing."""
+        out = list(self.arrays_stored(body))
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                                and isinstance(self.local_type(t.value), TileType) and t.value.id not in out:
+                            out.append(t.value.id)
+        return out
 
     def tile_assemble(self, target: ast.Subscript, dst, dst_t, value_node, node) -> None:
         items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
@@ -129,16 +143,40 @@ class Subscripts:
             if op in ("add", "mul"):  # commutative: t + 1 computes the same bits as 1 + t
                 left, right = right, left
             else:
-                s, x = ast.unparse(left), ast.unparse(right)
-                hint = {"sub": f"write pl.adds(pl.neg({x}), {s})",
-                        "div": f"write pl.muls(pl.recip({x}), {s}) (a reciprocal then a scale, which may round "
-                               "differently from a division), or make the scalar a tile with pl.full and pl.div"}[op]
-                raise self.error(UnsupportedSyntaxError, node,
-                                 f"'{ast.unparse(node)}': a scalar on the left of '{'-' if op == 'sub' else '/'}' "
-                                 "with a tile or tensor on the right is not supported (there is no reversed op)",
-                                 hint=hint)
+                return self.reversed_operator(op, left, right, node)
         fake = ast.copy_location(ast.Call(func=None, args=[left, right], keywords=[]), node)
         return self.op_call(N.Op(op, unified=True), fake)
+
+    def reversed_operator(self, op: str, left, right, node):
+        """``s - t`` and ``s / t`` with a scalar on the left: each element's ``s - x`` (the
+        negation then the scalar added: exact, as a subtraction is) and ``s / x`` (a tile or
+        tensor of ``s`` divided elementwise: one rounding, as Python's division has)."""
+        x, t = self.operand(right)
+        if not isinstance(t, (TileType, TensorType)):
+            raise self.error(TypeCheckError, right, f"'{ast.unparse(right)}' is {type_name(t)}, not a tile or tensor")
+        s, st = self.operand(left)
+        if not isinstance(st, ScalarType):
+            raise self.error(TypeCheckError, left, f"'{ast.unparse(left)}' is {type_name(st)}, not a scalar")
+        level, arg = ("tile", "tile") if isinstance(t, TileType) else ("tensor", "x")
+        if op == "sub":
+            neg, nt = self.temp_call(f"{level}.neg", {arg: x}, {arg: t}, node)
+            return self.checked_call(lookup(f"{level}.adds"), {"lhs": neg, "rhs": s}, {"lhs": nt, "rhs": st}, node)
+        if any(not isinstance(d, int) for d in t.shape):
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}': the scalar becomes a {level} of "
+                             f"{ast.unparse(right)}'s shape, which is known only as the orchestration runs",
+                             hint=f"divide in a kernel, where {ast.unparse(right)} has a static shape")
+        full, ft = self.temp_call(f"{level}.full", {"shape": tuple(n.Const(d) for d in t.shape), "dtype": t.dtype,
+                                                    "value": s}, {"value": st}, node)
+        return self.checked_call(lookup(f"{level}.div"), {"lhs": full, "rhs": x}, {"lhs": ft, "rhs": t}, node)
+
+    def temp_call(self, opname: str, values: dict, types: dict, node):
+        """An op's result bound to a fresh temporary: (its Var, its type)."""
+        self.require_incore(node, opname)
+        call, t = self.checked_call(lookup(opname), values, types, node)
+        ssa = self.fresh(opname.split(".")[-1], temp=True)
+        self.types[ssa] = t
+        self.emit(n.Assign(ssa, t, call, span=self.span(node)))
+        return n.Var(ssa), t
 
     def _is_array(self, node) -> bool:
         """Whether an expression denotes a tile or tensor (so `a + b` is pl.add), decided

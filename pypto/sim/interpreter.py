@@ -16,7 +16,7 @@ from pypto.ir.ops.pipes import PIPE_OPS
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANED
 from pypto.sim.clusters import Clusters
 from pypto.sim.tasks import Site, Tasks
-from pypto.ir.simplify import OPERATORS, SHIFTS
+from pypto.ir.simplify import DIVISIONS, OPERATORS, SHIFTS
 from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.lang.index_bounds import len_of
 from pypto.sim import numerics as num
@@ -302,10 +302,10 @@ class _Interpreter(Tasks, Clusters):
             if e.op == "or":
                 return self.expr(e.lhs, env, stmt) or self.expr(e.rhs, env, stmt)
             lhs, rhs = self.expr(e.lhs, env, stmt), self.expr(e.rhs, env, stmt)
-            if e.op in ("//", "%"):
+            if e.op in DIVISIONS:
                 if rhs == 0:
                     raise ExecutionError(f"division by zero in '{e.op}'", span=getattr(stmt, "span", None))
-                return lhs // rhs if e.op == "//" else lhs % rhs
+                return OPERATORS[e.op](lhs, rhs)
             if e.op in SHIFTS and rhs < 0:
                 raise ExecutionError(f"a negative shift count ({rhs}) in '{e.op}'", span=getattr(stmt, "span", None))
             return OPERATORS[e.op](lhs, rhs)

@@ -16,6 +16,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     SetFlag,
     WaitFlag,
@@ -23,12 +24,13 @@ from pypto.codegen.isa import (
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
-from pypto.ir.simplify import OPERATORS, SHIFTS
+from pypto.ir.simplify import DIVISIONS, OPERATORS, SHIFTS
 from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
 from pypto.lang.index_bounds import len_of
 from pypto.sim import progress
 from pypto.sim.affine import uniform_trips
-from pypto.sim.semantics import INDEX_HINT
+from pypto.ir.types import DataType
+from pypto.sim.semantics import IMPLS, INDEX_HINT, OutOfRange
 from pypto.sim.views import window_runs
 
 
@@ -175,6 +177,9 @@ class Issuer:
             elif isinstance(node, ScalarLoad):
                 self.env[node.name] = self.load_scalar(node)
                 self.pending += self.costs.scalar_gm_read
+            elif isinstance(node, ScalarArray):
+                self.env[node.name] = self.array(node)
+                self.pending += self.costs.scalar_issue
             elif isinstance(node, Loop) and not node.bounded:
                 yield from self.while_loop(node, path)
             elif isinstance(node, Loop):
@@ -244,6 +249,17 @@ class Issuer:
         finally:
             if follow is not None:
                 follow.close()
+
+    def array(self, node: ScalarArray):
+        """What an array op on the scalar unit's stack gives (``pypto.sim.arrays``: the
+        interpreter's own semantics)."""
+        if node.op == "create":
+            return IMPLS["array.create"](node.args[0], DataType.INT32)
+        args = [self.eval(a, node.span) for a in node.args]
+        try:
+            return IMPLS[f"array.{node.op}"](*args)
+        except OutOfRange as exc:
+            raise SimulatorError(f"pl.array.{node.op}: {exc}", span=node.span, hint=exc.hint or INDEX_HINT) from None
 
     def issue(self, node, order: tuple, lane=None) -> Dyn:
         cost = self.pending + self.costs.scalar_issue
@@ -393,7 +409,7 @@ def _closure(e):
         if e.op == "or":
             return lambda env: a(env) or b(env)
         f, op = OPERATORS[e.op], e.op
-        if op in ("//", "%"):
+        if op in DIVISIONS:
             def divide(env):
                 x, y = a(env), b(env)
                 if y == 0:
