@@ -74,6 +74,8 @@ def _block(body, where: _Where, types, defs, names) -> None:
                 if values:
                     inner = where.looping(stmt.var, values)
             _block(stmt.body, inner, types, defs, names)
+        elif isinstance(stmt, n.While):  # its trips are decided as it runs, as a loop's of runtime bounds
+            _block(stmt.body, where, types, defs, names)
         elif isinstance(stmt, n.If):
             _block(stmt.then_body, where.under(stmt.cond, True), types, defs, names)
             _block(stmt.else_body, where.under(stmt.cond, False), types, defs, names)

@@ -31,7 +31,7 @@ from pypto.lang import names as N
 from pypto.lang.assignments import Assignments
 from pypto.lang.axis_binds import AxisBinds
 from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
-from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
+from pypto.lang.calls import CallConverter, Inlined, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import Source
 from pypto.lang.bounds import check_bounds
@@ -144,6 +144,12 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
             self.expr_statement(node)
         elif isinstance(node, ast.For):
             self.for_(node, live_after)
+        elif isinstance(node, ast.While):
+            self.while_(node, live_after)
+        elif isinstance(node, (ast.Break, ast.Continue)):
+            word = "break" if isinstance(node, ast.Break) else "continue"
+            raise self.error(UnsupportedSyntaxError, node, f"'{word}' outside a loop body",
+                             hint="jump from a loop's body or from an if inside it")
         elif isinstance(node, ast.If):
             self.if_(node, live_after)
         elif isinstance(node, ast.With):
@@ -155,7 +161,7 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         else:
             raise self.error(
                 UnsupportedSyntaxError, node, f"Unsupported statement type: {type(node).__name__}",
-                hint="kernels are written with assignments, pl.range/pl.pipeline/pl.parallel loops, "
+                hint="kernels are written with assignments, pl.range/pl.pipeline/pl.parallel and while loops, "
                      "if statements, with pl.at(...) scopes and return",
             )
 
@@ -189,6 +195,10 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
             return self.yield_(node.value, None)
         if self._is_builtin_call(node.value, "dump_tag"):
             return self.dump_tag(node.value)
+        if self._is_builtin_call(node.value, "cond"):
+            raise self.error(UnsupportedSyntaxError, node, "pl.cond sets the condition of a pl.while_ loop, as "
+                             "the first statement of its body", hint="for (x,) in pl.while_(init_values=(x0,)):\n"
+                             "    pl.cond(x < n)")
         if not isinstance(node.value, ast.Call):
             raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",
                              hint="assign its value to a name, or remove it")
@@ -228,19 +238,10 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
                              f"unary '{OPERATOR_TEXT.get(type(node.op), '?')}' on a tile or tensor is not supported",
                              hint=f"write pl.neg({x}) (or pl.muls({x}, -1))" if isinstance(node.op, ast.USub)
                              else "kernels compute on tiles with pl.* ops")
-        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
-            self.sized_on_core(node.value, self.local_type(node.value))
-            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if self.element_read(node):  # t[i, j]: one element
-                x, t = self.var(node.value.id)
-                return self.checked_call(lookup("tensor.read"),
-                                         {"tensor": x, "indices": tuple(self.index(i, "an element index") for i in items)},
-                                         {"tensor": t}, node)
-            return self.slice(node, self.local_type(node.value))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), ArrayType):
             return self.array_element(node)
-        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
-            raise self.tile_slice_error(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
         if isinstance(node, ast.Name) and node.id in self.env:
             x, t = self.var(node.id)
             self.sized_on_core(node, t)
@@ -286,6 +287,10 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         if isinstance(t, Nothing):
             raise self.error(TypeCheckError, node, f"'{t.callee}' returns nothing, so there is no value to use here",
                              hint=f"call it as a statement: {ast.unparse(node)}")
+        if isinstance(t, Inlined):
+            names = ", ".join(f"v{k}" for k in range(len(t.values)))
+            raise self.error(TypeCheckError, node, f"'{t.callee}' returns {len(t.values)} values; unpack them into "
+                             "as many names", hint=f"{names} = {ast.unparse(node)}")
 
     def operand(self, node, hint: str = "t"):
         """An operand Expr: op results are bound to a fresh temporary first."""

@@ -46,11 +46,17 @@ class Lookups:
             ParseError, node,
             f"'{ref.name}' is {ref.what} bound at module level; the kernel source is re-parsed on "
             "its own, where such a variable is not in scope",
-            hint="write the declaration inline where it is used, e.g. "
-            "tile: pl.Tile[[64, 128], pl.FP32, pl.MemRef(\"ub\", slots=2)[i % 2], pl.Mem.Vec] = ...",
+            hint="write the annotation inline where it is used, e.g. "
+            "tile: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = ...",
         )
 
     def undefined(self, node: ast.Name) -> PyptoError:
+        ref = None if node.id in self.env else self.source.resolver.resolve(node.id)
+        if isinstance(ref, N.Declared):
+            return self.error(
+                ParseError, node, f"'{node.id}' is a pl.MemRef declaration: it says where a tile lives, and has no "
+                "value to compute with", hint=f"name it in a tile's annotation, e.g. t: pl.Tile[[64, 128], pl.FP32, "
+                f"{node.id}{f'[i % {ref.decl.slots}]' if ref.decl.slots > 1 else ''}, pl.Mem.Vec] = pl.load(...)")
         if node.id in self.dropped:
             d = self.dropped[node.id]
             return self.error(

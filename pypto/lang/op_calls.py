@@ -13,6 +13,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
 from pypto.ir.ops.registry import FOREIGN_KEYWORDS, SCALAR_FORMS, TENSOR_OPERAND_FORMS, keyword_form
 from pypto.ir.ops.pipes import POPS
+from pypto.ir.simplify import simplify
 from pypto.ir.ops.spmd import LANED, REGION_HINT, SPLITS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
@@ -83,7 +84,14 @@ class OpCalls:
         if meaning.name in ("aiv_shard", "aic_gather") and "mode" in keywords:
             raise self.error(TypeCheckError, keywords["mode"][1], f"pl.{meaning.name} does not take a mode: it "
                              "inherits the enclosing pl.split_aiv region's", hint=f"pl.{meaning.name}(x)")
+        clamp = self.load_clamp(keywords) if op.name == "tile.load" and "clamp" in keywords else False
         values, types = self.bind_args(op, thunks, keywords, node)
+        if clamp:
+            values["offsets"], values["valid_shape"] = self.clamped(values, types.get("tensor"))
+        if op.name == "array.create" and self.incore and values["dtype"] is DataType.TASK_ID:
+            raise self.error(ParseError, node, "pl.array.create of TaskIds is the orchestration's: tasks are "
+                             "submitted and awaited on the host, not on a core",
+                             hint="keep TaskIds in an array of the @pl.jit entry; a kernel's array holds integers")
         if op.name == "tile.store":
             values, types = self.lead_with_ones(values, types, node)
         if op.name in LANED:
@@ -119,6 +127,34 @@ class OpCalls:
         self.emit(n.Assign(ssa, t, call, span=self.span(node)))
         return {**values, "tile": n.Var(ssa)}, {**types, "tile": t}
 
+    def static_none(self, node) -> bool:
+        """Whether a name denotes None when compiling (a closure's ``valid_shape = None``)."""
+        if isinstance(node, ast.Name) and node.id in self.env:
+            return False
+        try:
+            return self.maybe_static(node) is None
+        except PyptoError:
+            return False
+
+    def load_clamp(self, keywords: dict) -> bool:
+        thunk, _ = keywords.pop("clamp")
+        return self.static_of(thunk.node, bool, "pl.load's clamp", hint="clamp=True")
+
+    @staticmethod
+    def clamped(values: dict, tensor) -> tuple:
+        """``pl.load(..., clamp=True)``: (offsets, valid shape) of the region read, which stops
+        at the tensor's end — each valid extent cut to what lies between the offset and the
+        edge, an offset past the edge brought back to it (nothing is read there)."""
+        wanted = values["valid_shape"] if values["valid_shape"] is not None else values["shapes"]
+        offsets = values["offsets"]
+        if not isinstance(tensor, TensorType) or len(wanted) != len(tensor.shape) or len(offsets) != len(tensor.shape):
+            return offsets, values["valid_shape"]  # (the load's own check says what is wrong)
+        dims = [d if isinstance(d, int) else None for d in tensor.shape]
+        valid = tuple(v if d is None else simplify(n.BinOp("max", n.Const(0), n.BinOp("min", v, n.BinOp(
+            "-", n.Const(d), o)))) for v, d, o in zip(wanted, dims, offsets))
+        at = tuple(o if d is None else simplify(n.BinOp("min", o, n.Const(d))) for o, d in zip(offsets, dims))
+        return at, valid
+
     def region_split(self, op: OpDef, split, x, node) -> int:
         """A tile crossing's split: its pl.split_aiv region's mode (as the reference encodes
         it), which a written ``split=`` must agree with."""
@@ -139,16 +175,24 @@ class OpCalls:
 
     def scalar_cast(self, thunks, keywords: dict, node):
         """``pl.cast(x, pl.INDEX)`` of a scalar: between integer types the value stays (a
-        scalar's value is its integer; the type says how it is used)."""
+        scalar's value is its integer; the type says how it is used); an integer to a float
+        type is the number it is, as a float (rounded to the type where it is used, as any
+        float scalar is)."""
         value, t = thunks[0].operand()
         target = thunks[1] if len(thunks) > 1 else keywords.get("target_type", (None,))[0]
         if target is None:
             raise self.error(TypeCheckError, node, "pl.cast takes the target dtype: pl.cast(x, pl.INDEX)")
         dtype = self.static_of(target.node, DataType, "pl.cast's target_type")
+        if dtype.is_float and (t.dtype.is_int or t.dtype.is_float):
+            if t.dtype.is_float:
+                return value, ScalarType(dtype)
+            folded = simplify(n.BinOp("*", value, n.Const(1.0)))  # (Python's int * 1.0 is the float of the int)
+            return folded, ScalarType(dtype)
         if not (t.dtype.is_int and dtype.is_int):
             raise self.error(UnsupportedSyntaxError, node,
-                             f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: only between "
-                             "integer types", hint="cast the tile the value is used with instead")
+                             f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: between "
+                             "integer types, or from a number to a float type",
+                             hint="cast the tile the value is used with instead")
         bits = 8 * dtype.nbytes
         (lo, hi), (to_lo, to_hi) = _int_range(t.dtype), _int_range(dtype)
         if bits >= 64 or to_lo <= lo and hi <= to_hi:
@@ -287,7 +331,8 @@ class OpCalls:
 
     def convert_arg(self, op: OpDef, p: ParamSpec, thunk: ArgThunk, node):
         what = f"{op.name}'s '{p.name}'"
-        if p.optional and isinstance(thunk.node, ast.Constant) and thunk.node.value is None:
+        if p.optional and (isinstance(thunk.node, ast.Constant) and thunk.node.value is None
+                           or isinstance(thunk.node, (ast.Name, ast.Attribute)) and self.static_none(thunk.node)):
             return None, None
         if p.kind is Kind.SCALAR and p.integer:
             e, t = thunk.operand()  # with its dtype (pl.cast(i, pl.INT32) says it), which an op may check

@@ -72,6 +72,8 @@ range = _DslName("range")  # noqa: A001  (the kernel language's own range)
 pipeline = _DslName("pipeline")
 parallel = _DslName("parallel")
 unroll = _DslName("unroll")
+while_ = _DslName("while_")
+cond = _DslName("cond")
 submit = _DslName("submit")
 scope = _DslName("scope")
 manual_scope = _DslName("manual_scope")
@@ -107,5 +109,5 @@ __all__ = [
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
     "parallel", "parse", "parse_program", "dim", "dump_tag",
-    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
+    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "while_", "cond", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]

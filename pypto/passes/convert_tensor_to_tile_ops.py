@@ -135,7 +135,7 @@ class _Converter:
         around = self.em.carried
         for k, stmt in enumerate(body):
             out.extend(self.stmt(stmt))
-            if isinstance(stmt, (n.For, n.If)) and not self.g.pure(stmt):
+            if isinstance(stmt, (*n.LOOPS, n.If)) and not self.g.pure(stmt):
                 # the whole tiles it gives are live beside the sinks after it while those read them
                 later = _computed_from(self.g, body[k + 1:])
                 self.em.carried += sum(self.vec_bytes(b.name) for b in stmt.results
@@ -157,10 +157,10 @@ class _Converter:
         if isinstance(stmt, n.Assign) and (isinstance(self.g.defs.get(stmt.target), Op)
                                            or stmt.target in self.g.aliases):
             return []  # computed where it is read
-        if isinstance(stmt, (n.For, n.If)):
+        if isinstance(stmt, (*n.LOOPS, n.If)):
             if self.g.pure(stmt):
                 return []
-            return self.loop(stmt) if isinstance(stmt, n.For) else self.branch(stmt)
+            return self.loop(stmt) if isinstance(stmt, n.LOOPS) else self.branch(stmt)
         if isinstance(stmt, n.Yield):
             pre, values, around = [], [], self.em.carried
             for v, tile in zip(stmt.values, self.carrying[-1]):
@@ -229,7 +229,7 @@ class _Converter:
 
     # ------------------------------------------------------------------ control flow that stores
 
-    def loop(self, stmt: n.For) -> list:
+    def loop(self, stmt) -> list:
         pre, iter_args, around = [], [], self.em.carried
         for a in stmt.iter_args:
             if self.g.computed(a.name):

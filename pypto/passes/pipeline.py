@@ -22,6 +22,7 @@ from pypto.ir.printer import print_program
 from pypto.ir.verifier import verify
 from pypto.passes import (
     allocate_memory_addr,
+    canonicalize_tile_slice,
     convert_tensor_to_tile_ops,
     fuse_create_assemble_to_slice,
     infer_tile_memory_space,
@@ -44,6 +45,7 @@ PIPELINE = (
     fuse_create_assemble_to_slice,
     convert_tensor_to_tile_ops,
     infer_tile_memory_space,
+    canonicalize_tile_slice,
     lower_pipeline_to_slots,
     lower_pipeline_loops,
     insert_alias_copies,

@@ -108,6 +108,11 @@ def tile_slice(tile: TileVal, shape, offset, valid_shape=None, pad_value=None):
     return out
 
 
+@impl("tile.extract")
+def tile_extract(src: TileVal, index_row, index_col, shape, target_memory):
+    return src.data[window(src.data.shape, (index_row, index_col), shape, "window", "tile")].clone()
+
+
 @impl("tile.assemble")
 def tile_assemble(target: TileVal, source: TileVal, offset):
     out = target.data.clone()

@@ -16,7 +16,7 @@ from pypto.ir.ops.pipes import PIPE_OPS
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANED
 from pypto.sim.clusters import Clusters
 from pypto.sim.tasks import Site, Tasks
-from pypto.ir.simplify import OPERATORS, SHIFTS
+from pypto.ir.simplify import DIVISIONS, OPERATORS, SHIFTS
 from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.lang.index_bounds import len_of
 from pypto.sim import numerics as num
@@ -115,6 +115,8 @@ class _Interpreter(Tasks, Clusters):
             self.value(s.value, None, env, s)
         elif isinstance(s, n.For):
             self.for_(s, env)
+        elif isinstance(s, n.While):
+            self.while_(s, env)
         elif isinstance(s, n.If):
             body = s.then_body if self.expr(s.cond, env, s) else s.else_body
             values = self.scoped(lambda: self.run_body(body, env), s.span, implicit=True)
@@ -173,6 +175,28 @@ class _Interpreter(Tasks, Clusters):
                     carried = values
                 if follow is not None:
                     follow.trip(k)
+        finally:
+            if follow is not None:
+                follow.close()
+        for b, v in zip(s.results, carried):
+            env[b.name] = v
+
+    def while_(self, s: n.While, env: dict) -> None:
+        carried = tuple(self.expr(a.init, env, s) for a in s.iter_args)
+        follow = progress.looping(progress.loop_at(s.span), None)  # (its trips are not known before it ends)
+        k = 0
+        try:
+            while True:
+                for a, v in zip(s.iter_args, carried):
+                    env[a.name] = v
+                if not self.expr(s.cond, env, s):
+                    break
+                values = self.scoped(lambda: self.run_body(s.body, env), s.span, implicit=True)
+                if s.iter_args:
+                    carried = values
+                if follow is not None:
+                    follow.trip(k)
+                k += 1
         finally:
             if follow is not None:
                 follow.close()
@@ -291,10 +315,10 @@ class _Interpreter(Tasks, Clusters):
             if e.op == "or":
                 return self.expr(e.lhs, env, stmt) or self.expr(e.rhs, env, stmt)
             lhs, rhs = self.expr(e.lhs, env, stmt), self.expr(e.rhs, env, stmt)
-            if e.op in ("//", "%"):
+            if e.op in DIVISIONS:
                 if rhs == 0:
                     raise ExecutionError(f"division by zero in '{e.op}'", span=getattr(stmt, "span", None))
-                return lhs // rhs if e.op == "//" else lhs % rhs
+                return OPERATORS[e.op](lhs, rhs)
             if e.op in SHIFTS and rhs < 0:
                 raise ExecutionError(f"a negative shift count ({rhs}) in '{e.op}'", span=getattr(stmt, "span", None))
             return OPERATORS[e.op](lhs, rhs)

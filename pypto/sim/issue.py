@@ -16,6 +16,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     SetFlag,
     WaitFlag,
@@ -23,12 +24,13 @@ from pypto.codegen.isa import (
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
-from pypto.ir.simplify import OPERATORS, SHIFTS
+from pypto.ir.simplify import DIVISIONS, OPERATORS, SHIFTS
 from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
 from pypto.lang.index_bounds import len_of
 from pypto.sim import progress
 from pypto.sim.affine import uniform_trips
-from pypto.sim.semantics import INDEX_HINT
+from pypto.ir.types import DataType
+from pypto.sim.semantics import IMPLS, INDEX_HINT, OutOfRange
 from pypto.sim.views import window_runs
 
 
@@ -175,6 +177,11 @@ class Issuer:
             elif isinstance(node, ScalarLoad):
                 self.env[node.name] = self.load_scalar(node)
                 self.pending += self.costs.scalar_gm_read
+            elif isinstance(node, ScalarArray):
+                self.env[node.name] = self.array(node)
+                self.pending += self.costs.scalar_issue
+            elif isinstance(node, Loop) and not node.bounded:
+                yield from self.while_loop(node, path)
             elif isinstance(node, Loop):
                 start, stop, step = (self.eval(e, node.span) for e in (node.start, node.stop, node.step))
                 if step <= 0:
@@ -221,6 +228,38 @@ class Issuer:
                 self.env[node.result] = d.value
             else:
                 yield self.issue(node, path + (node.pos,))
+
+    def while_loop(self, node: Loop, path: tuple):
+        """A while loop: its condition evaluated by the scalar unit before each trip. Its
+        trip count is known only when it ends, so no trip is skipped ahead (``steady``
+        needs the count): each is simulated."""
+        follow = progress.looping(f"{progress.loop_at(node.span)} on {self.core.name}", None)
+        k = 0
+        try:
+            while True:
+                self.pending += self.costs.branch
+                if not self.eval(node.cond, node.span):
+                    break
+                if follow is not None:
+                    follow.trip(k)
+                self.env[node.var] = k
+                self.pending += self.costs.loop_iteration
+                yield from self.block(node.body, path + (node.pos, k))
+                k += 1
+        finally:
+            if follow is not None:
+                follow.close()
+
+    def array(self, node: ScalarArray):
+        """What an array op on the scalar unit's stack gives (``pypto.sim.arrays``: the
+        interpreter's own semantics)."""
+        if node.op == "create":
+            return IMPLS["array.create"](node.args[0], DataType.INT32)
+        args = [self.eval(a, node.span) for a in node.args]
+        try:
+            return IMPLS[f"array.{node.op}"](*args)
+        except OutOfRange as exc:
+            raise SimulatorError(f"pl.array.{node.op}: {exc}", span=node.span, hint=exc.hint or INDEX_HINT) from None
 
     def issue(self, node, order: tuple, lane=None) -> Dyn:
         cost = self.pending + self.costs.scalar_issue
@@ -376,7 +415,7 @@ def _closure(e):
         if e.op == "or":
             return lambda env: a(env) or b(env)
         f, op = OPERATORS[e.op], e.op
-        if op in ("//", "%"):
+        if op in DIVISIONS:
             def divide(env):
                 x, y = a(env), b(env)
                 if y == 0:
@@ -469,6 +508,9 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         return c.vector_startup + repeats, 0, (("address", dst.addr), ("bytes", moved), ("repeats", repeats))
     if ins.mnemonic == "TRANSVIEW":  # the same bytes read in the other layout: nothing moves on hardware
         return 1, 0, (("address", dst.addr), ("bytes", dst.nbytes))
+    if ins.op == "tile.extract" and ins.pipe is not Pipe.VECTOR:  # only the window moves
+        bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
+        return max(1, math.ceil(dst.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", dst.nbytes))
     if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
         src = args["tile"]
         bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle

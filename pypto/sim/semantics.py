@@ -310,7 +310,9 @@ IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.cl
 
 
 IMPLS["tile.matmul"] = lambda lhs, rhs: num.matmul(lhs.data, rhs.data)
-IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs: num.matmul(lhs.data, rhs.data, acc.data)
+# where init_cond holds the MMAD starts afresh, as tile.matmul does (its init bit)
+IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs, init_cond=None: num.matmul(
+    lhs.data, rhs.data, None if init_cond else acc.data)
 # the bias row is where the accumulator starts
 IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: num.matmul(lhs.data, rhs.data, bias.data.expand(
     lhs.data.shape[0], -1))

@@ -10,7 +10,7 @@ from pypto.ir.nodes import Const
 from pypto.ir.ops.registry import Kind, OpArgs, argument, fail, fmt_shape, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype
-from pypto.ir.types import DataType, TileType, type_name
+from pypto.ir.types import DataType, ScalarType, TileType, type_name
 
 
 CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
@@ -79,12 +79,21 @@ def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
                    fmt_shape(acc.shape))
     if acc.dtype is not acc_dtype(lhs.dtype):
         raise fail("tile.matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
+    cond = a.types.get("init_cond")
+    if a["init_cond"] is not None and cond is not None and not (
+            isinstance(cond, ScalarType) and (cond.dtype.is_int or cond.dtype is DataType.BOOL)):
+        raise fail("tile.matmul_acc", "an init_cond that is a bool (or an integer) scalar", type_name(cond),
+                   "init_cond=(k0 == 0)")
     return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc, valid_shape=acc.valid_shape)
 
 
+# init_cond: where it holds (a split-K loop's first step, say) the MMAD overwrites the
+# accumulator instead of adding to it (the instruction's init bit, set by the scalar unit)
 register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
-                             P("rhs", Kind.TILE, spaces=(M.Right,))],
-         _infer_matmul_acc, doc="acc + Left x Right -> Acc", in_place=True, mnemonic="MMAD")
+                             P("rhs", Kind.TILE, spaces=(M.Right,)),
+                             P("init_cond", Kind.SCALAR, default=None, optional=True)],
+         _infer_matmul_acc, doc="acc + Left x Right -> Acc (Left x Right alone where init_cond holds)", in_place=True,
+         mnemonic="MMAD")
 
 
 def batch_shape(op: str, lhs: tuple, rhs: tuple) -> tuple:
