@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import ast
 
-from pypto.errors import TypeCheckError, UnsupportedSyntaxError
+from pypto.errors import ParseError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.affine import static_difference
 from pypto.ir.ops import lookup
 from pypto.ir.ops.registry import scalar_valued
-from pypto.ir.types import ScalarType, TensorType, TileType, type_name
+from pypto.ir.types import DataType, ScalarType, TensorType, TileType, type_name
 from pypto.lang import names as N
 
 ARITH = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
@@ -26,6 +26,10 @@ class Subscripts:
         """``arr[i]``: one element of an orchestration array."""
         self.require_incore(node, "array.get")
         arr, t = self.var(node.value.id)
+        if self.incore and t.dtype is DataType.TASK_ID:
+            raise self.error(ParseError, node, "pl.array.get is the orchestration's for an array of TaskIds: tasks are "
+                             "submitted and awaited on the host, not on a core",
+                             hint="read the TaskId in the @pl.jit entry, outside the pl.at scopes (deps=[...] takes it)")
         return self.checked_call(lookup("array.get"), {"array": arr, "index": self.index(node.slice, "an array index")},
                                  {"array": t}, node)
 
@@ -123,8 +127,8 @@ class Subscripts:
             shape.append(extent)
         if dropped and isinstance(t, TileType):
             axis = dropped[0]
-            raise self.error(TypeCheckError, sub, f"a tile's window is a slice on every axis; index {axis} is a "
-                             "scalar", hint=f"write the row or column as a slice of extent 1 "
+            raise self.error(TypeCheckError, sub, f"tile windows are written with start:stop slices on every axis; "
+                             f"index {axis} is a scalar", hint=f"write the row or column as a slice of extent 1 "
                                             f"({ast.unparse(items[axis])}:{ast.unparse(items[axis])} + 1)")
         if len(dropped) == len(shape):
             raise self.error(TypeCheckError, sub, "an index on every axis is one element, not a window",
