@@ -70,8 +70,8 @@ def pipeline(start, stop=None, step=1, *, stage, init_values=None):
     ``i``'s compute (VECTOR or CUBE) and stores (MTE3). The compiler rotates the buffers
     (LowerPipelineLoops, or LowerPipelineToSlots under ``memory_planner="PTOAS"``) and
     inserts the flags each slot needs; the result is bit for bit the ``pl.range`` one, in
-    fewer cycles. A pipeline deeper than the memory holds is refused (PH-MR-001) with the
-    depth that fits.
+    fewer cycles. A pipeline deeper than the memory holds gets the depth that fits, and
+    perf hint PH-MR-001 says so, with the lever.
 
     Example::
 
