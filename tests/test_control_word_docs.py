@@ -68,7 +68,7 @@ def test_a_control_word_documents_itself_and_refuses_to_run_on_the_host(name):
 @pytest.mark.parametrize("name, parameters", [
     ("range", ["start", "stop", "step", "init_values"]),
     ("pipeline", ["start", "stop", "step", "stage", "init_values"]),
-    ("at", ["level", "name_hint", "deps", "no_dep_args", "allow_early_resolve", "optimizations"]),
+    ("at", ["level", "name_hint", "deps", "no_dep_args", "allow_early_resolve", "optimizations", "dumps"]),
     ("spmd", ["core_num", "sync_start", "name_hint", "deps", "optimizations", "allow_early_resolve", "predicate"]),
     ("cluster", ["name_hint"]),
     ("split_aiv", ["lanes", "mode"]),

@@ -123,7 +123,7 @@ def yield_(*values):
 
 
 @_word("at")
-def at(*, level, name_hint="", deps=(), no_dep_args=(), allow_early_resolve=False, optimizations=()):
+def at(*, level, name_hint="", deps=(), no_dep_args=(), allow_early_resolve=False, optimizations=(), dumps=()):
     """An InCore scope: ``with pl.at(level=pl.Level.CORE_GROUP):``.
 
     What the body does runs on the cores of one cluster; the compiler outlines it into an
@@ -142,6 +142,8 @@ def at(*, level, name_hint="", deps=(), no_dep_args=(), allow_early_resolve=Fals
         allow_early_resolve: stage this task's consumers on cores while it runs.
         optimizations: ``[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)]``
             for a scope mixing cube and vector work.
+        dumps: tensors whose arguments the task dumps (checked and consumed: a simulated
+            device keeps no dumps).
     """
 
 
@@ -190,7 +192,7 @@ def manual_scope():
 
 
 @_word("submit")
-def submit(kernel, *args, deps=(), allow_early_resolve=False, predicate=None):
+def submit(kernel, *args, deps=(), allow_early_resolve=False, predicate=None, dumps=()):
     """A kernel call as a task, in a ``@pl.program`` orchestration: ``tid = pl.submit(self.k, a, out)``.
 
     The IR's form of a ``pl.at`` task (dumps print it): the value is the task's id, or
@@ -200,7 +202,8 @@ def submit(kernel, *args, deps=(), allow_early_resolve=False, predicate=None):
 
 
 @_word("spmd_submit")
-def spmd_submit(kernel, *args, core_num, sync_start=False, deps=(), allow_early_resolve=False, predicate=None):
+def spmd_submit(kernel, *args, core_num, sync_start=False, deps=(), allow_early_resolve=False, predicate=None,
+                dumps=()):
     """``pl.submit`` of ``core_num`` blocks: ``out, tid = pl.spmd_submit(self.k, a, out, core_num=8)``."""
 
 
@@ -250,13 +253,15 @@ def const(value, dtype):
 
 
 @_word("min")
-def min(a, b):
-    """The smaller of two index scalars (``pl.min(n - i, 16)``), computed when it runs."""
+def min(a, b, *more):
+    """The smallest of two or more index scalars (``pl.min(n - i, 16)``), computed when it
+    runs; Python's ``min`` is the same in kernel source."""
 
 
 @_word("max")
-def max(a, b):
-    """The larger of two index scalars (``pl.max(i - 1, 0)``), computed when it runs."""
+def max(a, b, *more):
+    """The largest of two or more index scalars (``pl.max(i - 1, 0)``), computed when it
+    runs; Python's ``max`` is the same in kernel source."""
 
 
 WORDS = {fn.__name__: fn for fn in (range, pipeline, parallel, unroll, yield_, at, spmd, cluster, scope, manual_scope,
