@@ -1,5 +1,5 @@
-"""The ``pypto`` command and the package around it: the README's "Seeing it" commands run
-as pasted, ``pypto clean`` removes only builds, a bad command is one line, and a wheel
+"""The ``pypto`` command and the package around it: the trace and memory-map how-to's
+commands run as pasted, ``pypto clean`` removes only builds, a bad command is one line, and a wheel
 built from the tree installs and runs the demo."""
 
 import importlib.util
@@ -17,7 +17,7 @@ import pypto
 from pypto import cli
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+SEEING_IT = (ROOT / "docs" / "how-to" / "trace-and-memory-map.md").read_text()
 
 
 def _pypto() -> list[str]:
@@ -30,8 +30,7 @@ def _run(args, cwd, timeout=300):
 
 
 def test_the_seeing_it_commands_run_as_pasted(tmp_path):
-    section = README.split("## Seeing it", 1)[1].split("\n## ", 1)[0]
-    block = re.findall(r"```bash\n(.*?)\n```", section, re.S)[0]
+    block = re.findall(r"```bash\n(.*?)\n```", SEEING_IT, re.S)[0]
     commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
     assert [c.split()[:2] for c in commands] == [["pypto", "demo"], ["pypto", "trace"], ["pypto", "memory-map"],
                                                ["pypto", "clean"]]

@@ -145,6 +145,10 @@ class ScopeMode(enum.Enum):
 
 
 class FunctionType(enum.Enum):
+    """What a function is: an ``Orchestration`` (host code submitting tasks), an ``InCore``
+    kernel (split by the compiler into ``AIC`` / ``AIV`` programs, or a ``Group`` of them),
+    an ``Inline`` helper, or ``Opaque`` (not yet classified). ``@pl.function(type=...)``."""
+
     Opaque = "Opaque"
     Orchestration = "Orchestration"
     InCore = "InCore"
@@ -169,6 +173,10 @@ class FunctionType(enum.Enum):
 
 
 class Level(enum.Enum):
+    """Where code runs, from one core up: ``AIV`` (a vector core), ``AIC`` (a cube core),
+    ``CORE_GROUP`` (one cluster: 1 AIC + 2 AIV — what ``pl.at(level=...)`` takes here),
+    ``CHIP_DIE``, ``CHIP`` and ``HOST`` (the orchestrator)."""
+
     AIV = "AIV"
     AIC = "AIC"
     CORE_GROUP = "CORE_GROUP"
@@ -212,6 +220,9 @@ class MaskPattern(enum.IntEnum):
 
 
 class PadValue(enum.Enum):
+    """What a tile's elements outside its valid shape read as: ``null`` (unspecified),
+    ``zero``, ``max`` or ``min`` of the dtype (``pl.TileView(pad=...)``, ``pl.fillpad(t, pad_value=...)``, ``pl.slice(..., pad_value=...)``)."""
+
     null = "null"
     zero = "zero"
     max = "max"

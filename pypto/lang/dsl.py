@@ -155,3 +155,10 @@ class MemRefConstructor(DslName):
 class TileViewConstructor(DslName):  # pl.TileView and pl.TensorView: read in annotations
     def __call__(self, *args, **kwargs) -> TypeAnnotation:
         return TypeAnnotation(f"{self!r}(...)")
+
+
+def documented(kind: type, name: str, doc: str) -> DslName:
+    """``pl.<name>`` as an instance of its own subclass of ``kind``, so that ``help()`` —
+    which documents an instance's class — shows ``doc`` rather than the kind's."""
+    cls = type(name, (kind,), {"__doc__": doc, "__module__": "pypto.language"})
+    return cls(name)

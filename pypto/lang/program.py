@@ -317,15 +317,29 @@ class FunctionDecl:
 
 
 def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None, auto_scope=True, attrs=None):
-    """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)`` /
-    ``@pl.function(type=pl.FunctionType.AIV, external_source="kernels/k.cpp")``."""
+    """A function of a ``@pl.program`` (the reference's class form): ``@pl.function``,
+    ``@pl.function(type=pl.FunctionType.InCore)``, ``type=pl.FunctionType.Orchestration``.
+
+    ``type`` says what it is: ``InCore`` (a kernel of the cores), ``AIC`` / ``AIV`` (one core
+    kind's, for hand-written pipes; ``attrs={"dual_aiv_dispatch": True}`` runs an AIV one on
+    both vector cores), ``Group`` (an AIC and an AIV function dispatched together),
+    ``Orchestration`` (host code submitting tasks), ``Opaque`` (left to the compiler).
+    ``auto_scope=False`` as for ``pl.jit``. A function backed by a hand-written kernel
+    (``external_source="k.cpp"``) can be declared but not run here: there is no AscendC
+    toolchain."""
     if fn is None:
         return lambda f: FunctionDecl(f, type, external_source, defining_scope(inspect.currentframe().f_back))
     return FunctionDecl(fn, type, external_source, defining_scope(inspect.currentframe().f_back))
 
 
 def program(cls) -> n.Program:
-    """``@pl.program``: the class's methods become an IR Program (parsed, never run)."""
+    """``@pl.program``: the class's ``@pl.function`` methods become one IR ``Program``
+    (parsed, never run), built when Python defines the class, from the values of that moment.
+
+    The last method is the entry. Methods call each other as ``self.k(a, out)`` (or
+    ``pl.submit(self.k, ...)`` for a task's id). Run it with ``pypto.runtime.run(program,
+    *tensors, config=...)`` or ``pypto.ir.compile(program)``; ``program.as_python()`` prints
+    it as DSL source that parses back."""
     caller = inspect.currentframe().f_back
     source, node = source_of(cls, line=caller.f_lineno if caller is not None else None)
     namespace = dict(vars(inspect.getmodule(cls) or object()))

@@ -8,11 +8,11 @@ decorators that turn a function or class into a kernel or a program.
 from pypto.ir.ops import UNIFIED as _UNIFIED
 from pypto.ir.types import DataType as _DataType
 from pypto.ir.types import AtomicType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
-from pypto.lang.dsl import DslName as _DslName
 from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
 from pypto.lang.dsl import OpNamespace as _OpNamespace
 from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
 from pypto.lang.dsl import TypeConstructor as _TypeConstructor
+from pypto.lang.dsl import documented as _documented
 from pypto.lang.op_reference import stand_in as _stand_in
 from pypto.lang.names import DynVar as _DynVar
 from pypto.lang.program import function, program
@@ -53,42 +53,57 @@ FP32 = _DataType.FP32
 INDEX = _DataType.INDEX
 TASK_ID = _DataType.TASK_ID
 
-Tensor = _TypeConstructor("Tensor")
-Tile = _TypeConstructor("Tile")
-Scalar = _TypeConstructor("Scalar")
-Array = _TypeConstructor("Array")
-Out = _TypeConstructor("Out")
-InOut = _TypeConstructor("InOut")
-MemRef = _MemRefConstructor("MemRef")
-TileView = _TileViewConstructor("TileView")
-TensorView = _TileViewConstructor("TensorView")
+Tensor = _documented(_TypeConstructor, "Tensor", """A tensor in global memory (GM): ``pl.Tensor`` or
+``pl.Tensor[[64, 128], pl.FP32]`` in a parameter's annotation.
+
+A bare ``pl.Tensor`` takes its shape and dtype from each call's torch tensor (the kernel is
+built once per shape and dtype); a written shape is checked at the call. Axes may be
+``pl.dynamic("M")``. A third entry, ``pl.TensorView(...)``, gives strides, a valid shape
+or a layout. A kernel parameter is read-only (``In``) unless it is ``pl.Out`` or ``pl.InOut``.""")
+Tile = _documented(_TypeConstructor, "Tile", """A tile in on-chip memory: ``pl.Tile[[16, 128], pl.FP32, pl.Mem.Vec]``.
+
+What ``pl.load`` and the tile ops give; as an annotation it may name its memory space
+(``pl.Mem.Vec``, ``Mat``, ``Left``, ``Right``, ``Acc``), a ``pl.MemRef(...)`` to place it,
+and a ``pl.TileView(valid_shape=..., pad=...)``. Unannotated tiles are placed by the
+compiler (InferTileMemorySpace, InitMemRef, AllocateMemoryAddr).""")
+Scalar = _documented(_TypeConstructor, "Scalar", """A scalar parameter or value: ``n: pl.Scalar[pl.INT32]``.
+
+Scalars live in the scalar unit's registers: loop bounds, offsets, ``pl.tensor.read``
+results. Index arithmetic on them takes ``+ - * // %`` and ``pl.min`` / ``pl.max``.""")
+Array = _documented(_TypeConstructor, "Array", """A small array of scalars in an orchestration:
+``tids = pl.array.create(n, pl.TASK_ID)``, updated as ``tids[i] = tid`` (functionally:
+carried through loops like any value).""")
+Out = _documented(_TypeConstructor, "Out", """A parameter the kernel writes: ``out: pl.Out[pl.Tensor]``.
+
+A caller's tensor that the kernel stores into (``pl.store``, ``pl.assemble``,
+``out[...] = x``). It must not share memory with any other tensor argument. In an
+orchestration a callee's ``pl.Out`` argument is ``OutputExisting``, or ``InOut`` when an
+earlier write or a sequential loop orders it (R-prior, R-seq, R-enclosing).""")
+InOut = _documented(_TypeConstructor, "InOut", """A parameter the kernel reads and writes:
+``acc: pl.InOut[pl.Tensor]`` (an in-place update: pass the tensor once). Its task waits for
+the producer of every byte it reads, then becomes the producer.""")
+MemRef = _documented(_MemRefConstructor, "MemRef", """A named place in on-chip memory for a tile:
+``pl.MemRef("ub")``, ``pl.MemRef("ub", address, size)``, or ``pl.MemRef("ub", slots=2)[i % 2]``.
+
+Written in a ``pl.Tile[...]`` annotation to place tiles yourself: tiles that name one
+MemRef share its bytes; ``slots=N`` makes N rotating buffers, one picked per use by an
+integer expression (the explicit form of ``pl.pipeline``). Name, address, size and slots are
+compile-time constants. The compiler's own MemRefs print as ``reusable=True`` in dumps.""")
+TileView = _documented(_TileViewConstructor, "TileView", """A tile's view in its annotation:
+``pl.TileView(valid_shape=[n, 128], pad=pl.PadValue.zero)`` — the rows and columns that hold
+data, and what the rest reads as.""")
+TensorView = _documented(_TileViewConstructor, "TensorView", """A tensor's view in its annotation:
+``pl.TensorView(stride=[64, 1], layout=pl.TensorLayout.ND, valid_shape=..., pad=...)``.""")
 
 tile = _OpNamespace("tile")
 tensor = _OpNamespace("tensor")
 array = _OpNamespace("array")
 system = _OpNamespace("system")
 
-range = _DslName("range")  # noqa: A001  (the kernel language's own range)
-pipeline = _DslName("pipeline")
-parallel = _DslName("parallel")
-unroll = _DslName("unroll")
-while_ = _DslName("while_")
-cond = _DslName("cond")
-submit = _DslName("submit")
-scope = _DslName("scope")
-manual_scope = _DslName("manual_scope")
-no_dep = _DslName("no_dep")
-at = _DslName("at")
-spmd = _DslName("spmd")
-spmd_submit = _DslName("spmd_submit")
-split = _DslName("split")
-cross_core_slot = _DslName("cross_core_slot")
-yield_ = _DslName("yield_")
-min = _DslName("min")  # noqa: A001
-max = _DslName("max")  # noqa: A001
-const = _DslName("const")
-dim = _DslName("dim")
-dump_tag = _DslName("dump_tag")
+# the control words: functions documented for help(), which only the front end reads
+from pypto.lang.control_words import (at, cluster, cond, const, cross_core_slot, dim, dump_tag, manual_scope, max, min,
+                                      no_dep, parallel, pipeline, range, scope, spmd, spmd_submit, split, split_aiv,
+                                      submit, unroll, while_, yield_)
 
 
 
@@ -108,6 +123,6 @@ __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
-    "parallel", "parse", "parse_program", "dim", "dump_tag",
-    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "while_", "cond", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
+    "parallel", "parse", "parse_program", "dim",
+    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "while_", "cond", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", "cluster", "split_aiv", "dump_tag", *sorted(_UNIFIED),
 ]

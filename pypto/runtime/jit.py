@@ -217,11 +217,39 @@ class _JitDecorator:
                     span=span, hint=f"drop the option: @{self.name}")
 
 
+class _JitIncore(_JitDecorator):
+    """``@pl.jit.incore``: a kernel that runs on the cores (an InCore function), called from
+    a ``@pl.jit`` entry as ``out = kernel(a, out)``; each call there is one task.
+
+    Its body is tile code (``pl.load``, tile ops, ``pl.store``) or tensor code the compiler
+    blocks into tiles. ``@pl.jit.incore(level=pl.Level.CHIP_DIE)`` is the one level it takes."""
+
+
+class _JitInline(_JitDecorator):
+    """``@pl.jit.inline``: a helper whose body is written into each kernel that calls it
+    (``y = helper(x, 2.0)``), at compile time. Unlike a kernel, it may take defaults and
+    keyword-only parameters, bound as Python binds them; ``auto_scope=`` as ``pl.jit``."""
+
+
 class _Jit(_JitDecorator):
+    """``@pl.jit``: a kernel entry, compiled on first call and run on the configured platform.
+
+    ``kernel(*tensors, config=RunConfig(platform="ref" | "a2a3sim"))`` compiles (once per
+    argument shapes, dtypes and the outside values the source reads) and runs it, writing its
+    ``pl.Out`` / ``pl.InOut`` tensors in place; ``kernel.compile(*args, config=...)`` returns
+    the ``CompiledProgram`` (``.run(*args)`` gives a ``RunReport``: cycles, per-task records),
+    ``kernel.lower(*args)`` the lowered ``Program``, ``kernel.specialize(*args)`` the
+    front end's. The body is parsed, never run: its scalar code and loops are the
+    orchestration (on the host), each ``pl.at`` scope or ``pl.jit.incore`` call a task on the
+    cores. ``@pl.jit(auto_scope=False)`` opens no runtime scope per loop trip and branch.
+
+    Family: ``pl.jit.incore`` (a kernel of the cores), ``pl.jit.inline`` (a helper written
+    into its callers); ``@pl.program`` / ``@pl.function`` are the reference's class form."""
+
     def __init__(self):
         super().__init__(FunctionType.Orchestration, "pl.jit")
-        self.incore = _JitDecorator(FunctionType.InCore, "pl.jit.incore")
-        self.inline = _JitDecorator(FunctionType.Inline, "pl.jit.inline")
+        self.incore = _JitIncore(FunctionType.InCore, "pl.jit.incore")
+        self.inline = _JitInline(FunctionType.Inline, "pl.jit.inline")
 
 
 jit = _Jit()

@@ -25,10 +25,11 @@ def _run(args, profile: Path) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def dom(page: Path, profile: Path, fragment: str = "") -> str:
-    """``fragment``: the URL's ``#...`` (a page's view, say)."""
-    done = _run(["--virtual-time-budget=5000", "--window-size=1400,900", "--dump-dom", page.resolve().as_uri() + fragment],
-                profile)
+def dom(page: Path | str, profile: Path, fragment: str = "") -> str:
+    """``page``: a file, or a URL (a page a local server serves); ``fragment``: the URL's
+    ``#...`` (a page's view, say)."""
+    url = page if isinstance(page, str) else page.resolve().as_uri()
+    done = _run(["--virtual-time-budget=5000", "--window-size=1400,900", "--dump-dom", url + fragment], profile)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
