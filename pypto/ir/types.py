@@ -168,6 +168,38 @@ class FunctionType(enum.Enum):
         return self.is_kernel or self is FunctionType.Opaque
 
 
+class NotifyOp(enum.IntEnum):
+    """How ``pld.system.notify`` deposits its value in the peer's signal cell."""
+
+    AtomicAdd = 0
+    Set = 1
+
+    def __repr__(self) -> str:
+        return f"pl.distributed.NotifyOp.{self.name}"
+
+
+class WaitCmp(enum.IntEnum):
+    """The predicate ``pld.system.wait`` blocks on: the cell equal to, or at least, the value."""
+
+    Eq = 0
+    Ge = 1
+
+    def __repr__(self) -> str:
+        return f"pl.distributed.WaitCmp.{self.name}"
+
+
+class ReduceOp(enum.IntEnum):
+    """How a collective combines the ranks' contributions."""
+
+    Sum = 0
+    Max = 1
+    Min = 2
+    Prod = 3
+
+    def __repr__(self) -> str:
+        return f"pl.distributed.ReduceOp.{self.name}"
+
+
 class Level(enum.Enum):
     AIV = "AIV"
     AIC = "AIC"
@@ -278,6 +310,9 @@ class TensorType:
     # statement runs; a kernel's parameters are static, and a call checks its tensor's.
     shape: tuple = attrs.field(converter=_extents)
     dtype: DataType
+    # ``pld.DistributedTensor``: a view of a window buffer every rank allocates alike, so a
+    # peer's copy is addressed by the same offsets (the cross-rank ops require one)
+    window: bool = attrs.field(default=False, kw_only=True)
 
     @property
     def nbytes(self) -> int:
@@ -400,7 +435,8 @@ def type_name(t) -> str:
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype}]"
     if isinstance(t, TensorType):
-        return f"Tensor[{'x'.join(map(dim_text, t.shape))} {t.dtype}]"
+        kind = "DistributedTensor" if t.window else "Tensor"
+        return f"{kind}[{'x'.join(map(dim_text, t.shape))} {t.dtype}]"
     if isinstance(t, TileType):
         space = f" {t.space.name}" if t.space is not None else ""
         return f"Tile[{'x'.join(map(str, t.shape))} {t.dtype}{space}]"

@@ -33,7 +33,9 @@ def arg_type(name: str, value, where=None):
             raise _error(f"argument '{name}' is on {value.device}; kernels run on CPU tensors here", where,
                          hint=f"pass {name}.cpu()" if value.device.type != "meta" else
                          "a meta tensor has no data: pass a CPU tensor")
-        return TensorType(tuple(value.shape), FROM_TORCH[value.dtype])
+        # a rank's view of a window buffer (``pypto.cluster.windows``): a pld.DistributedTensor
+        return TensorType(tuple(value.shape), FROM_TORCH[value.dtype],
+                          window=getattr(value, "_pypto_window", None) is not None)
     if isinstance(value, bool):
         return ScalarType(DataType.BOOL)
     if isinstance(value, int):

@@ -35,6 +35,9 @@ class Kind(enum.Enum):
     SPACE = "space"
     PAD = "pad"
     ATOMIC = "atomic"  # an AtomicType
+    NOTIFY = "notify_op"  # a NotifyOp
+    WAIT_CMP = "wait_cmp"  # a WaitCmp
+    REDUCE = "reduce_op"  # a ReduceOp
     BOOL = "bool"
     INT = "int"
     STR = "str"
@@ -154,6 +157,9 @@ class OpDef:
     # its result is a scalar whatever its operands (an element read, a core register): in an
     # expression it is index arithmetic, ``pl.tile.get_block_idx() * 16``
     scalar: bool = False
+    # the language module it is spelled under, past ``pl.``: "distributed." for the
+    # ``pld`` ops (``pl.distributed.system.notify`` is ``pld.system.notify``)
+    module: str = ""
 
     @property
     def has_effect(self) -> bool:
@@ -188,13 +194,13 @@ _OPS: dict[str, OpDef] = {}
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
              unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False,
-             updates: str | None = None, scalar: bool = False) -> OpDef:
+             updates: str | None = None, scalar: bool = False, module: str = "") -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
     if plane not in ("core", "orchestration", "both"):
         raise ValueError(f"op {name}: plane {plane!r}")
     op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane,
-               effect, updates, scalar)
+               effect, updates, scalar, module)
     _OPS[name] = op
     return op
 

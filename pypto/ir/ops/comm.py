@@ -1,0 +1,158 @@
+"""The ``pld`` ops a rank's InCore kernel runs against its peers (``pld.system.notify`` /
+``wait``, ``pld.tile.remote_load`` / ``remote_store``, the comm context's ``rank`` and
+``nranks``), and the host's window management, refused anywhere else.
+
+Every operand a peer addresses is a window-bound ``pld.DistributedTensor``: each rank
+allocated the window alike, so the same offsets name the same bytes on every rank. The
+refusals are the reference's: host-only vs InCore-only, the signal's dtype, the dtypes a
+remote atomic add takes, a region inside its window.
+"""
+
+from __future__ import annotations
+
+from pypto.backend import MemorySpace as M
+from pypto.backend import SoC
+from pypto.errors import TypeCheckError
+from pypto.ir.nodes import Const
+from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import ParamSpec as P
+from pypto.ir.ops.transfers import SHAPE_HINT, check_region
+from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, ScalarType, TensorType, TileType, type_name
+
+PLD = "distributed."  # spelled ``pl.distributed.<op>``, which is ``pld.<op>``
+WINDOW_HINT = ("pass a window-bound tensor: pld.window(buf, shape, dtype=...) in the host orchestrator, "
+               "received as a pld.DistributedTensor[...] parameter")
+
+
+def window_operand(op: str, a: OpArgs, name: str, role: str) -> TensorType:
+    """The op's window-bound operand, or the reference's refusal."""
+    t = a.type(name)
+    if not isinstance(t, TensorType) or not t.window:
+        raise fail(f"pld.{op}", f"a DistributedTensor {role} (window-bound)", type_name(t) if t else "a constant",
+                   WINDOW_HINT)
+    return t
+
+
+def _peer(op: str, a: OpArgs) -> None:
+    peer, t = a["peer"], a.type("peer")
+    if isinstance(peer, Const) and (not isinstance(peer.value, int) or isinstance(peer.value, bool)
+                                    or peer.value < 0) \
+            or isinstance(t, ScalarType) and not t.dtype.is_int:
+        raise fail(f"pld.{op}", "a non-negative integer peer rank", type_name(t) if t else repr(peer.value),
+                   "peer=(my_rank + 1) % nranks, with my_rank = pld.rank(pld.get_comm_ctx(dt))")
+
+
+def _cell(op: str, t: TensorType, offsets) -> None:
+    """One offset per axis of the signal, each constant one inside it."""
+    if len(offsets) != len(t.shape):
+        raise fail(f"pld.{op}", f"one offset per axis of the signal ({len(t.shape)})", f"{len(offsets)}",
+                   f"offsets=[{', '.join('0' for _ in t.shape)}]")
+    for axis, (o, extent) in enumerate(zip(offsets, t.shape)):
+        if isinstance(o, Const) and isinstance(extent, int) and not 0 <= o.value < extent:
+            raise fail(f"pld.{op}", f"an offset inside the signal's extent {extent} on axis {axis}", str(o.value),
+                       f"an offset in 0..{extent - 1}")
+
+
+def _signal(op: str, a: OpArgs, name: str) -> TensorType:
+    t = window_operand(op, a, name, "signal")
+    if t.dtype is not DataType.INT32:
+        raise fail(f"pld.{op}", "an INT32 signal", f"a {t.dtype.name} one",
+                   "allocate the signal window with dtype=pl.INT32")
+    return t
+
+
+def _integer(op: str, a: OpArgs, name: str) -> None:
+    v, t = a[name], a.type(name)
+    if isinstance(v, Const) and (isinstance(v.value, float) or isinstance(v.value, bool)) \
+            or isinstance(t, ScalarType) and not t.dtype.is_int:
+        raise fail(f"pld.{op}", f"an integer {name}", type_name(t) if t else repr(v.value),
+                   f"pass an int for {name}= (the signal cell is INT32)")
+
+
+def _infer_notify(a: OpArgs, soc: SoC):
+    t = _signal("system.notify", a, "target")
+    _peer("system.notify", a)
+    _cell("system.notify", t, a["offsets"])
+    _integer("system.notify", a, "value")
+    return None
+
+
+def _infer_wait(a: OpArgs, soc: SoC):
+    t = _signal("system.wait", a, "signal")
+    _cell("system.wait", t, a["offsets"])
+    _integer("system.wait", a, "expected")
+    return None
+
+
+def _infer_ctx(a: OpArgs, soc: SoC) -> ScalarType:
+    op = a.op.split(".", 1)[1]
+    t = a.type("ctx")
+    if not isinstance(t, TensorType) or not t.window:
+        raise fail(f"pld.system.{op}", "a CommCtx", type_name(t) if t else "a constant",
+                   "ctx = pld.get_comm_ctx(dt), dt a pld.DistributedTensor parameter")
+    return ScalarType(DataType.INT32)
+
+
+def _infer_remote_load(a: OpArgs, soc: SoC) -> TileType:
+    t = window_operand("tile.remote_load", a, "target", "target")
+    _peer("tile.remote_load", a)
+    shape = static_ints(a["shape"])
+    if shape is None or any(s <= 0 for s in shape):
+        raise fail("pld.tile.remote_load", "static positive tile shapes", fmt_shape(a["shape"]), SHAPE_HINT)
+    valid = a["valid_shape"]
+    if valid is not None:
+        check_valid("pld.tile.remote_load", valid, shape, "a valid shape inside the tile shape")
+    check_region("pld.tile.remote_load", t, a["offsets"], shape, what="region", valid=valid)
+    return TileType(shape=tuple(shape), dtype=t.dtype, space=M.Vec, valid_shape=None if valid is None else tuple(valid))
+
+
+def _infer_remote_store(a: OpArgs, soc: SoC):
+    tile: TileType = a.tile("tile")
+    t = window_operand("tile.remote_store", a, "target", "target")
+    _peer("tile.remote_store", a)
+    if tile.dtype is not t.dtype:
+        raise fail("pld.tile.remote_store", f"a {t.dtype.name} tile for the {t.dtype.name} window",
+                   f"a {tile.dtype.name} tile", f"pl.cast(tile, target_type=pl.{t.dtype.name}) first")
+    if a["atomic"] is AtomicType.Add:
+        if t.dtype not in ATOMIC_ADD_DTYPES:
+            raise fail("pld.tile.remote_store", "an fp32/bf16/fp16/int32/int16/int8 destination for atomic=Add",
+                       f"a {t.dtype.name} one", "store with atomic=pl.AtomicType.None_, or widen the window's dtype")
+        if t.dtype is DataType.BF16 and soc.name != "Ascend910B":
+            raise fail("pld.tile.remote_store", "the Ascend910B (A2/A3) profile for a bf16 atomic add",
+                       soc.name, "accumulate in an fp32 window")
+    check_region("pld.tile.remote_store", t, a["offsets"], tile.shape, what="region", valid=tile.valid_shape)
+    return None
+
+
+def _host_only(a: OpArgs, soc: SoC):
+    op = a.op.split(".", 1)[1]
+    raise TypeCheckError(f"pld.{op} is host-only: it runs in the @pl.jit.host orchestrator, which holds the world",
+                         hint="call it in the @pl.jit.host function and pass what it gives down as arguments "
+                              "(a rank as a scalar, a window as a pld.DistributedTensor)")
+
+
+_TARGET = P("target", Kind.TENSOR)
+_PEER = P("peer", Kind.SCALAR, integer=True)
+_OFFSETS = P("offsets", Kind.INDEX_LIST)
+
+register("system.notify", [_TARGET, _PEER, _OFFSETS, P("value", Kind.SCALAR), P("op", Kind.NOTIFY)], _infer_notify,
+         doc="deposit value in the peer rank's signal cell at offsets (op: AtomicAdd adds, Set overwrites); "
+             "side effect only", effect=True, mnemonic="TNOTIFY", module=PLD)
+register("system.wait", [P("signal", Kind.TENSOR), _OFFSETS, P("expected", Kind.SCALAR), P("cmp", Kind.WAIT_CMP)],
+         _infer_wait, doc="block until this rank's signal cell at offsets compares (Eq / Ge) with expected",
+         effect=True, mnemonic="TWAIT", module=PLD)
+register("system.rank", [P("ctx", Kind.TENSOR)], _infer_ctx, doc="this rank's index in the comm domain (INT32)",
+         scalar=True, module=PLD)
+register("system.nranks", [P("ctx", Kind.TENSOR)], _infer_ctx, doc="the number of ranks in the comm domain (INT32)",
+         scalar=True, module=PLD)
+register("tile.remote_load", [_TARGET, _PEER, _OFFSETS, P("shape", Kind.SHAPE),
+                              P("valid_shape", Kind.INDEX_LIST, default=None, optional=True)], _infer_remote_load,
+         doc="a Vec tile of the peer rank's copy of the window at offsets (valid_shape: the real part of a ragged "
+             "tail)", mnemonic="TGET", module=PLD)
+register("tile.remote_store", [P("tile", Kind.TILE, spaces=(M.Vec,)), _TARGET, _PEER, _OFFSETS,
+                               P("atomic", Kind.ATOMIC, AtomicType.None_)], _infer_remote_store,
+         doc="write the tile into the peer rank's copy of the window at offsets (atomic=Add accumulates there); "
+             "side effect only", effect=True, mnemonic="TPUT", module=PLD)
+for _name in ("world_size", "alloc_window_buffer", "window"):
+    register(f"{'system' if _name == 'world_size' else 'tensor'}.{_name}", [], _host_only,
+             doc="host-only: the @pl.jit.host orchestrator's", plane="orchestration", module=PLD)
