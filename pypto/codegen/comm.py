@@ -1,0 +1,40 @@
+"""The instructions of the ``pld`` ops: the comm context's registers, the signal unit's
+TNOTIFY / TWAIT on the scalar pipe, and the RMA transfers TGET (a peer's window into a Vec
+tile, on MTE2) and TPUT (a Vec tile into a peer's window, on MTE3). Each names the GM
+window it touches on this rank's side; which rank's copy moves is the peer operand, read
+by the scalar unit."""
+
+from __future__ import annotations
+
+from pypto.codegen.isa import Instr, ScalarAssign, TensorArg
+from pypto.ir import nodes as n
+from pypto.ir.ops import argument
+from pypto.backend import CoreKind, Pipe
+
+# the comm context's fields, read like the core's registers (``CommContext::rankId`` / ``rankNum``)
+COMM_REGISTERS = {"system.rank": "__comm_rank", "system.nranks": "__comm_nranks"}
+COMM_OPS = frozenset({"system.notify", "system.wait", "tile.remote_load", "tile.remote_store", *COMM_REGISTERS})
+
+
+def select(sel, call: n.Call, target: str | None, span) -> list:
+    """``sel``: the function's ``Selector`` (its buffers, GM tensors and owning cores)."""
+    if call.op in COMM_REGISTERS:
+        return [ScalarAssign(target, n.Var(COMM_REGISTERS[call.op]), span=span)]
+    if call.op in ("system.notify", "system.wait"):
+        name = "target" if call.op == "system.notify" else "signal"
+        tensor = sel.tensor(argument(call, name).name, span)
+        offsets = tuple(argument(call, "offsets"))
+        gm = sel.gm(tensor, offsets, tuple(1 for _ in offsets))
+        args = (TensorArg(tensor), *call.args[1:])
+        if call.op == "system.notify":  # the peer's cell: this rank's own GM is not written
+            return [Instr("TNOTIFY", Pipe.SCALAR, CoreKind.AIV, call.op, args, (), (), span, "")]
+        return [Instr("TWAIT", Pipe.SCALAR, CoreKind.AIV, call.op, args, (gm,), (), span, "")]
+    tensor = sel.tensor(argument(call, "target").name, span)
+    if call.op == "tile.remote_load":
+        dst = sel.buf(target)
+        args = (TensorArg(tensor), *call.args[1:])
+        return [Instr("TGET", Pipe.MTE2, CoreKind.AIV, call.op, args, (), (sel.loc(dst, CoreKind.AIV),), span,
+                      target, dst)]
+    src = sel.buf(argument(call, "tile").name)
+    args = (src, TensorArg(tensor), *call.args[2:])
+    return [Instr("TPUT", Pipe.MTE3, CoreKind.AIV, call.op, args, (sel.loc(src, CoreKind.AIV),), (), span, "")]
