@@ -52,6 +52,10 @@ class DataType(enum.Enum):
     def nbytes(self) -> int:
         return (self.bits + 7) // 8
 
+    def get_byte(self) -> int:
+        """The reference's spelling of ``nbytes`` (``pl.FP32.get_byte()`` sizes a window)."""
+        return self.nbytes
+
     @property
     def int_range(self) -> tuple[int, int] | None:
         """(least, greatest) value of an integer dtype; None for the others."""

@@ -68,8 +68,17 @@ def as_declared(params, names, args, where) -> tuple:
             a = _scalar(p, name, a, at)
         # Kernels are not differentiable: a tensor autograd tracks is read and written as the
         # storage it is (an input that requires grad; an output's in-place writes are not recorded).
-        out.append(a.detach() if isinstance(a, torch.Tensor) else a)
+        out.append(_detached(a) if isinstance(a, torch.Tensor) else a)
     return tuple(out)
+
+
+def _detached(a: torch.Tensor) -> torch.Tensor:
+    """The tensor as storage; a window view keeps its mark (a peer's copy is found by it)."""
+    d = a.detach()
+    tag = getattr(a, "_pypto_window", None)
+    if tag is not None:
+        d._pypto_window = tag
+    return d
 
 
 def _scalar(p: n.Param, name: str, a, at):

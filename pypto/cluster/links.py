@@ -1,0 +1,90 @@
+"""The simulated clock of each rank's cross-rank acts, on the interconnect of the SoC table
+(``Interconnect``): every ordered pair of ranks has a link whose transfers queue; a notify
+rides the same link (so it lands after the data its rank put there before it); a wait ends
+at the first poll after the notifies that satisfy it have landed. Cycles of the core clock.
+
+The ranks run one at a time (``baton``), not in simulated time, so a wait's end is found
+from the landing times of the notifies its cell received, replayed in time order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from pypto.backend.soc import Interconnect
+from pypto.ir.types import NotifyOp, WaitCmp
+
+
+@attrs.define
+class RankClock:
+    now: int = 0  # the rank's simulated cycle
+    comm: int = 0  # cycles its notifies and transfers took
+    waited: int = 0  # cycles its waits blocked it
+    sent: int = 0  # bytes it moved to or from peers
+    notifies: int = 0
+    waits: int = 0
+
+
+@attrs.frozen
+class Landing:
+    """A notify as the peer's cell receives it."""
+
+    time: int
+    op: NotifyOp
+    value: int
+    source: int  # the notifying rank
+
+
+class Links:
+    def __init__(self, nranks: int, figures: Interconnect):
+        self.figures = figures
+        self.clocks = [RankClock() for _ in range(nranks)]
+        self.free: dict[tuple[int, int], int] = {}  # (from, to) -> the cycle the link is free
+        self.landings: dict[tuple, list[Landing]] = {}  # a signal cell -> what reached it
+
+    def _send(self, src: int, dst: int, issuer: int, issue: int, nbytes: int) -> tuple[int, int]:
+        """(start, end of streaming) of ``nbytes`` from ``src`` to ``dst``, issued by ``issuer``."""
+        clock = self.clocks[issuer]
+        start = max(clock.now + issue, self.free.get((src, dst), 0))
+        end = start + math.ceil(nbytes / self.figures.link_bytes_per_cycle)
+        self.free[(src, dst)] = end
+        return start, end
+
+    def notify(self, rank: int, peer: int, cell: tuple, value: int, op: NotifyOp) -> None:
+        clock = self.clocks[rank]
+        start, end = self._send(rank, peer, rank, self.figures.notify_issue, 4)
+        self.landings.setdefault(cell, []).append(Landing(end + self.figures.latency, op, value, rank))
+        clock.comm += start - clock.now
+        clock.now = start
+        clock.notifies += 1
+
+    def transfer(self, rank: int, peer: int, nbytes: int, load: bool) -> None:
+        """A remote store streams from this rank (which goes on once it has sent it); a remote
+        load asks the peer and waits for the bytes to arrive."""
+        clock = self.clocks[rank]
+        src, dst = (peer, rank) if load else (rank, peer)
+        start, end = self._send(src, dst, rank, self.figures.rma_issue, nbytes)
+        done = end + (2 * self.figures.latency if load else 0)
+        clock.comm += done - clock.now
+        clock.now = done
+        clock.sent += nbytes
+
+    def waited(self, rank: int, cell: tuple, expected: int, cmp: WaitCmp, initial: int, update, satisfied) -> None:
+        """The rank's wait on its ``cell`` ends: at the first poll after the landing that made
+        it hold (replayed from ``initial`` in time order), at the earliest one poll from now."""
+        clock = self.clocks[rank]
+        value, when = initial, None
+        if satisfied(value, expected, cmp):
+            when = 0
+        for landing in sorted(self.landings.get(cell, ()), key=lambda x: (x.time, x.source)):
+            if when is not None:
+                break
+            value = update(value, landing.value, landing.op)
+            if satisfied(value, expected, cmp):
+                when = landing.time
+        end = max(clock.now, when if when is not None else clock.now) + self.figures.poll
+        clock.waited += end - clock.now
+        clock.now = end
+        clock.waits += 1
