@@ -1,4 +1,4 @@
-"""The instructions of the ``pld`` ops: the comm context's registers, the signal unit's
+"""The instructions of the ``pld`` ops: the comm context's fields (SLOADCTX), the signal unit's
 TNOTIFY / TWAIT on the scalar pipe, and the RMA transfers TGET (a peer's window into a Vec
 tile, on MTE2) and TPUT (a Vec tile into a peer's window, on MTE3). Each names the GM
 window it touches on this rank's side; which rank's copy moves is the peer operand, read
@@ -6,20 +6,22 @@ by the scalar unit."""
 
 from __future__ import annotations
 
-from pypto.codegen.isa import Instr, ScalarAssign, TensorArg
+from pypto.codegen.isa import Instr, TensorArg
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument
 from pypto.backend import CoreKind, Pipe
 
-# the comm context's fields, read like the core's registers (``CommContext::rankId`` / ``rankNum``)
-COMM_REGISTERS = {"system.rank": "__comm_rank", "system.nranks": "__comm_nranks"}
+# the comm context's fields (``CommContext::rankId`` / ``rankNum``)
+COMM_REGISTERS = ("system.rank", "system.nranks")
 COMM_OPS = frozenset({"system.notify", "system.wait", "tile.remote_load", "tile.remote_store", *COMM_REGISTERS})
 
 
 def select(sel, call: n.Call, target: str | None, span) -> list:
     """``sel``: the function's ``Selector`` (its buffers, GM tensors and owning cores)."""
-    if call.op in COMM_REGISTERS:
-        return [ScalarAssign(target, n.Var(COMM_REGISTERS[call.op]), span=span)]
+    if call.op in COMM_REGISTERS:  # the scalar unit reads the field of the rank's CommContext
+        ctx = sel.tensor(argument(call, "ctx").name, span)
+        return [Instr("SLOADCTX", Pipe.SCALAR, CoreKind.AIV, call.op, (TensorArg(ctx),), (), (), span, target,
+                      result=target)]
     if call.op in ("system.notify", "system.wait"):
         name = "target" if call.op == "system.notify" else "signal"
         tensor = sel.tensor(argument(call, name).name, span)
