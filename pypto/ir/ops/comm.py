@@ -137,10 +137,10 @@ _OFFSETS = P("offsets", Kind.INDEX_LIST)
 
 register("system.notify", [_TARGET, _PEER, _OFFSETS, P("value", Kind.SCALAR), P("op", Kind.NOTIFY)], _infer_notify,
          doc="deposit value in the peer rank's signal cell at offsets (op: AtomicAdd adds, Set overwrites); "
-             "side effect only", effect=True, mnemonic="TNOTIFY", module=PLD)
+             "side effect only", effect=True, module=PLD)
 register("system.wait", [P("signal", Kind.TENSOR), _OFFSETS, P("expected", Kind.SCALAR), P("cmp", Kind.WAIT_CMP)],
          _infer_wait, doc="block until this rank's signal cell at offsets compares (Eq / Ge) with expected",
-         effect=True, mnemonic="TWAIT", module=PLD)
+         effect=True, module=PLD)
 register("system.rank", [P("ctx", Kind.TENSOR)], _infer_ctx, doc="this rank's index in the comm domain (INT32)",
          scalar=True, module=PLD)
 register("system.nranks", [P("ctx", Kind.TENSOR)], _infer_ctx, doc="the number of ranks in the comm domain (INT32)",
