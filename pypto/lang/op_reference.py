@@ -226,7 +226,7 @@ def unified_doc(name: str) -> str:
 
 
 def op_doc(op: OpDef) -> str:
-    return _op_doc(op, f"pl.{spelled(op.name)}") + "\n"
+    return _op_doc(op, f"pl.{op.module}{spelled(op.name)}") + "\n"
 
 
 def stand_in(path: tuple[str, ...]):

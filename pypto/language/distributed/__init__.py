@@ -22,9 +22,19 @@ class _Namespace(_DslName):
 
         if name.startswith("__"):
             raise AttributeError(name)
-        if interpret(Path((*self.__pypto_path__, name))) is None:
+        from pypto.lang.names import Op
+        from pypto.lang.op_reference import stand_in
+
+        meaning = interpret(Path((*self.__pypto_path__, name)))
+        if meaning is None:
             raise AttributeError(f"pld.{self.__pypto_path__[1]} has no operation {name!r}")
-        return _DslName(*self.__pypto_path__, name)
+        if not isinstance(meaning, Op):
+            return _DslName(*self.__pypto_path__, name)
+        fn = stand_in(tuple(meaning.name.split(".")))  # documented from the registry
+        fn.__pypto_path__ = (*self.__pypto_path__, name)
+        fn.__qualname__ = "distributed." + meaning.name
+        fn.__module__ = "pypto.language.distributed"
+        return fn
 
 
 __pypto_path__ = ("distributed",)
