@@ -155,4 +155,4 @@ register("tile.remote_store", [P("tile", Kind.TILE, spaces=(M.Vec,)), _TARGET, _
              "side effect only", effect=True, mnemonic="TPUT", module=PLD)
 for _name in ("world_size", "alloc_window_buffer", "window"):
     register(f"{'system' if _name == 'world_size' else 'tensor'}.{_name}", [], _host_only,
-             doc="host-only: the @pl.jit.host orchestrator's", plane="orchestration", module=PLD)
+             doc="host-only: the @pl.jit.host orchestrator's", plane="both", module=PLD)

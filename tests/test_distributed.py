@@ -1,0 +1,418 @@
+"""Many chips (``pypto.language.distributed``): host orchestrators on a cluster of simulated
+ranks — windows, signals, remote loads and stores — through the public API; the reports a
+cluster alone can give (a deadlock's blocked ranks, cells and lines); the language's
+refusals, located; the dumps reading back."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+from pypto.cluster.cluster import DeadlockError
+from pypto.errors import CodegenError, ConfigError, PyptoError, TypeCheckError
+from pypto.ir.distributed_compiled_program import DistributedConfig
+from pypto.runtime import DistributedWorker, RunConfig
+
+NR = pl.dynamic("NR")
+SIZE = 64
+ROWS, COLS = 8, 8
+
+
+def _config(n: int, platform: str = "ref") -> RunConfig:
+    return RunConfig(platform=platform, distributed_config=DistributedConfig(device_ids=list(range(n))))
+
+
+def _line(fn, text: str) -> int:
+    """The file line of the first line of ``fn``'s source holding ``text``."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if text in line)
+
+
+# ----------------------------------------------------------------------------- the mesh allreduce
+
+
+@pl.jit.incore
+def reduce_step(
+    inp: pl.Tensor[[1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+    signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]],
+) -> pl.Tensor[[1, SIZE], pl.FP32]:
+    ctx = pld.get_comm_ctx(data)
+    my_rank = pld.rank(ctx)
+    nranks = pld.nranks(ctx)
+    local = pl.load(inp, [0, 0], [1, SIZE])
+    data = pl.store(local, [0, 0], data)
+    for peer in pl.range(nranks):
+        if peer != my_rank:
+            pld.system.notify(signal, peer=peer, offsets=[my_rank, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+    for src in pl.range(nranks):
+        if src != my_rank:
+            pld.system.wait(signal, offsets=[src, 0], expected=1, cmp=pld.WaitCmp.Ge)
+    acc = pl.load(data, [0, 0], [1, SIZE])
+    for peer in pl.range(nranks):
+        if peer != my_rank:
+            peer_tile = pld.tile.remote_load(data, peer=peer, offsets=[0, 0], shape=[1, SIZE])
+            acc = pl.add(acc, peer_tile)
+    return pl.store(acc, [0, 0], out)
+
+
+@pl.jit
+def reduce_orch(
+    inp: pl.Tensor[[1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+    signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]],
+) -> pl.Tensor[[1, SIZE], pl.FP32]:
+    return reduce_step(inp, out, data, signal)
+
+
+@pl.jit.host
+def allreduce(
+    inputs: pl.Tensor[[NR, 1, SIZE], pl.FP32],
+    outputs: pl.Out[pl.Tensor[[NR, 1, SIZE], pl.FP32]],
+) -> pl.Tensor[[NR, 1, SIZE], pl.FP32]:
+    data_buf = pld.alloc_window_buffer(SIZE * pl.FP32.get_byte())
+    signal_buf = pld.alloc_window_buffer([pld.world_size(), 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        data = pld.window(data_buf, [1, SIZE], dtype=pl.FP32)
+        signal = pld.window(signal_buf, [pld.world_size(), 1], dtype=pl.INT32)
+        reduce_orch(inputs[r], outputs[r], data, signal, device=r)
+    return outputs
+
+
+def _mesh_sum(x: torch.Tensor, r: int) -> torch.Tensor:
+    """Rank r's sum, in its kernel's order: its own row, then each peer's in rank order."""
+    acc = x[r].clone()
+    for p in range(x.shape[0]):
+        if p != r:
+            acc = acc + x[p]
+    return acc
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(2, 6), seed=st.integers(0, 2**31 - 1))
+def test_mesh_allreduce_gives_every_rank_the_sum_in_its_own_order(n, seed):
+    x = torch.randn(n, 1, SIZE, generator=torch.Generator().manual_seed(seed))
+    out = torch.zeros_like(x)
+    report = allreduce.compile(config=_config(n)).run(x, out)
+    for r in range(n):
+        assert torch.equal(out[r], _mesh_sum(x, r)), r
+    # each rank: a notify and a wait per peer, a remote load of each peer's row
+    for rank in report.ranks:
+        assert (rank.clock.notifies, rank.clock.waits, rank.clock.sent) == (n - 1, n - 1, (n - 1) * SIZE * 4)
+        assert rank.clock.now == rank.clock.comm + rank.clock.waited  # (ref: the cores' work takes no time)
+    assert report.eff_us == max(r.eff_us for r in report.ranks) > 0
+
+
+def test_the_quickstart_call_form_writes_the_outputs_in_place():
+    x = torch.tensor([[[1.0] * SIZE], [[10.0] * SIZE]])
+    out = torch.zeros_like(x)
+    allreduce(x, out, config=_config(2))
+    assert torch.equal(out, torch.full_like(x, 11.0))
+
+
+def test_a_cross_rank_kernel_is_refused_on_the_simulated_chip_where_its_op_is_written():
+    with pytest.raises(CodegenError, match="cross-rank instruction") as info:
+        allreduce(torch.zeros(2, 1, SIZE), torch.zeros(2, 1, SIZE), config=_config(2, "a2a3sim"))
+    assert info.value.span.line == _line(reduce_step.fn, "pld.rank(ctx)")
+    assert "platform='ref'" in info.value.hint
+
+
+# ----------------------------------------------------------------------------- signals, deadlocks
+
+
+@pl.jit.incore
+def handshake_step(
+    out: pl.Out[pl.Tensor[[1, 1], pl.INT32]],
+    signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+    peer: pl.Scalar[pl.INT32],
+    tag: pl.Scalar[pl.INT32],
+    expected: pl.Scalar[pl.INT32],
+) -> pl.Tensor[[1, 1], pl.INT32]:
+    pld.system.notify(target=signal, peer=peer, offsets=[0, 0], value=tag, op=pld.NotifyOp.AtomicAdd)
+    pld.system.wait(signal=signal, offsets=[0, 0], expected=expected, cmp=pld.WaitCmp.Ge)
+    val: pl.Scalar[pl.INT32] = pl.read(signal, [0, 0])
+    pl.write(out, [0, 0], val)
+    return out
+
+
+@pl.jit
+def handshake_orch(
+    out: pl.Out[pl.Tensor[[1, 1], pl.INT32]],
+    signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+    peer: pl.Scalar[pl.INT32],
+    tag: pl.Scalar[pl.INT32],
+    expected: pl.Scalar[pl.INT32],
+) -> pl.Tensor[[1, 1], pl.INT32]:
+    return handshake_step(out, signal, peer, tag, expected)
+
+
+@pl.jit.host
+def handshake(outputs: pl.Out[pl.Tensor[[NR, 1, 1], pl.INT32]], expected: pl.Scalar[pl.INT32]):
+    signal_buf = pld.alloc_window_buffer(pl.INT32.get_byte())
+    for r in pl.range(pld.world_size()):
+        signal = pld.window(signal_buf, [1, 1], dtype=pl.INT32)
+        handshake_orch(outputs[r], signal, (r + 1) % pld.world_size(), r + 1, expected, device=r)
+    return outputs
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_a_ring_of_notifies_reaches_each_rank_from_the_one_before(n):
+    out = torch.zeros(n, 1, 1, dtype=torch.int32)
+    handshake(out, 1, config=_config(n))
+    assert out.flatten().tolist() == [(r - 1) % n + 1 for r in range(n)]
+
+
+def test_a_wait_no_notify_can_satisfy_is_a_deadlock_report_naming_each_rank_cell_and_line():
+    out = torch.zeros(2, 1, 1, dtype=torch.int32)
+    with pytest.raises(DeadlockError) as info:
+        handshake(out, 5, config=_config(2))  # each cell only ever reaches its one notifier's tag
+    err = info.value
+    line = _line(handshake_step.fn, "pld.system.wait(")
+    assert err.span.line == line
+    text = str(err)
+    assert f"rank 0 waits at {err.span.file}:{line} for signal_buf[0, 0] >= 5; it holds 2" in text
+    assert f"rank 1 waits at {err.span.file}:{line} for signal_buf[0, 0] >= 5; it holds 1" in text
+    assert "peer=" in err.hint
+
+
+@pl.jit.host
+def lonely_handshake(outputs: pl.Out[pl.Tensor[[NR, 1, 1], pl.INT32]]):
+    signal_buf = pld.alloc_window_buffer(pl.INT32.get_byte())
+    for r in pl.range(pld.world_size()):
+        signal = pld.window(signal_buf, [1, 1], dtype=pl.INT32)
+        handshake_orch(outputs[r], signal, r, 1, 1, device=r)  # each rank notifies itself
+    handshake_orch(outputs[0], pld.window(signal_buf, [1, 1], dtype=pl.INT32), 1, 0, 2, device=0)
+    return outputs
+
+
+def test_a_missing_notify_blocks_only_the_rank_that_waits_for_it():
+    with pytest.raises(DeadlockError) as info:
+        lonely_handshake(torch.zeros(2, 1, 1, dtype=torch.int32), config=_config(2))
+    text = str(info.value)
+    assert "rank 0 waits at" in text and ">= 2; it holds 1" in text and "rank 1 waits" not in text
+
+
+def test_a_persistent_worker_zeroes_its_retained_windows_before_each_dispatch():
+    compiled = handshake.compile(config=_config(2))
+    out = torch.zeros(2, 1, 1, dtype=torch.int32)
+    with compiled.prepare(persistent=True) as worker:
+        assert isinstance(worker, DistributedWorker)
+        for _ in range(3):
+            out.zero_()
+            worker(out, 1)
+            assert out.flatten().tolist() == [2, 1]
+        handle = worker.submit(compiled, out, 1)
+        assert handle.done and handle.result().eff_us > 0
+    with pytest.raises(PyptoError, match="closed"):
+        worker(out, 1)
+
+
+# ----------------------------------------------------------------------------- remote stores
+
+
+@pl.jit.incore
+def shift_step(
+    inp: pl.Tensor[[1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+    signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+) -> pl.Tensor[[1, SIZE], pl.FP32]:
+    ctx = pld.get_comm_ctx(data)
+    nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+    tile = pl.load(inp, [0, 0], [1, SIZE])
+    pld.remote_store(tile, data, nxt, [0, 0])
+    pld.system.notify(signal, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)
+    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Eq)
+    got = pl.load(data, [0, 0], [1, SIZE])
+    return pl.store(got, [0, 0], out)
+
+
+@pl.jit
+def shift_orch(
+    inp: pl.Tensor[[1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+    signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+) -> pl.Tensor[[1, SIZE], pl.FP32]:
+    return shift_step(inp, out, data, signal)
+
+
+@pl.jit.host
+def shift(inputs: pl.Tensor[[NR, 1, SIZE], pl.FP32], outputs: pl.Out[pl.Tensor[[NR, 1, SIZE], pl.FP32]]):
+    data_buf = pld.tensor.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+    signal_buf = pld.tensor.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    data = pld.tensor.window(data_buf, [1, SIZE], dtype=pl.FP32)
+    signal = pld.tensor.window(signal_buf, [1, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        shift_orch(inputs[r], outputs[r], data, signal, device=r)
+    return outputs
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(2, 7), seed=st.integers(0, 2**31 - 1))
+def test_a_remote_store_then_notify_hands_each_rank_its_predecessors_row(n, seed):
+    x = torch.randn(n, 1, SIZE, generator=torch.Generator().manual_seed(seed))
+    out = torch.zeros_like(x)
+    report = shift.compile(config=_config(n)).run(x, out)
+    assert torch.equal(out, torch.roll(x, 1, 0))
+    # the notify rides the link behind the row it follows: no wait ends before the row has landed
+    assert all(r.clock.sent == SIZE * 4 and r.clock.waited > 0 for r in report.ranks)
+
+
+# ----------------------------------------------------------------------------- one chip per rank, unchanged
+
+
+@pl.jit.incore
+def add_rank(x: pl.Tensor[[ROWS, COLS], pl.FP32], y: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+             rank: pl.Scalar[pl.FP32]):
+    tile = pl.load(x, [0, 0], [ROWS, COLS])
+    tile = pl.add(tile, rank)
+    y = pl.store(tile, [0, 0], y)
+    return y
+
+
+@pl.jit
+def per_rank(x: pl.Tensor, y: pl.Out[pl.Tensor], rank: pl.Scalar[pl.FP32]):
+    return add_rank(x, y, rank)
+
+
+@pl.jit.host
+def hello_rank(x: pl.Tensor[[NR, ROWS, COLS], pl.FP32], y: pl.Out[pl.Tensor[[NR, ROWS, COLS], pl.FP32]]):
+    for r in pl.range(pld.world_size()):
+        per_rank(x[r], y[r], r, device=r)
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_hello_rank_runs_each_rank_on_its_platform_with_the_same_bits(platform):
+    x = torch.randn(2, ROWS, COLS, generator=torch.Generator().manual_seed(7))
+    y = torch.zeros_like(x)
+    compiled = hello_rank.compile(x, y, config=_config(2, platform))
+    compiled(x, y, config=RunConfig(platform=platform))
+    assert torch.equal(y, x + torch.arange(2, dtype=torch.float32).view(2, 1, 1))
+    kernels = [rep for _, rep in compiled.run(x, y).reports]
+    assert len(kernels) == 2 and (platform == "ref" or all(k.cycles > 0 for k in kernels))
+
+
+# ----------------------------------------------------------------------------- the language's refusals
+
+
+def _refused(kernel, *args, match: str, line_text: str, error=TypeCheckError):
+    with pytest.raises(error, match=match) as info:
+        kernel.specialize(*args)
+    assert info.value.span is not None and info.value.span.line == _line(kernel.fn, line_text)
+    assert info.value.hint
+    return info.value
+
+
+def _window(shape, dtype=torch.float32) -> torch.Tensor:
+    from pypto.cluster.windows import WindowBuffer, WindowView
+    from pypto.sim.numerics import FROM_TORCH
+
+    view = WindowView(WindowBuffer.allocate("w", 4096, 2), tuple(shape), FROM_TORCH[dtype])
+    return view.on(0)
+
+
+@pl.jit.incore
+def notify_plain(sig: pl.InOut[pl.Tensor[[1, 1], pl.INT32]]):
+    pld.system.notify(sig, peer=1, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)
+    return sig
+
+
+@pl.jit.incore
+def wait_float(sig: pl.InOut[pld.DistributedTensor[[1, 1], pl.FP32]]):
+    pld.system.wait(sig, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Eq)
+    return sig
+
+
+@pl.jit.incore
+def atomic_bool(t: pl.Tensor[[1, 32], pl.INT8], d: pl.InOut[pld.DistributedTensor[[1, 32], pl.UINT8]]):
+    tile = pl.load(t, [0, 0], [1, 32])
+    pld.tile.remote_store(pl.cast(tile, target_type=pl.UINT8), d, 1, [0, 0], atomic=pl.AtomicType.Add)
+    return d
+
+
+@pl.jit.incore
+def world_in_kernel(d: pl.InOut[pld.DistributedTensor[[1, 32], pl.FP32]]):
+    n = pld.world_size()
+    pl.write(d, [0, 0], pl.cast(n, target_type=pl.FP32))
+    return d
+
+
+@pl.jit.incore
+def load_outside(d: pl.InOut[pld.DistributedTensor[[1, 32], pl.FP32]], out: pl.Out[pl.Tensor[[1, 32], pl.FP32]]):
+    tile = pld.remote_load(d, peer=1, offsets=[0, 16], shape=[1, 32])
+    return pl.store(tile, [0, 0], out)
+
+
+def test_the_references_refusals_are_located_errors_with_hints():
+    _refused(notify_plain, torch.zeros(1, 1, dtype=torch.int32), match="DistributedTensor signal",
+             line_text="pld.system.notify(")
+    _refused(wait_float, _window([1, 1]), match="an INT32 signal", line_text="pld.system.wait(")
+    _refused(atomic_bool, torch.zeros(1, 32, dtype=torch.int8), _window([1, 32], torch.uint8),
+             match="destination for atomic=Add", line_text="pld.tile.remote_store(")
+    _refused(world_in_kernel, _window([1, 32]), match="host-only", line_text="pld.world_size()")
+    _refused(load_outside, _window([1, 32]), torch.zeros(1, 32), match="outside the tensor",
+             line_text="pld.remote_load(", error=PyptoError)
+
+
+def test_a_plain_tensor_for_a_distributed_parameter_is_refused_at_the_parameter():
+    with pytest.raises(PyptoError, match="window-bound pld.DistributedTensor") as info:
+        wait_float.specialize(torch.zeros(1, 1))
+    assert "pld.window" in info.value.hint
+
+
+@pl.jit.host
+def dispatch_incore(x: pl.Tensor[[NR, ROWS, COLS], pl.FP32], y: pl.Out[pl.Tensor[[NR, ROWS, COLS], pl.FP32]]):
+    for r in pl.range(pld.world_size()):
+        add_rank(x[r], y[r], r, device=r)
+
+
+@pl.jit.host
+def no_device(x: pl.Tensor[[NR, ROWS, COLS], pl.FP32], y: pl.Out[pl.Tensor[[NR, ROWS, COLS], pl.FP32]]):
+    for r in pl.range(pld.world_size()):
+        per_rank(x[r], y[r], r)
+
+
+@pytest.mark.parametrize("host, match, text", [
+    (dispatch_incore, "per-device @pl.jit function", "add_rank(x[r]"),
+    (no_device, "device=", "per_rank(x[r]"),
+])
+def test_a_host_orchestrators_mistakes_are_located(host, match, text):
+    x = torch.zeros(2, ROWS, COLS)
+    with pytest.raises(PyptoError, match=match) as info:
+        host(x, torch.zeros_like(x), config=_config(2))
+    assert info.value.span.line == _line(host.fn, text)
+
+
+def test_a_host_orchestrator_needs_the_devices():
+    with pytest.raises(ConfigError, match="names none"):
+        hello_rank.compile(config=RunConfig(platform="ref"))
+
+
+# ----------------------------------------------------------------------------- the dumps
+
+
+def test_a_lowered_rank_program_prints_as_text_that_reads_back_to_it():
+    args = (torch.zeros(1, SIZE), torch.zeros(1, SIZE), _window([1, SIZE]), _window([2, 1], torch.int32))
+    for program in (reduce_orch.specialize(*args), reduce_orch.lower(*args)):
+        text = program.as_python()
+        assert "pl.distributed.system.notify(" in text and "pl.distributed.DistributedTensor[[1, 64]" in text
+        assert pl.parse_program(text).as_python() == text
+
+
+def test_every_pld_op_a_kernel_runs_has_its_meaning_and_the_host_ones_are_refused_in_kernels():
+    from pypto.ir.ops import all_ops
+    from pypto.sim.comm import COMM_OPS
+    from pypto.sim.semantics import IMPLS
+
+    ops = {op.name for op in all_ops() if op.module}
+    assert COMM_OPS <= ops and COMM_OPS <= set(IMPLS)
+    assert ops - COMM_OPS == {"system.world_size", "tensor.alloc_window_buffer", "tensor.window"}
