@@ -53,20 +53,22 @@ class Links:
         return start, end
 
     def notify(self, rank: int, peer: int, cell: tuple, value: int, op: NotifyOp) -> None:
+        """Issued, it rides the link behind what the rank sent there before; the rank goes on."""
         clock = self.clocks[rank]
-        start, end = self._send(rank, peer, rank, self.figures.notify_issue, 4)
+        _, end = self._send(rank, peer, rank, self.figures.notify_issue, 4)
         self.landings.setdefault(cell, []).append(Landing(end + self.figures.latency, op, value, rank))
-        clock.comm += start - clock.now
-        clock.now = start
+        clock.comm += self.figures.notify_issue
+        clock.now += self.figures.notify_issue
         clock.notifies += 1
 
     def transfer(self, rank: int, peer: int, nbytes: int, load: bool) -> None:
-        """A remote store streams from this rank (which goes on once it has sent it); a remote
-        load asks the peer and waits for the bytes to arrive."""
+        """A remote store is issued and streams on its link while the rank goes on (its DMA
+        queue is not bounded here; what the rank sends after it on that link queues behind
+        it); a remote load asks the peer and waits for the bytes to arrive."""
         clock = self.clocks[rank]
         src, dst = (peer, rank) if load else (rank, peer)
         start, end = self._send(src, dst, rank, self.figures.rma_issue, nbytes)
-        done = end + (2 * self.figures.latency if load else 0)
+        done = end + 2 * self.figures.latency if load else clock.now + self.figures.rma_issue
         clock.comm += done - clock.now
         clock.now = done
         clock.sent += nbytes
