@@ -1,6 +1,6 @@
 """The simulated clock of each rank's cross-rank acts, on the interconnect of the SoC table
-(``Interconnect``): every ordered pair of ranks has a link whose transfers queue; a notify
-rides the same link (so it lands after the data its rank put there before it); a wait ends
+(``Interconnect``): every ordered pair of ranks has a link, on which transfers take turns;
+a notify rides the same link (so it lands after the data its rank put there before it); a wait ends
 at the first poll after the notifies that satisfy it have landed. Cycles of the core clock.
 
 The ranks run one at a time (``baton``), not in simulated time, so a wait's end is found
@@ -9,6 +9,7 @@ from the landing times of the notifies its cell received, replayed in time order
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import attrs
@@ -41,16 +42,25 @@ class Links:
     def __init__(self, nranks: int, figures: Interconnect):
         self.figures = figures
         self.clocks = [RankClock() for _ in range(nranks)]
-        self.free: dict[tuple[int, int], int] = {}  # (from, to) -> the cycle the link is free
+        # (from, to) -> the link's busy intervals, sorted. The ranks run one at a time, not in
+        # simulated time, so a transfer takes the first gap that fits it at or after its issue
+        # rather than queueing behind whatever a rank that ran earlier booked later
+        self.busy: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.landings: dict[tuple, list[Landing]] = {}  # a signal cell -> what reached it
 
     def _send(self, src: int, dst: int, issuer: int, issue: int, nbytes: int) -> tuple[int, int]:
         """(start, end of streaming) of ``nbytes`` from ``src`` to ``dst``, issued by ``issuer``."""
         clock = self.clocks[issuer]
-        start = max(clock.now + issue, self.free.get((src, dst), 0))
-        end = start + math.ceil(nbytes / self.figures.link_bytes_per_cycle)
-        self.free[(src, dst)] = end
-        return start, end
+        length = math.ceil(nbytes / self.figures.link_bytes_per_cycle)
+        start = clock.now + issue
+        booked = self.busy.setdefault((src, dst), [])
+        for b0, b1 in booked:
+            if b0 >= start + length:
+                break
+            if b1 > start:
+                start = b1
+        bisect.insort(booked, (start, start + length))
+        return start, start + length
 
     def notify(self, rank: int, peer: int, cell: tuple, value: int, op: NotifyOp) -> None:
         """Issued, it rides the link behind what the rank sent there before; the rank goes on."""

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from pypto.codegen.isa import Instr, TensorArg
 from pypto.ir import nodes as n
-from pypto.ir.ops import argument
+from pypto.ir.ops import Kind, argument, lookup
 from pypto.backend import CoreKind, Pipe
 
 # the comm context's fields (``CommContext::rankId`` / ``rankNum``)
 COMM_REGISTERS = ("system.rank", "system.nranks")
-COMM_OPS = frozenset({"system.notify", "system.wait", "tile.remote_load", "tile.remote_store", *COMM_REGISTERS})
+COLLECTIVES = frozenset(f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
+                                                      "reduce_scatter", "all_to_all"))
+COMM_OPS = frozenset({"system.notify", "system.wait", "tile.remote_load", "tile.remote_store", *COMM_REGISTERS,
+                      *COLLECTIVES})
 
 
 def select(sel, call: n.Call, target: str | None, span) -> list:
@@ -22,6 +25,19 @@ def select(sel, call: n.Call, target: str | None, span) -> list:
         ctx = sel.tensor(argument(call, "ctx").name, span)
         return [Instr("SLOADCTX", Pipe.SCALAR, CoreKind.AIV, call.op, (TensorArg(ctx),), (), (), span, target,
                       result=target)]
+    if call.op in COLLECTIVES:  # the composite's protocol, as one instruction of the signal unit
+        op = lookup(call.op)
+        args, touched = [], []
+        for p, arg in zip(op.params, call.args):
+            if p.kind is Kind.TENSOR:
+                tensor = sel.tensor(arg.name, span)
+                shape = sel.types[tensor].shape
+                touched.append(sel.gm(tensor, tuple(n.Const(0) for _ in shape), tuple(shape)))
+                args.append(TensorArg(tensor))
+            else:
+                args.append(arg)
+        return [Instr("TCOLL", Pipe.SCALAR, CoreKind.AIV, call.op, tuple(args), tuple(touched), tuple(touched), span,
+                      target or "")]
     if call.op in ("system.notify", "system.wait"):
         name = "target" if call.op == "system.notify" else "signal"
         tensor = sel.tensor(argument(call, name).name, span)

@@ -147,6 +147,7 @@ NAMESPACES = frozenset({"tile", "tensor", "array", "system"})
 DISTRIBUTED = "distributed"
 DIST_ENUMS = {"NotifyOp": NotifyOp, "WaitCmp": WaitCmp, "ReduceOp": ReduceOp}
 DIST_TYPE_CTORS = frozenset({"DistributedTensor", "CommCtx"})
+DIST_COLLECTIVES = frozenset({"allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all"})
 DIST_SHORTCUTS = {"world_size": "system.world_size", "rank": "system.rank", "nranks": "system.nranks",
                   "get_comm_ctx": "system.get_comm_ctx", "alloc_window_buffer": "tensor.alloc_window_buffer",
                   "window": "tensor.window", "remote_load": "tile.remote_load", "remote_store": "tile.remote_store"}
@@ -259,6 +260,8 @@ def _distributed(path: Path, rest: tuple):
     if rest[0] in NAMESPACES and len(rest) == 1:
         return Namespace(path)
     if rest[0] in NAMESPACES and len(rest) == 2:
+        if rest[0] == "tensor" and rest[1] in DIST_COLLECTIVES:  # filed under system (see ir.ops.comm)
+            return member("system", rest[1], DISTRIBUTED + ".")
         return member(rest[0], rest[1], DISTRIBUTED + ".")
     return None
 

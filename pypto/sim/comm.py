@@ -12,7 +12,7 @@ from typing import Protocol
 
 import torch
 
-from pypto.ir.types import AtomicType, NotifyOp, WaitCmp
+from pypto.ir.types import AtomicType, NotifyOp, ReduceOp, WaitCmp
 from pypto.sim import numerics as num
 from pypto.sim.fresh import fresh
 from pypto.sim.semantics import OutOfRange, TileVal, impl, window
@@ -119,3 +119,114 @@ def remote_store(tile: TileVal, target, peer, offsets, atomic=AtomicType.None_, 
         dest[index] = region
     port.moved(peer, region.numel() * region.element_size(), False, span)
     return None
+
+
+# ----------------------------------------------------------------------------- collectives
+
+_COMBINE = {ReduceOp.Sum: num.arith(torch.add), ReduceOp.Prod: num.arith(torch.mul), ReduceOp.Max: num.maximum,
+            ReduceOp.Min: num.minimum}
+COMM_OPS = COMM_OPS | {f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
+                                                     "reduce_scatter", "all_to_all")}
+
+
+def _cell_of(signal, rank: int) -> tuple:
+    """Rank ``rank``'s cell of a [NR] or [NR, k] signal."""
+    return (rank,) if signal.dim() == 1 else (rank, 0)
+
+
+def _barrier(port: CommPort, signal, span) -> None:
+    """A credit barrier: this rank adds 1 to its cell of every peer's signal, waits for each
+    peer's cell of its own, and takes that credit back — the signal ends as it began, and a
+    peer already at the next barrier has its credit kept."""
+    if signal.shape[0] < port.nranks:
+        raise OutOfRange(f"a collective's signal has a cell per rank: {signal.shape[0]} cells for {port.nranks} ranks",
+                         hint="pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32)")
+    me = port.rank
+    for p in range(port.nranks):
+        if p != me:
+            port.notify(signal, p, _cell_of(signal, me), 1, NotifyOp.AtomicAdd, span)
+    for p in range(port.nranks):
+        if p != me:
+            cell = _cell_of(signal, p)
+            port.wait(signal, cell, 1, WaitCmp.Ge, span)
+            signal[cell] = signal_update(int(signal[cell]), -1, NotifyOp.AtomicAdd)
+
+
+def _peers(port: CommPort):
+    return (p for p in range(port.nranks) if p != port.rank)
+
+
+def _read(port: CommPort, tensor, peer: int, span, index=()):
+    data = port.peer_view(tensor, peer, span)[index]
+    port.moved(peer, data.numel() * data.element_size(), True, span)
+    return data
+
+
+def _push(port: CommPort, tensor, peer: int, index, data, span) -> None:
+    dest = port.peer_view(tensor, peer, span)
+    dest[index] = data.reshape(dest[index].shape)
+    port.moved(peer, data.numel() * data.element_size(), False, span)
+
+
+@impl("system.barrier")
+def barrier(signal, span=None):
+    _barrier(_port("tensor.barrier"), signal, span)
+    return signal
+
+
+@impl("system.allreduce")
+def allreduce(target, signal, op=ReduceOp.Sum, mode="mesh", core_num=1, span=None):
+    """Mesh: each rank combines its own data with each peer's, in rank order."""
+    port = _port("tensor.allreduce")
+    _barrier(port, signal, span)  # every rank's data is in its window
+    acc = target.clone()
+    for p in _peers(port):
+        acc = _COMBINE[ReduceOp(op)](acc, _read(port, target, p, span))
+    _barrier(port, signal, span)  # every rank has read: the windows may be overwritten
+    target.copy_(acc)
+    return target
+
+
+@impl("system.broadcast")
+def broadcast(target, signal, root, span=None):
+    port = _port("tensor.broadcast")
+    root = _peer(port, int(root), "tensor.broadcast")
+    _barrier(port, signal, span)
+    if port.rank != root:
+        target.copy_(_read(port, target, root, span))
+    _barrier(port, signal, span)
+    return target
+
+
+@impl("system.allgather")
+def allgather(input, target, signal, span=None):  # noqa: A002  (the reference's name)
+    port = _port("tensor.allgather")
+    _barrier(port, signal, span)
+    for p in _peers(port):
+        _push(port, target, p, port.rank, input, span)
+    target[port.rank] = input.reshape(target[port.rank].shape)
+    _barrier(port, signal, span)
+    return target
+
+
+@impl("system.reduce_scatter")
+def reduce_scatter(target, signal, op=ReduceOp.Sum, span=None):
+    port = _port("tensor.reduce_scatter")
+    _barrier(port, signal, span)
+    acc = target[port.rank].clone()
+    for p in _peers(port):
+        acc = _COMBINE[ReduceOp(op)](acc, _read(port, target, p, span, port.rank))
+    _barrier(port, signal, span)
+    target[port.rank] = acc
+    return target
+
+
+@impl("system.all_to_all")
+def all_to_all(input, target, signal, span=None):  # noqa: A002
+    port = _port("tensor.all_to_all")
+    _barrier(port, signal, span)
+    for p in _peers(port):
+        _push(port, target, p, port.rank, input[p], span)
+    target[port.rank] = input[port.rank]
+    _barrier(port, signal, span)
+    return target

@@ -13,7 +13,7 @@ from pypto.errors import CodegenError
 # the pld ops' instructions (``pypto.codegen.comm``): a rank's cycle-level simulation would have
 # to interleave its data with its peers' within one launch, which the two-phase launch
 # (timeline, then data) cannot; the ref interpreter runs them
-CROSS_RANK = frozenset({"SLOADCTX", "TNOTIFY", "TWAIT", "TGET", "TPUT"})
+CROSS_RANK = frozenset({"SLOADCTX", "TNOTIFY", "TWAIT", "TGET", "TPUT", "TCOLL"})
 _CHECKED: dict[int, tuple] = {}  # id(kernel) -> (weak reference, the SoC names it was checked against)
 
 

@@ -17,7 +17,8 @@ from pypto.ir.nodes import Const
 from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region
-from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, ScalarType, TensorType, TileType, type_name
+from pypto.ir.types import (ATOMIC_ADD_DTYPES, AtomicType, DataType, ReduceOp, ScalarType, TensorType, TileType,
+                             type_name)
 
 PLD = "distributed."  # spelled ``pl.distributed.<op>``, which is ``pld.<op>``
 WINDOW_HINT = ("pass a window-bound tensor: pld.window(buf, shape, dtype=...) in the host orchestrator, "
@@ -156,3 +157,99 @@ register("tile.remote_store", [P("tile", Kind.TILE, spaces=(M.Vec,)), _TARGET, _
 for _name in ("world_size", "alloc_window_buffer", "window"):
     register(f"{'system' if _name == 'world_size' else 'tensor'}.{_name}", [], _host_only,
              doc="host-only: the @pl.jit.host orchestrator's", plane="both", module=PLD)
+
+
+# ----------------------------------------------------------------------------- collectives
+# The InCore composites (``pld.tensor.allreduce(data, signal, ...)`` and the five others): one
+# op each, whose meaning on a rank (``pypto.sim.comm``) is the reference's protocol over the
+# same primitives — a credit barrier on the signal (each rank adds 1 to its cell of every
+# peer's signal and waits for its peers' cells, which it then takes back, so the signal is
+# reusable), the remote reads or writes, a second barrier before a rank overwrites what its
+# peers read. Filed under ``system`` (a kernel's tensor ops are otherwise lowered to tiles);
+# spelled ``pld.tensor.<name>`` as the reference does.
+
+COLLECTIVES = ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all")
+MESH_DTYPES = (DataType.FP16, DataType.FP32)
+
+
+def _collective_signal(op: str, a: OpArgs) -> TensorType:
+    t = _signal(op, a, "signal")
+    if len(t.shape) not in (1, 2):
+        raise fail(f"pld.{op}", "a [NR] or [NR, k] signal", type_name(t), "pld.window(sig_buf, [NR, 1], dtype=pl.INT32)")
+    return t
+
+
+def _same_shape(op: str, a: OpArgs, x: str, y: str) -> None:
+    tx, ty = window_operand(op, a, x, x), window_operand(op, a, y, y)
+    if tx.dtype is not ty.dtype:
+        raise fail(f"pld.{op}", f"'{x}' and '{y}' of one dtype", f"{tx.dtype.name} and {ty.dtype.name}")
+
+
+def _infer_allreduce(a: OpArgs, soc: SoC) -> TensorType:
+    t = window_operand("tensor.allreduce", a, "target", "target")
+    _collective_signal("tensor.allreduce", a)
+    if a["mode"] not in ("mesh", "ring"):
+        raise fail("pld.tensor.allreduce", "mode='mesh' or mode='ring'", repr(a["mode"]))
+    if a["mode"] == "ring":
+        raise TypeCheckError("pld.tensor.allreduce(mode='ring') does not run on the simulated cluster yet",
+                             hint="use mode='mesh' (the default), or write the ring with remote_store / notify / wait")
+    if t.dtype not in MESH_DTYPES:
+        raise fail("pld.tensor.allreduce", "an FP16 or FP32 target (mesh)", f"a {t.dtype.name} one",
+                   "reduce in an FP32 window")
+    if a["core_num"] != 1:
+        raise fail("pld.tensor.allreduce", "core_num=1 in an InCore kernel", str(a["core_num"]),
+                   "spread the work with an enclosing pl.spmd(...) instead")
+    return t
+
+
+def _infer_barrier(a: OpArgs, soc: SoC) -> TensorType:
+    return _collective_signal("tensor.barrier", a)
+
+
+def _infer_broadcast(a: OpArgs, soc: SoC) -> TensorType:
+    t = window_operand("tensor.broadcast", a, "target", "target")
+    _collective_signal("tensor.broadcast", a)
+    root = a["root"]
+    if isinstance(root, Const) and (not isinstance(root.value, int) or root.value < 0):
+        raise fail("pld.tensor.broadcast", "a non-negative root rank", repr(root.value))
+    return t
+
+
+def _infer_gathers(a: OpArgs, soc: SoC) -> TensorType:
+    op = "tensor." + a.op.split(".", 1)[1]
+    src = window_operand(op, a, "input", "input")
+    t = window_operand(op, a, "target", "target")
+    _same_shape(op, a, "input", "target")
+    _collective_signal(op, a)
+    if op == "tensor.allgather" and tuple(src.shape[1:]) != tuple(t.shape[1:]) or \
+            op == "tensor.all_to_all" and tuple(src.shape) != tuple(t.shape):
+        want = "[NR, *input's row]" if op == "tensor.allgather" else "the input's shape"
+        raise fail(f"pld.{op}", f"a target of {want}", f"{type_name(src)} into {type_name(t)}")
+    return t
+
+
+def _infer_reduce_scatter(a: OpArgs, soc: SoC) -> TensorType:
+    t = window_operand("tensor.reduce_scatter", a, "target", "target")
+    _collective_signal("tensor.reduce_scatter", a)
+    if a["op"] is not ReduceOp.Sum:
+        raise fail("pld.tensor.reduce_scatter", "op=pld.ReduceOp.Sum", f"op={a['op']!r}",
+                   "reduce_scatter sums; use allreduce for Max / Min / Prod")
+    return t
+
+
+_SIGNAL = P("signal", Kind.TENSOR)
+for _name, _params, _infer, _doc in (
+        ("allreduce", [_TARGET, _SIGNAL, P("op", Kind.REDUCE, ReduceOp.Sum), P("mode", Kind.STR, "mesh"),
+                       P("core_num", Kind.INT, 1)], _infer_allreduce,
+         "every rank's target combined by op (mesh: each rank reads every peer's), into every rank's target"),
+        ("barrier", [_SIGNAL], _infer_barrier, "return once every rank of the domain has arrived"),
+        ("broadcast", [_TARGET, _SIGNAL, P("root", Kind.SCALAR, integer=True)], _infer_broadcast,
+         "the root rank's target into every rank's target"),
+        ("allgather", [P("input", Kind.TENSOR), _TARGET, _SIGNAL], _infer_gathers,
+         "each rank's input into row src (of rank src) of every rank's target"),
+        ("reduce_scatter", [_TARGET, _SIGNAL, P("op", Kind.REDUCE, ReduceOp.Sum)], _infer_reduce_scatter,
+         "row r of every rank's target summed into row r of rank r's target"),
+        ("all_to_all", [P("input", Kind.TENSOR), _TARGET, _SIGNAL], _infer_gathers,
+         "row dest of each rank's input into row src (of rank src) of rank dest's target")):
+    register(f"system.{_name}", _params, _infer, doc=_doc + " (an InCore composite)",
+             writes_operand="signal" if _name == "barrier" else "target", module=PLD)
