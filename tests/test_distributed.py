@@ -415,4 +415,109 @@ def test_every_pld_op_a_kernel_runs_has_its_meaning_and_the_host_ones_are_refuse
 
     ops = {op.name for op in all_ops() if op.module}
     assert COMM_OPS <= ops and COMM_OPS <= set(IMPLS)
-    assert ops - COMM_OPS == {"system.world_size", "tensor.alloc_window_buffer", "tensor.window"}
+    assert ops - COMM_OPS == {"system.world_size", "tensor.alloc_window_buffer", "tensor.window"}  # host-only
+
+
+# ----------------------------------------------------------------------------- collectives
+
+W = 32  # a row's extent
+M = pl.dynamic("M")  # 5 blocks of NR rows: what each collective left
+
+
+def _collectives(reduce_op):
+    """A rank kernel running every collective once, on windows the host allocates."""
+
+    @pl.jit.incore
+    def step(x: pl.Tensor[[NR, W], pl.FP32], outs: pl.Out[pl.Tensor[[M, W], pl.FP32]],
+             row: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]],
+             stage: pl.InOut[pld.DistributedTensor[[NR, W], pl.FP32]],
+             grid: pl.InOut[pld.DistributedTensor[[NR, W], pl.FP32]],
+             signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]], root: pl.Scalar[pl.INT32]):
+        ctx = pld.get_comm_ctx(row)
+        me = pld.rank(ctx)
+        n = pld.nranks(ctx)
+        row = pl.store(pl.load(x, [me, 0], [1, W]), [0, 0], row)
+        row = pld.tensor.allreduce(row, signal, op=reduce_op)
+        outs = pl.store(pl.load(row, [0, 0], [1, W]), [0, 0], outs)
+        row = pl.store(pl.load(x, [0, 0], [1, W]), [0, 0], row)
+        row = pld.tensor.broadcast(row, signal, root=root)
+        outs = pl.store(pl.load(row, [0, 0], [1, W]), [n, 0], outs)
+        row = pl.store(pl.load(x, [me, 0], [1, W]), [0, 0], row)
+        grid = pld.tensor.allgather(row, grid, signal)
+        outs = pl.store(pl.load(grid, [0, 0], [NR, W]), [2 * n, 0], outs)
+        stage = pl.store(pl.load(x, [0, 0], [NR, W]), [0, 0], stage)
+        stage = pld.tensor.reduce_scatter(stage, signal, op=pld.ReduceOp.Sum)
+        outs = pl.store(pl.load(stage, [me, 0], [1, W]), [3 * n, 0], outs)
+        stage = pl.store(pl.load(x, [0, 0], [NR, W]), [0, 0], stage)
+        grid = pld.tensor.all_to_all(stage, grid, signal)
+        outs = pl.store(pl.load(grid, [0, 0], [NR, W]), [4 * n, 0], outs)
+        signal = pld.tensor.barrier(signal)
+        return outs
+
+    @pl.jit
+    def orch(x: pl.Tensor[[NR, W], pl.FP32], outs: pl.Out[pl.Tensor[[M, W], pl.FP32]],
+             row: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]],
+             stage: pl.InOut[pld.DistributedTensor[[NR, W], pl.FP32]],
+             grid: pl.InOut[pld.DistributedTensor[[NR, W], pl.FP32]],
+             signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]], root: pl.Scalar[pl.INT32]):
+        return step(x, outs, row, stage, grid, signal, root)
+
+    @pl.jit.host
+    def host(x: pl.Tensor[[NR, NR, W], pl.FP32], outs: pl.Out[pl.Tensor[[NR, M, W], pl.FP32]],
+             root: pl.Scalar[pl.INT32]):
+        row_buf = pld.alloc_window_buffer([1, W], dtype=pl.FP32)
+        stage_buf = pld.alloc_window_buffer([pld.world_size(), W], dtype=pl.FP32)
+        grid_buf = pld.alloc_window_buffer([pld.world_size(), W], dtype=pl.FP32)
+        signal_buf = pld.alloc_window_buffer([pld.world_size(), 1], dtype=pl.INT32)
+        for r in pl.range(pld.world_size()):
+            orch(x[r], outs[r], pld.window(row_buf, [1, W], dtype=pl.FP32),
+                 pld.window(stage_buf, [pld.world_size(), W], dtype=pl.FP32),
+                 pld.window(grid_buf, [pld.world_size(), W], dtype=pl.FP32),
+                 pld.window(signal_buf, [pld.world_size(), 1], dtype=pl.INT32), root, device=r)
+        return outs
+
+    return host
+
+
+_REDUCE = {pld.ReduceOp.Sum: torch.add, pld.ReduceOp.Prod: torch.mul, pld.ReduceOp.Max: torch.maximum,
+           pld.ReduceOp.Min: torch.minimum}
+_COLLECTIVES = {op: _collectives(op) for op in _REDUCE}
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(2, 5), op=st.sampled_from(list(pld.ReduceOp)), seed=st.integers(0, 2**31 - 1),
+       root=st.integers(0, 4))
+def test_each_collective_gives_every_rank_its_golden(n, op, seed, root):
+    root %= n
+    x = torch.randn(n, n, W, generator=torch.Generator().manual_seed(seed))  # x[r]: rank r's rows
+    outs = torch.zeros(n, 5 * n, W)
+    _COLLECTIVES[op](x, outs, root, config=_config(n))
+    for r in range(n):
+        reduced = x[r, r].clone()  # own row, then each peer's in rank order
+        scattered = x[r, r].clone()
+        for p in range(n):
+            if p != r:
+                reduced = _REDUCE[op](reduced, x[p, p])
+                scattered = scattered + x[p, r]
+        assert torch.equal(outs[r, 0], reduced)
+        assert torch.equal(outs[r, n], x[root, 0])  # the root's row 0
+        assert torch.equal(outs[r, 2 * n:3 * n], torch.stack([x[p, p] for p in range(n)]))
+        assert torch.equal(outs[r, 3 * n], scattered)
+        assert torch.equal(outs[r, 4 * n:], torch.stack([x[p, r] for p in range(n)]))
+
+
+def test_a_collectives_refusals_are_located():
+    @pl.jit.incore
+    def ring(d: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]], s: pl.InOut[pld.DistributedTensor[[2, 1], pl.INT32]]):
+        d = pld.tensor.allreduce(d, s, mode="ring")
+        return d
+
+    @pl.jit.incore
+    def scatter_max(d: pl.InOut[pld.DistributedTensor[[2, W], pl.FP32]],
+                    s: pl.InOut[pld.DistributedTensor[[2, 1], pl.INT32]]):
+        d = pld.tensor.reduce_scatter(d, s, op=pld.ReduceOp.Max)
+        return d
+
+    _refused(ring, _window([1, W]), _window([2, 1], torch.int32), match="ring", line_text="pld.tensor.allreduce(")
+    _refused(scatter_max, _window([2, W]), _window([2, 1], torch.int32), match="op=pld.ReduceOp.Sum",
+             line_text="pld.tensor.reduce_scatter(")
