@@ -521,3 +521,61 @@ def test_a_collectives_refusals_are_located():
     _refused(ring, _window([1, W]), _window([2, 1], torch.int32), match="ring", line_text="pld.tensor.allreduce(")
     _refused(scatter_max, _window([2, W]), _window([2, 1], torch.int32), match="op=pld.ReduceOp.Sum",
              line_text="pld.tensor.reduce_scatter(")
+
+
+# ----------------------------------------------------------------------------- cross-rank races
+
+
+@pl.jit.incore
+def unsynced_step(
+    inp: pl.Tensor[[1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+    signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+) -> pl.Tensor[[1, SIZE], pl.FP32]:
+    ctx = pld.get_comm_ctx(data)
+    nxt = (pld.rank(ctx) + 1) % pld.nranks(ctx)
+    pld.remote_store(pl.load(inp, [0, 0], [1, SIZE]), data, nxt, [0, 0])
+    pld.system.notify(signal, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)
+    got = pl.load(data, [0, 0], [1, SIZE])  # (no wait: the row may not have come)
+    return pl.store(got, [0, 0], out)
+
+
+@pl.jit
+def unsynced_orch(
+    inp: pl.Tensor[[1, SIZE], pl.FP32],
+    out: pl.Out[pl.Tensor[[1, SIZE], pl.FP32]],
+    data: pl.InOut[pld.DistributedTensor[[1, SIZE], pl.FP32]],
+    signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+) -> pl.Tensor[[1, SIZE], pl.FP32]:
+    return unsynced_step(inp, out, data, signal)
+
+
+@pl.jit.host
+def unsynced(inputs: pl.Tensor[[NR, 1, SIZE], pl.FP32], outputs: pl.Out[pl.Tensor[[NR, 1, SIZE], pl.FP32]]):
+    data_buf = pld.alloc_window_buffer([1, SIZE], dtype=pl.FP32)
+    signal_buf = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        unsynced_orch(inputs[r], outputs[r], pld.window(data_buf, [1, SIZE], dtype=pl.FP32),
+                      pld.window(signal_buf, [1, 1], dtype=pl.INT32), device=r)
+    return outputs
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_remote_store_no_signal_orders_against_the_peers_load_is_a_cross_rank_race_naming_both_lines(n):
+    from pypto.cluster.races import CrossRankRace
+
+    x = torch.randn(n, 1, SIZE)
+    with pytest.raises(CrossRankRace) as info:
+        unsynced(x, torch.zeros_like(x), config=_config(n))
+    err = info.value
+    store, load = _line(unsynced_step.fn, "pld.remote_store("), _line(unsynced_step.fn, "got = pl.load(")
+    # in rank order: with 2 ranks, rank 1's store lands on what rank 0 has loaded; with 3, rank 1
+    # loads what rank 0 stored into it (each rank's wait is what is missing)
+    first, second, owner = (("load", load, 0), ("remote_store", store, 1), 0) if n == 2 else \
+        (("remote_store", store, 0), ("load", load, 1), 1)
+    assert err.span.line == second[1]
+    assert f"rank {owner}'s copy of window 'data_buf' [0:1, 0:{SIZE}]" in str(err)
+    assert f"rank {first[2]}'s {first[0]} at {err.span.file}:{first[1]}" in str(err)
+    assert f"rank {second[2]}'s {second[0]} at {err.span.file}:{second[1]}" in str(err)
+    assert "waits for that notify" in err.hint

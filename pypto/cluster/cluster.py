@@ -13,6 +13,7 @@ import torch
 from pypto.backend import SoC
 from pypto.cluster.baton import Baton, Deadlock
 from pypto.cluster.links import Links
+from pypto.cluster.races import Access, Clocks
 from pypto.cluster.windows import WindowTag, peer_view, tag_of
 from pypto.errors import ExecutionError, Span
 from pypto.ir.types import NotifyOp, WaitCmp
@@ -70,18 +71,29 @@ class RankPort:
         self._tag(tensor, "remote access")
         return peer_view(tensor, peer)
 
+    def access(self, tensor, owner: int, box: tuple, write: bool, what: str, span) -> None:
+        tag = tag_of(tensor)
+        if tag is None:
+            return
+        access = Access(self.rank, self.cluster.clocks.epoch(self.rank), (tag.shape, tag.dtype.nbytes), box, write,
+                        what, span)
+        self.cluster.clocks.access((id(tag.buffer), owner), tag.buffer.name, access)
+
     def notify(self, target, peer: int, index: tuple, value: int, op: NotifyOp, span) -> None:
         tag = self._tag(target, "system.notify")
         cell = peer_view(target, peer)
         cell[index] = signal_update(int(cell[index]), value, op)
-        self.cluster.links.notify(self.rank, peer, _cell(tag, peer, index), value, op)
+        key = _cell(tag, peer, index)
+        self.cluster.links.notify(self.rank, peer, key, value, op)
+        self.cluster.carried.setdefault(key, []).append(self.cluster.clocks.released(self.rank))
 
     def wait(self, signal, index: tuple, expected: int, cmp: WaitCmp, span) -> None:
         tag = self._tag(signal, "system.wait")
         blocked = Blocked(self.rank, tag.buffer.name, index, expected, cmp, signal, span)
         self.cluster.baton.block(self.rank, lambda: satisfied(int(signal[index]), expected, cmp), blocked)
-        self.cluster.links.waited(self.rank, _cell(tag, self.rank, index), expected, cmp, 0, signal_update,
-                                  satisfied)
+        key = _cell(tag, self.rank, index)
+        self.cluster.links.waited(self.rank, key, expected, cmp, 0, signal_update, satisfied)
+        self.cluster.clocks.acquired(self.rank, self.cluster.carried.get(key, ()))
 
     def moved(self, peer: int, nbytes: int, load: bool, span) -> None:
         self.cluster.links.transfer(self.rank, peer, nbytes, load)
@@ -93,6 +105,8 @@ class Cluster:
         self.soc = soc
         self.baton = Baton(nranks)
         self.links = Links(nranks, soc.links)
+        self.clocks = Clocks(nranks)
+        self.carried: dict[tuple, list] = {}  # a signal cell -> the clocks its notifies carried
 
     def run(self, bodies: list) -> list:
         """Each rank's ``bodies[r]()`` with its port installed; their results."""

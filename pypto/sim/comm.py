@@ -35,6 +35,8 @@ class CommPort(Protocol):
 
     def moved(self, peer: int, nbytes: int, load: bool, span) -> None: ...
 
+    def access(self, tensor: torch.Tensor, owner: int, box: tuple, write: bool, what: str, span) -> None: ...
+
 
 PORT: contextvars.ContextVar = contextvars.ContextVar("pypto_comm_port", default=None)
 
@@ -60,6 +62,34 @@ def signal_update(cell: int, value: int, op: NotifyOp) -> int:
     if op is NotifyOp.Set:
         return int(num.scalar(value, num.FROM_TORCH[torch.int32]))
     return int(torch.add(torch.tensor(cell, dtype=torch.int32), torch.tensor(value, dtype=torch.int32)))
+
+
+# a rank's own kernel's accesses to GM: (the tensor's argument, where, the extents' argument or
+# None: one element; whether it writes) — on a window, a peer's access may race with them
+_LOCAL = {"tile.load": ("tensor", "offsets", "shapes", False), "tile.store": ("output_tensor", "offsets", None, True),
+          "tensor.read": ("tensor", "indices", None, False), "tensor.write": ("tensor", "indices", None, True)}
+
+
+def observe(op: str, kwargs: dict, span) -> None:
+    """A rank's own access to one of its windows, told to the cluster (the interpreter calls
+    this for every GM access while a cluster runs it)."""
+    port = PORT.get()
+    if port is None or op not in _LOCAL:
+        return
+    name, at, extents, write = _LOCAL[op]
+    tensor = kwargs[name]
+    tag = getattr(tensor, "_pypto_window", None)  # (pypto.cluster.windows marks a rank's view)
+    if tag is None:
+        return
+    if op == "tile.store":
+        shape = kwargs["tile"].region().shape
+    elif extents is None:
+        shape = (1,) * len(kwargs[at])
+    else:
+        shape = kwargs["valid_shape"] or kwargs[extents]
+    what = {"tile.load": "load", "tile.store": "store", "tensor.read": "read", "tensor.write": "write"}[op]
+    port.access(tensor, tag.rank, tuple(zip((int(o) for o in kwargs[at]), (int(e) for e in shape))), write, what,
+                span)
 
 
 def satisfied(cell: int, expected: int, cmp: WaitCmp) -> bool:
@@ -100,6 +130,7 @@ def remote_load(target, peer, offsets, shape, valid_shape=None, span=None):
     if any(e > s for e, s in zip(extents, shape)):
         raise OutOfRange(f"valid shape {list(extents)} is outside the tile's shape {list(shape)}")
     source = port.peer_view(target, peer, span)
+    port.access(target, peer, tuple(zip(offsets, extents)), False, "remote_load", span)
     data = fresh(tuple(shape), target.dtype)
     data[tuple(slice(0, e) for e in extents)] = source[window(source.shape, offsets, extents, "remote_load region")]
     port.moved(peer, int(torch.Size(extents).numel()) * target.element_size(), True, span)
@@ -113,6 +144,7 @@ def remote_store(tile: TileVal, target, peer, offsets, atomic=AtomicType.None_, 
     region = tile.region()
     dest = port.peer_view(target, peer, span)
     index = window(dest.shape, offsets, region.shape, "remote_store region")
+    port.access(target, peer, tuple(zip(offsets, region.shape)), True, "remote_store", span)
     if atomic is AtomicType.Add:
         num.atomic_add(dest, index, region)
     else:
@@ -156,13 +188,22 @@ def _peers(port: CommPort):
     return (p for p in range(port.nranks) if p != port.rank)
 
 
-def _read(port: CommPort, tensor, peer: int, span, index=()):
+def _box(tensor, index) -> tuple:
+    """(offset, extent) per axis of ``tensor[index]``, index a row or all of it."""
+    if index == ():
+        return tuple((0, d) for d in tensor.shape)
+    return ((index, 1), *((0, d) for d in tensor.shape[1:]))
+
+
+def _read(port: CommPort, tensor, peer: int, span, index=(), what: str = "collective"):
+    port.access(tensor, peer, _box(tensor, index), False, what, span)
     data = port.peer_view(tensor, peer, span)[index]
     port.moved(peer, data.numel() * data.element_size(), True, span)
     return data
 
 
-def _push(port: CommPort, tensor, peer: int, index, data, span) -> None:
+def _push(port: CommPort, tensor, peer: int, index, data, span, what: str = "collective") -> None:
+    port.access(tensor, peer, _box(tensor, index), True, what, span)
     dest = port.peer_view(tensor, peer, span)
     dest[index] = data.reshape(dest[index].shape)
     port.moved(peer, data.numel() * data.element_size(), False, span)
