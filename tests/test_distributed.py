@@ -579,3 +579,21 @@ def test_a_remote_store_no_signal_orders_against_the_peers_load_is_a_cross_rank_
     assert f"rank {first[2]}'s {first[0]} at {err.span.file}:{first[1]}" in str(err)
     assert f"rank {second[2]}'s {second[0]} at {err.span.file}:{second[1]}" in str(err)
     assert "waits for that notify" in err.hint
+
+
+def test_the_swimlane_has_a_process_per_rank_and_an_arrow_from_each_notify_to_the_wait_it_ended(tmp_path):
+    import json
+
+    n = 3
+    out = torch.zeros(n, 1, 1, dtype=torch.int32)
+    report = handshake.compile(config=_config(n)).run(out, 1)
+    trace = json.loads(report.write_swimlane(tmp_path / "ranks.json").read_text())["traceEvents"]
+    assert {e["args"]["name"] for e in trace if e["name"] == "process_name"} == {f"rank {r}" for r in range(n)}
+    slices = [e for e in trace if e["ph"] == "X"]
+    assert sorted((e["pid"], e["name"]) for e in slices if e["tid"] == 2) == \
+        [(r, f"notify -> rank {(r + 1) % n}") for r in range(n)]
+    starts = {e["id"]: e for e in trace if e["ph"] == "s"}
+    ends = [e for e in trace if e["ph"] == "f"]
+    # rank r's wait was ended by the notify of the rank before it, which started before the wait ended
+    assert sorted((starts[e["id"]]["pid"], e["pid"]) for e in ends) == sorted(((r - 1) % n, r) for r in range(n))
+    assert all(starts[e["id"]]["ts"] < e["ts"] for e in ends)

@@ -29,6 +29,20 @@ class RankClock:
 
 
 @attrs.frozen
+class Event:
+    """One cross-rank act on the timeline (``links.events``), cycles of the core clock."""
+
+    kind: str  # "notify", "remote_store", "remote_load", "wait"
+    rank: int
+    peer: int  # the other rank (a wait: the rank whose notify ended it; -1 if none did)
+    start: int
+    end: int  # a transfer: its bytes crossed; a notify: it landed; a wait: it ended
+    nbytes: int = 0
+    ident: int = -1  # a notify's number, which the wait it ended names (``cause``)
+    cause: int = -1
+
+
+@attrs.frozen
 class Landing:
     """A notify as the peer's cell receives it."""
 
@@ -36,6 +50,7 @@ class Landing:
     op: NotifyOp
     value: int
     source: int  # the notifying rank
+    ident: int = -1  # its Event's
 
 
 class Links:
@@ -47,6 +62,7 @@ class Links:
         # rather than queueing behind whatever a rank that ran earlier booked later
         self.busy: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.landings: dict[tuple, list[Landing]] = {}  # a signal cell -> what reached it
+        self.events: list[Event] = []  # every act, in the order the ranks ran them
 
     def _send(self, src: int, dst: int, issuer: int, issue: int, nbytes: int) -> tuple[int, int]:
         """(start, end of streaming) of ``nbytes`` from ``src`` to ``dst``, issued by ``issuer``."""
@@ -66,7 +82,9 @@ class Links:
         """Issued, it rides the link behind what the rank sent there before; the rank goes on."""
         clock = self.clocks[rank]
         _, end = self._send(rank, peer, rank, self.figures.notify_issue, 4)
-        self.landings.setdefault(cell, []).append(Landing(end + self.figures.latency, op, value, rank))
+        ident = len(self.events)
+        self.events.append(Event("notify", rank, peer, clock.now, end + self.figures.latency, 4, ident))
+        self.landings.setdefault(cell, []).append(Landing(end + self.figures.latency, op, value, rank, ident))
         clock.comm += self.figures.notify_issue
         clock.now += self.figures.notify_issue
         clock.notifies += 1
@@ -79,6 +97,8 @@ class Links:
         src, dst = (peer, rank) if load else (rank, peer)
         start, end = self._send(src, dst, rank, self.figures.rma_issue, nbytes)
         done = end + 2 * self.figures.latency if load else clock.now + self.figures.rma_issue
+        self.events.append(Event("remote_load" if load else "remote_store", rank, peer, clock.now,
+                                 done if load else end + self.figures.latency, nbytes))
         clock.comm += done - clock.now
         clock.now = done
         clock.sent += nbytes
@@ -87,7 +107,7 @@ class Links:
         """The rank's wait on its ``cell`` ends: at the first poll after the landing that made
         it hold (replayed from ``initial`` in time order), at the earliest one poll from now."""
         clock = self.clocks[rank]
-        value, when = initial, None
+        value, when, cause = initial, None, None
         if satisfied(value, expected, cmp):
             when = 0
         for landing in sorted(self.landings.get(cell, ()), key=lambda x: (x.time, x.source)):
@@ -95,8 +115,10 @@ class Links:
                 break
             value = update(value, landing.value, landing.op)
             if satisfied(value, expected, cmp):
-                when = landing.time
+                when, cause = landing.time, landing
         end = max(clock.now, when if when is not None else clock.now) + self.figures.poll
+        self.events.append(Event("wait", rank, cause.source if cause else -1, clock.now, end,
+                                 cause=cause.ident if cause else -1))
         clock.waited += end - clock.now
         clock.now = end
         clock.waits += 1

@@ -42,6 +42,14 @@ class DistributedReport:
     ranks: tuple  # RankReport per rank
     outputs: object = None  # what the host orchestrator returned
     reports: tuple = ()  # per dispatch: (rank, the kernel's RunReport)
+    events: tuple = ()  # every cross-rank act (``pypto.cluster.links.Event``)
+
+    def write_swimlane(self, path):
+        """The ranks' acts as a Chrome / Perfetto trace: a process per rank, an arrow from
+        each notify to the wait it ended. The path written."""
+        from pypto.cluster import swimlane
+
+        return swimlane.write(path, list(self.events), len(self.ranks), self.ranks[0].core_hz)
 
     @property
     def eff_us(self) -> float:
@@ -119,7 +127,7 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None) 
     cluster = Cluster(nranks, soc)
     cluster.run([body(r) for r in range(nranks)])
     ranks = tuple(RankReport(r, dist.device_ids[r], cluster.links.clocks[r], soc.chip.core_hz) for r in range(nranks))
-    return DistributedReport(ranks, returned, tuple(reports))
+    return DistributedReport(ranks, returned, tuple(reports), tuple(cluster.links.events))
 
 
 DistributedCompiledProgram = DistributedProgram  # the reference's name
