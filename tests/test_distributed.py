@@ -597,3 +597,75 @@ def test_the_swimlane_has_a_process_per_rank_and_an_arrow_from_each_notify_to_th
     # rank r's wait was ended by the notify of the rank before it, which started before the wait ended
     assert sorted((starts[e["id"]]["pid"], e["pid"]) for e in ends) == sorted(((r - 1) % n, r) for r in range(n))
     assert all(starts[e["id"]]["ts"] < e["ts"] for e in ends)
+
+
+# ----------------------------------------------------------------------------- put / get
+
+
+@pl.jit.incore
+def put_get_step(x: pl.Tensor[[2, SIZE], pl.FP32], y: pl.Out[pl.Tensor[[2, SIZE], pl.FP32]],
+                 src: pl.InOut[pld.DistributedTensor[[2, SIZE], pl.FP32]],
+                 dst: pl.InOut[pld.DistributedTensor[[2, SIZE], pl.FP32]],
+                 signal: pl.InOut[pld.DistributedTensor[[2, 1], pl.INT32]]):
+    ctx = pld.get_comm_ctx(src)
+    me, n = pld.rank(ctx), pld.nranks(ctx)
+    src = pl.store(pl.load(x, [0, 0], [2, SIZE]), [0, 0], src)
+    nxt, prv = (me + 1) % n, (me + n - 1) % n
+    # row 0: pushed whole to the next rank, in chunks; row 1: its second half pulled from the next rank
+    pld.tensor.put(dst, peer=nxt, src=src, dst_offsets=[0, 0], src_offsets=[0, 0], shape=[1, SIZE],
+                   chunk_rows=1, chunk_cols=16, pipeline=True)
+    pld.system.notify(signal, peer=nxt, offsets=[0, 0], value=1, op=pld.NotifyOp.Set)
+    pld.system.notify(signal, peer=prv, offsets=[1, 0], value=1, op=pld.NotifyOp.Set)
+    pld.system.wait(signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Eq)
+    pld.system.wait(signal, offsets=[1, 0], expected=1, cmp=pld.WaitCmp.Eq)
+    pld.tensor.get(dst, peer=nxt, src=src, dst_offsets=[1, 0], src_offsets=[1, SIZE // 2], shape=[1, SIZE // 2])
+    return pl.store(pl.load(dst, [0, 0], [2, SIZE]), [0, 0], y)
+
+
+@pl.jit
+def put_get_orch(x: pl.Tensor[[2, SIZE], pl.FP32], y: pl.Out[pl.Tensor[[2, SIZE], pl.FP32]],
+                 src: pl.InOut[pld.DistributedTensor[[2, SIZE], pl.FP32]],
+                 dst: pl.InOut[pld.DistributedTensor[[2, SIZE], pl.FP32]],
+                 signal: pl.InOut[pld.DistributedTensor[[2, 1], pl.INT32]]):
+    return put_get_step(x, y, src, dst, signal)
+
+
+@pl.jit.host
+def put_get(x: pl.Tensor[[NR, 2, SIZE], pl.FP32], y: pl.Out[pl.Tensor[[NR, 2, SIZE], pl.FP32]]):
+    src_buf = pld.alloc_window_buffer([2, SIZE], dtype=pl.FP32)
+    dst_buf = pld.alloc_window_buffer([2, SIZE], dtype=pl.FP32)
+    signal_buf = pld.alloc_window_buffer([2, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        put_get_orch(x[r], y[r], pld.window(src_buf, [2, SIZE], dtype=pl.FP32),
+                     pld.window(dst_buf, [2, SIZE], dtype=pl.FP32), pld.window(signal_buf, [2, 1], dtype=pl.INT32),
+                     device=r)
+    return y
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_put_pushes_to_the_next_rank_and_get_pulls_from_it(n):
+    x = torch.randn(n, 2, SIZE)
+    y = torch.zeros_like(x)
+    report = put_get.compile(config=_config(n)).run(x, y)
+    for r in range(n):
+        assert torch.equal(y[r, 0], x[(r - 1) % n, 0])
+        assert torch.equal(y[r, 1, :SIZE // 2], x[(r + 1) % n, 1, SIZE // 2:])
+        assert torch.equal(y[r, 1, SIZE // 2:], torch.zeros(SIZE // 2))
+    # the put's four chunks and the get, as five transfers
+    assert all(sum(e.kind in ("remote_store", "remote_load") for e in report.events if e.rank == r) == 5
+               for r in range(n))
+
+
+def test_put_and_gets_refusals_are_located():
+    @pl.jit.incore
+    def half(d: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]], s: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]]):
+        pld.tensor.put(d, peer=1, src=s, dst_offsets=[0, 0])
+        return d
+
+    @pl.jit.incore
+    def unstaged(d: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]], s: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]]):
+        pld.tensor.get(d, peer=1, src=s, chunk_rows=1, pipeline=True)
+        return d
+
+    _refused(half, _window([1, W]), _window([1, W]), match="together", line_text="pld.tensor.put(")
+    _refused(unstaged, _window([1, W]), _window([1, W]), match="pipeline=True", line_text="pld.tensor.get(")

@@ -453,7 +453,7 @@ def test_ops_with_effects_stay_statements():
                        # and a rank's acts on its peers
                        "system.notify", "system.wait", "tile.remote_store",
                        *(f"system.{c}" for c in ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter",
-                                                 "all_to_all"))}
+                                                 "all_to_all", "put", "get"))}
 
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):

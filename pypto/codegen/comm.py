@@ -14,7 +14,7 @@ from pypto.backend import CoreKind, Pipe
 # the comm context's fields (``CommContext::rankId`` / ``rankNum``)
 COMM_REGISTERS = ("system.rank", "system.nranks")
 COLLECTIVES = frozenset(f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
-                                                      "reduce_scatter", "all_to_all"))
+                                                      "reduce_scatter", "all_to_all", "put", "get"))
 COMM_OPS = frozenset({"system.notify", "system.wait", "tile.remote_load", "tile.remote_store", *COMM_REGISTERS,
                       *COLLECTIVES})
 

@@ -158,7 +158,7 @@ def remote_store(tile: TileVal, target, peer, offsets, atomic=AtomicType.None_, 
 _COMBINE = {ReduceOp.Sum: num.arith(torch.add), ReduceOp.Prod: num.arith(torch.mul), ReduceOp.Max: num.maximum,
             ReduceOp.Min: num.minimum}
 COMM_OPS = COMM_OPS | {f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
-                                                     "reduce_scatter", "all_to_all")}
+                                                     "reduce_scatter", "all_to_all", "put", "get")}
 
 
 def _cell_of(signal, rank: int) -> tuple:
@@ -271,3 +271,57 @@ def all_to_all(input, target, signal, span=None):  # noqa: A002
     target[port.rank] = input[port.rank]
     _barrier(port, signal, span)
     return target
+
+
+# ----------------------------------------------------------------------------- put / get
+
+
+def _region(tensor, offsets, shape) -> tuple:
+    if offsets is None:
+        return tuple((0, d) for d in tensor.shape)
+    return tuple(zip((int(o) for o in offsets), (int(e) for e in shape)))
+
+
+def _chunks(box: tuple, rows: int, cols: int):
+    """The transfers a move is split into: chunk_rows x chunk_cols of the last two axes (0: all)."""
+    *lead, (r0, re), (c0, ce) = box if len(box) >= 2 else ((0, 1), *box)
+    rows, cols = rows or re, cols or ce
+    for r in range(0, re, rows):
+        for c in range(0, ce, cols):
+            yield min(rows, re - r) * min(cols, ce - c)
+
+
+def _move(port: CommPort, put: bool, dst, peer, src, dst_offsets, src_offsets, shape, atomic, chunk_rows,
+          chunk_cols, span):
+    op = "tensor.put" if put else "tensor.get"
+    peer = _peer(port, int(peer), op)
+    dbox, sbox = _region(dst, dst_offsets, shape), _region(src, src_offsets, shape)
+    source = port.peer_view(src, peer, span) if not put else src
+    target = port.peer_view(dst, peer, span) if put else dst
+    sidx = window(source.shape, [o for o, _ in sbox], [e for _, e in sbox], "src region")
+    didx = window(target.shape, [o for o, _ in dbox], [e for _, e in dbox], "dst region")
+    if put:
+        port.access(dst, peer, dbox, True, "put", span)
+    else:
+        port.access(src, peer, sbox, False, "get", span)
+    data = source[sidx]
+    if atomic is AtomicType.Add:
+        num.atomic_add(target, didx, data)
+    else:
+        target[didx] = data
+    for count in _chunks(sbox, chunk_rows, chunk_cols):
+        port.moved(peer, count * data.element_size(), not put, span)
+
+
+@impl("system.put")
+def put(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, atomic=AtomicType.None_, chunk_rows=0,
+        chunk_cols=0, pipeline=False, span=None):
+    _move(_port("tensor.put"), True, dst, peer, src, dst_offsets, src_offsets, shape, atomic, chunk_rows,
+          chunk_cols, span)
+
+
+@impl("system.get")
+def get(dst, peer, src, dst_offsets=None, src_offsets=None, shape=None, chunk_rows=0, chunk_cols=0, pipeline=False,
+        span=None):
+    _move(_port("tensor.get"), False, dst, peer, src, dst_offsets, src_offsets, shape, AtomicType.None_, chunk_rows,
+          chunk_cols, span)

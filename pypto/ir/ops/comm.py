@@ -253,3 +253,62 @@ for _name, _params, _infer, _doc in (
          "row dest of each rank's input into row src (of rank src) of rank dest's target")):
     register(f"system.{_name}", _params, _infer, doc=_doc + " (an InCore composite)",
              writes_operand="signal" if _name == "barrier" else "target", module=PLD)
+
+
+# ----------------------------------------------------------------------------- put / get
+# One-sided bulk moves between GM and a peer's window (``pld.tensor.put`` / ``get``): the whole
+# views, or the matching regions three arguments name; ``chunk_rows`` / ``chunk_cols`` split the
+# move into transfers (``pipeline=True`` overlaps their staging, and needs both).
+
+
+def _infer_move(a: OpArgs, soc: SoC):
+    put = a.op == "system.put"
+    op = "tensor.put" if put else "tensor.get"
+    remote, local = ("dst", "src") if put else ("src", "dst")
+    rt = window_operand(op, a, remote, remote)
+    lt = a.type(local)
+    if not isinstance(lt, TensorType):
+        raise fail(f"pld.{op}", f"a tensor {local}", type_name(lt) if lt else "a constant")
+    _peer(op, a)
+    if rt.dtype is not lt.dtype:
+        raise fail(f"pld.{op}", "src and dst of one dtype", f"{a.type('src').dtype.name} and {a.type('dst').dtype.name}")
+    given = [a[k] is not None for k in ("dst_offsets", "src_offsets", "shape")]
+    if any(given) and not all(given):
+        raise fail(f"pld.{op}", "dst_offsets, src_offsets and shape together (or none of them)",
+                   ", ".join(k for k, g in zip(("dst_offsets", "src_offsets", "shape"), given) if g) + " alone",
+                   "give all three to move a region, or none to move the whole views")
+    if all(given):
+        shape = static_ints(a["shape"])
+        if shape is None or any(s <= 0 for s in shape):
+            raise fail(f"pld.{op}", "a static positive shape", fmt_shape(a["shape"]), SHAPE_HINT)
+        check_region(f"pld.{op}", a.type("dst"), a["dst_offsets"], shape, what="dst region")
+        check_region(f"pld.{op}", a.type("src"), a["src_offsets"], shape, what="src region")
+    elif tuple(a.type("dst").shape) != tuple(a.type("src").shape):
+        raise fail(f"pld.{op}", "src and dst of one shape (or dst_offsets, src_offsets and shape)",
+                   f"{type_name(a.type('src'))} and {type_name(a.type('dst'))}")
+    if put and a["atomic"] is AtomicType.Add and rt.dtype not in ATOMIC_ADD_DTYPES:
+        raise fail("pld.tensor.put", "an fp32/bf16/fp16/int32/int16/int8 destination for atomic=Add",
+                   f"a {rt.dtype.name} one")
+    for k in ("chunk_rows", "chunk_cols"):
+        if a[k] < 0:
+            raise fail(f"pld.{op}", f"{k} >= 0 (0: the whole extent)", str(a[k]))
+    if a["pipeline"] and not (a["chunk_rows"] > 0 and a["chunk_cols"] > 0):
+        raise fail(f"pld.{op}", "both chunk_rows > 0 and chunk_cols > 0 with pipeline=True",
+                   f"chunk_rows={a['chunk_rows']}, chunk_cols={a['chunk_cols']}",
+                   "the staging tile is sized statically: give both chunk extents")
+    return None
+
+
+def _move_params(put: bool):
+    return [P("dst", Kind.TENSOR), _PEER, P("src", Kind.TENSOR),
+            P("dst_offsets", Kind.INDEX_LIST, default=None, optional=True),
+            P("src_offsets", Kind.INDEX_LIST, default=None, optional=True),
+            P("shape", Kind.SHAPE, default=None, optional=True),
+            *([P("atomic", Kind.ATOMIC, AtomicType.None_)] if put else []),
+            P("chunk_rows", Kind.INT, 0), P("chunk_cols", Kind.INT, 0), P("pipeline", Kind.BOOL, False)]
+
+
+register("system.put", _move_params(True), _infer_move, effect=True, module=PLD,
+         doc="write this rank's src (a window or a tensor) into the peer rank's copy of the window dst")
+register("system.get", _move_params(False), _infer_move, effect=True, module=PLD,
+         doc="read the peer rank's copy of the window src into this rank's dst")
