@@ -52,8 +52,8 @@ class Annotations(TensorViews):
             if isinstance(given, TensorType) and given.window:
                 given = attrs.evolve(given, window=False)  # a window passed where a plain tensor is declared
             return self._tensor_annotation(node, given, param), ParamDirection.In
-        if ctor == "DistributedTensor":
-            return self._window_annotation(node, given, param), ParamDirection.In
+        if ctor == "DistributedTensor":  # a window is read and written: InOut unless wrapped
+            return self._window_annotation(node, given, param), ParamDirection.InOut
         if ctor == "CommCtx":
             raise self.error(TypeCheckError, node, "pld.CommCtx is the handle pld.get_comm_ctx gives, not a "
                              "parameter's type", hint="take the pld.DistributedTensor and call pld.get_comm_ctx(dt)")

@@ -145,7 +145,7 @@ NAMESPACES = frozenset({"tile", "tensor", "array", "system"})
 # constructors, its front-end form, and its two-segment shortcuts for ops filed under
 # system / tensor / tile
 DISTRIBUTED = "distributed"
-DIST_ENUMS = {"NotifyOp": NotifyOp, "WaitCmp": WaitCmp, "ReduceOp": ReduceOp}
+DIST_ENUMS = {"NotifyOp": NotifyOp, "WaitCmp": WaitCmp, "ReduceOp": ReduceOp, "AtomicType": AtomicType}
 DIST_TYPE_CTORS = frozenset({"DistributedTensor", "CommCtx"})
 DIST_COLLECTIVES = frozenset({"allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all",
                               "put", "get"})

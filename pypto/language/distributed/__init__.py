@@ -9,7 +9,7 @@ these names are read by the front end from kernel source, never run; the module 
 are one op (the form dumps print).
 """
 
-from pypto.ir.types import NotifyOp, ReduceOp, WaitCmp
+from pypto.ir.types import AtomicType, NotifyOp, ReduceOp, WaitCmp
 from pypto.lang.dsl import DslName as _DslName
 from pypto.lang.dsl import TypeConstructor as _TypeConstructor
 
@@ -54,5 +54,5 @@ window = _DslName("distributed", "window")
 remote_load = _DslName("distributed", "remote_load")
 remote_store = _DslName("distributed", "remote_store")
 
-__all__ = ["CommCtx", "DistributedTensor", "NotifyOp", "ReduceOp", "WaitCmp", "alloc_window_buffer", "get_comm_ctx",
+__all__ = ["AtomicType", "CommCtx", "DistributedTensor", "NotifyOp", "ReduceOp", "WaitCmp", "alloc_window_buffer", "get_comm_ctx",
            "nranks", "rank", "remote_load", "remote_store", "system", "tensor", "tile", "window", "world_size"]
