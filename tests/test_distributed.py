@@ -669,3 +669,24 @@ def test_put_and_gets_refusals_are_located():
 
     _refused(half, _window([1, W]), _window([1, W]), match="together", line_text="pld.tensor.put(")
     _refused(unstaged, _window([1, W]), _window([1, W]), match="pipeline=True", line_text="pld.tensor.get(")
+
+
+def test_a_worker_of_several_programs_dispatches_each_by_name_and_keeps_windows_unreset_when_asked():
+    compiled = handshake.compile(config=_config(2))
+    hello = hello_rank.compile(config=_config(2))
+    x = torch.randn(2, ROWS, COLS)
+    y = torch.zeros_like(x)
+    out = torch.zeros(2, 1, 1, dtype=torch.int32)
+    with compiled.prepare(extra_compiled=[hello], persistent=True, reset_persistent_windows=False) as rt:
+        with pytest.raises(TypeError, match="rt.run"):
+            rt(out, 1)
+        rt.run(hello, x, y)
+        assert torch.equal(y, x + torch.arange(2.0).view(2, 1, 1))
+        rt.run(compiled, out, 1)
+        assert out.flatten().tolist() == [2, 1]
+        # the retained cells hold the first dispatch's tags (zeroed, rank 1's could never reach 2): rank 0
+        # finds its cell at 2 already and reads it, rank 1 waits for rank 0's notify, 1 + 1
+        rt.run(compiled, out, 2)
+        assert out.flatten().tolist() == [2, 2]
+        with pytest.raises(ValueError, match="extra_compiled"):
+            rt.run(allreduce.compile(config=_config(2)), torch.zeros(2, 1, SIZE), torch.zeros(2, 1, SIZE))

@@ -23,12 +23,10 @@ def _device_ids(value) -> tuple:
 class DistributedConfig:
     """``device_ids``: one rank per device, in rank order. ``num_sub_workers``: the
     reference's host sub-workers (Python callbacks in the forked orchestrator); accepted,
-    none run here. ``rank_processes``: how many worker processes the ranks run in (1: the
-    ranks share this process)."""
+    none run here (the ranks are threads of this process)."""
 
     device_ids: tuple = attrs.field(converter=_device_ids)
     num_sub_workers: int = 0
-    rank_processes: int = 1
 
     @property
     def nranks(self) -> int:

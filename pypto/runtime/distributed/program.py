@@ -99,10 +99,18 @@ class DistributedProgram:
         config = self._config(config)
         return run_host(self.host, args, config)
 
-    def prepare(self, config: RunConfig | None = None, *, persistent: bool = False, **options):
+    def prepare(self, config: RunConfig | None = None, *, extra_compiled=(), persistent: bool = False,
+                reset_persistent_windows: bool | None = None, callbacks=None, sub_worker_overrides=None,
+                startup_timeout_s: float | None = None):
+        """A ``DistributedWorker`` for this program (and ``extra_compiled``). ``config`` only
+        pre-warms in the reference (not kept); ``persistent`` keeps the windows across
+        dispatches, zeroed before each unless ``reset_persistent_windows=False``. The host
+        callbacks, sub-worker overrides and startup deadline of the reference's forked
+        workers have nothing to act on here (the ranks are threads of this process)."""
         from pypto.runtime.distributed.worker import DistributedWorker
 
-        return DistributedWorker(self, persistent=persistent)
+        return DistributedWorker(self, persistent=persistent, extra_compiled=tuple(extra_compiled),
+                                 reset_windows=reset_persistent_windows is not False)
 
 
 def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None) -> DistributedReport:

@@ -42,7 +42,7 @@ class StackedDeviceTensor:
 
 
 class DistributedWorker:
-    def __init__(self, compiled, *, persistent: bool = False, extra_compiled=()):
+    def __init__(self, compiled, *, persistent: bool = False, extra_compiled=(), reset_windows: bool = True):
         from pypto.runtime.distributed.program import DistributedProgram
 
         if not isinstance(compiled, DistributedProgram):
@@ -51,6 +51,7 @@ class DistributedWorker:
         self.compiled = compiled
         self.programs = [compiled, *extra_compiled]
         self.persistent = persistent
+        self.reset_windows = reset_windows
         self.windows: dict | None = {} if persistent else None
         self.closed = False
         self.reports: list = []
@@ -76,7 +77,7 @@ class DistributedWorker:
         self._live()
         if not any(compiled is p for p in self.programs):
             raise ValueError(f"{compiled!r} is not a program of this worker: pass it to prepare(extra_compiled=[...])")
-        if self.windows is not None:
+        if self.windows is not None and self.reset_windows:
             for buf in self.windows.values():  # a retained window starts each dispatch zeroed
                 for b in buf.ranks:
                     b.zero_()
