@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 
 import pypto.language as pl
+import pypto.language.distributed  # noqa: F401  (pl.distributed: the pld ops)
 from pypto.errors import PyptoError
-from pypto.ir.ops.registry import UNIFIED, all_ops, spelled
+from pypto.ir.ops.registry import UNIFIED, all_ops, lookup, spelled
 from pypto.tools import op_table
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
 
 
 def _stand_in(name: str):
-    obj = pl
+    obj = pl.distributed if lookup(name).module else pl  # (pld: pypto.language.distributed)
     for part in spelled(name).split("."):
         obj = getattr(obj, part)
     return obj
@@ -31,7 +32,7 @@ def test_every_op_s_signature_and_help_are_its_registry_entry(op):
     for p in op.params:
         assert (sig.parameters[p.name].default is inspect.Parameter.empty) == p.required
     text = pydoc.render_doc(fn, renderer=pydoc.plaintext)
-    assert op.doc in text and f"pl.{spelled(op.name)}(" in text
+    assert op.doc in text and f"pl.{op.module}{spelled(op.name)}(" in text
 
 
 def test_a_unified_name_documents_each_form_it_picks():
@@ -75,7 +76,7 @@ def test_the_docs_table_is_the_registry_s(tmp_path, capsys):
     assert len(err) == 1 and "out of date" in err[0]
     for op in all_ops():
         if op.name.startswith(("tile.", "tensor.")):
-            assert f"`pl.{spelled(op.name)}(" in DOCS.read_text(encoding="utf-8")
+            assert f"`pl.{op.module}{spelled(op.name)}(" in DOCS.read_text(encoding="utf-8")
 
 
 def test_gather_and_scatter_name_their_positions_per_form_and_list_the_forms():

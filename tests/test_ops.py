@@ -499,10 +499,11 @@ def test_every_op_is_exercised_and_has_semantics():
     # tests/test_debug_print.py, the counter-based generator (A5's: ref computes it, a2a3sim refuses it) in
     # tests/test_random.py, the gather into L1 (read back through the cube) in tests/test_tensor_forms.py,
     # a kernel's arrays of integers in tests/test_kernel_forms.py, the extract of an L0 operand in
-    # tests/test_tile_windows_forms.py, a tensor's valid shape in tests/test_orchestration_views.py
+    # tests/test_tile_windows_forms.py, a tensor's valid shape in tests/test_orchestration_views.py,
+    # the pld ops (which run on a rank of a cluster) in tests/test_distributed.py
     from pypto.ir.ops.pipes import PIPE_OPS
 
-    names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
+    names = {op.name for op in all_ops() if op.plane != "orchestration" and not op.module} - set(CORE_REGISTERS) - {
         "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "tile.aiv_shard", "tile.aic_gather",
         "system.import_peer_buffer", "tile.mscatter",
         "tensor.write", "tile.debug_print", "tile.random", "tensor.random", "tile.mgather_mat",

@@ -89,7 +89,7 @@ def test_fields_without_an_effect_here_are_accepted_and_kept():
     ("enable_pmu", -2, "enable_pmu=-2 is not a level"),
     ("aicpu_thread_num", 0, "aicpu_thread_num=0 is not a thread count"),
     ("diagnostic_phase", "sometimes", "diagnostic_phase='sometimes' is not a DiagnosticPhase"),
-    ("distributed_config", {"ranks": 2}, "this runtime has no distributed (L3+) workers"),
+    ("distributed_config", {"ranks": 2}, "distributed_config={'ranks': 2} is not a DistributedConfig"),
 ])
 def test_bad_values_are_refused_at_the_field(field, value, message):
     with pytest.raises(ConfigError, match=re.escape(message)) as info:

@@ -113,6 +113,31 @@ class ChipCosts:
     host_link_bytes_per_cycle: int = 11
 
 
+@attrs.frozen(kw_only=True)
+class Interconnect:
+    """The card-to-card links between ranks (core clock cycles at ``ChipCosts.core_hz``;
+    model parameters, each with where it comes from).
+
+    - ``link_bytes_per_cycle``: one direction of one HCCS link. Source: Huawei's Atlas 800T
+      A2 data sheet gives 392 GB/s of HCCS per Ascend 910B card over its 7 full-mesh links,
+      56 GB/s a link, 31 bytes a cycle at 1.8 GHz. Each ordered pair of ranks has its own
+      link (the 8-card full mesh); transfers on one link queue behind each other.
+    - ``latency``: from a transfer's issue until its first bytes land in the peer's window.
+      Assumed: 2 µs, the scale of a one-sided HCCL write between cards of one server.
+    - ``rma_issue``: the scalar unit's cost to issue a TPUT / TGET descriptor. Assumed: 0.2 µs.
+    - ``notify_issue``: issuing a TNOTIFY (a 4-byte remote write or atomic add), whose value
+      lands ``latency`` later. Assumed: 0.1 µs.
+    - ``poll``: one TWAIT poll of the local signal cell (a GM read by the scalar unit); a wait
+      ends at the first poll after its condition holds. Assumed: 0.05 µs.
+    """
+
+    link_bytes_per_cycle: int = 31
+    latency: int = 3600
+    rma_issue: int = 360
+    notify_issue: int = 180
+    poll: int = 90
+
+
 @attrs.frozen
 class SpaceSpec:
     space: MemorySpace
@@ -140,6 +165,7 @@ class SoC:
     core_pipes: pmap = pmap()
     costs: Costs = Costs()
     chip: ChipCosts = ChipCosts()
+    links: Interconnect = Interconnect()  # between the cards of a cluster of ranks
     event_ids: int = 8  # flags per direction per pipe pair
     # The M and N extents ConvertTensorToTileOps gives one cube block of a tensor-level
     # matmul (an assumption: a 128 x 256 FP32 block fills Acc, and its K slices then fit

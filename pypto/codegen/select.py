@@ -14,6 +14,8 @@ compiles through codegen as well.
 
 from __future__ import annotations
 
+from pypto.codegen import comm
+from pypto.codegen.comm import COMM_OPS
 from pypto.codegen.pipes import Pipes
 from pypto.codegen.isa import (
     Alloc,
@@ -317,6 +319,8 @@ class _Selector:
             return self.pipes.pop(call, self.buf(target), target, span)
         if call.op in FREES:
             return self.pipes.free(call, span)
+        if call.op in COMM_OPS:
+            return comm.select(self, call, target, span)
         if call.op == "tensor.write":
             return [self.gm_element(call, span)]
         if call.op == "tile.write":

@@ -21,6 +21,9 @@ from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import Kind, lookup, spelled
 from pypto.ir.types import (
     TASK_ID,
+    NotifyOp,
+    ReduceOp,
+    WaitCmp,
     ArrayType,
     DataType,
     ForKind,
@@ -147,6 +150,8 @@ def static(v) -> str:
         return f"pl.AtomicType.{v.name}"
     if isinstance(v, TensorLayout):
         return f"pl.TensorLayout.{v.name}"
+    if isinstance(v, (NotifyOp, WaitCmp, ReduceOp)):
+        return repr(v)
     if isinstance(v, str):
         return string(v)
     if isinstance(v, (bool, int, float)):
@@ -167,7 +172,8 @@ def type_(t) -> str:
     if isinstance(t, ScalarType):
         return f"pl.Scalar[pl.{t.dtype.name}]"
     if isinstance(t, TensorType):
-        return f"pl.Tensor[[{', '.join(map(dim_text, t.shape))}], pl.{t.dtype.name}]"
+        kind = "distributed.DistributedTensor" if t.window else "Tensor"
+        return f"pl.{kind}[[{', '.join(map(dim_text, t.shape))}], pl.{t.dtype.name}]"
     if isinstance(t, TileType):
         parts = [f"[{', '.join(map(str, t.shape))}]", f"pl.{t.dtype.name}"]
         if t.memref is not None:
@@ -400,7 +406,7 @@ class _Printer:
                 named = True
             else:
                 named = True  # left out: what follows it is named
-        return f"pl.{spelled(c.op)}({', '.join(parts)})"
+        return f"pl.{op.module}{spelled(c.op)}({', '.join(parts)})"
 
     def needs_annotation(self, s: n.Assign) -> bool:
         if self.explicit:
@@ -426,7 +432,8 @@ class _BranchResults(tuple):
 
 
 # Compile-time choices read better named: pl.tile.move(t, target_memory=pl.Mem.Left).
-_KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR, Kind.LAYOUT, Kind.ATOMIC})
+_KEYWORD_KINDS = frozenset({Kind.DTYPE, Kind.SPACE, Kind.PAD, Kind.STR, Kind.LAYOUT, Kind.ATOMIC, Kind.NOTIFY, Kind.WAIT_CMP,
+                            Kind.REDUCE})
 
 
 def _arg(kind: Kind, v) -> str:

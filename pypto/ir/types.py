@@ -52,6 +52,10 @@ class DataType(enum.Enum):
     def nbytes(self) -> int:
         return (self.bits + 7) // 8
 
+    def get_byte(self) -> int:
+        """The reference's spelling of ``nbytes`` (``pl.FP32.get_byte()`` sizes a window)."""
+        return self.nbytes
+
     @property
     def int_range(self) -> tuple[int, int] | None:
         """(least, greatest) value of an integer dtype; None for the others."""
@@ -172,6 +176,38 @@ class FunctionType(enum.Enum):
         return self.is_kernel or self is FunctionType.Opaque
 
 
+class NotifyOp(enum.IntEnum):
+    """How ``pld.system.notify`` deposits its value in the peer's signal cell."""
+
+    AtomicAdd = 0
+    Set = 1
+
+    def __repr__(self) -> str:
+        return f"pl.distributed.NotifyOp.{self.name}"
+
+
+class WaitCmp(enum.IntEnum):
+    """The predicate ``pld.system.wait`` blocks on: the cell equal to, or at least, the value."""
+
+    Eq = 0
+    Ge = 1
+
+    def __repr__(self) -> str:
+        return f"pl.distributed.WaitCmp.{self.name}"
+
+
+class ReduceOp(enum.IntEnum):
+    """How a collective combines the ranks' contributions."""
+
+    Sum = 0
+    Max = 1
+    Min = 2
+    Prod = 3
+
+    def __repr__(self) -> str:
+        return f"pl.distributed.ReduceOp.{self.name}"
+
+
 class Level(enum.Enum):
     """Where code runs, from one core up: ``AIV`` (a vector core), ``AIC`` (a cube core),
     ``CORE_GROUP`` (one cluster: 1 AIC + 2 AIV — what ``pl.at(level=...)`` takes here),
@@ -289,6 +325,9 @@ class TensorType:
     # statement runs; a kernel's parameters are static, and a call checks its tensor's.
     shape: tuple = attrs.field(converter=_extents)
     dtype: DataType
+    # ``pld.DistributedTensor``: a view of a window buffer every rank allocates alike, so a
+    # peer's copy is addressed by the same offsets (the cross-rank ops require one)
+    window: bool = attrs.field(default=False, kw_only=True)
 
     @property
     def nbytes(self) -> int:
@@ -411,7 +450,8 @@ def type_name(t) -> str:
     if isinstance(t, ScalarType):
         return f"Scalar[{t.dtype}]"
     if isinstance(t, TensorType):
-        return f"Tensor[{'x'.join(map(dim_text, t.shape))} {t.dtype}]"
+        kind = "DistributedTensor" if t.window else "Tensor"
+        return f"{kind}[{'x'.join(map(dim_text, t.shape))} {t.dtype}]"
     if isinstance(t, TileType):
         space = f" {t.space.name}" if t.space is not None else ""
         return f"Tile[{'x'.join(map(str, t.shape))} {t.dtype}{space}]"

@@ -50,7 +50,14 @@ class Annotations(TensorViews):
                              hint="annotate with pl.Tensor[[shape], dtype], pl.Tile[...] or pl.Scalar[dtype]")
         ctor = meaning.name
         if ctor == "Tensor":
+            if isinstance(given, TensorType) and given.window:
+                given = attrs.evolve(given, window=False)  # a window passed where a plain tensor is declared
             return self._tensor_annotation(node, given, param), ParamDirection.In
+        if ctor == "DistributedTensor":  # a window is read and written: InOut unless wrapped
+            return self._window_annotation(node, given, param), ParamDirection.InOut
+        if ctor == "CommCtx":
+            raise self.error(TypeCheckError, node, "pld.CommCtx is the handle pld.get_comm_ctx gives, not a "
+                             "parameter's type", hint="take the pld.DistributedTensor and call pld.get_comm_ctx(dt)")
         if ctor == "Scalar":
             return self._scalar_annotation(node, given, param), ParamDirection.In
         if ctor == "Tile":
@@ -93,6 +100,17 @@ class Annotations(TensorViews):
                              f"parameter is declared {type_name(declared)}",
                              hint=f"pass a pl.array.create({extent}, pl.{declared.dtype.name})")
         return declared
+
+    def _window_annotation(self, node, given, param) -> TensorType:
+        """``pld.DistributedTensor[shape, dtype]``: a tensor annotation whose argument must be a
+        window every rank allocated (``pld.window(...)`` in the host orchestrator)."""
+        if given is not None and not (isinstance(given, TensorType) and given.window):
+            raise self.error(SpecializationError, node,
+                             f"argument '{param}' is {type_name(given)}, but the parameter is a window-bound "
+                             "pld.DistributedTensor",
+                             hint="pass pld.window(buf, shape, dtype=...) from the @pl.jit.host orchestrator")
+        plain = attrs.evolve(given, window=False) if given is not None else None
+        return attrs.evolve(self._tensor_annotation(node, plain, param), window=True)
 
     def _scalar_annotation(self, node, given, param) -> ScalarType:
         if not isinstance(node, ast.Subscript):

@@ -134,6 +134,8 @@ class CallConverter(OpCalls, ExprConverter):
                 return self.available_count(node, meaning.name)
             if meaning.name == "dim":
                 return self.dim_call(node)
+            if meaning.name == "get_comm_ctx":
+                return self.comm_ctx_call(node)
             if meaning.name == "task_dummy":
                 return self.task_dummy_call(node)
             where = {"range": "a for-loop iterator", "pipeline": "a for-loop iterator",

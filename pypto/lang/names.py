@@ -18,8 +18,8 @@ import numpy
 
 from pypto.ir.ops import UNIFIED, resolve
 from pypto.ir.ops.rings import AUTO
-from pypto.ir.types import (AtomicType, DataType, FunctionType, Level, MaskPattern, PadValue, ScopeMode, SplitMode,
-                             TensorLayout)
+from pypto.ir.types import (AtomicType, DataType, FunctionType, Level, MaskPattern, NotifyOp, PadValue, ReduceOp,
+                             ScopeMode, SplitMode, TensorLayout, WaitCmp)
 from pypto.backend import MemorySpace
 from pypto.lang.dsl import MemRefDeclaration
 
@@ -151,6 +151,17 @@ BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "while_", "cond
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView", "TensorView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array", "system"})
+# ``pld`` (pypto.language.distributed, the path ``pl.distributed``): its enums, its type
+# constructors, its front-end form, and its two-segment shortcuts for ops filed under
+# system / tensor / tile
+DISTRIBUTED = "distributed"
+DIST_ENUMS = {"NotifyOp": NotifyOp, "WaitCmp": WaitCmp, "ReduceOp": ReduceOp, "AtomicType": AtomicType}
+DIST_TYPE_CTORS = frozenset({"DistributedTensor", "CommCtx"})
+DIST_COLLECTIVES = frozenset({"allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all",
+                              "put", "get"})
+DIST_SHORTCUTS = {"world_size": "system.world_size", "rank": "system.rank", "nranks": "system.nranks",
+                  "get_comm_ctx": "system.get_comm_ctx", "alloc_window_buffer": "tensor.alloc_window_buffer",
+                  "window": "tensor.window", "remote_load": "tile.remote_load", "remote_store": "tile.remote_store"}
 # enums filed under an op namespace (pl.tile.MaskPattern.P0101)
 NAMESPACED_ENUMS = {"tile.MaskPattern": MaskPattern}
 
@@ -187,11 +198,14 @@ _NAMESPACED_BUILTINS = {"tensor.dim": "dim", "tile.max": "max", "tile.min": "min
                         "system.available_aiv_count": "available_aiv_count"}
 
 
-def member(namespace: str, name: str):
+def member(namespace: str, name: str, module: str = ""):
     """What ``pl.<namespace>.<name>`` means: a registered op (under any of its reference
-    names), one of the front end's forms, or None."""
+    names), one of the front end's forms, or None. ``module``: the language module the
+    name is read in ("distributed." for ``pld``), whose ops are its own."""
+    if module and f"{namespace}.{name}" == "system.get_comm_ctx":
+        return Builtin("get_comm_ctx")
     op = resolve(f"{namespace}.{name}")
-    if op is not None:
+    if op is not None and op.module == module:
         return Op(op.name, unified=False)
     builtin = _NAMESPACED_BUILTINS.get(f"{namespace}.{name}")
     return Builtin(builtin) if builtin else None
@@ -203,6 +217,8 @@ def interpret(path: Path):
     if not parts:
         return Namespace(path)
     head, rest = parts[0], parts[1:]
+    if head == DISTRIBUTED:
+        return _distributed(path, rest)
     if head in DTYPES and not rest:
         return Value(DTYPES[head])
     if head == "AUTO" and not rest:  # a reserve_buffer base the planner picks
@@ -235,6 +251,29 @@ def interpret(path: Path):
         return Builtin(head)
     if head in TYPE_CTORS:
         return TypeCtor(head)
+    return None
+
+
+def _distributed(path: Path, rest: tuple):
+    """The meaning of ``pld.<rest>``."""
+    if not rest:
+        return Namespace(path)
+    if rest[0] in DIST_ENUMS:
+        enum_cls = DIST_ENUMS[rest[0]]
+        if len(rest) == 1:
+            return Namespace(path)
+        return Value(enum_cls[rest[1]]) if len(rest) == 2 and rest[1] in enum_cls.__members__ else None
+    if len(rest) == 1 and rest[0] in DIST_TYPE_CTORS:
+        return TypeCtor(rest[0])
+    if len(rest) == 1 and rest[0] in DIST_SHORTCUTS:
+        namespace, _, name = DIST_SHORTCUTS[rest[0]].rpartition(".")
+        return member(namespace, name, DISTRIBUTED + ".")
+    if rest[0] in NAMESPACES and len(rest) == 1:
+        return Namespace(path)
+    if rest[0] in NAMESPACES and len(rest) == 2:
+        if rest[0] == "tensor" and rest[1] in DIST_COLLECTIVES:  # filed under system (see ir.ops.comm)
+            return member("system", rest[1], DISTRIBUTED + ".")
+        return member(rest[0], rest[1], DISTRIBUTED + ".")
     return None
 
 
@@ -362,4 +401,5 @@ def _is_constant(obj) -> bool:
 
 
 def _is_dsl_enum(obj) -> bool:
-    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue, AtomicType, SplitMode))
+    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue, AtomicType, SplitMode, NotifyOp,
+                            WaitCmp, ReduceOp))

@@ -16,7 +16,7 @@ from pypto.ir.ops.pipes import POPS
 from pypto.ir.simplify import simplify
 from pypto.ir.ops.spmd import LANED, REGION_HINT, SPLITS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
-from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
+from pypto.ir.types import (TASK_ID, AtomicType, NotifyOp, ReduceOp, WaitCmp, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
                             type_name)
 from pypto.lang import names as N
 from pypto.backend import MemorySpace
@@ -363,11 +363,14 @@ class OpCalls:
                 return self.extents(thunk.node.elts, what), None
             return tuple(n.Const(v) for v in self.static_ints(thunk.node, what)), None
         kinds = {Kind.DTYPE: DataType, Kind.SPACE: MemorySpace, Kind.PAD: PadValue, Kind.BOOL: bool,
-                 Kind.INT: int, Kind.STR: str, Kind.LAYOUT: TensorLayout, Kind.ATOMIC: AtomicType}
+                 Kind.INT: int, Kind.STR: str, Kind.LAYOUT: TensorLayout, Kind.ATOMIC: AtomicType,
+                 Kind.NOTIFY: NotifyOp, Kind.WAIT_CMP: WaitCmp, Kind.REDUCE: ReduceOp}
         if p.kind is Kind.INT and isinstance(thunk.node, ast.Constant) and isinstance(thunk.node.value, bool):
             raise self.error(TypeCheckError, thunk.node, f"{what} must be an int")
         examples = {Kind.DTYPE: "pl.FP32", Kind.SPACE: "pl.Mem.Vec", Kind.PAD: "pl.PadValue.zero", Kind.BOOL: "True",
-                    Kind.INT: "1", Kind.STR: '"name"', Kind.LAYOUT: "pl.TensorLayout.ND", Kind.ATOMIC: "pl.AtomicType.Add"}
+                    Kind.INT: "1", Kind.STR: '"name"', Kind.LAYOUT: "pl.TensorLayout.ND", Kind.ATOMIC: "pl.AtomicType.Add",
+                    Kind.NOTIFY: "pld.NotifyOp.AtomicAdd", Kind.WAIT_CMP: "pld.WaitCmp.Ge",
+                    Kind.REDUCE: "pld.ReduceOp.Sum"}
         value = self.static_of(thunk.node, kinds[p.kind], what, hint=f"e.g. {p.name}={examples[p.kind]}")
         return (int(value) if p.kind is Kind.INT else value), None  # an IntEnum member is its int
 

@@ -20,6 +20,7 @@ _KIND_WORDS = {
     Kind.TILE: "Tile", Kind.TENSOR: "Tensor", Kind.ARRAY: "Array", Kind.LAYOUT: "pl.TensorLayout",
     Kind.SCALAR: "Scalar", Kind.INDEX_LIST: "list of indices", Kind.SHAPE: "list of static ints",
     Kind.DTYPE: "pl.DataType", Kind.SPACE: "pl.Mem", Kind.PAD: "pl.PadValue", Kind.ATOMIC: "pl.AtomicType",
+    Kind.NOTIFY: "pld.NotifyOp", Kind.WAIT_CMP: "pld.WaitCmp", Kind.REDUCE: "pld.ReduceOp",
     Kind.BOOL: "bool", Kind.INT: "int", Kind.STR: "str",
 }
 
@@ -225,7 +226,7 @@ def unified_doc(name: str) -> str:
 
 
 def op_doc(op: OpDef) -> str:
-    return _op_doc(op, f"pl.{spelled(op.name)}") + "\n"
+    return _op_doc(op, f"pl.{op.module}{spelled(op.name)}") + "\n"
 
 
 def stand_in(path: tuple[str, ...]):

@@ -153,6 +153,20 @@ class TaskForms(Submits):
         e = n.Const(d) if isinstance(d, int) else d  # an orchestration's runtime extent: the scalar it was sized by
         return e, self.expr_type(e, node)
 
+    def comm_ctx_call(self, node: ast.Call):
+        """``pld.get_comm_ctx(dt)``: the comm domain of a window-bound tensor. The handle is
+        the tensor itself (``pld.rank`` / ``pld.nranks`` read the domain it belongs to)."""
+        if len(node.args) + len(node.keywords) != 1 or node.keywords and node.keywords[0].arg != "dist_tensor":
+            raise self.error(TypeCheckError, node, "pld.get_comm_ctx takes one pld.DistributedTensor",
+                             hint="ctx = pld.get_comm_ctx(data)")
+        arg = node.args[0] if node.args else node.keywords[0].value
+        e, t = self.operand(arg)
+        if not isinstance(t, TensorType) or not t.window:
+            raise self.error(TypeCheckError, arg, f"pld.get_comm_ctx takes a window-bound pld.DistributedTensor, "
+                             f"not {type_name(t)}",
+                             hint="declare the parameter pld.DistributedTensor[...] and pass pld.window(...) to it")
+        return e, t
+
     def optimizations(self, node, owner: str) -> tuple:
         """``optimizations=[pl.split(pl.SplitMode.X), pl.cross_core_slot(slot_num=N)]``:
         (the split mode or None, the slot count or None)."""

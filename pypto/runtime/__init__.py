@@ -11,6 +11,7 @@ import importlib
 
 import pypto.ir as _ir
 import pypto.ir.compiled_program as _ir_compiled_program
+import pypto.ir.distributed_compiled_program as _ir_distributed
 import pypto.ir.pass_manager as _ir_pass_manager
 from pypto.runtime.build import compile as _compile
 from pypto.runtime.build import run
@@ -26,6 +27,8 @@ _LAZY = {
     "ScalarSpec": "tensor_spec", "TensorSpec": "tensor_spec",
     "RunResult": "runner", "compile_program": "runner", "execute_compiled": "runner",
     "Worker": "runtime_base",
+    "DistributedConfig": "distributed.config", "DistributedWorker": "distributed.worker",
+    "DistributedProgram": "distributed.program",
     "ensure_pto_isa_root": "pto_isa", "pto_isa_include_dir": "pto_isa",
 }
 
@@ -56,8 +59,10 @@ def _provider(module, names: dict):
 
 
 _ir_compiled_program.__getattr__ = _provider(_ir_compiled_program, {"CompiledProgram": "compiled"})
+_ir_distributed.__getattr__ = _provider(_ir_distributed, {"DistributedConfig": "distributed.config",
+                                                          "DistributedCompiledProgram": "distributed.program"})
 _ir_pass_manager.__getattr__ = _provider(_ir_pass_manager, {"PassManager": "pass_manager"})
 
 __all__ = ["PLATFORMS", "BenchmarkStats", "ChipWorker", "CompiledProgram", "DeviceTensor", "RegistrationHandle", "RunConfig",
-           "RunResult", "ScalarSpec", "TensorSpec", "Worker", "benchmark", "compile_program", "ensure_pto_isa_root",
+           "DistributedConfig", "DistributedWorker", "RunResult", "ScalarSpec", "TensorSpec", "Worker", "benchmark", "compile_program", "ensure_pto_isa_root",
            "execute_compiled", "pto_isa_include_dir", "run"]

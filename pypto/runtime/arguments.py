@@ -33,7 +33,9 @@ def arg_type(name: str, value, where=None):
             raise _error(f"argument '{name}' is on {value.device}; kernels run on CPU tensors here", where,
                          hint=f"pass {name}.cpu()" if value.device.type != "meta" else
                          "a meta tensor has no data: pass a CPU tensor")
-        return TensorType(tuple(value.shape), FROM_TORCH[value.dtype])
+        # a rank's view of a window buffer (``pypto.cluster.windows``): a pld.DistributedTensor
+        return TensorType(tuple(value.shape), FROM_TORCH[value.dtype],
+                          window=getattr(value, "_pypto_window", None) is not None)
     if isinstance(value, bool):
         return ScalarType(DataType.BOOL)
     if isinstance(value, int):
@@ -66,8 +68,17 @@ def as_declared(params, names, args, where) -> tuple:
             a = _scalar(p, name, a, at)
         # Kernels are not differentiable: a tensor autograd tracks is read and written as the
         # storage it is (an input that requires grad; an output's in-place writes are not recorded).
-        out.append(a.detach() if isinstance(a, torch.Tensor) else a)
+        out.append(_detached(a) if isinstance(a, torch.Tensor) else a)
     return tuple(out)
+
+
+def _detached(a: torch.Tensor) -> torch.Tensor:
+    """The tensor as storage; a window view keeps its mark (a peer's copy is found by it)."""
+    d = a.detach()
+    tag = getattr(a, "_pypto_window", None)
+    if tag is not None:
+        d._pypto_window = tag
+    return d
 
 
 def _scalar(p: n.Param, name: str, a, at):

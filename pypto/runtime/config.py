@@ -138,9 +138,12 @@ def _phase(value):
 
 
 def _distributed(value):
-    if value is not None:
-        raise ConfigError("distributed_config: this runtime has no distributed (L3+) workers",
-                          hint="run on one chip (leave distributed_config unset)")
+    from pypto.runtime.distributed.config import DistributedConfig
+
+    if value is not None and not isinstance(value, DistributedConfig):
+        raise ConfigError(f"distributed_config={value!r} is not a DistributedConfig",
+                          hint="distributed_config=DistributedConfig(device_ids=[0, 1]) (from "
+                               "pypto.ir.distributed_compiled_program or pypto.runtime)")
     return value
 
 
@@ -287,7 +290,7 @@ class RunConfig:
     # counters of a real device (enable_dump_args, and so pl.dump_tag / dumps=; enable_pmu), its AICPU thread count
     # (aicpu_thread_num: the simulated chip schedules as one scheduler), the vendor PTOAS
     # passes' dumps (dump_ptoas_passes), and dependency analysis of auto scopes, always on
-    # here (analyze_auto_scopes_for_deps). distributed_config is refused: no L3+ workers.
+    # here (analyze_auto_scopes_for_deps). distributed_config names the devices of a @pl.jit.host orchestrator (a single-chip program ignores it).
     rtol: float = 1e-5
     atol: float = 1e-5
     golden_data_dir: Path | None = None
@@ -296,7 +299,7 @@ class RunConfig:
     aicpu_thread_num: int | None = None
     dump_ptoas_passes: bool = False
     analyze_auto_scopes_for_deps: bool = False
-    distributed_config: None = None
+    distributed_config: object = None  # a DistributedConfig: a @pl.jit.host orchestrator's devices
 
     def __init__(self, *args, **fields):
         try:

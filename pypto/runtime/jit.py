@@ -251,5 +251,14 @@ class _Jit(_JitDecorator):
         self.incore = _JitIncore(FunctionType.InCore, "pl.jit.incore")
         self.inline = _JitInline(FunctionType.Inline, "pl.jit.inline")
 
+    @staticmethod
+    def host(fn=None, **options):
+        """``@pl.jit.host``: the orchestrator of many ranks (``pypto.runtime.distributed``)."""
+        from pypto.runtime.distributed.host import HostKernel
+
+        if options:
+            raise TypeError(f"@pl.jit.host takes no options, got {', '.join(options)}")
+        return HostKernel(fn) if fn is not None else HostKernel
+
 
 jit = _Jit()

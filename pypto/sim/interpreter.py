@@ -22,6 +22,8 @@ from pypto.lang.index_bounds import len_of
 from pypto.sim import numerics as num
 from pypto.sim import progress
 from pypto.sim.issue import EXTENT_HINT, invalid_extent
+from pypto.sim.comm import COMM_OPS, observe
+from pypto.sim.comm import PORT as comm_port
 from pypto.sim.crossings import rejoin
 from pypto.sim.prints import Print
 from pypto.sim.semantics import IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal, window
@@ -226,6 +228,10 @@ class _Interpreter(Tasks, Clusters):
             kwargs[p.name] = self.arg(arg, env, stmt)
         if call.op in LANED:  # a region's crossing: this lane's half
             kwargs["lane"] = self.lane
+        if call.op in COMM_OPS:  # what a blocked wait or a bad peer names
+            kwargs["span"] = stmt.span
+        elif comm_port.get() is not None:  # a rank of a cluster: its accesses to its windows are checked
+            observe(call.op, kwargs, stmt.span)
         if call.op in PIPE_OPS or call.op == "system.import_peer_buffer":
             data = self.pipe_op(call, kwargs, stmt)
             return TileVal(data, self.valid(result_type, env, stmt)) if isinstance(result_type, TileType) else data

@@ -432,3 +432,4 @@ from pypto.sim import elements as _elements  # noqa: E402,F401  (registers read 
 from pypto.sim import arrays as _arrays  # noqa: E402,F401  (registers the orchestration's arrays)
 from pypto.sim import crossings as _crossings  # noqa: E402,F401  (registers a pl.split_aiv region's crossings)
 from pypto.sim import randoms as _randoms  # noqa: E402,F401  (registers the counter-based generator)
+from pypto.sim import comm as _comm  # noqa: E402,F401  (registers the pld ops' meaning on a rank)

@@ -73,11 +73,14 @@ def table() -> str:
     for name, written, doc in LANGUAGE_FORMS:
         lines.append(f"| `pl.{name}` | {_cell(written)} | {_cell(doc)} |")
     ops = all_ops()
-    for level in ("tile", "tensor", "system", "array"):
-        mine = [op for op in ops if op.name.startswith(level + ".")]
-        lines += ["", f"## pl.{level} ({len(mine)} ops)", "", "| op | rules | description |", "|---|---|---|"]
+    sections = [(f"pl.{level}", [op for op in ops if op.name.startswith(level + ".") and not op.module])
+                for level in ("tile", "tensor", "system", "array")]
+    sections.append(("pld (pypto.language.distributed, spelled pl.distributed in dumps)",
+                     [op for op in ops if op.module]))
+    for title, mine in sections:
+        lines += ["", f"## {title} ({len(mine)} ops)", "", "| op | rules | description |", "|---|---|---|"]
         for op in mine:
-            lines.append(f"| {_cell(_call(spelled(op.name), op))} | {_cell('; '.join(rules(op)))} | "
+            lines.append(f"| {_cell(_call(op.module + spelled(op.name), op))} | {_cell('; '.join(rules(op)))} | "
                          f"{_cell(op.doc)} |")
     return "\n".join(lines) + "\n"
 

@@ -35,6 +35,9 @@ class Kind(enum.Enum):
     SPACE = "space"
     PAD = "pad"
     ATOMIC = "atomic"  # an AtomicType
+    NOTIFY = "notify_op"  # a NotifyOp
+    WAIT_CMP = "wait_cmp"  # a WaitCmp
+    REDUCE = "reduce_op"  # a ReduceOp
     BOOL = "bool"
     INT = "int"
     STR = "str"
@@ -166,6 +169,9 @@ class OpDef:
     # another cost class where an argument is given (a tile) or true: another algorithm runs
     # (tile.rsqrt with its scratch tile)
     units: pmap = attrs.field(default=pmap(), converter=lambda m: pmap(m or {}))
+    # the language module it is spelled under, past ``pl.``: "distributed." for the
+    # ``pld`` ops (``pl.distributed.system.notify`` is ``pld.system.notify``)
+    module: str = ""
 
     def cost_class(self, args) -> str:
         """Its cost class for a call with ``args`` (by parameter name)."""
@@ -207,13 +213,13 @@ _OPS: dict[str, OpDef] = {}
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
              unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False,
-             updates: str | None = None, scalar: bool = False, units=None) -> OpDef:
+             updates: str | None = None, scalar: bool = False, units=None, module: str = "") -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
     if plane not in ("core", "orchestration", "both"):
         raise ValueError(f"op {name}: plane {plane!r}")
     op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane,
-               effect, updates, scalar, units)
+               effect, updates, scalar, units, module)
     _OPS[name] = op
     return op
 

@@ -1,0 +1,129 @@
+"""``DistributedWorker`` (``compiled.prepare()``): a distributed program run again and again.
+Its setup is the reference's fork and comm bootstrap; here the ranks are threads of this
+process started per dispatch, so what a worker keeps is its resident tensors and, with
+``persistent=True``, its window buffers (zeroed before each dispatch, as the reference
+resets retained windows)."""
+
+from __future__ import annotations
+
+import torch
+
+from pypto.errors import ConfigError, PyptoError
+from pypto.runtime.config import RunConfig
+
+
+class DistributedRunHandle:
+    """A dispatch ``submit`` accepted; here it has run by the time the handle exists."""
+
+    def __init__(self, report=None, error: BaseException | None = None):
+        self._report = report
+        self._error = error
+
+    @property
+    def done(self) -> bool:
+        return True
+
+    def result(self, timeout: float | None = None):
+        if self._error is not None:
+            raise self._error
+        return self._report
+
+    wait = result
+
+
+class StackedDeviceTensor:
+    """A host tensor sharded along its first axis, shard i on rank i."""
+
+    def __init__(self, shards: tuple):
+        self.shards = shards
+
+    def __getitem__(self, rank: int) -> torch.Tensor:
+        return self.shards[rank]
+
+
+class DistributedWorker:
+    def __init__(self, compiled, *, persistent: bool = False, extra_compiled=(), reset_windows: bool = True):
+        from pypto.runtime.distributed.program import DistributedProgram
+
+        if not isinstance(compiled, DistributedProgram):
+            raise ConfigError(f"DistributedWorker takes a compiled host orchestrator, not {compiled!r}",
+                              hint="compiled = host_orch.compile(config=RunConfig(distributed_config=...))")
+        self.compiled = compiled
+        self.programs = [compiled, *extra_compiled]
+        self.persistent = persistent
+        self.reset_windows = reset_windows
+        self.windows: dict | None = {} if persistent else None
+        self.closed = False
+        self.reports: list = []
+
+    def __enter__(self) -> DistributedWorker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _live(self) -> None:
+        if self.closed:
+            raise PyptoError("this DistributedWorker is closed", hint="prepare() another: compiled.prepare()")
+
+    def __call__(self, *args, config: RunConfig | None = None):
+        if len(self.programs) > 1:
+            raise TypeError("this worker holds several programs: dispatch each with rt.run(compiled, ...)")
+        return self.run(self.compiled, *args, config=config)
+
+    def run(self, compiled, *args, config: RunConfig | None = None):
+        from pypto.runtime.distributed.program import run_host
+
+        self._live()
+        if not any(compiled is p for p in self.programs):
+            raise ValueError(f"{compiled!r} is not a program of this worker: pass it to prepare(extra_compiled=[...])")
+        if self.windows is not None and self.reset_windows:
+            for buf in self.windows.values():  # a retained window starts each dispatch zeroed
+                for b in buf.ranks:
+                    b.zero_()
+        report = run_host(compiled.host, args, compiled._config(config), self.windows)
+        self.reports.append(report)
+        compiled.last_report = report
+        return report.outputs
+
+    def submit(self, compiled, *args, config: RunConfig | None = None) -> DistributedRunHandle:
+        try:
+            self.run(compiled, *args, config=config)
+        except PyptoError as err:
+            return DistributedRunHandle(error=err)
+        return DistributedRunHandle(self.reports[-1])
+
+    def alloc_tensor(self, shape, dtype, *, init=None) -> torch.Tensor:
+        self._live()
+        t = torch.zeros(tuple(shape), dtype=dtype)
+        if init is not None:
+            t.copy_(init)
+        return t
+
+    def free_tensor(self, tensor) -> None:
+        self._live()
+
+    def alloc_stacked_tensor(self, host: torch.Tensor) -> torch.Tensor:
+        """The shards (``host[i]`` on rank i) as one world tensor the host orchestrator slices."""
+        self._live()
+        return host.clone()
+
+    def free_stacked_tensor(self, stacked) -> None:
+        self._live()
+
+    def copy_to(self, dst: torch.Tensor, src: torch.Tensor, nbytes: int | None = None, *, worker_id: int = 0) -> None:
+        self._live()
+        dst.view(-1).view(torch.uint8)[: nbytes or dst.numel() * dst.element_size()].copy_(
+            src.contiguous().view(-1).view(torch.uint8)[: nbytes or src.numel() * src.element_size()])
+
+    def copy_from(self, dst: torch.Tensor, src: torch.Tensor, nbytes: int | None = None, *,
+                  worker_id: int = 0) -> None:
+        self.copy_to(dst, src, nbytes, worker_id=worker_id)
+
+    def copy_stacked_from(self, stacked: torch.Tensor, host_out: torch.Tensor) -> None:
+        self._live()
+        host_out.copy_(stacked)
+
+    def close(self) -> None:
+        self.closed = True
+        self.windows = None
