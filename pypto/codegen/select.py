@@ -368,6 +368,8 @@ class _Selector:
                 raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
         elif call.op == "tile.assemble" and dst.space is M.Mat:  # Acc -> Mat: the fixpipe writes into L1
             core, pipe, mnemonic = self.owner(dst.space), Pipe.FIXPIPE, "TINSERT"
+        elif call.op == "tile.extract":  # a window of L1 into L0A / L0B
+            core, pipe, mnemonic = self.owner(dst.space), Pipe.MTE1, "TEXTRACT"
         elif call.op == "tile.transpose_view":
             core, pipe, mnemonic = self.owner(dst.space), Pipe.MTE1, "TRANSVIEW"
         elif op.mnemonic == "MMAD":  # the cube's ops

@@ -22,6 +22,7 @@ from pypto.ir.printer import print_program
 from pypto.ir.verifier import verify
 from pypto.passes import (
     allocate_memory_addr,
+    auto_tile_matmul_l0,
     convert_tensor_to_tile_ops,
     infer_tile_memory_space,
     init_mem_ref,
@@ -41,6 +42,7 @@ from pypto.passes.context import PassContext, Planner
 PIPELINE = (
     outline_incore_scopes,
     convert_tensor_to_tile_ops,
+    auto_tile_matmul_l0,
     infer_tile_memory_space,
     lower_pipeline_to_slots,
     lower_pipeline_loops,

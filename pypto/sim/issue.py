@@ -461,9 +461,10 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
     if ins.mnemonic == "TRANSVIEW":  # the same bytes read in the other layout: nothing moves on hardware
         return 1, 0, (("address", dst.addr), ("bytes", dst.nbytes))
     if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
-        src = args["tile"]
+        # a move carries its tile; an extract (the cube's operand feed) only its window
+        moved = dst.nbytes if ins.op == "tile.extract" else args["tile"].nbytes
         bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
-        return max(1, math.ceil(src.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", src.nbytes))
+        return max(1, math.ceil(moved / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", moved))
     if ins.pipe is Pipe.CUBE:
         lhs, rhs = args["lhs"], args["rhs"]
         m, k = lhs.shape[-2:]

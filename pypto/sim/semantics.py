@@ -379,6 +379,11 @@ def tile_slice(tile: TileVal, shape, offset, valid_shape=None, pad_value=None):
     return out
 
 
+@impl("tile.extract")
+def tile_extract(tile: TileVal, index_row, index_col, shape, target_memory):
+    return tile.data[window(tile.data.shape, (index_row, index_col), shape, "extract window", "tile")].clone()
+
+
 @impl("tile.assemble")
 def tile_assemble(target: TileVal, source: TileVal, offset):
     out = target.data.clone()

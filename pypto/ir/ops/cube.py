@@ -7,13 +7,16 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, argument, fail, fmt_shape, register, unify
+from pypto.ir.ops.registry import Kind, OpArgs, argument, fail, fmt_shape, register, static_ints, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype
 from pypto.ir.types import DataType, TileType, type_name
 
 
 CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
+# An operand may be given in Mat: AutoTileMatmulL0 feeds it to L0 in pieces that fit (or
+# InferTileMemorySpace whole, when it fits).
+STAGED = (M.Mat,)
 
 
 def acc_dtype(dtype: DataType) -> DataType:
@@ -67,7 +70,7 @@ def _infer_matmul(a: OpArgs, soc: SoC) -> TileType:
                     valid_shape=product_valid(lhs, rhs))
 
 
-register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
+register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
          _infer_matmul, doc="Left x Right -> Acc, accumulating in FP32 (INT32 for int8)", mnemonic="MMAD")
 
 
@@ -82,8 +85,8 @@ def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
     return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc, valid_shape=acc.valid_shape)
 
 
-register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
-                             P("rhs", Kind.TILE, spaces=(M.Right,))],
+register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED),
+                             P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
          _infer_matmul_acc, doc="acc + Left x Right -> Acc", in_place=True, mnemonic="MMAD")
 
 
@@ -137,11 +140,11 @@ def _infer_batch_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
 
 
 # A stack of pages in each L0 buffer, one MMAD per page (a batch axis of 1 broadcasting).
-register("tile.batch_matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
+register("tile.batch_matmul", [P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
          _infer_batch_matmul, doc="Left [..., M, K] x Right [..., K, N] -> Acc [..., M, N], page by page, the "
          "batch axes broadcasting", mnemonic="MMAD")
-register("tile.batch_matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
-                                   P("rhs", Kind.TILE, spaces=(M.Right,))],
+register("tile.batch_matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED),
+                                   P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
          _infer_batch_matmul_acc, doc="acc [..., M, N] + Left [..., M, K] x Right [..., K, N], page by page",
          in_place=True, mnemonic="MMAD")
 
@@ -160,12 +163,45 @@ def _infer_matmul_bias(a: OpArgs, soc: SoC) -> TileType:
                     valid_shape=product_valid(lhs, rhs))
 
 
-register("tile.matmul_bias", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,)),
-                              P("bias", Kind.TILE, spaces=(M.Bias,))],
+register("tile.matmul_bias", [P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED),
+                              P("bias", Kind.TILE, spaces=(M.Bias,), staged=STAGED)],
          _infer_matmul_bias, doc="Left x Right + bias (a [1, N] row the accumulator starts from) -> Acc",
          mnemonic="MMAD")
 
 _PHASES = ("unspecified", "partial", "final")
+
+
+def _infer_extract(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("tile")
+    shape = static_ints(a["shape"])
+    if len(t.shape) != 2 or shape is None or len(shape) != 2 or any(s <= 0 for s in shape):
+        raise fail("tile.extract", "a 2D tile and a static positive 2D window shape",
+                   f"{type_name(t)} and {fmt_shape(a['shape'])}")
+    target = a["target_memory"]
+    if target not in (M.Left, M.Right) or not soc.can_move(M.Mat, target):
+        raise fail("tile.extract", "target_memory=pl.Mem.Left or pl.Mem.Right (the cube's L0 buffers)",
+                   getattr(target, "name", repr(target)))
+    rows, cols = a["index_row"], a["index_col"]
+    limit = t.shape if t.valid_shape is None else tuple(v.value if isinstance(v, Const) else None
+                                                        for v in t.valid_shape)
+    for axis, (o, e, d) in enumerate(zip((rows, cols), shape, limit)):
+        if d is None or t.valid_shape is not None and not isinstance(o, Const):
+            raise fail("tile.extract", "a window inside the source's valid region", "a partial source tile",
+                       "load the whole operand (valid_shape cut only where it fits L0 whole)")
+        if isinstance(o, Const) and not (0 <= o.value and o.value + e <= d):
+            raise fail("tile.extract", f"a window inside the tile's {'valid ' if t.valid_shape else ''}"
+                       f"{fmt_shape(limit)}", f"[{o.value}, {o.value + e}) on axis {axis}",
+                       "keep offset + shape within the tile")
+    return TileType(shape=shape, dtype=t.dtype, space=target)
+
+
+# The cube's operand feed (TEXTRACT): a window of a Mat tile into L0A or L0B, where a
+# matmul larger than L0 takes it a piece at a time (AutoTileMatmulL0).
+register("tile.extract", [P("tile", Kind.TILE, spaces=(M.Mat,)), P("index_row", Kind.SCALAR, integer=True),
+                          P("index_col", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
+                          P("target_memory", Kind.SPACE)], _infer_extract,
+         doc="a copy of the window [index_row, index_col] + shape of a Mat tile in Left or Right (TEXTRACT)",
+         mnemonic="TEXTRACT")
 
 
 def _gemv(op: str, acc: bool, bias: bool):
@@ -184,8 +220,8 @@ def _gemv(op: str, acc: bool, bias: bool):
         return out
 
     params = ([P("acc", Kind.TILE, spaces=(M.Acc,))] if acc else []) + [
-        P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))] + (
-        [P("bias", Kind.TILE, spaces=(M.Bias,))] if bias else []) + [P("acc_phase", Kind.STR, default="unspecified")]
+        P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)] + (
+        [P("bias", Kind.TILE, spaces=(M.Bias,), staged=STAGED)] if bias else []) + [P("acc_phase", Kind.STR, default="unspecified")]
     register(op, params, infer, doc=f"{'acc + ' if acc else ''}a row vector [1, K] x Right{' + bias' if bias else ''}"
              " -> Acc [1, N]", in_place=acc, mnemonic="MMAD")
 

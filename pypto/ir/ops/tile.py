@@ -326,7 +326,9 @@ def _infer_cast(a: OpArgs, soc: SoC) -> TileType:
     return _vec_result(t, dtype=target)
 
 
-register("tile.cast", [P("tile", Kind.TILE, spaces=VEC), P("target_type", Kind.DTYPE),
+# A cast of a matmul's FP32 result to BF16/FP16 with mode="rint" that feeds other matmuls is
+# the fixpipe's narrowing on its way into L1 (AutoTileMatmulL0 folds it): an Acc operand.
+register("tile.cast", [P("tile", Kind.TILE, spaces=VEC, staged=(M.Acc,)), P("target_type", Kind.DTYPE),
                        P("mode", Kind.STR, default="round")], _infer_cast,
          doc="convert each element to target_type with the given rounding mode", in_place=True, mnemonic="VCONV")
 
