@@ -31,8 +31,8 @@ import attrs
 from pypto.backend import MemorySpace as M
 from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
-from pypto.ir.ops import argument, lookup, op_call
-from pypto.ir.ops.cube import FIXPIPE_NARROW, acc_dtype
+from pypto.ir.ops import argument, op_call
+from pypto.ir.ops.cube import acc_dtype
 from pypto.ir.types import DataType, TileType, type_name
 from pypto.log import logger
 from pypto.passes import l0_grid as grid
@@ -111,6 +111,9 @@ class _Tiler:
                 stmt = attrs.evolve(stmt, body=self.block(stmt.body))
             elif isinstance(stmt, n.If):
                 stmt = attrs.evolve(stmt, then_body=self.block(stmt.then_body), else_body=self.block(stmt.else_body))
+            elif _is_narrowing(stmt, self.types):
+                out.extend(self.narrowing(stmt))
+                continue
             elif _is_cube(stmt):
                 self.check_manual(stmt)
                 if stmt.value.op in TILED and self._operands_in_mat(stmt.value):
@@ -145,24 +148,14 @@ class _Tiler:
         logger.debug(f"[AutoTileMatmulL0] {self.fn.name}.{stmt.target}: {call.op} [{M_}, {K}] x [{K}, {N_}] -> "
                      f"(m, n, k) = ({point.m}, {point.n}, {point.k}), {point.stationarity.name}, "
                      f"double_buffer_c={point.double_buffer_c}")
-        fold = self._fold(stmt, body, i)
         if (point.m, point.n) == (M_, N_):
-            b = grid.Builder(self.types, self.used, self.soc, stmt.span)
             if point.k == K and bias is None:
-                b.out.append(stmt)  # fits whole: InferTileMemorySpace moves the operands
-            else:
-                job = self._job(stmt, point, M_, N_, K, bias, b, bias_whole=True)
-                grid.k_chain(b, job, n.Const(0), n.Const(0), M_, N_, name=stmt.target)
-            if fold is not None:
-                j, cast = fold
-                with b.block() as stmts:
-                    scratch = b.bind("scratch", op_call("tile.create", shape=tuple(n.Const(s) for s in (M_, N_)),
-                                                        dtype=argument(cast.value, "target_type"),
-                                                        target_memory=M.Mat))
-                    b.bind("", op_call("tile.assemble", target=scratch, source=n.Var(stmt.target),
-                                       offset=(n.Const(0), n.Const(0))), name=cast.target)
-                pending[j] = list(stmts)
+                return [stmt]  # fits whole: InferTileMemorySpace moves the operands
+            b = grid.Builder(self.types, self.used, self.soc, stmt.span)
+            job = self._job(stmt, point, M_, N_, K, bias, b, bias_whole=True)
+            grid.k_chain(b, job, n.Const(0), n.Const(0), M_, N_, name=stmt.target)
             return b.out
+        fold = self._fold(stmt, body, i)
         return self._grid(stmt, body, i, pending, point, cfg, M_, N_, K, bias, fold)
 
     def _grid(self, stmt, body, i, pending, point, cfg, M_, N_, K, bias, fold) -> list:
@@ -233,19 +226,23 @@ class _Tiler:
         return None
 
     def _fold(self, stmt, body, i):
-        """(index, the cast) when the result's one use is the fixpipe's narrowing (FP32 to
-        BF16/FP16, mode="rint") and only cube operands read what it gives."""
-        if self.types[stmt.target].dtype is not DataType.FP32:
-            return None
+        """(index, the cast) when the result's one use is the fixpipe's narrowing into Mat."""
         uses = self._uses(stmt.target, body, i)
-        if len(uses) != 1:
-            return None
-        j, s = uses[0]
-        if not (isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "tile.cast"
-                and argument(s.value, "target_type") in FIXPIPE_NARROW and argument(s.value, "mode") == "rint"):
-            return None
-        readers = [r for r in n.walk_stmts(body[j + 1:]) if s.target in _reads(r, nested=False)]
-        return (j, s) if readers and all(_cube_operand(r, s.target) for r in readers) else None
+        if len(uses) == 1 and _is_narrowing(uses[0][1], self.types):
+            return uses[0]
+        return None
+
+    def narrowing(self, stmt: n.Assign) -> list:
+        """A cast of an accumulator (FP32 to BF16/FP16, "rint") as the fixpipe makes it: the
+        result written into a Mat tile of its own."""
+        src = argument(stmt.value, "tile")
+        b = grid.Builder(self.types, self.used, self.soc, stmt.span)
+        shape = tuple(n.Const(s) for s in self.types[src.name].shape)
+        scratch = b.bind("scratch", op_call("tile.create", shape=shape, dtype=argument(stmt.value, "target_type"),
+                                            target_memory=M.Mat))
+        b.bind("", op_call("tile.assemble", target=scratch, source=src, offset=(n.Const(0), n.Const(0))),
+               name=stmt.target)
+        return b.out
 
     def _gm_placement(self, st) -> grid.Placement:
         call = st.value
@@ -324,14 +321,11 @@ class _Tiler:
                          f"legal L0 tiles, or manually extract a smaller {space.name} tile")
 
 
-def _cube_operand(stmt, name: str) -> bool:
-    """Whether ``stmt`` reads ``name`` only as a matmul's lhs or rhs."""
-    if not (_is_cube(stmt) and stmt.value.op in TILED):
-        return False
-    call = stmt.value
-    others = [a for p, a in zip((p.name for p in lookup(call.op).params), call.args) if p not in ("lhs", "rhs")]
-    return n.Var(name) in (argument(call, "lhs"), argument(call, "rhs")) and \
-        not any(name in n.expr_vars(a) for a in others if isinstance(a, (n.Var, n.BinOp)))
+def _is_narrowing(stmt, types) -> bool:
+    """A tile.cast of an accumulator: the fixpipe's narrowing into Mat (its type checks the
+    dtypes and mode)."""
+    return isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and stmt.value.op == "tile.cast" \
+        and types[argument(stmt.value, "tile").name].space is M.Acc
 
 
 def _assemble(b: grid.Builder, acc, mi, ni, state, name):
