@@ -95,9 +95,14 @@ class _Tiler:
         memrefs = {t.memref.name for t in self.types.values() if isinstance(t, TileType) and t.memref}
         self.used = set(self.types) | memrefs
         self.defs = {s.target: s for s in n.walk_stmts(fn.body) if isinstance(s, n.Assign)}
+        self.replaced: set[str] = set()  # loads whose value the pass now loads in windows
 
     def run(self) -> n.Function:
-        return attrs.evolve(self.fn, body=self.block(self.fn.body))
+        body = self.block(self.fn.body)
+        if self.replaced:  # a bias row loaded a window at a time: its whole load, unless read elsewhere
+            read = set().union(*(_reads(s) for s in body))
+            body = _drop(body, self.replaced - read)
+        return attrs.evolve(self.fn, body=body)
 
     def block(self, body) -> tuple:
         body = list(body)
@@ -149,14 +154,17 @@ class _Tiler:
                      f"(m, n, k) = ({point.m}, {point.n}, {point.k}), {point.stationarity.name}, "
                      f"double_buffer_c={point.double_buffer_c}")
         if (point.m, point.n) == (M_, N_):
-            if point.k == K and bias is None:
-                return [stmt]  # fits whole: InferTileMemorySpace moves the operands
-            b = grid.Builder(self.types, self.used, self.soc, stmt.span)
-            job = self._job(stmt, point, M_, N_, K, bias, b, bias_whole=True)
-            grid.k_chain(b, job, n.Const(0), n.Const(0), M_, N_, name=stmt.target)
-            return b.out
+            return self._k_only(stmt, point, M_, N_, K, bias)
         fold = self._fold(stmt, body, i)
         return self._grid(stmt, body, i, pending, point, cfg, M_, N_, K, bias, fold)
+
+    def _k_only(self, stmt, point, M_, N_, K, bias) -> list:
+        if point.k == K and bias is None:
+            return [stmt]  # fits whole: InferTileMemorySpace moves the operands
+        b = grid.Builder(self.types, self.used, self.soc, stmt.span)
+        job = self._job(stmt, point, M_, N_, K, bias, b, bias_whole=True)
+        grid.k_chain(b, job, n.Const(0), n.Const(0), M_, N_, name=stmt.target)
+        return b.out
 
     def _grid(self, stmt, body, i, pending, point, cfg, M_, N_, K, bias, fold) -> list:
         """An output larger than Acc: its tiles placed where the result is consumed."""
@@ -164,11 +172,17 @@ class _Tiler:
         acc_bytes = M_ * N_ * acc_dtype(self.types[argument(call, "lhs").name].dtype).nbytes
         where = f"the [{M_}, {N_}] result of this {call.op} ({acc_bytes} B) does not fit Acc " \
                 f"({self.soc.spec(M.Acc).capacity} B), so it is computed a [{point.m}, {point.n}] tile at a time"
+        store = self._store_use(stmt, body, i)
+        if call.op == "tile.matmul_acc" or store is None and fold is None:
+            k = _k_alone(cfg)
+            if k is not None:  # the result fits Acc after all: K cut alone, into one accumulator
+                point = attrs.evolve(point, m=M_, n=N_, k=k, stationarity=Stationarity.OutputStationary,
+                                     double_buffer_c=False)
+                return self._k_only(stmt, point, M_, N_, K, bias)
         if call.op == "tile.matmul_acc":
             raise MemorySpaceError(f"{where}, and an accumulator that large cannot be held to add onto",
                                    span=stmt.span, hint="accumulate into a result that fits Acc (split M or N "
                                    "into blocks, a pl.matmul_acc chain per block)")
-        store = self._store_use(stmt, body, i)
         if store is None and fold is None:
             raise MemorySpaceError(
                 f"{where}: each tile must go where the result goes, and '{stmt.target}' is not stored to GM "
@@ -273,6 +287,7 @@ class _Tiler:
                 span=stmt.span, hint=f"load the bias row with pl.load(..., target_memory=pl.Mem.Mat) and pass it as "
                 "it is loaded (the compiler loads the window each tile needs)")
         tensor, (r0, c0) = argument(load.value, "tensor"), argument(load.value, "offsets")
+        self.replaced.add(bias.name)
 
         def window(bb: grid.Builder, ni, width):
             w = bb.bind(f"{bias.name}_win", op_call("tile.load", tensor=tensor, offsets=(r0, _add(c0, ni)),
@@ -321,6 +336,19 @@ class _Tiler:
                          f"legal L0 tiles, or manually extract a smaller {space.name} tile")
 
 
+def _k_alone(c: L0TileConfig) -> int | None:
+    """The longest k that cuts K alone, the whole [M, N] in one accumulator (None when
+    that does not fit Acc): all of K when both operands fit L0 whole, else the longest
+    aligned block two buffers of each operand hold."""
+    rows = -(-c.M // c.l0c_align_m) * c.l0c_align_m
+    if rows * c.N * c.bytes_c > c.l0c_bytes or c.max_n and c.N > c.max_n:  # (a bias row wider than Bias)
+        return None
+    if c.M * c.K * c.bytes_a <= c.l0a_bytes and c.K * c.N * c.bytes_b <= c.l0b_bytes:
+        return c.K
+    k = min(c.l0a_bytes // (2 * c.M * c.bytes_a), c.l0b_bytes // (2 * c.N * c.bytes_b)) // c.align_k * c.align_k
+    return min(k, c.K) if k > 0 else None
+
+
 def _is_narrowing(stmt, types) -> bool:
     """A tile.cast of an accumulator: the fixpipe's narrowing into Mat (its type checks the
     dtypes and mode)."""
@@ -338,6 +366,19 @@ def _add(a, b):
     if a == n.Const(0):
         return b
     return a if b == n.Const(0) else n.BinOp("+", a, b)
+
+
+def _drop(body, names: set) -> tuple:
+    out = []
+    for s in body:
+        if isinstance(s, n.Assign) and s.target in names:
+            continue
+        if isinstance(s, n.For):
+            s = attrs.evolve(s, body=_drop(s.body, names))
+        elif isinstance(s, n.If):
+            s = attrs.evolve(s, then_body=_drop(s.then_body, names), else_body=_drop(s.else_body, names))
+        out.append(s)
+    return tuple(out)
 
 
 def _reads(stmt, nested: bool = True) -> set[str]:
