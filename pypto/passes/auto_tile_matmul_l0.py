@@ -31,7 +31,7 @@ import attrs
 from pypto.backend import MemorySpace as M
 from pypto.errors import MemorySpaceError
 from pypto.ir import nodes as n
-from pypto.ir.ops import argument, op_call
+from pypto.ir.ops import argument, lookup, op_call
 from pypto.ir.ops.cube import acc_dtype
 from pypto.ir.types import DataType, TileType, type_name
 from pypto.log import logger
@@ -124,8 +124,7 @@ class _Tiler:
                 if stmt.value.op in TILED and self._operands_in_mat(stmt.value):
                     out.extend(self.tile(stmt, body, i, pending))
                     continue
-                if stmt.value.op in WHOLE:
-                    self.check_whole(stmt)
+                self.check_whole(stmt)  # beside an operand already in L0, a Mat one is moved whole
             out.append(stmt)
         return tuple(out)
 
@@ -306,7 +305,10 @@ class _Tiler:
     def check_whole(self, stmt, why: str | None = None, hint: str | None = None) -> None:
         """A cube op that reads its Mat operands whole: each must fit its L0 buffer."""
         call = stmt.value
-        for p, space in (("lhs", M.Left), ("rhs", M.Right)):
+        names = {p.name for p in lookup(call.op).params}
+        for p, space in (("lhs", M.Left), ("rhs", M.Right), ("bias", M.Bias)):
+            if p not in names:
+                continue
             v = argument(call, p)
             t = self.types[v.name]
             if t.space is M.Mat and t.nbytes > self.soc.spec(space).capacity:

@@ -122,9 +122,10 @@ class Job:
     double_buffer_c: bool = False
 
 
-def _first_block(b: Builder, job: Job, a: n.Var, w: n.Var, ni, width: int, acc: n.Var | None = None) -> n.Call:
+def _first_block(b: Builder, job: Job, a: n.Var, w: n.Var, ni, width: int, acc: n.Var | None = None,
+                 bias: n.Var | None = None) -> n.Call:
     if job.first == "bias":
-        return op_call("tile.matmul_bias", lhs=a, rhs=w, bias=job.bias(b, ni, width))
+        return op_call("tile.matmul_bias", lhs=a, rhs=w, bias=bias or job.bias(b, ni, width))
     if job.first == "acc":
         return op_call("tile.matmul_acc", acc=acc, lhs=a, rhs=w)
     return op_call("tile.matmul", lhs=a, rhs=w)
@@ -197,21 +198,23 @@ def full_k_grid(b: Builder, job: Job, at: Placement, name: str) -> None:
     outer_step, inner_step = (job.m, job.n) if job.rows_outer else (job.n, job.m)
     outer_full, inner_full = outer_size // outer_step * outer_step, inner_size // inner_step * inner_step
 
-    def tile(o, i, o_len, i_len, held, state, last_name, memref=None):
+    def tile(o, i, o_len, i_len, held, state, last_name, memref=None, bias=None):
         mi, ni, rows, cols = (o, i, o_len, i_len) if job.rows_outer else (i, o, i_len, o_len)
         if job.rows_outer:
             a, w = held, extract(b, job.rhs, 0, ni, (job.K, cols), M.Right)
         else:
             a, w = extract(b, job.lhs, mi, 0, (rows, job.K), M.Left), held
-        acc = b.bind("acc", _first_block(b, job, a, w, ni, cols, job.acc), memref=memref)
+        acc = b.bind("acc", _first_block(b, job, a, w, ni, cols, job.acc, bias), memref=memref)
         return at.place(b, acc, mi, ni, state, last_name)
 
     def band(o, o_len, state, last_name):
-        """One row (column) of tiles at outer offset ``o``."""
+        """One row (column) of tiles at outer offset ``o``: a column's bias window once."""
+        bias = None
         if job.rows_outer:
             held = extract(b, job.lhs, o, 0, (o_len, job.K), M.Left)
         else:
             held = extract(b, job.rhs, 0, o, (job.K, o_len), M.Right)
+            bias = job.bias(b, o, o_len) if job.first == "bias" else None
         trips = inner_full // inner_step
         tail = inner_size - inner_full
         if trips >= 2:
@@ -221,14 +224,14 @@ def full_k_grid(b: Builder, job: Job, at: Placement, name: str) -> None:
                     memref = MemRef(name=n.fresh_name("acc_dbc", b.used), slots=2,
                                     index=n.BinOp("%", n.BinOp("//", i, n.Const(inner_step)), n.Const(2)),
                                     pipeline=True)
-                return (tile(o, i, o_len, inner_step, held, it[0], None, memref),)
+                return (tile(o, i, o_len, inner_step, held, it[0], None, memref, bias),)
 
             state, = b.loop("ni" if job.rows_outer else "mi", 0, inner_full, inner_step, (state,), body,
                             pipelined=True, names=(last_name,) if last_name and not tail else None)
         elif trips == 1:
-            state = tile(o, n.Const(0), o_len, inner_step, held, state, None if tail else last_name)
+            state = tile(o, n.Const(0), o_len, inner_step, held, state, None if tail else last_name, bias=bias)
         if tail:
-            state = tile(o, n.Const(inner_full), o_len, tail, held, state, last_name)
+            state = tile(o, n.Const(inner_full), o_len, tail, held, state, last_name, bias=bias)
         return state
 
     state = at.state
