@@ -121,6 +121,30 @@ def test_each_piece_is_timed_as_its_own_move_and_mmad(tmp_path):
     assert any(x.start < c.end and c.start < x.end for x in extracts for c in mmads)
 
 
+def test_a_batch_matmul_on_mat_stacks_is_cut_along_k(tmp_path):
+    src = tmp_path / "bmm.py"
+    src.write_text("""import pypto.language as pl
+
+@pl.jit
+def k(a: pl.Tensor[[4, 64, 256], pl.FP16], b: pl.Tensor[[256, 64], pl.FP16], out: pl.Out[pl.Tensor[[4, 64, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        x = pl.load(a, [0, 0, 0], [4, 64, 256], target_memory=pl.Mem.Mat)
+        y = pl.load(b, [0, 0], [256, 64], target_memory=pl.Mem.Mat)
+        out = pl.store(pl.batch_matmul(x, y), [0, 0, 0], out)
+    return out
+""")
+    kern = load_kernel(src)
+    a, b = (torch.randn(4, 64, 256) / 16).half(), (torch.randn(256, 64) / 16).half()
+    outs = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(4, 64, 64)
+        report = kern.compile(a, b, out, config=RunConfig(platform=platform)).run(a, b, out)
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+    assert torch.allclose(outs[0], a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+    assert sum(e.name.startswith("TEXTRACT") for e in report.events if e.kind == "instr") > 2
+
+
 def test_gemv_reads_its_mat_operands_whole(tmp_path):
     src = tmp_path / "g.py"
     src.write_text("""import pypto.language as pl

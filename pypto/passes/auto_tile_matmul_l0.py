@@ -40,7 +40,8 @@ from pypto.passes.context import PassContext, PassResult, Planner, result
 from pypto.passes.l0_tile_chooser import L0TileConfig, L0TileResult, Stationarity, choose_l0_tile
 
 TILED = ("tile.matmul", "tile.matmul_acc", "tile.matmul_bias")
-WHOLE = ("tile.batch_matmul", "tile.batch_matmul_acc", "tile.gemv", "tile.gemv_acc", "tile.gemv_bias")
+BATCHED = ("tile.batch_matmul", "tile.batch_matmul_acc")
+WHOLE = BATCHED + ("tile.gemv", "tile.gemv_acc", "tile.gemv_bias")
 CUBE_K_BYTES = 32  # the cube's K block: pieces of K start at its multiples
 
 
@@ -124,6 +125,9 @@ class _Tiler:
                 if stmt.value.op in TILED and self._operands_in_mat(stmt.value):
                     out.extend(self.tile(stmt, body, i, pending))
                     continue
+                if stmt.value.op in BATCHED and self._operands_in_mat(stmt.value):
+                    out.extend(self.tile_pages(stmt))
+                    continue
                 self.check_whole(stmt)  # beside an operand already in L0, a Mat one is moved whole
             out.append(stmt)
         return tuple(out)
@@ -156,6 +160,38 @@ class _Tiler:
             return self._k_only(stmt, point, M_, N_, K, bias)
         fold = self._fold(stmt, body, i)
         return self._grid(stmt, body, i, pending, point, cfg, M_, N_, K, bias, fold)
+
+    def tile_pages(self, stmt: n.Assign) -> list:
+        """A batch_matmul on Mat stacks: K cut alone, every page of each piece at once (the
+        whole stack of results in Acc, each operand's pages in two buffers of L0)."""
+        call = stmt.value
+        lhs, rhs = argument(call, "lhs"), argument(call, "rhs")
+        lt, rt = self.types[lhs.name], self.types[rhs.name]
+        out = self.types[stmt.target]
+        if lt.valid_shape is not None or rt.valid_shape is not None:
+            return self._whole_or(stmt, "a partial operand (valid_shape) is read whole, and does not fit L0",
+                                  "load the whole operand into Mat, or cut valid_shape on an operand that fits L0")
+        pages = [_pages(t.shape) for t in (lt, rt, out)]
+        (M_, K), N_ = lt.shape[-2:], rt.shape[-1]
+        cfg = design_config(M_, N_, K, lt.dtype, rt.dtype, self.soc, self.ctx.planner)
+        cfg = attrs.evolve(cfg, M=M_, l0a_bytes=cfg.l0a_bytes // pages[0], l0b_bytes=cfg.l0b_bytes // pages[1],
+                           l0c_bytes=cfg.l0c_bytes // pages[2])
+        k = _k_alone(cfg)
+        if k is None:
+            raise MemorySpaceError(
+                f"the {pages[2]} pages of this {call.op} ([{M_}, {N_}] each, {out.nbytes} B together) do not fit Acc "
+                f"({self.soc.spec(M.Acc).capacity} B): its pages are computed together, a K block at a time",
+                span=stmt.span, hint="multiply fewer pages at once (a pl.batch_matmul per group of pages), or a "
+                "pl.matmul per page (the compiler tiles each)")
+        if k == K:
+            return [stmt]  # fits whole: InferTileMemorySpace moves the operands
+        b = grid.Builder(self.types, self.used, self.soc, stmt.span)
+        first = "acc" if call.op == "tile.batch_matmul_acc" else "fresh"
+        job = grid.Job(lhs, rhs, M_, N_, K, M_, N_, k, first, argument(call, "acc") if first == "acc" else None,
+                       batch=(tuple(lt.shape[:-2]), tuple(rt.shape[:-2])),
+                       ops=("tile.batch_matmul", "tile.batch_matmul_acc"))
+        grid.k_chain(b, job, n.Const(0), n.Const(0), M_, N_, name=stmt.target)
+        return b.out
 
     def _k_only(self, stmt, point, M_, N_, K, bias) -> list:
         if point.k == K and bias is None:
@@ -336,6 +372,13 @@ class _Tiler:
                     "or Right", span=where.span if where is not None and where.span is not None else stmt.span,
                     hint=f"Keep this operand in Mat and pass it directly to the matmul so the compiler can choose "
                          f"legal L0 tiles, or manually extract a smaller {space.name} tile")
+
+
+def _pages(shape) -> int:
+    out = 1
+    for s in shape[:-2]:
+        out *= s
+    return out
 
 
 def _k_alone(c: L0TileConfig) -> int | None:

@@ -120,6 +120,10 @@ class Job:
     bias: Callable | None = None  # (builder, ni, width) -> the Bias tile for columns [ni, ni + width)
     rows_outer: bool = True  # full-K grid: A held per row of tiles (else B per column)
     double_buffer_c: bool = False
+    # a batch_matmul's pages: each operand's batch axes (its pieces keep them whole), and
+    # the ops of a first block and of the rest
+    batch: tuple = ((), ())
+    ops: tuple = ("tile.matmul", "tile.matmul_acc")
 
 
 def _first_block(b: Builder, job: Job, a: n.Var, w: n.Var, ni, width: int, acc: n.Var | None = None,
@@ -127,8 +131,8 @@ def _first_block(b: Builder, job: Job, a: n.Var, w: n.Var, ni, width: int, acc: 
     if job.first == "bias":
         return op_call("tile.matmul_bias", lhs=a, rhs=w, bias=bias or job.bias(b, ni, width))
     if job.first == "acc":
-        return op_call("tile.matmul_acc", acc=acc, lhs=a, rhs=w)
-    return op_call("tile.matmul", lhs=a, rhs=w)
+        return op_call(job.ops[1], acc=acc, lhs=a, rhs=w)
+    return op_call(job.ops[0], lhs=a, rhs=w)
 
 
 def extract(b: Builder, src: n.Var, row, col, shape: tuple, space: M) -> n.Var:
@@ -152,10 +156,10 @@ def k_chain(b: Builder, job: Job, mi, ni, rows: int, cols: int, *, name: str | N
         steps.append((full * job.k, tail))
 
     def block(acc, kk, width, bound):
-        a = extract(b, job.lhs, mi, kk, (rows, width), M.Left)
-        w = extract(b, job.rhs, kk, ni, (width, cols), M.Right)
+        a = extract(b, job.lhs, mi, kk, (*job.batch[0], rows, width), M.Left)
+        w = extract(b, job.rhs, kk, ni, (*job.batch[1], width, cols), M.Right)
         call = _first_block(b, job, a, w, ni, cols, job.acc) if acc is None else \
-            op_call("tile.matmul_acc", acc=acc, lhs=a, rhs=w)
+            op_call(job.ops[1], acc=acc, lhs=a, rhs=w)
         return b.bind("acc", call, name=bound)
 
     acc = None

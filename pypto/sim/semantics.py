@@ -381,7 +381,8 @@ def tile_slice(tile: TileVal, shape, offset, valid_shape=None, pad_value=None):
 
 @impl("tile.extract")
 def tile_extract(tile: TileVal, index_row, index_col, shape, target_memory):
-    return tile.data[window(tile.data.shape, (index_row, index_col), shape, "extract window", "tile")].clone()
+    offsets = (0,) * (len(shape) - 2) + (index_row, index_col)
+    return tile.data[window(tile.data.shape, offsets, shape, "extract window", "tile")].clone()
 
 
 @impl("tile.assemble")

@@ -209,6 +209,47 @@ def test_two_accumulators_take_turns_under_ptoas():
     assert got.diagnostics == ()
 
 
+def test_a_stack_of_pages_is_cut_along_k_all_pages_at_once():
+    """batch_matmul of four [64, 256] x [256, 64] BF16 pages: the four accumulators fit Acc
+    together, the operands' stacks do not fit L0 — each piece is the same K window of every
+    page."""
+    check_pass(auto_tile_matmul_l0, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[4, 64, 256], pl.BF16], b: pl.Tensor[[4, 256, 64], pl.BF16], out: pl.Out[pl.Tensor[[4, 64, 64], pl.FP32]]):
+            x = pl.tile.load(a, [0, 0, 0], [4, 64, 256], target_memory=pl.Mem.Mat)
+            y = pl.tile.load(b, [0, 0, 0], [4, 256, 64], target_memory=pl.Mem.Mat)
+            c = pl.tile.batch_matmul(x, y)
+            pl.tile.store(c, [0, 0, 0], out)
+    """, """
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[4, 64, 256], pl.BF16], b: pl.Tensor[[4, 256, 64], pl.BF16], out: pl.Out[pl.Tensor[[4, 64, 64], pl.FP32]]):
+            x = pl.tile.load(a, [0, 0, 0], [4, 64, 256], target_memory=pl.Mem.Mat)
+            y = pl.tile.load(b, [0, 0, 0], [4, 256, 64], target_memory=pl.Mem.Mat)
+            x_Left = pl.tile.extract(x, 0, 0, [4, 64, 64], target_memory=pl.Mem.Left)
+            y_Right = pl.tile.extract(y, 0, 0, [4, 64, 64], target_memory=pl.Mem.Right)
+            acc = pl.tile.batch_matmul(x_Left, y_Right)
+            for ko, (acc_iter,) in pl.pipeline(64, 256, 64, stage=2, init_values=(acc,)):
+                x_Left_1 = pl.tile.extract(x, 0, ko, [4, 64, 64], target_memory=pl.Mem.Left)
+                y_Right_1 = pl.tile.extract(y, ko, 0, [4, 64, 64], target_memory=pl.Mem.Right)
+                acc_1 = pl.tile.batch_matmul_acc(acc_iter, x_Left_1, y_Right_1)
+                c = pl.yield_(acc_1)
+            pl.tile.store(c, [0, 0, 0], out)
+    """)
+
+
+def test_pages_too_many_for_acc_together_are_an_error():
+    p = _program("""
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[8, 128, 64], pl.BF16], b: pl.Tensor[[64, 128], pl.BF16], out: pl.Out[pl.Tensor[[8, 128, 128], pl.FP32]]):
+            x = pl.tile.load(a, [0, 0, 0], [8, 128, 64], target_memory=pl.Mem.Mat)
+            y = pl.tile.load(b, [0, 0], [64, 128], target_memory=pl.Mem.Mat)
+            c = pl.tile.batch_matmul(x, y)
+            pl.tile.store(c, [0, 0, 0], out)
+    """)
+    with pytest.raises(MemorySpaceError, match=r"the 8 pages of this tile.batch_matmul .* do not fit Acc"):
+        auto_tile_matmul_l0(p, PassContext(soc=A2A3))
+
+
 # ----------------------------------------------------------------------------- errors
 
 def _program(body: str):

@@ -174,23 +174,26 @@ _PHASES = ("unspecified", "partial", "final")
 def _infer_extract(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
     shape = static_ints(a["shape"])
-    if len(t.shape) != 2 or shape is None or len(shape) != 2 or any(s <= 0 for s in shape):
-        raise fail("tile.extract", "a 2D tile and a static positive 2D window shape",
-                   f"{type_name(t)} and {fmt_shape(a['shape'])}")
+    if len(t.shape) < 2 or shape is None or len(shape) != len(t.shape) or any(s <= 0 for s in shape) \
+            or tuple(shape[:-2]) != tuple(t.shape[:-2]):
+        raise fail("tile.extract", "a window shape of the tile's rank, positive and static, its batch axes whole",
+                   f"{fmt_shape(a['shape'])} of {type_name(t)}")
     target = a["target_memory"]
     if target not in (M.Left, M.Right) or not soc.can_move(M.Mat, target):
         raise fail("tile.extract", "target_memory=pl.Mem.Left or pl.Mem.Right (the cube's L0 buffers)",
                    getattr(target, "name", repr(target)))
     rows, cols = a["index_row"], a["index_col"]
-    limit = t.shape if t.valid_shape is None else tuple(v.value if isinstance(v, Const) else None
-                                                        for v in t.valid_shape)
-    for axis, (o, e, d) in enumerate(zip((rows, cols), shape, limit)):
+    limit = t.shape[-2:] if t.valid_shape is None else tuple(v.value if isinstance(v, Const) else None
+                                                             for v in t.valid_shape[-2:])
+    if t.valid_shape is not None and tuple(t.valid_shape[:-2]) != tuple(Const(b) for b in t.shape[:-2]):
+        limit = (None, None)
+    for axis, (o, e, d) in enumerate(zip((rows, cols), shape[-2:], limit)):
         if d is None or t.valid_shape is not None and not isinstance(o, Const):
             raise fail("tile.extract", "a window inside the source's valid region", "a partial source tile",
                        "load the whole operand (valid_shape cut only where it fits L0 whole)")
         if isinstance(o, Const) and not (0 <= o.value and o.value + e <= d):
             raise fail("tile.extract", f"a window inside the tile's {'valid ' if t.valid_shape else ''}"
-                       f"{fmt_shape(limit)}", f"[{o.value}, {o.value + e}) on axis {axis}",
+                       f"{fmt_shape(limit)}", f"[{o.value}, {o.value + e}) on axis {len(shape) - 2 + axis}",
                        "keep offset + shape within the tile")
     return TileType(shape=shape, dtype=t.dtype, space=target)
 
@@ -200,7 +203,8 @@ def _infer_extract(a: OpArgs, soc: SoC) -> TileType:
 register("tile.extract", [P("tile", Kind.TILE, spaces=(M.Mat,)), P("index_row", Kind.SCALAR, integer=True),
                           P("index_col", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
                           P("target_memory", Kind.SPACE)], _infer_extract,
-         doc="a copy of the window [index_row, index_col] + shape of a Mat tile in Left or Right (TEXTRACT)",
+         doc="a copy of the window [index_row, index_col] + shape of a Mat tile in Left or Right (TEXTRACT); of a "
+             "stack of pages, the same window of each",
          mnemonic="TEXTRACT")
 
 
