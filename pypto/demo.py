@@ -9,10 +9,10 @@ the load pipe (MTE2) overlapped the vector unit (the point of double buffering),
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
-import attrs
 import torch
 
 import pypto.language as pl
@@ -60,7 +60,7 @@ KERNELS = (single_buffer, pipelined, explicit_slots)
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pypto.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--platform", choices=sorted(PLATFORMS), default=RunConfig().platform)
-    parser.add_argument("--planner", choices=["PYPTO", "PTOAS"], default="PYPTO")
+    parser.add_argument("--planner", choices=["PYPTO", "DSA_RP", "PTOAS"], default="PYPTO")
     parser.add_argument("--show-ir", action="store_true", help="print each kernel's lowered program")
     parser.add_argument("-o", "--output-dir", type=Path,
                         help="leave each kernel's build in OUTPUT_DIR/<kernel> (default: build_output/<kernel>_<time>)")
@@ -84,7 +84,7 @@ def _run(args) -> int:
     for kernel in KERNELS:
         out = torch.zeros(ROWS, TC, dtype=torch.float32)
         if args.output_dir is not None:
-            config = attrs.evolve(config, output_dir=args.output_dir / kernel.__name__)
+            config = dataclasses.replace(config, output_dir=args.output_dir / kernel.__name__)
         compiled = kernel.compile(a, out, config=config)
         report = compiled.run(a, out)
         exact = torch.equal(out, torch.exp(a))
@@ -115,13 +115,15 @@ def _run(args) -> int:
     build = args.output_dir / "pipelined"
     if args.trace and args.platform != "ref":
         print(f"  the L0 trace as a page:  pypto trace {build} -o {args.output_dir / 'trace'}")
-    if args.dump and args.planner == "PYPTO":  # PTOAS dumps carry no offsets to draw
+    if args.dump and args.planner != "PTOAS":  # PTOAS dumps carry no offsets to draw
         print(f"  the memory map:          pypto memory-map {build} -o {args.output_dir / 'memory_map.html'}")
     return 0
 
 
 SOC = backend("a2a3")  # the SoC table the simulator runs (RunConfig's backend)
 PLANNERS = {"PYPTO": "this compiler gives each tile an address when compiling (PTOAS: the assembler does)",
+            "DSA_RP": "this compiler places each tile, keeping apart tiles whose sharing of bytes would stall one "
+                      "pipe on another while there is room",
             "PTOAS": "the assembler places the tiles, a pipeline's buffers as one region of slots"}
 
 

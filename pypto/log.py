@@ -11,6 +11,7 @@ import enum
 import logging
 import os
 import sys
+import threading
 
 EVENT = 15  # between DEBUG and INFO: what the reference logs as events
 
@@ -47,8 +48,30 @@ def set_log_level(level) -> None:
 
 
 def get_log_level() -> LogLevel:
+    """The process-wide level (a thread's own, if set, is not it: get and set pair up)."""
     return LogLevel(logger.getEffectiveLevel()) if logger.getEffectiveLevel() in LogLevel._value2member_map_ \
         else LogLevel.INFO
+
+
+_THREAD = threading.local()  # .level: the calling thread's own level, when it has one
+
+
+def set_thread_log_level(level) -> None:
+    """The calling thread logs at ``level`` (more or less than the process-wide level)
+    until ``clear_thread_log_level()``: a test runner's worker threads each at their own."""
+    _THREAD.level = _level(level)
+
+
+def clear_thread_log_level() -> None:
+    _THREAD.__dict__.pop("level", None)
+
+
+def _enabled_for(level: int, _process_wide=logger.isEnabledFor) -> bool:
+    mine = getattr(_THREAD, "level", None)
+    return _process_wide(level) if mine is None else level >= mine
+
+
+logger.isEnabledFor = _enabled_for  # every logger.debug/info/... asks this first
 
 
 class _Stderr(logging.StreamHandler):

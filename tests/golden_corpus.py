@@ -102,7 +102,7 @@ def cases() -> dict:
     """name -> build(output directory): (CompiledProgram, arguments to run it on)."""
     out = {}
     for name in ("single_buffer", "pipelined", "explicit_slots"):
-        for planner in ("PYPTO", "PTOAS"):
+        for planner in ("PYPTO", "DSA_RP", "PTOAS"):
             out[f"seed_{name}_{planner.lower()}"] = _seed(name, planner)
     for name in ("matmul_b_trans", "matmul_row_major"):
         out[f"example_{name}"] = _b_trans(name)

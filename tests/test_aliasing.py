@@ -18,7 +18,7 @@ from pypto.sim.simulator import SimulatorHazard, run_kernel
 from pypto.backend import A2A3
 from pypto.sim.views import runs
 
-PLATFORMS = [("ref", "PYPTO"), ("ref", "PTOAS"), ("a2a3sim", "PYPTO"), ("a2a3sim", "PTOAS")]
+PLATFORMS = [(platform, planner) for platform in ("ref", "a2a3sim") for planner in ("PYPTO", "DSA_RP", "PTOAS")]
 SENTINEL = -7.25  # what no kernel here computes: "stored nothing" shows
 
 
@@ -208,7 +208,7 @@ def kernel_of(kernel, *args, planner="PYPTO"):
     return k
 
 
-@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
 def test_aliased_views_the_syncs_do_not_order_are_a_hazard(planner):
     base = base_tensor()
     k = kernel_of(shift_copy, base[0:96], torch.zeros(96, 128), planner=planner)
@@ -220,7 +220,7 @@ def test_aliased_views_the_syncs_do_not_order_are_a_hazard(planner):
     run_kernel(k, (base[0:96], torch.zeros(96, 128)), A2A3)  # separate storage: no hazard
 
 
-@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
 def test_column_views_are_compared_by_their_real_bytes(planner):
     whole = torch.randn(112, 256)
     k = kernel_of(shift_copy, whole[0:96, 0:128], torch.zeros(96, 128), planner=planner)
@@ -294,7 +294,7 @@ def test_property_random_views_are_refused_exactly_when_a_written_one_overlaps(d
     bases = [torch.randn(*s, generator=seeds) for s in shapes]
     results = []
     for platform in ("ref", "a2a3sim"):
-        planner = data.draw(st.sampled_from(["PYPTO", "PTOAS"]))
+        planner = data.draw(st.sampled_from(["PYPTO", "DSA_RP", "PTOAS"]))
         mine = [b.clone() for b in bases]
         views = [mine[b][r:r + rows, c:c + cols] for b, r, c in specs]
         want = views[0] + views[1]

@@ -186,7 +186,7 @@ def test_good_configs_still_compare_and_hash_alike():
 
 
 def test_every_run_config_field_is_checked_by_name():
-    import attrs
+    import dataclasses
 
     defaults = RunConfig()
-    assert RunConfig(**{f.name: getattr(defaults, f.name) for f in attrs.fields(RunConfig)}) == defaults
+    assert RunConfig(**{f.name: getattr(defaults, f.name) for f in dataclasses.fields(RunConfig)}) == defaults

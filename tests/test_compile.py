@@ -91,7 +91,7 @@ def test_explicit_dumps_annotate_every_tile_and_concise_ones_only_what_inference
 
 def test_every_dump_computes_what_the_kernel_computes(seed, tmp_path):
     for name in ("single_buffer", "pipelined", "explicit_slots"):
-        for planner in ("PYPTO", "PTOAS"):
+        for planner in ("PYPTO", "DSA_RP", "PTOAS"):
             compiled = compile_seed(seed, name, tmp_path / planner, dump_passes=True, memory_planner=planner,
                                     verification_level="ROUNDTRIP")
             for dump in sorted((compiled.output_dir / "passes_dump").iterdir()):
@@ -124,7 +124,7 @@ def test_calls_are_cached_per_config_and_write_nothing_by_default(seed, tmp_path
     kernel(seed["A"], out, config=RunConfig())
     kernel(seed["A"], out, config=RunConfig())
     kernel(seed["A"], out, config=RunConfig(memory_planner="PTOAS"))
-    assert len([k for k in kernel._compiled if k[0][0].shape == (512, 128)]) >= 2
+    assert len([k for k in kernel._cache if k[0][0].shape == (512, 128)]) >= 2
     assert list(tmp_path.iterdir()) == []
 
 

@@ -19,9 +19,12 @@ PLATFORMS = ("ref", "a2a3sim")
 
 
 def _oracle(table: torch.Tensor, picked: torch.Tensor, policy: str) -> torch.Tensor:
+    """The reference's golden: an INT32 index is read as an unsigned 32-bit offset, so a
+    negative one is past the table (-1 clamps to the last row, wraps as 2**32 - 1)."""
     n = table.shape[0]
-    bad = (picked < 0) | (picked >= n)
-    where = {"clamp": picked.clamp(0, n - 1), "wrap": picked.remainder(n)}.get(policy, picked.where(~bad, 0))
+    offset = picked & 0xFFFFFFFF
+    bad = offset >= n
+    where = {"clamp": offset.clamp(max=n - 1), "wrap": offset.remainder(n)}.get(policy, offset.where(~bad, 0))
     got = table[where]
     return got.masked_fill(bad.reshape(-1, *[1] * (got.dim() - 1)), 0) if policy == "zero" else got
 

@@ -20,7 +20,7 @@ from pypto.runtime.compiled import compile_program
 
 ROWS, COLS, R = 160, 64, 4  # a holds 40 blocks of R rows: enough for i < 40
 SENTINEL = -999.0
-CONFIGS = [("ref", "PYPTO"), ("a2a3sim", "PYPTO"), ("a2a3sim", "PTOAS")]
+CONFIGS = [("ref", "PYPTO"), ("a2a3sim", "PYPTO"), ("a2a3sim", "DSA_RP"), ("a2a3sim", "PTOAS")]
 
 
 def kernel_text(start, stop, step, stage) -> str:

@@ -39,7 +39,7 @@ def overlaps(a, b) -> bool:
     return any(s1 < e2 and s2 < e1 for s1, e1 in a for s2, e2 in b)
 
 
-@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
 def test_double_buffering_overlaps_mte2_with_vector_and_saves_cycles(seed, planner):
     single = seed_report(seed, "single_buffer", memory_planner=planner)
     for name in ("pipelined", "explicit_slots"):
@@ -70,7 +70,7 @@ def assert_every_sync_is_needed(kernel: Kernel, args) -> int:
 
 
 @pytest.mark.parametrize("name", ["single_buffer", "pipelined", "explicit_slots"])
-@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
 def test_every_inserted_sync_of_the_seed_kernels_is_needed(seed, name, planner):
     compiled = seed[name].compile(seed["A"], unset(512, 128), config=RunConfig(memory_planner=planner))
     (kernel,) = compiled.kernels.values()
@@ -180,7 +180,7 @@ def three_pipelines(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-@pytest.mark.parametrize("planner", ["PYPTO", "PTOAS"])
+@pytest.mark.parametrize("planner", ["PYPTO", "DSA_RP", "PTOAS"])
 def test_sequential_loops_reuse_event_ids(planner):
     a, out = torch.randn(192, 128), unset(192, 128)
     compiled = three_pipelines.compile(a, out, config=RunConfig(memory_planner=planner))

@@ -37,6 +37,9 @@ class MemorySpace(enum.Enum):
 class CoreKind(enum.Enum):
     AIC = "aic"  # cube core
     AIV = "aiv"  # vector core
+    # the reference's names of the same two kinds (its ``CoreType``): aliases, the same members
+    CUBE = "aic"
+    VECTOR = "aiv"
 
     # Members are singletons and compare by identity: the identity hash is the same
     # relation, computed in C (Enum's own hashes the name in Python, on every dict lookup

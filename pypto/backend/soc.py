@@ -240,9 +240,11 @@ A2A3 = SoC(
 )
 
 class BackendType(enum.Enum):
-    """The reference's names for the SoC tables (``RunConfig(backend=...)`` takes either)."""
+    """The reference's names for the SoC tables (``RunConfig(backend=...)`` takes either).
+    Every chip the reference names is a member; ``BACKENDS`` holds those modeled here."""
 
     Ascend910B = "a2a3"
+    Ascend950 = "a5"
 
 
 BACKENDS = pmap({"a2a3": A2A3})
@@ -250,11 +252,16 @@ DEFAULT = A2A3
 
 
 def backend(name: str | BackendType) -> SoC:
+    """The SoC table of a modeled chip; a chip the reference names that has no table here
+    yet (Ascend950), or a name of neither, is a ConfigError that lists the ones there are."""
     from pypto.errors import ConfigError
 
-    try:
-        return BACKENDS[name.value if isinstance(name, BackendType) else name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown backend {name!r}", hint=f"use one of: {', '.join(sorted(BACKENDS))}"
-        ) from None
+    key = name.value if isinstance(name, BackendType) else name
+    if key in BACKENDS:
+        return BACKENDS[key]
+    modeled = ", ".join(f"{k!r} (BackendType.{BackendType(k).name})" if k in BackendType._value2member_map_
+                        else repr(k) for k in sorted(BACKENDS))
+    if key in BackendType._value2member_map_:
+        raise ConfigError(f"backend {key!r} (BackendType.{BackendType(key).name}) is not modeled by this package yet",
+                          hint=f"use one of: {modeled}")
+    raise ConfigError(f"unknown backend {name!r}", hint=f"use one of: {modeled}")

@@ -1,6 +1,8 @@
 """The runtime's dependency tracker, as the reference states it: for each task submitted,
 
-- creator retention: every tensor argument waits for the task that created its buffer;
+- creator retention: every tensor argument waits for the task that created its buffer —
+  here no task creates one (``pl.create_tensor``'s buffers are the orchestration's, there
+  before any task), so it adds no edge;
 - producer lookup: an ``Input`` or ``InOut`` argument waits for the registered producer of
   every byte it overlaps (by real addresses: views by their own offsets and strides, so
   disjoint slices of one tensor are disjoint);
@@ -22,7 +24,6 @@ class Tracker:
         # byte -> the task number producing it; one list, not pages: a task is usually given
         # whole tensors, a few long runs, which pages would cut into thousands of pieces
         self.producers = IntervalMap()
-        self.creators: dict[int, int] = {}  # data_ptr of a buffer a task created -> that task
 
     def producer_of(self, lo: int, hi: int) -> set:
         """The tasks registered as producing bytes of [lo, hi)."""
@@ -40,13 +41,9 @@ class Tracker:
         return edges
 
     def lookup(self, task: Task) -> list[Edge]:
-        """The edges ``task`` waits on: its tensors' creators and the producers of the bytes
-        it reads."""
+        """The edges ``task`` waits on: the producers of the bytes it reads."""
         edges: dict[tuple, Edge] = {}
         for a in task.args:
-            creator = self.creators.get(a.tensor.data_ptr())
-            if creator is not None and creator != task.number:
-                edges.setdefault((creator, a.index), Edge(creator, task.number, a.index, "creator"))
             if a.direction in READS:
                 for lo, hi in tensor_runs(a.tensor):
                     for p in self.producers.values(lo, hi):

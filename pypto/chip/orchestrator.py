@@ -241,7 +241,7 @@ class ChipRun(Settling):
         self.rings.close(self.clock, self.tracker.entries())  # the function body's scope
         makespan = max(self.chip.drain(), self.clock)
         if not self.unsafe_races:
-            races.check(self.tasks, self._accesses)
+            races.check(self.tasks, self._accesses, self._windows)
         self._apply(self.unapplied)
         self.atomics.flush()
         report = RunReport(cycles=makespan)

@@ -4,16 +4,21 @@ they leave depends on the schedule, and the result is not the program's. The ref
 runtime does not check this (its opt-outs are the user's assertion, and it does not order
 a writer after earlier readers); we do, as ``SimulatorHazard`` does for pipes.
 
-Only pairs that could race are compared (found by a sweep in start order), byte range
-against byte range."""
+Only pairs that could race are compared (found by a sweep in start order): each block's
+bytes merged into strided runs per mode once (``sim.strided``: a window of thousands of rows
+is one run), a pair's runs met against each other in time independent of the rows, and only
+a pair that races walked byte range by byte range, for the message."""
 
 from __future__ import annotations
+
+import bisect
 
 import attrs
 
 from pypto.chip.tasks import Task
 from pypto.errors import PyptoError
 from pypto.sim.record import ATOMIC_ADD
+from pypto.sim.strided import meet, union
 from pypto.sim.views import element_at
 
 
@@ -50,17 +55,21 @@ class _Run:
         return self.task.where() + (f" (block {self.block})" if self.block is not None else "")
 
 
-def check(tasks: list[Task], accesses) -> None:
-    """``accesses(task, block)``: the GM bytes of one block of a task, [(lo, hi, write,
-    TaskArg)] — asked for only of the runs in a suspect pair: two that no chain of edges
-    orders and that overlapped in time or ran against program order, or two blocks of one
-    SPMD task (which nothing orders: they run as one) — a chain, or one task, asks for
-    nothing. Each suspect pair is compared byte for byte, so no third task can hide one.
-    Raises ``TaskRace`` for the first racing pair, in start order."""
+def check(tasks: list[Task], accesses, windows) -> None:
+    """``windows(task, block)``: the GM bytes of one block of a task, a window at a time,
+    [(strided runs, write)] (``sim.strided``; ``write`` True, False, or ``ATOMIC_ADD``) —
+    asked for only of the runs in a suspect pair: two that no chain of edges orders and
+    that overlapped in time or ran against program order, or two blocks of one SPMD task
+    (which nothing orders: they run as one) — a chain, or one task, asks for nothing.
+    ``accesses(task, block)``: the same bytes as ranges, [(lo, hi, write, TaskArg)], asked
+    for only of a pair that races (for the message). Each suspect pair is compared on all
+    of its bytes, so no third task can hide one. Raises ``TaskRace`` for the first racing
+    pair, in start order."""
     before = _ancestors(tasks)
     runs = [_Run(t, p.block if len(t.placements) > 1 else None, p.start, p.end)
             for t in tasks for p in t.placements]
     cache: dict[tuple, list] = {}
+    footprints: dict[tuple, tuple] = {}
 
     def sorted_accesses(r: _Run) -> list:
         key = (r.number, r.block)
@@ -68,12 +77,33 @@ def check(tasks: list[Task], accesses) -> None:
             cache[key] = sorted(accesses(r.task, r.block or 0), key=lambda a: a[0])
         return cache[key]
 
+    def footprint(r: _Run) -> tuple:
+        key = (r.number, r.block)
+        if key not in footprints:
+            footprints[key] = _footprint(windows(r.task, r.block or 0))
+        return footprints[key]
+
     for u, t in _suspects(runs, before):
-        met = _shared(sorted_accesses(u), sorted_accesses(t))
-        if met is not None:
-            (lo, hi, u_writes, u_arg), (_, _, t_writes, t_arg) = met
+        if _conflict(footprint(u), footprint(t)):
+            (lo, hi, u_writes, u_arg), (_, _, t_writes, t_arg) = _shared(sorted_accesses(u), sorted_accesses(t))
             overlapped = u.start < t.end and t.start < u.end
             raise _race(u, u_writes, u_arg, t, t_writes, t_arg, (lo, hi), overlapped)
+
+
+def _footprint(windows) -> tuple:
+    """(what it writes, adds into atomically, reads) of one block, each as strided runs."""
+    writes, adds, reads = [], [], []
+    for runs, mode in windows:
+        (adds if mode == ATOMIC_ADD else writes if mode else reads).extend(runs)
+    return union(writes), union(adds), union(reads)
+
+
+def _conflict(a: tuple, b: tuple) -> bool:
+    """Whether two blocks share a byte that one of them writes — two atomic adds commute,
+    so they do not count (``_shared``'s rule, on the merged runs)."""
+    (aw, aa, ar), (bw, ba, br) = a, b
+    return (meet(aw, bw) or meet(aw, ba) or meet(aw, br) or meet(aa, bw) or meet(ar, bw)
+            or meet(aa, br) or meet(ar, ba))
 
 
 def _shared(a: list, b: list):
@@ -94,30 +124,33 @@ def _shared(a: list, b: list):
     return None
 
 
-def _suspects(runs: list[_Run], before: list[int]) -> list[tuple]:
+def _suspects(runs: list[_Run], before: list[int]):
     """The pairs (earlier start, later start) that no edge orders and that overlapped in
     time or ran against program order, and the pairs of blocks of one task: a sweep in
-    start order over the runs still running, over those started earlier though submitted
-    later, and over the earlier blocks of the same task."""
-    out: list[tuple] = []
-    running: list[_Run] = []
-    started: list[_Run] = []  # in start order
+    start order over the runs still running and over those started earlier though
+    submitted later (found by number, not by a walk over all started), then over the
+    earlier blocks of the same task."""
+    running: list[tuple] = []  # (position in start order, run)
+    by_number: list[tuple] = []  # (number, position, run) of every run started, sorted
     blocks: dict[int, list] = {}  # task number -> its blocks started so far
     latest = -1  # the highest task number started so far
-    for t in sorted(runs, key=lambda r: (r.start, r.number, r.block or 0)):
-        running = [u for u in running if u.end > t.start]
-        earlier = running if latest < t.number else started  # inverted: any earlier start may be a partner
-        for u in earlier:
-            if u.task is not t.task and (u.end > t.start or u.number > t.number) \
-                    and not (before[t.number] >> u.number) & 1:
-                out.append((u, t))
-        out.extend((u, t) for u in blocks.get(t.number, ()))
+    for k, t in enumerate(sorted(runs, key=lambda r: (r.start, r.number, r.block or 0))):
+        running = [(j, u) for j, u in running if u.end > t.start]
+        earlier = running
+        if latest > t.number:  # inverted: a run submitted later has started: it may be a partner too
+            later = by_number[bisect.bisect_right(by_number, (t.number, len(runs))):]
+            earlier = sorted({j: u for j, u in running + [(j, u) for _, j, u in later]}.items(), key=lambda x: x[0])
+        mine = before[t.number]
+        for _, u in earlier:
+            if u.task is not t.task and not (mine >> u.number) & 1:
+                yield u, t
+        for u in blocks.get(t.number, ()):
+            yield u, t
         if t.block is not None:
             blocks.setdefault(t.number, []).append(t)
-        running.append(t)
-        started.append(t)
+        running.append((k, t))
+        bisect.insort(by_number, (t.number, k, t))
         latest = max(latest, t.number)
-    return out
 
 
 def _ancestors(tasks: list[Task]) -> list[int]:

@@ -11,6 +11,7 @@ from pypto.chip import groups
 from pypto.chip.tasks import Task
 from pypto.sim.record import ATOMIC_ADD
 from pypto.sim.simulator import apply, scalar_reads
+from pypto.sim.strided import window
 from pypto.sim.views import window_runs
 
 
@@ -147,6 +148,15 @@ class Settling:
             for lo, hi in window_runs(maps[member][param], offsets, extents):
                 out.append((lo, hi, write, by_param[key]))
         return out
+
+    def _windows(self, t: Task, block: int = 0) -> list:
+        """``_accesses``' bytes a window at a time, its rows not listed: [(strided runs, write)]."""
+        if not self.launches[t.number]:
+            return []
+        launch, timeline = self.launches[t.number][block]
+        maps = _tensor_maps(launch)
+        return [(window(maps[member][param], offsets, extents), write)
+                for member, param, write, offsets, extents in timeline.footprint]
 
 def _element(tensor, indices) -> str:
     return f"element [{', '.join(map(str, indices))}] of a {list(tensor.shape)} tensor"

@@ -21,6 +21,7 @@ from pypto.codegen.select import CodegenError, select
 from pypto.codegen.sync import insert_syncs
 from pypto.ir import nodes as n
 from pypto.ir.collector import collector_paused
+from pypto.ir.ops.spmd import LANE_REGISTER
 from pypto.passes.context import PassContext
 from pypto.backend import CoreKind
 
@@ -33,6 +34,7 @@ def generate(program: n.Program, ctx: PassContext) -> dict[str, Kernel]:
 
 def generate_function(fn: n.Function, ctx: PassContext) -> Kernel:
     body, allocs, returns, lanes, pipes = select(fn, ctx)
+    _refuse_laned_cube(body)
     body, _ = insert_syncs(body, ctx.soc)
     body = number(body)
     params = tuple((p.name, p.type) for p in fn.params)
@@ -119,6 +121,31 @@ def _refuse_foreign(node, core: CoreKind, foreign: set) -> None:
                            "registers are its own", span=getattr(node, "span", None),
                            hint="pl.read an element of a kernel input (read as the kernel starts, by every core), or "
                                 "compute the value on the core that uses it")
+
+
+def _refuse_laned_cube(body, laned: frozenset = frozenset({LANE_REGISTER}), under: bool = False) -> frozenset:
+    """The cube has no lane: it runs a lane region as lane 0 (its part there is a crossing's
+    store, which no lane places). Cube work a lane places — an address, an offset, a trip
+    count or a branch computed from the lane — would be done for lane 0 alone, leaving the
+    other half of its result silently unwritten; the lane split keeps such work out of its
+    regions, and this refuses what slips through. ``under``: inside a loop or branch the
+    lane decides. Returns the scalars computed from the lane so far."""
+    for node in body:
+        if isinstance(node, ScalarAssign) and (under or n.expr_vars(node.value) & laned):
+            laned |= {node.name}
+        elif isinstance(node, Instr) and node.core is CoreKind.AIC \
+                and (under or set().union(*(n.expr_vars(e) for e in _exprs(node.args))) & laned):
+            raise CodegenError(f"cube instruction {node.mnemonic} ({node.op}) depends on a vector core's lane; the "
+                               "cube runs it once, for lane 0 only", span=node.span,
+                               hint="this is a compiler fault (the lane split left cube work in a pl.split_aiv "
+                                    "region); use pl.split(pl.SplitMode.NONE) meanwhile and report it")
+        elif isinstance(node, Loop):
+            bounds = set().union(*(n.expr_vars(e) for e in (node.start, node.stop, node.step)))
+            laned = _refuse_laned_cube(node.body, laned, under or bool(bounds & laned))
+        elif isinstance(node, Cond):
+            decided = under or bool(n.expr_vars(node.cond) & laned)
+            laned = _refuse_laned_cube(node.else_body, _refuse_laned_cube(node.then_body, laned, decided), decided)
+    return laned
 
 
 def _exprs(args):

@@ -97,6 +97,29 @@ def placement_problems(fn: n.Function, soc: SoC) -> list[str]:
     return problems
 
 
+def declared_memrefs(program: n.Program) -> set[str]:
+    """The MemRefs a program declares in its source (``pl.MemRef(...)`` on a tile)."""
+    return {t.memref.name for fn in program.functions for t in n.symbols(fn).values()
+            if isinstance(t, TileType) and t.memref is not None}
+
+
+def declared_overlaps(fn: n.Function, declared: set[str]) -> list[str]:
+    """DSA_RP's rule for declared allocations (``declared``, from the source): each shares
+    no byte with any other buffer of its space, live at the same time or not."""
+    placed = {}
+    for t in n.symbols(fn).values():
+        if isinstance(t, TileType) and t.memref is not None and t.memref.addr is not None:
+            placed[t.memref.name] = (t.space, t.memref.addr, t.memref.size)
+    out = []
+    for name in sorted(declared & set(placed)):
+        space, at, size = placed[name]
+        for other, (s2, a2, z2) in sorted(placed.items()):
+            if other != name and s2 is space and at < a2 + z2 and a2 < at + size:
+                out.append(f"the declared '{name}' [{at}, {at + size}) and '{other}' [{a2}, {a2 + z2}) in "
+                           f"{space.name} share bytes")
+    return out
+
+
 # ----------------------------------------------------------------------------- syncs
 
 

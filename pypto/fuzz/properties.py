@@ -25,8 +25,8 @@ def _trips(k: Knobs, low: int = 1):
     return st.integers(min(low, k.max_trips), k.max_trips)
 
 
-# name -> strategy of Case, given knobs. The tile families compile under both planners;
-# the tensor-level ones (windows, cube) run through ConvertTensorToTileOps.
+# name -> strategy of Case, given knobs. The tile families compile under every planner;
+# the tensor-level ones (windows, cube, split_cast) run through ConvertTensorToTileOps.
 FAMILIES: dict[str, Callable[[Knobs], st.SearchStrategy]] = {
     "elementwise": lambda k: strategies.elementwise_programs(k.dtypes, k.max_steps, _trips(k)),
     "reduction": lambda k: strategies.reduction_programs(),
@@ -39,8 +39,9 @@ FAMILIES: dict[str, Callable[[Knobs], st.SearchStrategy]] = {
     "slotted": lambda k: strategies.slotted_programs(colive=False, trips=_trips(k)),
     "windows": lambda k: windows.window_programs(max_steps=max(1, min(k.max_steps, 5))),
     "cube": lambda k: windows.cube_programs(),
+    "split_cast": lambda k: lanes.cast_cases(),
 }
-PLANNERS = ("PYPTO", "PTOAS")
+PLANNERS = ("PYPTO", "DSA_RP", "PTOAS")
 
 
 def _cases(families, planners=PLANNERS):
@@ -132,12 +133,23 @@ def check_roundtrip(ex: Example) -> None:
 
 
 def check_planners(ex: Example) -> None:
-    """Under PYPTO, no two buffers live at once share a byte, and every placement is
-    aligned and inside its space."""
-    for fn in _lowered(ex.case, "PYPTO").program.functions:
-        problems = placement_problems(fn, A2A3)
-        if problems:
-            raise Failure(f"AllocateMemoryAddr: {problems[0]}\n{ex.case.recipe}\n" + "\n".join(problems[1:]))
+    """Under each planner that places buffers here (PYPTO, DSA_RP), no two buffers live at
+    once share a byte, and every placement is aligned and inside its space; under DSA_RP a
+    declared ``pl.MemRef`` shares no byte with any other buffer; and the same program
+    computes the same bits under all three planners."""
+    from pypto.fuzz.checks import declared_memrefs, declared_overlaps
+
+    declared = declared_memrefs(ex.case.program)
+    for planner in ("PYPTO", "DSA_RP"):
+        for fn in _lowered(ex.case, planner).program.functions:
+            problems = placement_problems(fn, A2A3) + (declared_overlaps(fn, declared) if planner == "DSA_RP" else [])
+            if problems:
+                raise Failure(f"AllocateMemoryAddr under {planner}: {problems[0]}\n{ex.case.recipe}\n"
+                              + "\n".join(problems[1:]))
+    want, _ = simulate(ex.case, "PYPTO")
+    for planner in ("DSA_RP", "PTOAS"):
+        got, _ = simulate(ex.case, planner)
+        same_bits(got, want, f"a2a3sim under {planner} against a2a3sim under PYPTO", ex.case.recipe)
 
 
 def check_ptoas_colive(ex: Example) -> None:
@@ -178,7 +190,7 @@ def _colive_examples(k: Knobs):
 # ----------------------------------------------------------------------------- the table
 
 TILE = ("elementwise", "reduction", "matmul", "carried", "shuffled", "loop_body", "loop_if", "nested", "slotted")
-TENSOR = ("windows", "cube")
+TENSOR = ("windows", "cube", "split_cast")
 # Not nested loops, nor the cube's K chains (a loop in a window loop, or in an if), nor
 # ifs in loops: where only a chain through the syncs of a loop nested two deep, or of
 # both branches of an if, orders a pair, the pair keeps a sync of its own (redundant,
@@ -190,14 +202,14 @@ def _table() -> dict:
     props = [
         Property("oracle", "the interpreter computes what the torch oracle computes", _cases(TILE + TENSOR, ("PYPTO",)),
                  check_oracle, TILE + TENSOR),
-        Property("simulator", "a2a3sim gives the interpreter's bits, under both planners", _cases(TILE + TENSOR),
+        Property("simulator", "a2a3sim gives the interpreter's bits, under every planner", _cases(TILE + TENSOR),
                  check_simulator, TILE + TENSOR),
         Property("passes", "interpreting the program after every pass gives the front end's bits",
                  _cases(TILE + TENSOR), check_passes, TILE + TENSOR),
         Property("roundtrip", "print -> parse gives the program back and print -> parse -> print is a fixed point, "
                               "before and after every pass", _cases(TILE + TENSOR), check_roundtrip, TILE + TENSOR),
-        Property("planners", "the PYPTO planner never lets two live buffers share a byte", _cases(TILE + TENSOR,
-                                                                                                    ("PYPTO",)),
+        Property("planners", "PYPTO and DSA_RP never let two live buffers share a byte (DSA_RP: a declared one "
+                             "none), and all three planners compute the same bits", _cases(TILE + TENSOR, ("PYPTO",)),
                  check_planners, TILE + TENSOR),
         Property("ptoas_colive", "PTOAS always refuses two co-live slots of one region; PYPTO computes them",
                  _colive_examples, check_ptoas_colive),

@@ -123,7 +123,7 @@ def read(path: Path) -> tuple:
     wrong = [k for k, kinds in (("PROPERTY", str), ("PLANNER", str), ("PROGRAM", (str, type(None))),
                                 ("SOURCE", (str, type(None))), ("ENTRY", (str, type(None))),
                                 ("RECIPE", str), ("SIGNATURE", str)) if k in values and not isinstance(values[k], kinds)]
-    if wrong or values["PLANNER"] not in ("PYPTO", "PTOAS"):
+    if wrong or values["PLANNER"] not in ("PYPTO", "DSA_RP", "PTOAS"):
         raise NotAReproducer(f"{path}:{lines.get((wrong or ['PLANNER'])[0], 1)}: {(wrong or ['PLANNER'])[0]} is not "
                              "what a reproducer holds there")
     case = None

@@ -36,6 +36,7 @@ class Liveness:
         self.loop_of: dict[int, Loop] = {}  # id(For statement) -> its loop
         self.carried: dict[int, set] = {}  # loop start -> its iter args and results
         self.branches: list[tuple[int, int, int]] = []  # per if: first then, first else, last position
+        self.stmts: dict[int, object] = {}  # position -> the statement there
         self.block(body, ())
 
     def loops_at(self, pos: int):
@@ -87,6 +88,7 @@ class Liveness:
     def block(self, body, loops) -> None:
         for stmt in body:
             self.pos += 1
+            self.stmts[self.pos] = stmt
             if isinstance(stmt, n.Assign):
                 self.use(stmt.value)
                 self.define(stmt.target, loops, stmt.span)

@@ -86,9 +86,19 @@ min = _DslName("min")  # noqa: A001
 max = _DslName("max")  # noqa: A001
 const = _DslName("const")
 
-for _name in _UNIFIED:
-    globals()[_name] = _stand_in((_name,))
-del _name
+
+
+def __getattr__(name: str):
+    """``pl.add`` and the other unified op names: each stand-in (its signature and docstring
+    read off the registry) is built on first use, not at import."""
+    if name in _UNIFIED:
+        value = globals()[name] = _stand_in((name,))
+        return value
+    raise AttributeError(f"module 'pypto.language' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_UNIFIED))
 
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",

@@ -19,16 +19,22 @@ class Severity(enum.Enum):
 
 
 class Planner(enum.Enum):
-    PYPTO = "PYPTO"  # the compiler assigns addresses (AllocateMemoryAddr)
+    PYPTO = "PYPTO"  # the compiler merges buffers (MemoryReuse) and assigns addresses (AllocateMemoryAddr)
+    # the compiler places every buffer itself, capacity first, then fewest cross-pipe
+    # reuses of one buffer's bytes by another (dynamic storage allocation with reuse
+    # penalties: AllocateMemoryAddr alone, ``passes.dsa_plan``)
+    DSA_RP = "DSA_RP"
     PTOAS = "PTOAS"  # the assembler plans memory; slots become multi-tile regions
 
     @classmethod
     def coerce(cls, value) -> Planner:
         if isinstance(value, cls):
             return value
-        if isinstance(value, str) and value.upper() in cls.__members__:
-            return cls[value.upper()]
-        raise ConfigError(f"unknown memory_planner {value!r}", hint="use \"PYPTO\" (default) or \"PTOAS\"")
+        name = getattr(value, "value", value)  # the reference's MemoryPlanner member, or its name
+        if isinstance(name, str) and name.upper().replace("-", "_") in cls.__members__:
+            return cls[name.upper().replace("-", "_")]
+        raise ConfigError(f"unknown memory_planner {value!r}",
+                          hint="use \"PYPTO\" (default), \"DSA_RP\" or \"PTOAS\" (pypto.pypto_core.passes.MemoryPlanner)")
 
 
 @attrs.frozen
@@ -56,6 +62,7 @@ class Diagnostic:
 CHECKS = {
     "TileInnermostDimGranularity": "PH001",
     "PipelineDepth": "PH-MR-001",
+    "PipelineSeparation": "PH-DSA-001",  # DSA_RP let pipeline stages share bytes to fit
 }
 
 

@@ -68,6 +68,16 @@ def stage(body: tuple, types: dict, fresh, blocks: int | None = None, slots: int
     return tuple(out), buffers
 
 
+def cube_values(body: tuple, types: dict, soc=None) -> set:
+    """The values the cube computes and keeps: matmul results, the loops and branches that
+    carry them, their views and the fixpipe's narrowing of them (``_stays``). Whatever reads
+    one of them elsewhere is a crossing; the lane split (passes/lanes) takes the statements
+    that compute them for the cube's by this same rule, so no lane region holds one."""
+    cube: set = set()
+    _block(_Finder([], types, soc), body, cube, {})
+    return cube
+
+
 def crosses(body: tuple, types: dict, soc=None) -> bool:
     """Whether any value of the body crosses between the cube and the vector cores."""
     found = []

@@ -29,11 +29,11 @@ import attrs
 
 from pypto.errors import UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.ops.cube import fixpipe_cast
 from pypto.ir.ops import argument, lookup, op_call
 from pypto.ir.rewrite import rename
 from pypto.ir.simplify import simplify
 from pypto.ir.types import INDEX, ForKind, SplitMode, TensorType
+from pypto.passes.crossings import cube_values
 from pypto.passes.lane_rules import check_lanes, is_region
 
 _HALVED = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col_broadcast", "source", "rows", "row")
@@ -57,10 +57,15 @@ def split_lanes(body: tuple, mode: SplitMode, types: dict, fresh) -> tuple:
     """``body``: a kernel's, its crossings staged; ``types``: every name's (the names the
     halving makes are added); ``fresh(base)``: a new name."""
     _name_types(body, types)
-    cube_operands = {a.name for s in n.walk_stmts(body) if isinstance(getattr(s, "value", None), n.Call)
-                     and (w := lookup(s.value.op).windows) is not None and w.kind == "cube"
-                     for a in s.value.args if isinstance(a, n.Var)}
-    return tuple(_Splitter(mode, types, cube_operands, fresh).block(body))
+    cube = cube_values(body, types)
+    # and the tensors the cube accumulates into: what a matmul reads, where a loop's accumulator starts
+    for s in n.walk_stmts(body):
+        if isinstance(getattr(s, "value", None), n.Call) and (w := lookup(s.value.op).windows) is not None \
+                and w.kind == "cube":
+            cube |= {a.name for a in s.value.args if isinstance(a, n.Var)}
+        if isinstance(s, n.For):
+            cube |= {a.init.name for a in s.iter_args if a.name in cube and isinstance(a.init, n.Var)}
+    return tuple(_Splitter(mode, types, cube, fresh).block(body))
 
 
 def halve_regions(body: tuple, types: dict, fresh) -> tuple:
@@ -98,10 +103,12 @@ def _name_types(body, types: dict) -> None:
 
 
 class _Splitter:
-    def __init__(self, mode: SplitMode, types: dict, cube_operands: set, fresh):
-        self.mode, self.types, self.cube_operands, self.fresh = mode, types, cube_operands, fresh
+    def __init__(self, mode: SplitMode, types: dict, cube: set, fresh):
+        """``cube``: the values the cube computes (crossings' ``cube_values``: a matmul's
+        result, what carries or views it, its fixpipe narrowing) and the accumulators it
+        creates; a statement computing one is the cube's."""
+        self.mode, self.types, self.cube, self.fresh = mode, types, cube, fresh
         self.vector: set = set()  # the tensor values vector work computes
-        self.products: set = set()  # the matmuls' results
 
     # ------------------------------------------------------------------ regions
 
@@ -174,17 +181,12 @@ class _Splitter:
         if isinstance(call, n.Call):
             op = lookup(call.op)
             reads_vector = any(isinstance(a, n.Var) and a.name in self.vector for a in call.args)
-            if op.windows is not None and op.windows.kind == "cube" or target in self.cube_operands:
-                if op.windows is not None and op.windows.kind == "cube" and target is not None:
-                    self.products.add(target)
-                return "cube"  # a matmul, or what one reads (a created accumulator)
+            if op.windows is not None and op.windows.kind == "cube" or target in self.cube:
+                return "cube"  # a matmul, what one reads (a created accumulator), a view or narrowing of its result
             if call.op == "tensor.assemble":
                 return "vector" if reads_vector else "cube"
             if call.op == "tensor.slice" and not reads_vector:
                 return "cube"  # a view of GM: whoever reads it slices it further
-            x = argument(call, "x") if call.op == "tensor.cast" else None
-            if isinstance(x, n.Var) and x.name in self.products and fixpipe_cast(call, self.types[x.name].dtype):
-                return "cube"  # the fixpipe's narrowing of an accumulator (crossings keep it the cube's)
             computes = op.windows is not None and op.windows.kind not in ("slice",)
             if reads_vector or computes and isinstance(self.types.get(target), TensorType):
                 if target is not None:

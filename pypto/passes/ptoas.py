@@ -59,7 +59,8 @@ def unguarded_slots(fn: n.Function, unsafe: bool) -> set[str]:
                         "memory_planner=PTOAS the slots have no other way to stay apart.",
                         span=stmt.span,
                         hint="take one slot per iteration (index every tile of the region with the same slot), "
-                             "or compile with the default memory_planner=\"PYPTO\"")
+                             "or compile with the default memory_planner=\"PYPTO\" (or \"DSA_RP\"), which keeps "
+                             "them apart")
                 unguarded.add(other)
     return unguarded
 

@@ -46,7 +46,7 @@ class ReusePlan:  # a result to read, not an IR node
 def plan_reuse(fn: n.Function, ctx: PassContext, rule: str = "MemoryReuse") -> ReusePlan:
     """Which buffers share bytes (results in place, disjoint lifetimes merged) and how
     deep each pipeline can be beside them, with PH-MR-001 for each one cut short."""
-    fn = _donate(fn)
+    fn = donate(fn)
     bufs = buffers(fn, lambda s: ctx.soc.spec(s).align)
     merged = _merge(bufs)
     live = _after_merge(bufs, merged)
@@ -81,7 +81,7 @@ def with_depth(m: MemRef, depth: int) -> MemRef:
     return attrs.evolve(m, slots=depth, size=None if slot is None else depth * slot, index=index, pipeline=False)
 
 
-def _donate(fn: n.Function) -> n.Function:
+def donate(fn: n.Function) -> n.Function:
     """A tile computed in place: an op's result and an operand whose last use is that op
     share one buffer (or slot) — the result takes the operand's, or, when the result's
     buffer is shared already (a loop's carried chain), the operand takes the result's, or,

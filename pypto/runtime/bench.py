@@ -8,6 +8,7 @@ is deterministic, so rounds differ only where the data steers the kernel (``pl.r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 
@@ -111,7 +112,7 @@ def benchmark(compiled, args, *, rounds: int = 100, warmup: int = 3, platform: s
     if config is not None and (platform is not None or device_id is not None):
         raise ValueError("benchmark: pass either config= or platform=/device_id=, not both")
     if config is None:
-        config = attrs.evolve(compiled.config, **{k: v for k, v in (("platform", platform), ("device_id", device_id))
+        config = dataclasses.replace(compiled.config, **{k: v for k, v in (("platform", platform), ("device_id", device_id))
                                                   if v is not None})
     if hasattr(compiled, "compiled_for"):  # a program with pl.dynamic axes: its build for these extents
         compiled = compiled.compiled_for(*args)

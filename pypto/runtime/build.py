@@ -7,13 +7,19 @@ this layer provides: the IR below it compiles nothing) and ``pypto.runtime.run``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pypto.errors import ConfigError
 from pypto.ir import nodes as n
 from pypto.lang.program import GenericProgram
-from pypto.runtime.generic import GenericCompiled
-from pypto.runtime.compiled import CompiledProgram, compile_program
 from pypto.runtime.callsite import call_span
 from pypto.runtime.config import RunConfig, coerce_config
+
+if TYPE_CHECKING:
+    from pypto.runtime.compiled import CompiledProgram
+
+# (the compiler and the simulator behind ``compiled``/``generic`` load on the first compile:
+# this module is imported with pypto.runtime, to install ``pypto.ir.compile``)
 
 
 def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True, backend_type=None,  # noqa: A001
@@ -24,11 +30,12 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
     """``program`` through the pass pipeline and codegen for ``platform`` (a2a3sim by
     default), its output directory written (pass dumps unless ``dump_passes=False``). A
     program already lowered is lowered again as it is. Options that steer the vendor
-    toolchain (``strategy``, ``backend_type``, ``skip_ptoas``,
+    toolchain (``strategy``, ``skip_ptoas``,
     ``enable_pypto_l0c_double_buffer``, ``emit_source_loc``, ``dump_ptoas_passes``,
     ``runtime``) are accepted and change nothing here; ``profiling`` writes each pass's time
     to report/pipeline_profile.{txt,json}, ``diagnostic_phase=NONE`` drops the diagnostics;
-    ``distributed_config`` is refused (no distributed runtime here)."""
+    ``distributed_config`` is refused (no distributed runtime here). ``backend_type`` picks
+    the SoC table (one here: a chip with no table, such as Ascend950, is refused)."""
     if not isinstance(program, (n.Program, GenericProgram)):
         raise ConfigError(f"ir.compile takes a Program, got {type(program).__name__}",
                           hint="compile kernel.lower(*samples), or call kernel.compile(*samples)")
@@ -38,10 +45,14 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
     fields = {"platform": platform or "a2a3sim", "dump_passes": dump_passes, "output_dir": output_dir,
               "compile_profiling": profiling}
     for name, value in (("verification_level", verification_level), ("memory_planner", memory_planner),
-                        ("disabled_diagnostics", disabled_diagnostics), ("diagnostic_phase", diagnostic_phase)):
+                        ("disabled_diagnostics", disabled_diagnostics), ("diagnostic_phase", diagnostic_phase),
+                        ("backend_type", backend_type)):
         if value is not None:
             fields[name] = value
     config = RunConfig(**fields)
+    from pypto.runtime.compiled import compile_program
+    from pypto.runtime.generic import GenericCompiled
+
     if isinstance(program, GenericProgram):
         return GenericCompiled(program, config)
     return compile_program(program, entry_params(program), config, write=True)
@@ -66,6 +77,9 @@ def run(program, *tensors, config: RunConfig | None = None) -> CompiledProgram:
         config = coerce_config(config)
     except ConfigError as err:
         raise err.with_span(call_span(argument="config")) from None
+    from pypto.runtime.compiled import compile_program
+    from pypto.runtime.generic import GenericCompiled
+
     if isinstance(program, GenericProgram):
         if not tensors:
             program.unspecialized()  # says which axis no tensor gave

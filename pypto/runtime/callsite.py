@@ -6,6 +6,7 @@ and the span of one argument inside it. Errors at a kernel call, a ``compile()``
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import linecache
 import sys
@@ -14,11 +15,13 @@ from pathlib import Path
 from pypto.errors import PyptoError, Span, SpecializationError
 
 _RUNTIME = str(Path(__file__).resolve().parent)
+_REPLACE = dataclasses.replace.__code__.co_filename  # dataclasses.replace(config, ...) builds a RunConfig
 
 
 def _ours(filename: str) -> bool:
     # attrs writes each class's __init__ as generated code named "<attrs generated ...>".
-    return filename.startswith("<attrs generated") or str(Path(filename).resolve().parent) == _RUNTIME
+    return filename.startswith("<attrs generated") or filename == _REPLACE \
+        or str(Path(filename).resolve().parent) == _RUNTIME
 
 
 def user_frame():

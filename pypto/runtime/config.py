@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Mapping
 from os import PathLike
 from pathlib import Path
 
-import attrs
-
 from pypto.errors import ConfigError, PyptoError
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
-from pypto.backend import BACKENDS, BackendType
+from pypto.backend import BACKENDS, BackendType, backend
 from pypto.ir.pass_manager import DiagnosticPhase, OptimizationStrategy
 
 # platform -> what runs the program
@@ -48,6 +47,8 @@ def _backend_type(value):
     if value is not None and not isinstance(value, BackendType):
         raise ConfigError(f"backend_type={value!r} is not a BackendType",
                           hint="backend_type=BackendType.Ascend910B (from pypto.backend)")
+    if value is not None:
+        backend(value)  # a chip the reference names and this package does not model yet is refused here
     return value
 
 
@@ -84,7 +85,7 @@ def _backend(value) -> str:
     if isinstance(value, BackendType):  # the reference's spelling: BackendType.Ascend910B
         value = value.value
     if not isinstance(value, str) or value not in BACKENDS:
-        raise ConfigError(f"unknown backend {value!r}", hint=f"use one of: {', '.join(sorted(BACKENDS))}")
+        backend(value)  # says which: a chip not modeled yet, or a name of none
     return value
 
 
@@ -214,10 +215,12 @@ def _power_of_two(least: int):
     return lambda v: v >= least and v & (v - 1) == 0
 
 
-@attrs.frozen(kw_only=True, init=False)
+@dataclasses.dataclass(frozen=True, kw_only=True, init=False, slots=True)
 class RunConfig:
     """Built as ``RunConfig(platform="ref", ...)``: fields by name, each checked where it is
-    written (a bad value names the user's line)."""
+    written (a bad value names the user's line). Immutable and hashable (a compile cache
+    key); a frozen dataclass, as the reference's code expects of it:
+    ``dataclasses.replace(config, platform="ref")`` is a new config, checked alike."""
 
     platform: str = "a2a3sim"
     device_id: int = 0
@@ -300,10 +303,7 @@ class RunConfig:
             if args:
                 raise ConfigError(f"RunConfig takes its fields by name, not {len(args)} positional "
                                   f"argument{'s' * (len(args) != 1)}", hint='e.g. RunConfig(platform="ref")')
-            fields = converted(fields)
-            if fields.get("backend_type") is not None and "backend" not in fields:
-                fields["backend"] = fields["backend_type"].value
-            self.__attrs_init__(**fields)
+            _fill(self, converted(fields))
         except PyptoError as err:
             raise err.with_span(call_span(argument=getattr(err, "field", None))) from None
 
@@ -316,6 +316,14 @@ class RunConfig:
     def any_dfx_enabled(self) -> bool:
         """Whether a run writes anything under dfx_outputs/."""
         return bool(self.enable_chip_swimlane or self.enable_dep_gen or self.enable_scope_stats)
+
+
+def _fill(config: RunConfig, fields: dict) -> None:
+    """Set every field of a new ``config``: the converted ``fields``, the defaults elsewhere."""
+    if fields.get("backend_type") is not None and "backend" not in fields:
+        fields["backend"] = fields["backend_type"].value
+    for f in dataclasses.fields(RunConfig):
+        object.__setattr__(config, f.name, fields[f.name] if f.name in fields else f.default)
 
 
 _CONVERTERS = {
@@ -399,7 +407,7 @@ def coerce_config(value) -> RunConfig:
         return value
     if isinstance(value, Mapping):
         config = RunConfig.__new__(RunConfig)
-        config.__attrs_init__(**converted(value))
+        _fill(config, converted(value))
         return config
     raise ConfigError(f"config={value!r} is not a RunConfig",
                       hint='pass config=RunConfig(platform="ref", ...) (or a dict of its fields)')

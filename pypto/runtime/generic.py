@@ -5,6 +5,8 @@ extents, and runs that ``CompiledProgram``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import attrs
 
 from pypto.backend import backend
@@ -72,7 +74,7 @@ class GenericCompiled:
             chosen = config.output_dir if config.output_dir is not None else config.save_kernels_dir
             if chosen is not None:  # (two sets of extents never share a build directory)
                 extents = "_".join("x".join(map(str, t.shape)) for t in types if isinstance(t, TensorType))
-                config = attrs.evolve(config, output_dir=chosen / f"{self.name}_{extents or 'scalars'}")
+                config = dataclasses.replace(config, output_dir=chosen / f"{self.name}_{extents or 'scalars'}")
             self._compiled[types] = compile_program(program, names, config, write=True)
         return self._compiled[types]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from typing import TYPE_CHECKING
 
 from pypto.backend import backend
 from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
@@ -15,8 +16,13 @@ from pypto.lang.sources import KernelSource, source_of
 from pypto.log import logger
 from pypto.runtime.arguments import arg_type, as_declared
 from pypto.runtime.callsite import call_span, located
-from pypto.runtime.compiled import CompiledProgram, compile_program, lower_program
 from pypto.runtime.config import RunConfig, coerce_config
+
+if TYPE_CHECKING:
+    from pypto.runtime.compiled import CompiledProgram
+
+# The compiler, the simulator and the chip load on a kernel's first compile, not at
+# ``import pypto.language``: each use below imports ``pypto.runtime.compiled`` where it needs it.
 
 
 class JitKernel:
@@ -39,7 +45,9 @@ class JitKernel:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self._programs: dict[tuple, tuple] = {}  # (Program, the Reads it was built from)
-        self._compiled: dict[tuple, CompiledProgram] = {}  # for calls: per argument types and config
+        # for calls: per argument types and config (the reference's name: ``kernel._cache.clear()``
+        # makes the next call compile again)
+        self._cache: dict[tuple, CompiledProgram] = {}
         self._built: dict[tuple, CompiledProgram] = {}  # compile()'s: per specialized program and config
 
     def __repr__(self) -> str:
@@ -110,6 +118,8 @@ class JitKernel:
     def lower(self, *args, config: RunConfig | None = None, **kwargs) -> n.Program:
         """The Program after the pass pipeline. Writes nothing. With no arguments, the
         parameters' full annotations give the types."""
+        from pypto.runtime.compiled import lower_program
+
         config = _config(config)
         return lower_program(self._specialize(args, kwargs, config), config).program
 
@@ -126,6 +136,8 @@ class JitKernel:
         # chosen by the environment is part of the key, as it is of the build)
         key = (id(program), config, os.environ.get("PYPTO_PROG_BUILD_DIR"))
         if key not in self._built:
+            from pypto.runtime.compiled import compile_program
+
             self._built[key] = compile_program(program, self.param_names, config, write=True)
         return self._built[key]
 
@@ -141,10 +153,12 @@ class JitKernel:
         types = self.arg_types(args, where)
         key = (types, config)
         program = self._program(types, backend(config.backend))  # built again when a value it read has changed
-        compiled = self._compiled.get(key)
+        compiled = self._cache.get(key)
         if compiled is None or compiled.program is not program:
+            from pypto.runtime.compiled import compile_program
+
             compiled = compile_program(program, self.param_names, config, write=config.writes_artifacts)
-            self._compiled[key] = compiled
+            self._cache[key] = compiled
         return compiled(*as_declared(compiled.params, self.param_names, args, where.__getitem__))
 
 

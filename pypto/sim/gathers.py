@@ -82,19 +82,25 @@ def _last_wins(where: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def _positions(picked: torch.Tensor, n: int, policy: str, what: str) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Indices into ``n`` places under an out-of-range policy; and where ``zero`` reads 0."""
-    bad = (picked < 0) | (picked >= n)
+    """Indices into ``n`` places under an out-of-range policy; and where ``zero`` reads 0.
+    The hardware reads an INT32 index as an unsigned 32-bit offset (the reference's goldens
+    mask it with 0xFFFFFFFF), so a negative one is past every table: -1 clamps to the last
+    place, wraps as 2**32 - 1 does, reads 0 under ``zero`` and is an error under
+    ``undefined``."""
+    offset = picked & 0xFFFFFFFF
+    bad = offset >= n
     if policy == "clamp":
-        return picked.clamp(0, n - 1), None
+        return offset.clamp(max=n - 1), None
     if policy == "wrap":
-        return picked.remainder(n), None
+        return offset.remainder(n), None
     if policy == "zero":
-        return picked.where(~bad, torch.zeros_like(picked)), bad
+        return offset.where(~bad, torch.zeros_like(offset)), bad
     if bool(bad.any()):  # "undefined" on the device: reported here, where it happens
         i, j = (int(x) for x in bad.nonzero()[0])
-        raise OutOfRange(f"index {int(picked[i, j])} at [{i}, {j}] is outside mem's {n} {what} "
+        read = "" if picked[i, j] >= 0 else f" (read as the unsigned offset {int(offset[i, j])})"
+        raise OutOfRange(f"index {int(picked[i, j])}{read} at [{i}, {j}] is outside mem's {n} {what} "
                          "(gather_oob='clamp', 'wrap' or 'zero' says what such an index reads)")
-    return picked, None
+    return offset, None
 
 
 @impl("tile.mgather")

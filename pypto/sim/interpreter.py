@@ -225,7 +225,7 @@ class _Interpreter(Tasks, Clusters):
         except OutOfRange as exc:
             raise ExecutionError(f"{call.op}: {exc}", span=stmt.span, hint=exc.hint or INDEX_HINT) from None
         except num.ArithmeticError_ as exc:
-            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span) from None
+            raise ExecutionError(f"{call.op}: {exc}", span=stmt.span, hint=exc.hint) from None
         except MemoryError:
             raise ExecutionError(f"{call.op}: this host has no memory for it", span=stmt.span,
                                  hint="make the tensor smaller") from None

@@ -9,9 +9,16 @@ the simulator and the fuzz oracle (``pypto.fuzz``) compute the same bits.
   (``min(+0, -0) = -0``, ``max(+0, -0) = +0`` in either operand order) and a NaN operand gives
   NaN. torch leaves the zero's sign to its kernel (the first operand in its scalar loop, the
   second in its vector loop), so the rule is written here, not inherited.
-- Reductions combine pairwise: halve the width, carrying an odd last column, until one
-  column remains (the shape of a vector unit's pairwise reduce). With the min/max rule
-  above, a max/min reduction does not depend on the order; a sum does.
+- Integer division truncates toward zero (``div``), ``fmod`` keeps the dividend's sign and
+  ``rem`` the divisor's; MIN / -1 wraps to MIN and MIN rem -1 is 0 in every integer dtype
+  (``_int_divide``); a zero divisor is an error.
+- Row reductions combine pairwise: halve the width, carrying an odd last column, until one
+  column remains. Column reductions take the vector unit's order (the reference's goldens
+  "to match hardware TCOLSUM", and pto-isa's column reduce): row by row (row 0, then each
+  next row added in the dtype), or for ``col_sum`` given a scratch tile a binary tree of
+  adjacent rows (row 2i + row 2i+1, an odd count's last row added to the first pair's sum,
+  level by level). With the min/max rule above, a max/min reduction does not depend on the
+  order, nor does an integer one; a float sum or product does.
 - Matmul is the cube's (``cube_math``): K is cut into fractal blocks of 32 bytes of the
   operand dtype (16 fp16/bf16, 8 fp32, 32 int8) from k = 0; each block's dot product is
   exact, rounded once (to nearest, ties to even) to FP32; the block sums are added to the
@@ -20,9 +27,12 @@ the simulator and the fuzz oracle (``pypto.fuzz``) compute the same bits.
   bit for bit. int8 accumulates exactly in INT32, wrapping.
 - Casts round as their mode says (``round`` = half away from zero, ``rint`` = half to
   even, ``floor``, ``ceil``, ``trunc``, ``odd`` = to odd, ``none`` = the dtype's default:
-  half to even for floats, toward zero for float->int); float->int saturates and NaN -> 0.
-  Every rounding is one rounding from the exact value (torch narrows float64 to fp16/bf16
-  through fp32, which can round twice; ``_round_float`` corrects it).
+  half to even for floats, toward zero for float->int), once from the exact value (torch
+  narrows float64 to fp16/bf16 through fp32, which can round twice; ``_round_float``
+  corrects it). Past a float's range IEEE 754 decides: the nearest modes overflow to
+  infinity, a mode rounding toward zero gives the largest finite value. float->int and a
+  tile's int->int saturate (``narrow_int``) and NaN -> 0; a scalar's int->int keeps the
+  low bits (``scalar``).
 
 NaN policy: every op that computes — elementwise arithmetic, tile-scalar ops, row/col
 broadcasts, reductions, matmul, casts, scalar conversion — returns the one canonical NaN
@@ -45,7 +55,6 @@ import math
 import torch
 
 from pypto.ir.types import DataType, PadValue
-from pypto.sim import cube_math
 
 TORCH = {
     DataType.BOOL: torch.bool,
@@ -70,7 +79,12 @@ _SAME_WIDTH_INT = {8: torch.int64, 4: torch.int32, 2: torch.int16}
 
 
 class ArithmeticError_(Exception):
-    """A value the hardware model does not define (integer division by zero)."""
+    """A value the hardware model does not define (integer division by zero); ``hint``:
+    what to do."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
 
 
 @contextlib.contextmanager
@@ -189,25 +203,52 @@ def _signed_zero(r: torch.Tensor, negative) -> torch.Tensor:
 
 
 def div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Floats: IEEE division. Integers: the quotient truncated toward zero (C's ``/``, the
+    vector unit's), in the operands' dtype (see ``_int_divide``)."""
     if a.dtype.is_floating_point:
         return torch.div(a, b)
-    if bool((b == 0).any()):
-        raise ArithmeticError_("integer division by zero")
-    return torch.div(a, b, rounding_mode="trunc")
+    return _int_divide(a, b, "division")
 
 
 def fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The remainder of a / b truncated toward zero: its sign is the dividend's (C's
-    fmod, torch.fmod); x fmod 0 is NaN."""
-    return torch.fmod(a, b)
+    fmod and ``%``, torch.fmod); a float x fmod 0 is NaN, an integer one an error."""
+    if a.dtype.is_floating_point:
+        return torch.fmod(a, b)
+    return _int_divide(a, b, "fmod")
 
 
 def rem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The remainder of a / b rounded toward minus infinity: its sign is the divisor's
     (Python's %, torch.remainder); a float x rem 0 is NaN, an integer one an error."""
-    if not a.dtype.is_floating_point and bool((b == 0).any()):
-        raise ArithmeticError_("integer remainder by zero")
-    return torch.remainder(a, b)
+    if a.dtype.is_floating_point:
+        return torch.remainder(a, b)
+    return _int_divide(a, b, "remainder")
+
+
+_INT_DIVIDE = {"division": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+               "fmod": torch.fmod, "remainder": torch.remainder}
+
+
+def _int_divide(a: torch.Tensor, b: torch.Tensor, kind: str) -> torch.Tensor:
+    """An integer quotient or remainder in ``a``'s dtype, for every integer dtype. The one
+    quotient past the dtype's range, MIN / -1, wraps to MIN (two's complement, as a C
+    compiler's vector code computes it; the reference documents no other), and MIN rem -1
+    is 0 — torch's kernels trap on both with SIGFPE for int32 and int64, which would kill
+    the process. A zero divisor is an error (the hardware leaves it target-defined)."""
+    if bool((b == 0).any()):
+        raise ArithmeticError_(f"integer {kind} by zero", hint="keep every divisor nonzero where it is computed "
+                               "(the hardware leaves an integer quotient by zero undefined)")
+    fn = _INT_DIVIDE[kind]
+    if a.dtype != torch.int64:
+        # every quotient of 32 bits or fewer is exact in int64; narrowing keeps the low
+        # bits, which is the wrap (and int64 is the width torch divides every dtype in)
+        return fn(a.to(torch.int64), b.to(torch.int64)).to(a.dtype)
+    by_minus_one = b == -1
+    if not bool(by_minus_one.any()):
+        return fn(a, b)
+    got = fn(a, torch.where(by_minus_one, 1, b))  # x rem 1 and x fmod 1 are 0, as x rem -1 is
+    return torch.where(by_minus_one, torch.neg(a), got) if kind == "division" else got
 
 
 def shift(a: torch.Tensor, b: torch.Tensor, left: bool) -> torch.Tensor:
@@ -217,7 +258,9 @@ def shift(a: torch.Tensor, b: torch.Tensor, left: bool) -> torch.Tensor:
     bits = torch.iinfo(a.dtype).bits
     if bool(((b < 0) | (b >= bits)).any()):
         bad = b[(b < 0) | (b >= bits)].flatten()[0].item()
-        raise ArithmeticError_(f"shift amount {bad} is outside 0..{bits - 1} for {a.dtype}")
+        raise ArithmeticError_(f"shift amount {bad} is outside 0..{bits - 1} for {a.dtype}",
+                               hint="shift by less than the element's width (a negative amount is not a shift "
+                                    "the other way)")
     return torch.bitwise_left_shift(a, b) if left else torch.bitwise_right_shift(a, b)
 
 
@@ -246,7 +289,7 @@ _COMBINE = {"sum": torch.add, "max": maximum, "min": minimum, "prod": torch.mul}
 
 
 def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
-    """Reduce the last axis pairwise (see module doc); keeps it as width 1."""
+    """Reduce the last axis (a row reduction) pairwise (see module doc); keeps it as width 1."""
     combine = _COMBINE[kind]
     while x.shape[-1] > 1:
         width = x.shape[-1]
@@ -256,8 +299,28 @@ def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
     return canonical_nan(x.clone())  # one column is reduced too: a NaN in it comes out canonical
 
 
-def reduce_first(x: torch.Tensor, kind: str) -> torch.Tensor:
-    return reduce_last(x.transpose(0, 1), kind).transpose(0, 1).contiguous()
+def reduce_first(x: torch.Tensor, kind: str, tree: bool = False) -> torch.Tensor:
+    """Reduce the first axis (a column reduction) of a 2-D ``x`` in the vector unit's order
+    (see module doc): row by row, or with ``tree`` (``col_sum`` given a scratch tile) as a
+    binary tree of adjacent rows; keeps it as height 1."""
+    if kind in ("max", "min") or not x.dtype.is_floating_point:
+        # IEEE min/max with the signed-zero rule, and wrapping integer add/mul, give the
+        # same bits in every order: the fewest torch calls (the rows' halves) then
+        return reduce_last(x.transpose(0, 1), kind).transpose(0, 1).contiguous()
+    combine = _COMBINE[kind]
+    if tree:
+        level, count = x, x.shape[0]
+        while count > 1:  # adjacent pairs; an odd count's last row joins the first pair's sum
+            half = count // 2
+            pairs = combine(level[0:2 * half:2], level[1:2 * half:2])
+            if count % 2:
+                pairs[0] = combine(pairs[0], level[count - 1])
+            level, count = pairs, half
+        return canonical_nan(level[0:1].clone())
+    acc = x[0:1].clone()
+    for i in range(1, x.shape[0]):
+        acc = combine(acc, x[i:i + 1])
+    return canonical_nan(acc)
 
 
 # ----------------------------------------------------------------------------- matmul
@@ -266,6 +329,8 @@ def reduce_first(x: torch.Tensor, kind: str) -> torch.Tensor:
 @arith
 def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
     """acc + a @ b as the cube computes it: ``cube_math.mmad`` (the module doc)."""
+    from pypto.sim import cube_math  # (loaded with the first matmul: the dtype table above is read at import)
+
     return cube_math.mmad(a, b, acc)
 
 
@@ -273,6 +338,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) ->
 def batch_matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) -> torch.Tensor:
     """``matmul`` page by page over the trailing two axes, the leading (batch) axes
     broadcasting NumPy-style."""
+    from pypto.sim import cube_math
+
     if a.dim() == b.dim() == 2:
         return cube_math.mmad(a, b, acc)
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -316,13 +383,41 @@ def cast(x: torch.Tensor, target: DataType, mode: str = "round") -> torch.Tensor
         return x != 0
     if not x.dtype.is_floating_point:
         if dst.is_floating_point:
-            # int -> float: through float64 (exact for every int here), then one rounding.
-            return _round_float(x.to(torch.float64), dst, mode)
-        info = torch.iinfo(dst)
-        return torch.clamp(x.to(torch.int64), info.min, info.max).to(dst)
+            return _round_float(_int_as_float64(x), dst, mode)
+        return narrow_int(x, dst)
     if dst.is_floating_point:
         return _round_float(x, dst, mode)
     return _float_to_int(x, dst, mode)
+
+
+def narrow_int(x: torch.Tensor, dst) -> torch.Tensor:
+    """A tile's integer -> integer conversion: saturating at ``dst``'s range. On a2a3 a cast
+    to INT8 or UINT8 is the chain through FP16 whose float -> integer hop saturates (the
+    reference's LegalizeTileCast table); the native INT32 -> INT16 and INT64 -> INT32 are
+    taken to saturate alike. (A scalar's ``pl.cast`` keeps the low bits instead: the scalar
+    unit converts as C does; ``scalar``.)"""
+    info = torch.iinfo(dst)
+    return torch.clamp(x.to(torch.int64), info.min, info.max).to(dst)
+
+
+def _int_as_float64(x: torch.Tensor) -> torch.Tensor:
+    """Integers as float64 from which one more rounding is the right one: exact up to
+    2**53 (every int32), and past it an int64 rounded to odd — 53 bits, inexact only with
+    an odd last bit, which no narrower format's rounding of any mode can tell from the
+    integer itself."""
+    wide = x.to(torch.float64)
+    if x.dtype != torch.int64 or not bool((x.abs() > 2**53).any()):
+        return wide
+    values = [_odd_float(v) if abs(v) > 2**53 else float(v) for v in x.reshape(-1).tolist()]
+    return torch.tensor(values, dtype=torch.float64).reshape(x.shape)
+
+
+def _odd_float(v: int) -> float:
+    f = float(v)
+    if int(f) == v:
+        return f
+    toward = math.nextafter(f, math.inf if v > int(f) else -math.inf)
+    return f if int(math.frexp(f)[0] * 2**53) & 1 else toward
 
 
 def _float_to_int(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
@@ -341,48 +436,66 @@ def _float_to_int(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
     else:  # trunc, none
         r = torch.trunc(x64)
     info = torch.iinfo(dst)
-    r = torch.nan_to_num(r, nan=0.0, posinf=float(info.max), neginf=float(info.min))
-    return torch.clamp(r, info.min, info.max).to(dst)
+    # int64's max is not a float64 (it rounds up to 2**63, past the range): the top is
+    # compared in floats and set as an integer
+    top = r >= float(info.max)
+    r = torch.clamp(torch.nan_to_num(r, nan=0.0), float(info.min), float(info.max))
+    return torch.where(top, info.max, torch.where(top, 0.0, r).to(dst))
 
 
 def _round_float(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
-    """Narrow (or widen) floats with the mode's rounding, exactly."""
+    """Narrow (or widen) floats with the mode's rounding, once from the exact value, IEEE
+    754's way past the range too: a nearest mode overflows to infinity from half an ulp
+    past the largest finite value (the point 2**(emax+1) would stand), a directed one gives
+    the largest finite value where it rounds toward zero (floor of a positive, ceil of a
+    negative, trunc, odd)."""
     nearest = x.to(dst)  # round half to even; from float64 to fp16/bf16 torch goes through fp32
     twice = x.dtype == torch.float64 and dst in (torch.float16, torch.bfloat16)
     if mode in ("rint", "none") and not twice:
         return nearest
     wide = x.to(torch.float64)
     back = nearest.to(torch.float64)
-    toward_up = torch.nextafter(nearest, torch.full_like(nearest, float("inf")))
-    toward_down = torch.nextafter(nearest, torch.full_like(nearest, float("-inf")))
-    above = back > wide  # nearest rounded up
-    # The neighbour on the other side of x.
-    other = torch.where(above, toward_down, toward_up)
-    finite = torch.isfinite(wide) & torch.isfinite(back)
-    if twice:
-        # Two roundings can land on the farther neighbour when the first makes x a tie.
-        farther = finite & ((other.to(torch.float64) - wide).abs() < (back - wide).abs())
-        nearest, other = torch.where(farther, other, nearest), torch.where(farther, nearest, other)
-        back = nearest.to(torch.float64)
-        above = back > wide
-        if mode in ("rint", "none"):
-            return nearest
-    exact = back == wide
+    inexact = (back != wide) & ~torch.isnan(wide)
+    if not bool(inexact.any()):
+        return nearest
+    # the two neighbours of x in dst (x's nearest, even one rounded twice, is one of them)
+    above = back > wide
+    lo = torch.where(above, torch.nextafter(nearest, torch.full_like(nearest, -math.inf)), nearest)
+    hi = torch.where(above, nearest, torch.nextafter(nearest, torch.full_like(nearest, math.inf)))
+    lo_odd = _last_bit(lo) == 1
     if mode == "floor":
-        pick = finite & ~exact & above
+        pick = lo
     elif mode == "ceil":
-        pick = finite & ~exact & ~above
+        pick = hi
     elif mode == "trunc":
-        pick = finite & ~exact & (back.abs() > wide.abs())
-    elif mode == "round":
-        tie = (wide - back).abs() == (other.to(torch.float64) - wide).abs()
-        pick = finite & ~exact & tie & (other.to(torch.float64).abs() > back.abs())
+        pick = torch.where(wide > 0, lo, hi)
     elif mode == "odd":
-        bits = nearest.view(torch.int16) if nearest.element_size() == 2 else nearest.view(torch.int32)
-        pick = finite & ~exact & ((bits & 1) == 0)
+        pick = torch.where(lo_odd, lo, hi)
+    elif mode in ("rint", "none", "round"):
+        top = _past_max(dst)  # where an infinite neighbour stands for the distance to it
+        lo64 = torch.where(torch.isinf(lo), -top, lo.to(torch.float64))
+        hi64 = torch.where(torch.isinf(hi), top, hi.to(torch.float64))
+        below, tie = wide - lo64 < hi64 - wide, wide - lo64 == hi64 - wide
+        if mode == "round":
+            at_tie = torch.where(wide > 0, hi, lo)  # away from zero
+        else:
+            at_tie = torch.where(lo_odd, hi, lo)  # to even
+        pick = torch.where(tie, at_tie, torch.where(below, lo, hi))
     else:
         raise ValueError(mode)
-    return torch.where(pick, other, nearest)
+    return torch.where(inexact, pick, nearest)
+
+
+def _last_bit(x: torch.Tensor) -> torch.Tensor:
+    return x.view(_SAME_WIDTH_INT[x.element_size()]) & 1
+
+
+@functools.lru_cache(maxsize=None)
+def _past_max(dtype) -> float:
+    """2**(emax + 1): the largest finite value plus one ulp of it."""
+    big = torch.tensor(torch.finfo(dtype).max, dtype=dtype)
+    below = torch.nextafter(big, torch.tensor(0.0, dtype=dtype))
+    return float(big) + (float(big) - float(below))
 
 
 def pad_value(pad: PadValue, dtype: DataType):

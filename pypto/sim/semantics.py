@@ -202,7 +202,7 @@ def sel(mask: TileVal, lhs: TileVal, rhs: TileVal):
 # ----------------------------------------------------------------------------- reductions
 
 
-def _reduce(kind: str, axis: int, data: torch.Tensor, valid) -> torch.Tensor:
+def _reduce(kind: str, axis: int, data: torch.Tensor, valid, tree: bool = False) -> torch.Tensor:
     nonempty(valid)
     region = data[: valid[0], : valid[1]]
     if axis == 1:
@@ -210,15 +210,16 @@ def _reduce(kind: str, axis: int, data: torch.Tensor, valid) -> torch.Tensor:
         out[: valid[0]] = num.reduce_last(region, kind)
     else:
         out = torch.zeros(1, data.shape[1], dtype=data.dtype)
-        out[:, : valid[1]] = num.reduce_first(region, kind)
+        out[:, : valid[1]] = num.reduce_first(region, kind, tree)
     return out
 
 
 for _kind in ("sum", "max", "min", "prod"):
     IMPLS[f"tile.row_{_kind}"] = (lambda k: lambda tile, tmp_tile=None: _reduce(k, 1, tile.data, tile.valid))(_kind)
     IMPLS[f"tensor.row_{_kind}"] = (lambda k: lambda x: num.reduce_last(x, k))(_kind)
-    IMPLS[f"tensor.col_{_kind}"] = (lambda k: lambda x: num.reduce_first(x, k))(_kind)
-IMPLS["tile.col_sum"] = lambda tile, tmp_tile=None: _reduce("sum", 0, tile.data, tile.valid)
+    IMPLS[f"tensor.col_{_kind}"] = (lambda k: lambda x: num.reduce_first(x, k))(_kind)  # (no scratch: row by row)
+# col_sum's scratch tile selects the binary tree (TCOLSUM's); TCOLPROD has none: col_prod's is unused
+IMPLS["tile.col_sum"] = lambda tile, tmp_tile=None: _reduce("sum", 0, tile.data, tile.valid, tmp_tile is not None)
 IMPLS["tile.col_max"] = lambda tile: _reduce("max", 0, tile.data, tile.valid)
 IMPLS["tile.col_min"] = lambda tile: _reduce("min", 0, tile.data, tile.valid)
 IMPLS["tile.col_prod"] = lambda tile, tmp_tile=None: _reduce("prod", 0, tile.data, tile.valid)

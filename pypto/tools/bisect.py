@@ -37,7 +37,7 @@ def from_reproducer(path: Path, planner: str | None):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pypto.tools.bisect", description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, help="a pypto.fuzz reproducer (.py), a passes_dump/ or a build's output_dir")
-    parser.add_argument("--planner", choices=("PYPTO", "PTOAS"), help="default: the reproducer's or the dumps'")
+    parser.add_argument("--planner", choices=("PYPTO", "DSA_RP", "PTOAS"), help="default: the reproducer's or the dumps'")
     parser.add_argument("--seed", type=int, default=0, help="of a dump's random inputs")
     args = parser.parse_args(argv)
     from pypto.fuzz.checks import quietly  # (a build's perf hints are not the bisect's output)

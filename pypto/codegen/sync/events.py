@@ -21,13 +21,16 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for pos, x in enumerate(walk(body)):
-        if isinstance(x, (SetFlag, WaitFlag)) and x.edge >= 0:  # a hand-written pipe's flags keep their ids
+        if isinstance(x, (SetFlag, WaitFlag)):  # (a hand-written pipe's, edge -1, is no edge's: never looked up)
             first.setdefault(x.edge, pos)
             last[x.edge] = pos
     try:
         bases, shared = _colour(edges, first, last, limit, {e.id: e.id for e in edges})
     except _OutOfIds:
-        bases, shared = _colour(edges, first, last, limit, _chains(edges))
+        try:
+            bases, shared = _colour(edges, first, last, limit, _chains(edges))
+        except _OutOfIds as out:  # (even when no two edges could chain)
+            raise too_many(out.args[0], limit) from None
 
     def shifted(x):
         if not isinstance(x, (SetFlag, WaitFlag)) or x.edge < 0:
@@ -43,7 +46,7 @@ def assign_events(body, edges: list[Edge], limit: int) -> tuple[list, list[Edge]
 
 
 class _OutOfIds(Exception):
-    pass
+    """The pipe pair (its one argument) whose ids ran out."""
 
 
 def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[dict, set]:
@@ -60,19 +63,23 @@ def _colour(edges, first: dict, last: dict, limit: int, leader: dict) -> tuple[d
     size = collections.Counter(leader.values())
     for e in sorted((e for e in edges if leader[e.id] == e.id), key=lambda e: span[e.id][0]):
         start, end = span[e.id]
+        # Still held: an earlier edge whose last flag comes after this one's first. The two
+        # are never one position (each is a flag of its own edge, and no edge is in two
+        # groups), so ">=" here means ">": an edge whose first flag directly follows
+        # another's last takes its id; one that starts before the other ends cannot.
         held = [(b, w) for stop, b, w in busy.get((e.src, e.dst), []) if stop >= start]
         base = width = None
         # One id per slot when the ids are there; else one id for all slots: flags pair
         # first in, first out, so each wait still meets its own set, only later.
         slots = e.region.slots if e.region is not None and size[e.id] == 1 else 1
-        for want in dict.fromkeys((slots, 1)):
+        for want in (slots, 1):  # (width 1 tried twice when slots is 1: the same answer)
             base = next((b for b in range(limit - want + 1)
                          if not any(h < b + want and b < h + w for h, w in held)), None)
             if base is not None:
                 width = want
                 break
         if base is None:
-            raise _OutOfIds() if len(set(leader.values())) == len(leader) else too_many((e.src, e.dst), limit)
+            raise _OutOfIds((e.src, e.dst))
         busy.setdefault((e.src, e.dst), []).append((end, base, width))
         bases[e.id], widths[e.id] = base, width
     for e in edges:

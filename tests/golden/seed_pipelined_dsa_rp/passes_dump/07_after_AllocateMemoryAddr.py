@@ -1,0 +1,23 @@
+# pypto.program: pipelined
+# after: AllocateMemoryAddr
+# memory_planner: DSA_RP
+# backend: a2a3
+import pypto.language as pl
+
+
+@pl.program
+class pipelined:
+    @pl.function(type=pl.FunctionType.InCore)
+    def pipelined_incore_0(self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]):
+        for i in pl.range(0, 8, 2):
+            tile: pl.Tile[[64, 128], pl.FP32, pl.MemRef("pipe_tile", 0, 65536, slots=2)[0], pl.Mem.Vec] = pl.tile.load(a, [i * 64, 0], [64, 128], target_memory=pl.Mem.Vec)
+            exp: pl.Tile[[64, 128], pl.FP32, pl.MemRef("pipe_tile", 0, 65536, slots=2)[0], pl.Mem.Vec] = pl.tile.exp(tile)
+            pl.tile.store(exp, [i * 64, 0], out)
+            tile_1: pl.Tile[[64, 128], pl.FP32, pl.MemRef("pipe_tile", 0, 65536, slots=2)[1], pl.Mem.Vec] = pl.tile.load(a, [(i + 1) * 64, 0], [64, 128], target_memory=pl.Mem.Vec)
+            exp_1: pl.Tile[[64, 128], pl.FP32, pl.MemRef("pipe_tile", 0, 65536, slots=2)[1], pl.Mem.Vec] = pl.tile.exp(tile_1)
+            pl.tile.store(exp_1, [(i + 1) * 64, 0], out)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def pipelined(self, a: pl.Tensor[[512, 128], pl.FP32], out: pl.Out[pl.Tensor[[512, 128], pl.FP32]]) -> pl.Tensor[[512, 128], pl.FP32]:
+        self.pipelined_incore_0(a, out)  # task args: Input, OutputExisting
+        return out
