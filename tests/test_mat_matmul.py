@@ -90,7 +90,8 @@ def test_a_matmul_on_mat_operands_computes_in_pieces_alike_on_both_platforms(tmp
     kern = _kernel(tmp_path, m, k, nn, dtype, form)
     args = _inputs(m, k, nn, dtype, form)
     outs = []
-    for platform, planner in (("ref", "PYPTO"), ("a2a3sim", "PYPTO"), ("a2a3sim", "PTOAS")):
+    for platform, planner in (("ref", "PYPTO"), ("a2a3sim", "PYPTO"), ("a2a3sim", "PTOAS"),
+                             ("a2a3sim", "DSA_RP")):
         out = torch.zeros(m, 32 if form == "chain" else nn, dtype=torch.int32 if dtype == "INT8" else torch.float32)
         kern(*args, out, config=RunConfig(platform=platform, memory_planner=planner))
         outs.append(out)

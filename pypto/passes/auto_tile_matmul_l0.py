@@ -62,7 +62,8 @@ def design_config(M_: int, N_: int, K: int, lhs: DataType, rhs: DataType, soc, p
                   reads_acc: bool = False, bias_cap: int = 0) -> L0TileConfig:
     """The chooser's question for a matmul on ``soc``: its L0 buffers, the cube's 16-element
     fractals (K in multiples of its 32-byte block), an INT32 accumulator's rows padded to
-    32, both held-operand schedules, and two accumulators under the PTOAS planner."""
+    32, both held-operand schedules, and two accumulators unless the PYPTO planner's MemoryReuse
+    would merge them."""
     c = L0TileConfig()
     c.M, c.N, c.K = M_, N_, K
     c.l0a_bytes, c.l0b_bytes, c.l0c_bytes = (soc.spec(s).capacity for s in (M.Left, M.Right, M.Acc))
@@ -71,7 +72,7 @@ def design_config(M_: int, N_: int, K: int, lhs: DataType, rhs: DataType, soc, p
     c.min_m, c.min_n = min(16, M_), min(16, N_)
     c.l0c_align_m = 32 if acc_dtype(lhs) is DataType.INT32 else 16
     c.allow_a_stationary = c.allow_b_stationary = True
-    c.allow_double_buffer_c = planner is Planner.PTOAS
+    c.allow_double_buffer_c = planner is not Planner.PYPTO  # MemoryReuse would merge the two accumulators
     c.allow_k_boundary = True
     c.c_read = reads_acc
     if bias_cap:  # a bias window per copy of the tile the schedule keeps

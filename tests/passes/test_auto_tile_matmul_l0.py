@@ -379,7 +379,7 @@ def _l0_reads(program):
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 24), st.integers(1, 40), st.integers(1, 24), st.sampled_from(sorted(DTYPES)),
-       st.sampled_from(["plain", "bias"]), st.sampled_from([Planner.PYPTO, Planner.PTOAS]))
+       st.sampled_from(["plain", "bias"]), st.sampled_from(list(Planner)))
 def test_the_pieces_compute_the_matmul_bit_for_bit(m16, k16, n16, dtype, kind, planner):
     """Any Mat-operand matmul: after the pass every piece fits its L0 buffer (what is left
     in Mat fits whole), the program verifies and prints back to itself, and the
