@@ -463,3 +463,14 @@ def test_a_configuration_without_a_tile_is_refused():
     c.M = 0
     with pytest.raises(ValueError, match="M, N, K must all be positive"):
         choose_l0_tile(c)
+
+
+def test_the_chooser_is_where_the_references_users_import_it():
+    """The reference's tests ask ``pypto.pypto_core.passes.l0_tile_chooser`` what a matmul
+    compiles to before they run it: the same chooser the pass asks."""
+    from pypto.pypto_core import passes as core
+
+    c = L0TileConfig(M=256, N=544, K=128, l0a_bytes=65536, l0b_bytes=65536, l0c_bytes=131072,
+                     allow_a_stationary=True, allow_b_stationary=True, allow_k_boundary=True)
+    assert core.l0_tile_chooser.choose_l0_tile(c) == choose_l0_tile(c)
+    assert core.l0_tile_chooser.Stationarity.AStationary is Stationarity.AStationary
