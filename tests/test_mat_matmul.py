@@ -1,6 +1,8 @@
 """The cube's ops on Mat (L1) operands larger than L0, through the public API: computed in
 L0-sized pieces (AutoTileMatmulL0), alike on both platforms, and timed piece by piece."""
 
+import re
+
 import pytest
 import torch
 from helpers import load_kernel
@@ -188,3 +190,47 @@ def k(a: pl.Tensor[[256, 64], pl.FP32], b: pl.Tensor[[64, 256], pl.FP32], out: p
         kern(torch.zeros(256, 64), torch.zeros(64, 256), torch.zeros(256, 256), config=RunConfig(platform="ref"))
     assert err.value.span is not None and err.value.span.file == str(src) and err.value.span.line == 8
     assert "does not fit Acc" in err.value.message and err.value.hint
+
+
+def _load(name, shape, space="Mat"):
+    zeros = ", ".join("0" for _ in shape)
+    return f"{name[0]}_m = pl.load({name}, [{zeros}], {list(shape)}, target_memory=pl.Mem.{space})"
+
+
+MISTAKES = [  # (params, body, the line at fault (index into body), what the message says)
+    ("a: pl.Tensor[[256, 64], pl.FP32], b: pl.Tensor[[64, 256], pl.FP32], out: pl.Out[pl.Tensor[[256, 256], pl.FP32]]",
+     [_load("a", (256, 64)), _load("b", (64, 256)),
+      "acc = pl.tile.create([256, 256], dtype=pl.FP32, target_memory=pl.Mem.Acc)",
+      "d = pl.matmul_acc(acc, a_m, b_m)", "out = pl.store(d, [0, 0], out)"],
+     3, "an accumulator that large cannot be held"),
+    ("a: pl.Tensor[[8, 128, 64], pl.BF16], b: pl.Tensor[[64, 128], pl.BF16], out: pl.Out[pl.Tensor[[8, 128, 128], pl.FP32]]",
+     [_load("a", (8, 128, 64)), _load("b", (64, 128)), "out = pl.store(pl.batch_matmul(a_m, b_m), [0, 0, 0], out)"],
+     2, "the 8 pages of this tile.batch_matmul"),
+    ("a: pl.Tensor[[128, 256], pl.FP16], b: pl.Tensor[[256, 256], pl.FP16], out: pl.Out[pl.Tensor[[128, 256], pl.FP32]]",
+     [_load("a", (128, 256)), _load("b", (256, 256)),
+      "a_l = pl.tile.extract(a_m, 0, 0, [128, 256], target_memory=pl.Mem.Left)",
+      "b_r = pl.tile.extract(b_m, 0, 0, [256, 256], target_memory=pl.Mem.Right)",
+      "out = pl.store(pl.matmul(a_l, b_r), [0, 0], out)"],
+     3, "does not retile operands already placed in Left or Right"),
+    ("a: pl.Tensor[[32, 64], pl.BF16], b: pl.Tensor[[64, 512], pl.BF16], out: pl.Out[pl.Tensor[[32, 512], pl.FP32]]",
+     [_load("a", (32, 64)), _load("b", (64, 512)),
+      "z = pl.tile.create([1, 512], dtype=pl.FP32, target_memory=pl.Mem.Mat)",
+      "out = pl.store(pl.tile.matmul_bias(a_m, b_m, z), [0, 0], out)"],
+     3, "'z' is not a tile.load of a tensor"),
+]
+
+
+@pytest.mark.parametrize("params,body,at,what", MISTAKES)
+def test_a_mat_matmul_the_pieces_cannot_compute_is_an_error_at_the_users_line(tmp_path, params, body, at, what):
+    from helpers import scope_kernel
+
+    from pypto.errors import PyptoError
+
+    kern = scope_kernel(tmp_path, "\n".join(body), params)
+    specs = re.findall(r"Tensor\[\[([\d, ]+)\], pl\.(\w+)\]", params)
+    args = [torch.zeros([int(x) for x in shape.split(", ")], dtype=DT[dtype]) for shape, dtype in specs]
+    with pytest.raises(PyptoError) as err:
+        kern(*args, config=RunConfig(platform="ref"))
+    span = err.value.span
+    assert span is not None and span.file == str(tmp_path / "k.py") and span.line == 6 + at, (span, err.value)
+    assert what in err.value.message and err.value.hint
