@@ -112,7 +112,7 @@ def dump_of(tiles: int, where: Path) -> Path:
     """The AllocateMemoryAddr dump of a ``tiles``-tile chain, written as compile() writes it."""
     lowering = lower(chain_program(tiles), PassContext(soc=A2A3))
     stage, program = lowering.stages[-1]
-    path = where / f"08_after_{stage}.py"
+    path = where / f"09_after_{stage}.py"
     path.write_text(print_program(program, A2A3, notes=(f"after: {stage}", "memory_planner: PYPTO",
                                                         "backend: a2a3")))
     return path

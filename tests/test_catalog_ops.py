@@ -155,7 +155,7 @@ def _line(marker):
     (float_and, (torch.zeros(R, C), torch.zeros(R, C), torch.zeros(R, C)), "MARK-and",
      r"The operator tile.and requires a dtype it computes in \(INT8, INT16, INT32, UINT8\), but got FP32"),
     (wide_not, (torch.zeros(R, C, dtype=torch.int32), torch.zeros(R, C, dtype=torch.int32)), "MARK-not",
-     r"The operator tile.not requires a dtype it computes in \(INT16\), but got INT32"),
+     r"The operator tile.not requires a dtype it computes in \(INT16, UINT16\), but got INT32"),
     (bad_scratch, (torch.zeros(R, C, dtype=torch.int32), torch.zeros(R, C, dtype=torch.int32)), "MARK-tmp",
      r"The operator tile.xor requires its tmp tile to match its operand"),
     (ragged_concat, (torch.zeros(R, C), torch.zeros(R, 2 * C)), "MARK-cat",

@@ -43,12 +43,25 @@ def two_axes(x: pl.Tensor[[N, K], pl.FP32], y: pl.Tensor[[K, N], pl.FP32], out: 
     return out
 
 
-def test_one_axis_object_is_one_dimension():
+@pl.jit
+def first_wins(flat: pl.Tensor[[N], pl.FP32], x: pl.Tensor[[N, K], pl.FP32], out: pl.Out[pl.Tensor[[N, K], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(x, [0, 0], [16, K]), N), [0, 0], out)  # N: flat's extent
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_an_axis_object_reads_as_its_first_parameters_extent(platform):
     out = torch.zeros(16, 32)
-    two_axes(torch.ones(16, 32), torch.zeros(32, 16), out, config=RunConfig(platform="ref"))
+    two_axes(torch.ones(16, 32), torch.zeros(32, 16), out, config=RunConfig(platform=platform))
     assert torch.equal(out, torch.ones(16, 32))
-    with pytest.raises(SpecializationError, match="the pl.dynamic axis 'K' is 32 for 'x' but 16 for 'y'"):
-        two_axes(torch.ones(16, 32), torch.zeros(16, 16), torch.zeros(16, 32), config=RunConfig(platform="ref"))
+    # as the reference: each parameter's axis is its own tensor's extent (nothing checks that they
+    # agree), and the axis read as a value is the first parameter's — here a flat [256] and a [16, 32]
+    x, out = torch.randn(16, 32), torch.zeros(16, 32)
+    first_wins(torch.zeros(256), x, out, config=RunConfig(platform=platform))
+    assert torch.equal(out, x + 256)
+    program = first_wins.lower(torch.zeros(256), x, out)
+    assert [p.type.shape for p in program.functions[-1].params] == [(256,), (16, 32), (16, 32)]
     with pytest.raises(SpecializationError, match=r"argument 'x' is .* but the kernel declares pl.Tensor\[\[N, K\], "
                                                   r"pl.FP32\]"):
         two_axes(torch.ones(16, 32, 2), torch.zeros(32, 16), torch.zeros(16, 32), config=RunConfig(platform="ref"))

@@ -363,12 +363,12 @@ def test_the_bisect_of_a_build_whose_passes_agree_names_nothing(tmp_path):
     build = _build(tmp_path)
     for path in (build, build / "passes_dump"):
         done = bisect(path)
-        assert done.returncode == 0 and done.stdout.startswith("no step changes the result: all 9 passes"), done
+        assert done.returncode == 0 and done.stdout.startswith("no step changes the result: all 11 passes"), done
 
 
 def test_the_bisect_names_the_pass_whose_dump_computes_otherwise_with_its_diff(tmp_path):
     build = _build(tmp_path)
-    dump = build / "passes_dump" / "05_after_LowerPipelineLoops.py"
+    dump = build / "passes_dump" / "07_after_LowerPipelineLoops.py"
     text = dump.read_text()
     assert "pl.tile.exp" in text
     dump.write_text(text.replace("pl.tile.exp", "pl.tile.neg", 1))  # a pass that computed the wrong thing
@@ -376,7 +376,7 @@ def test_the_bisect_names_the_pass_whose_dump_computes_otherwise_with_its_diff(t
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "culprit: LowerPipelineLoops"
-    assert lines[1] == "'out' after LowerPipelineLoops differs from after InferTileMemorySpace"
+    assert lines[1] == "'out' after LowerPipelineLoops differs from after CanonicalizeTileSlice"
     diff = done.stdout.split("+++ after LowerPipelineLoops\n", 1)[1]
     assert "--- before LowerPipelineLoops" in done.stdout
     assert any(line.startswith("+") and "pl.tile.neg" in line for line in diff.splitlines())

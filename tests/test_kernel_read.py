@@ -160,7 +160,7 @@ def test_a_read_of_bytes_the_kernel_wrote_sees_them_on_both_platforms(platform):
     assert "wait_flag(MTE3 -> SCALAR" in text and "SLOADGM" in text
 
 
-def test_a_scalar_cast_between_integers_only(tmp_path):
+def test_a_scalar_cast_from_a_float_to_an_integer_is_refused(tmp_path):
     from pypto.lang import parse
 
     text = '''import pypto.language as pl
@@ -169,11 +169,11 @@ def test_a_scalar_cast_between_integers_only(tmp_path):
 @pl.program
 class P:
     @pl.function(type=pl.FunctionType.InCore)
-    def k(self, cfg: pl.Tensor[[4], pl.INT32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
-        x = pl.cast(pl.read(cfg, [0]), pl.FP32)
+    def k(self, cfg: pl.Tensor[[4], pl.FP32], out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+        x = pl.cast(pl.read(cfg, [0]), pl.INT32)
         return out
 '''
-    with pytest.raises(UnsupportedSyntaxError, match="from INT32 to FP32 is not supported") as info:
+    with pytest.raises(UnsupportedSyntaxError, match="from FP32 to INT32 is not supported") as info:
         parse(text, filename="cast.py")
     assert (info.value.span.line, info.value.span.col) == (8, 13)
 

@@ -418,6 +418,33 @@ CASES += [
 ]
 
 
+_ARGS = {"row_argmax": lambda x: x.argmax(1, keepdim=True), "row_argmin": lambda x: x.argmin(1, keepdim=True),
+         "col_argmax": lambda x: x.argmax(0, keepdim=True), "col_argmin": lambda x: x.argmin(0, keepdim=True)}
+_PARTS = {"part_add": torch.add, "part_mul": torch.mul, "part_max": torch.maximum, "part_min": torch.minimum}
+
+# the tensor forms of tile ops (pypto.ir.ops.tensor_forms), and the in-place fill
+CASES += [
+    *[case(f"tensor.{k}", tensor1(f"tensor.{k}"), lambda x, y, f=f: f(x).int(),
+           out_shape=(R, 1) if k.startswith("row") else (1, C), out_dtype=torch.int32) for k, f in _ARGS.items()],
+    case("tensor.cmp", tensor2("tensor.cmp", cmp_type=4), lambda x, y: (x > y).float()),
+    case("tensor.cmps", tensor1("tensor.cmps", 0.5, cmp_type=2), lambda x, y: (x < 0.5).float()),
+    *[case(f"tensor.{k}", tensor2(f"tensor.{k}"), lambda x, y, f=f: f(x, y)) for k, f in _PARTS.items()],
+    case("tensor.fillpad_expand", lambda b, a, c: b.op("tensor.fillpad_expand", b.op("tensor.slice", a, [5, C], [0, 0]),
+                                                      [R, C], pad_value=PadValue.max),
+         lambda x, y: torch.cat([x[:5], torch.full((R - 5, C), float("inf"))])),
+    case("tensor.expands", tensor1("tensor.expands", 2.5), lambda x, y: torch.full((R, C), 2.5)),
+    case("tensor.concat", lambda b, a, c: b.op("tensor.concat", b.op("tensor.slice", a, [R, C // 2], [0, 0]),
+                                               b.op("tensor.slice", c, [R, C // 2], [0, 4])),
+         lambda x, y: torch.cat([x[:, :C // 2], y[:, 4:4 + C // 2]], 1)),
+    case("tensor.reinterpret_view", tensor1("tensor.reinterpret_view", D.INT32), lambda x, y: x.view(torch.int32),
+         out_dtype=torch.int32),
+    case("tile.fillpad_inplace", lambda b, a, c: b.op("tile.fillpad_inplace", b.op(
+        "tile.set_validshape", b.op("tile.load", a, [0, 0], [R, C]), 3, 5), pad_value=PadValue.max),
+         lambda x, y: torch.where((torch.arange(R)[:, None] < 3) & (torch.arange(C)[None, :] < 5), x,
+                                  torch.tensor(float("inf")))),
+]
+
+
 def _rows_updated(x, index, src):
     out = x.clone()
     for k, r in enumerate(index.reshape(-1).tolist()):  # the later of two naming one row wins
@@ -484,13 +511,16 @@ def test_every_op_is_exercised_and_has_semantics():
     # the scatter into GM (which writes a parameter, not a result) in tests/test_indexed_transfers.py, the
     # element written into GM in tests/test_elements.py, the debug print (which shows, not computes) in
     # tests/test_debug_print.py, the counter-based generator (A5's: ref computes it, a2a3sim refuses it) in
-    # tests/test_random.py
+    # tests/test_random.py, the gather into L1 (read back through the cube) in tests/test_tensor_forms.py,
+    # a kernel's arrays of integers in tests/test_kernel_forms.py, the extract of an L0 operand in
+    # tests/test_tile_windows_forms.py, a tensor's valid shape in tests/test_orchestration_views.py
     from pypto.ir.ops.pipes import PIPE_OPS
 
     names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
         "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "tile.aiv_shard", "tile.aic_gather",
         "system.import_peer_buffer", "tile.mscatter",
-        "tensor.write", "tile.debug_print", "tile.random", "tensor.random"} - PIPE_OPS
+        "tensor.write", "tile.debug_print", "tile.random", "tensor.random", "tile.mgather_mat",
+        "array.create", "array.get", "array.set", "tile.extract", "tensor.set_validshape"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()
 
@@ -505,7 +535,8 @@ def test_every_ops_cost_class_is_in_the_soc_table_and_facts_are_where_they_apply
     from pypto.backend import A2A3
 
     for op in all_ops():
-        assert op.unit in A2A3.costs.vector_cycles, f"{op.name}: cost class {op.unit!r} missing from the SoC table"
+        for unit in (op.unit, *op.units.values()):
+            assert unit in A2A3.costs.vector_cycles, f"{op.name}: cost class {unit!r} missing from the SoC table"
         if op.in_place or op.reduces or op.mnemonic:
             assert op.level == "tile", f"{op.name}: a tile op's fact on a {op.level} op"
         if op.reduces:

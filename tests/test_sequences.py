@@ -85,7 +85,7 @@ def floats(out: pl.Out[pl.Tensor]):
 
 @pytest.mark.parametrize("kernel, args, marker, match", [
     (two_rows, (torch.zeros(2, 64, dtype=torch.int32),), "arange: two rows", r"a shape \[1, N\] with N > 1"),
-    (floats, (torch.zeros(1, 64),), "arange: FP32", "dtype INT16 or INT32, but got FP32"),
+    (floats, (torch.zeros(1, 64),), "arange: FP32", r"dtype to be one of \{INT16, INT32, UINT16, UINT32\}, but got FP32"),
 ])
 def test_refusals_name_the_line(kernel, args, marker, match):
     with pytest.raises(TypeCheckError, match=match) as info:

@@ -263,7 +263,6 @@ def test_sort_family_refusals_name_the_line(line, match, dtypes, tmp_path):
 
 
 @pytest.mark.parametrize("line, match", [
-    ("out = pl.assemble(out, pl.gather(x, dim=0, index=y), [0, 0])", "dim=-1"),
     ("out = pl.assemble(out, pl.scatter(x, -1, pl.cast(y, target_type=pl.INT16), x), [0, 0])", "index dtype of 4 bytes"),
     ("out = pl.assemble(out, pl.mrgsort(x, block_len=64, exhausted=True), [0, 0])", "either format 1"),
 ])

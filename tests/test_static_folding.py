@@ -332,8 +332,6 @@ def test_runtime_scalars_keep_their_rules_and_mix_with_folded_constants(platform
 
 
 @pytest.mark.parametrize("body, message, token", [
-    ("pl.muls(t, s / 2)", "'/' is not an index operation", "s / 2"),
-    ("pl.load(a, [i / 2, 0], [R, C])", "'/' is not an index operation", "i / 2"),
     ("pl.load(a, [i ** 2, 0], [R, C])", "'\\*\\*' is computed only on compile-time values", "i ** 2"),
     ("pl.adds(t, abs(i - 1))", "abs\\(\\) is computed only on compile-time values", "abs(i - 1)"),
     ("pl.adds(t, math.sqrt(s))", "math.sqrt\\(\\) is computed only on compile-time values", "math.sqrt(s)"),

@@ -290,19 +290,19 @@ def test_a_global_that_is_not_a_constant_says_what_it_is():
              marker="MARK-torch-global", token="TORCH_GLOBAL")
 
 
-def test_slicing_a_tile_is_explained():
+def test_a_stepped_slice_of_a_tile_is_explained():
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         with pl.at(level=pl.Level.CORE_GROUP):
             t = pl.load(a, [0, 0], [R, C])
-            u = t[0:8, :]  # MARK-tile-slice
+            u = t[0:8:2, :]  # MARK-tile-slice
             pl.store(u, [0, 0], out)
         return out
 
     err = error_at(UnsupportedSyntaxError, k, torch.zeros(R, C), torch.zeros(R, C),
-                   match=r"tiles cannot be sliced: 't' is Tile\[16x128 fp32 Vec\]", marker="MARK-tile-slice",
-                   token="t[0:8")
-    assert "pl.load(tensor, [row, col], [rows, cols])" in str(err)
+                   match=r"tile windows are written with start:stop slices", marker="MARK-tile-slice",
+                   token="0:8:2")
+    assert "a[i:i + 1, :]" in str(err)
 
 
 def test_a_tile_in_a_scalar_expression_is_named_as_written():

@@ -439,7 +439,7 @@ def test_task_id_arrays_hold_task_ids_and_stay_in_the_orchestration():
     x, y = torch.randn(R, C), torch.zeros(R, C)
     with pytest.raises(PyptoError, match="an Array of TaskIds holds TaskIds"):
         pl.jit(wrong_value)(x, y)
-    with pytest.raises(PyptoError, match="pl.array.create is the orchestration's"):
+    with pytest.raises(PyptoError, match="pl.array.create of TaskIds is the orchestration's"):
         pl.jit(in_kernel)(x, y)
     with pytest.raises(PyptoError, match="index 2 is outside the array's 2 elements") as err:
         pl.jit(out_of_range)(x, y)

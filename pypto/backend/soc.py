@@ -66,9 +66,10 @@ class Costs:
     vector_repeat_bytes: int = 256
     # per cost class (``OpDef.unit``): exp, log, sqrt, rsqrt, recip are transcendental; the
     # divisions divide; row_expand_expdif subtracts then exponentiates; a sort or merge runs a
-    # comparison network over each repeat's proposals
+    # comparison network over each repeat's proposals; tile.rsqrt with its scratch tile takes a
+    # square root, then divides a block of ones by it (sqrt_divide: the two passes)
     vector_cycles: pmap = pmap({"simple": 1, "transcendental": 2, "divide": 4, "exp_difference": 3, "transpose": 2,
-                                 "sort": 8})
+                                 "sort": 8, "sqrt_divide": 6})
     scalar_issue: int = 2
     loop_iteration: int = 4
     branch: int = 2

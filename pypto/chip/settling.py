@@ -12,7 +12,7 @@ from pypto.chip.tasks import Task
 from pypto.sim.record import ATOMIC_ADD
 from pypto.sim.simulator import apply, scalar_reads
 from pypto.sim.strided import window
-from pypto.sim.views import window_runs
+from pypto.sim.views import tensor_runs, window_runs
 
 
 class Settling:
@@ -66,10 +66,21 @@ class Settling:
         write of the host's, so it waits until every task submitted so far that reads or
         writes the element has finished; GM then holds their data, and the write lands
         after them and before anything submitted later."""
-        lo, hi = _element_bytes(tensor, indices)
+        self._host_write([_element_bytes(tensor, indices)])
+
+    def copying(self, window, source, span) -> None:
+        """The orchestrator is to copy ``source`` into ``window`` (an assemble the host
+        makes, a view of its target): it waits for the producers of the source's bytes —
+        a task writing them that nothing orders is a race —, then as for a write of its own
+        for every byte of the window."""
+        for lo, hi in tensor_runs(source):
+            self._wait(lo, hi, span, f"the orchestrator copies a {list(source.shape)} tensor (pl.assemble)")
+        self._host_write(tensor_runs(window))
+
+    def _host_write(self, ranges) -> None:
         for t in self.unfinished:
             if any(a < hi and lo < b for block in range(len(self.launches[t.number]))
-                   for a, b, _, _ in self._accesses(t, block)):
+                   for a, b, _, _ in self._accesses(t, block) for lo, hi in ranges):
                 self.clock = max(self.clock, self._finish_of(t.number))
         self.chip.through(self.clock)
         placed = self.chip.placed

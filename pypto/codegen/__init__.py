@@ -12,6 +12,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     SetFlag,
     WaitFlag,
@@ -75,7 +76,8 @@ def _project(body, core: CoreKind, foreign: set | None = None) -> tuple:
     for node in body:
         if isinstance(node, Instr) and node.core is not core and node.result is not None:
             foreign.add(node.result)
-        if isinstance(node, ScalarAssign) and n.expr_vars(node.value) & foreign:
+        if isinstance(node, ScalarAssign) and n.expr_vars(node.value) & foreign \
+                or isinstance(node, ScalarArray) and set().union(*map(n.expr_vars, node.args)) & foreign:
             foreign.add(node.name)
             continue
         _refuse_foreign(node, core, foreign)
@@ -88,12 +90,13 @@ def _project(body, core: CoreKind, foreign: set | None = None) -> tuple:
         elif isinstance(node, WaitFlag):
             if node.dst_core is core:
                 out.append(node)
-        elif isinstance(node, (ScalarAssign, ScalarLoad)):
+        elif isinstance(node, (ScalarAssign, ScalarLoad, ScalarArray)):
             out.append(node)
         elif isinstance(node, Loop):
             inner = _project(node.body, core, foreign)
             if inner:
-                out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span, pos=node.pos))
+                out.append(Loop(node.var, node.start, node.stop, node.step, inner, span=node.span, pos=node.pos,
+                                cond=node.cond))
         elif isinstance(node, Cond):
             then_b, else_b = _project(node.then_body, core, foreign), _project(node.else_body, core, foreign)
             if then_b or else_b:
@@ -107,7 +110,7 @@ def _refuse_foreign(node, core: CoreKind, foreign: set) -> None:
     if isinstance(node, Instr):
         used = node.core is core and set().union(*(n.expr_vars(e) for e in _exprs(node.args)))
     elif isinstance(node, Loop):
-        used = set().union(*(n.expr_vars(e) for e in (node.start, node.stop, node.step)))
+        used = set().union(*(n.expr_vars(e) for e in (node.start, node.stop, node.step, node.cond) if e is not None))
         used = used if any(isinstance(x, Instr) and x.core is core for x in walk(node.body)) else set()
     elif isinstance(node, Cond):
         used = n.expr_vars(node.cond) if any(isinstance(x, Instr) and x.core is core

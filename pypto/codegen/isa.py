@@ -2,7 +2,8 @@
 the simulator runs.
 
     Program  = (name, core: CoreKind, params, allocs: Alloc*, body: Node*)
-    Node     = Instr | SetFlag | WaitFlag | ScalarAssign | ScalarLoad | Loop | Cond
+    Node     = Instr | SetFlag | WaitFlag | ScalarAssign | ScalarLoad | ScalarArray | Loop | Cond
+    Loop     = (var, start, stop, step, body: Node*, cond?)    cond: a while loop's (stop None)
     Instr    = (mnemonic, pipe, core, op, args, reads: Loc*, writes: Loc*, span, note, dst?, result?)
     Loc      = BufLoc(space, core, addr: Expr, size, region?) | GmLoc(tensor, offsets: Expr*, extents, region?)
 
@@ -160,14 +161,31 @@ class ScalarLoad:
     pos: int = attrs.field(default=-1, eq=False)
 
 
+@attrs.frozen
+class ScalarArray:
+    """A small array of integers on the scalar unit's stack (``pl.array`` in a kernel):
+    ``op`` "create" (``args``: size), "get" (array, index) or "set" (array, index, value,
+    binding the updated array to ``name``)."""
+
+    name: str
+    op: str
+    args: tuple  # Exprs (create: an int)
+    span: Span | None = attrs.field(default=None, eq=False)
+    pos: int = attrs.field(default=-1, eq=False)
+
+
 def assigned_scalars(body) -> set[str]:
     """The scalar names a program body (re)binds: by expression, or by a read of GM or of a tile."""
-    return {x.name for x in walk(body) if isinstance(x, (ScalarAssign, ScalarLoad))} | \
+    return {x.name for x in walk(body) if isinstance(x, (ScalarAssign, ScalarLoad, ScalarArray))} | \
         {x.result for x in walk(body) if isinstance(x, Instr) and x.result is not None}
 
 
 @attrs.frozen
 class Loop:
+    """``for var = start to stop step step``; a while loop (``cond`` set, ``stop`` None)
+    checks ``cond`` before each trip, ``var`` counting the trips: how many is known only
+    as it runs."""
+
     var: str
     start: object
     stop: object
@@ -175,6 +193,12 @@ class Loop:
     body: tuple = attrs.field(converter=tuple)
     span: Span | None = attrs.field(default=None, eq=False)
     pos: int = attrs.field(default=-1, eq=False)
+    cond: object = None  # Expr
+
+    @property
+    def bounded(self) -> bool:
+        """Whether its trips are counted from its bounds (not a while loop's)."""
+        return self.cond is None
 
 
 @attrs.frozen

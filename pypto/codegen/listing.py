@@ -12,6 +12,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     SetFlag,
     TensorArg,
@@ -44,7 +45,11 @@ def listing(kernel: Kernel, program: Program, *, backend: str, planner: Planner)
 def _block(body, depth: int, lines: list, planner: Planner) -> None:
     pad = "  " * depth
     for node in body:
-        if isinstance(node, Loop):
+        if isinstance(node, Loop) and not node.bounded:
+            lines.append(f"{pad}while {expr_text(node.cond)} {{")
+            _block(node.body, depth + 1, lines, planner)
+            lines.append(f"{pad}}}")
+        elif isinstance(node, Loop):
             lines.append(f"{pad}for {node.var} = {expr_text(node.start)} to {expr_text(node.stop)} "
                          f"step {expr_text(node.step)} {{")
             _block(node.body, depth + 1, lines, planner)
@@ -58,6 +63,9 @@ def _block(body, depth: int, lines: list, planner: Planner) -> None:
             lines.append(f"{pad}}}")
         elif isinstance(node, ScalarAssign):
             lines.append(f"{pad}{node.name} = {expr_text(node.value)}")
+        elif isinstance(node, ScalarArray):
+            args = ", ".join(expr_text(a) for a in node.args)
+            lines.append(f"{pad}{node.name} = array_{node.op} {args}")
         elif isinstance(node, ScalarLoad):
             lines.append(f"{pad}{node.name} = load_scalar {node.tensor}[{', '.join(map(expr_text, node.indices))}]")
         elif isinstance(node, (SetFlag, WaitFlag)):

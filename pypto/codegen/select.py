@@ -25,6 +25,7 @@ from pypto.codegen.isa import (
     Loop,
     Region,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     TensorArg,
 )
@@ -37,7 +38,9 @@ from pypto.ir.ops.rings import reserved
 from pypto.ir.rewrite import rewrite
 from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
-from pypto.ir.types import ForKind, FunctionType, ParamDirection, ScalarType, TensorType, TileType
+from pypto.ir.types import ArrayType, ForKind, FunctionType, ParamDirection, ScalarType, TensorType, TileType
+
+_SCALARS = (ScalarType, ArrayType)  # what the scalar unit holds (an array on its stack)
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.ptoas import assembler_plan, unguarded_slots
 from pypto.backend import CoreKind, Pipe
@@ -77,6 +80,11 @@ class _Selector:
         self.lanes = 2 if fn.dual_aiv else 1
         side = {FunctionType.AIC: CoreKind.AIC, FunctionType.AIV: CoreKind.AIV}.get(fn.type)
         self.pipes = Pipes(fn, side)
+        self.used = set(self.types) | {s.var for s in n.walk_stmts(fn.body) if isinstance(s, n.For)}
+
+    def fresh_trip_counter(self) -> str:
+        """A while loop's trip counter: a scalar no statement reads, which orders its trips."""
+        return n.fresh_name("trip", self.used)
 
     def owner(self, space) -> CoreKind:
         """The core whose memory ``space`` is: the one that runs what writes or reads it."""
@@ -224,6 +232,9 @@ class _Selector:
                 return [ScalarAssign(s.target, n.Var(CORE_REGISTERS[s.value.op]))]
             if isinstance(s.value, n.Call) and s.value.op == "tensor.read":
                 return [self.scalar_load(s)]
+            if isinstance(s.value, n.Call) and s.value.op.startswith("array."):  # on the scalar unit's stack
+                return [ScalarArray(s.target, s.value.op.split(".")[1], tuple(s.value.args[:1]) if
+                                    s.value.op == "array.create" else s.value.args, s.span)]
             if isinstance(s.value, n.Call) and s.value.op == "tile.read":
                 return [self.tile_element(s.value, s.target, s.span)]
             if isinstance(s.value, n.Call):
@@ -243,8 +254,8 @@ class _Selector:
                     not range(s.start.value, s.stop.value, s.step.value):
                 # never runs: its results are its initial values (a carried tile stays in its buffer)
                 return [ScalarAssign(b.name, a.init) for a, b in zip(s.iter_args, s.results)
-                        if isinstance(a.type, ScalarType)]
-            pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, ScalarType)]
+                        if isinstance(a.type, _SCALARS)]
+            pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, _SCALARS)]
             self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
             body = self.block(s.body)
             if s.iter_args:
@@ -252,8 +263,20 @@ class _Selector:
                 self._same_buffers(((a.name, v) for a, v in zip(s.iter_args, yielded)), s.span)
                 body += self._scalar_moves([a.name for a in s.iter_args], yielded)
             post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
-                    if isinstance(a.type, ScalarType)]
+                    if isinstance(a.type, _SCALARS)]
             return pre + [Loop(s.var, s.start, s.stop, s.step, body, span=s.span)] + post
+        if isinstance(s, n.While):
+            pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, _SCALARS)]
+            self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
+            body = self.block(s.body)
+            if s.iter_args:
+                yielded = s.body[-1].values
+                self._same_buffers(((a.name, v) for a, v in zip(s.iter_args, yielded)), s.span)
+                body += self._scalar_moves([a.name for a in s.iter_args], yielded)
+            post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
+                    if isinstance(a.type, _SCALARS)]
+            trips = self.fresh_trip_counter()
+            return pre + [Loop(trips, n.Const(0), None, n.Const(1), body, span=s.span, cond=s.cond)] + post
         if isinstance(s, n.If):
             names = [b.name for b in s.results]
             branches = []
@@ -278,7 +301,7 @@ class _Selector:
 
     def _scalar_moves(self, names, values) -> list:
         """Parallel assignment of carried scalars (through temporaries when there are several)."""
-        pairs = [(x, v) for x, v in zip(names, values) if isinstance(self.types.get(x), ScalarType)]
+        pairs = [(x, v) for x, v in zip(names, values) if isinstance(self.types.get(x), _SCALARS)]
         if len(pairs) <= 1:
             return [ScalarAssign(x, v) for x, v in pairs]
         temps = [(f"{x}__next", v) for x, v in pairs]
@@ -316,7 +339,7 @@ class _Selector:
             if p.kind is Kind.TILE and isinstance(arg, n.Var):
                 args.append(self.buf(arg.name))
             elif p.kind is Kind.TENSOR:
-                args.append(TensorArg(self.tensor(arg.name, span)))
+                args.append(TensorArg(self.tensor(arg.name, span)) if arg is not None else None)
             else:
                 args.append(arg)
         bufs = [a for a in args if isinstance(a, Buf)]
@@ -338,6 +361,17 @@ class _Selector:
             extents = tuple(src.shape)
             gm = self.gm(tensor, values["offsets"], extents)
             return [Instr(mnemonic, pipe, core, call.op, tuple(args), (self.loc(src, core),), (gm,), span, "")]
+        if call.op == "tile.mgather_mat":
+            # the cube core's MTE2 reads the index tensor and gathers into L1 (the element form
+            # through the GM scratch tensor, which it writes)
+            dst = self.buf(target)
+            core = self.owner(dst.space)
+            whole = lambda name: self.gm(name, tuple(n.Const(0) for _ in self.types[name].shape),  # noqa: E731
+                                         tuple(self.types[name].shape))
+            mem, idx = (self.tensor(values[k].name, span) for k in ("mem", "idx"))
+            scratch = (whole(self.tensor(values["scratch"].name, span)),) if values["scratch"] is not None else ()
+            return [Instr("MGATHER", Pipe.MTE2, core, call.op, tuple(args), (whole(mem), whole(idx)),
+                          (self.loc(dst, core), *scratch), span, target, dst)]
         if call.op in ("tile.mgather", "tile.mscatter"):
             # The vector unit walks the index tile and waits on each burst (so its own later
             # work sees the data); an index may name any element, so the whole tensor is
@@ -366,10 +400,16 @@ class _Selector:
                 pipe, mnemonic = Pipe.VECTOR, "VCOPY"
             else:
                 raise CodegenError(f"no pipe moves a tile from {src.space.name} to {dst.space.name}", span=span)
+        elif call.op == "tile.extract" and bufs[0].space is not M.Vec:  # into L0 by MTE1, out of L0C by the fixpipe
+            core = self.owner(bufs[0].space)
+            pipe, mnemonic = (Pipe.FIXPIPE if bufs[0].space is M.Acc else Pipe.MTE1), "TEXTRACT"
+        elif call.op == "tile.slice" and bufs[0].space is not M.Vec:
+            raise CodegenError(f"a window of the {bufs[0].space.name} tile '{call.args[0].name}' is read here as a "
+                               "tile of its own, which the cube cannot address: an L1 window reaches L0 only",
+                               span=span, hint="pl.move the window to pl.Mem.Left or pl.Mem.Right (or "
+                               "pl.tile.extract it there) where it is used")
         elif call.op == "tile.assemble" and dst.space is M.Mat:  # Acc -> Mat: the fixpipe writes into L1
             core, pipe, mnemonic = self.owner(dst.space), Pipe.FIXPIPE, "TINSERT"
-        elif call.op == "tile.extract":  # a window of L1 into L0A / L0B
-            core, pipe, mnemonic = self.owner(dst.space), Pipe.MTE1, "TEXTRACT"
         elif call.op == "tile.transpose_view":
             core, pipe, mnemonic = self.owner(dst.space), Pipe.MTE1, "TRANSVIEW"
         elif op.mnemonic == "MMAD":  # the cube's ops

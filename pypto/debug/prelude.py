@@ -9,6 +9,7 @@ import itertools
 
 from pypto.errors import ExecutionError
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANED
+from pypto.ir.simplify import divide  # noqa: F401  (a scalar '/', in the generated code)
 from pypto.sim import numerics as num
 from pypto.sim.crossings import rejoin  # noqa: F401  (what a region hands the cube, in the generated code)
 from pypto.sim.numerics import TORCH  # noqa: F401  (the generated shape checks read it)

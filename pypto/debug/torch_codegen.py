@@ -69,6 +69,8 @@ def _expr(e) -> str:
     if isinstance(e, n.BinOp):
         if e.op in ("min", "max"):
             return f"builtins.{e.op}({_expr(e.lhs)}, {_expr(e.rhs)})"  # (a function may be named min)
+        if e.op == "/":  # (an integer quotient rounds toward zero)
+            return f"prelude.divide({_expr(e.lhs)}, {_expr(e.rhs)})"
         return f"({_expr(e.lhs)} {_PY_OPS.get(e.op, e.op)} {_expr(e.rhs)})"
     if isinstance(e, n.UnaryOp):
         return f"(-{_expr(e.operand)})" if e.op == "-" else f"(not {_expr(e.operand)})"
@@ -138,6 +140,16 @@ class _Function:
                       else f"return ({', '.join(values)})")
         elif isinstance(s, n.For):
             self.for_(s, depth)
+        elif isinstance(s, n.While):
+            names = tuple(a.name for a in s.iter_args)
+            if names:
+                self.emit(depth, f"{', '.join(names)} = {', '.join(_expr(a.init) for a in s.iter_args)}")
+            self.emit(depth, f"while {_expr(s.cond)}:")
+            self.block(s.body, depth + 1, names)
+            if not s.body:
+                self.emit(depth + 1, "pass")
+            for b, a in zip(s.results, s.iter_args):
+                self.emit(depth, f"{b.name} = {a.name}")
         elif isinstance(s, n.If):
             names = tuple(b.name for b in s.results)
             self.emit(depth, f"if {_expr(s.cond)}:")

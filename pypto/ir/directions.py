@@ -20,7 +20,7 @@ from pypto.ir.ops import argument
 from pypto.ir.tensors import block_roots
 from pypto.ir.types import ArgDirection, ForKind, ParamDirection, TensorType
 
-VIEWS = frozenset({"tensor.slice", "tensor.transpose"})  # what an orchestration makes of a tensor
+VIEWS = frozenset({"tensor.slice", "tensor.transpose", "tensor.reshape", "tensor.set_validshape"})  # what an orchestration makes of a tensor
 
 
 def call_directions(program: n.Program, fn: n.Function) -> dict[tuple, tuple[ArgDirection, ...]]:
@@ -85,12 +85,12 @@ class _Walker:
             if isinstance(value, n.Call) and value.op in VIEWS:  # a view is of its tensor's buffer
                 value = argument(value, "x")
             self.roots[stmt.target] = self.root(value) or frozenset({stmt.target})
-        elif isinstance(stmt, n.For):
+        elif isinstance(stmt, n.LOOPS):
             yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()
             for a in stmt.iter_args:
                 if self.root(a.init) is not None:
                     self.roots[a.name] = self.root(a.init)
-            self.block(stmt.body, sequential or stmt.kind is not ForKind.Parallel)
+            self.block(stmt.body, sequential or getattr(stmt, "kind", None) is not ForKind.Parallel)
             for k, (a, b) in enumerate(zip(stmt.iter_args, stmt.results)):
                 found = [r for r in (self.root(a.init), self.root(yields[k]) if k < len(yields) else None)
                          if r is not None]

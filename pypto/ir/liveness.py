@@ -33,7 +33,7 @@ class Liveness:
         self.uses: dict[str, list[int]] = {}
         self.loops: list[Loop] = []
         self.loop_by_start: dict[int, Loop] = {}
-        self.loop_of: dict[int, Loop] = {}  # id(For statement) -> its loop
+        self.loop_of: dict[int, Loop] = {}  # id(For or While statement) -> its loop
         self.carried: dict[int, set] = {}  # loop start -> its iter args and results
         self.branches: list[tuple[int, int, int]] = []  # per if: first then, first else, last position
         self.stmts: dict[int, object] = {}  # position -> the statement there
@@ -96,12 +96,17 @@ class Liveness:
                 self.use(stmt.value)
             elif isinstance(stmt, (n.Yield, n.Return)):
                 self.use(stmt.values)
-            elif isinstance(stmt, n.For):
-                self.use((stmt.start, stmt.stop, stmt.step, *(a.init for a in stmt.iter_args)))
+            elif isinstance(stmt, n.LOOPS):
+                bounds = (stmt.start, stmt.stop, stmt.step) if isinstance(stmt, n.For) else ()
+                self.use((*bounds, *(a.init for a in stmt.iter_args)))
                 start = self.pos
                 for a in stmt.iter_args:
                     self.define(a.name, loops, stmt.span)
+                if isinstance(stmt, n.While):
+                    self.use((stmt.cond,))
                 self.block(stmt.body, (*loops, start))
+                if isinstance(stmt, n.While):  # checked again after each trip: what it reads spans the loop
+                    self.use((stmt.cond,))
                 loop = Loop(start, self.pos, stmt.span)
                 self.loops.append(loop)
                 self.loop_by_start[start] = loop

@@ -11,6 +11,9 @@
              | Eval(value: Call|FuncCall|Submit)
              | For(var, start, stop, step, kind, stage?, iter_args: IterArg*, body: Stmt*,
                    results: Binding*)          the body ends in Yield when iter_args
+             | While(cond, iter_args: IterArg*, body: Stmt*, results: Binding*)
+                                               the body runs while cond holds (checked before each
+                                               trip): a data-dependent trip count
              | If(cond, then_body: Stmt*, else_body: Stmt*, results: Binding*)
              | Yield(values: Expr*) | Return(values: Expr*)
              | Scope(level, name_hint, body: Stmt*, task_id?, deps: Expr*, no_dep_args: str*,
@@ -100,7 +103,7 @@ class Const(_Arith):
     kind: str = attrs.field(default=attrs.Factory(lambda self: type(self.value).__name__, takes_self=True))
 
 
-BIN_OPS = ("+", "-", "*", "//", "%", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or", "min", "max")
+BIN_OPS = ("+", "-", "*", "//", "%", "/", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "and", "or", "min", "max")
 UNARY_OPS = ("-", "not")
 
 
@@ -219,6 +222,20 @@ class For:
 
 
 @attrs.frozen
+class While:
+    """``while cond:`` — ``cond`` (an expression of the iter args and of names bound before
+    the loop) is checked before each trip; the body, ending in Yield when there are iter
+    args, gives the next trip's values, and ``results`` bind the values the last trip leaves
+    (the initial ones when no trip runs). Nothing bounds the trip count before it runs."""
+
+    cond: Expr
+    body: tuple = attrs.field(converter=tuple)
+    iter_args: tuple = attrs.field(default=(), converter=tuple)
+    results: tuple = attrs.field(default=(), converter=tuple)
+    span: Span | None = _span_field()
+
+
+@attrs.frozen
 class If:
     cond: Expr
     then_body: tuple = attrs.field(converter=tuple)
@@ -292,7 +309,8 @@ class Cluster:
     sync_start: bool = False
 
 
-Stmt = Assign | Eval | For | If | Yield | Return | Scope | RuntimeScope | Cluster
+Stmt = Assign | Eval | For | While | If | Yield | Return | Scope | RuntimeScope | Cluster
+LOOPS = (For, While)  # statements whose body runs again: what the body binds is carried, not seen after
 BLOCKS = (Scope, RuntimeScope, Cluster)  # statements that only group others: what they bind is visible after them
 
 
@@ -383,7 +401,7 @@ def as_expr(value) -> Expr:
 
 def stmt_children(stmt) -> tuple[tuple, ...]:
     """The nested statement blocks of a statement."""
-    if isinstance(stmt, (For, *BLOCKS)):
+    if isinstance(stmt, (For, While, *BLOCKS)):
         return (stmt.body,)
     if isinstance(stmt, If):
         return (stmt.then_body, stmt.else_body)
@@ -404,6 +422,8 @@ def bound_names(stmt) -> tuple[str, ...]:
         return (stmt.target,)
     if isinstance(stmt, For):
         return (stmt.var, *(a.name for a in stmt.iter_args), *(b.name for b in stmt.results))
+    if isinstance(stmt, While):
+        return (*(a.name for a in stmt.iter_args), *(b.name for b in stmt.results))
     if isinstance(stmt, If):
         return tuple(b.name for b in stmt.results)
     if isinstance(stmt, Scope) and stmt.task_id is not None:
@@ -417,7 +437,7 @@ def visible_after(stmt) -> tuple[str, ...]:
         return (stmt.target,)
     if isinstance(stmt, For):
         return tuple(b.name for b in stmt.results) + gathered(stmt)
-    if isinstance(stmt, If):
+    if isinstance(stmt, (While, If)):
         return tuple(b.name for b in stmt.results)
     if isinstance(stmt, BLOCKS):
         inner = tuple(name for s in stmt.body for name in visible_after(s))
@@ -451,6 +471,11 @@ def block_symbols(body) -> dict:
             table[stmt.target] = stmt.type
         elif isinstance(stmt, For):
             table[stmt.var] = INDEX
+            for a in stmt.iter_args:
+                table[a.name] = a.type
+            for b in stmt.results:
+                table[b.name] = b.type
+        elif isinstance(stmt, While):
             for a in stmt.iter_args:
                 table[a.name] = a.type
             for b in stmt.results:
@@ -501,5 +526,5 @@ __all__ = [
     "Assign", "BinOp", "Binding", "Call", "Const", "DataType", "Eval", "Expr", "For",
     "BLOCKS", "FuncCall", "Function", "If", "Submit", "IterArg", "Param", "Program", "Return", "RuntimeScope",
     "Scope", "Stmt",
-    "UnaryOp", "Var", "Yield",
+    "UnaryOp", "Var", "While", "Yield",
 ]

@@ -41,7 +41,7 @@ INDENT = "    "
 
 # Python precedence, loosest first; a child binding looser than its parent is parenthesized.
 _PREC = {"or": 1, "and": 2, "not": 3, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
-         "<<": 5, ">>": 5, "+": 6, "-": 6, "*": 7, "//": 7, "%": 7, "neg": 8}
+         "<<": 5, ">>": 5, "+": 6, "-": 6, "*": 7, "//": 7, "%": 7, "/": 7, "neg": 8}
 _ATOM = 10
 
 
@@ -268,6 +268,16 @@ class _Printer:
             self.emit(depth, f"{self.value(s.value)}{self.task_note(s)}")
         elif isinstance(s, n.For):
             self.for_(s, depth)
+        elif isinstance(s, n.While) and not s.iter_args:
+            self.emit(depth, f"while {expr(s.cond)}:")
+            self.block(s.body, depth + 1)
+        elif isinstance(s, n.While):
+            names = ", ".join(a.name for a in s.iter_args)
+            inits = ", ".join(expr(a.init) for a in s.iter_args)
+            trail = "," if len(s.iter_args) == 1 else ""
+            self.emit(depth, f"for ({names}{trail}) in pl.while_(init_values=({inits}{trail})):")
+            self.emit(depth + 1, f"pl.cond({expr(s.cond)})")
+            self.block(s.body, depth + 1, s.results)
         elif isinstance(s, n.If):
             self.emit(depth, f"if {expr(s.cond)}:")
             self.block(s.then_body, depth + 1, _BranchResults(s.results))

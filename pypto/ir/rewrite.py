@@ -49,7 +49,7 @@ def _rewrite(node, rules, within):
 
 
 # What holds statements or bindings; everything else (expressions, calls, types) holds neither.
-_STRUCTURE = frozenset({n.Binding, n.IterArg, n.Assign, n.Eval, n.For, n.If, n.Yield, n.Return, n.Scope,
+_STRUCTURE = frozenset({n.Binding, n.IterArg, n.Assign, n.Eval, n.For, n.While, n.If, n.Yield, n.Return, n.Scope,
                         n.RuntimeScope, n.Cluster, n.Param, n.Function, n.Program})
 _FIELDS: dict[type, tuple | bool] = {}  # class -> the fields the rewriter descends into; False: not attrs
 

@@ -9,13 +9,24 @@ import attrs
 
 from pypto.ir import nodes as n
 
+def divide(a, b):
+    """``a / b`` as the scalar unit computes it (the reference's FloatDiv, C's ``/``): a float
+    quotient of floats; of integers, the integer quotient rounded toward zero."""
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+    return a / b
+
+
 # IR operator -> what it computes on Python numbers
 OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod,
+             "/": divide,
              "<<": operator.lshift, ">>": operator.rshift,
              "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
              ">=": operator.ge, "min": min, "max": max}
 
 SHIFTS = ("<<", ">>")  # a negative count is an error where it runs
+DIVISIONS = ("//", "%", "/")  # a zero divisor is an error where it runs
 
 
 def fold(e):
@@ -24,7 +35,7 @@ def fold(e):
         f = OPERATORS.get(e.op)
         lhs, rhs = e.lhs.value, e.rhs.value
         if f is not None and not isinstance(lhs, bool) and not isinstance(rhs, bool):
-            if e.op in ("//", "%") and rhs == 0 or e.op in SHIFTS and rhs < 0:
+            if e.op in DIVISIONS and rhs == 0 or e.op in SHIFTS and rhs < 0:
                 return e
             return n.Const(f(lhs, rhs))
     return e
@@ -70,7 +81,7 @@ def inline_static_ifs(body: tuple) -> tuple[tuple, dict]:
                 mapping.update({b.name: v for b, v in zip(stmt.results, last.values)})
             out.extend(taken)
             continue
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             stmt = attrs.evolve(stmt, body=inline_static_ifs(stmt.body)[0])
         elif isinstance(stmt, n.If):
             stmt = attrs.evolve(stmt, then_body=inline_static_ifs(stmt.then_body)[0],

@@ -51,7 +51,7 @@ def _block(body, roots: dict) -> None:
                 root = stmt.target  # a tensor computed here is its own
             if root is not None:
                 roots[stmt.target] = root
-        elif isinstance(stmt, n.For):
+        elif isinstance(stmt, n.LOOPS):
             for a in stmt.iter_args:
                 if isinstance(a.type, TensorType) and _root(a.init, roots) is not None:
                     roots[a.name] = _root(a.init, roots)
@@ -77,7 +77,7 @@ def _block(body, roots: dict) -> None:
 
 
 # ops whose result is (a part of) their operand ``x`` under another shape: writing it writes x
-VIEWS = frozenset({"tensor.slice", "tensor.transpose", "tensor.reshape", "tensor.aiv_shard"})
+VIEWS = frozenset({"tensor.slice", "tensor.transpose", "tensor.reshape", "tensor.set_validshape", "tensor.aiv_shard"})
 
 
 class Sources:
@@ -96,7 +96,7 @@ class Sources:
         for stmt in n.walk_stmts(fn.body):
             if isinstance(stmt, n.Assign):
                 self._add(stmt.target, self._source(stmt.value))
-            elif isinstance(stmt, n.For):
+            elif isinstance(stmt, n.LOOPS):
                 for a, y in itertools.zip_longest(stmt.iter_args, _yielded(stmt.body)):
                     if a is not None:
                         self._add(a.name, a.init)

@@ -16,7 +16,7 @@ from pypto.ir import nodes as n
 from pypto.ir.infer import call_type, scalar_type
 from pypto.ir.ops import lookup
 from pypto.ir.printer import expr
-from pypto.ir.types import INDEX, TASK_ID, ArrayType, ScalarType, TensorType, TileType, conforms, joins, type_name
+from pypto.ir.types import INDEX, TASK_ID, ArrayType, DataType, ScalarType, TensorType, TileType, conforms, joins, type_name
 
 
 def verify(program: n.Program, soc: SoC, *, stage: str = "", memo: dict | None = None) -> None:
@@ -162,6 +162,28 @@ class _FunctionChecker:
                 self.bind(b.name, b.type, s)
                 scope.add(b.name)
             scope.update(n.gathered(s))  # a region's pl.aic_gather values: the cube's after it
+        elif isinstance(s, n.While):
+            self.uses(tuple(a.init for a in s.iter_args), scope, s)
+            for a in s.iter_args:
+                if not joins(self.type_of(a.init), a.type):
+                    raise self.fail(f"iter arg '{a.name}' is {_described(a.type)} but starts from "
+                                    f"{_described(self.type_of(a.init))}", s)
+            if len(s.results) != len(s.iter_args):
+                raise self.fail("a loop has one result per iter arg", s)
+            inner = set(scope)
+            for a, b in zip(s.iter_args, s.results):
+                self.bind(a.name, a.type, s)
+                inner.add(a.name)
+                if a.type != b.type:
+                    raise self.fail(f"result '{b.name}' and iter arg '{a.name}' differ in type", s)
+            self.uses((s.cond,), inner, s)  # checked before each trip: it reads the trip's values
+            cond = self.type_of(s.cond)
+            if not (_is_int(cond) or isinstance(cond, ScalarType) and cond.dtype is DataType.BOOL):
+                raise self.fail(f"a while condition is a bool or an integer, not {_described(cond)}", s)
+            self.block(s.body, inner, s.results if s.iter_args else None)
+            for b in s.results:
+                self.bind(b.name, b.type, s)
+                scope.add(b.name)
         elif isinstance(s, n.If):
             self.uses((s.cond,), scope, s)
             self.block(s.then_body, scope, s.results or None)

@@ -12,9 +12,10 @@ import attrs
 from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops.registry import fmt_shape
-from pypto.ir.types import (DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, binds, conforms,
+from pypto.ir.types import (ArrayType, DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, binds, conforms,
                             type_name)
 from pypto.lang import names as N
+from pypto.lang.dsl import _MEMREF_KEYWORDS, memref_fields
 from pypto.lang.tensor_views import TensorViews
 from pypto.lang.statics import RUNTIME
 from pypto.backend import MemorySpace
@@ -67,7 +68,31 @@ class Annotations(TensorViews):
                                      f"{type_name(declared)}")
                 return given, ParamDirection.In
             return declared, ParamDirection.In
+        if ctor == "Array":
+            return self._array_annotation(node, given, param), ParamDirection.In
         raise self.error(TypeCheckError, node, f"pl.{ctor} is not a type", hint="use it inside pl.Tile[...]")
+
+    def _array_annotation(self, node, given, param) -> ArrayType:
+        """``pl.Array[n, dtype]``: an orchestration's array of ``n`` scalars (TaskIds, integers)."""
+        items = node.slice.elts if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) else None
+        if items is None or len(items) != 2:
+            raise self.error(TypeCheckError, node, "Array subscript requires [extent, dtype], got: "
+                             f"{ast.unparse(node.slice) if isinstance(node, ast.Subscript) else ast.unparse(node)}",
+                             hint="Use pl.Array[N, pl.INT32]")
+        extent = self.static_of(items[0], int, "an Array's extent",
+                                hint="Use a positive integer literal for the extent (or a module-level constant)")
+        if isinstance(extent, bool) or extent < 1:
+            raise self.error(TypeCheckError, items[0], f"an Array's extent is a positive int, not {extent!r}",
+                             hint="pl.Array[4, pl.TASK_ID]")
+        declared = ArrayType(extent, self._dtype(items[1]))
+        if not (declared.dtype is DataType.TASK_ID or declared.dtype.is_int):
+            raise self.error(TypeCheckError, items[1], f"an Array holds TaskIds or integers, not {declared.dtype.name}",
+                             hint="pl.Array[4, pl.TASK_ID]")
+        if given is not None and given != declared:
+            raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the "
+                             f"parameter is declared {type_name(declared)}",
+                             hint=f"pass a pl.array.create({extent}, pl.{declared.dtype.name})")
+        return declared
 
     def _scalar_annotation(self, node, given, param) -> ScalarType:
         if not isinstance(node, ast.Subscript):
@@ -122,20 +147,25 @@ class Annotations(TensorViews):
         if len(given.shape) != len(dims) or given.dtype is not dtype:
             raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the kernel "
                              f"declares pl.Tensor[{written}, pl.{dtype.name}]")
+        marked = getattr(self, "bound_axes", {})
         for axis, (d, extent) in enumerate(zip(dims, given.shape)):
             dyn = self._dynamic(d)
+            if axis in marked or axis - len(dims) in marked:  # param.bind_dynamic(axis, M)
+                var = marked.get(axis, marked.get(axis - len(dims)))
+                if dyn is not None and dyn is not var:
+                    raise self.error(TypeCheckError, d, f"axis {axis} of '{param}' is the pl.dynamic '{dyn.name}' "
+                                     f"here and '{var.name}' in its bind_dynamic", hint="name one axis once")
+                dyn = var
             if dyn is None:
                 want = self.static_of(d, int, "a tensor extent")
                 if want != extent:
                     raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the "
                                      f"kernel declares extent {want} on axis {axis}")
                 continue
-            bound = self.dynamic_extents.setdefault(id(dyn), (dyn, extent, param))
-            if bound[1] != extent:
-                raise self.error(SpecializationError, node,
-                                 f"the pl.dynamic axis '{dyn.name}' is {bound[1]} for '{bound[2]}' but {extent} for "
-                                 f"'{param}': one object is one dimension",
-                                 hint="pass tensors that agree on it, or give the other axis a pl.dynamic of its own")
+            # each parameter's axis is its own tensor's extent; the axis read as a value in the
+            # body is the first parameter's, as the reference reads a pl.dynamic symbol from the
+            # first parameter declaring it (and checks no agreement between them)
+            self.dynamic_extents.setdefault(id(dyn), (dyn, extent, param))
         return given
 
     def _dtype(self, node) -> DataType:
@@ -163,7 +193,7 @@ class Annotations(TensorViews):
         if isinstance(given, TensorType) and given.dtype is not DataType.INDEX \
                 and binds(self._dtype(items[1]), given.dtype):  # an int64 tensor for a pl.INDEX one
             given = attrs.evolve(given, dtype=self._dtype(items[1]))
-        if dims is not None and any(self._dynamic(d) is not None for d in dims):
+        if dims is not None and (any(self._dynamic(d) is not None for d in dims) or getattr(self, "bound_axes", {})):
             if isinstance(given, TensorType) and given.runtime_sized:
                 raise self.error(SpecializationError, node,
                                  f"'{param}' has a pl.dynamic axis, whose extent is fixed when the kernel is "
@@ -213,7 +243,9 @@ class Annotations(TensorViews):
             ref, meaning = self.entity(head)
             if isinstance(ref, N.Alias):
                 raise self.alias_error(item, ref)
-            if isinstance(meaning, N.TypeCtor) and meaning.name == "MemRef":
+            if isinstance(ref, N.Declared):
+                memref = self._declared_memref(item, ref)
+            elif isinstance(meaning, N.TypeCtor) and meaning.name == "MemRef":
                 memref = self._memref(item)
             elif isinstance(meaning, N.TypeCtor) and meaning.name == "TileView":
                 valid = self._tile_view(item)
@@ -236,7 +268,7 @@ class Annotations(TensorViews):
             if k.arg is None:
                 raise self.error(UnsupportedSyntaxError, k, "pl.MemRef takes no **keywords",
                                  hint='pl.MemRef("name", slots=N)')
-            if k.arg not in ("slots", "size", "pipeline", "reusable"):
+            if k.arg not in _MEMREF_KEYWORDS:
                 raise self.error(TypeCheckError, k, f"pl.MemRef got an unexpected keyword '{k.arg}'",
                                  hint='pl.MemRef("name", slots=N)')
         # Placement is decided before the kernel runs: the planners lay out on-chip memory
@@ -245,28 +277,51 @@ class Annotations(TensorViews):
         args = [self.required(a, f"pl.MemRef's {what}", why)
                 for a, what in zip(call.args, ("name", "address", "size", "argument", "argument"))]
         kw = {k.arg: self.required(k.value, f"pl.MemRef's {k.arg}=", why) for k in call.keywords}
-        if not args or not isinstance(args[0], str) or not args[0]:
-            raise self.error(TypeCheckError, call, "pl.MemRef needs a name (a non-empty string) first",
-                             hint='pl.MemRef("ub", slots=2)[i % 2]')
-        if len(args) not in (1, 3) or not all(isinstance(a, int) and not isinstance(a, bool) for a in args[1:]):
-            raise self.error(TypeCheckError, call, "pl.MemRef takes (name) or (name, address, size)")
-        slots = kw.get("slots", 1)
-        if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
-            raise self.error(TypeCheckError, call, f"slots must be a positive int, not {slots!r}")
+        try:
+            f = memref_fields(args, kw, named=True)
+        except ValueError as exc:
+            message, hint = exc.args
+            raise self.error(TypeCheckError, call, message, hint=hint) from None
+        return self._slotted(node, f["name"], f["slots"], f, 'pl.MemRef("{name}", slots={slots})')
+
+    def _slotted(self, node, name: str, slots: int, f: dict, spelled: str) -> MemRef:
+        """The MemRef of one use of an allocation: a slot when it is subscripted."""
         index = self._slot_index(node.slice) if isinstance(node, ast.Subscript) else None
+        shown = spelled.format(name=name, slots=slots)
         if slots > 1 and index is None:
-            raise self.error(TypeCheckError, call, f"a {slots}-slot MemRef needs a slot index",
-                             hint=f'select one per use: pl.MemRef("{args[0]}", slots={slots})[i % {slots}]')
+            raise self.error(TypeCheckError, node, f"a {slots}-slot MemRef needs a slot index",
+                             hint=f"select one per use: {shown}[i % {slots}]")
         if slots == 1 and index is not None:
-            raise self.error(TypeCheckError, node, "only a MemRef with slots > 1 takes a slot index")
-        addr, size = (args[1], args[2]) if len(args) == 3 else (None, kw.get("size"))
-        if size is not None and (not isinstance(size, int) or isinstance(size, bool)):
-            raise self.error(TypeCheckError, call, f"a MemRef's size is a number of bytes, not {size!r}")
-        flags = {k: kw.get(k, False) for k in ("pipeline", "reusable")}  # who made it (dumps print them)
-        for k, v in flags.items():
-            if not isinstance(v, bool):
-                raise self.error(TypeCheckError, call, f"{k} must be True or False, not {v!r}")
-        return MemRef(name=args[0], slots=slots, index=index, addr=addr, size=size, **flags)
+            raise self.error(TypeCheckError, node, f"'{name}' has a single slot, so it takes no slot index",
+                             hint=f"declare it with slots=N to subscript it, or write {shown} without [...]")
+        if isinstance(index, n.Const) and not 0 <= index.value < slots:
+            raise self.error(TypeCheckError, node.slice, f"slot {index.value} is out of range for '{name}', "
+                             f"which has {slots} slot{'s' if slots != 1 else ''}",
+                             hint=f"select a slot in 0..{slots - 1}, or declare more slots")
+        return MemRef(name=name, slots=slots, index=index, addr=f["addr"], size=f["size"],
+                      pipeline=f.get("pipeline", False), reusable=f.get("reusable", False))
+
+    def _declared_memref(self, node, ref: N.Declared) -> MemRef:
+        """A use of an allocation declared outside the kernel (``buf = pl.MemRef(slots=2)``):
+        it goes by its own name, else by the variable's, which therefore must stay one to
+        one with the declaration within a function."""
+        decl = ref.decl
+        name = decl.name or ref.name
+        names = self.__dict__.setdefault("_declared_names", {})  # declaration -> the name it goes by
+        owners = self.__dict__.setdefault("_declared_owners", {})  # name -> its declaration
+        seen = names.setdefault(id(decl), (name, decl))[0]
+        if seen != name:
+            raise self.error(TypeCheckError, node, f"the allocation '{seen}' is also reached as '{ref.name}'",
+                             hint=f"an unnamed pl.MemRef() takes its variable's name, so two names make two "
+                                  f"allocations of one: use '{seen}' throughout, or name it, "
+                                  f"pl.MemRef(\"{seen}\", ...)")
+        owner = owners.setdefault(name, decl)
+        if owner is not decl:
+            raise self.error(TypeCheckError, node, f"two pl.MemRef declarations both go by the name '{name}'",
+                             hint="allocations are told apart by name within a function: give one of them its "
+                                  "own, pl.MemRef(\"other\", ...)")
+        f = {"addr": decl.addr, "size": decl.size}
+        return self._slotted(node, name, decl.slots, f, ref.name)
 
     def _slot_index(self, node) -> n.Expr:
         """Which slot of a multi-slot MemRef a tile takes: an integer expression (a float

@@ -11,7 +11,7 @@ from pypto.ir import nodes as n
 from pypto.ir.affine import interval
 from pypto.ir.ops.registry import fmt_shape
 from pypto.ir.types import ArrayType, DataType, ScalarType, TileType, type_name
-from pypto.lang.calls import Nothing, Several
+from pypto.lang.calls import Inlined, Nothing, Several
 from pypto.lang.exprs import RUNTIME
 
 
@@ -197,6 +197,16 @@ class Assignments:
         value, t = self.value(call_node)
         if isinstance(value, n.Submit) and value.call is not None:
             return self.unpack_submit(names, value, call_node)
+        if isinstance(t, Inlined):  # an inline function's values, spliced in already
+            if len(names) != len(t.values):
+                raise self.error(TypeCheckError, call_node, f"'{t.callee}' returns {len(t.values)} values, unpacked "
+                                 f"into {len(names)} names")
+            for name, (e, et) in zip(names, t.values):
+                if isinstance(e, n.Var) and isinstance(et, TileType):
+                    self.alias(name.id, e, name)
+                else:
+                    self.bind(name.id, et, e, call_node)
+            return
         if not isinstance(t, Several):
             count = 0 if isinstance(t, Nothing) else 1
             raise self.error(TypeCheckError, call_node,

@@ -74,6 +74,8 @@ def _block(body, where: _Where, types, defs, names) -> None:
                 if values:
                     inner = where.looping(stmt.var, values)
             _block(stmt.body, inner, types, defs, names)
+        elif isinstance(stmt, n.While):  # its trips are decided as it runs, as a loop's of runtime bounds
+            _block(stmt.body, where, types, defs, names)
         elif isinstance(stmt, n.If):
             _block(stmt.then_body, where.under(stmt.cond, True), types, defs, names)
             _block(stmt.else_body, where.under(stmt.cond, False), types, defs, names)
@@ -100,7 +102,9 @@ def _extents(call: n.Call, types) -> list:
         return [0 if argument(call, "clamp") else e for e in static(argument(call, "shape"))]
     src = types[argument(call, "tile" if call.op == "tile.store" else "source").name]
     moved = getattr(src, "valid_shape", None)
-    return list(src.shape) if moved is None else static(moved)
+    reach = list(src.shape) if moved is None else static(moved)
+    rank = len(types[argument(call, ADDRESSED[call.op][0]).name].shape)
+    return [1] * (rank - len(reach)) + reach  # a source of lower rank, led by 1s
 
 
 def _check(stmt, call: n.Call, where: _Where, types, defs, names) -> None:

@@ -66,7 +66,7 @@ class Branches:
                 raise self.error(TypeCheckError, node, "the branches of this if yield values of different types")
         # Every other name a branch rebinds that is read afterwards is the if's result too.
         others = [x for x in dict.fromkeys([*liveness.assigned(node.body), *liveness.assigned(node.orelse),
-                                            *self.arrays_stored(node.body), *self.arrays_stored(node.orelse)])
+                                            *self.stored_into(node.body), *self.stored_into(node.orelse)])
                   if x in live_after and x not in yield_names and (x in then_env and x in else_env)
                   and (then_env[x] != outer_env.get(x) or else_env[x] != outer_env.get(x))]
         same = [x for x in others if self._same_constant(then_env[x], else_env[x])]
@@ -95,6 +95,10 @@ class Branches:
         self.env = outer_env
         for env in (then_env, else_env):
             self._drop(env, node, "if")
+        for body, env in ((then_body, then_env), (else_body, else_env)):
+            # a store's result bound in one branch names the tensor it stored into, which the
+            # other branch leaves as it was: after the if the name is that tensor
+            self.hand_out_tensors(env, outer_env, body)
         for k, (x, t) in enumerate(zip(names, types)):
             ssa = self.fresh(x)
             self.types[ssa] = t

@@ -70,6 +70,14 @@ class Nothing:
 
 
 @attrs.frozen
+class Inlined:
+    """What an inline function returning a tuple gives: its values, for ``a, b = f(...)``."""
+
+    callee: str
+    values: tuple  # (Expr, type) per returned value
+
+
+@attrs.frozen
 class Several:
     """What a call returning several values gives: only ``a, b = f(...)`` takes it apart."""
 
@@ -273,8 +281,10 @@ class CallConverter(OpCalls, ExprConverter):
                                   "write the repetition as a pl.range loop")
         caller = self.source
         bound = self._bind_inline_args(fdef, source, node)
-        saved = (self.source, self.env, self.dropped, self.local_names, self.frames)
+        saved = (self.source, self.env, self.dropped, self.local_names, self.frames, self.auto_scope)
         self.source, self.env, self.dropped, self.frames = source, pmap(), {}, []
+        if getattr(kernel, "auto_scope", True) is False:  # its own hand-placed pl.scope() blocks land in the caller
+            self.auto_scope = False
         self.local_names = liveness.first_bindings(fdef.body)
         self.inlining.append(kernel)
         self.sites.append(f"in '{fdef.name}', inlined at {caller.span(node)}")
@@ -296,7 +306,9 @@ class CallConverter(OpCalls, ExprConverter):
                     raise self.error(UnsupportedSyntaxError, stmt, "an inline function returns only at its end")
                 self.statement(stmt, later, top=False)
             if ret is not None and isinstance(ret.value, ast.Tuple):
-                raise self.error(UnsupportedSyntaxError, ret, "an inline function returns one value")
+                values = tuple(self.operand(e) for e in ret.value.elts)
+                self._check_inline_returns(fdef, ret, values)
+                return None, Inlined(fdef.name, values)
             result = (None, Nothing(fdef.name)) if ret is None or ret.value is None else self.operand(ret.value)
             self._check_inline_return(fdef, ret, result[1])
             return result
@@ -306,7 +318,7 @@ class CallConverter(OpCalls, ExprConverter):
         finally:
             self.inlining.pop()
             self.sites.pop()
-            self.source, self.env, self.dropped, self.local_names, self.frames = saved
+            self.source, self.env, self.dropped, self.local_names, self.frames, self.auto_scope = saved
 
     def _bind_inline_args(self, fdef: ast.FunctionDef, source, node: ast.Call) -> list:
         """(parameter, (Expr, type), span) per parameter of an inline kernel, bound the way
@@ -360,6 +372,22 @@ class CallConverter(OpCalls, ExprConverter):
                                                   f"{ast.unparse(where)}",
                              hint="make the annotation match the value, or convert the value (pl.cast) "
                                   "before returning it") from None
+
+    def _check_inline_returns(self, fdef: ast.FunctionDef, ret, values) -> None:
+        """The values an inline kernel returns as a tuple against ``-> tuple[A, B]``."""
+        where = fdef.returns
+        if where is None:
+            return
+        items = where.slice.elts if isinstance(where, ast.Subscript) and isinstance(where.slice, ast.Tuple) else None
+        if items is None or len(items) != len(values):
+            raise self.error(TypeCheckError, ret, f"'{fdef.name}' returns {len(values)} values, but its annotation "
+                             f"says {ast.unparse(where)}", hint=f"annotate it -> tuple[{', '.join(['...'] * len(values))}]")
+        for item, (_, t) in zip(items, values):
+            try:
+                self.annotation(item, given=t, param="a returned value")
+            except SpecializationError:
+                raise self.error(TypeCheckError, ret, f"'{fdef.name}' returns {type_name(t)} where its annotation "
+                                 f"says {ast.unparse(item)}", hint="make the annotation match the value") from None
 
     def _check_inline_arg(self, fname: str, param: ast.arg, t, where) -> None:
         """An argument against its parameter's annotation, reported at the call."""

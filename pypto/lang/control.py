@@ -20,6 +20,7 @@ from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.types import (
     Level,
+    ScalarType,
     joins,
     type_name,
 )
@@ -79,10 +80,16 @@ class ControlFlow(Loops):
         if declared is not None:
             if len(values) != 1:
                 raise self.error(TypeCheckError, target, "only a single yielded value takes an annotation")
-            if not joins(values[0][1], declared):
+            if not joins(values[0][1], declared) and not _constant_fits(values[0][0], declared):
                 raise self.error(TypeCheckError, target, f"the yielded value is {type_name(values[0][1])}, "
                                                          f"not the annotated {type_name(declared)}")
             frame.declared = declared
+            if not joins(values[0][1], declared):  # a constant, of the type it is yielded as
+                ssa = self.fresh(names[0] if names else "c", temp=True)
+                self.types[ssa] = declared
+                self.emit(n.Assign(ssa, declared, values[0][0], span=self.span(call)))
+                values[0] = (n.Var(ssa), declared)
+                frame.yield_types = (declared,)
         self.emit(n.Yield(tuple(e for e, _ in values), span=self.span(call)))
 
     def _yield_names(self, stmt) -> list[str]:
@@ -172,3 +179,12 @@ def has_effect(stmts) -> bool:
             return True
     return False
 
+
+def _constant_fits(value, declared) -> bool:
+    """A constant takes its dtype from where it is used: ``x: pl.Scalar[pl.INT64] =
+    pl.yield_(pl.const(1, pl.INT64))`` (or ``pl.yield_(1)``) yields an INT64."""
+    if not (isinstance(value, n.Const) and isinstance(declared, ScalarType)) or isinstance(value.value, bool):
+        return False
+    if declared.dtype.is_int:
+        return isinstance(value.value, int) and declared.dtype.int_range[0] <= value.value <= declared.dtype.int_range[1]
+    return declared.dtype.is_float and isinstance(value.value, (int, float))

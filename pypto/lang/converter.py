@@ -29,8 +29,9 @@ from pypto.ir.types import (
 from pypto.lang import liveness
 from pypto.lang import names as N
 from pypto.lang.assignments import Assignments
+from pypto.lang.axis_binds import AxisBinds
 from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
-from pypto.lang.calls import CallConverter, Nothing, ProgramHooks, Several
+from pypto.lang.calls import CallConverter, Inlined, Nothing, ProgramHooks, Several
 from pypto.lang.control import ControlFlow, Frame, has_effect
 from pypto.lang.exprs import Source
 from pypto.lang.bounds import check_bounds
@@ -53,7 +54,7 @@ def _orchestrates(fdef: ast.FunctionDef) -> bool:
     return False
 
 
-class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
+class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForms, PlacementForms, TaskForms, ControlFlow, CallConverter):
     def __init__(self, source: Source, fdef: ast.FunctionDef, *, name: str, kind: FunctionType,
                  hooks: ProgramHooks, has_self: bool = False, given: dict | None = None,
                  returns=None, auto_scope: bool = True):
@@ -77,6 +78,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.frames: list[Frame] = []
         self.return_types: tuple | None = None
         self.local_names = liveness.first_bindings(fdef.body)
+        self.local_axes: dict = {}  # NAME = pl.dynamic("NAME") in the body -> its axis (AxisBinds)
+        self.bound_axes: dict = {}  # the parameter being typed: axis -> the pl.dynamic bind_dynamic gives it
 
     # ------------------------------------------------------------------ function
 
@@ -90,7 +93,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             body = self.group_body(body)
         returns = self.return_types or ()
         if self.fdef.returns is not None:
-            declared = self.return_annotation(self.fdef.returns)
+            declared = self.return_annotation(self.fdef.returns, returns if self.return_types is not None else None)
             if self.return_types is not None and (len(declared) != len(returns) or not all(
                     d == r or conforms(r, d) for d, r in zip(declared, returns))):  # (sized as it runs: checked then)
                 got = ", ".join(type_name(t) for t in returns)
@@ -129,6 +132,8 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         self.out.append(stmt)
 
     def statement(self, node, live_after: frozenset, top: bool) -> None:
+        if self.axis_statement(node):  # x.bind_dynamic(0, M), M = pl.dynamic("M"): read with the parameters
+            return
         if isinstance(node, ast.Assign):
             self.assign(node)
         elif isinstance(node, ast.AnnAssign):
@@ -139,6 +144,12 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             self.expr_statement(node)
         elif isinstance(node, ast.For):
             self.for_(node, live_after)
+        elif isinstance(node, ast.While):
+            self.while_(node, live_after)
+        elif isinstance(node, (ast.Break, ast.Continue)):
+            word = "break" if isinstance(node, ast.Break) else "continue"
+            raise self.error(UnsupportedSyntaxError, node, f"'{word}' outside a loop body",
+                             hint="jump from a loop's body or from an if inside it")
         elif isinstance(node, ast.If):
             self.if_(node, live_after)
         elif isinstance(node, ast.With):
@@ -150,7 +161,7 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         else:
             raise self.error(
                 UnsupportedSyntaxError, node, f"Unsupported statement type: {type(node).__name__}",
-                hint="kernels are written with assignments, pl.range/pl.pipeline/pl.parallel loops, "
+                hint="kernels are written with assignments, pl.range/pl.pipeline/pl.parallel and while loops, "
                      "if statements, with pl.at(...) scopes and return",
             )
 
@@ -184,6 +195,10 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
             return self.yield_(node.value, None)
         if self._is_builtin_call(node.value, "dump_tag"):
             return self.dump_tag(node.value)
+        if self._is_builtin_call(node.value, "cond"):
+            raise self.error(UnsupportedSyntaxError, node, "pl.cond sets the condition of a pl.while_ loop, as "
+                             "the first statement of its body", hint="for (x,) in pl.while_(init_values=(x0,)):\n"
+                             "    pl.cond(x < n)")
         if not isinstance(node.value, ast.Call):
             raise self.error(UnsupportedSyntaxError, node, "this expression statement has no effect",
                              hint="assign its value to a name, or remove it")
@@ -223,19 +238,10 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
                              f"unary '{OPERATOR_TEXT.get(type(node.op), '?')}' on a tile or tensor is not supported",
                              hint=f"write pl.neg({x}) (or pl.muls({x}, -1))" if isinstance(node.op, ast.USub)
                              else "kernels compute on tiles with pl.* ops")
-        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TensorType):
-            self.sized_on_core(node.value, self.local_type(node.value))
-            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if not self.incore and not any(isinstance(i, ast.Slice) for i in items):  # t[i, j]: one element
-                x, t = self.var(node.value.id)
-                return self.checked_call(lookup("tensor.read"),
-                                         {"tensor": x, "indices": tuple(self.index(i, "an element index") for i in items)},
-                                         {"tensor": t}, node)
-            return self.slice(node, self.local_type(node.value))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), ArrayType):
             return self.array_element(node)
-        if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
-            raise self.tile_slice_error(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
         if isinstance(node, ast.Name) and node.id in self.env:
             x, t = self.var(node.id)
             self.sized_on_core(node, t)
@@ -281,6 +287,10 @@ class FunctionConverter(Signatures, Assignments, Subscripts, SpmdForms, Placemen
         if isinstance(t, Nothing):
             raise self.error(TypeCheckError, node, f"'{t.callee}' returns nothing, so there is no value to use here",
                              hint=f"call it as a statement: {ast.unparse(node)}")
+        if isinstance(t, Inlined):
+            names = ", ".join(f"v{k}" for k in range(len(t.values)))
+            raise self.error(TypeCheckError, node, f"'{t.callee}' returns {len(t.values)} values; unpack them into "
+                             "as many names", hint=f"{names} = {ast.unparse(node)}")
 
     def operand(self, node, hint: str = "t"):
         """An operand Expr: op results are bound to a fresh temporary first."""

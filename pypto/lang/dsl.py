@@ -78,8 +78,55 @@ class TypeAnnotation(_Marker):
     __pypto_alias__ = "a type annotation"
 
 
-class MemRefDeclaration(_Marker):
-    __pypto_alias__ = "a pl.MemRef declaration"
+class MemRefDeclaration:
+    """``scratch = pl.MemRef(slots=2)`` outside a kernel: an allocation of the user's own,
+    which tile annotations name by the variable (``pl.Tile[..., scratch[i % 2], pl.Mem.Vec]``).
+    It takes the variable's name unless it was given one; the front end reads the fields,
+    so a declaration is checked where it is written (``span``)."""
+
+    def __init__(self, name: str | None, slots: int, addr: int | None, size: int | None, span=None):
+        self.name, self.slots, self.addr, self.size, self.span = name, slots, addr, size, span
+
+    def __getitem__(self, item):
+        raise PyptoError("a pl.MemRef declaration's slot is selected in a tile annotation, which the compiler "
+                         "parses and never runs", hint="t: pl.Tile[[64, 64], pl.FP32, buf[i % 2], pl.Mem.Vec] = ...")
+
+    def __repr__(self) -> str:
+        fields = [repr(self.name)] if self.name else []
+        if self.addr is not None:
+            fields += [str(self.addr), str(self.size)]
+        if self.slots != 1:
+            fields.append(f"slots={self.slots}")
+        return f"pl.MemRef({', '.join(fields)})"
+
+
+_MEMREF_KEYWORDS = ("slots", "size", "pipeline", "reusable")
+
+
+def memref_fields(args: list, kw: dict, *, named: bool) -> dict:
+    """The fields of ``pl.MemRef(*args, **kw)`` (values already in hand), or ValueError
+    (message, hint). ``named``: the name is required (the inline form has no variable to
+    take it from)."""
+    for k in kw:
+        if k not in _MEMREF_KEYWORDS:
+            raise ValueError(f"pl.MemRef got an unexpected keyword '{k}'", 'pl.MemRef("name", slots=N)')
+    name = args[0] if args and isinstance(args[0], str) else None
+    if named and not name or args and not isinstance(args[0], str) or name == "":
+        raise ValueError("pl.MemRef needs a name (a non-empty string) first", 'pl.MemRef("ub", slots=2)[i % 2]')
+    rest = args[1:]
+    if len(rest) not in (0, 2) or not all(isinstance(a, int) and not isinstance(a, bool) for a in rest):
+        raise ValueError("pl.MemRef takes (name) or (name, address, size)", 'pl.MemRef("ub", slots=2)')
+    slots = kw.get("slots", 1)
+    if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
+        raise ValueError(f"slots must be a positive int, not {slots!r}", 'pl.MemRef("ub", slots=2)')
+    addr, size = (rest[0], rest[1]) if rest else (None, kw.get("size"))
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool)):
+        raise ValueError(f"a MemRef's size is a number of bytes, not {size!r}", 'pl.MemRef("ub", size=16384)')
+    flags = {k: kw.get(k, False) for k in ("pipeline", "reusable")}
+    for k, v in flags.items():
+        if not isinstance(v, bool):
+            raise ValueError(f"{k} must be True or False, not {v!r}", None)
+    return dict(name=name, slots=slots, addr=addr, size=size, **flags)
 
 
 class TypeConstructor(DslName):
@@ -91,7 +138,18 @@ class TypeConstructor(DslName):
 
 class MemRefConstructor(DslName):
     def __call__(self, *args, **kwargs) -> MemRefDeclaration:
-        return MemRefDeclaration("pl.MemRef(...)")
+        from pypto.lang.sources import _decorated_at
+
+        try:
+            f = memref_fields(list(args), kwargs, named=False)
+        except ValueError as exc:
+            message, hint = exc.args
+            raise PyptoError(message, span=_decorated_at(), hint=hint) from None
+        if f["pipeline"] or f["reusable"]:  # the compiler's own marks, which a dump prints
+            raise PyptoError("pipeline= and reusable= are the compiler's marks on the MemRefs it makes; a "
+                             "declaration is an allocation of your own", span=_decorated_at(),
+                             hint="scratch = pl.MemRef(slots=2)")
+        return MemRefDeclaration(f["name"], f["slots"], f["addr"], f["size"], _decorated_at())
 
 
 class TileViewConstructor(DslName):  # pl.TileView and pl.TensorView: read in annotations

@@ -63,7 +63,7 @@ class Source:
 
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<",
-           ast.RShift: ">>"}
+           ast.RShift: ">>", ast.Div: "/"}
 # Expressions that may be constant as a whole though they are not literals.
 _COMPOUND = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -173,9 +173,12 @@ class ExprConverter(Lookups, Statics, Annotations):
     def element_read(self, node) -> bool:
         """Whether ``node`` reads one element of a tensor (``pl.tensor.read``, ``pl.tile.read``, ``pl.read``;
         in an orchestration also ``t[i, j]``): a scalar, once bound to a name."""
-        if isinstance(node, ast.Subscript) and not self.incore and isinstance(self.local_type(node.value), TensorType):
+        if isinstance(node, ast.Subscript) and (not self.incore and isinstance(self.local_type(node.value), TensorType)
+                                                or isinstance(self.local_type(node.value), TileType)):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return not any(isinstance(i, ast.Slice) for i in items)
+            # (fewer indices than axes is a view without them: C[i] of a 3-D C)
+            return not any(isinstance(i, ast.Slice) for i in items) \
+                and len(items) == len(self.local_type(node.value).shape)
         if isinstance(node, ast.Call):
             _, meaning = self.entity(node.func)
             return isinstance(meaning, N.Op) and meaning.name in ("tensor.read", "tile.read", "read")
@@ -207,9 +210,6 @@ class ExprConverter(Lookups, Statics, Annotations):
         if isinstance(node, ast.BinOp):
             op = _BINOPS.get(type(node.op))
             if op is None:
-                if isinstance(node.op, ast.Div):
-                    raise self.error(UnsupportedSyntaxError, node, "'/' is not an index operation",
-                                     hint="use '//' for integer division")
                 symbol = {ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
                           ast.BitXor: "^", ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)
                 try:  # compile-time operands: Python computes it here (2 ** 4)
@@ -223,7 +223,8 @@ class ExprConverter(Lookups, Statics, Annotations):
                                  else "index arithmetic has + - * // % << >> and min/max")
             return fold(n.BinOp(op, self._scalar(node.left), self._scalar(node.right)))
         if isinstance(node, ast.Subscript) and isinstance(self.local_type(node.value), TileType):
-            raise self.tile_slice_error(node)
+            raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' is a window of a tile, not a scalar",
+                             hint=f"read one element as {ast.unparse(node.value)}[i, j]")
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise self.error(UnsupportedSyntaxError, node, "chained comparisons are not supported",
@@ -281,13 +282,6 @@ class ExprConverter(Lookups, Statics, Annotations):
         for arg in node.args[1:]:  # min(a, b, c) is min(min(a, b), c), as Python folds it
             out = fold(n.BinOp(which, out, self._scalar(arg)))
         return out
-
-    def tile_slice_error(self, node: ast.Subscript) -> PyptoError:
-        name = ast.unparse(node.value)
-        return self.error(UnsupportedSyntaxError, node,
-                          f"tiles cannot be sliced: '{name}' is {type_name(self.local_type(node.value))}",
-                          hint="cut a window with pl.slice(tile, [rows, cols], [row, col]), or load just the "
-                               "region you need: pl.load(tensor, [row, col], [rows, cols])")
 
     def _static_const(self, node) -> n.Const:
         value = self.maybe_static(node)

@@ -19,7 +19,9 @@ BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, 
           ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.BitAnd: operator.and_,
           ast.BitOr: operator.or_, ast.BitXor: operator.xor}
 COMPARISONS = {ast.Eq: OPERATORS["=="], ast.NotEq: OPERATORS["!="], ast.Lt: OPERATORS["<"],
-               ast.LtE: OPERATORS["<="], ast.Gt: OPERATORS[">"], ast.GtE: OPERATORS[">="]}
+               ast.LtE: OPERATORS["<="], ast.Gt: OPERATORS[">"], ast.GtE: OPERATORS[">="],
+               # compile-time identity: a closure's optional value tested against None
+               ast.Is: operator.is_, ast.IsNot: operator.is_not}
 
 # No kernel constant needs more: an int64 has 64 bits, a shape a few thousand elements.
 # The bound keeps '9 ** 9 ** 9' or '1 << 10 ** 12' from stalling the compiler.

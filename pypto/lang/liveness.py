@@ -18,6 +18,18 @@ def assigned(stmts) -> list[str]:
     return list(seen)
 
 
+def stored(stmts) -> list[str]:
+    """Names stored into anywhere in ``stmts`` (``x[i] = v``), in order of first store."""
+    seen: dict[str, None] = {}
+    for stmt in stmts:
+        for node in _walk_stmt(stmt):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                        seen.setdefault(t.value.id, None)
+    return list(seen)
+
+
 def first_bindings(stmts) -> dict[str, int]:
     """Each name (re)bound anywhere in ``stmts`` -> the line of its first binding."""
     seen: dict[str, int] = {}
@@ -54,7 +66,9 @@ def live_after_each(stmts, live_after: frozenset = frozenset(), tail=()) -> list
     read_later = reads(tail)
     out: list = [frozenset()] * len(stmts)
     for i in range(len(stmts) - 1, -1, -1):
-        out[i] = frozenset(x for x in assigned([stmts[i]]) if x in live_after or x in read_later)
+        # (a store into an element or window may rebind the name too: an array's, a tile's)
+        bound = assigned([stmts[i]]) + stored([stmts[i]])
+        out[i] = frozenset(x for x in bound if x in live_after or x in read_later)
         read_later |= reads([stmts[i]])
     return out
 
@@ -78,6 +92,9 @@ def _exposed_block(stmts, defined: set[str], exposed: set[str]) -> set[str]:
             exposed |= reads([stmt.iter]) - defined
             # The body may run zero times: what it binds is not definitely bound after it.
             _exposed_block(stmt.body, defined | set(_targets(stmt)), exposed)
+        elif isinstance(stmt, ast.While):
+            exposed |= reads([stmt.test]) - defined
+            _exposed_block(stmt.body, defined, exposed)
         elif isinstance(stmt, ast.With):
             exposed |= reads([item.context_expr for item in stmt.items]) - defined
             defined = _exposed_block(stmt.body, defined, exposed)

@@ -18,6 +18,8 @@ class Lookups:
         if isinstance(node, ast.Name):
             if node.id in self.env:  # a local value hides what the module binds to the name
                 return None
+            if node.id in getattr(self, "local_axes", {}):  # M = pl.dynamic("M") in the body
+                return N.Value(self.local_axes[node.id])
             ref = self.source.resolver.resolve(node.id)
             if (node.id in self.dropped or node.id in self.local_names) and ref != N.Path(()):
                 # 'pl' bound locally is its own error, where it is bound.
@@ -44,11 +46,17 @@ class Lookups:
             ParseError, node,
             f"'{ref.name}' is {ref.what} bound at module level; the kernel source is re-parsed on "
             "its own, where such a variable is not in scope",
-            hint="write the declaration inline where it is used, e.g. "
-            "tile: pl.Tile[[64, 128], pl.FP32, pl.MemRef(\"ub\", slots=2)[i % 2], pl.Mem.Vec] = ...",
+            hint="write the annotation inline where it is used, e.g. "
+            "tile: pl.Tile[[64, 128], pl.FP32, pl.Mem.Vec] = ...",
         )
 
     def undefined(self, node: ast.Name) -> PyptoError:
+        ref = None if node.id in self.env else self.source.resolver.resolve(node.id)
+        if isinstance(ref, N.Declared):
+            return self.error(
+                ParseError, node, f"'{node.id}' is a pl.MemRef declaration: it says where a tile lives, and has no "
+                "value to compute with", hint=f"name it in a tile's annotation, e.g. t: pl.Tile[[64, 128], pl.FP32, "
+                f"{node.id}{f'[i % {ref.decl.slots}]' if ref.decl.slots > 1 else ''}, pl.Mem.Vec] = pl.load(...)")
         if node.id in self.dropped:
             d = self.dropped[node.id]
             return self.error(

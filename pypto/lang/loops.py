@@ -18,8 +18,8 @@ import attrs
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.tensors import block_roots
-from pypto.ir.types import INDEX, ForKind, ScalarType, TensorType, joins, placed_name, type_name
-from pypto.lang import index_bounds, liveness
+from pypto.ir.types import INDEX, DataType, ForKind, ScalarType, TensorType, joins, placed_name, type_name
+from pypto.lang import index_bounds, jumps, liveness
 from pypto.lang import names as N
 from pypto.lang.branches import Branches, Frame
 from pypto.lang.exprs import Dropped
@@ -80,6 +80,12 @@ def last_value(start, stop, step):
 
 class Loops(Branches):
     def for_(self, node: ast.For, live_after: frozenset) -> None:
+        if self._is_builtin_call(node.iter, "while_"):
+            return self.while_form(node, live_after)
+        if jumps.jumps(node.body):
+            node = self.for_without_jumps(node, live_after)
+            if node is None:  # it broke: converted as a while
+                return
         if self.unrolled(node):
             return self.unroll(node, live_after)
         if self._is_builtin_call(node.iter, "spmd"):
@@ -93,7 +99,7 @@ class Loops(Branches):
         loop_name, header = self.loop_target(node.target, inits)
         yields = self._yield_names(node.body[-1]) if inits is not None else None
         plan = plan_loop(node, loop_name, header, yields, self.env, live_after, last_value(start, stop, step),
-                         self.arrays_stored(node.body))
+                         self.stored_into(node.body))
         outer_env = self.env
         var, iter_args = self.carry_in(node, plan, start, stop, step, inits or [], outer_env)
         frame = Frame("for", plan.explicit, last=node.body[-1], header=plan.header)
@@ -277,6 +283,179 @@ class Loops(Branches):
                             "and is not available after it",
                     hint="read the loop's result: the name its pl.yield_ assigns"
                          + (f" ('{frame.yield_targets[plan.header.index(name)]}')" if frame.yield_targets else ""))
+
+
+    # ------------------------------------------------------------------ jumps and while loops
+
+    def jump_names(self) -> jumps.Names:
+        names = self.__dict__.get("_jump_names")
+        if names is None:
+            names = self._jump_names = jumps.Names()
+        return names
+
+    def check_jumps(self, node, body, form: str, allow_break: bool) -> list:
+        """The jumps of a loop body, refused where the loop cannot take them; its breaks."""
+        for j in jumps.outside_ifs(body):
+            word = "break" if isinstance(j, ast.Break) else "continue"
+            raise self.error(UnsupportedSyntaxError, j, f"'{word}' inside a with block is not supported",
+                             hint=f"jump from the loop body or an if in it; end the with block first")
+        breaks = jumps.jumps(body, ast.Break)
+        if breaks and not allow_break:
+            raise self.error(UnsupportedSyntaxError, breaks[0], f"'break' cannot end a {form} loop early",
+                             hint="break out of a pl.range(...) loop (or a while loop); this loop's trips are "
+                                  "laid out before it runs")
+        return breaks
+
+    def for_without_jumps(self, node: ast.For, live_after: frozenset):
+        """The loop with its ``continue``s and ``break``s made structured (``jumps``): the
+        same loop with a new body, or None when its breaks made it a while loop (converted here)."""
+        it = node.iter
+        _, meaning = self.entity(it.func) if isinstance(it, ast.Call) else (None, None)
+        form = f"pl.{meaning.name}" if isinstance(meaning, N.Builtin) else ast.unparse(it)
+        kw = [k for k in getattr(it, "keywords", ()) if k.arg == "init_values"]
+        found = jumps.jumps(node.body)
+        if kw:
+            word = "break" if isinstance(found[0], ast.Break) else "continue"
+            raise self.error(UnsupportedSyntaxError, found[0], f"'{word}' in a loop with init_values: the trip it "
+                             "ends would hand on no pl.yield_", hint="carry the values by rebinding their names in "
+                             "the body (no init_values), which a jump leaves as they are")
+        if node.orelse:
+            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported",
+                             hint="write the else block's statements after the loop")
+        forms = {"range": True, "unroll": True, "parallel": False, "pipeline": False}
+        breaks = self.check_jumps(node, node.body, form, forms.get(getattr(meaning, "name", None), False))
+        names = self.jump_names()
+        if not breaks:
+            return ast.copy_location(ast.For(node.target, node.iter, jumps.eliminated(node.body, None, names), [],
+                                             None), node)
+        if not isinstance(node.target, ast.Name):
+            raise self.error(UnsupportedSyntaxError, node.target, "the loop variable is a single name")
+        brk = names.fresh("brk")
+        self.bind(brk, ScalarType(DataType.BOOL), n.Const(False), node)
+        if meaning.name == "unroll":  # the copies after the one that broke do nothing
+            guard = ast.UnaryOp(ast.Not(), ast.Name(brk, ast.Load()))
+            body = [ast.If(guard, jumps.eliminated(node.body, brk, names), [])]
+            return jumps._locate(ast.For(node.target, node.iter, body, [], None), node)
+        _, start, stop, step, _, _ = self.loop_header(node)
+        counter, end, stride = names.fresh("it"), names.fresh("stop"), names.fresh("step")
+        for name, e in ((counter, start), (end, stop), (stride, step)):
+            self.bind(name, INDEX, e, node)
+        loop = jumps.broken_for(node, node.target.id, counter, end, stride, brk, names)
+        self.while_loop(loop, loop.test, loop.body, None, None, live_after)
+        return None
+
+    def while_(self, node: ast.While, live_after: frozenset) -> None:
+        """``while cond:`` — what the body rebinds and reads again (the condition reads it
+        before each trip) is carried."""
+        if node.orelse:
+            raise self.error(UnsupportedSyntaxError, node, "while-else is not supported",
+                             hint="write the else block's statements after the loop")
+        if jumps.jumps(node.body):
+            names = self.jump_names()
+            if self.check_jumps(node, node.body, "while", True):
+                brk = names.fresh("brk")
+                self.bind(brk, ScalarType(DataType.BOOL), n.Const(False), node)
+                node = jumps.broken_while(node, brk, names)
+            else:
+                node = ast.copy_location(ast.While(node.test, jumps.eliminated(node.body, None, names), []), node)
+        self.while_loop(node, node.test, node.body, None, None, live_after)
+
+    def while_form(self, node: ast.For, live_after: frozenset) -> None:
+        """``for (x,) in pl.while_(init_values=(x0,)):`` opened by ``pl.cond(test)``, ended
+        by ``x_out = pl.yield_(...)``: the explicit spelling (the one dumps print)."""
+        it = node.iter
+        if it.args or [k.arg for k in it.keywords] != ["init_values"]:
+            raise self.error(TypeCheckError, it, "pl.while_ takes init_values=(...) only",
+                             hint="for (x,) in pl.while_(init_values=(0,)):")
+        value = it.keywords[0].value
+        if not isinstance(value, (ast.Tuple, ast.List)) or not value.elts:
+            raise self.error(TypeCheckError, value, "init_values is a tuple of initial values, one per carried name",
+                             hint="init_values=(x0,)")
+        target = node.target
+        if not (isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts)):
+            raise self.error(UnsupportedSyntaxError, target, "a pl.while_ loop binds its carried names, '(a, b)'",
+                             hint="for (x,) in pl.while_(init_values=(x0,)):")
+        header = [e.id for e in target.elts]
+        if len(header) != len(value.elts):
+            raise self.error(TypeCheckError, target, f"{len(header)} loop-carried names for {len(value.elts)} "
+                             "init_values")
+        for e in target.elts:
+            self.check_local_name(e.id, e)
+        if node.orelse:
+            raise self.error(UnsupportedSyntaxError, node, "for-else is not supported")
+        first = node.body[0]
+        if not (isinstance(first, ast.Expr) and self._is_builtin_call(first.value, "cond")):
+            raise self.error(UnsupportedSyntaxError, first, "a pl.while_ loop opens with pl.cond(condition)",
+                             hint="make pl.cond(x < n) the first statement of the body")
+        call = first.value
+        if len(call.args) != 1 or call.keywords:
+            raise self.error(TypeCheckError, call, "pl.cond takes one condition", hint="pl.cond(x < n)")
+        body = node.body[1:]
+        if not body:
+            raise self.error(TypeCheckError, node, "a pl.while_ loop must end with 'x = pl.yield_(...)'",
+                             hint=f"end the body with {', '.join(header)} = pl.yield_(...)")
+        if jumps.jumps(body):
+            j = jumps.jumps(body)[0]
+            word = "break" if isinstance(j, ast.Break) else "continue"
+            raise self.error(UnsupportedSyntaxError, j, f"'{word}' in a loop with init_values: the trip it ends "
+                             "would hand on no pl.yield_", hint="fold the jump into pl.cond and the yielded values")
+        inits = [self.operand(e) for e in value.elts]
+        self.while_loop(node, call.args[0], body, header, inits, live_after)
+
+    def while_loop(self, node, test, body, header, inits, live_after: frozenset) -> None:
+        """Emit the While: ``header``/``inits`` are an explicit loop's (None: a natural one)."""
+        explicit = inits is not None
+        header = tuple(header or ())
+        yields = self._yield_names(body[-1]) if explicit and body else None
+        exposed = liveness.upward_exposed(body) | liveness.reads([test])
+        assigned = liveness.assigned(body) + list(self.stored_into(body))
+        implicit = tuple(x for x in dict.fromkeys(assigned) if x in self.env and x not in header
+                         and x not in (yields or ()) and (x in exposed or x in live_after))
+        plan = LoopPlan("", header, explicit, implicit, None, None)
+        outer_env = self.env
+        iter_args = []
+        for name, (init, t) in [*zip(header, inits or ()), *((x, self.ssa_value(outer_env[x])) for x in implicit)]:
+            ssa = self.fresh(name)
+            self.types[ssa] = t
+            iter_args.append(n.IterArg(ssa, t, init))
+            self.env = self.env.set(name, ssa)
+        before = len(self.out)
+        cond = self.scalar(test)
+        if len(self.out) != before:
+            del self.out[before:]
+            culprit = next((x for x in ast.walk(test) if self.element_read(x)), test)
+            raise self.error(UnsupportedSyntaxError, culprit, "a while condition is an expression of scalars the loop "
+                             "has: it is checked before each trip, and cannot read an element here",
+                             hint="read the element in the body (and before the loop) into a name the condition "
+                                  "tests")
+        t = self.expr_type(cond, test)
+        if not (isinstance(t, ScalarType) and (t.dtype.is_int or t.dtype is DataType.BOOL)):
+            raise self.error(TypeCheckError, test, f"a while condition is a bool or an integer, not {type_name(t)}")
+        if isinstance(cond, n.Const) and cond.value and not self.source.exact:
+            raise self.error(UnsupportedSyntaxError, test, f"'{ast.unparse(test)}' always holds and nothing breaks "
+                             "out of the loop: it never ends", hint="test a value the body changes, or break out "
+                             "of the loop on a condition")
+        frame = Frame("for", explicit, last=body[-1] if body else None, header=header)
+        self.frames.append(frame)
+        body_live = frozenset(live_after) | exposed | frozenset(header) | frozenset(implicit)
+        try:
+            body_ir = list(self.block(body, body_live))
+        finally:
+            self.frames.pop()
+        body_env = self.env
+        names = self.hand_on(node, plan, frame, body_ir, iter_args)
+        self.env = outer_env
+        self._drop(body_env, node, "loop")
+        self.hand_out_tensors(body_env, outer_env, body_ir)
+        self.scope_header(node, plan, frame, names)
+        results = []
+        for name, a in zip(names, iter_args):
+            ssa = self.fresh(name)
+            self.types[ssa] = a.type
+            self.env = self.env.set(name, ssa)
+            self.dropped.pop(name, None)
+            results.append(n.Binding(ssa, a.type))
+        self.emit(n.While(cond, body_ir, iter_args, results, span=self.span(node)))
 
 
 def _carried_type_message(name: str, plan: LoopPlan, before_t, end_t) -> tuple[str, str]:

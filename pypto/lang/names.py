@@ -21,6 +21,7 @@ from pypto.ir.ops.rings import AUTO
 from pypto.ir.types import (AtomicType, DataType, FunctionType, Level, MaskPattern, PadValue, ScopeMode, SplitMode,
                              TensorLayout)
 from pypto.backend import MemorySpace
+from pypto.lang.dsl import MemRefDeclaration
 
 # ----------------------------------------------------------------------------- entities
 
@@ -96,6 +97,15 @@ class Alias:
     what: str
 
 
+@attrs.frozen(eq=False)
+class Declared:
+    """A ``pl.MemRef`` declaration bound outside the kernel (``scratch = pl.MemRef(slots=2)``),
+    read through the variable ``name``: an allocation tile annotations name."""
+
+    name: str
+    decl: object  # a pypto.lang.dsl.MemRefDeclaration
+
+
 @attrs.frozen
 class Unknown:
     name: str
@@ -137,7 +147,7 @@ ENUMS = {
     "TensorLayout": TensorLayout,
 }
 DTYPES = {d.name: d for d in DataType}
-BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "submit", "no_dep", "dump_tag", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot", "split_aiv", "cluster"})
+BUILTINS = frozenset({"range", "pipeline", "parallel", "unroll", "while_", "cond", "submit", "no_dep", "dump_tag", "scope", "manual_scope", "at", "yield_", "min", "max", "const", "spmd", "spmd_submit", "split", "cross_core_slot", "split_aiv", "cluster"})
 TYPE_CTORS = frozenset({"Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView", "TensorView"})
 DECORATORS = frozenset({"jit", "function", "program"})
 NAMESPACES = frozenset({"tile", "tensor", "array", "system"})
@@ -324,6 +334,8 @@ def classify(name: str, obj):
     path = getattr(obj, "__pypto_path__", None)
     if isinstance(path, tuple) and not isinstance(obj, type):
         return Path(path)
+    if isinstance(obj, MemRefDeclaration):
+        return Declared(name.rsplit(".", 1)[-1], obj)
     if getattr(obj, "__pypto_alias__", None):
         return Alias(name, obj.__pypto_alias__)
     if getattr(obj, "__pypto_kernel__", False):
@@ -334,8 +346,8 @@ def classify(name: str, obj):
     if isinstance(obj, (numpy.bool_, numpy.integer, numpy.floating)):
         # A numpy scalar is the number it holds (its value is exact as a Python number).
         return Value(obj.item())
-    if _is_constant(obj) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
-        return Value(obj)
+    if obj is None or _is_constant(obj) or isinstance(obj, enum.Enum) and _is_dsl_enum(obj):
+        return Value(obj)  # (None: an optional argument the kernel leaves out, or tests with 'is None')
     if isinstance(obj, (types.ModuleType, DynVar)):
         return Value(obj)
     return Unknown(name, f"a {type(obj).__name__}")

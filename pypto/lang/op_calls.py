@@ -11,8 +11,9 @@ import difflib
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import UNIFIED, Kind, infer_type, lookup
-from pypto.ir.ops.registry import keyword_form
+from pypto.ir.ops.registry import FOREIGN_KEYWORDS, SCALAR_FORMS, TENSOR_OPERAND_FORMS, keyword_form
 from pypto.ir.ops.pipes import POPS
+from pypto.ir.simplify import simplify
 from pypto.ir.ops.spmd import LANED, REGION_HINT, SPLITS
 from pypto.ir.ops.registry import OpArgs, OpDef, ParamSpec
 from pypto.ir.types import (TASK_ID, AtomicType, DataType, PadValue, ScalarType, TensorLayout, TensorType, TileType,
@@ -69,16 +70,30 @@ class OpCalls:
             self.check_atomic_assemble(thunks, keywords, node)
         if meaning.unified and meaning.name == "cast" and thunks and isinstance(thunks[0].operand()[1], ScalarType):
             return self.scalar_cast(thunks, keywords, node)
-        op = keyword_form(self.pick_op(meaning, thunks, keywords, node) if meaning.unified else lookup(meaning.name),
-                          keywords)
+        op = keyword_form(self.pick_op(meaning, thunks, keywords, node) if meaning.unified
+                          else self.scalar_rhs_form(lookup(meaning.name), thunks, keywords), keywords)
+        op = self.tensor_operand_form(op, thunks, keywords)
         self.require_incore(node, op.name)
+        if op.name == "tensor.set_validshape" and self.incore:
+            raise self.error(UnsupportedSyntaxError, node, "pl.set_validshape of a tensor in a kernel is not supported "
+                             "here: a tensor computed on a core is valid everywhere", hint="narrow what is loaded: "
+                             "pl.load(t, offsets, shapes, valid_shape=[rows, cols]), then pl.fillpad the tile")
         if op.name == "tensor.create":
             self.check_create(keywords)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
         if meaning.name in ("aiv_shard", "aic_gather") and "mode" in keywords:
             raise self.error(TypeCheckError, keywords["mode"][1], f"pl.{meaning.name} does not take a mode: it "
                              "inherits the enclosing pl.split_aiv region's", hint=f"pl.{meaning.name}(x)")
+        clamp = self.load_clamp(keywords) if op.name == "tile.load" and "clamp" in keywords else False
         values, types = self.bind_args(op, thunks, keywords, node)
+        if clamp:
+            values["offsets"], values["valid_shape"] = self.clamped(values, types.get("tensor"))
+        if op.name == "array.create" and self.incore and values["dtype"] is DataType.TASK_ID:
+            raise self.error(ParseError, node, "pl.array.create of TaskIds is the orchestration's: tasks are "
+                             "submitted and awaited on the host, not on a core",
+                             hint="keep TaskIds in an array of the @pl.jit entry; a kernel's array holds integers")
+        if op.name == "tile.store":
+            values, types = self.lead_with_ones(values, types, node)
         if op.name in LANED:
             values["split"] = self.region_split(op, values["split"], types.get("x"), node)
         declared = self.declared
@@ -94,6 +109,51 @@ class OpCalls:
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    def lead_with_ones(self, values: dict, types: dict, node):
+        """A store of a tile of lower rank than its tensor writes the region led by 1s (a
+        [1, 16] tile at [1, 2, 0] of a [2, 4, 16] tensor, as the reference injects the
+        shapes): the tile is reshaped to that rank first."""
+        tile, out = types.get("tile"), types.get("output_tensor")
+        if not (isinstance(tile, TileType) and isinstance(out, TensorType) and len(tile.shape) < len(out.shape)
+                and tile.valid_shape is None and len(values["offsets"]) == len(out.shape)):
+            return values, types
+        shape = (1,) * (len(out.shape) - len(tile.shape)) + tuple(tile.shape)
+        call, t = self.checked_call(lookup("tile.reshape"), {"tile": values["tile"],
+                                                              "shape": tuple(n.Const(d) for d in shape)},
+                                    {"tile": tile}, node)
+        ssa = self.fresh("reshape", temp=True)
+        self.types[ssa] = t
+        self.emit(n.Assign(ssa, t, call, span=self.span(node)))
+        return {**values, "tile": n.Var(ssa)}, {**types, "tile": t}
+
+    def static_none(self, node) -> bool:
+        """Whether a name denotes None when compiling (a closure's ``valid_shape = None``)."""
+        if isinstance(node, ast.Name) and node.id in self.env:
+            return False
+        try:
+            return self.maybe_static(node) is None
+        except PyptoError:
+            return False
+
+    def load_clamp(self, keywords: dict) -> bool:
+        thunk, _ = keywords.pop("clamp")
+        return self.static_of(thunk.node, bool, "pl.load's clamp", hint="clamp=True")
+
+    @staticmethod
+    def clamped(values: dict, tensor) -> tuple:
+        """``pl.load(..., clamp=True)``: (offsets, valid shape) of the region read, which stops
+        at the tensor's end — each valid extent cut to what lies between the offset and the
+        edge, an offset past the edge brought back to it (nothing is read there)."""
+        wanted = values["valid_shape"] if values["valid_shape"] is not None else values["shapes"]
+        offsets = values["offsets"]
+        if not isinstance(tensor, TensorType) or len(wanted) != len(tensor.shape) or len(offsets) != len(tensor.shape):
+            return offsets, values["valid_shape"]  # (the load's own check says what is wrong)
+        dims = [d if isinstance(d, int) else None for d in tensor.shape]
+        valid = tuple(v if d is None else simplify(n.BinOp("max", n.Const(0), n.BinOp("min", v, n.BinOp(
+            "-", n.Const(d), o)))) for v, d, o in zip(wanted, dims, offsets))
+        at = tuple(o if d is None else simplify(n.BinOp("min", o, n.Const(d))) for o, d in zip(offsets, dims))
+        return at, valid
 
     def region_split(self, op: OpDef, split, x, node) -> int:
         """A tile crossing's split: its pl.split_aiv region's mode (as the reference encodes
@@ -115,16 +175,24 @@ class OpCalls:
 
     def scalar_cast(self, thunks, keywords: dict, node):
         """``pl.cast(x, pl.INDEX)`` of a scalar: between integer types the value stays (a
-        scalar's value is its integer; the type says how it is used)."""
+        scalar's value is its integer; the type says how it is used); an integer to a float
+        type is the number it is, as a float (rounded to the type where it is used, as any
+        float scalar is)."""
         value, t = thunks[0].operand()
         target = thunks[1] if len(thunks) > 1 else keywords.get("target_type", (None,))[0]
         if target is None:
             raise self.error(TypeCheckError, node, "pl.cast takes the target dtype: pl.cast(x, pl.INDEX)")
         dtype = self.static_of(target.node, DataType, "pl.cast's target_type")
+        if dtype.is_float and (t.dtype.is_int or t.dtype.is_float):
+            if t.dtype.is_float:
+                return value, ScalarType(dtype)
+            folded = simplify(n.BinOp("*", value, n.Const(1.0)))  # (Python's int * 1.0 is the float of the int)
+            return folded, ScalarType(dtype)
         if not (t.dtype.is_int and dtype.is_int):
             raise self.error(UnsupportedSyntaxError, node,
-                             f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: only between "
-                             "integer types", hint="cast the tile the value is used with instead")
+                             f"pl.cast of a scalar from {t.dtype.name} to {dtype.name} is not supported: between "
+                             "integer types, or from a number to a float type",
+                             hint="cast the tile the value is used with instead")
         bits = 8 * dtype.nbytes
         (lo, hi), (to_lo, to_hi) = _int_range(t.dtype), _int_range(dtype)
         if bits >= 64 or to_lo <= lo and hi <= to_hi:
@@ -207,6 +275,24 @@ class OpCalls:
                              hint=f"use pl.{'tile' if level == 'tensor' else 'tensor'}.{meaning.name} operands")
         return lookup(name)
 
+    def tensor_operand_form(self, op: OpDef, thunks, keywords) -> OpDef:
+        """``pl.tile.mgather(mem, idx_tensor, ...)``: a Tensor where the op takes a tile picks
+        the form that takes it (``TENSOR_OPERAND_FORMS``)."""
+        param, other = TENSOR_OPERAND_FORMS.get(op.name, (None, None))
+        if param is None:
+            return op
+        k = op.index(param)
+        arg = thunks[k] if k < len(thunks) else keywords.get(param, (None,))[0]
+        return lookup(other) if arg is not None and isinstance(arg.operand()[1], TensorType) else op
+
+    def scalar_rhs_form(self, op: OpDef, thunks, keywords) -> OpDef:
+        """``pl.tensor.add(x, 2.0)``: a level's op with a scalar rhs is its scalar form."""
+        other = SCALAR_FORMS.get(op.name)
+        second = thunks[1] if len(thunks) > 1 else keywords.get("rhs", (None,))[0]
+        if other is not None and second is not None and isinstance(second.operand()[1], ScalarType):
+            return lookup(other)
+        return op
+
     def bind_args(self, op: OpDef, thunks, keywords, node):
         params = op.params
         if len(thunks) > len(params):
@@ -217,6 +303,11 @@ class OpCalls:
             chosen[p.name] = (t, t.node)
         names = [p.name for p in params]
         for key, (t, kwnode) in keywords.items():
+            if key in FOREIGN_KEYWORDS.get(op.name, {}):  # another form's keyword: its default is a no-op
+                default, message, hint = FOREIGN_KEYWORDS[op.name][key]
+                if self.static_of(t.node, type(default), f"{op.name}'s {key}") == default:
+                    continue
+                raise self.error(TypeCheckError, kwnode, message, hint=hint)
             if key not in names:
                 close = difflib.get_close_matches(key, names, n=1)
                 raise self.error(TypeCheckError, kwnode, f"{op.name} got an unexpected keyword '{key}'",
@@ -240,7 +331,8 @@ class OpCalls:
 
     def convert_arg(self, op: OpDef, p: ParamSpec, thunk: ArgThunk, node):
         what = f"{op.name}'s '{p.name}'"
-        if p.optional and isinstance(thunk.node, ast.Constant) and thunk.node.value is None:
+        if p.optional and (isinstance(thunk.node, ast.Constant) and thunk.node.value is None
+                           or isinstance(thunk.node, (ast.Name, ast.Attribute)) and self.static_none(thunk.node)):
             return None, None
         if p.kind is Kind.SCALAR and p.integer:
             e, t = thunk.operand()  # with its dtype (pl.cast(i, pl.INT32) says it), which an op may check
@@ -295,8 +387,12 @@ class OpCalls:
         INT32 tile, pl.full of an INT8 tile) must fit it: a constant that does not is a
         mistake, caught where it is written rather than wrapped at run time. On a float
         operand, an integer constant must be a number some float holds (10 ** 400 is not)."""
-        operand = next((types[p.name] for p in op.params if p.kind in (Kind.TILE, Kind.TENSOR)
-                        and isinstance(types.get(p.name), (TileType, TensorType))), result)
+        operands = [types[p.name] for p in op.params if p.kind in (Kind.TILE, Kind.TENSOR)
+                    and isinstance(types.get(p.name), (TileType, TensorType))]
+        # the operand the scalar joins: the one of the result's dtype (pl.tile.sels's src, not
+        # its mask), else the first (pl.cmps's lhs)
+        same = [t for t in operands if t.dtype is getattr(result, "dtype", None)]
+        operand = (same or operands or [result])[0]
         dtype = getattr(operand, "dtype", None)
         if dtype is not None and dtype.is_float:
             for p in op.params:

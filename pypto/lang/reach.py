@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 
 from pypto.ir import nodes as n
-from pypto.ir.simplify import OPERATORS
+from pypto.ir.simplify import DIVISIONS, OPERATORS
 
 # Combinations beyond this are not enumerated: the caller falls back to interval bounds.
 LIMIT = 1 << 14
@@ -44,7 +44,7 @@ def evaluate(e, env: dict, defs: dict):
         if f is None:
             raise Unknown(e.op)
         lhs, rhs = evaluate(e.lhs, env, defs), evaluate(e.rhs, env, defs)
-        if e.op in ("//", "%") and rhs == 0 or e.op in ("<<", ">>") and rhs < 0:
+        if e.op in DIVISIONS and rhs == 0 or e.op in ("<<", ">>") and rhs < 0:
             raise Unknown("division by zero or a negative shift")
         return f(lhs, rhs)
     raise Unknown(repr(e))

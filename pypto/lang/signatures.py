@@ -9,7 +9,7 @@ import ast
 
 from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.types import TileType
+from pypto.ir.types import ArrayType, TileType, type_name
 from pypto.lang.exprs import Source
 
 
@@ -21,33 +21,58 @@ class Signatures:
             if not args or args[0].arg != "self":
                 raise self.error(ParseError, self.fdef, f"method '{self.fdef.name}' of a @pl.program needs 'self' first")
             args = args[1:]
+        binds = self.scan_axis_binds([a.arg for a in args])
         params = []
         for arg in args:
             if arg.annotation is None:
                 raise self.error(TypeCheckError, arg, f"Parameter '{arg.arg}' missing type annotation",
                                  hint=f"Add a type annotation like: {arg.arg}: pl.Tensor[[64], pl.FP32]")
             given = None if self.given is None else self.given.get(arg.arg)
+            self.bound_axes = {dim: var for dim, (var, _) in binds.get(arg.arg, {}).items()}
             try:
                 t, direction = self.annotation(arg.annotation, given=given, param=arg.arg)
+                self.bind_axes(arg.arg, t, binds.get(arg.arg, {}), arg)
             except SpecializationError as err:
                 err.param = arg.arg  # which argument: a caller reports it where it is passed
                 raise
+            finally:
+                self.bound_axes = {}
             if isinstance(t, TileType):
                 raise self.error(TypeCheckError, arg, f"parameter '{arg.arg}' is a Tile: kernels take GM tensors",
                                  hint="take a pl.Tensor and pl.load the tile inside the kernel")
+            if isinstance(t, ArrayType) and self.incore:
+                raise self.error(TypeCheckError, arg, f"parameter '{arg.arg}' is an ArrayType ({type_name(t)}), and an "
+                                 "array does not escape the function that makes it: a kernel's parameters are what a "
+                                 "task is given (tensors and scalars)",
+                                 hint="pass the elements the kernel needs as pl.Scalar parameters, or keep the array "
+                                      "in the orchestration (an @pl.jit entry, or a @pl.jit.inline helper it calls)")
             self.check_local_name(arg.arg, arg)
             name = self.fresh(arg.arg)
             self.env = self.env.set(arg.arg, name)
             params.append(n.Param(name, t, direction))
         return tuple(params)
 
-    def return_annotation(self, node) -> tuple:
+    def return_annotation(self, node, returned=None) -> tuple:
+        """The declared return types; ``returned``: what the body returns, whose extents a
+        ``pl.dynamic`` axis of the annotation takes (the reference's return types are
+        symbolic: the value returned is the tensor it is)."""
         if isinstance(node, ast.Constant) and node.value is None:
             return ()
+        items = [node]
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "tuple":
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if returned is None or len(returned) != len(items):
             return tuple(self.annotation(i)[0] for i in items)
-        return (self.annotation(node)[0],)
+        return tuple(self._returned_as(i, r) for i, r in zip(items, returned))
+
+    def _returned_as(self, node, returned):
+        declared = self.annotation(node)[0]
+        if declared == returned or not any(self.is_dynamic(x) for x in ast.walk(node)):
+            return declared
+        try:
+            return self.annotation(node, given=returned, param="the returned value")[0]
+        except SpecializationError:
+            return declared  # (the caller says how it differs)
 
 
 def check_signature(source: Source, fdef: ast.FunctionDef, *, spliced: bool) -> None:

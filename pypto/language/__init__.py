@@ -72,6 +72,8 @@ range = _DslName("range")  # noqa: A001  (the kernel language's own range)
 pipeline = _DslName("pipeline")
 parallel = _DslName("parallel")
 unroll = _DslName("unroll")
+while_ = _DslName("while_")
+cond = _DslName("cond")
 submit = _DslName("submit")
 scope = _DslName("scope")
 manual_scope = _DslName("manual_scope")
@@ -85,6 +87,8 @@ yield_ = _DslName("yield_")
 min = _DslName("min")  # noqa: A001
 max = _DslName("max")  # noqa: A001
 const = _DslName("const")
+dim = _DslName("dim")
+dump_tag = _DslName("dump_tag")
 
 
 
@@ -104,6 +108,6 @@ __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
-    "parallel", "parse", "parse_program",
-    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
+    "parallel", "parse", "parse_program", "dim", "dump_tag",
+    "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "while_", "cond", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", *sorted(_UNIFIED),
 ]

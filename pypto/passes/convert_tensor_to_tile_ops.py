@@ -36,6 +36,7 @@ from pypto.passes.memory import ring_overflow, ring_reserve
 from pypto.passes.ring_slots import convert_fitting_rings
 from pypto.passes.tile_emitter import Emitter
 from pypto.passes.expand_clones import expand_clones
+from pypto.passes.padded_assembles import pad_assembles
 from pypto.passes.expand_l1 import expand_l1, user_name
 from pypto.passes.return_outputs import return_outputs
 from pypto.backend import MemorySpace as M
@@ -47,7 +48,7 @@ def convert_tensor_to_tile_ops(program: n.Program, ctx: PassContext) -> PassResu
     out = []
     for fn in program.functions:
         if fn.name in kernels:
-            fn, buffers = expand_l1(expand_clones(fn), ctx.soc)
+            fn, buffers = expand_l1(expand_clones(pad_assembles(fn)), ctx.soc)
             ring = ring_reserve(fn.body)
             held = _held_vec(buffers, ctx.soc)
             try:
@@ -134,7 +135,7 @@ class _Converter:
         around = self.em.carried
         for k, stmt in enumerate(body):
             out.extend(self.stmt(stmt))
-            if isinstance(stmt, (n.For, n.If)) and not self.g.pure(stmt):
+            if isinstance(stmt, (*n.LOOPS, n.If)) and not self.g.pure(stmt):
                 # the whole tiles it gives are live beside the sinks after it while those read them
                 later = _computed_from(self.g, body[k + 1:])
                 self.em.carried += sum(self.vec_bytes(b.name) for b in stmt.results
@@ -156,10 +157,10 @@ class _Converter:
         if isinstance(stmt, n.Assign) and (isinstance(self.g.defs.get(stmt.target), Op)
                                            or stmt.target in self.g.aliases):
             return []  # computed where it is read
-        if isinstance(stmt, (n.For, n.If)):
+        if isinstance(stmt, (*n.LOOPS, n.If)):
             if self.g.pure(stmt):
                 return []
-            return self.loop(stmt) if isinstance(stmt, n.For) else self.branch(stmt)
+            return self.loop(stmt) if isinstance(stmt, n.LOOPS) else self.branch(stmt)
         if isinstance(stmt, n.Yield):
             pre, values, around = [], [], self.em.carried
             for v, tile in zip(stmt.values, self.carrying[-1]):
@@ -228,7 +229,7 @@ class _Converter:
 
     # ------------------------------------------------------------------ control flow that stores
 
-    def loop(self, stmt: n.For) -> list:
+    def loop(self, stmt) -> list:
         pre, iter_args, around = [], [], self.em.carried
         for a in stmt.iter_args:
             if self.g.computed(a.name):

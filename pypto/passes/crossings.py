@@ -100,9 +100,11 @@ class _Stager:
         """A GM ring for a crossing of value ``name`` (of type ``t``): its buffer's name and type,
         and the offset of this crossing's slot in it."""
         buf = self.fresh(f"{name}_gm")
-        loops = [x for x in self.loops if x.kind is not ForKind.SplitAiv]  # a lane region is no trip
+        loops = [x for x in self.loops if getattr(x, "kind", None) is not ForKind.SplitAiv]  # a lane region is no trip
         loop = loops[-1] if loops else None
-        rotating = loop is not None and isinstance(loop.start, n.Const) and loop.step == n.Const(1) and self.slots > 1
+        # (a while loop's trips have no index to rotate by: its crossings take turns in one slot)
+        rotating = isinstance(loop, n.For) and isinstance(loop.start, n.Const) and loop.step == n.Const(1) \
+            and self.slots > 1
         depth = self.slots if rotating else 1  # one crossing per launch needs one slot
         rows = t.shape[0]
         first = n.Const(0)
@@ -150,7 +152,7 @@ class _Stager:
         Into the region (``tile.aiv_shard``) the cube stores its tile and each lane loads its
         half; out of it (``tile.aic_gather``) each lane stores its half (under NONE lane 0 the
         whole) and the cube loads the whole into L1 after the region."""
-        region = next(x for x in reversed(self.loops) if x.kind is ForKind.SplitAiv)
+        region = next(x for x in reversed(self.loops) if getattr(x, "kind", None) is ForKind.SplitAiv)
         x = argument(call, "x")
         mode = SPLITS[argument(call, "split")]
         whole = self.types[x.name] if call.op == "tile.aiv_shard" else stmt.type
@@ -237,7 +239,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
     staged = dict(staged)
     out = []
     for stmt in body:
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             hoisted = _crossing_uses(stmt.body, cube, st.types)  # the same each trip: staged once, before the loop
             for name in hoisted:
                 if name not in staged:
@@ -261,7 +263,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
                     cube.add(a.name)
                     cube.add(b.name)
             out.append(stmt)
-            if stmt.kind is ForKind.SplitAiv:  # the cube's views of what the region gathered, after it
+            if getattr(stmt, "kind", None) is ForKind.SplitAiv:  # the cube's views of what the region gathered, after it
                 out.extend(st.gathered)
                 st.gathered = []
             continue
@@ -321,7 +323,7 @@ def _block(st, body, cube: set, staged: dict, before_loop: frozenset = frozenset
             if op.name == "tensor.aic_gather":  # each lane stores its half of the cube's copy; the cube views it after
                 copy, filling = st.to_cube(args[0].name, stmt)
                 stores = [x for x in filling if isinstance(x, n.Eval)]
-                region = next((x for x in reversed(st.loops) if x.kind is ForKind.SplitAiv), None)
+                region = next((x for x in reversed(st.loops) if getattr(x, "kind", None) is ForKind.SplitAiv), None)
                 if stores and region is not None and region.split is SplitMode.NONE:  # both lanes hold it whole
                     stores = [n.If(n.BinOp("==", n.Var(region.var), n.Const(0)), tuple(stores), span=stmt.span)]
                 out.extend(stores)

@@ -39,7 +39,7 @@ def _block(body, used: set, types: dict) -> tuple:
             out.extend(_expand(stmt, call, used, types))
             continue
         blocks = n.stmt_children(stmt)
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             stmt = attrs.evolve(stmt, body=_block(stmt.body, used, types))
         elif isinstance(stmt, n.If):
             stmt = attrs.evolve(stmt, then_body=_block(stmt.then_body, used, types),

@@ -83,7 +83,7 @@ class _Expander:
                 return [read]
             self.check_reads(stmt, value)
             return [stmt]
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             iter_args = tuple(self.carry(a, self.tile_of(a.init)) for a in stmt.iter_args)
             body = self.block(stmt.body)
             ends = body[-1].values if body and isinstance(body[-1], n.Yield) else ()
@@ -110,7 +110,7 @@ class _Expander:
         if any(held) and not all(held):
             raise UnsupportedSyntaxError(
                 f"'{name}' is a tensor held on chip (pl.create_l1 / pl.paged_gather) on one path of this "
-                f"{'loop' if isinstance(stmt, n.For) else 'if'} and a tensor computed otherwise on another",
+                f"{'loop' if isinstance(stmt, n.LOOPS) else 'if'} and a tensor computed otherwise on another",
                 span=stmt.span, hint="start and update it the same way on every path: from pl.create_l1 (or "
                                      "pl.paged_gather) and pl.gather_row")
 

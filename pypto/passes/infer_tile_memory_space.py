@@ -80,11 +80,12 @@ def _infer(fn: n.Function, ctx: PassContext) -> n.Function:
                 types[stmt.target] = t
             elif isinstance(stmt, n.Eval) and isinstance(stmt.value, n.Call):
                 stmt = attrs.evolve(stmt, value=operands(stmt.value, out, stmt.span, moved))
-            elif isinstance(stmt, n.For):
+            elif isinstance(stmt, n.LOOPS):
                 iter_args = tuple(attrs.evolve(a, type=_type_of(a.init, types, a.type)) for a in stmt.iter_args)
                 for a in iter_args:
                     types[a.name] = a.type
-                types[stmt.var] = n.symbols(fn)[stmt.var]
+                if isinstance(stmt, n.For):
+                    types[stmt.var] = n.symbols(fn)[stmt.var]
                 body2 = block(stmt.body, moved)
                 results = tuple(attrs.evolve(b, type=a.type) for a, b in zip(iter_args, stmt.results))
                 for b in results:

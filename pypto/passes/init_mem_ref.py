@@ -188,8 +188,8 @@ def _loop_vars(body, loops: frozenset) -> dict[str, frozenset]:
     """The loop variables in scope where each name is bound."""
     out: dict[str, frozenset] = {}
     for stmt in body:
-        if isinstance(stmt, n.For):
-            inner = loops | {stmt.var}
+        if isinstance(stmt, n.LOOPS):
+            inner = loops | ({stmt.var} if isinstance(stmt, n.For) else set())
             out.update({a.name: inner for a in stmt.iter_args})
             out.update(_loop_vars(stmt.body, inner))
             out.update({b.name: loops for b in stmt.results})

@@ -46,7 +46,7 @@ def first_conflict(fn: n.Function) -> AliasEdge | None:
     cache: dict[str, tuple[int, int]] = {}
     # Iter args of one loop, and results of one if, part ways on the paths that set them
     # apart (a later iteration, the other branch), whatever their uses.
-    parted = {a.name: id(s) for s in n.walk_stmts(fn.body) if isinstance(s, n.For) for a in s.iter_args}
+    parted = {a.name: id(s) for s in n.walk_stmts(fn.body) if isinstance(s, n.LOOPS) for a in s.iter_args}
     parted.update({b.name: id(s) for s in n.walk_stmts(fn.body) if isinstance(s, n.If) for b in s.results})
 
     def live(name):
@@ -172,7 +172,7 @@ def _replace(body: tuple, target, f) -> tuple:
         if stmt is target:
             out.extend(f(stmt))
             continue
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             stmt = attrs.evolve(stmt, body=_replace(stmt.body, target, f))
         elif isinstance(stmt, n.If):
             stmt = attrs.evolve(stmt, then_body=_replace(stmt.then_body, target, f),

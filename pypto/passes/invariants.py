@@ -53,7 +53,7 @@ def _tiles(stmt):
     """(name, TileType) of each tile the statement binds."""
     if isinstance(stmt, n.Assign):
         bindings = [(stmt.target, stmt.type)]
-    elif isinstance(stmt, n.For):
+    elif isinstance(stmt, n.LOOPS):
         bindings = [(a.name, a.type) for a in stmt.iter_args] + [(b.name, b.type) for b in stmt.results]
     elif isinstance(stmt, n.If):
         bindings = [(b.name, b.type) for b in stmt.results]

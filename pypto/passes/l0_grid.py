@@ -136,7 +136,7 @@ def _first_block(b: Builder, job: Job, a: n.Var, w: n.Var, ni, width: int, acc: 
 
 
 def extract(b: Builder, src: n.Var, row, col, shape: tuple, space: M) -> n.Var:
-    return b.bind(f"{src.name}_{space.name}", op_call("tile.extract", tile=src, index_row=_expr(row),
+    return b.bind(f"{src.name}_{space.name}", op_call("tile.extract", src=src, index_row=_expr(row),
                                                       index_col=_expr(col), shape=tuple(n.Const(s) for s in shape),
                                                       target_memory=space))
 

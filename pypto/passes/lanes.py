@@ -79,7 +79,7 @@ def halve_regions(body: tuple, types: dict, fresh) -> tuple:
             if is_region(stmt) and stmt.split in (SplitMode.UP_DOWN, SplitMode.LEFT_RIGHT):
                 halver = _Halver(_Splitter(stmt.split, types, set(), fresh), stmt.var)
                 stmt = attrs.evolve(stmt, body=tuple(halver.block(stmt.body, set())), split=SplitMode.NONE)
-            elif isinstance(stmt, (n.For, *n.BLOCKS)):
+            elif isinstance(stmt, (*n.LOOPS, *n.BLOCKS)):
                 stmt = attrs.evolve(stmt, body=tuple(block(stmt.body)))
             elif isinstance(stmt, n.If):
                 stmt = attrs.evolve(stmt, then_body=tuple(block(stmt.then_body)), else_body=tuple(block(stmt.else_body)))
@@ -166,8 +166,8 @@ class _Splitter:
         """"vector", "cube" (or scalar: either way not the vector cores'), or "both" (a
         loop or branch holding each); the vector values it computes join ``self.vector``
         (statements are asked in program order)."""
-        if isinstance(stmt, (n.For, n.If)):
-            bodies = (stmt.body,) if isinstance(stmt, n.For) else (stmt.then_body, stmt.else_body)
+        if isinstance(stmt, (*n.LOOPS, n.If)):
+            bodies = (stmt.body,) if isinstance(stmt, n.LOOPS) else (stmt.then_body, stmt.else_body)
             sides = {self.side(s) for b in bodies for s in b if not isinstance(s, n.Yield)}
             if "both" in sides or {"vector", "cube"} <= sides:
                 return "both"
@@ -221,7 +221,7 @@ class _Splitter:
 
     def compound(self, stmt):
         """A loop or branch holding cube and vector work: its bodies split in turn."""
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             for a in stmt.iter_args:
                 if _named(a.init) in self.vector:
                     raise UnsupportedSyntaxError(
@@ -301,7 +301,7 @@ class _Halver:
         return out
 
     def stmt(self, stmt, local: set) -> list:
-        if isinstance(stmt, n.For):
+        if isinstance(stmt, n.LOOPS):
             before, iter_args = [], []
             for a in stmt.iter_args:
                 init = a.init
@@ -478,6 +478,8 @@ def _exprs(s):
         yield from getattr(s, name, ())
     if isinstance(s, n.For):
         yield from (s.start, s.stop, s.step, *(a.init for a in s.iter_args))
+    if isinstance(s, n.While):
+        yield from (s.cond, *(a.init for a in s.iter_args))
     if isinstance(s, n.If):
         yield s.cond
 

@@ -56,9 +56,9 @@ class _Lowering:
             # A pipelined loop lowered earlier in this block has new result names; whatever
             # follows it here (and is cloned with it by an outer pipeline) reads those.
             stmt = substitute(stmt, self.renamed)
-            if isinstance(stmt, n.For):
+            if isinstance(stmt, n.LOOPS):
                 stmt = attrs.evolve(stmt, body=self.block(stmt.body))
-                if stmt.kind is ForKind.Pipeline:
+                if getattr(stmt, "kind", None) is ForKind.Pipeline:
                     out.extend(self.lower(stmt))
                     continue
             elif isinstance(stmt, n.If):
@@ -127,7 +127,7 @@ class _Lowering:
         starts from, keeps the carried value's buffer instead."""
         _, yielded = _split_yield(loop.body)
         carried = {v.name for v in yielded if isinstance(v, n.Var)}
-        carried |= {a.init.name for s in n.walk_stmts(loop.body) if isinstance(s, n.For) for a in s.iter_args
+        carried |= {a.init.name for s in n.walk_stmts(loop.body) if isinstance(s, n.LOOPS) for a in s.iter_args
                     if isinstance(a.init, n.Var)}  # an inner loop carries it on in a buffer of its own
         out = {}
         for s in loop.body:

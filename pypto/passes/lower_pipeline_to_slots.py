@@ -44,9 +44,9 @@ class _Slotter:
     def block(self, body) -> tuple:
         out = []
         for stmt in body:
-            if isinstance(stmt, n.For):
+            if isinstance(stmt, n.LOOPS):
                 stmt = attrs.evolve(stmt, body=self.block(stmt.body))
-                if stmt.kind is ForKind.Pipeline:
+                if getattr(stmt, "kind", None) is ForKind.Pipeline:
                     stmt = self.slot(stmt) or stmt
             elif isinstance(stmt, n.If):
                 stmt = attrs.evolve(stmt, then_body=self.block(stmt.then_body), else_body=self.block(stmt.else_body))
@@ -84,19 +84,19 @@ def _carried(body) -> set[str]:
     """Names whose value may leave an iteration: yielded by the loop, starting an inner
     loop, or reaching either through an if's or an inner loop's results."""
     out = {v.name for s in body if isinstance(s, n.Yield) for v in s.values if isinstance(v, n.Var)}
-    out |= {a.init.name for s in n.walk_stmts(body) if isinstance(s, n.For) for a in s.iter_args
+    out |= {a.init.name for s in n.walk_stmts(body) if isinstance(s, n.LOOPS) for a in s.iter_args
             if isinstance(a.init, n.Var)}
     while True:
         more = set()
         for s in n.walk_stmts(body):
-            if isinstance(s, (n.If, n.For)):
+            if isinstance(s, (n.If, *n.LOOPS)):
                 blocks = (s.then_body, s.else_body) if isinstance(s, n.If) else (s.body,)
                 for k, r in enumerate(s.results):
                     if r.name not in out:
                         continue
                     more |= {y.values[k].name for b in blocks for y in b if isinstance(y, n.Yield)
                              and isinstance(y.values[k], n.Var)}
-                    if isinstance(s, n.For) and isinstance(s.iter_args[k].init, n.Var):
+                    if isinstance(s, n.LOOPS) and isinstance(s.iter_args[k].init, n.Var):
                         more.add(s.iter_args[k].init.name)
         if more <= out:
             return out

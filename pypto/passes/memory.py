@@ -160,7 +160,7 @@ def alias_edges(fn: n.Function) -> list[AliasEdge]:
     the joins safe both follow."""
     out = []
     for stmt in n.walk_stmts(fn.body):
-        if isinstance(stmt, n.For) and stmt.iter_args:
+        if isinstance(stmt, n.LOOPS) and stmt.iter_args:
             yields = stmt.body[-1].values if stmt.body and isinstance(stmt.body[-1], n.Yield) else ()
             tiles = [k for k, a in enumerate(stmt.iter_args) if isinstance(a.type, TileType)]
             for k in tiles:

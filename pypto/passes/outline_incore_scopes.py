@@ -63,7 +63,7 @@ class _Outliner:
             rest = (*body[i + 1:], *after)
             if isinstance(stmt, n.Scope):
                 out.extend(self.outline(stmt, rest))
-            elif isinstance(stmt, (n.For, n.RuntimeScope, n.Cluster)):
+            elif isinstance(stmt, (*n.LOOPS, n.RuntimeScope, n.Cluster)):
                 out.append(attrs.evolve(stmt, body=self.block(stmt.body, rest)))
             elif isinstance(stmt, n.If):
                 out.append(attrs.evolve(stmt, then_body=self.block(stmt.then_body, rest),
@@ -214,6 +214,10 @@ def _stmt_exprs(stmt):
             yield from _type_exprs(stmt.type)
     elif isinstance(stmt, n.For):
         yield from (stmt.start, stmt.stop, stmt.step)
+        for a in stmt.iter_args:
+            yield a.init
+    elif isinstance(stmt, n.While):
+        yield stmt.cond
         for a in stmt.iter_args:
             yield a.init
     elif isinstance(stmt, n.If):

@@ -23,7 +23,9 @@ from pypto.ir.verifier import verify
 from pypto.passes import (
     allocate_memory_addr,
     auto_tile_matmul_l0,
+    canonicalize_tile_slice,
     convert_tensor_to_tile_ops,
+    fuse_create_assemble_to_slice,
     infer_tile_memory_space,
     init_mem_ref,
     insert_alias_copies,
@@ -41,9 +43,11 @@ from pypto.passes.context import PassContext, Planner
 # planners it runs under with PLANNERS.
 PIPELINE = (
     outline_incore_scopes,
+    fuse_create_assemble_to_slice,
     convert_tensor_to_tile_ops,
     auto_tile_matmul_l0,
     infer_tile_memory_space,
+    canonicalize_tile_slice,
     lower_pipeline_to_slots,
     lower_pipeline_loops,
     insert_alias_copies,

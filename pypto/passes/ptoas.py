@@ -32,7 +32,7 @@ def unguarded_slots(fn: n.Function, unsafe: bool) -> set[str]:
     walker = Liveness(fn.body)
     types = n.symbols(fn)
     unguarded = set()
-    for loop in (s for s in n.walk_stmts(fn.body) if isinstance(s, n.For)):
+    for loop in (s for s in n.walk_stmts(fn.body) if isinstance(s, n.LOOPS)):
         gets: dict[str, list[str]] = {}  # region -> tiles in order, one per distinct slot
         slots_seen: dict[str, list] = {}
         for stmt in _one_iteration(loop.body):

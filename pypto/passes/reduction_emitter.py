@@ -34,6 +34,10 @@ class Reductions:
 
             if block == full:
                 return reduced(n.Const(0))
+            if windows.combine is None:  # an arg reduction: two partial indices do not merge
+                raise Unblockable(f"'{d.stmt.target}' reads whole {'rows' if axis == 1 else 'columns'} of its "
+                                  "operand at once, more than fits Vec beside what is live", d.span,
+                                  hint="reduce a narrower window (slice the operand)")
             first = self.push("first")  # its tiles die once it is reduced; the result lives on
             acc = reduced(n.Const(0))
             self.pop()

@@ -95,7 +95,14 @@ def operand_regions(call: n.Call, region: Region, types: dict, result_shape: tup
         last = len(region) - 1
         if region[last] != (n.Const(0), result_shape[last]) or rule == "row" and any(e != 1 for _, e in region[:last]):
             return None
-        return {p: (*region[:last], (n.Const(0), shape(p)[-1])) for p in tensors}
+        out = {p: (*region[:last], (n.Const(0), shape(p)[-1])) for p in tensors}
+        if op.windows.along is not None:  # read whole along an axis (a gather along a leading one)
+            operand, axis = op.windows.along
+            if operand in out:
+                d = args[axis] % len(region)
+                out[operand] = tuple((n.Const(0), shape(operand)[d]) if k == d else w
+                                     for k, w in enumerate(out[operand]))
+        return out
     if rule == "transpose":
         axes = [a % len(region) for a in (args["axis1"], args["axis2"])]
         swapped = list(region)

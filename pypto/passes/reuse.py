@@ -25,6 +25,7 @@ import attrs
 from pypto.ir import nodes as n
 from pypto.ir.liveness import Liveness
 from pypto.ir.ops import lookup
+from pypto.ir.ops.registry import UNALIASED
 from pypto.ir.types import MemRef, TileType
 from pypto.passes.context import (
     Diagnostic,
@@ -116,8 +117,9 @@ def donate(fn: n.Function) -> n.Function:
         space and size whose last use on a path from here is this op (a read in the if's
         other branch is on no path from here)."""
         dst, here = types[stmt.target], walker.defs[stmt.target][0]
-        return [arg.name for arg in stmt.value.args
-                if isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)
+        # (a scratch tile or a broadcast vector is read while the result is written)
+        return [arg.name for param, arg in zip(lookup(stmt.value.op).params, stmt.value.args)
+                if param.name not in UNALIASED and isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)
                 and types[arg.name].space is dst.space and types[arg.name].nbytes == dst.nbytes
                 and not walker.live_after(arg.name, here)]
 

@@ -253,6 +253,8 @@ def _cost(stmts, soc: SoC) -> tuple:
                 bounds = [x.value if isinstance(x, n.Const) else None for x in (s.start, s.stop, s.step)]
                 trips = len(range(*bounds)) if None not in bounds else 1
                 walk(s.body, times * trips)
+            elif isinstance(s, n.While):  # trips not known: counted once, as a loop of runtime bounds
+                walk(s.body, times)
             elif isinstance(s, n.If):
                 walk(s.then_body, times)
                 walk(s.else_body, times)

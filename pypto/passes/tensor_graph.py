@@ -107,7 +107,7 @@ class TensorGraph:
                     root = self.gm_root(target.name) if isinstance(target, n.Var) else None
                     if root is not None:
                         self.writes.append(Write(root, pos, loops))
-            if isinstance(stmt, n.For):
+            if isinstance(stmt, n.LOOPS):
                 self._walk(stmt.body, loops | {id(stmt)}, counter)
                 pure = self._pure(stmt)
                 for k, (a, b) in enumerate(zip(stmt.iter_args, stmt.results)):
@@ -128,6 +128,8 @@ class TensorGraph:
         """A loop or if that only computes tensors: what it carries is computed tensors
         (a loop may carry scalars beside them, if nothing after it reads them), and its body
         holds nothing but tensor ops, scalars and pure control flow."""
+        if isinstance(stmt, n.While):  # computed on demand a window at a time, a loop needs its trips known
+            return False
         carried = [a.name for a in stmt.iter_args] if isinstance(stmt, n.For) else [b.name for b in stmt.results]
         tensors = [x for x in carried if self.computed(x)]
         if not tensors:
@@ -152,7 +154,7 @@ class TensorGraph:
                     isinstance(stmt.value, n.Call) and stmt.value.op.startswith("tensor.")
                     and lookup(stmt.value.op).writes_operand is None)
             return False
-        if isinstance(stmt, (n.For, n.If)):
+        if isinstance(stmt, (n.For, n.While, n.If)):
             return id(stmt) in self.pure_ids or self._pure(stmt)
         return False
 
@@ -350,7 +352,7 @@ def _held_root(g: TensorGraph, name: str) -> str | None:
 
 
 def _carried_values(d: Carried):
-    if isinstance(d.stmt, n.For):
+    if isinstance(d.stmt, n.LOOPS):
         return (d.stmt.iter_args[d.index].init, d.stmt.body[-1].values[d.index])
     return tuple(body[-1].values[d.index] for body in (d.stmt.then_body, d.stmt.else_body) if body)
 

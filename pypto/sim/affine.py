@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 
-from pypto.codegen.isa import Buf, Cond, Instr, Loop, ScalarAssign, ScalarLoad, SetFlag, WaitFlag, assigned_scalars
+from pypto.codegen.isa import (Buf, Cond, Instr, Loop, ScalarArray, ScalarAssign, ScalarLoad, SetFlag, WaitFlag,
+                               assigned_scalars)
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
 from pypto.ir.simplify import OPERATORS
@@ -69,7 +70,7 @@ def _body(body, forms: dict, assigned: set, env: dict, periods: list) -> None:
     for node in body:
         if isinstance(node, ScalarAssign):
             forms[node.name] = _form(node.value, forms, assigned, env)
-        elif isinstance(node, (Loop, ScalarLoad)):  # (a value read from GM may differ trip by trip)
+        elif isinstance(node, (Loop, ScalarLoad, ScalarArray)):  # (a value read from GM may differ trip by trip)
             raise _Moving
         elif isinstance(node, Cond):
             _body(node.then_body if _fixed(node.cond, forms, assigned, env) else node.else_body, forms, assigned,

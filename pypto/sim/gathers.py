@@ -104,7 +104,8 @@ def _positions(picked: torch.Tensor, n: int, policy: str, what: str) -> tuple[to
 
 
 @impl("tile.mgather")
-def mgather(mem: torch.Tensor, idx: TileVal, coalesce="row", gather_oob="undefined", target_memory=None):
+def mgather(mem: torch.Tensor, idx: TileVal, coalesce="row", gather_oob="undefined", target_memory=None,
+            scratch=None, valid_shape=None):
     rows, cols = idx.valid
     picked = idx.data[:rows, :cols].to(torch.int64)
     if coalesce == "elem":
@@ -123,6 +124,30 @@ def mgather(mem: torch.Tensor, idx: TileVal, coalesce="row", gather_oob="undefin
     if zero is not None:
         got = got.masked_fill(zero.reshape(-1, 1), 0)
     out[:got.shape[0]] = got
+    return out
+
+
+@impl("tile.mgather_mat")
+def mgather_mat(mem: torch.Tensor, idx: torch.Tensor, coalesce="row", gather_oob="undefined", target_memory=None,
+                scratch=None, valid_shape=None):
+    """The Vec gather's rows or elements, into L1: over ``valid_shape`` of the result (the
+    region written; zeros past it), the indices read from the GM tensor."""
+    if coalesce == "elem":
+        shape = tuple(idx.shape)
+    else:
+        shape = (idx.numel(), mem.shape[-1])
+    vr, vc = tuple(valid_shape) if valid_shape is not None else shape
+    out = torch.zeros(shape, dtype=mem.dtype)
+    if coalesce == "elem":
+        flat = mem.reshape(-1)
+        where, zero = _positions(idx[:vr, :vc].to(torch.int64), flat.numel(), gather_oob, "elements")
+        got = flat[where]
+    else:
+        table = mem.reshape(-1, mem.shape[-1])
+        where, zero = _positions(idx.reshape(1, -1)[:, :vr].to(torch.int64), table.shape[0], gather_oob, "rows")
+        got = table[where.reshape(-1)][:, :vc]
+        zero = None if zero is None else zero.reshape(-1, 1).expand(-1, vc)
+    out[:vr, :vc] = got if zero is None else got.masked_fill(zero, 0)
     return out
 
 

@@ -16,7 +16,7 @@ from pypto.ir.ops.pipes import PIPE_OPS
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANED
 from pypto.sim.clusters import Clusters
 from pypto.sim.tasks import Site, Tasks
-from pypto.ir.simplify import OPERATORS, SHIFTS
+from pypto.ir.simplify import DIVISIONS, OPERATORS, SHIFTS
 from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.lang.index_bounds import len_of
 from pypto.sim import numerics as num
@@ -24,9 +24,9 @@ from pypto.sim import progress
 from pypto.sim.issue import EXTENT_HINT, invalid_extent
 from pypto.sim.crossings import rejoin
 from pypto.sim.prints import Print
-from pypto.sim.semantics import IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal
+from pypto.sim.semantics import IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal, window
 
-SIZED = ("tensor.create", "tensor.slice")  # an orchestration may size these as it runs
+SIZED = ("tensor.create", "tensor.slice", "tensor.reshape")  # an orchestration may size these as it runs
 
 
 def run(program: n.Program, entry: str, args, orchestrator=None, prints: list | None = None) -> tuple:
@@ -115,6 +115,8 @@ class _Interpreter(Tasks, Clusters):
             self.value(s.value, None, env, s)
         elif isinstance(s, n.For):
             self.for_(s, env)
+        elif isinstance(s, n.While):
+            self.while_(s, env)
         elif isinstance(s, n.If):
             body = s.then_body if self.expr(s.cond, env, s) else s.else_body
             values = self.scoped(lambda: self.run_body(body, env), s.span, implicit=True)
@@ -179,6 +181,28 @@ class _Interpreter(Tasks, Clusters):
         for b, v in zip(s.results, carried):
             env[b.name] = v
 
+    def while_(self, s: n.While, env: dict) -> None:
+        carried = tuple(self.expr(a.init, env, s) for a in s.iter_args)
+        follow = progress.looping(progress.loop_at(s.span), None)  # (its trips are not known before it ends)
+        k = 0
+        try:
+            while True:
+                for a, v in zip(s.iter_args, carried):
+                    env[a.name] = v
+                if not self.expr(s.cond, env, s):
+                    break
+                values = self.scoped(lambda: self.run_body(s.body, env), s.span, implicit=True)
+                if s.iter_args:
+                    carried = values
+                if follow is not None:
+                    follow.trip(k)
+                k += 1
+        finally:
+            if follow is not None:
+                follow.close()
+        for b, v in zip(s.results, carried):
+            env[b.name] = v
+
     # ------------------------------------------------------------------ values
 
     def value(self, v, result_type, env: dict, stmt):
@@ -209,6 +233,8 @@ class _Interpreter(Tasks, Clusters):
             self.orchestrator.wait(kwargs["tensor"], kwargs["indices"], stmt.span)
         if call.op == "tensor.write" and self.orchestrator is not None and not self.kernel[-1]:
             self.orchestrator.writing(kwargs["tensor"], kwargs["indices"], stmt.span)  # after the element's tasks
+        if call.op == "tensor.assemble" and self.orchestrator is not None and not self.kernel[-1]:
+            self.copying(kwargs, stmt)  # after the source's producers and the window's tasks
         if call.op in SIZED and not self.kernel[-1]:
             self.check_sized(call, kwargs["shape"], stmt)
         if call.op == "tensor.create" and isinstance(result_type, TensorType) and not self.kernel[-1]:
@@ -240,12 +266,23 @@ class _Interpreter(Tasks, Clusters):
             self.orchestrator.created(data, kwargs["manual_dep"], stmt.span)
         return data
 
+    def copying(self, kwargs: dict, stmt) -> None:
+        """An orchestration's assemble is the host's copy: the chip has it wait for the tasks
+        it must follow (a window outside the target is the copy's error, raised by it)."""
+        target, source = kwargs["target"], kwargs["source"]
+        shape = (1,) * (target.dim() - source.dim()) + tuple(source.shape)
+        try:
+            index = window(target.shape, kwargs["offset"], shape, "assemble window")
+        except OutOfRange:
+            return
+        self.orchestrator.copying(target[index], source, stmt.span)
+
     @staticmethod
     def check_sized(call: n.Call, extents, stmt) -> None:
         """An orchestration's tensor sized as it runs (a constant extent was checked when compiling)."""
         for axis, e in enumerate(extents):
             if e < 1:
-                what = {"tensor.create": "pl.create_tensor", "tensor.slice": "pl.slice"}[call.op]
+                what = {"tensor.create": "pl.create_tensor", "tensor.slice": "pl.slice", "tensor.reshape": "pl.reshape"}[call.op]
                 raise ExecutionError(f"{what}'s extent on axis {axis} is {e} here: a tensor's extents are positive",
                                      span=stmt.span, hint="size it by a positive count (skip the work where the "
                                                           "count is 0)")
@@ -278,10 +315,10 @@ class _Interpreter(Tasks, Clusters):
             if e.op == "or":
                 return self.expr(e.lhs, env, stmt) or self.expr(e.rhs, env, stmt)
             lhs, rhs = self.expr(e.lhs, env, stmt), self.expr(e.rhs, env, stmt)
-            if e.op in ("//", "%"):
+            if e.op in DIVISIONS:
                 if rhs == 0:
                     raise ExecutionError(f"division by zero in '{e.op}'", span=getattr(stmt, "span", None))
-                return lhs // rhs if e.op == "//" else lhs % rhs
+                return OPERATORS[e.op](lhs, rhs)
             if e.op in SHIFTS and rhs < 0:
                 raise ExecutionError(f"a negative shift count ({rhs}) in '{e.op}'", span=getattr(stmt, "span", None))
             return OPERATORS[e.op](lhs, rhs)

@@ -16,6 +16,7 @@ from pypto.codegen.isa import (
     Loop,
     Program,
     ScalarAssign,
+    ScalarArray,
     ScalarLoad,
     SetFlag,
     WaitFlag,
@@ -23,12 +24,13 @@ from pypto.codegen.isa import (
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
-from pypto.ir.simplify import OPERATORS, SHIFTS
+from pypto.ir.simplify import DIVISIONS, OPERATORS, SHIFTS
 from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
 from pypto.lang.index_bounds import len_of
 from pypto.sim import progress
 from pypto.sim.affine import uniform_trips
-from pypto.sim.semantics import INDEX_HINT
+from pypto.ir.types import DataType
+from pypto.sim.semantics import IMPLS, INDEX_HINT, OutOfRange
 from pypto.sim.views import window_runs
 
 
@@ -175,6 +177,11 @@ class Issuer:
             elif isinstance(node, ScalarLoad):
                 self.env[node.name] = self.load_scalar(node)
                 self.pending += self.costs.scalar_gm_read
+            elif isinstance(node, ScalarArray):
+                self.env[node.name] = self.array(node)
+                self.pending += self.costs.scalar_issue
+            elif isinstance(node, Loop) and not node.bounded:
+                yield from self.while_loop(node, path)
             elif isinstance(node, Loop):
                 start, stop, step = (self.eval(e, node.span) for e in (node.start, node.stop, node.step))
                 if step <= 0:
@@ -221,6 +228,38 @@ class Issuer:
                 self.env[node.result] = d.value
             else:
                 yield self.issue(node, path + (node.pos,))
+
+    def while_loop(self, node: Loop, path: tuple):
+        """A while loop: its condition evaluated by the scalar unit before each trip. Its
+        trip count is known only when it ends, so no trip is skipped ahead (``steady``
+        needs the count): each is simulated."""
+        follow = progress.looping(f"{progress.loop_at(node.span)} on {self.core.name}", None)
+        k = 0
+        try:
+            while True:
+                self.pending += self.costs.branch
+                if not self.eval(node.cond, node.span):
+                    break
+                if follow is not None:
+                    follow.trip(k)
+                self.env[node.var] = k
+                self.pending += self.costs.loop_iteration
+                yield from self.block(node.body, path + (node.pos, k))
+                k += 1
+        finally:
+            if follow is not None:
+                follow.close()
+
+    def array(self, node: ScalarArray):
+        """What an array op on the scalar unit's stack gives (``pypto.sim.arrays``: the
+        interpreter's own semantics)."""
+        if node.op == "create":
+            return IMPLS["array.create"](node.args[0], DataType.INT32)
+        args = [self.eval(a, node.span) for a in node.args]
+        try:
+            return IMPLS[f"array.{node.op}"](*args)
+        except OutOfRange as exc:
+            raise SimulatorError(f"pl.array.{node.op}: {exc}", span=node.span, hint=exc.hint or INDEX_HINT) from None
 
     def issue(self, node, order: tuple, lane=None) -> Dyn:
         cost = self.pending + self.costs.scalar_issue
@@ -322,6 +361,12 @@ class Issuer:
             shape = d.whole = tuple(self.tensors[d.gm[0]].shape)
             if write or d.gm[0] not in self.unwritten:
                 d.accesses.extend(self.gm(d.gm[0], (0,) * len(shape), shape, write))
+            for key, writes in (("idx", False), ("scratch", True)):  # the Mat form's GM index tensor, its scratch
+                if ins.op == "tile.mgather_mat" and args.get(key) is not None:
+                    name = self.gm_tensor(args[key].name)[0]
+                    whole = tuple(self.tensors[name].shape)
+                    if writes or name not in self.unwritten:
+                        d.accesses.extend(self.gm(name, (0,) * len(whole), whole, writes))
         d.cost, d.latency, d.detail = _cost(ins, d.args, dst, self)
 
     def load_scalar(self, node: ScalarLoad):
@@ -370,7 +415,7 @@ def _closure(e):
         if e.op == "or":
             return lambda env: a(env) or b(env)
         f, op = OPERATORS[e.op], e.op
-        if op in ("//", "%"):
+        if op in DIVISIONS:
             def divide(env):
                 x, y = a(env), b(env)
                 if y == 0:
@@ -388,7 +433,7 @@ def _closure(e):
     raise TypeError(e)
 
 
-INDEXED = {"tile.mgather": "mem", "tile.mscatter": "output_tensor"}  # the transfers by index: their tensor
+INDEXED = {"tile.mgather": "mem", "tile.mgather_mat": "mem", "tile.mscatter": "output_tensor"}  # by index: the tensor
 
 # per program (by id, while it lives): its expressions' functions and its instructions' plans
 _PREPARED: dict[int, tuple] = {}
@@ -433,12 +478,15 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
                                          ("row_bytes", row_bytes))
     if ins.op in INDEXED:  # each index its own burst: a row (row mode) or an element
         t = issuer.tensors[args[INDEXED[ins.op]].name]
-        idx = args["idx"]
-        count = math.prod(idx.valid)
-        unit = t.shape[-1] * t.element_size() if ins.op == "tile.mgather" and args["coalesce"] == "row" \
-            else t.element_size()
+        rows = ins.op != "tile.mscatter" and args["coalesce"] == "row"
+        if ins.op == "tile.mgather_mat":  # the region it writes; the element form then loads its GM scratch
+            count = dst.valid[0] if rows else math.prod(dst.valid)
+            staged = 0 if rows else c.gm_latency + math.ceil(count * t.element_size() / c.gm_bytes_per_cycle)
+        else:
+            count, staged = math.prod(args["idx"].valid), 0
+        unit = t.shape[-1] * t.element_size() if rows else t.element_size()
         moved = count * max(unit, c.short_row_bytes)
-        return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle), 0, (
+        return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle) + staged, 0, (
             ("address", (dst or args["src"]).addr), ("bytes", count * unit), ("bursts", count))
     if ins.pipe is Pipe.SCALAR:  # one element, by the scalar unit (``elements``)
         if ins.op in ("tensor.write", "tensor.read"):
@@ -460,11 +508,13 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         return c.vector_startup + repeats, 0, (("address", dst.addr), ("bytes", moved), ("repeats", repeats))
     if ins.mnemonic == "TRANSVIEW":  # the same bytes read in the other layout: nothing moves on hardware
         return 1, 0, (("address", dst.addr), ("bytes", dst.nbytes))
-    if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
-        # a move carries its tile; an extract (the cube's operand feed) only its window
-        moved = dst.nbytes if ins.op == "tile.extract" else args["tile"].nbytes
+    if ins.op == "tile.extract" and ins.pipe is not Pipe.VECTOR:  # only the window moves
         bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
-        return max(1, math.ceil(moved / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", moved))
+        return max(1, math.ceil(dst.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", dst.nbytes))
+    if ins.pipe is Pipe.MTE1 or ins.pipe is Pipe.FIXPIPE:
+        src = args["tile"]
+        bpc = c.l1_bytes_per_cycle if ins.pipe is Pipe.MTE1 else c.fixpipe_bytes_per_cycle
+        return max(1, math.ceil(src.nbytes / bpc)), c.mte1_latency, (("address", dst.addr), ("bytes", src.nbytes))
     if ins.pipe is Pipe.CUBE:
         lhs, rhs = args["lhs"], args["rhs"]
         m, k = lhs.shape[-2:]
@@ -486,7 +536,7 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         rows = math.prod(valid[:-1]) if len(valid) > 1 else 1
         repeats = max(1, rows * math.ceil(valid[-1] / lanes))
         total = rows * valid[-1]
-    per = c.vector_cycles.get(op.unit, 1)
+    per = c.vector_cycles.get(op.cost_class(args), 1)
     utilization = round(100.0 * total / (repeats * lanes), 2)
     return c.vector_startup + repeats * per, 0, (("address", dst.addr), ("repeats", repeats),
                                                  ("vector_utilization_percentage", utilization))

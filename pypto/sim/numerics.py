@@ -270,10 +270,24 @@ def relu(a: torch.Tensor) -> torch.Tensor:
     return torch.where(a < 0, torch.zeros((), dtype=a.dtype), a)
 
 
-def rsqrt(a: torch.Tensor) -> torch.Tensor:
-    """fp16/bf16: 1 / sqrt in fp32, rounded once to the dtype. torch's own half-precision
-    rsqrt gives other bits in its vector loop than in its scalar tail, so an element's
-    result would depend on where it sits in the tile (and on the host's vector width)."""
+def bitwise_not(a: torch.Tensor) -> torch.Tensor:
+    """Each bit flipped. An unsigned dtype is flipped through its signed view (torch has no
+    unsigned 16/32-bit kernel): the bits are the same."""
+    if a.dtype in (torch.uint16, torch.uint32):
+        return torch.bitwise_not(a.view(_SAME_WIDTH_INT[a.element_size()])).view(a.dtype)
+    return torch.bitwise_not(a)
+
+
+def rsqrt(a: torch.Tensor, refined: bool = False) -> torch.Tensor:
+    """The reciprocal square root. fp16/bf16: 1 / sqrt in fp32, rounded once to the dtype
+    (torch's own half-precision rsqrt gives other bits in its vector loop than in its scalar
+    tail, so an element's result would depend on where it sits in the tile).
+
+    ``refined``: TRSQRT's form with a scratch tile, as a2a3 runs it — two vector
+    instructions, ``sqrt`` then a division of 1 by its result, each rounded to the dtype
+    (what ``tile.sqrt`` then ``tile.recip`` give)."""
+    if refined:
+        return torch.reciprocal(torch.sqrt(a))
     if a.dtype in (torch.float16, torch.bfloat16):
         return torch.reciprocal(torch.sqrt(a.to(torch.float32))).to(a.dtype)
     return torch.rsqrt(a)
@@ -362,6 +376,10 @@ def pack_mask(pred: torch.Tensor, cols: int) -> torch.Tensor:
 
 
 def unpack_mask(mask: torch.Tensor, cols: int) -> torch.Tensor:
+    """[R, ?] of any integer carrier -> [R, cols] bools: the bits of each row's bytes in
+    memory order, bit j of byte k column 8k + j (the layout ``pack_mask`` writes)."""
+    if mask.dtype != torch.uint8:
+        mask = mask.contiguous().view(torch.uint8)
     r = mask.shape[0]
     shifts = torch.arange(8, dtype=torch.int32)
     bits = (mask.to(torch.int32).unsqueeze(-1) >> shifts) & 1

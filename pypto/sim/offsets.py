@@ -17,7 +17,7 @@ import copy
 
 import attrs
 
-from pypto.codegen.isa import Cond, Instr, Loop, ScalarAssign, SetFlag, TensorArg, WaitFlag
+from pypto.codegen.isa import Cond, Instr, Loop, ScalarArray, ScalarAssign, SetFlag, TensorArg, WaitFlag
 from pypto.errors import PyptoError
 from pypto.sim.affine import exprs
 from pypto.sim import drift
@@ -71,9 +71,15 @@ def _walk(body, p: str, coef: dict, uses: list) -> None:
                 coef[node.name] = c
             else:
                 coef.pop(node.name, None)
+        elif isinstance(node, ScalarArray):  # an array holds values, not offsets: the scalar may not reach it
+            for e in node.args:
+                if isinstance(e, (n.Var, n.Const, n.BinOp, n.UnaryOp)):
+                    _still(e, p, coef)
+            coef.pop(node.name, None)
         elif isinstance(node, Loop):
-            for e in (node.start, node.stop, node.step):
-                _still(e, p, coef)
+            for e in (node.start, node.stop, node.step, node.cond):
+                if e is not None:  # (a while loop has no stop, a counted one no condition)
+                    _still(e, p, coef)
             _walk(node.body, p, coef, uses)
             once = dict(coef)
             _walk(node.body, p, coef, [])  # a value carried from trip to trip would move on

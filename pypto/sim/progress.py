@@ -251,21 +251,23 @@ class _Loop:
     def left(self, now: float) -> float | None:
         """Seconds to its end at the rate so far (None: no trip done yet)."""
         spent, done = now - self.began, self.done - self.first
-        if not done or spent <= 0:
+        if not done or spent <= 0 or self.total is None:
             return None
         return (self.total - self.done) * spent / done
 
     def text(self, now: float) -> str:
         left = self.left(now)
-        return f"{self.where}: trip {self.done:,} of {self.total:,}" + ("" if left is None else
+        of = "" if self.total is None else f" of {self.total:,}"  # (a while loop's: known when it ends)
+        return f"{self.where}: trip {self.done:,}{of}" + ("" if left is None else
                                                                         f", about {duration(left)} left")
 
 
-def looping(where: str, total: int, first: int = 0) -> _Loop | None:
-    """A loop of ``total`` trips in the run in progress, followed from its trip ``first``
-    on, on its line (None: no run in progress, or too few trips left to follow)."""
+def looping(where: str, total: int | None, first: int = 0) -> _Loop | None:
+    """A loop of ``total`` trips (None: not known before it ends) in the run in progress,
+    followed from its trip ``first`` on, on its line (None: no run in progress, or too few
+    trips left to follow)."""
     meter = _current.get()
-    if meter is None or total - first < LONG:
+    if meter is None or total is not None and total - first < LONG:
         return None
     return _Loop(meter, where, total, first)
 

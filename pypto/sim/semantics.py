@@ -17,7 +17,7 @@ import attrs
 import torch
 
 from pypto.ir.ops.tile import mask_cols
-from pypto.ir.types import AtomicType, DataType, PadValue
+from pypto.ir.types import AtomicType, DataType
 from pypto.sim import numerics as num
 from pypto.sim.fresh import fresh
 
@@ -135,15 +135,17 @@ _SCALAR = {f"{name}s": name for name in _BINARY}
 _UNARY = {name: num.arith(fn) for name, fn in {
     "neg": torch.neg, "abs": torch.abs, "relu": num.relu, "exp": torch.exp, "log": torch.log,
     "sqrt": torch.sqrt, "rsqrt": num.rsqrt, "recip": num.recip, "sin": torch.sin, "cos": torch.cos,
-    "not": torch.bitwise_not}.items()}
+    "not": num.bitwise_not}.items()}
 
 
+# (a scratch tile holds nothing of the result; high_precision is Ascend950's: a2a3 runs the
+# default algorithm either way)
 def _on_tiles(fn):
-    return lambda lhs, rhs, tmp=None: fn(lhs.data, rhs.data)  # (a scratch tile holds nothing of the result)
+    return lambda lhs, rhs, tmp=None, high_precision=False: fn(lhs.data, rhs.data)
 
 
 def _on_tensors(fn):
-    return lambda lhs, rhs: fn(lhs, rhs)
+    return lambda lhs, rhs, high_precision=False: fn(lhs, rhs)
 
 
 def _with_scalar(fn, tile: bool):
@@ -159,8 +161,11 @@ for _name, _base in _SCALAR.items():
     IMPLS[f"tile.{_name}"] = _with_scalar(_BINARY[_base], tile=True)
     IMPLS[f"tensor.{_name}"] = _with_scalar(_BINARY[_base], tile=False)
 for _name, _fn in _UNARY.items():
-    IMPLS[f"tile.{_name}"] = (lambda fn: lambda tile: fn(tile.data))(_fn)
-    IMPLS[f"tensor.{_name}"] = (lambda fn: lambda x: fn(x))(_fn)
+    IMPLS[f"tile.{_name}"] = (lambda fn: lambda tile, high_precision=False: fn(tile.data))(_fn)
+    IMPLS[f"tensor.{_name}"] = (lambda fn: lambda x, high_precision=False: fn(x))(_fn)
+# with its scratch tile (the tensor form: high_precision=True) TRSQRT's precise form
+IMPLS["tile.rsqrt"] = lambda tile, tmp=None: num.arith(num.rsqrt)(tile.data, tmp is not None)
+IMPLS["tensor.rsqrt"] = lambda x, high_precision=False: num.arith(num.rsqrt)(x, high_precision)
 
 
 # The elementwise tile ops whose torch kernel can write straight into the destination:
@@ -174,10 +179,12 @@ _INTO_UNARY = {"neg": (torch.neg, False), "abs": (torch.abs, False), "exp": (tor
 # (not rsqrt: in fp16/bf16 it computes in fp32 first, see numerics.rsqrt)
 _INTO_BINARY = {"add": (torch.add, False), "sub": (torch.sub, False), "mul": (torch.mul, False),
                 "div": (torch.div, True)}
+# (``options``: the op's flags after its operands, high_precision: the same bits on a2a3)
 for _name, (_fn, _floats) in _INTO_UNARY.items():
-    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x: num.canonical_nan_(fn(x, out=out)))(_fn), _floats)
+    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x, *options: num.canonical_nan_(fn(x, out=out)))(_fn), _floats)
 for _name, (_fn, _floats) in _INTO_BINARY.items():
-    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x, y: num.canonical_nan_(fn(x, y, out=out)))(_fn), _floats)
+    INTO[f"tile.{_name}"] = ((lambda fn: lambda out, x, y, *options: num.canonical_nan_(fn(x, y, out=out)))(_fn),
+                             _floats)
     INTO[f"tile.{_name}s"] = ((lambda fn: lambda out, x, s: num.canonical_nan_(
         fn(x, num.scalar(s, _dtype(x)), out=out)))(_fn), _floats)
 
@@ -194,7 +201,7 @@ def cmps(lhs: TileVal, rhs, cmp_type):
 
 
 @impl("tile.sel")
-def sel(mask: TileVal, lhs: TileVal, rhs: TileVal):
+def sel(mask: TileVal, lhs: TileVal, rhs: TileVal, tmp=None):
     pred = num.unpack_mask(mask.data, lhs.data.shape[1])
     return torch.where(pred, lhs.data, rhs.data)
 
@@ -248,8 +255,20 @@ for _kind in ("max", "min"):
 
 _EXPAND = {**{f: _BINARY[f] for f in ("add", "sub", "mul", "div")}, "max": num.maximum, "min": num.minimum,
            "expdif": num.arith(lambda x, vec: torch.exp(torch.sub(x, vec)))}
+def _carrier(row_vec: TileVal, cols: int) -> torch.Tensor:
+    """A per-row carrier across ``cols`` columns: its one column, or its 32-byte block of
+    lanes repeated (TROWEXPANDADD's packed form)."""
+    v = row_vec.data
+    if v.shape[-1] == 1:
+        return v
+    return v.repeat(1, -(-cols // v.shape[-1]))[:, :cols]
+
+
+IMPLS["tile.row_expand_add"] = lambda tile, row_vec, tmp=None: _BINARY["add"](
+    tile.data, _carrier(row_vec, tile.data.shape[-1]))
 for _f, _fn in _EXPAND.items():
-    IMPLS[f"tile.row_expand_{_f}"] = (lambda fn: lambda tile, row_vec: fn(tile.data, row_vec.data))(_fn)
+    if _f != "add":
+        IMPLS[f"tile.row_expand_{_f}"] = (lambda fn: lambda tile, row_vec: fn(tile.data, row_vec.data))(_fn)
     IMPLS[f"tile.col_expand_{_f}"] = (lambda fn: lambda tile, col_vec: fn(tile.data, col_vec.data))(_fn)
     IMPLS[f"tensor.row_expand_{_f}"] = (lambda fn: lambda x, row_vec: fn(x, row_vec))(_fn)
     IMPLS[f"tensor.col_expand_{_f}"] = (lambda fn: lambda x, col_vec: fn(x, col_vec))(_fn)
@@ -280,143 +299,20 @@ IMPLS["tensor.reshape"] = lambda x, shape: x.reshape(tuple(shape)).clone()
 def expand_clone(input, target):  # noqa: A002  (the reference's name)
     target[...] = input.expand(target.shape)
     return target
-IMPLS["tile.transpose"] = lambda tile, axis1, axis2: tile.data.transpose(axis1, axis2).contiguous()
+IMPLS["tile.transpose"] = lambda tile, axis1, axis2, tmp_tile=None: tile.data.transpose(axis1, axis2).contiguous()
 IMPLS["tile.transpose_view"] = lambda tile: tile.data.transpose(-1, -2).contiguous()
 IMPLS["tile.concat"] = lambda src0, src1: torch.cat((src0.data, src1.data), dim=1)
 IMPLS["tensor.transpose"] = lambda x, axis1, axis2: x.transpose(axis1, axis2).contiguous()
 IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.clone()
 
 
-@impl("tile.ci", "tensor.ci")
-def ci(start, shape, dtype, descending):
-    k = torch.arange(shape[-1], dtype=torch.int64)
-    row = start - k if descending else start + k
-    return row.to(num.TORCH[dtype]).reshape(tuple(shape))  # (wrapping at the dtype's width)
-
-
-@impl("tile.tri")
-def tri(diagonal, shape, valid_shape, dtype, upper):
-    rows, cols = torch.arange(shape[0]).unsqueeze(1), torch.arange(shape[1]).unsqueeze(0)
-    ones = cols >= rows + diagonal if upper else cols <= rows + diagonal
-    out = torch.zeros(tuple(shape), dtype=num.TORCH[dtype])
-    vr, vc = valid_shape if valid_shape is not None else shape
-    out[:vr, :vc] = ones[:vr, :vc].to(out.dtype)
-    return out
-
-
-def _valid_mask(t: TileVal) -> torch.Tensor:
-    mask = torch.zeros(t.data.shape, dtype=torch.bool)
-    mask[tuple(slice(0, v) for v in t.valid)] = True
-    return mask
-
-
-def _part(fn):
-    """Combined where both sources are valid, the one valid source elsewhere (0 where neither is)."""
-    def run(src0: TileVal, src1: TileVal):
-        x, y = src0.data, src1.data
-        in_x, in_y = _valid_mask(src0), _valid_mask(src1)
-        out = torch.zeros_like(x)
-        both = in_x & in_y
-        out[both] = fn(x[both], y[both])
-        out[in_x & ~in_y] = x[in_x & ~in_y]
-        out[in_y & ~in_x] = y[in_y & ~in_x]
-        return out
-    return run
-
-
-IMPLS["tile.part_add"] = _part(num.arith(torch.add))
-IMPLS["tile.part_mul"] = _part(num.arith(torch.mul))
-IMPLS["tile.part_max"] = _part(num.maximum)
-IMPLS["tile.part_min"] = _part(num.minimum)
-
-
-IMPLS["tile.reinterpret_view"] = lambda data, dtype, shape=None: data.data.contiguous().view(
-    num.TORCH[dtype]).reshape(tuple(shape) if shape is not None else data.data.shape[:-1] + (-1,)).clone()
-
-
-@impl("tile.prelu")
-def prelu(tile: TileVal, slope: TileVal, tmp=None):
-    x = tile.data
-    return num.canonical_nan(torch.where(x > 0, x, x * slope.data))
-
-
-@impl("tile.lrelu")
-def lrelu(tile: TileVal, slope):
-    x = tile.data
-    return num.canonical_nan(torch.where(x > 0, x, x * num.scalar(slope, _dtype(x))))
-
-
-def _three(sign, scalar: bool):
-    def run(lhs: TileVal, rhs, rhs2: TileVal):
-        b = num.scalar(rhs, _dtype(lhs.data)) if scalar else rhs.data
-        first = lhs.data + b if sign > 0 else lhs.data - b  # in the tile's dtype, then the third
-        return num.canonical_nan(first + rhs2.data if sign > 0 else first - rhs2.data)
-    return run
-
-
-for _name, _sign, _s in (("addc", 1, False), ("subc", -1, False), ("addsc", 1, True), ("subsc", -1, True)):
-    IMPLS[f"tile.{_name}"] = _three(_sign, _s)
-
-
-@impl("tile.sels")
-def sels(mask: TileVal, src: TileVal, tmp, scalar):
-    pred = num.unpack_mask(mask.data, src.data.shape[1])
-    return torch.where(pred, src.data, num.scalar(scalar, _dtype(src.data)))
-
-
-@impl("tile.expands")
-def expands(target: TileVal, scalar):
-    return num.scalar(scalar, _dtype(target.data)).expand(target.data.shape).clone()
-
-
-@impl("tile.slice")
-def tile_slice(tile: TileVal, shape, offset, valid_shape=None, pad_value=None):
-    out = tile.data[window(tile.data.shape, offset, shape, "window", "tile")].clone()
-    if valid_shape is not None and pad_value not in (None, PadValue.null):
-        filled = torch.full_like(out, num.pad_value(pad_value, _dtype(out)))
-        region = tuple(slice(0, v) for v in valid_shape)
-        filled[region] = out[region]
-        out = filled
-    return out
-
-
-@impl("tile.extract")
-def tile_extract(tile: TileVal, index_row, index_col, shape, target_memory):
-    offsets = (0,) * (len(shape) - 2) + (index_row, index_col)
-    return tile.data[window(tile.data.shape, offsets, shape, "extract window", "tile")].clone()
-
-
-@impl("tile.assemble")
-def tile_assemble(target: TileVal, source: TileVal, offset):
-    out = target.data.clone()
-    data = source.data
-    if data.dtype != out.dtype:  # Acc's FP32 through the fixpipe, rounding to nearest even
-        data = num.cast(data, num.FROM_TORCH[out.dtype], "rint")
-    out[window(out.shape, offset, data.shape, "source window", "target tile")] = data
-    return out
-
-
-@impl("tile.fillpad_expand")
-def fillpad_expand(tile: TileVal, shape, pad_value):
-    out = torch.full(tuple(shape), num.pad_value(pad_value, _dtype(tile.data)), dtype=tile.data.dtype)
-    region = tuple(slice(0, v) for v in tile.valid)
-    out[region] = tile.data[region]
-    return out
-
-
-@impl("tile.fillpad")
-def fillpad(tile: TileVal, pad_value):
-    out = torch.full_like(tile.data, num.pad_value(pad_value, _dtype(tile.data)))
-    region = tuple(slice(0, v) for v in tile.valid)
-    out[region] = tile.data[region]
-    return out
-
-
 # ----------------------------------------------------------------------------- cube
 
 
 IMPLS["tile.matmul"] = lambda lhs, rhs: num.matmul(lhs.data, rhs.data)
-IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs: num.matmul(lhs.data, rhs.data, acc.data)
+# where init_cond holds the MMAD starts afresh, as tile.matmul does (its init bit)
+IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs, init_cond=None: num.matmul(
+    lhs.data, rhs.data, None if init_cond else acc.data)
 # the bias row is where the accumulator starts
 IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: num.matmul(lhs.data, rhs.data, bias.data.expand(
     lhs.data.shape[0], -1))
@@ -470,12 +366,36 @@ def overhanging(x, shape, offset, valid_shape=None, pad_value=None, clamp=False)
                     "slice window")]
 
 
+def reshaped(x, shape):
+    """An orchestration's reshape: the same bytes under another shape, which exists only
+    where the tensor's strides allow it (a contiguous tensor always does; a window of
+    whole rows of one does; a column window or a transposed view does not)."""
+    try:
+        return x.view(tuple(shape))
+    except RuntimeError:
+        raise OutOfRange(f"a {list(x.shape)} view with strides {list(x.stride())} cannot be seen as "
+                         f"{list(shape)} without copying it: a reshape is a view of the same bytes",
+                         hint="reshape the tensor before slicing or transposing it, or copy the view into a "
+                              "tensor of its own in a pl.at scope first") from None
+
+
 # An orchestration's views: the tensor itself seen through other offsets, shapes and
 # strides — a task writing one writes the tensor (in a kernel the same ops are values).
 VIEWS = {
     "tensor.slice": overhanging,
     "tensor.transpose": lambda x, axis1, axis2: x.transpose(axis1, axis2),
+    "tensor.reshape": reshaped,
+    "tensor.set_validshape": lambda x, valid_rows, valid_cols: valid_view(x, valid_rows, valid_cols),
 }
+
+
+def valid_view(x, rows, cols):
+    """An orchestration's ``set_validshape``: the same bytes, whose valid region the kernels
+    that load them say again (``valid_shape=`` on their loads)."""
+    for axis, (v, e) in enumerate(zip((rows, cols), x.shape)):
+        if not 0 <= v <= e:
+            raise OutOfRange(f"the valid extent {v} on axis {axis} is outside the tensor's {e}")
+    return x.view(x.shape)
 
 
 @impl("tensor.slice")
@@ -488,7 +408,11 @@ IMPLS["tensor.fillpad"] = lambda x, pad_value: x.clone()
 
 @impl("tensor.assemble")
 def assemble(target, source, offset, atomic=AtomicType.None_):
+    # a source of lower rank is the window led by 1s (a [4, 16] source at [b, 0, 0])
+    source = source.reshape((1,) * (target.dim() - source.dim()) + tuple(source.shape))
     index = window(target.shape, offset, source.shape, "assemble window")
+    if source.dtype != target.dtype:  # FP32 through the fixpipe, rounding to nearest even
+        source = num.cast(source, num.FROM_TORCH[target.dtype], "rint")
     if atomic is AtomicType.Add:
         num.atomic_add(target, index, source)
     else:
@@ -501,6 +425,7 @@ def _reserve_buffer(name, size, base, slot_num):
     return base  # the ring's UB address; reserving moves no data
 
 
+from pypto.sim import compound as _compound  # noqa: E402,F401  (registers the compound ops' meaning)
 from pypto.sim import gathers as _gathers  # noqa: E402,F401  (registers the gather ops' meaning)
 from pypto.sim import sorts as _sorts  # noqa: E402,F401  (registers the sort ops' meaning)
 from pypto.sim import elements as _elements  # noqa: E402,F401  (registers read / write of one element)

@@ -152,8 +152,15 @@ def _columns(index: torch.Tensor, cols: int, what: str) -> torch.Tensor:
 
 @impl("tensor.gather")
 def tensor_gather(input: torch.Tensor, dim, index: torch.Tensor):  # noqa: A002
-    rows = index.shape[0]
-    return input[:rows].gather(1, _columns(index, input.shape[1], "input"))
+    """torch.gather along ``dim``: out[..., k, ...] = input[..., index[..., k, ...], ...]."""
+    d = dim % input.dim()
+    picked = index.to(torch.int64)
+    bad = (picked < 0) | (picked >= input.shape[d])
+    if bool(bad.any()):
+        at = [int(x) for x in bad.nonzero()[0]]
+        raise OutOfRange(f"index {int(picked[tuple(at)])} at {at} is outside input's {input.shape[d]} elements along "
+                         f"axis {d}")
+    return input.gather(d, picked)
 
 
 @impl("tensor.scatter")

@@ -254,7 +254,7 @@ def _tiles(fn: n.Function) -> list[dict]:
                 read(stmt, _names(stmt.value))
             elif isinstance(stmt, (n.Yield, n.Return)):
                 read(stmt, [v.name for v in stmt.values if isinstance(v, n.Var)])
-            elif isinstance(stmt, n.For):
+            elif isinstance(stmt, n.LOOPS):
                 read(stmt, [a.init.name for a in stmt.iter_args if isinstance(a.init, n.Var)])
                 end = max([s.span.end_line for s in n.walk_stmts(stmt.body) if s.span] + [line(stmt)])
                 loop = (line(stmt), end, {a.name for a in stmt.iter_args} | {b.name for b in stmt.results})

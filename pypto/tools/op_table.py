@@ -26,6 +26,26 @@ keeps it in step. Every op here is also documented where you use it: `help(pl.ti
 """
 
 
+# The catalog's names that are forms of the language, not ops: the front end reads them
+# (``pypto.lang.names``), so the registry has no entry — listed here so the table covers the
+# catalog. (name, where it is reached, what it does)
+LANGUAGE_FORMS = (
+    ("const", "`pl.const(value, dtype)`", "a literal with an explicit dtype (pl.const(2.0, pl.FP32))"),
+    ("submit", "`pl.submit(kernel, *args, deps=[...])`",
+     "an orchestration's kernel call as a task, giving its TaskId for later deps="),
+    ("spmd_submit", "`pl.spmd_submit(kernel, *args, core_num=n)`",
+     "an SPMD task: n blocks of one kernel, its TaskId"),
+    ("dim", "`pl.dim(t, axis)`, `pl.tensor.dim`", "a tensor's extent on an axis, as a scalar"),
+    ("no_dep", "`pl.no_dep(t)`, `pl.tensor.no_dep`",
+     "one argument of one task kept out of the dependency tracking"),
+    ("dump_tag", "`pl.dump_tag(t)`, `pl.tensor.dump_tag`", "marks a tensor for the selective tensor dump"),
+    ("max", "`pl.max(a, b)`, `pl.tile.max`", "the larger of two scalars (index arithmetic; not a tile reduction: "
+     "pl.row_max / pl.col_max reduce tiles)"),
+    ("min", "`pl.min(a, b)`, `pl.tile.min`", "the smaller of two scalars (index arithmetic; not a tile reduction: "
+     "pl.row_min / pl.col_min reduce tiles)"),
+)
+
+
 def _cell(text: str) -> str:
     """Table-cell text: pipes escaped, on one line."""
     return text.replace("|", "\\|").replace("\n", " ")
@@ -48,6 +68,10 @@ def table() -> str:
         tensor = [text for why, text in named if why.startswith(("Tensor", "a Tensor", "always"))]
         doc = next(iter(picked.values())).doc
         lines.append(f"| `pl.{name}` | {', '.join(tile) or '—'} | {', '.join(tensor) or '—'} | {_cell(doc)} |")
+    lines += ["", "## Language forms", "", "Names of the language that are not ops: the front end reads them where "
+              "they are written.", "", "| name | written | what it does |", "|---|---|---|"]
+    for name, written, doc in LANGUAGE_FORMS:
+        lines.append(f"| `pl.{name}` | {_cell(written)} | {_cell(doc)} |")
     ops = all_ops()
     for level in ("tile", "tensor", "system", "array"):
         mine = [op for op in ops if op.name.startswith(level + ".")]

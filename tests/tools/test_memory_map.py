@@ -57,7 +57,7 @@ def test_cli_defaults_next_to_the_dump_and_picks_the_allocation_dump(seed, tmp_p
     out = dumped(seed, "pipelined", tmp_path)
     done = cli(out)
     assert done.returncode == 0, done.stderr
-    page = out / "passes_dump" / "09_after_AllocateMemoryAddr.memory_map.html"
+    page = out / "passes_dump" / "11_after_AllocateMemoryAddr.memory_map.html"
     assert page.is_file() and done.stdout.strip() == f"wrote {page}"
     assert cli(out / "passes_dump", "-p", "MemoryReuse", "-o", tmp_path / "reuse.html").returncode == 1  # no addresses
     assert cli(out / "passes_dump", "-o", tmp_path / "x.html", "-b", "a2a3").returncode == 0
@@ -68,7 +68,7 @@ def test_refusals_are_one_line_with_the_reason(seed, tmp_path, what):
     out = dumped(seed, "pipelined", tmp_path, "PTOAS" if what == "ptoas" else "PYPTO")
     dumps = out / "passes_dump"
     args, reason = {
-        "pre-allocation": ([dumps / "07_after_InitMemRef.py"], "this dump is from before AllocateMemoryAddr"),
+        "pre-allocation": ([dumps / "09_after_InitMemRef.py"], "this dump is from before AllocateMemoryAddr"),
         "ptoas": ([out], "memory_planner=PTOAS, which skips AllocateMemoryAddr"),
         "missing": ([tmp_path / "nope.py"], "no such file or directory"),
         "not a dump": ([__file__], "not a pass dump this tool can read"),
@@ -97,7 +97,7 @@ def test_the_page_in_chromium_shows_cards_boxes_and_pills(seed, tmp_path):
     pills = html.select("span", "pill")
     assert [p["attrs"]["data-space"] for p in pills] == ["Vec"]
     assert "64.0 KiB / 184.0 KiB (34.8%)" in pills[0]["text"]
-    assert len(html.select("div", "src-line")) == len(model(out / "passes_dump" / "09_after_AllocateMemoryAddr.py")
+    assert len(html.select("div", "src-line")) == len(model(out / "passes_dump" / "11_after_AllocateMemoryAddr.py")
                                                       ["functions"][0]["source"])
     png = screenshot(page, tmp_path / "pipelined.png", tmp_path / "profile")
     assert png.stat().st_size > 10_000
@@ -239,8 +239,8 @@ SLOTS = 'pl.MemRef("pipe_tile", 0, 65536, slots=2)'
 
 
 @pytest.mark.parametrize("old, new, reason", [
-    (SLOT_1, 'pl.MemRef("pipe_tile", 0, 65536, slots=2)[7]', "tile 'tile_1': slot index 7 of MemRef 'pipe_tile' with 2 slots"),
-    (SLOT_1, 'pl.MemRef("pipe_tile", 0, 65536, slots=2)[-1]', "tile 'tile_1': slot index -1 of MemRef 'pipe_tile'"),
+    (SLOT_1, 'pl.MemRef("pipe_tile", 0, 65536, slots=2)[7]', "slot 7 is out of range for 'pipe_tile', which has 2 slots"),
+    (SLOT_1, 'pl.MemRef("pipe_tile", 0, 65536, slots=2)[-1]', "slot -1 is out of range for 'pipe_tile'"),
     (SLOTS, 'pl.MemRef("pipe_tile", -4096, 65536, slots=2)', "tile 'tile': MemRef 'pipe_tile' at negative address -4096"),
     (SLOTS, f'pl.MemRef("pipe_tile", {10 ** 26}, 65536, slots=2)', "starts past the end of Vec (188416 B)"),
     (SLOTS, f'pl.MemRef("pipe_tile", 0, {10 ** 30}, slots=2)', "is larger than all of Vec (188416 B)"),
@@ -380,7 +380,7 @@ def test_a_directory_without_the_dump_names_the_dumps_it_has(seed, tmp_path, cap
 
 def test_a_directory_named_like_a_dump_is_not_read(seed, tmp_path, capsys):
     build = tmp_path / "b"
-    (build / "passes_dump" / "09_after_AllocateMemoryAddr.py").mkdir(parents=True)
+    (build / "passes_dump" / "11_after_AllocateMemoryAddr.py").mkdir(parents=True)
     one_line(cli_here(capsys, build), "no '*_after_AllocateMemoryAddr.py' dump under")
 
 

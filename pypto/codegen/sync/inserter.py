@@ -10,7 +10,7 @@ import itertools
 import attrs
 
 from pypto.backend import SoC
-from pypto.codegen.isa import BufLoc, Cond, Instr, Loop, ScalarAssign, ScalarLoad, SetFlag, WaitFlag, walk
+from pypto.codegen.isa import BufLoc, Cond, Instr, Loop, ScalarArray, ScalarAssign, ScalarLoad, SetFlag, WaitFlag, walk
 from pypto.codegen.sync.analysis import BlockAnalysis
 from pypto.codegen.sync.edges import Edge
 from pypto.codegen.sync.events import assign_events
@@ -100,7 +100,7 @@ class SyncInserter:
             for x in walk([original]):
                 if isinstance(x, Loop):
                     inner_names.add(x.var)
-                elif isinstance(x, (ScalarAssign, ScalarLoad)):
+                elif isinstance(x, (ScalarAssign, ScalarLoad, ScalarArray)):
                     inner_names.add(x.name)
                 elif isinstance(x, Instr) and x.result is not None:
                     inner_names.add(x.result)

@@ -131,6 +131,9 @@ def rotates(slot, loop: Loop, slots: int) -> bool:
 
 
 def trip_count(loop: Loop):
+    """The loop's trips as an expression of its bounds; None for a while loop (known only as it runs)."""
+    if not loop.bounded:
+        return None
     span = loop.stop if loop.start == n.Const(0) else n.BinOp("-", loop.stop, loop.start)
     if loop.step == n.Const(1):
         return simplify(span)

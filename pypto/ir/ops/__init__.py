@@ -16,6 +16,7 @@ from pypto.ir.ops import row_gathers as _row_gathers  # noqa: F401  (registers t
 from pypto.ir.ops import l1_tensors as _l1_tensors  # noqa: F401  (create_l1, the tensor gather_row, paged_gather)
 from pypto.ir.ops import elements as _elements  # noqa: F401  (registers read / write of one element)
 from pypto.ir.ops import randoms as _randoms  # noqa: F401  (registers the counter-based random ops)
+from pypto.ir.ops import tensor_forms as _tensor_forms  # noqa: F401  (tensor forms of tile ops: arg reductions, cmp, ...)
 from pypto.ir.ops.registry import (
     REQUIRED,
     UNIFIED,

@@ -51,9 +51,10 @@ def _set(a: OpArgs, soc: SoC) -> ArrayType:
     return t
 
 
+# In a kernel an array of integers lives on the scalar unit's stack; TaskIds are the host's.
 register("array.create", [P("size", Kind.INT), P("dtype", Kind.DTYPE)], _create,
-         doc="an array of ``size`` scalars (TaskIds: None, no task; integers: 0)", plane="orchestration")
+         doc="an array of ``size`` scalars (TaskIds: None, no task; integers: 0)", plane="both")
 register("array.get", [P("array", Kind.ARRAY), P("index", Kind.SCALAR, integer=True)], _get,
-         doc="one element", plane="orchestration", scalar=True)
+         doc="one element", plane="both", scalar=True)
 register("array.set", [P("array", Kind.ARRAY), P("index", Kind.SCALAR, integer=True), P("value", Kind.SCALAR)],
-         _set, doc="the array with one element replaced", plane="orchestration")
+         _set, doc="the array with one element replaced", plane="both")

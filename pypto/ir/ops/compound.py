@@ -11,11 +11,11 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.families import FLOATS, NUMERIC
+from pypto.ir.ops.families import CI_DTYPES, FLOATS, NUMERIC
 from pypto.ir.ops.registry import (Kind, OpArgs, check_valid, fail, fmt_shape, register, same_shape_dtype, static_ints,
                                    unify)
 from pypto.ir.ops.registry import ParamSpec as P
-from pypto.ir.ops.tile import _mask_type, _require_dtype, _scalar_fits, _scratch, _vec_result
+from pypto.ir.ops.tile import _require_2d, _require_dtype, _scalar_fits, _vec_result
 from pypto.ir.types import DataType, TileType, type_name
 
 VEC = (M.Vec,)
@@ -30,8 +30,7 @@ def _infer_prelu(a: OpArgs, soc: SoC) -> TileType:
     t, slope = a.tile("tile"), a.tile("slope")
     _require_dtype("tile.prelu", t, FLOATS, "a dtype it computes in")
     _like("tile.prelu", "slope tile", slope, t)
-    _scratch("tile.prelu", a, t)
-    return _vec_result(t)
+    return _vec_result(t)  # (tmp: TPRELU's workspace, any Vec tile the target's kernel sizes)
 
 
 def _infer_lrelu(a: OpArgs, soc: SoC) -> TileType:
@@ -53,13 +52,30 @@ def _three(op: str, scalar: bool):
     return infer
 
 
+MASK_CARRIERS = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32)
+
+
 def _infer_sels(a: OpArgs, soc: SoC) -> TileType:
+    """TSELS reads its mask as packed bits in the bytes of each row, whatever the carrier's
+    integer dtype (pl.cmps gives UINT8; a loaded INT16 or UINT32 tile holds the same bytes):
+    its rows cover the source's valid rows, each with a bit per valid column."""
     mask, src = a.tile("mask"), a.tile("src")
-    want = _mask_type("tile.sels", src)
-    if mask.dtype is not DataType.UINT8 or mask.shape != want.shape:
-        raise fail("tile.sels", f"a packed mask of shape {fmt_shape(want.shape)} (from pl.cmp/pl.cmps)",
-                   f"{mask.dtype.name}{fmt_shape(mask.shape)}")
-    _scratch("tile.sels", a, src)
+    _require_2d("tile.sels", src, "a rank-2 src tile")
+    if len(mask.shape) != 2 or mask.dtype not in MASK_CARRIERS:
+        raise fail("tile.sels", "an 8-, 16-, or 32-bit integer mask of rank 2", type_name(mask),
+                   "the mask of pl.tile.cmps(src, ...)")
+    rows, cols = src.valid_shape if src.valid_shape is not None else (Const(src.shape[0]), Const(src.shape[1]))
+    m_rows, m_cols = mask.valid_shape if mask.valid_shape is not None else (Const(mask.shape[0]),
+                                                                            Const(mask.shape[1]))
+    if isinstance(rows, Const) and isinstance(m_rows, Const) and m_rows.value < rows.value:
+        raise fail("tile.sels", "mask carrier rows to cover src valid rows", f"mask valid_shape "
+                   f"{fmt_shape((m_rows, m_cols))} and src valid_shape {fmt_shape((rows, cols))}")
+    if isinstance(cols, Const) and isinstance(m_cols, Const) and m_cols.value * mask.dtype.nbytes < -(-cols.value // 8):
+        raise fail("tile.sels", "each mask carrier row to hold at least ceil(src valid columns / 8) packed bytes",
+                   f"mask valid_shape {fmt_shape((m_rows, m_cols))} with dtype {mask.dtype.name} and src valid_shape "
+                   f"{fmt_shape((rows, cols))}")
+    if a["tmp"] is not None:
+        _require_2d("tile.sels", a.tile("tmp"), "a rank-2 tmp tile")
     _scalar_fits("tile.sels", src, a["scalar"], a.type("scalar"))
     return _vec_result(src)
 
@@ -100,8 +116,8 @@ def _infer_ci(a: OpArgs, soc: SoC) -> TileType:
     shape = _static_2d("tile.ci", a)
     if shape[0] != 1 or shape[1] == 1:
         raise fail("tile.ci", "a shape [1, N] with N > 1 (the sequence fills the first row only)", fmt_shape(shape))
-    if a["dtype"] not in (DataType.INT16, DataType.INT32):
-        raise fail("tile.ci", "dtype INT16 or INT32", a["dtype"].name)
+    if a["dtype"] not in CI_DTYPES:
+        raise fail("tile.ci", "dtype to be one of {INT16, INT32, UINT16, UINT32}", a["dtype"].name, "dtype=pl.INT32")
     if isinstance(a["start"], Const) and not isinstance(a["start"].value, int):
         raise fail("tile.ci", "an integer start", repr(a["start"].value))
     return TileType(shape=shape, dtype=a["dtype"], space=M.Vec)
@@ -131,7 +147,7 @@ register("tile.tri", [P("diagonal", Kind.SCALAR, integer=True), P("shape", Kind.
 
 for _name in ("prelu", "lrelu", "addc", "subc", "addsc", "subsc", "sels", "expands", "tri"):
     unify(_name, tile=f"tile.{_name}")
-unify("arange", tensor="tensor.ci")  # the reference's pl.arange: a tensor (pl.tile.ci spells the tile form)
+unify("arange", tensor="tensor.ci")  # the reference's pl.arange: a tensor (pl.tile.arange spells the tile form)
 
 
 def _valid_extents(t: TileType):

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, argument, fail, fmt_shape, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, argument, fail, fmt_shape, register, unify
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype
-from pypto.ir.types import DataType, TileType, type_name
+from pypto.ir.types import DataType, ScalarType, TileType, type_name
 
 
 CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
@@ -82,12 +82,21 @@ def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
                    fmt_shape(acc.shape))
     if acc.dtype is not acc_dtype(lhs.dtype):
         raise fail("tile.matmul_acc", f"accumulator dtype {acc_dtype(lhs.dtype).name}", acc.dtype.name)
+    cond = a.types.get("init_cond")
+    if a["init_cond"] is not None and cond is not None and not (
+            isinstance(cond, ScalarType) and (cond.dtype.is_int or cond.dtype is DataType.BOOL)):
+        raise fail("tile.matmul_acc", "an init_cond that is a bool (or an integer) scalar", type_name(cond),
+                   "init_cond=(k0 == 0)")
     return TileType(shape=acc.shape, dtype=acc.dtype, space=M.Acc, valid_shape=acc.valid_shape)
 
 
+# init_cond: where it holds (a split-K loop's first step, say) the MMAD overwrites the
+# accumulator instead of adding to it (the instruction's init bit, set by the scalar unit)
 register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED),
-                             P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
-         _infer_matmul_acc, doc="acc + Left x Right -> Acc", in_place=True, mnemonic="MMAD")
+                             P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED),
+                             P("init_cond", Kind.SCALAR, default=None, optional=True)],
+         _infer_matmul_acc, doc="acc + Left x Right -> Acc (Left x Right alone where init_cond holds)", in_place=True,
+         mnemonic="MMAD")
 
 
 def batch_shape(op: str, lhs: tuple, rhs: tuple) -> tuple:
@@ -171,41 +180,6 @@ register("tile.matmul_bias", [P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGE
 _PHASES = ("unspecified", "partial", "final")
 
 
-def _infer_extract(a: OpArgs, soc: SoC) -> TileType:
-    t = a.tile("tile")
-    shape = static_ints(a["shape"])
-    if len(t.shape) < 2 or shape is None or len(shape) != len(t.shape) or any(s <= 0 for s in shape) \
-            or tuple(shape[:-2]) != tuple(t.shape[:-2]):
-        raise fail("tile.extract", "a window shape of the tile's rank, positive and static, its batch axes whole",
-                   f"{fmt_shape(a['shape'])} of {type_name(t)}")
-    target = a["target_memory"]
-    if target not in (M.Left, M.Right) or not soc.can_move(M.Mat, target):
-        raise fail("tile.extract", "target_memory=pl.Mem.Left or pl.Mem.Right (the cube's L0 buffers)",
-                   getattr(target, "name", repr(target)))
-    rows, cols = a["index_row"], a["index_col"]
-    limit = t.shape[-2:] if t.valid_shape is None else tuple(v.value if isinstance(v, Const) else None
-                                                             for v in t.valid_shape[-2:])
-    if t.valid_shape is not None and tuple(t.valid_shape[:-2]) != tuple(Const(b) for b in t.shape[:-2]):
-        limit = (None, None)
-    for axis, (o, e, d) in enumerate(zip((rows, cols), shape[-2:], limit)):
-        if d is None or t.valid_shape is not None and not isinstance(o, Const):
-            raise fail("tile.extract", "a window inside the source's valid region", "a partial source tile",
-                       "load the whole operand (valid_shape cut only where it fits L0 whole)")
-        if isinstance(o, Const) and not (0 <= o.value and o.value + e <= d):
-            raise fail("tile.extract", f"a window inside the tile's {'valid ' if t.valid_shape else ''}"
-                       f"{fmt_shape(limit)}", f"[{o.value}, {o.value + e}) on axis {len(shape) - 2 + axis}",
-                       "keep offset + shape within the tile")
-    return TileType(shape=shape, dtype=t.dtype, space=target)
-
-
-# The cube's operand feed (TEXTRACT): a window of a Mat tile into L0A or L0B, where a
-# matmul larger than L0 takes it a piece at a time (AutoTileMatmulL0).
-register("tile.extract", [P("tile", Kind.TILE, spaces=(M.Mat,)), P("index_row", Kind.SCALAR, integer=True),
-                          P("index_col", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
-                          P("target_memory", Kind.SPACE)], _infer_extract,
-         doc="a copy of the window [index_row, index_col] + shape of a Mat tile in Left or Right (TEXTRACT); of a "
-             "stack of pages, the same window of each",
-         mnemonic="TEXTRACT")
 
 
 def _gemv(op: str, acc: bool, bias: bool):

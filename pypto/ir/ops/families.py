@@ -17,6 +17,8 @@ NUMERIC = (*SIGNED, DataType.UINT8, DataType.INT64)
 DIVIDES = (DataType.INT16, DataType.INT32, DataType.FP16, DataType.FP32, DataType.BF16)
 
 INTEGERS = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.UINT8)
+# what tile.ci / tensor.ci count in: the sequence wraps at the dtype's width (pto.tci's lanes)
+CI_DTYPES = (DataType.INT16, DataType.INT32, DataType.UINT16, DataType.UINT32)
 
 
 @attrs.frozen
@@ -25,7 +27,13 @@ class Row:
     its cost class on the vector unit (``SoC.costs.vector_cycles``), whether its result may
     overwrite an operand that dies with it, whether the tile form takes a scratch tile
     (``tmp``, as the vector unit's kernel needs), and the unified name where Python has the
-    op's own (``pl.and_``)."""
+    op's own (``pl.and_``).
+
+    ``precise``: the op takes ``high_precision=`` (PTO's slower, more precise algorithm,
+    which only Ascend950 has: a2a3's vector unit runs the default one either way, so here
+    it changes neither the bits nor the time). A unary op with ``scratch`` selects its
+    precise form by the scratch tile itself (``pl.tile.rsqrt(x, tmp)``), and its tensor
+    form by ``high_precision=True``, for which the compiler makes the scratch tile."""
 
     name: str
     dtypes: tuple
@@ -34,6 +42,9 @@ class Row:
     scratch: bool = False
     unified: str = ""
     shifts: bool = False  # the rhs is a shift amount: 0 up to the lhs's bit width, exclusive
+    precise: bool = False
+    # the dtypes high_precision=True takes (the reference's: its high-precision templates)
+    precise_dtypes: tuple = FLOATS
 
     @property
     def pl_name(self) -> str:
@@ -42,7 +53,7 @@ class Row:
 
 # tile op tile (and, as "<name>s", tile op scalar)
 BINARY = (Row("add", NUMERIC, "simple"), Row("sub", NUMERIC, "simple"), Row("mul", NUMERIC, "simple"),
-          Row("div", DIVIDES, "divide"), Row("maximum", NUMERIC, "simple"), Row("minimum", NUMERIC, "simple"),
+          Row("div", DIVIDES, "divide", precise=True), Row("maximum", NUMERIC, "simple"), Row("minimum", NUMERIC, "simple"),
           # fmod's kernel overwrites its first operand while it still needs it: never in place
           Row("fmod", FLOATS, "divide", in_place=False),
           # rem (floor modulo, the sign of the divisor) takes the kernel's scratch tile
@@ -52,11 +63,14 @@ BINARY = (Row("add", NUMERIC, "simple"), Row("sub", NUMERIC, "simple"), Row("mul
           Row("shl", INTEGERS, "simple", shifts=True), Row("shr", INTEGERS, "simple", shifts=True))
 # op tile
 UNARY = (Row("neg", SIGNED, "simple"), Row("abs", SIGNED, "simple"), Row("relu", SIGNED, "simple"),
-         Row("exp", FLOATS, "transcendental"), Row("log", FLOATS, "transcendental"),
-         Row("sqrt", FLOATS, "transcendental"), Row("rsqrt", FLOATS, "transcendental"),
-         Row("recip", FLOATS, "transcendental"), Row("sin", FLOATS, "transcendental"),
+         Row("exp", FLOATS, "transcendental"), Row("log", FLOATS, "transcendental", precise=True),
+         Row("sqrt", FLOATS, "transcendental"),
+         # with its scratch tile a2a3's TRSQRT takes a square root, then divides a block of ones by
+         # it: reading the scratch tile while it writes, never in place
+         Row("rsqrt", FLOATS, "transcendental", in_place=False, scratch=True),
+         Row("recip", FLOATS, "transcendental", precise=True, precise_dtypes=(DataType.FP16, DataType.FP32)), Row("sin", FLOATS, "transcendental"),
          Row("cos", FLOATS, "transcendental"),
-         Row("not", (DataType.INT16,), "simple", unified="not_"))  # TNOT takes 16-bit lanes
+         Row("not", (DataType.INT16, DataType.UINT16), "simple", unified="not_"))  # TNOT takes 16-bit lanes
 # a reduction of the last (axis 1) or first (axis 0) axis; whether the tile form takes a tmp_tile
 REDUCTIONS = (("row_sum", 1, True), ("row_max", 1, True), ("row_min", 1, True), ("row_prod", 1, True),
               ("col_sum", 0, True), ("col_max", 0, False), ("col_min", 0, False), ("col_prod", 0, True))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, unify
+from pypto.ir.ops.registry import (TENSOR_OPERAND_FORMS, Kind, OpArgs, check_valid, fail, fmt_shape, register,
+                                   static_ints, unify)
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype, _same_valid, _vec_result
 from pypto.ir.nodes import Const, Expr
@@ -134,8 +135,8 @@ register("tile.scatter_update", [P("input", Kind.TILE, spaces=VEC), P("dim", Kin
          _infer_scatter_update, doc="input with row index.flat[k] set to src's row k", in_place=True,
          mnemonic="VSCATTERU")
 
-MGATHERED = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.INT32, DataType.FP16, DataType.BF16,
-             DataType.FP32)
+MGATHERED = (DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.INT32, DataType.UINT32,
+             DataType.FP16, DataType.BF16, DataType.FP32)
 COALESCE = ("row", "elem")  # a row of mem per index, or one element per index
 GATHER_OOB = ("undefined", "clamp", "wrap", "zero")  # an index past mem: an error here, or the policy
 
@@ -151,8 +152,13 @@ def _infer_mgather(a: OpArgs, soc: SoC) -> TileType:
     if a["gather_oob"] not in GATHER_OOB:
         raise fail("tile.mgather", f"gather_oob one of {', '.join(map(repr, GATHER_OOB))}", repr(a["gather_oob"]))
     if a["target_memory"] is not M.Vec:
-        raise fail("tile.mgather", "target_memory=pl.Mem.Vec (the Mat form, into the cube's NZ layout, is not "
-                   "modeled yet)", f"pl.Mem.{a['target_memory'].name}", "gather into Vec, then pl.move the tile")
+        raise fail("tile.mgather", "target_memory=pl.Mem.Vec with an idx tile (the Mat form takes the indices as a GM "
+                   "tensor)", f"pl.Mem.{a['target_memory'].name}", "pass the index tensor itself: "
+                   "pl.tile.mgather(mem, idx_tensor, target_memory=pl.Mem.Mat)")
+    for key, why in (("scratch", "only the Mat element gather stages through GM"),
+                     ("valid_shape", "the Vec form's valid region is the idx tile's")):
+        if a[key] is not None:
+            raise fail("tile.mgather", f"no {key} for a Vec gather ({why})", f"{key}=...", f"drop {key}=")
     if mem.dtype not in MGATHERED:
         raise fail("tile.mgather", f"a mem dtype it moves ({', '.join(d.name for d in MGATHERED)})", mem.dtype.name)
     _require_2d("tile.mgather", idx, "a 2D idx tile")
@@ -170,11 +176,66 @@ def _infer_mgather(a: OpArgs, soc: SoC) -> TileType:
     return TileType(shape=(idx.shape[axis], mem.shape[-1]), dtype=mem.dtype, space=M.Vec, valid_shape=valid)
 
 
-register("tile.mgather", [P("mem", Kind.TENSOR), P("idx", Kind.TILE, spaces=VEC),
-                          P("coalesce", Kind.STR, default="row"), P("gather_oob", Kind.STR, default="undefined"),
-                          P("target_memory", Kind.SPACE, default=M.Vec)], _infer_mgather,
+_MGATHER_TAIL = [P("coalesce", Kind.STR, default="row"), P("gather_oob", Kind.STR, default="undefined")]
+register("tile.mgather", [P("mem", Kind.TENSOR), P("idx", Kind.TILE, spaces=VEC), *_MGATHER_TAIL,
+                          P("target_memory", Kind.SPACE, default=M.Vec),
+                          P("scratch", Kind.TENSOR, default=None, optional=True),
+                          P("valid_shape", Kind.INDEX_LIST, default=None, optional=True)], _infer_mgather,
          doc='GM -> Vec by index: row r of the result is row idx[r] of mem (coalesce="elem": element '
-             "[i, j] is mem's element idx[i, j] in row-major order)", mnemonic="MGATHER")
+             "[i, j] is mem's element idx[i, j] in row-major order); an index tensor gathers into Mat "
+             "(tile.mgather_mat)", mnemonic="MGATHER")
+
+
+def _infer_mgather_mat(a: OpArgs, soc: SoC) -> TileType:
+    op, mem, idx, scratch = "tile.mgather_mat", a.type("mem"), a.type("idx"), a.type("scratch")
+    for key, allowed in (("coalesce", COALESCE), ("gather_oob", GATHER_OOB)):
+        if a[key] not in allowed:
+            raise fail(op, f"{key} one of {', '.join(map(repr, allowed))}", repr(a[key]))
+    if a["target_memory"] is not M.Mat:
+        raise fail(op, "target_memory=pl.Mem.Mat for an index tensor", f"pl.Mem.{a['target_memory'].name}",
+                   "load the indices into a Vec tile for a Vec gather")
+    if mem.dtype not in MGATHERED:
+        raise fail(op, f"a mem dtype it moves ({', '.join(d.name for d in MGATHERED)})", mem.dtype.name)
+    if len(idx.shape) != 2 or idx.dtype is not DataType.INT32:
+        raise fail(op, "a 2D INT32 index tensor", f"{idx.dtype.name}{fmt_shape(idx.shape)}")
+    if a["coalesce"] == "elem":
+        shape = tuple(idx.shape)
+        if scratch is None:
+            raise fail(op, "a scratch tensor for the element gather (it stages the elements in GM)", "none",
+                       f"scratch=pl.create_tensor([{shape[0] * shape[1]}], dtype=pl.{mem.dtype.name})")
+        count = 1
+        for d in scratch.shape:
+            count *= d
+        if scratch.dtype is not mem.dtype or count < shape[0] * shape[1]:
+            raise fail(op, f"a {mem.dtype.name} scratch tensor of at least {shape[0] * shape[1]} elements",
+                       f"{scratch.dtype.name}{fmt_shape(scratch.shape)}")
+    else:
+        if scratch is not None:
+            raise fail(op, "no scratch tensor for the row gather (only the element gather stages through GM)",
+                       "scratch=...", "drop scratch=")
+        if len(mem.shape) < 2 or 1 not in idx.shape:
+            raise fail(op, "a mem of rank >= 2 and a [1, R] or [R, 1] index tensor in row mode",
+                       f"mem {fmt_shape(mem.shape)} and idx {fmt_shape(idx.shape)}")
+        shape = (idx.shape[1] if idx.shape[0] == 1 else idx.shape[0], mem.shape[-1])
+    valid = a["valid_shape"]
+    if valid is not None:
+        if len(valid) != 2:
+            raise fail(op, "a 2D valid_shape", fmt_shape(valid))
+        check_valid(op, valid, shape, f"valid_shape within the result's {fmt_shape(shape)}")
+        if static_ints(valid) == shape:
+            valid = None
+    return TileType(shape=shape, dtype=mem.dtype, space=M.Mat, valid_shape=None if valid is None else tuple(valid))
+
+
+# the cube core's MTE2 gathers straight into L1 (the element form through the GM scratch tensor)
+register("tile.mgather_mat", [P("mem", Kind.TENSOR), P("idx", Kind.TENSOR), *_MGATHER_TAIL,
+                              P("target_memory", Kind.SPACE, default=M.Mat),
+                              P("scratch", Kind.TENSOR, default=None, optional=True),
+                              P("valid_shape", Kind.INDEX_LIST, default=None, optional=True)], _infer_mgather_mat,
+         doc="GM -> Mat by an index tensor: as pl.tile.mgather, into L1 for the cube; valid_shape: the region "
+             "written (zeros past it); the element gather stages through scratch, a GM tensor of mem's dtype",
+         mnemonic="MGATHER")
+TENSOR_OPERAND_FORMS["tile.mgather"] = ("idx", "tile.mgather_mat")
 
 
 def _infer_mscatter(a: OpArgs, soc: SoC) -> TensorType:

@@ -40,6 +40,11 @@ class Kind(enum.Enum):
     STR = "str"
 
 
+# Operands the vector unit reads while it writes the result, whatever the op: a scratch tile
+# it uses as workspace, a broadcast vector it rereads for every row or column. An in-place op
+# never writes its result over one of these (the reference's forbid_output_alias).
+UNALIASED = frozenset({"tmp", "tmp_tile", "scratch", "row_vec", "col_vec"})
+
 # Kinds whose value is a runtime operand (a Var or an Expr); the rest are compile-time.
 OPERAND_KINDS = frozenset({Kind.TILE, Kind.TENSOR, Kind.SCALAR, Kind.INDEX_LIST})
 
@@ -118,7 +123,8 @@ class Windows:
     by name (the operands' tiles and the rest) and ``low`` (``tile_emitter.Lowering``: fresh
     Vec workspace tiles, the tiles' types, calls bound ahead); ``shifts``: a sequence's start
     parameter, which a window's offset along the last axis moves (backwards when the op's
-    ``descending`` is set) — or a tuple of them, one per trailing axis (a generator's counters).
+    ``descending`` is set) — or a tuple of them, one per trailing axis (a generator's counters);
+    ``along``: (operand, axis parameter) — that operand's window is whole along the named axis.
     """
 
     kind: str = attrs.field(validator=attrs.validators.in_(WINDOW_KINDS))
@@ -127,6 +133,9 @@ class Windows:
     tile: str | None = None
     shifts: str | tuple | None = None
     lower: Callable | None = None
+    # (operand, axis parameter): that operand is read whole along the axis the parameter names
+    # (a gather along a leading axis reads its input's whole column of rows there)
+    along: tuple | None = None
 
 
 @attrs.frozen
@@ -157,6 +166,16 @@ class OpDef:
     # its result is a scalar whatever its operands (an element read, a core register): in an
     # expression it is index arithmetic, ``pl.tile.get_block_idx() * 16``
     scalar: bool = False
+    # another cost class where an argument is given (a tile) or true: another algorithm runs
+    # (tile.rsqrt with its scratch tile)
+    units: pmap = attrs.field(default=pmap(), converter=lambda m: pmap(m or {}))
+
+    def cost_class(self, args) -> str:
+        """Its cost class for a call with ``args`` (by parameter name)."""
+        for name, unit in self.units.items():
+            if args.get(name) not in (None, False):
+                return unit
+        return self.unit
 
     @property
     def has_effect(self) -> bool:
@@ -191,13 +210,13 @@ _OPS: dict[str, OpDef] = {}
 def register(name: str, params, infer, *, doc: str = "", writes_operand: str | None = None,
              windows: Windows | None = None, in_place: bool = False, mnemonic: str | None = None,
              unit: str = "simple", reduces: bool = False, plane: str = "core", effect: bool = False,
-             updates: str | None = None, scalar: bool = False) -> OpDef:
+             updates: str | None = None, scalar: bool = False, units=None) -> OpDef:
     if name in _OPS:
         raise ValueError(f"op {name} registered twice")
     if plane not in ("core", "orchestration", "both"):
         raise ValueError(f"op {name}: plane {plane!r}")
     op = OpDef(name, tuple(params), infer, doc, writes_operand, windows, in_place, mnemonic, unit, reduces, plane,
-               effect, updates, scalar)
+               effect, updates, scalar, units)
     _OPS[name] = op
     return op
 
@@ -211,6 +230,7 @@ def lookup(name: str) -> OpDef | None:
 # another spelling. Source written either way builds the one op; dumps print its own name.
 ALIASES: dict[str, str] = {
     "tile.create_tile": "tile.create", "tensor.create_tensor": "tensor.create",
+    "tile.arange": "tile.ci", "tensor.arange": "tensor.ci",
     "array.get_element": "array.get", "array.update_element": "array.set",
     **{f"system.{n}": f"tile.{n}" for n in ("tpush_to_aic", "tpush_to_aiv", "tpop_from_aic", "tpop_from_aiv")},
     **{f"tensor.{n}": f"tile.{n}" for n in ("get_block_idx", "get_block_num", "get_subblock_idx")},
@@ -305,6 +325,25 @@ UNIFIED: dict[str, Unified] = {}
 KEYWORD_FORMS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
+# The reference's level-specific names take a scalar rhs too: ``pl.tensor.maximum(x, 2.5)`` is
+# ``tensor.maximums``, ``pl.tile.mul(t, 3.0)`` is ``tile.muls`` (op -> its scalar-rhs form).
+SCALAR_FORMS: dict[str, str] = {}
+
+# An op given a Tensor where it takes a tile operand is another op: the reference's one name for
+# both (``pl.tile.mgather(mem, idx_tensor, target_memory=pl.Mem.Mat)`` gathers into L1).
+# op -> (the parameter, the op a Tensor there makes).
+TENSOR_OPERAND_FORMS: dict[str, tuple[str, str]] = {}
+
+# Keywords ``pl.<name>`` takes for one form that the op it picked has no parameter for: op ->
+# keyword -> (its default, accepted and dropped; the error any other value gets; its hint).
+# ``pl.div(tile, 2.0, high_precision=True)`` is refused, not quietly the default division.
+FOREIGN_KEYWORDS: dict[str, dict[str, tuple]] = {}
+
+
+def foreign_keyword(op: str, keyword: str, default, message: str, hint: str) -> None:
+    FOREIGN_KEYWORDS.setdefault(op, {})[keyword] = (default, message, hint)
+
+
 def keyword_form(op: OpDef, keywords) -> OpDef:
     """The op a call of ``op`` with ``keywords`` builds."""
     for key, other in KEYWORD_FORMS.get(op.name, ()):
@@ -315,6 +354,9 @@ def keyword_form(op: OpDef, keywords) -> OpDef:
 
 def unify(name: str, **forms: str) -> None:
     UNIFIED[name] = Unified(**forms)
+    for plain, scalar in (("tile", "tile_scalar"), ("tensor", "tensor_scalar")):
+        if forms.get(plain) and forms.get(scalar):
+            SCALAR_FORMS[forms[plain]] = forms[scalar]
 
 
 # --------------------------------------------------------------------------- checking

@@ -8,6 +8,8 @@ import math
 
 from pypto.ir.ops.registry import (
     Kind,
+    check_valid,
+    foreign_keyword,
     OpArgs,
     Windows,
     fail,
@@ -17,13 +19,16 @@ from pypto.ir.ops.registry import (
     static_ints,
     unify,
 )
-from pypto.ir.ops.families import BINARY, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
+from pypto.ir.ops.families import BINARY, CI_DTYPES, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.cube import CUBE_IN, acc_dtype, batch_shape
+from pypto.ir.ops.registry import op_call
 from pypto.ir.ops.tile import (
     CAST_MODES,
     NUMERIC,
+    PRECISE_DOC,
     SHAPE_HINT,
+    check_precise,
     check_region,
 )
 from pypto.errors import TypeCheckError
@@ -59,14 +64,19 @@ def _extents(op: str, exprs) -> tuple:
     return tuple(e.value if isinstance(e, Const) else e for e in exprs)
 
 
-for _name, _allowed in ((r.name, r.dtypes) for r in BINARY):
-    def _bin(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
+_PRECISE = [P("high_precision", Kind.BOOL, default=False)]
+
+for _row in BINARY:
+    def _bin(a: OpArgs, soc: SoC, _op=f"tensor.{_row.name}", _row=_row) -> TensorType:
         lhs, rhs = a.type("lhs"), a.type("rhs")
         same_shape_dtype(_op, lhs, rhs)
-        _dtype_in(_op, lhs, _allowed)
+        _dtype_in(_op, lhs, _row.dtypes)
+        if _row.precise:
+            check_precise(_op, _row, lhs.dtype, a["high_precision"])
         return lhs
 
-    register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR)], _bin, doc=f"elementwise {_name}",
+    register(f"tensor.{_row.name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.TENSOR), *(_PRECISE if _row.precise else [])],
+             _bin, doc=f"elementwise {_row.name}" + (PRECISE_DOC if _row.precise else ""),
              windows=Windows("elementwise"))
 
 for _row in BINARY:
@@ -81,12 +91,34 @@ for _row in BINARY:
     register(f"tensor.{_name}", [P("lhs", Kind.TENSOR), P("rhs", Kind.SCALAR)], _sc,
              doc=f"elementwise {_name} with a scalar", windows=Windows("elementwise"))
 
-for _name, _allowed in ((r.name, r.dtypes) for r in UNARY):
-    def _un(a: OpArgs, soc: SoC, _op=f"tensor.{_name}", _allowed=_allowed) -> TensorType:
-        _dtype_in(_op, a.type("x"), _allowed)
+def _refined(name: str):
+    """A tensor op's precise form at tile level: its tile op with a scratch tile the compiler
+    makes (``tensor.rsqrt(x, high_precision=True)`` is ``tile.rsqrt(x, tmp)``)."""
+    def lower(args, low):
+        x = args["x"]
+        t = low.type_of(x)
+        tmp = low.scratch(t.shape, t.dtype) if args["high_precision"] else None
+        return op_call(f"tile.{name}", tile=x, tmp=tmp)
+    return lower
+
+
+for _row in UNARY:
+    def _un(a: OpArgs, soc: SoC, _op=f"tensor.{_row.name}", _row=_row) -> TensorType:
+        _dtype_in(_op, a.type("x"), _row.dtypes)
+        if _row.precise or _row.scratch:
+            check_precise(_op, _row, a.type("x").dtype, a["high_precision"])
         return a.type("x")
 
-    register(f"tensor.{_name}", [P("x", Kind.TENSOR)], _un, doc=f"elementwise {_name}", windows=Windows("elementwise"))
+    _doc = f"elementwise {_row.name}"
+    if _row.precise:
+        _doc += PRECISE_DOC
+    if _row.scratch:  # the tile form takes the scratch tile
+        _doc += f"; high_precision=True: pl.tile.{_row.name}'s precise form, with a scratch tile the compiler makes"
+    register(f"tensor.{_row.name}", [P("x", Kind.TENSOR), *(_PRECISE if _row.precise or _row.scratch else [])], _un,
+             doc=_doc, windows=Windows("elementwise", lower=_refined(_row.name) if _row.scratch else None))
+
+foreign_keyword("tensor.divs", "high_precision", False, "pl.div: high_precision requires a Tensor rhs",
+                "a scalar divisor has no precise form: divide by a tensor, pl.div(lhs, rhs, high_precision=True)")
 
 _COMBINE = {"sum": "tile.add", "max": "tile.maximum", "min": "tile.minimum", "prod": "tile.mul"}  # two partial reductions, merged
 for _name, _axis, _ in REDUCTIONS:
@@ -208,8 +240,8 @@ def _ci(a: OpArgs, soc: SoC) -> TensorType:
     if len(shape) != 2 or shape[0] != 1 or shape[1] == 1:
         raise fail("tensor.ci", "a shape [1, N] with N > 1 (the sequence runs along one row)", fmt_shape(shape),
                    "pl.arange(0, [1, n])")
-    if a["dtype"] not in (DataType.INT16, DataType.INT32):
-        raise fail("tensor.ci", "dtype INT16 or INT32", a["dtype"].name, "dtype=pl.INT32")
+    if a["dtype"] not in CI_DTYPES:
+        raise fail("tensor.ci", "dtype to be one of {INT16, INT32, UINT16, UINT32}", a["dtype"].name, "dtype=pl.INT32")
     if isinstance(a["start"], Const) and not isinstance(a["start"].value, int):
         raise fail("tensor.ci", "an integer start", repr(a["start"].value))
     return TensorType(shape, a["dtype"])
@@ -266,12 +298,25 @@ register("tensor.slice", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE), P("offset
          plane="both")
 
 
+def assembled_shape(target: TensorType, source: TensorType) -> tuple:
+    """The window an assemble writes: the source's shape, led by 1s up to the target's rank
+    (a [4, 16] source into a [2, 4, 16] target is the window [1, 4, 16], as the reference
+    pads it)."""
+    return (1,) * (len(target.shape) - len(source.shape)) + tuple(source.shape)
+
+
 def _assemble(a: OpArgs, soc: SoC) -> TensorType:
     target, source = a.type("target"), a.type("source")
-    if target.dtype is not source.dtype:
+    # an FP32 result of the cube converts on its way out of Acc (the fixpipe rounds it to the
+    # target's half dtype, which an atomic add then adds in)
+    converts = source.dtype is DataType.FP32 and target.dtype in (DataType.FP16, DataType.BF16)
+    if target.dtype is not source.dtype and not converts:
         raise fail("tensor.assemble", "the source dtype to match the target's",
                    f"{source.dtype.name} into {target.dtype.name}", "cast the source first")
-    check_region("tensor.assemble", target, a["offset"], source.shape, what="window")
+    if len(source.shape) > len(target.shape):
+        raise fail("tensor.assemble", f"a source of at most the target's rank {len(target.shape)}",
+                   f"a source of rank {len(source.shape)}", "pl.reshape the source to the target's rank first")
+    check_region("tensor.assemble", target, a["offset"], assembled_shape(target, source), what="window")
     if a["atomic"] is AtomicType.Add and target.dtype not in ATOMIC_ADD_DTYPES:
         raise TypeCheckError("tensor.assemble with atomic=AtomicType.Add requires an fp32/bf16/fp16/int32/int16/int8 "
                              f"target (hardware atomic-add dtypes), but got {target.dtype.name}",
@@ -281,19 +326,21 @@ def _assemble(a: OpArgs, soc: SoC) -> TensorType:
 
 register("tensor.assemble", [P("target", Kind.TENSOR), P("source", Kind.TENSOR), P("offset", Kind.INDEX_LIST),
                              P("atomic", Kind.ATOMIC, AtomicType.None_)],
-         _assemble, doc="write source into target at offset (atomic=pl.AtomicType.Add: add it)", writes_operand="target")
+         _assemble, doc="write source into target at offset (atomic=pl.AtomicType.Add: add it; in an orchestration: "
+         "a copy the host makes once the source is computed)", writes_operand="target", plane="both")
 
 
 def _reshape(a: OpArgs, soc: SoC) -> TensorType:
     x = a.type("x")
-    shape = _static_shape("tensor.reshape", a["shape"])
-    if math.prod(shape) != math.prod(x.shape):
+    shape = _extents("tensor.reshape", a["shape"])  # (in an orchestration an extent may be computed)
+    if all(isinstance(d, int) for d in (*shape, *x.shape)) and math.prod(shape) != math.prod(x.shape):
         raise fail("tensor.reshape", f"the same element count as {fmt_shape(x.shape)}", fmt_shape(shape))
     return TensorType(shape, x.dtype)
 
 
-register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _reshape, doc="a new row-major shape",
-         windows=Windows("whole"))
+register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _reshape,
+         doc="a new row-major shape (in an orchestration: a view of the same bytes)", windows=Windows("whole"),
+         plane="both")
 
 
 def _transpose(a: OpArgs, soc: SoC) -> TensorType:
@@ -312,6 +359,21 @@ def _transpose(a: OpArgs, soc: SoC) -> TensorType:
 register("tensor.transpose", [P("x", Kind.TENSOR), P("axis1", Kind.INT), P("axis2", Kind.INT)], _transpose,
          doc="swap two axes (in an orchestration: a view)", windows=Windows("transpose"), plane="both")
 
+def _set_validshape(a: OpArgs, soc: SoC) -> TensorType:
+    x = a.type("x")
+    _two_d("tensor.set_validshape", x)
+    check_valid("tensor.set_validshape", (a["valid_rows"], a["valid_cols"]), x.shape,
+                f"extents within the tensor shape {fmt_shape(x.shape)}")
+    return x
+
+
+# the valid region of a tensor an orchestration hands a kernel: metadata on a view of the same
+# bytes, as a slice's valid_shape= (the kernel's loads say the region they move)
+register("tensor.set_validshape", [P("x", Kind.TENSOR), P("valid_rows", Kind.SCALAR, integer=True),
+                                   P("valid_cols", Kind.SCALAR, integer=True)], _set_validshape,
+         doc="the tensor with another valid region (in an orchestration: a view; metadata only)",
+         windows=Windows("whole"), plane="both")
+unify("set_validshape", tile="tile.set_validshape", tensor="tensor.set_validshape")
 unify("slice", tile="tile.slice", tensor="tensor.slice")
 unify("assemble", tile="tile.assemble", tensor="tensor.assemble")
 unify("create_tensor", tensor="tensor.create")

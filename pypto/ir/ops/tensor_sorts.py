@@ -11,7 +11,7 @@ from pypto.ir.ops.registry import KEYWORD_FORMS, Kind, OpArgs, Windows, fail, fm
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.sorts import INDICES, MASKED, _one_row, _pairs, _pattern, check_block_len
 from pypto.ir.ops.gathers import GATHERED, SCATTERED, _infer_scatter_update
-from pypto.ir.nodes import Var
+from pypto.ir.nodes import Const, Var
 from pypto.ir.types import DataType, TensorType, TileType
 
 
@@ -96,17 +96,43 @@ def _gather(a: OpArgs, soc: SoC) -> TensorType:
     if x.dtype not in GATHERED:
         raise fail(op, "input dtype to be FP16, FP32, INT16, or INT32", x.dtype.name)
     _rows(op, x, "input")
-    _last_axis(op, a["dim"], len(x.shape))
+    rank, dim = len(x.shape), a["dim"]
+    if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
+        raise fail(op, f"dim in [-{rank}, {rank})", f"dim={dim}")
+    d = dim % rank
     allowed = (DataType.INT32, DataType.INT16) if x.dtype.nbytes == 2 else (DataType.INT32,)
     if idx.dtype not in allowed:
         raise fail(op, "index dtype INT32 (any input), or INT16 with a 16-bit input", idx.dtype.name,
                    "pl.cast(index, target_type=pl.INT32)")
     if len(idx.shape) != len(x.shape):
         raise fail(op, f"index rank ({len(idx.shape)}) to match input rank ({len(x.shape)})", fmt_shape(idx.shape))
-    for i, (e, d) in enumerate(zip(idx.shape[:-1], x.shape[:-1])):
-        if e > d:
-            raise fail(op, f"index.shape[{i}] ({e}) <= input.shape[{i}] ({d}) on non-gather axes", fmt_shape(idx.shape))
+    for i, (e, extent) in enumerate(zip(idx.shape, x.shape)):
+        if i != d and e > extent:
+            raise fail(op, f"index.shape[{i}] ({e}) <= input.shape[{i}] ({extent}) on non-gather axes",
+                       fmt_shape(idx.shape))
+    if d != rank - 1 and idx.dtype is DataType.INT16 and x.shape[d] * x.shape[-1] > 2 ** 15:
+        raise fail(op, f"INT32 indices along axis {d} (each is flattened to a position among "
+                       f"{x.shape[d] * x.shape[-1]} elements)", "INT16", "pl.cast(index, target_type=pl.INT32)")
     return TensorType(tuple(idx.shape), x.dtype)
+
+
+def _lower_gather(args: dict, low):
+    """Along the last axis, row by row (tile.gather by column index). Along a leading axis
+    d, each row of the result reads the input's rows along d (its window, whole along d):
+    the index flattened to that block of rows, index * columns + column, then gathered."""
+    x, index = args["input"], args["index"]
+    shape = low.type_of(x).shape
+    d = args["dim"] % len(shape)
+    if d == len(shape) - 1:
+        return _folded("tile.gather", src="input", indices="index", tmp=_gather_tmp)(args, low)
+    like = low.type_of(index).shape
+    cols = shape[-1]
+    rows = low.rows(index)
+    dtype = low.type_of(rows).dtype
+    scaled = low.bind(op_call("tile.muls", lhs=rows, rhs=Const(cols)))
+    where = low.bind(op_call("tile.ci", start=Const(0), shape=(Const(1), Const(cols)), dtype=dtype))
+    flat = low.bind(op_call("tile.add", lhs=scaled, rhs=where))
+    return low.unfold(op_call("tile.gather", src=low.rows(x), indices=flat, tmp=_gather_tmp(args, low)), like)
 
 
 def _gather_tmp(args: dict, low):
@@ -114,8 +140,9 @@ def _gather_tmp(args: dict, low):
 
 
 register("tensor.gather", [P("input", Kind.TENSOR), P("dim", Kind.INT), P("index", Kind.TENSOR)], _gather,
-         doc="output[b, k] = input[b, index[b, k]] (dim=-1); with mask_pattern= the mask form",
-         windows=Windows("row", lower=_folded("tile.gather", src="input", indices="index", tmp=_gather_tmp)))
+         doc="torch.gather along dim: output[b, k] = input[b, index[b, k]] for dim=-1, input[index[i, j], j] for "
+             "dim=0 (any axis); with mask_pattern= the mask form",
+         windows=Windows("row", lower=_lower_gather, along=("input", "dim")))
 
 
 def _gather_mask(a: OpArgs, soc: SoC) -> TensorType:

@@ -13,6 +13,7 @@ from pypto.ir.nodes import Const
 from pypto.ir.ops.registry import (
     REQUIRED,
     Kind,
+    foreign_keyword,
     OpArgs,
     check_valid,
     fail,
@@ -57,7 +58,13 @@ def _same_valid(op: str, a: TileType, b: TileType) -> None:
 
 
 def _scalar_fits(op: str, t: TileType, scalar, scalar_type=None) -> None:
+    """A scalar the tile's dtype holds. The vector unit narrows the scalar register to the
+    tile's dtype, so a float constant with no fraction (``pl.const(2.0, pl.FP32)``) is its
+    integer exactly; a fraction, or a float known only as the kernel runs, would be dropped
+    silently, and is refused."""
     if isinstance(scalar, Const) and isinstance(scalar.value, float) and not t.dtype.is_float:
+        if scalar.value.is_integer():
+            return
         raise fail(op, f"an integer scalar for a {t.dtype.name} tile", repr(scalar.value),
                    "write an int, or cast the tile to a float dtype first")
     if isinstance(scalar_type, ScalarType) and scalar_type.dtype.is_float and not t.dtype.is_float:
@@ -91,6 +98,21 @@ def _scratch(op: str, a: OpArgs, like: TileType) -> None:
             raise fail(op, f"its tmp tile to match its operand ({type_name(like)})", type_name(t))
 
 
+def check_precise(op: str, row, dtype: DataType, high_precision) -> None:
+    """``high_precision=True`` only where PTO has a precise algorithm for the dtype."""
+    if not isinstance(high_precision, bool):
+        raise fail(op, "high_precision True or False", repr(high_precision))
+    if high_precision and dtype not in row.precise_dtypes:
+        names = ", ".join(d.name for d in row.precise_dtypes[:-1]) + " or " + row.precise_dtypes[-1].name
+        raise TypeCheckError(f"The operator {op} supports high_precision only for {names} because the PTOAS "
+                             f"high-precision template does not implement {dtype.name}",
+                             hint=f"drop high_precision, or pl.cast the operand to {row.precise_dtypes[-1].name} first")
+
+
+PRECISE_DOC = ("; high_precision=True selects PTO's slower, more precise algorithm, which only Ascend950 runs: "
+               "a2a3's vector unit ignores it, so here the result and the time are the default's")
+
+
 def _binary(row):
     op = f"tile.{row.name}"
 
@@ -101,11 +123,15 @@ def _binary(row):
         _require_dtype(op, lhs, row.dtypes, "a dtype it computes in")
         if row.scratch:
             _scratch(op, a, lhs)
+        if row.precise:
+            check_precise(op, row, lhs.dtype, a["high_precision"])
         return _vec_result(lhs)
 
     tmp = [P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC)] if row.scratch else []
-    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC), *tmp], infer,
-             doc=f"elementwise {row.name}", in_place=row.in_place, unit=row.unit)
+    precise = [P("high_precision", Kind.BOOL, default=False)] if row.precise else []
+    register(op, [P("lhs", Kind.TILE, spaces=VEC), P("rhs", Kind.TILE, spaces=VEC), *tmp, *precise], infer,
+             doc=f"elementwise {row.name}" + (PRECISE_DOC if row.precise else ""), in_place=row.in_place,
+             unit=row.unit)
 
 
 def _scalar(row):
@@ -132,20 +158,55 @@ for _row in BINARY:
     _scalar(_row)
 
 
+def _refining_scratch(op: str, t: TileType, tmp: TileType) -> None:
+    """The scratch tile of a unary op's precise form: the operand's dtype, rank and shape."""
+    if tmp.dtype is not t.dtype:
+        raise TypeCheckError(f"{op}: tmp tile dtype ({tmp.dtype.name}) must match input dtype ({t.dtype.name})",
+                             hint=f"pl.tile.create({list(t.shape)}, dtype=pl.{t.dtype.name}, "
+                                  "target_memory=pl.Mem.Vec)")
+    if len(tmp.shape) != len(t.shape):
+        raise TypeCheckError(f"{op}: tmp tile rank ({len(tmp.shape)}) must match input rank ({len(t.shape)})",
+                             hint="a scratch tile shaped like the input")
+    for axis, (x, y) in enumerate(zip(tmp.shape, t.shape)):
+        if x != y:
+            raise TypeCheckError(f"{op}: tmp tile shape mismatch at dimension {axis} (tmp: {x}, input: {y})",
+                                 hint="a scratch tile shaped like the input")
+
+
+# a2a3's TRSQRT with its scratch tile: the square root rounded to the dtype, then a block of
+# ones divided by it (sqrt_divide: the two vector passes, row by row)
+REFINED_DOC = {"rsqrt": "; with tmp (a scratch tile of the input's shape and dtype) PTO's precise form: "
+                        "1 / sqrt(x) as a square root and a division, each rounded to the dtype"}
+
+
 def _unary(row):
     op = f"tile.{row.name}"
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
         t = a.tile("tile")
         _require_dtype(op, t, row.dtypes, "a dtype it computes in")
+        if row.precise:
+            check_precise(op, row, t.dtype, a["high_precision"])
+        if row.scratch and a["tmp"] is not None:
+            _refining_scratch(op, t, a.tile("tmp"))
         return _vec_result(t)
 
-    register(op, [P("tile", Kind.TILE, spaces=VEC)], infer, doc=f"elementwise {row.name}", in_place=row.in_place,
-             unit=row.unit)
+    extra = [P("high_precision", Kind.BOOL, default=False)] if row.precise else []
+    if row.scratch:
+        extra.append(P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC))
+    doc = f"elementwise {row.name}" + (PRECISE_DOC if row.precise else "") + REFINED_DOC.get(row.name, "")
+    register(op, [P("tile", Kind.TILE, spaces=VEC), *extra], infer, doc=doc, in_place=row.in_place, unit=row.unit,
+             units={"tmp": "sqrt_divide"} if row.scratch else None)
 
 
 for _row in UNARY:
     _unary(_row)
+
+foreign_keyword("tile.divs", "high_precision", False, "pl.div: high_precision requires a Tile rhs",
+                "a scalar divisor has no precise form: divide by a tile, pl.tile.div(lhs, rhs, high_precision=True)")
+foreign_keyword("tile.rsqrt", "high_precision", False,
+                "pl.rsqrt: high_precision is Tensor-only; a tile selects the precise form by passing its scratch tile",
+                "pl.tile.rsqrt(tile, tmp), tmp a Vec tile of the input's shape and dtype (pl.tile.create)")
 
 
 def _check_cmp_type(op: str, code) -> None:
@@ -190,8 +251,9 @@ def _infer_sel(a: OpArgs, soc: SoC) -> TileType:
 
 
 register("tile.sel", [P("mask", Kind.TILE, spaces=VEC), P("lhs", Kind.TILE, spaces=VEC),
-                      P("rhs", Kind.TILE, spaces=VEC)], _infer_sel,
-         doc="lhs where the mask bit is set, else rhs", in_place=True, mnemonic="VSEL")
+                      P("rhs", Kind.TILE, spaces=VEC), P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC)],
+         _infer_sel, doc="lhs where the mask bit is set, else rhs (tmp: TSEL's scratch tile, UINT8 [1, 32])",
+         in_place=True, mnemonic="VSEL")
 
 
 # --------------------------------------------------------------------------- reductions
@@ -277,19 +339,58 @@ def _check_vector(op: str, t: TileType, v: TileType, axis: int) -> None:
                    "convert one side with pl.cast(tile, target_type=...)")
 
 
+def packed_lanes(dtype: DataType) -> int:
+    """Elements in one 32-byte block: the lanes of a packed per-row carrier ([M, 8] FP32)."""
+    return 32 // dtype.nbytes
+
+
+def _packed_carrier(op: str, t: TileType, v: TileType) -> None:
+    """TROWEXPANDADD's carriers: [M, 1], one scalar per row, or [M, 32 B / element], a
+    32-byte block per row that repeats across the row; its valid rows those of the tile."""
+    _require_2d(op, t)
+    _require_2d(op, v, "the broadcast operand")
+    if v.dtype is not t.dtype:
+        raise fail(op, "src0 and src1 to have the same dtype", f"{t.dtype.name} and {v.dtype.name}",
+                   "convert one side with pl.cast(tile, target_type=...)")
+    lanes = packed_lanes(t.dtype)
+    if v.shape[0] != t.shape[0] or v.shape[1] not in (1, lanes):
+        raise fail(op, f"a row vector of shape [{t.shape[0]}, 1] (a scalar per row) or [{t.shape[0]}, {lanes}] "
+                       f"(a 32-byte {t.dtype.name} block per row, repeated across it)", fmt_shape(v.shape))
+    rows = lambda x: x.valid_shape[0] if x.valid_shape is not None else Const(x.shape[0])  # noqa: E731
+    cols = v.valid_shape[1] if v.valid_shape is not None else Const(v.shape[1])
+    for got, want, what in ((rows(v), rows(t), "src1 valid row extent to match src0/dst"),
+                            (cols, Const(v.shape[1]), f"src1 valid last dimension to be {v.shape[1]}")):
+        if isinstance(got, Const) and isinstance(want, Const) and got != want:
+            raise fail(op, what, f"src0 valid_shape {_valid_text(t)} and src1 valid_shape {_valid_text(v)}",
+                       "load the row vector with the tile's valid rows and all of its columns")
+
+
+def _valid_text(t: TileType) -> str:
+    return fmt_shape(t.valid_shape if t.valid_shape is not None else t.shape)
+
+
 def _expand(name: str, axis: int, vec_param: str, allowed=NUMERIC, unit: str = "simple"):
     op = f"tile.{name}"
+    packed = name == "row_expand_add"  # the one the reference gives a packed carrier and a scratch tile
 
     def infer(a: OpArgs, soc: SoC) -> TileType:
         t = a.tile("tile")
         v = a.tile(vec_param)
-        _check_vector(op, t, v, axis)
+        if packed:
+            _packed_carrier(op, t, v)
+        else:
+            _check_vector(op, t, v, axis)
         _require_dtype(op, t, allowed, "a dtype it computes in")
         return _vec_result(t)
 
-    register(op, [P("tile", Kind.TILE, spaces=VEC), P(vec_param, Kind.TILE, spaces=VEC)], infer,
-             doc=f"{name}: combine each {'row' if axis == 1 else 'column'} with one element of a vector",
-             in_place=True, unit=unit)
+    doc = f"{name}: combine each {'row' if axis == 1 else 'column'} with one element of a vector"
+    tmp = []
+    if packed:
+        doc += (f"; or, with a row vector of [M, 32 B / element], a 32-byte block per row repeated across the row "
+                "(dst[i, j] = tile[i, j] + row_vec[i, j % lanes]); tmp: the vector unit's scratch tile")
+        tmp = [P("tmp", Kind.TILE, default=None, optional=True, spaces=VEC)]
+    register(op, [P("tile", Kind.TILE, spaces=VEC), P(vec_param, Kind.TILE, spaces=VEC), *tmp], infer,
+             doc=doc, in_place=True, unit=unit)
 
 
 for _f, _allowed, _unit, _axes in EXPANDS:
@@ -361,6 +462,9 @@ register("tile.reshape", [P("tile", Kind.TILE), P("shape", Kind.SHAPE)], _infer_
 
 def _infer_transpose(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
+    if a["tmp_tile"] is not None and (a.tile("tmp_tile").shape != t.shape or a.tile("tmp_tile").dtype is not t.dtype):
+        raise fail("tile.transpose", f"tmp_tile of the input's shape and dtype ({type_name(t)})",
+                   type_name(a.tile("tmp_tile")))
     rank = len(t.shape)
     axes = []
     for name in ("axis1", "axis2"):
@@ -377,8 +481,10 @@ def _infer_transpose(a: OpArgs, soc: SoC) -> TileType:
     return _vec_result(t, shape=tuple(shape), valid_shape=valid)
 
 
-register("tile.transpose", [P("tile", Kind.TILE, spaces=VEC), P("axis1", Kind.INT), P("axis2", Kind.INT)],
-         _infer_transpose, doc="swap two axes", unit="transpose")
+register("tile.transpose", [P("tile", Kind.TILE, spaces=VEC), P("axis1", Kind.INT), P("axis2", Kind.INT),
+                            P("tmp_tile", Kind.TILE, default=None, optional=True, spaces=VEC)],
+         _infer_transpose, doc="swap two axes (tmp_tile: TTRANS's scratch tile, of the input's shape and dtype)",
+         unit="transpose")
 
 
 def _infer_concat(a: OpArgs, soc: SoC) -> TileType:
@@ -420,13 +526,19 @@ register("tile.set_validshape", [P("tile", Kind.TILE), P("valid_rows", Kind.SCAL
 def _infer_fillpad(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
     if a["pad_value"] is PadValue.null:
-        raise fail("tile.fillpad", "pad_value zero, max or min", "null")
+        raise fail(a.op, "pad_value zero, max or min", "null")
     return _vec_result(t, valid_shape=None)
 
 
 register("tile.fillpad", [P("tile", Kind.TILE, spaces=VEC), P("pad_value", Kind.PAD, default=PadValue.zero)],
          _infer_fillpad, doc="fill outside the valid region with the pad value; the whole tile becomes valid",
          in_place=True)
+# TFILLPAD_INPLACE: the same fill in the tile's own buffer. What it overwrites lies outside
+# the valid region, which nothing reads through the old tile, so the result may share it.
+register("tile.fillpad_inplace", [P("tile", Kind.TILE, spaces=VEC), P("pad_value", Kind.PAD, default=PadValue.zero)],
+         lambda a, soc: _infer_fillpad(OpArgs("tile.fillpad_inplace", a.values, a.types), soc),
+         doc="pl.fillpad in the tile's own buffer (TFILLPAD_INPLACE): outside the valid region the pad value; "
+             "the whole tile becomes valid", in_place=True, mnemonic="VFILLPAD")
 
 
 # --------------------------------------------------------------------------- unified names
@@ -440,6 +552,7 @@ for _n in ("load", "store", "move", "sel", "set_validshape"):
     unify(_n, tile=f"tile.{_n}")
 unify("fillpad", tile="tile.fillpad", tensor="tensor.fillpad")
 unify("fillpad_expand", tile="tile.fillpad_expand")
+unify("fillpad_inplace", tile="tile.fillpad_inplace")
 unify("create_tile", tile="tile.create")
 unify("create", tile="tile.create")
 unify("concat", tile="tile.concat")

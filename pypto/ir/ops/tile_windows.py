@@ -50,6 +50,11 @@ def _inside(op: str, outer: TileType, offset, shape, what: str) -> None:
 
 def _infer_slice(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
+    if t.space is M.Acc:  # (the reference's MAD into a window of it writes the whole tile in place)
+        raise fail("tile.slice", "its 'tile' operand in Vec or Mat", "a tile in Acc",
+                   "the cube accumulates into a whole Acc tile: give each window an accumulator of its own "
+                   "(pl.tile.create([M, n], pl.FP32, target_memory=pl.Mem.Acc)), or copy a window out with "
+                   "pl.tile.extract(acc, row, col, [m, n], target_memory=pl.Mem.Mat)")
     shape = static_ints(a["shape"])
     if shape is None or any(s <= 0 for s in shape):
         raise fail("tile.slice", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
@@ -70,10 +75,55 @@ def _infer_slice(a: OpArgs, soc: SoC) -> TileType:
     return TileType(shape=shape, dtype=t.dtype, space=t.space, valid_shape=valid)
 
 
-register("tile.slice", [P("tile", Kind.TILE, spaces=VEC), P("shape", Kind.SHAPE), P("offset", Kind.INDEX_LIST),
-                        P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
+# A window of a Mat tile is a view of its L1 bytes on the hardware: it reaches the cube through
+# the L0 loads (``CanonicalizeTileSlice`` folds it into a tile.extract to Left or Right).
+register("tile.slice", [P("tile", Kind.TILE, spaces=(M.Vec, M.Mat, M.Acc)), P("shape", Kind.SHAPE),
+                        P("offset", Kind.INDEX_LIST), P("valid_shape", Kind.INDEX_LIST, default=None, optional=True),
                         P("pad_value", Kind.PAD, default=None, optional=True)], _infer_slice,
          doc="a copy of the window [offset, offset + shape) of a tile (pad_value fills it past valid_shape)",
+         mnemonic="TEXTRACT")
+
+
+EXTRACTS = {M.Mat: (M.Left, M.Right), M.Acc: (M.Mat,), M.Vec: (M.Vec,)}  # ISA TEXTRACT: source -> targets
+
+
+def _infer_extract(a: OpArgs, soc: SoC) -> TileType:
+    t = a.tile("src")
+    shape = static_ints(a["shape"])
+    if shape is None or len(shape) < 2 or any(s <= 0 for s in shape):
+        raise fail("tile.extract", "a static shape of positive extents", fmt_shape(a["shape"]), SHAPE_HINT)
+    target = a["target_memory"]
+    if len(t.shape) != 2 or len(shape) != 2:
+        # a stack of pages (a batch_matmul's operand in Mat): the same window of every page
+        # into L0, its batch axes whole
+        if len(shape) != len(t.shape) or tuple(shape[:-2]) != tuple(t.shape[:-2]) \
+                or t.space not in (None, M.Mat) or target not in (M.Left, M.Right):
+            raise fail("tile.extract", "a 2-D window of a 2-D tile, or of a stack of Mat pages into Left or Right "
+                       "the same window of each page (its batch axes whole)",
+                       f"{fmt_shape(shape)} of {fmt_shape(t.shape)} {getattr(t.space, 'name', '')} -> "
+                       f"{getattr(target, 'name', target)}")
+    if t.space is not None and target not in EXTRACTS.get(t.space, ()):
+        legal = ", ".join(f"{s.name} -> {' or '.join(x.name for x in ts)}" for s, ts in EXTRACTS.items())
+        raise fail("tile.extract", f"a source and target the TEXTRACT path joins ({legal})",
+                   f"{t.space.name} -> {target.name}",
+                   "pl.move the tile first" if t.space is M.Vec else None)
+    offset = (Const(0),) * (len(shape) - 2) + (a["index_row"], a["index_col"])
+    _inside("tile.extract", t, offset, shape, "window")
+    valid = None
+    if t.valid_shape is not None:  # the window's share of the source's valid region
+        from pypto.ir.nodes import BinOp
+        from pypto.ir.simplify import simplify
+
+        valid = tuple(simplify(BinOp("max", Const(0), BinOp("min", Const(s), BinOp("-", v, o))))
+                      for s, v, o in zip(shape, t.valid_shape, offset))
+    return TileType(shape=shape, dtype=t.dtype, space=target, valid_shape=valid)
+
+
+register("tile.extract", [P("src", Kind.TILE, spaces=tuple(EXTRACTS)), P("index_row", Kind.SCALAR, integer=True),
+                          P("index_col", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
+                          P("target_memory", Kind.SPACE)], _infer_extract,
+         doc="the window [row, col] + shape of a tile copied into target_memory (TEXTRACT: Mat -> Left/Right through "
+             "MTE1, Acc -> Mat through the fixpipe, Vec -> Vec); of a stack of Mat pages, the same window of each",
          mnemonic="TEXTRACT")
 
 
