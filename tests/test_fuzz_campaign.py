@@ -386,7 +386,7 @@ def test_the_bisect_refuses_what_it_cannot_read_in_one_line(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     build = _build(tmp_path)
-    (build / "passes_dump" / "04_after_InferTileMemorySpace.py").write_text("import os\nos.system('touch pwned')\n")
+    (build / "passes_dump" / "05_after_InferTileMemorySpace.py").write_text("import os\nos.system('touch pwned')\n")
     for path, message in [(empty, "no pass dumps here"), (build, "a program text holds imports and one"),
                           (tmp_path / "nope", "no such file or directory")]:
         done = bisect(path)
