@@ -43,10 +43,10 @@ def test_compile_returns_the_program_before_and_after_and_writes_its_directory(s
     assert "pl.pipeline" not in compiled.lowered.as_python()
     names = sorted(p.name for p in (compiled.output_dir / "passes_dump").iterdir())
     assert names == ["00_frontend.py", "01_after_OutlineIncoreScopes.py", "02_after_FuseCreateAssembleToSlice.py",
-                     "03_after_ConvertTensorToTileOps.py", "04_after_InferTileMemorySpace.py",
-                     "05_after_CanonicalizeTileSlice.py", "06_after_LowerPipelineLoops.py",
-                     "07_after_InsertAliasCopies.py", "08_after_InitMemRef.py", "09_after_MemoryReuse.py",
-                     "10_after_AllocateMemoryAddr.py"]
+                     "03_after_ConvertTensorToTileOps.py", "04_after_AutoTileMatmulL0.py",
+                     "05_after_InferTileMemorySpace.py", "06_after_CanonicalizeTileSlice.py",
+                     "07_after_LowerPipelineLoops.py", "08_after_InsertAliasCopies.py", "09_after_InitMemRef.py",
+                     "10_after_MemoryReuse.py", "11_after_AllocateMemoryAddr.py"]
     assert (compiled.output_dir / "report").is_dir()
 
 

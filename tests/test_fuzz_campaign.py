@@ -363,12 +363,12 @@ def test_the_bisect_of_a_build_whose_passes_agree_names_nothing(tmp_path):
     build = _build(tmp_path)
     for path in (build, build / "passes_dump"):
         done = bisect(path)
-        assert done.returncode == 0 and done.stdout.startswith("no step changes the result: all 10 passes"), done
+        assert done.returncode == 0 and done.stdout.startswith("no step changes the result: all 11 passes"), done
 
 
 def test_the_bisect_names_the_pass_whose_dump_computes_otherwise_with_its_diff(tmp_path):
     build = _build(tmp_path)
-    dump = build / "passes_dump" / "06_after_LowerPipelineLoops.py"
+    dump = build / "passes_dump" / "07_after_LowerPipelineLoops.py"
     text = dump.read_text()
     assert "pl.tile.exp" in text
     dump.write_text(text.replace("pl.tile.exp", "pl.tile.neg", 1))  # a pass that computed the wrong thing
@@ -386,7 +386,7 @@ def test_the_bisect_refuses_what_it_cannot_read_in_one_line(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     build = _build(tmp_path)
-    (build / "passes_dump" / "04_after_InferTileMemorySpace.py").write_text("import os\nos.system('touch pwned')\n")
+    (build / "passes_dump" / "05_after_InferTileMemorySpace.py").write_text("import os\nos.system('touch pwned')\n")
     for path, message in [(empty, "no pass dumps here"), (build, "a program text holds imports and one"),
                           (tmp_path / "nope", "no such file or directory")]:
         done = bisect(path)

@@ -134,6 +134,8 @@ CASES = [
          lambda x, y: 2 * (x.double() @ y.double().T), inputs=(X.half(), Y.half()), out_shape=(R, R)),
     case("tile.move+matmul+matmul_acc", lambda b, a, c: _mm(b, a, c),
          lambda x, y: 2 * (x.double() @ y.double()), inputs=(X.half(), Y.T.contiguous().half()), out_shape=(R, R)),
+    case("tile.extract", lambda b, a, c: _mm_pieces(b, a, c),
+         lambda x, y: x.double() @ y.double(), inputs=(X.half(), Y.T.contiguous().half()), out_shape=(R, R)),
 ]
 
 # The catalog's trigonometric, remainder and bitwise families, on the inputs they take.
@@ -314,6 +316,18 @@ def _mm(b, a, c):
     right = b.op("tile.move", b.op("tile.load", c, [0, 0], [C, R], target_memory=M.Mat), target_memory=M.Right)
     acc = b.op("tile.matmul", left, right)
     return b.op("tile.matmul_acc", acc, left, right)
+
+
+def _mm_pieces(b, a, c):
+    """a @ c with K in two halves, each operand's half a window of its Mat tile moved into L0."""
+    left, right = (b.op("tile.load", t, [0, 0], shape, target_memory=M.Mat) for t, shape in ((a, [R, C]), (c, [C, R])))
+    h = C // 2
+    acc = None
+    for k in (0, h):
+        lk = b.op("tile.extract", left, 0, k, [R, h], target_memory=M.Left)
+        rk = b.op("tile.extract", right, k, 0, [h, R], target_memory=M.Right)
+        acc = b.op("tile.matmul", lk, rk) if acc is None else b.op("tile.matmul_acc", acc, lk, rk)
+    return acc
 
 
 # The sort family: (value, index) pairs are an FP32 value and its UINT32 index's bits.

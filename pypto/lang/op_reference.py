@@ -174,7 +174,7 @@ def rules(op: OpDef) -> list[str]:
     out = []
     for p in op.params:
         if p.spaces:
-            out.append(f"'{p.name}' must be in {' or '.join(s.name for s in p.spaces)}")
+            out.append(f"'{p.name}' must be in {' or '.join(s.name for s in p.spaces + p.staged)}")
         if p.optional:
             out.append(f"'{p.name}' may be None")
         if p.integer:

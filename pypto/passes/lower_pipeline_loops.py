@@ -26,6 +26,9 @@ from pypto.ir.types import INDEX, ForKind, MemRef, ScalarType, TileType
 from pypto.passes.context import PassContext, PassResult, result
 
 
+STAGED_LOADS = ("tile.load", "tile.extract")
+
+
 def lower_pipeline_loops(program: n.Program, ctx: PassContext) -> PassResult:
     functions = []
     for fn in program.functions:
@@ -118,7 +121,8 @@ class _Lowering:
         return out
 
     def slot_names(self, loop: n.For) -> dict[str, str]:
-        """The top-level loads of the body that get a stage slot: load name -> MemRef name.
+        """The top-level loads of the body that get a stage slot (a GM load, or the cube's
+        operand piece a tile.extract moves into L0): load name -> MemRef name.
         A load the loop carries on (a sliding window's ``prev = cur``), or an inner loop
         starts from, keeps the carried value's buffer instead."""
         _, yielded = _split_yield(loop.body)
@@ -127,7 +131,7 @@ class _Lowering:
                     if isinstance(a.init, n.Var)}  # an inner loop carries it on in a buffer of its own
         out = {}
         for s in loop.body:
-            if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "tile.load" \
+            if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op in STAGED_LOADS \
                     and s.type.memref is None and s.target not in carried:
                 out[s.target] = n.fresh_name(f"pipe_{s.target}", self.memrefs)
         return out

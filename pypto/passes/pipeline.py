@@ -22,6 +22,7 @@ from pypto.ir.printer import print_program
 from pypto.ir.verifier import verify
 from pypto.passes import (
     allocate_memory_addr,
+    auto_tile_matmul_l0,
     canonicalize_tile_slice,
     convert_tensor_to_tile_ops,
     fuse_create_assemble_to_slice,
@@ -44,6 +45,7 @@ PIPELINE = (
     outline_incore_scopes,
     fuse_create_assemble_to_slice,
     convert_tensor_to_tile_ops,
+    auto_tile_matmul_l0,
     infer_tile_memory_space,
     canonicalize_tile_slice,
     lower_pipeline_to_slots,

@@ -112,20 +112,29 @@ def donate(fn: n.Function) -> n.Function:
         new[name] = m
         members.add(m, name)
 
-    for stmt in n.walk_stmts(fn.body):
-        if not (isinstance(stmt, n.Assign) and isinstance(stmt.value, n.Call) and lookup(stmt.value.op).in_place):
-            continue
-        dst = types[stmt.target]
-        if dst.memref is None:
-            continue
+    def donors(stmt) -> list:
+        """The operands ``stmt`` may compute its result in place of: a tile of the result's
+        space and size whose last use on a path from here is this op (a read in the if's
+        other branch is on no path from here)."""
+        dst, here = types[stmt.target], walker.defs[stmt.target][0]
+        # (a scratch tile or a broadcast vector is read while the result is written)
+        return [arg.name for param, arg in zip(lookup(stmt.value.op).params, stmt.value.args)
+                if param.name not in UNALIASED and isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)
+                and types[arg.name].space is dst.space and types[arg.name].nbytes == dst.nbytes
+                and not walker.live_after(arg.name, here)]
+
+    in_place = [s for s in n.walk_stmts(fn.body) if isinstance(s, n.Assign) and isinstance(s.value, n.Call)
+                and lookup(s.value.op).in_place and types[s.target].memref is not None]
+    # each (operand, result) an op may compute in place: the two may share a buffer
+    # though the operand is read where the result is written
+    links = {(x, s.target) for s in in_place for x in donors(s)}
+    for stmt in in_place:
         here, end = live[stmt.target]
-        for param, arg in zip(lookup(stmt.value.op).params, stmt.value.args):
-            if param.name in UNALIASED or not (isinstance(arg, n.Var) and isinstance(types.get(arg.name), TileType)):
-                continue  # (a scratch tile or a broadcast vector is read while the result is written)
-            src = types[arg.name]
+        for name in donors(stmt):
+            arg = n.Var(name)
             m = memref(arg.name)
-            if m is None or src.space is not dst.space or src.nbytes != dst.nbytes or walker.live_after(arg.name, here):
-                continue  # (a read in the if's other branch is on no path from here)
+            if m is None:
+                continue
             if any(walker.defs[arg.name][0] < loop.start for loop in walker.loops_at(here)):
                 continue  # dies at the loop's end, but the next iteration reads it again
             # Nothing else in the buffer taken may be live while the newcomer is (a next
@@ -144,7 +153,7 @@ def donate(fn: n.Function) -> n.Function:
             theirs = memref(stmt.target)
             if (m.reusable and theirs.reusable and m.slots == theirs.slots == 1 and m.size == theirs.size
                     and not any(_interfere(walker, x, y) for x in members.names(m) for y in members.names(theirs)
-                                if (x, y) != (arg.name, stmt.target))):
+                                if (x, y) not in links and (y, x) not in links)):
                 for y in members.names(theirs):
                     move(y, m)
                 break

@@ -1,4 +1,6 @@
-"""The reference's ``pypto.pypto_core.passes`` names its users write: ``MemoryPlanner``.
+"""The reference's ``pypto.pypto_core.passes`` names its users write: ``MemoryPlanner`` and
+``l0_tile_chooser`` (``pypto.passes.l0_tile_chooser``, the design point AutoTileMatmulL0 takes:
+its tests ask the chooser what a matmul should compile to before they run it).
 
 ``MemoryPlanner`` is the reference's list of planners, as ``RunConfig(memory_planner=...)``
 takes them (by name, onto ``pypto.passes.context.Planner``, where each is implemented):
@@ -8,7 +10,9 @@ and ``PTOAS`` (the assembler places the tiles)."""
 
 import enum
 
-__all__ = ["MemoryPlanner"]
+from pypto.passes import l0_tile_chooser
+
+__all__ = ["MemoryPlanner", "l0_tile_chooser"]
 
 
 class MemoryPlanner(str, enum.Enum):

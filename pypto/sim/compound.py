@@ -110,7 +110,8 @@ def tile_slice(tile: TileVal, shape, offset, valid_shape=None, pad_value=None):
 
 @impl("tile.extract")
 def tile_extract(src: TileVal, index_row, index_col, shape, target_memory):
-    return src.data[window(src.data.shape, (index_row, index_col), shape, "window", "tile")].clone()
+    offsets = (0,) * (len(shape) - 2) + (index_row, index_col)  # (a stack of pages: each page's window)
+    return src.data[window(src.data.shape, offsets, shape, "window", "tile")].clone()
 
 
 @impl("tile.assemble")

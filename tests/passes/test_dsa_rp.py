@@ -148,7 +148,7 @@ def test_the_planner_is_taken_by_its_reference_name_and_runs_allocation_without_
     assert "AllocateMemoryAddr" in names and "MemoryReuse" not in names and "PlanPtoasMemory" not in names
     compiled, _ = run("handoff", "a2a3sim", "DSA_RP", dump_passes=True, output_dir=tmp_path)
     dumps = sorted(p.name for p in (tmp_path / "passes_dump").iterdir())
-    assert dumps[-2:] == ["08_after_InitMemRef.py", "09_after_AllocateMemoryAddr.py"]
+    assert dumps[-2:] == ["09_after_InitMemRef.py", "10_after_AllocateMemoryAddr.py"]
     text = (tmp_path / "passes_dump" / dumps[-1]).read_text()
     assert "# memory_planner: DSA_RP" in text and "reusable=True" not in text
     listing = next((tmp_path / "kernels").rglob("*.pto")).read_text()

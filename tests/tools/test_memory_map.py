@@ -57,7 +57,7 @@ def test_cli_defaults_next_to_the_dump_and_picks_the_allocation_dump(seed, tmp_p
     out = dumped(seed, "pipelined", tmp_path)
     done = cli(out)
     assert done.returncode == 0, done.stderr
-    page = out / "passes_dump" / "10_after_AllocateMemoryAddr.memory_map.html"
+    page = out / "passes_dump" / "11_after_AllocateMemoryAddr.memory_map.html"
     assert page.is_file() and done.stdout.strip() == f"wrote {page}"
     assert cli(out / "passes_dump", "-p", "MemoryReuse", "-o", tmp_path / "reuse.html").returncode == 1  # no addresses
     assert cli(out / "passes_dump", "-o", tmp_path / "x.html", "-b", "a2a3").returncode == 0
@@ -68,7 +68,7 @@ def test_refusals_are_one_line_with_the_reason(seed, tmp_path, what):
     out = dumped(seed, "pipelined", tmp_path, "PTOAS" if what == "ptoas" else "PYPTO")
     dumps = out / "passes_dump"
     args, reason = {
-        "pre-allocation": ([dumps / "08_after_InitMemRef.py"], "this dump is from before AllocateMemoryAddr"),
+        "pre-allocation": ([dumps / "09_after_InitMemRef.py"], "this dump is from before AllocateMemoryAddr"),
         "ptoas": ([out], "memory_planner=PTOAS, which skips AllocateMemoryAddr"),
         "missing": ([tmp_path / "nope.py"], "no such file or directory"),
         "not a dump": ([__file__], "not a pass dump this tool can read"),
@@ -97,7 +97,7 @@ def test_the_page_in_chromium_shows_cards_boxes_and_pills(seed, tmp_path):
     pills = html.select("span", "pill")
     assert [p["attrs"]["data-space"] for p in pills] == ["Vec"]
     assert "64.0 KiB / 184.0 KiB (34.8%)" in pills[0]["text"]
-    assert len(html.select("div", "src-line")) == len(model(out / "passes_dump" / "10_after_AllocateMemoryAddr.py")
+    assert len(html.select("div", "src-line")) == len(model(out / "passes_dump" / "11_after_AllocateMemoryAddr.py")
                                                       ["functions"][0]["source"])
     png = screenshot(page, tmp_path / "pipelined.png", tmp_path / "profile")
     assert png.stat().st_size > 10_000
@@ -380,7 +380,7 @@ def test_a_directory_without_the_dump_names_the_dumps_it_has(seed, tmp_path, cap
 
 def test_a_directory_named_like_a_dump_is_not_read(seed, tmp_path, capsys):
     build = tmp_path / "b"
-    (build / "passes_dump" / "10_after_AllocateMemoryAddr.py").mkdir(parents=True)
+    (build / "passes_dump" / "11_after_AllocateMemoryAddr.py").mkdir(parents=True)
     one_line(cli_here(capsys, build), "no '*_after_AllocateMemoryAddr.py' dump under")
 
 
@@ -456,7 +456,7 @@ def test_property_a_damaged_dump_is_drawn_or_refused_in_one_line(allocation_text
         else:
             raw[at:at + len(junk)] = junk
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp, "08_after_AllocateMemoryAddr.py")
+        path = Path(tmp, "09_after_AllocateMemoryAddr.py")
         path.write_bytes(bytes(raw))
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):

@@ -14,6 +14,9 @@ from pypto.ir.types import DataType, ScalarType, TileType, type_name
 
 
 CUBE_IN = (DataType.FP16, DataType.BF16, DataType.INT8, DataType.FP32)
+# An operand may be given in Mat: AutoTileMatmulL0 feeds it to L0 in pieces that fit (or
+# InferTileMemorySpace whole, when it fits).
+STAGED = (M.Mat,)
 
 
 def acc_dtype(dtype: DataType) -> DataType:
@@ -67,7 +70,7 @@ def _infer_matmul(a: OpArgs, soc: SoC) -> TileType:
                     valid_shape=product_valid(lhs, rhs))
 
 
-register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
+register("tile.matmul", [P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
          _infer_matmul, doc="Left x Right -> Acc, accumulating in FP32 (INT32 for int8)", mnemonic="MMAD")
 
 
@@ -89,8 +92,8 @@ def _infer_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
 
 # init_cond: where it holds (a split-K loop's first step, say) the MMAD overwrites the
 # accumulator instead of adding to it (the instruction's init bit, set by the scalar unit)
-register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
-                             P("rhs", Kind.TILE, spaces=(M.Right,)),
+register("tile.matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED),
+                             P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED),
                              P("init_cond", Kind.SCALAR, default=None, optional=True)],
          _infer_matmul_acc, doc="acc + Left x Right -> Acc (Left x Right alone where init_cond holds)", in_place=True,
          mnemonic="MMAD")
@@ -146,11 +149,11 @@ def _infer_batch_matmul_acc(a: OpArgs, soc: SoC) -> TileType:
 
 
 # A stack of pages in each L0 buffer, one MMAD per page (a batch axis of 1 broadcasting).
-register("tile.batch_matmul", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))],
+register("tile.batch_matmul", [P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
          _infer_batch_matmul, doc="Left [..., M, K] x Right [..., K, N] -> Acc [..., M, N], page by page, the "
          "batch axes broadcasting", mnemonic="MMAD")
-register("tile.batch_matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,)),
-                                   P("rhs", Kind.TILE, spaces=(M.Right,))],
+register("tile.batch_matmul_acc", [P("acc", Kind.TILE, spaces=(M.Acc,)), P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED),
+                                   P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)],
          _infer_batch_matmul_acc, doc="acc [..., M, N] + Left [..., M, K] x Right [..., K, N], page by page",
          in_place=True, mnemonic="MMAD")
 
@@ -169,12 +172,14 @@ def _infer_matmul_bias(a: OpArgs, soc: SoC) -> TileType:
                     valid_shape=product_valid(lhs, rhs))
 
 
-register("tile.matmul_bias", [P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,)),
-                              P("bias", Kind.TILE, spaces=(M.Bias,))],
+register("tile.matmul_bias", [P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED),
+                              P("bias", Kind.TILE, spaces=(M.Bias,), staged=STAGED)],
          _infer_matmul_bias, doc="Left x Right + bias (a [1, N] row the accumulator starts from) -> Acc",
          mnemonic="MMAD")
 
 _PHASES = ("unspecified", "partial", "final")
+
+
 
 
 def _gemv(op: str, acc: bool, bias: bool):
@@ -193,8 +198,8 @@ def _gemv(op: str, acc: bool, bias: bool):
         return out
 
     params = ([P("acc", Kind.TILE, spaces=(M.Acc,))] if acc else []) + [
-        P("lhs", Kind.TILE, spaces=(M.Left,)), P("rhs", Kind.TILE, spaces=(M.Right,))] + (
-        [P("bias", Kind.TILE, spaces=(M.Bias,))] if bias else []) + [P("acc_phase", Kind.STR, default="unspecified")]
+        P("lhs", Kind.TILE, spaces=(M.Left,), staged=STAGED), P("rhs", Kind.TILE, spaces=(M.Right,), staged=STAGED)] + (
+        [P("bias", Kind.TILE, spaces=(M.Bias,), staged=STAGED)] if bias else []) + [P("acc_phase", Kind.STR, default="unspecified")]
     register(op, params, infer, doc=f"{'acc + ' if acc else ''}a row vector [1, K] x Right{' + bias' if bias else ''}"
              " -> Acc [1, N]", in_place=acc, mnemonic="MMAD")
 

@@ -67,6 +67,9 @@ class ParamSpec:
     default: object = REQUIRED
     optional: bool = False  # may be None (an absent tile operand, say)
     spaces: tuple = ()  # legal memory spaces of a TILE operand; () = any
+    # spaces a program may also give the operand, which a pass moves it out of before the
+    # op runs (the cube's operands in Mat: AutoTileMatmulL0 / InferTileMemorySpace)
+    staged: tuple = ()
     show: bool = False  # print even when equal to the default (reads better in dumps)
     # A SCALAR that indexes or counts elements (a valid extent): it must be an integer.
     # INDEX_LIST elements always are.
@@ -423,9 +426,9 @@ def check_operand_spaces(op: OpDef, args: OpArgs) -> None:
         if p.kind is not Kind.TILE or not p.spaces:
             continue
         t = args.types.get(p.name)
-        if not isinstance(t, TileType) or t.space is None or t.space in p.spaces:
+        if not isinstance(t, TileType) or t.space is None or t.space in p.spaces + p.staged:
             continue
-        want = "/".join(s.name for s in p.spaces)
+        want = "/".join(s.name for s in p.spaces + p.staged)
         hint = _space_hint(op, p, t.space)
         raise MemorySpaceError(
             f"The operator {op.name} requires its '{p.name}' operand in {want}, "
@@ -436,6 +439,9 @@ def check_operand_spaces(op: OpDef, args: OpArgs) -> None:
 
 def _space_hint(op: OpDef, p: ParamSpec, got: MemorySpace) -> str:
     want = p.spaces[0]
+    if want in (MemorySpace.Left, MemorySpace.Right) and MemorySpace.Mat in p.staged:
+        return (f"load the operand into Mat (pl.load(..., target_memory=pl.Mem.Mat)): the compiler moves it to "
+                f"{want.name}, a piece at a time where it does not fit")
     if want in (MemorySpace.Left, MemorySpace.Right):
         return (
             f"load the operand into Mat (pl.load(..., target_memory=pl.Mem.Mat)) and "

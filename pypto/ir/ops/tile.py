@@ -424,10 +424,19 @@ def _infer_cast(a: OpArgs, soc: SoC) -> TileType:
     target = a["target_type"]
     if target is DataType.INDEX:
         raise fail("tile.cast", "a tile dtype", "INDEX")
+    if t.space is M.Acc:  # the fixpipe's narrowing on the way into L1 (AutoTileMatmulL0)
+        if t.dtype is not DataType.FP32 or target not in (DataType.BF16, DataType.FP16) or a["mode"] != "rint":
+            raise fail("tile.cast", "of a matmul's result (in Acc): FP32 to BF16 or FP16 with mode=\"rint\", the "
+                       "fixpipe's narrowing as it writes the result into Mat", f"{t.dtype.name} to {target.name} "
+                       f"with mode={a['mode']!r}", "cast with mode=\"rint\" to BF16/FP16 (the result is a Mat tile "
+                       "another matmul reads), or store the result and cast it on the vector cores")
+        return TileType(shape=t.shape, dtype=target, space=M.Mat, valid_shape=t.valid_shape)
     return _vec_result(t, dtype=target)
 
 
-register("tile.cast", [P("tile", Kind.TILE, spaces=VEC), P("target_type", Kind.DTYPE),
+# A cast of a matmul's FP32 result to BF16/FP16 with mode="rint" is the fixpipe's narrowing on
+# its way into L1: an Acc operand, a Mat result (AutoTileMatmulL0 writes it as tile.assemble).
+register("tile.cast", [P("tile", Kind.TILE, spaces=VEC, staged=(M.Acc,)), P("target_type", Kind.DTYPE),
                        P("mode", Kind.STR, default="round")], _infer_cast,
          doc="convert each element to target_type with the given rounding mode", in_place=True, mnemonic="VCONV")
 

@@ -90,17 +90,24 @@ EXTRACTS = {M.Mat: (M.Left, M.Right), M.Acc: (M.Mat,), M.Vec: (M.Vec,)}  # ISA T
 def _infer_extract(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("src")
     shape = static_ints(a["shape"])
-    if shape is None or len(shape) != 2 or any(s <= 0 for s in shape):
-        raise fail("tile.extract", "a static 2-D shape of positive extents", fmt_shape(a["shape"]), SHAPE_HINT)
-    if len(t.shape) != 2:
-        raise fail("tile.extract", "a 2-D source tile", fmt_shape(t.shape))
+    if shape is None or len(shape) < 2 or any(s <= 0 for s in shape):
+        raise fail("tile.extract", "a static shape of positive extents", fmt_shape(a["shape"]), SHAPE_HINT)
     target = a["target_memory"]
+    if len(t.shape) != 2 or len(shape) != 2:
+        # a stack of pages (a batch_matmul's operand in Mat): the same window of every page
+        # into L0, its batch axes whole
+        if len(shape) != len(t.shape) or tuple(shape[:-2]) != tuple(t.shape[:-2]) \
+                or t.space not in (None, M.Mat) or target not in (M.Left, M.Right):
+            raise fail("tile.extract", "a 2-D window of a 2-D tile, or of a stack of Mat pages into Left or Right "
+                       "the same window of each page (its batch axes whole)",
+                       f"{fmt_shape(shape)} of {fmt_shape(t.shape)} {getattr(t.space, 'name', '')} -> "
+                       f"{getattr(target, 'name', target)}")
     if t.space is not None and target not in EXTRACTS.get(t.space, ()):
         legal = ", ".join(f"{s.name} -> {' or '.join(x.name for x in ts)}" for s, ts in EXTRACTS.items())
         raise fail("tile.extract", f"a source and target the TEXTRACT path joins ({legal})",
                    f"{t.space.name} -> {target.name}",
                    "pl.move the tile first" if t.space is M.Vec else None)
-    offset = (a["index_row"], a["index_col"])
+    offset = (Const(0),) * (len(shape) - 2) + (a["index_row"], a["index_col"])
     _inside("tile.extract", t, offset, shape, "window")
     valid = None
     if t.valid_shape is not None:  # the window's share of the source's valid region
@@ -116,7 +123,8 @@ register("tile.extract", [P("src", Kind.TILE, spaces=tuple(EXTRACTS)), P("index_
                           P("index_col", Kind.SCALAR, integer=True), P("shape", Kind.SHAPE),
                           P("target_memory", Kind.SPACE)], _infer_extract,
          doc="the window [row, col] + shape of a tile copied into target_memory (TEXTRACT: Mat -> Left/Right through "
-             "MTE1, Acc -> Mat through the fixpipe, Vec -> Vec)", mnemonic="TEXTRACT")
+             "MTE1, Acc -> Mat through the fixpipe, Vec -> Vec); of a stack of Mat pages, the same window of each",
+         mnemonic="TEXTRACT")
 
 
 def _infer_assemble(a: OpArgs, soc: SoC) -> TileType:
