@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from unittest import mock
 
 import pytest
 import torch
@@ -214,6 +215,74 @@ def test_property_int8_is_exact_and_wraps_in_int32(lists):
         for j in range(3):
             exact = z[i * 3 + j] + sum(x[i * k + t] * y[t * 3 + j] for t in range(k))
             assert got[i, j].item() == (exact + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+
+def _block_by_block(a, b):
+    """``_Operands``' fp32 block sums [1, blocks, M, N]: the per-block exponent bounds."""
+    length = cube_math.block_elems(a.dtype)
+    blocks = -(-a.shape[1] // length)
+    return cube_math._Operands(a[None], b[None], length, blocks).sums(0, blocks, False)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: str(d).removeprefix("torch."))
+@given(data=st.data())
+def test_property_the_whole_operand_bounds_give_the_block_by_block_bits(dtype, data):
+    """The quick way (``_quick_chunks``: bounds read off whole operands, its undecided cells
+    summed exactly) gives ``_Operands``' block sums bit for bit wherever it answers (zeros'
+    signs apart: float64's in both, ``_float`` signs the result's) — on randn operands
+    (scaled by a drawn power of two) with drawn adversarial values planted in a corner:
+    cancellations, ties, subnormals, the dtype's edges, a non-finite value."""
+    small = data.draw(operands(dtype, data.draw(st.booleans())))
+    m, k = small[0].shape
+    n = small[1].shape[1]
+    size = data.draw(st.sampled_from([(m, n), (16, 16), (24, 40)]))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2 ** 16)))
+    scale = 2.0 ** data.draw(st.integers(-40, 40)) if dtype is not torch.float16 else 1.0
+    a = (torch.randn(size[0], k, generator=g) * scale).to(dtype)
+    b = (torch.randn(k, size[1], generator=g) / scale).to(dtype)
+    a[:m], b[:, :n] = small[0], small[1]
+    length = cube_math.block_elems(dtype)
+    quick = cube_math._quick_chunks(a[None], b[None], length, -(-k // length))
+    event("quick" if quick is not None else "block by block")
+    if quick is not None:
+        assert same_bits(torch.cat(quick, 1) + 0.0, _block_by_block(a, b) + 0.0)
+
+
+def test_the_quick_bounds_take_randn_blocks_and_sum_their_ties_exactly():
+    """bf16 randn operands: exact in float64 by the whole-operand bound (their block sums
+    often fall on fp32 ties, which the cell test cannot take); fp32 ones by the cell test,
+    all but a rare few; a planted cancellation across a wide span, by the exact integer
+    sum, in the quick way."""
+    g = torch.Generator().manual_seed(1)
+    for dtype, most in ((torch.bfloat16, 0), (torch.float32, 4)):
+        a, b = torch.randn(1, 16, 256, generator=g).to(dtype), torch.randn(1, 256, 64, generator=g).to(dtype)
+        length = cube_math.block_elems(dtype)
+        with mock.patch.object(cube_math, "_exact_cells", wraps=cube_math._exact_cells) as exact:
+            quick = cube_math._quick_chunks(a, b, length, 256 // length)
+        assert quick is not None and same_bits(torch.cat(quick, 1), _block_by_block(a[0], b[0]))
+        assert sum(len(call.args[0]) for call in exact.call_args_list) <= most
+    a, b = torch.randn(16, 32, generator=g), torch.randn(32, 16, generator=g)
+    a[0, :3], b[:3, 0] = torch.tensor([2.0 ** 40, 1.0, -(2.0 ** 40)]), torch.tensor([2.0 ** 20, 2.0 ** -40, 2.0 ** 20])
+    a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    with mock.patch.object(cube_math, "_exact_cells", wraps=cube_math._exact_cells) as exact:
+        quick = cube_math._quick_chunks(a[None], b[None], 16, 2)
+    assert quick is not None and exact.called
+    assert same_bits(torch.cat(quick, 1) + 0.0, _block_by_block(a, b) + 0.0)
+    assert num.matmul(a, b)[0, 0] == num.matmul(a[:1], b[:, :1])[0, 0]
+
+
+def test_a_block_float64_rounds_is_not_taken_for_exact():
+    """bf16 products 2^24, 1, 2^-20 (1 + 2^-6 + 2^-14) and -2^-20 (1 + 2^-6): exactly
+    2^24 + 1 + 2^-34, just above an fp32 tie, so 2^24 + 2; float64 (ulp 2^-28 there) drops
+    the 2^-34 (in the order its BLAS sums here) and lands on the tie, which rounds to 2^24. The rows' and columns' least ulps
+    (2^-17 each) leave the sum 58 bits wide: past the exact bound, close enough that a
+    bound a few bits loose would take float64's sum."""
+    a, b = torch.zeros(4, 16), torch.zeros(16, 4)
+    a[:, :4] = torch.tensor([2.0 ** 12, 1.0, 2.0 ** -10 * (1 + 2 ** -7), 2.0 ** -10 * (1 + 2 ** -6)])
+    b[:4, :] = torch.tensor([2.0 ** 12, 1.0, 2.0 ** -10 * (1 + 2 ** -7), -(2.0 ** -10)])[:, None]
+    a, b = a.bfloat16(), b.bfloat16()
+    assert same_bits(num.matmul(a, b), torch.full((4, 4), 2.0 ** 24 + 2))
+    assert same_bits(num.matmul(a, b), oracle(a, b))
 
 
 def test_each_way_of_computing_a_block_is_taken():

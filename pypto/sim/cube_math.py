@@ -55,6 +55,8 @@ _BITS = {torch.float16: (torch.int16, 0x7FFF, 0x7C00, 10, 15), torch.bfloat16: (
          torch.float32: (torch.int32, 0x7FFFFFFF, 0x7F800000, 23, 127)}
 _NONE = 1 << 12  # the exponent span of a block with no nonzero operand: far below any bound (fits int16)
 _CHUNK = 1 << 16  # float64 block sums computed at once (512 KiB: a chunk's passes stay in L2)
+_QUICK = 1 << 20  # block sums the cell test takes at once (8 MiB of float64)
+_FEW = 64  # the cell test answers when it leaves at most one sum in this many undecided
 _SCALE = 300  # 2**300 makes every product of two fp32 values an integer (the least is 2**-298)
 
 
@@ -103,11 +105,13 @@ def _float(a, b, acc, signed=False):
     out = None if acc is None else acc.to(torch.float32)
     if blocks == 0:
         return torch.zeros(pages, m, n) if out is None else out.clone()
-    ops = _Operands(a, b, length, blocks)
-    per = max(1, _CHUNK // (pages * m * n))
+    chunks = None if signed else _quick_chunks(a, b, length, blocks)
+    if chunks is None:
+        ops = _Operands(a, b, length, blocks)
+        per = max(1, _CHUNK // (pages * m * n))
+        chunks = (ops.sums(j0, min(blocks, j0 + per), signed) for j0 in range(0, blocks, per))
     owned = False  # whether ``out`` is this function's own tensor (not the caller's acc)
-    for j0 in range(0, blocks, per):
-        sums = ops.sums(j0, min(blocks, j0 + per), signed)
+    for sums in chunks:
         for block in sums.unbind(1):  # K order, one fp32 add per block
             if owned:
                 out.add_(block)
@@ -117,6 +121,83 @@ def _float(a, b, acc, signed=False):
     if not signed and int(torch.count_nonzero(out)) < out.numel():
         _sign_zeros(out, a, b, acc)
     return out
+
+
+def _quick_chunks(a, b, length, blocks):
+    """Every block's fp32 sum [P, blocks, M, N] (in one chunk, or a few past ``_QUICK``) by
+    bounds read off whole operands — a few passes over each, where ``_Operands`` reads every
+    block's exponents first — or None when they do not decide nearly all of them.
+
+    Finite operands only (a NaN or an infinity: None, ``_Operands`` takes the specials).
+    With S the float64 sum of a block's products' magnitudes (|a| @ |b|):
+
+    1. *exact*: every value of a row of a is a multiple of 2**bot_a, bot_a the ulp
+       exponent of the row's smallest nonzero magnitude (likewise b's columns), so every
+       product and partial sum is a multiple of 2**(bot_a + bot_b) no larger than the
+       exact sum of magnitudes; when S is below 2**(bot_a + bot_b + 52) (S errs by far
+       less than a factor of 2) that sum is below 2**(... + 53), every float64 addition is
+       exact, and s is the exact sum (bf16 and fp16 blocks, whose sums land on fp32 ties
+       as often as not, mostly are; a tiny value costs only its row's or column's cells);
+    2. *one cell*: ``_cell_at``'s test with its E from this S — the same bound, the same
+       proof (fp32 blocks mostly settle so).
+
+    The few cells neither takes are summed exactly (``_exact_cells``). Each way gives the
+    exact sum's one rounding, so the bits are ``_Operands``' whichever proves it. Zero
+    sums' signs are float64's, as ``_float`` allows when not ``signed``."""
+    pages, m, k = a.shape
+    n = b.shape[-1]
+    precision = _FORMAT[a.dtype][0]
+    full, tail = divmod(k, length)
+    # the operands by blocks in float64 (a short last block padded with zeros)
+    x = (torch.zeros if tail else torch.empty)(pages, blocks, m, length, dtype=torch.float64)
+    x[:, :full].copy_(a[..., :full * length].reshape(pages, m, full, length).transpose(1, 2))
+    if tail:
+        x[:, full, :, :tail].copy_(a[..., full * length:])
+    y = (torch.zeros if tail else torch.empty)(pages, blocks * length, n, dtype=torch.float64)
+    y[:, :k].copy_(b)
+    y = y.reshape(pages, blocks, length, n)
+    ax, ay = x.abs(), y.abs()
+    if not (math.isfinite(float(ax.amax())) and math.isfinite(float(ay.amax()))):  # (a NaN's amax is NaN)
+        return None
+    # per row of a and column of b: the ulp exponent of its smallest nonzero magnitude
+    bot_a = _ulp_exponents(ax.masked_fill(ax == 0, math.inf).amin((1, 3)), precision)  # [P, M]
+    bot_b = _ulp_exponents(ay.masked_fill(ay == 0, math.inf).amin((1, 2)), precision)  # [P, N]
+    exact_below = _pow2(torch.clamp(bot_a[:, :, None] + bot_b[:, None, :] + 52, max=1023))[:, None]
+    per = max(1, _QUICK // max(1, pages * m * n))
+    out = []
+    for j0 in range(0, blocks, per):
+        xs, ys = x[:, j0:j0 + per], y[:, j0:j0 + per]
+        s, magnitudes = torch.matmul(xs, ys), torch.matmul(ax[:, j0:j0 + per], ay[:, j0:j0 + per])
+        sums = s.to(torch.float32)
+        inexact = magnitudes >= exact_below
+        if bool(inexact.any()):
+            e = magnitudes.mul_(8 * length * 2.0 ** -53)  # ``_cell_at``'s E
+            low, high = (s - e).to(torch.float32), (s + e).to(torch.float32)
+            undecided = ((low.view(torch.int32) != high.view(torch.int32)) & inexact).nonzero()
+            if len(undecided) * _FEW > sums.numel():
+                return None  # mostly wide spans or cancellations: the exact bound's way, block by block
+            if len(undecided):
+                p, j, i, q = undecided.unbind(1)
+                sums[p, j, i, q] = _exact_cells(xs[p, j, i], ys[p, j, :, q])[0]
+        out.append(sums)
+    return out
+
+
+def _ulp_exponents(least: torch.Tensor, precision: int) -> torch.Tensor:
+    """For the smallest nonzero magnitudes ``least`` (inf: none), e with every value of the
+    row or column a multiple of 2**e: the least one's ulp (a subnormal's, lower than its
+    true ulp, still divides the rest); 1000 where there is none (its products are zeros)."""
+    return torch.where(torch.isinf(least), 1000, torch.frexp(least).exponent.to(torch.int64) - precision)
+
+
+def _exact_cells(rows: torch.Tensor, cols: torch.Tensor):
+    """Blocks summed exactly: ``rows`` and ``cols`` [C, L] float64 (operand values), each
+    pair's products scaled to integers and added as Python ints, rounded once to fp32;
+    the [C] fp32 sums and whether each exact sum is zero."""
+    products = rows * 2.0 ** _SCALE * cols
+    sums = [sum(map(int, row)) for row in products.tolist()]
+    return (torch.tensor([_round_fp32(v) for v in sums], dtype=torch.float32),
+            torch.tensor([v == 0 for v in sums], dtype=torch.bool))
 
 
 def _sign_zeros(out, a, b, acc):
@@ -277,10 +358,8 @@ class _Operands:
         Python ints) and rounded into ``out``; whether each exact sum is zero, for
         ``_zero_signs``."""
         p, j, i, q = where.unbind(1)
-        products = self.a[p, j + j0, i] * 2.0 ** _SCALE * self.b[p, j + j0, :, q]
-        sums = [sum(map(int, row)) for row in products.tolist()]
-        out[p, j, i, q] = torch.tensor([_round_fp32(v) for v in sums], dtype=torch.float32)
-        return torch.tensor([v == 0 for v in sums], dtype=torch.bool)
+        out[p, j, i, q], zero = _exact_cells(self.a[p, j + j0, i], self.b[p, j + j0, :, q])
+        return zero
 
     def _lengths(self, j0, j1):
         """Each block's own length (the last is shorter when K is not a multiple)."""
