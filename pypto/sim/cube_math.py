@@ -55,8 +55,7 @@ _BITS = {torch.float16: (torch.int16, 0x7FFF, 0x7C00, 10, 15), torch.bfloat16: (
          torch.float32: (torch.int32, 0x7FFFFFFF, 0x7F800000, 23, 127)}
 _NONE = 1 << 12  # the exponent span of a block with no nonzero operand: far below any bound (fits int16)
 _CHUNK = 1 << 16  # float64 block sums computed at once (512 KiB: a chunk's passes stay in L2)
-_QUICK = 1 << 20  # block sums the cell test takes at once (8 MiB of float64)
-_FEW = 64  # the cell test answers when it leaves at most one sum in this many undecided
+_QUICK = 1 << 20  # block sums the quick way computes at once (8 MiB of float64)
 _SCALE = 300  # 2**300 makes every product of two fp32 values an integer (the least is 2**-298)
 
 
@@ -124,29 +123,31 @@ def _float(a, b, acc, signed=False):
 
 
 def _quick_chunks(a, b, length, blocks):
-    """Every block's fp32 sum [P, blocks, M, N] (in one chunk, or a few past ``_QUICK``) by
-    bounds read off whole operands — a few passes over each, where ``_Operands`` reads every
-    block's exponents first — or None when they do not decide nearly all of them.
+    """Every block's fp32 sum [P, blocks, M, N] (in one chunk, or a few past ``_QUICK``)
+    when ``_Operands``' exact bound holds with each row's (column's) largest exponent and
+    smallest ulp in place of each block's — read in a few passes over the operands as they
+    are, where ``_Operands`` reads every block's — else None (``_Operands`` then decides
+    block by block; a non-finite operand is always its).
 
-    Finite operands only (a NaN or an infinity: None, ``_Operands`` takes the specials).
-    With S the float64 sum of a block's products' magnitudes (|a| @ |b|):
-
-    1. *exact*: every value of a row of a is a multiple of 2**bot_a, bot_a the ulp
-       exponent of the row's smallest nonzero magnitude (likewise b's columns), so every
-       product and partial sum is a multiple of 2**(bot_a + bot_b) no larger than the
-       exact sum of magnitudes; when S is below 2**(bot_a + bot_b + 52) (S errs by far
-       less than a factor of 2) that sum is below 2**(... + 53), every float64 addition is
-       exact, and s is the exact sum (bf16 and fp16 blocks, whose sums land on fp32 ties
-       as often as not, mostly are; a tiny value costs only its row's or column's cells);
-    2. *one cell*: ``_cell_at``'s test with its E from this S — the same bound, the same
-       proof (fp32 blocks mostly settle so).
-
-    The few cells neither takes are summed exactly (``_exact_cells``). Each way gives the
-    exact sum's one rounding, so the bits are ``_Operands``' whichever proves it. Zero
-    sums' signs are float64's, as ``_float`` allows when not ``signed``."""
+    A row's bounds bound each of its blocks', so when the widest row's span and the widest
+    column's add up to at most ``_exact_bits``, every float64 addition of every block is
+    exact and s is the exact sum: its one rounding to fp32 is ``_Operands``' bits (bf16 and
+    fp16 operands of a tile mostly pass; their block sums land on fp32 ties as often as
+    not, so only an exactness proof takes them). Zero sums' signs are float64's, as
+    ``_float`` allows when not ``signed``."""
     pages, m, k = a.shape
     n = b.shape[-1]
-    precision = _FORMAT[a.dtype][0]
+    if m == 0 or n == 0:
+        return [torch.zeros(pages, blocks, m, n)]
+    view, mask, inf, shift, _ = _BITS[a.dtype]
+    bits_a, bits_b = a.view(view) & mask, b.view(view) & mask  # magnitudes, ordered as integers
+    high_a, high_b = bits_a.amax(-1), bits_b.amax(-2)  # [P, M], [P, N]
+    if int(torch.maximum(high_a.amax(), high_b.amax())) >= inf:
+        return None
+    widest = int(_row_spans(bits_a, high_a, -1, mask, shift, a.dtype).amax()) + \
+        int(_row_spans(bits_b, high_b, -2, mask, shift, a.dtype).amax())
+    if widest > _exact_bits(length.bit_length() - 1):
+        return None
     full, tail = divmod(k, length)
     # the operands by blocks in float64 (a short last block padded with zeros)
     x = (torch.zeros if tail else torch.empty)(pages, blocks, m, length, dtype=torch.float64)
@@ -156,48 +157,18 @@ def _quick_chunks(a, b, length, blocks):
     y = (torch.zeros if tail else torch.empty)(pages, blocks * length, n, dtype=torch.float64)
     y[:, :k].copy_(b)
     y = y.reshape(pages, blocks, length, n)
-    ax, ay = x.abs(), y.abs()
-    if not (math.isfinite(float(ax.amax())) and math.isfinite(float(ay.amax()))):  # (a NaN's amax is NaN)
-        return None
-    # per row of a and column of b: the ulp exponent of its smallest nonzero magnitude
-    bot_a = _ulp_exponents(ax.masked_fill(ax == 0, math.inf).amin((1, 3)), precision)  # [P, M]
-    bot_b = _ulp_exponents(ay.masked_fill(ay == 0, math.inf).amin((1, 2)), precision)  # [P, N]
-    exact_below = _pow2(torch.clamp(bot_a[:, :, None] + bot_b[:, None, :] + 52, max=1023))[:, None]
-    per = max(1, _QUICK // max(1, pages * m * n))
-    out = []
-    for j0 in range(0, blocks, per):
-        xs, ys = x[:, j0:j0 + per], y[:, j0:j0 + per]
-        s, magnitudes = torch.matmul(xs, ys), torch.matmul(ax[:, j0:j0 + per], ay[:, j0:j0 + per])
-        sums = s.to(torch.float32)
-        inexact = magnitudes >= exact_below
-        if bool(inexact.any()):
-            e = magnitudes.mul_(8 * length * 2.0 ** -53)  # ``_cell_at``'s E
-            low, high = (s - e).to(torch.float32), (s + e).to(torch.float32)
-            undecided = ((low.view(torch.int32) != high.view(torch.int32)) & inexact).nonzero()
-            if len(undecided) * _FEW > sums.numel():
-                return None  # mostly wide spans or cancellations: the exact bound's way, block by block
-            if len(undecided):
-                p, j, i, q = undecided.unbind(1)
-                sums[p, j, i, q] = _exact_cells(xs[p, j, i], ys[p, j, :, q])[0]
-        out.append(sums)
-    return out
+    per = max(1, _QUICK // (pages * m * n))
+    return [torch.matmul(x[:, j0:j0 + per], y[:, j0:j0 + per]).to(torch.float32) for j0 in range(0, blocks, per)]
 
 
-def _ulp_exponents(least: torch.Tensor, precision: int) -> torch.Tensor:
-    """For the smallest nonzero magnitudes ``least`` (inf: none), e with every value of the
-    row or column a multiple of 2**e: the least one's ulp (a subnormal's, lower than its
-    true ulp, still divides the rest); 1000 where there is none (its products are zeros)."""
-    return torch.where(torch.isinf(least), 1000, torch.frexp(least).exponent.to(torch.int64) - precision)
-
-
-def _exact_cells(rows: torch.Tensor, cols: torch.Tensor):
-    """Blocks summed exactly: ``rows`` and ``cols`` [C, L] float64 (operand values), each
-    pair's products scaled to integers and added as Python ints, rounded once to fp32;
-    the [C] fp32 sums and whether each exact sum is zero."""
-    products = rows * 2.0 ** _SCALE * cols
-    sums = [sum(map(int, row)) for row in products.tolist()]
-    return (torch.tensor([_round_fp32(v) for v in sums], dtype=torch.float32),
-            torch.tensor([v == 0 for v in sums], dtype=torch.bool))
+def _row_spans(bits, high, dim, mask, shift, dtype):
+    """``_Operands._spans`` over whole rows (``dim`` -1 of a) or columns (-2 of b): the
+    largest exponent minus the smallest nonzero magnitude's ulp exponent; far below any
+    bound where the row is zeros."""
+    low = ((bits - 1) & mask).amin(dim) + 1  # a zero wraps to the largest: never the least
+    top = torch.clamp(high >> shift, min=1)
+    span = top.to(torch.int32) - torch.clamp(low >> shift, min=1) + (_FORMAT[dtype][0] - 1)
+    return span.masked_fill_(high == 0, -_NONE)
 
 
 def _sign_zeros(out, a, b, acc):
@@ -358,8 +329,10 @@ class _Operands:
         Python ints) and rounded into ``out``; whether each exact sum is zero, for
         ``_zero_signs``."""
         p, j, i, q = where.unbind(1)
-        out[p, j, i, q], zero = _exact_cells(self.a[p, j + j0, i], self.b[p, j + j0, :, q])
-        return zero
+        products = self.a[p, j + j0, i] * 2.0 ** _SCALE * self.b[p, j + j0, :, q]
+        sums = [sum(map(int, row)) for row in products.tolist()]
+        out[p, j, i, q] = torch.tensor([_round_fp32(v) for v in sums], dtype=torch.float32)
+        return torch.tensor([v == 0 for v in sums], dtype=torch.bool)
 
     def _lengths(self, j0, j1):
         """Each block's own length (the last is shorter when K is not a multiple)."""
