@@ -33,7 +33,9 @@ rounding, so no double rounding slips through:
    (fp32 operands, whose 48-bit products rarely pass 1, mostly do).
 
 The rest take an exact fallback (``_exact_blocks``: the products scaled to integers, summed
-as Python ints, rounded by integer arithmetic). Non-finite operands and the signs of exact
+as Python ints, rounded by integer arithmetic). Before reading any block's exponents, the
+exact bound is tried once with each whole row's and column's (``_quick_chunks``): bf16 and
+fp16 tiles mostly pass it, and then the float64 matmul alone gives every block sum. Non-finite operands and the signs of exact
 zeros are decided from indicator counts (0/1 matmuls, exact), not from what the float64
 matmul gave; the zeros' signs only where the result is a zero (``_float``).
 """
