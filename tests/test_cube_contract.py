@@ -216,56 +216,12 @@ def test_property_int8_is_exact_and_wraps_in_int32(lists):
             assert got[i, j].item() == (exact + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
-def _block_by_block(a, b):
-    """``_Operands``' fp32 block sums [1, blocks, M, N]: the per-block exponent bounds."""
-    length = cube_math.block_elems(a.dtype)
-    blocks = -(-a.shape[1] // length)
-    return cube_math._Operands(a[None], b[None], length, blocks).sums(0, blocks, False)
-
-
-@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: str(d).removeprefix("torch."))
-@given(data=st.data())
-def test_property_the_whole_row_bound_gives_the_block_by_block_bits(dtype, data):
-    """The quick way (``_quick_chunks``: the exact bound over whole rows and columns) gives
-    ``_Operands``' block sums bit for bit wherever it answers (zeros' signs apart: float64's
-    in both, ``_float`` signs the result's) — on randn operands (scaled by a drawn power of
-    two) with drawn adversarial values planted in a corner: cancellations, ties,
-    subnormals, the dtype's edges, a non-finite value."""
-    small = data.draw(operands(dtype, data.draw(st.booleans())))
-    m, k = small[0].shape
-    n = small[1].shape[1]
-    size = data.draw(st.sampled_from([(m, n), (16, 16), (24, 40)]))
-    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2 ** 16)))
-    scale = 2.0 ** data.draw(st.integers(-40, 40)) if dtype is not torch.float16 else 1.0
-    a = (torch.randn(size[0], k, generator=g) * scale).to(dtype)
-    b = (torch.randn(k, size[1], generator=g) / scale).to(dtype)
-    if data.draw(st.booleans()):
-        a[:m], b[:, :n] = small[0], small[1]
-    length = cube_math.block_elems(dtype)
-    quick = cube_math._quick_chunks(a[None], b[None], length, -(-k // length))
-    event("quick" if quick is not None else "block by block")
-    if quick is not None:
-        assert same_bits(torch.cat(quick, 1) + 0.0, _block_by_block(a, b) + 0.0)
-
-
-def test_the_quick_way_takes_bf16_tiles_of_randn_and_leaves_the_rest():
-    """bf16 randn tiles (their block sums often on fp32 ties) pass the whole-row bound;
-    a value far below its row's others, or an fp32 tile, is left to ``_Operands``."""
-    g = torch.Generator().manual_seed(1)
-    a, b = torch.randn(1, 16, 128, generator=g).bfloat16(), (torch.randn(1, 128, 64, generator=g) / 16).bfloat16()
-    quick = cube_math._quick_chunks(a, b, 16, 8)
-    assert quick is not None and same_bits(torch.cat(quick, 1), _block_by_block(a[0], b[0]))
-    a[0, 3, 5] = 2.0 ** -60
-    assert cube_math._quick_chunks(a, b, 16, 8) is None
-    assert cube_math._quick_chunks(a.float(), b.float(), 8, 16) is None
-
-
 def test_a_block_float64_rounds_is_not_taken_for_exact():
     """bf16 products 2^24, 1, 2^-20 (1 + 2^-6 + 2^-14) and -2^-20 (1 + 2^-6): exactly
     2^24 + 1 + 2^-34, just above an fp32 tie, so 2^24 + 2; float64 (ulp 2^-28 there) drops
-    the 2^-34 (in the order its BLAS sums here) and lands on the tie, which rounds to 2^24. The rows' and columns' least ulps
-    (2^-17 each) leave the sum 58 bits wide: past the exact bound, close enough that a
-    bound a few bits loose would take float64's sum."""
+    the 2^-34 (in the order its BLAS sums here) and lands on the tie, which rounds to
+    2^24. The block's largest exponents and least ulps leave it 58 bits wide: past the
+    exact bound, close enough that a bound a few bits loose would take float64's sum."""
     a, b = torch.zeros(4, 16), torch.zeros(16, 4)
     a[:, :4] = torch.tensor([2.0 ** 12, 1.0, 2.0 ** -10 * (1 + 2 ** -7), 2.0 ** -10 * (1 + 2 ** -6)])
     b[:4, :] = torch.tensor([2.0 ** 12, 1.0, 2.0 ** -10 * (1 + 2 ** -7), -(2.0 ** -10)])[:, None]

@@ -33,9 +33,7 @@ rounding, so no double rounding slips through:
    (fp32 operands, whose 48-bit products rarely pass 1, mostly do).
 
 The rest take an exact fallback (``_exact_blocks``: the products scaled to integers, summed
-as Python ints, rounded by integer arithmetic). Before reading any block's exponents, the
-exact bound is tried once with each whole row's and column's (``_quick_chunks``): bf16 and
-fp16 tiles mostly pass it, and then the float64 matmul alone gives every block sum. Non-finite operands and the signs of exact
+as Python ints, rounded by integer arithmetic). Non-finite operands and the signs of exact
 zeros are decided from indicator counts (0/1 matmuls, exact), not from what the float64
 matmul gave; the zeros' signs only where the result is a zero (``_float``).
 """
@@ -57,7 +55,6 @@ _BITS = {torch.float16: (torch.int16, 0x7FFF, 0x7C00, 10, 15), torch.bfloat16: (
          torch.float32: (torch.int32, 0x7FFFFFFF, 0x7F800000, 23, 127)}
 _NONE = 1 << 12  # the exponent span of a block with no nonzero operand: far below any bound (fits int16)
 _CHUNK = 1 << 16  # float64 block sums computed at once (512 KiB: a chunk's passes stay in L2)
-_QUICK = 1 << 20  # block sums the quick way computes at once (8 MiB of float64)
 _SCALE = 300  # 2**300 makes every product of two fp32 values an integer (the least is 2**-298)
 
 
@@ -106,13 +103,11 @@ def _float(a, b, acc, signed=False):
     out = None if acc is None else acc.to(torch.float32)
     if blocks == 0:
         return torch.zeros(pages, m, n) if out is None else out.clone()
-    chunks = None if signed else _quick_chunks(a, b, length, blocks)
-    if chunks is None:
-        ops = _Operands(a, b, length, blocks)
-        per = max(1, _CHUNK // (pages * m * n))
-        chunks = (ops.sums(j0, min(blocks, j0 + per), signed) for j0 in range(0, blocks, per))
+    ops = _Operands(a, b, length, blocks)
+    per = max(1, _CHUNK // (pages * m * n))
     owned = False  # whether ``out`` is this function's own tensor (not the caller's acc)
-    for sums in chunks:
+    for j0 in range(0, blocks, per):
+        sums = ops.sums(j0, min(blocks, j0 + per), signed)
         for block in sums.unbind(1):  # K order, one fp32 add per block
             if owned:
                 out.add_(block)
@@ -122,55 +117,6 @@ def _float(a, b, acc, signed=False):
     if not signed and int(torch.count_nonzero(out)) < out.numel():
         _sign_zeros(out, a, b, acc)
     return out
-
-
-def _quick_chunks(a, b, length, blocks):
-    """Every block's fp32 sum [P, blocks, M, N] (in one chunk, or a few past ``_QUICK``)
-    when ``_Operands``' exact bound holds with each row's (column's) largest exponent and
-    smallest ulp in place of each block's — read in a few passes over the operands as they
-    are, where ``_Operands`` reads every block's — else None (``_Operands`` then decides
-    block by block; a non-finite operand is always its).
-
-    A row's bounds bound each of its blocks', so when the widest row's span and the widest
-    column's add up to at most ``_exact_bits``, every float64 addition of every block is
-    exact and s is the exact sum: its one rounding to fp32 is ``_Operands``' bits (bf16 and
-    fp16 operands of a tile mostly pass; their block sums land on fp32 ties as often as
-    not, so only an exactness proof takes them). Zero sums' signs are float64's, as
-    ``_float`` allows when not ``signed``."""
-    pages, m, k = a.shape
-    n = b.shape[-1]
-    if m == 0 or n == 0:
-        return [torch.zeros(pages, blocks, m, n)]
-    view, mask, inf, shift, _ = _BITS[a.dtype]
-    bits_a, bits_b = a.view(view) & mask, b.view(view) & mask  # magnitudes, ordered as integers
-    high_a, high_b = bits_a.amax(-1), bits_b.amax(-2)  # [P, M], [P, N]
-    if int(torch.maximum(high_a.amax(), high_b.amax())) >= inf:
-        return None
-    widest = int(_row_spans(bits_a, high_a, -1, mask, shift, a.dtype).amax()) + \
-        int(_row_spans(bits_b, high_b, -2, mask, shift, a.dtype).amax())
-    if widest > _exact_bits(length.bit_length() - 1):
-        return None
-    full, tail = divmod(k, length)
-    # the operands by blocks in float64 (a short last block padded with zeros)
-    x = (torch.zeros if tail else torch.empty)(pages, blocks, m, length, dtype=torch.float64)
-    x[:, :full].copy_(a[..., :full * length].reshape(pages, m, full, length).transpose(1, 2))
-    if tail:
-        x[:, full, :, :tail].copy_(a[..., full * length:])
-    y = (torch.zeros if tail else torch.empty)(pages, blocks * length, n, dtype=torch.float64)
-    y[:, :k].copy_(b)
-    y = y.reshape(pages, blocks, length, n)
-    per = max(1, _QUICK // (pages * m * n))
-    return [torch.matmul(x[:, j0:j0 + per], y[:, j0:j0 + per]).to(torch.float32) for j0 in range(0, blocks, per)]
-
-
-def _row_spans(bits, high, dim, mask, shift, dtype):
-    """``_Operands._spans`` over whole rows (``dim`` -1 of a) or columns (-2 of b): the
-    largest exponent minus the smallest nonzero magnitude's ulp exponent; far below any
-    bound where the row is zeros."""
-    low = ((bits - 1) & mask).amin(dim) + 1  # a zero wraps to the largest: never the least
-    top = torch.clamp(high >> shift, min=1)
-    span = top.to(torch.int32) - torch.clamp(low >> shift, min=1) + (_FORMAT[dtype][0] - 1)
-    return span.masked_fill_(high == 0, -_NONE)
 
 
 def _sign_zeros(out, a, b, acc):
