@@ -216,6 +216,20 @@ def test_property_int8_is_exact_and_wraps_in_int32(lists):
             assert got[i, j].item() == (exact + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
+def test_a_block_float64_rounds_is_not_taken_for_exact():
+    """bf16 products 2^24, 1, 2^-20 (1 + 2^-6 + 2^-14) and -2^-20 (1 + 2^-6): exactly
+    2^24 + 1 + 2^-34, just above an fp32 tie, so 2^24 + 2; float64 (ulp 2^-28 there) drops
+    the 2^-34 (in the order its BLAS sums here) and lands on the tie, which rounds to
+    2^24. The block's largest exponents and least ulps leave it 58 bits wide: past the
+    exact bound, close enough that a bound a few bits loose would take float64's sum."""
+    a, b = torch.zeros(4, 16), torch.zeros(16, 4)
+    a[:, :4] = torch.tensor([2.0 ** 12, 1.0, 2.0 ** -10 * (1 + 2 ** -7), 2.0 ** -10 * (1 + 2 ** -6)])
+    b[:4, :] = torch.tensor([2.0 ** 12, 1.0, 2.0 ** -10 * (1 + 2 ** -7), -(2.0 ** -10)])[:, None]
+    a, b = a.bfloat16(), b.bfloat16()
+    assert same_bits(num.matmul(a, b), torch.full((4, 4), 2.0 ** 24 + 2))
+    assert same_bits(num.matmul(a, b), oracle(a, b))
+
+
 def test_each_way_of_computing_a_block_is_taken():
     """The three tiers and the special values each decide some blocks (on randn operands:
     fp16/bf16 blocks are exact in float64, fp32 ones mostly settle in one fp32 cell; a

@@ -18,6 +18,7 @@ from hypothesis import given
 import race_oracle
 from pypto.chip import races
 from pypto.chip.races import TaskRace
+from pypto.chip.settling import Settling
 from pypto.chip.tasks import Placement, Task, TaskArg
 from pypto.fuzz.graphs import kernel_from
 from pypto.ir.types import ArgDirection
@@ -270,3 +271,38 @@ def test_property_orchestrations_of_strided_windows_race_as_the_oracle_says(line
         except TaskRace:
             pass
     assert seen and all(want == got for want, got in seen), seen
+
+
+# ----------------------------------------------------------------------------- the orchestrator's element reads
+
+
+class _Settled(Settling):
+    """Just what ``Settling._touches`` reads: each task's blocks and their windows."""
+
+    def __init__(self, tasks, footprints):
+        self.launches = {t.number: [None] * len(t.placements) for t in tasks}
+        self.footprints = {}
+        self._strided = _callbacks(footprints)[1]
+
+    def _windows(self, t, block=0):
+        return self._strided(t, block)
+
+
+@given(task_graphs(), st.data())
+def test_property_an_element_the_orchestrator_reads_or_writes_meets_a_task_as_its_byte_ranges_do(graph, data):
+    """What the orchestrator waits on before it reads or writes an element (a task writing
+    it; a task touching it at all) is decided on the task's runs, merged once per task: the
+    same answer as every byte range of every block, for any element of any dtype's width."""
+    tasks, footprints = graph
+    accesses = _callbacks(footprints)[0]
+    storage = next(iter(tasks[0].args)).tensor
+    base, size = storage.data_ptr() - storage.storage_offset() * storage.element_size(), storage.element_size()
+    settled = _Settled(tasks, footprints)
+    for _ in range(4):
+        lo = base + data.draw(st.integers(0, ELEMENTS - 1)) * size
+        hi = lo + data.draw(st.sampled_from([1, size, 2 * size]))
+        for t in tasks:
+            ranges = [(a, b, mode) for block in range(len(t.placements)) for a, b, mode, _ in accesses(t, block)]
+            for writes in (True, False):
+                want = any(a < hi and lo < b and (mode or not writes) for a, b, mode in ranges)
+                assert settled._touches(t, lo, hi, writes) == want

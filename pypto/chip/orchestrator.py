@@ -74,6 +74,7 @@ class ChipRun(Settling):
         self.untracked: dict[int, object] = {}  # storage address -> a tensor created with manual_dep=True
         self.unapplied: list[Task] = []  # the tasks whose data is not in place yet (a read places those started)
         self.unfinished: list[Task] = []  # the tasks not finished by the orchestrator's clock (as far as known)
+        self.footprints: dict = {}  # (task number, writes only) -> its GM bytes as strided runs (``_touches``)
         self.chip = Chip(soc, self._decide)  # decided as far as the orchestrator has had to know
         self.atomics = AtomicAdds(atomic_seed)  # atomic adds kept until their stores complete
         self.clock = 0  # the orchestrator's

@@ -11,7 +11,7 @@ from pypto.chip import groups
 from pypto.chip.tasks import Task
 from pypto.sim.record import ATOMIC_ADD
 from pypto.sim.simulator import apply, scalar_reads
-from pypto.sim.strided import window
+from pypto.sim.strided import Strided, meet, union, window
 from pypto.sim.views import tensor_runs, window_runs
 
 
@@ -45,6 +45,8 @@ class Settling:
         if p.holds():
             return True
         self.launches[t.number] = []  # retired: it runs nothing
+        for writes in (True, False):
+            self.footprints.pop((t.number, writes), None)
         return False
 
     def _finish_of(self, number: int) -> int:
@@ -79,8 +81,7 @@ class Settling:
 
     def _host_write(self, ranges) -> None:
         for t in self.unfinished:
-            if any(a < hi and lo < b for block in range(len(self.launches[t.number]))
-                   for a, b, _, _ in self._accesses(t, block) for lo, hi in ranges):
+            if any(self._touches(t, lo, hi, False) for lo, hi in ranges):
                 self.clock = max(self.clock, self._finish_of(t.number))
         self.chip.through(self.clock)
         placed = self.chip.placed
@@ -144,8 +145,20 @@ class Settling:
 
     def _writes(self, t: Task, lo: int, hi: int) -> bool:
         """Whether any block of ``t`` writes (or adds into) bytes of [lo, hi)."""
-        return any(write and a < hi and lo < b for block in range(len(self.launches[t.number]))
-                   for a, b, write, _ in self._accesses(t, block))
+        return self._touches(t, lo, hi, True)
+
+    def _touches(self, t: Task, lo: int, hi: int, writes: bool) -> bool:
+        """Whether any block of ``t`` writes (``writes``; or adds into) — or touches at all —
+        bytes of [lo, hi): against its windows merged into strided runs once per task, so a
+        read the orchestrator waits on costs the task's runs, not its rows (an attention task
+        reading a page of a cache in 128 rows, a hundred tasks still running)."""
+        key = (t.number, writes)
+        runs = self.footprints.get(key)
+        if runs is None:
+            runs = self.footprints[key] = union(r for block in range(len(self.launches[t.number]))
+                                      for window_, write in self._windows(t, block) if write or not writes
+                                      for r in window_)
+        return meet(runs, (Strided(lo, 0, hi - lo, 1),))
 
     def _accesses(self, t: Task, block: int = 0) -> list:
         if not self.launches[t.number]:
