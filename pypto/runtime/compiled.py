@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
 from pypto.sim.simulator import RunReport
+from pypto.sim.run_summary import summary_line
 from pypto.backend import BackendType, backend
 from pypto.lang.program import GenericProgram
 from pypto.lang.text import deserialize, serialize
@@ -210,7 +212,15 @@ class CompiledProgram:
         are written) or return-style (the inputs only: the Out tensors are allocated, and
         what the entry returns is returned). ``config`` as for ``run``."""
         full = self._with_outputs(on_device(args, self))
-        values = self.run(*full, config=config).outputs
+        run_config = self._config(config)
+        report = self.run(*full, config=config)
+        values = report.outputs
+        if run_config.report or os.environ.get("PYPTO_REPORT", "0") not in ("", "0"):
+            print(summary_line(report, self.name), file=sys.stderr)
+        if os.environ.get("PYPTO_BENCH", "0") not in ("", "0"):
+            from pypto.runtime.bench import bench_line
+
+            print(bench_line(self, full, run_config, os.environ), file=sys.stderr)
         if len(full) == len(args) and self.output_indices:  # in place: the Out tensors hold it
             return None
         if not values:
