@@ -28,6 +28,7 @@ from pypto.ir.types import FunctionType, ScalarType, conforms, sizing_key, type_
 from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
+from pypto.tracebacks import boundary
 from pypto.lang.exprs import Source
 from pypto.lang.sources import KernelSource, defining_scope, source_of
 
@@ -316,6 +317,7 @@ class FunctionDecl:
                                   "kernel you call directly")
 
 
+@boundary
 def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None, auto_scope=True, attrs=None):
     """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)`` /
     ``@pl.function(type=pl.FunctionType.AIV, external_source="kernels/k.cpp")``."""
@@ -324,6 +326,7 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_sour
     return FunctionDecl(fn, type, external_source, defining_scope(inspect.currentframe().f_back))
 
 
+@boundary
 def program(cls) -> n.Program:
     """``@pl.program``: the class's methods become an IR Program (parsed, never run)."""
     caller = inspect.currentframe().f_back

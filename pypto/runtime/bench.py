@@ -133,8 +133,7 @@ def benchmark(compiled, args, *, rounds: int = 100, warmup: int = 3, platform: s
 BENCH_ROUNDS, BENCH_WARMUP = 10, 2  # what $PYPTO_BENCH_ROUNDS / $PYPTO_BENCH_WARMUP leave unset
 
 
-def _count(environ, name: str, default: int, least: int) -> int:
-    text = environ.get(name, "")
+def _count(text: str, name: str, default: int, least: int) -> int:
     if not text:
         return default
     try:
@@ -158,8 +157,8 @@ def bench_line(compiled, args, config: RunConfig, environ) -> str:
     if config.platform == "ref":
         return ("[RUN] effective_us: unavailable on platform 'ref' (the interpreter keeps no time); "
                 "platform='a2a3sim' gives it, simulated")
-    rounds = _count(environ, "PYPTO_BENCH_ROUNDS", BENCH_ROUNDS, 1)
-    warmup = _count(environ, "PYPTO_BENCH_WARMUP", BENCH_WARMUP, 0)
+    rounds = _count(environ.get("PYPTO_BENCH_ROUNDS", ""), "PYPTO_BENCH_ROUNDS", BENCH_ROUNDS, 1)
+    warmup = _count(environ.get("PYPTO_BENCH_WARMUP", ""), "PYPTO_BENCH_WARMUP", BENCH_WARMUP, 0)
     copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
     stats = benchmark(compiled, copies, rounds=rounds, warmup=warmup, config=quiet(config))
     us = stats.device_wall_us

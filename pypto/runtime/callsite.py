@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from pypto.errors import PyptoError, Span, SpecializationError
+from pypto.tracebacks import filtered
 
 _RUNTIME = str(Path(__file__).resolve().parent)
 _REPLACE = dataclasses.replace.__code__.co_filename  # dataclasses.replace(config, ...) builds a RunConfig
@@ -98,10 +99,11 @@ def located(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        __tracebackhide__ = True  # (pytest and IPython leave this frame out too)
         try:
             return fn(*args, **kwargs)
         except PyptoError as err:
-            raise at_call(err) from err.__cause__
+            raise filtered(at_call(err)) from err.__cause__  # pypto's frames left out: PYPTO_TRACEBACK=full shows them
 
     return wrapper
 

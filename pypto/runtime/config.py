@@ -12,6 +12,7 @@ from pypto.errors import ConfigError, PyptoError
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
+from pypto.tracebacks import filtered
 from pypto.backend import BACKENDS, BackendType, backend
 from pypto.ir.pass_manager import DiagnosticPhase, OptimizationStrategy
 
@@ -313,7 +314,8 @@ class RunConfig:
                                   f"argument{'s' * (len(args) != 1)}", hint='e.g. RunConfig(platform="ref")')
             _fill(self, converted(fields))
         except PyptoError as err:
-            raise err.with_span(call_span(argument=getattr(err, "field", None))) from None
+            err = err.with_span(call_span(argument=getattr(err, "field", None)))
+            raise filtered(err) from None  # pypto's frames left out: PYPTO_TRACEBACK=full shows them
 
     @property
     def writes_artifacts(self) -> bool:

@@ -17,6 +17,7 @@ from pypto.log import logger
 from pypto.runtime.arguments import arg_type, as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.runtime.config import RunConfig, coerce_config
+from pypto.tracebacks import boundary
 
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledProgram
@@ -177,6 +178,7 @@ class _JitDecorator:
         self.function_type = function_type
         self.name = name
 
+    @boundary
     def __call__(self, fn=None, **options):
         self._check_options(options)
         auto = options.get("auto_scope", True)
