@@ -38,6 +38,12 @@ def op(name: str, *, _tile: bool = False, _valid=None, _kernel: bool = True, **a
     return TileVal(data, tuple(int(v) for v in _valid) if _valid is not None else tuple(data.shape))
 
 
+def host(value):
+    """A value as the kernel's source names it in a debugger: a tile as the torch tensor of
+    its valid region (a view: what the tile holds), anything else as it is."""
+    return value.region() if isinstance(value, TileVal) else value
+
+
 def task(run, when=None) -> int:
     """A submitted task, run now (program order meets every dependency): its id. A task
     whose dispatch predicate ``when()`` is false is retired without running."""

@@ -13,15 +13,16 @@ import sys
 from pathlib import Path
 
 from pypto.errors import PyptoError, Span, SpecializationError
-from pypto.tracebacks import filtered
+from pypto.tracebacks import boundary, filtered
 
 _RUNTIME = str(Path(__file__).resolve().parent)
-_REPLACE = dataclasses.replace.__code__.co_filename  # dataclasses.replace(config, ...) builds a RunConfig
+_REPLACE = dataclasses.replace.__code__.co_filename
+_BOUNDARY = boundary.__code__.co_filename  # the entry points' wrapper (pypto.tracebacks)  # dataclasses.replace(config, ...) builds a RunConfig
 
 
 def _ours(filename: str) -> bool:
     # attrs writes each class's __init__ as generated code named "<attrs generated ...>".
-    return filename.startswith("<attrs generated") or filename == _REPLACE \
+    return filename.startswith("<attrs generated") or filename in (_REPLACE, _BOUNDARY) \
         or str(Path(filename).resolve().parent) == _RUNTIME
 
 
