@@ -48,5 +48,6 @@ def _on_chip(program: n.Program, entry: str, args, config: RunConfig, kernels, o
         report.dfx_files = records.write(dfx, entry, run.tasks, run.edges, run.soc,
                                          swimlane_level=config.enable_chip_swimlane,
                                          dep_gen=config.enable_dep_gen,
-                                         scope_stats=run.scope_stats() if config.enable_scope_stats else None)
+                                         scope_stats=run.scope_stats() if config.enable_scope_stats else None,
+                                         pmu=report.tasks if config.enable_pmu else None)
     return values, report
