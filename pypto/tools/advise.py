@@ -28,6 +28,7 @@ from pathlib import Path
 import attrs
 
 from pypto.backend import A2A3
+from pypto.tools import description
 
 TRANSFER = ("MTE1", "MTE2", "MTE3", "FIXPIPE")
 COMPUTE = ("VECTOR", "CUBE")
@@ -200,7 +201,7 @@ def analyse(source: Path) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="pypto advise", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="pypto advise", description=description(__doc__))
     parser.add_argument("source", type=Path, help="a build directory, its dfx_outputs/, or a pmu.csv")
     args = parser.parse_args(argv)
     try:

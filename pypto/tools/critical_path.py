@@ -26,6 +26,7 @@ from pathlib import Path
 import attrs
 
 from pypto.tools.swimlane import SwimlaneError, _edges, _id, _inputs, _int, _load, _names, task_name
+from pypto.tools import description
 
 CAUSES = ("dependency", "orchestration", "ready-queue wait", "dispatch", "pickup")
 
@@ -189,7 +190,7 @@ def analyse(source: Path, threshold_us: float = 1.0) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="pypto critical-path", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="pypto critical-path", description=description(__doc__))
     parser.add_argument("source", type=Path, help="a build directory, its dfx_outputs/, or chip_swimlane_records.json")
     parser.add_argument("--gap-us", type=float, default=1.0, help="list the gaps longer than this (µs; default 1)")
     args = parser.parse_args(argv)
