@@ -20,7 +20,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from pypto.tools import description
+from pypto.console import description
 
 # the campaign's examples are the user's, kept across runs and directories: in their cache,
 # not in whatever directory a campaign was started from

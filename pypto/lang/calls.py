@@ -82,7 +82,7 @@ class ProgramHooks:
     holds the backend the program is built for (``soc``), whose rules type its ops."""
 
     kernel_call_hint = "call it from the @pl.jit entry, or make it @pl.jit.inline"  # (an InCore caller's)
-    debug = False  # a build run as host Python (pypto.debug.host): breakpoint() and print() are kept
+    debug = False  # a build run as host Python (pypto.runtime.host): breakpoint() and print() are kept
 
     def __init__(self, soc: SoC):
         self.soc = soc

@@ -28,7 +28,7 @@ from pypto.ir.types import FunctionType, ScalarType, conforms, sizing_key, type_
 from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
-from pypto.tracebacks import boundary
+from pypto.console import boundary
 from pypto.lang.exprs import Source
 from pypto.lang.sources import KernelSource, defining_scope, source_of
 

@@ -14,7 +14,7 @@ from pypto.ir import nodes as n
 from pypto.lang.program import GenericProgram
 from pypto.runtime.callsite import call_span
 from pypto.runtime.config import RunConfig, coerce_config
-from pypto.tracebacks import boundary
+from pypto.console import boundary
 
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledProgram

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 
 from pypto.errors import PyptoError, Span, SpecializationError
-from pypto.tracebacks import boundary, filtered
+from pypto.console import boundary, filtered
 
 _RUNTIME = str(Path(__file__).resolve().parent)
-_REPLACE = dataclasses.replace.__code__.co_filename
-_BOUNDARY = boundary.__code__.co_filename  # the entry points' wrapper (pypto.tracebacks)  # dataclasses.replace(config, ...) builds a RunConfig
+_REPLACE = dataclasses.replace.__code__.co_filename  # dataclasses.replace(config, ...) builds a RunConfig
+_BOUNDARY = boundary.__code__.co_filename  # the entry points' wrapper (pypto.console)
 
 
 def _ours(filename: str) -> bool:

@@ -12,7 +12,7 @@ from pypto.errors import ConfigError, PyptoError
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
-from pypto.tracebacks import filtered
+from pypto.console import filtered
 from pypto.backend import BACKENDS, BackendType, backend
 from pypto.ir.pass_manager import DiagnosticPhase, OptimizationStrategy
 

@@ -17,7 +17,7 @@ from pypto.log import logger
 from pypto.runtime.arguments import arg_type, as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.runtime.config import RunConfig, coerce_config
-from pypto.tracebacks import boundary
+from pypto.console import boundary
 
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledProgram
@@ -40,7 +40,7 @@ class JitKernel:
         self.fn = fn
         self.function_type = function_type
         self.auto_scope = auto_scope  # an entry's: every loop body and branch is a runtime scope
-        self.debug = debug  # @pl.jit(debug=True): every call runs as host Python (pypto.debug.host)
+        self.debug = debug  # @pl.jit(debug=True): every call runs as host Python (pypto.runtime.host)
         self.source = KernelSource(fn, function_type)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -153,8 +153,8 @@ class JitKernel:
             return self._build(args, kwargs, config)
         args, where = self.bind(args, kwargs)
         types = self.arg_types(args, where)
-        if config.debug or self.debug:  # as host Python, for pdb and print (pypto.debug.host)
-            from pypto.debug import host
+        if config.debug or self.debug:  # as host Python, for pdb and print (pypto.runtime.host)
+            from pypto.runtime import host
 
             return host.run(self, args, where, types, backend(config.backend))
         key = (types, config)

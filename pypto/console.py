@@ -1,4 +1,7 @@
-"""A pypto error's traceback as its user reads it: their own frames, not the compiler's.
+"""What a user reads on the console: a pypto error's traceback cut to their own frames, and
+a command's ``--help`` summary.
+
+A pypto error's traceback as its user reads it: their own frames, not the compiler's.
 The error's message already names the kernel's file:line:col and ends with its ``help:``
 line; the 18-82 frames of ``pypto/...`` above it said nothing to someone writing a
 kernel. ``$PYPTO_TRACEBACK=full`` keeps every frame (for a bug report on pypto itself).
@@ -81,3 +84,10 @@ def boundary(fn):
             raise filtered(err) from err.__cause__  # pypto's frames left out: PYPTO_TRACEBACK=full shows them
 
     return entry
+
+
+def description(doc: str) -> str:
+    """A module docstring's first paragraph as one line: a command's ``--help`` summary
+    (its first line alone stops mid-sentence wherever the sentence wraps)."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return " ".join(line.strip() for line in first.splitlines())

@@ -1,6 +1,6 @@
 """A kernel run as host Python, for a debugger (``RunConfig(platform="ref", debug=True)``
 or ``@pl.jit(debug=True)``): its program as the front end built it, through
-``torch_codegen``'s code, compiled with every statement at the kernel's own file and line.
+``torch_codegen``'s code (``pypto.sim``), compiled with every statement at the kernel's own file and line.
 So ``breakpoint()`` in a kernel stops at the user's line in pdb, ``step`` / ``next`` walk
 their lines, and ``p t`` shows a tile as a torch tensor (its valid region) under the name
 the source gives it; ``print(...)`` prints the same values.
@@ -19,17 +19,14 @@ import builtins
 import re
 import traceback
 
-import torch
-
-import pypto.language as pl
-from pypto.debug import prelude
-from pypto.debug.torch_codegen import _RESERVED, _Function
+from pypto.sim.torch_codegen import _RESERVED, _Function, _expr
 from pypto.errors import PyptoError, Span
 from pypto.ir import nodes as n
 from pypto.ir.rewrite import rename
 from pypto.ir.types import ParamDirection, TensorType
 
 PRIVATE = "_v_"
+HEADER = "import torch\nimport pypto.language as pl\nfrom pypto.sim import host_prelude as prelude\n"
 _VERSION = re.compile(r"^(.*?)(?:_\d+)+$")
 # names the host code reads as its own: a source name among them is left unset, not clobbered
 _KEEP = _RESERVED | {"builtins"}
@@ -82,8 +79,6 @@ class _Host(_Function):
 
     def value(self, v, t, depth: int) -> str:
         if isinstance(v, n.FuncCall) and v.callee in ("breakpoint", "print"):
-            from pypto.debug.torch_codegen import _expr
-
             return f"{v.callee}({', '.join(f'prelude.host({_expr(a)})' for a in v.args)})"
         return super().value(v, t, depth)
 
@@ -122,7 +117,8 @@ def host_code(fn: n.Function, pynames: dict):
 
 def run_host(program: n.Program, pynames: dict, args: tuple):
     """Run ``program``'s entry (its last function) on ``args`` as host Python: what it returns."""
-    scope = {"builtins": builtins, "torch": torch, "pl": pl, "prelude": prelude}
+    scope = {"builtins": builtins}
+    exec(HEADER, scope)  # noqa: S102  (the names the generated code reads, as torch_codegen's source imports them)
     files = set()
     for fn in program.functions:
         code, _ = host_code(fn, pynames.get(fn.name, {}))
