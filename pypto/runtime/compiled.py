@@ -54,7 +54,7 @@ def lower_program(program: n.Program, config: RunConfig) -> Lowering:
     return lower(program, pass_context(config), config.verification_level)
 
 
-@attrs.define
+@attrs.define(repr=False)
 class CompiledProgram:
     name: str
     program: n.Program  # as specialized, before any pass
@@ -67,6 +67,14 @@ class CompiledProgram:
     output_dir: Path | None = None
     kernels: dict = attrs.Factory(dict)  # InCore function -> codegen Kernel (generated on every platform)
     lease: object = attrs.field(default=None, repr=False, eq=False)  # its build's (build_dirs.Lease): in use
+
+    def __repr__(self) -> str:
+        """A line (the programs are ``.program`` / ``.lowered``, printed by ``print``)."""
+        kernels = len(self.kernels)
+        where = f", output_dir={str(self.output_dir)!r}" if self.output_dir is not None else ", no build"
+        return (f"<CompiledProgram {self.name} on {self.platform} ({self.config.memory_planner.value} planner): "
+                f"entry {self.entry}({', '.join(self.param_names)}), {len(self.lowered.functions)} functions, "
+                f"{kernels} kernel{'s' * (kernels != 1)}, {len(self.perf_hints)} perf hints{where}>")
 
     @property
     def entry(self) -> str:
