@@ -28,7 +28,7 @@ from pypto.ir.types import FunctionType, ScalarType, conforms, sizing_key, type_
 from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
-from pypto.console import boundary
+from pypto.console import filtered
 from pypto.lang.exprs import Source
 from pypto.lang.sources import KernelSource, defining_scope, source_of
 
@@ -317,7 +317,6 @@ class FunctionDecl:
                                   "kernel you call directly")
 
 
-@boundary
 def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None, auto_scope=True, attrs=None):
     """``@pl.function`` / ``@pl.function(type=pl.FunctionType.InCore)`` /
     ``@pl.function(type=pl.FunctionType.AIV, external_source="kernels/k.cpp")``."""
@@ -326,10 +325,15 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_sour
     return FunctionDecl(fn, type, external_source, defining_scope(inspect.currentframe().f_back))
 
 
-@boundary
 def program(cls) -> n.Program:
     """``@pl.program``: the class's methods become an IR Program (parsed, never run)."""
-    caller = inspect.currentframe().f_back
+    try:
+        return _program(cls, inspect.currentframe().f_back)  # (the caller's frame: the names the class sees)
+    except PyptoError as err:
+        raise filtered(err) from err.__cause__  # pypto's frames left out: PYPTO_TRACEBACK=full shows them
+
+
+def _program(cls, caller) -> n.Program:
     source, node = source_of(cls, line=caller.f_lineno if caller is not None else None)
     namespace = dict(vars(inspect.getmodule(cls) or object()))
     # A class defined in a function sees that function's locals (the sizes a builder
