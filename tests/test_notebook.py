@@ -62,8 +62,12 @@ def test_a_page_s_text_cannot_become_the_notebook_s_markup():
 
 
 def test_show_outside_a_notebook_writes_the_page_and_says_where(build, capsys):
+    import sys
+
     compiled, _ = build
+    limit, loaded = sys.getrecursionlimit(), "IPython" in sys.modules
     path = show.swimlane(compiled).show()
+    assert (sys.getrecursionlimit(), "IPython" in sys.modules) == (limit, loaded)  # nothing imported for it
     assert path.read_text() == show.swimlane(compiled).page and str(path) in capsys.readouterr().out
     path.unlink()
 

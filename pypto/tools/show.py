@@ -19,6 +19,7 @@ file and says where; ``.save(path)`` writes it where you say.
 from __future__ import annotations
 
 import html
+import sys
 import tempfile
 from pathlib import Path
 
@@ -52,12 +53,12 @@ class Page:
     def show(self):
         """In a notebook: displayed in the cell's output. Elsewhere: the page in a file,
         whose path is printed and returned."""
-        try:
-            from IPython import get_ipython
+        # a notebook has IPython loaded already; importing it here would change the process
+        # (it raises the recursion limit to 3000) for a script that never uses it
+        ipython = sys.modules.get("IPython")
+        if ipython is not None and ipython.get_ipython() is not None:
             from IPython.display import display
-        except ImportError:
-            get_ipython = None
-        if get_ipython is not None and get_ipython() is not None:
+
             display(self)
             return None
         fd, name = tempfile.mkstemp(prefix="pypto_", suffix=".html")
