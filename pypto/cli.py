@@ -5,6 +5,8 @@
     pypto trace <build dir | OPPROF dir | visualize_data.bin> ... [-o DIR]   (the L0 trace as a page)
     pypto memory-map <build dir | passes_dump/ | dump.py> [-o FILE]        (the on-chip memory of a dump)
     pypto swimlane <build dir | dfx_outputs/> -o DIR                       (the chip's tasks, core by core)
+    pypto critical-path <build dir | dfx_outputs/> [--gap-us 1]            (the tasks that set the makespan)
+    pypto advise <build dir | dfx_outputs/ | pmu.csv>                      (the bottleneck, the lever, the gain)
     pypto ops [-o FILE | --check FILE]                                     (the op table)
     pypto fuzz [--examples N | --time T] [--jobs N] [--database D] ...     (a fuzz campaign)
     pypto clean [DIR] [--keep N] [--dry-run]                               (old builds out of build_output/)
@@ -24,7 +26,8 @@ import pypto
 
 # subcommand -> the module whose main(argv) it runs
 COMMANDS = {"demo": "pypto.demo", "trace": "pypto.tools.clean_sim_trace", "memory-map": "pypto.tools.memory_map",
-            "swimlane": "pypto.tools.swimlane", "ops": "pypto.tools.op_table", "fuzz": "pypto.fuzz.__main__"}
+            "swimlane": "pypto.tools.swimlane", "ops": "pypto.tools.op_table", "fuzz": "pypto.fuzz.__main__",
+            "critical-path": "pypto.tools.critical_path", "advise": "pypto.tools.advise"}
 
 
 

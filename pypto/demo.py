@@ -58,7 +58,9 @@ KERNELS = (single_buffer, pipelined, explicit_slots)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pypto.demo", description=__doc__.splitlines()[0])
+    from pypto.console import description  # (here: a line above the kernels would move the goldens' lines)
+
+    parser = argparse.ArgumentParser(prog="python -m pypto.demo", description=description(__doc__))
     parser.add_argument("--platform", choices=sorted(PLATFORMS), default=RunConfig().platform)
     parser.add_argument("--planner", choices=["PYPTO", "DSA_RP", "PTOAS"], default="PYPTO")
     parser.add_argument("--show-ir", action="store_true", help="print each kernel's lowered program")

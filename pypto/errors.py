@@ -56,7 +56,7 @@ class PyptoError(Exception):
         clone.__dict__.update(self.__dict__)
         Exception.__init__(clone, self.message)
         clone.span = span
-        return clone
+        return clone.with_traceback(self.__traceback__)  # (PYPTO_TRACEBACK=full shows where it was raised)
 
     def with_note(self, note: str) -> PyptoError:
         """The same error with one more line of context."""
@@ -64,7 +64,7 @@ class PyptoError(Exception):
         clone.__dict__.update(self.__dict__)
         Exception.__init__(clone, self.message)
         clone.notes = (*getattr(self, "notes", ()), note)
-        return clone
+        return clone.with_traceback(self.__traceback__)
 
     def __str__(self) -> str:
         return format_message(self.message, self.span, self.hint, getattr(self, "notes", ()))

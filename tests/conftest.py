@@ -34,7 +34,9 @@ def pytest_addoption(parser):
 # must change no test: they are dropped here, before pypto is imported or any test runs a
 # subprocess, and a test that depends on one sets it.
 PACKAGE_ENV = ("PYPTO_PROG_BUILD_DIR", "PYPTO_KEEP_BUILDS", "PYPTO_LOG_LEVEL",
-               "PTO2_RING_TASK_WINDOW", "PTO2_RING_HEAP", "PTO2_RING_DEP_POOL")
+               "PTO2_RING_TASK_WINDOW", "PTO2_RING_HEAP", "PTO2_RING_DEP_POOL",
+               "PYPTO_REPORT", "PYPTO_BENCH", "PYPTO_BENCH_ROUNDS", "PYPTO_BENCH_WARMUP", "PYPTO_BENCH_RAW",
+               "PYPTO_TRACEBACK")
 ENV_PREFIXES = ("PYPTO_", "PTO2_")
 for _name in [name for name in os.environ if name.startswith(ENV_PREFIXES)]:
     del os.environ[_name]

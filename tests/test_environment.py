@@ -69,7 +69,8 @@ def test_every_variable_the_package_reads_is_one_the_suite_clears():
 
 
 HOSTILE = {"PYPTO_LOG_LEVEL": "warn", "PYPTO_KEEP_BUILDS": "1", "PTO2_RING_TASK_WINDOW": "4",
-           "PTO2_RING_HEAP": "1024", "PTO2_RING_DEP_POOL": "4", "PYPTO_REPORT": "1"}
+           "PTO2_RING_HEAP": "1024", "PTO2_RING_DEP_POOL": "4", "PYPTO_REPORT": "1", "PYPTO_TRACEBACK": "full",
+           "PYPTO_BENCH": "1", "PYPTO_BENCH_ROUNDS": "2", "PYPTO_BENCH_WARMUP": "0", "PYPTO_BENCH_RAW": "1"}
 SENSITIVE = ["tests/passes/test_memory_reuse.py::test_a_pipeline_deeper_than_fits_gets_ph_mr_001_and_stays_correct",
              "tests/test_progress.py::test_a_long_run_says_how_far_it_is_then_that_it_is_done",
              "tests/test_build_retention.py::test_a_build_still_in_use_is_never_removed",

@@ -15,7 +15,7 @@ ROOT = pathlib.Path(pypto.__file__).parent
 
 # Each package may import those before it; ``errors`` is the floor under everything.
 # The tools come last of the libraries: they read every artifact on disk, fuzz reproducers too.
-ORDER = ("errors", "log", "backend", "ir", "lang", "passes", "codegen", "sim", "chip", "cluster", "runtime", "pypto_core", "language", "debug", "fuzz",
+ORDER = ("errors", "log", "console", "backend", "ir", "lang", "passes", "codegen", "sim", "chip", "cluster", "runtime", "pypto_core", "language", "debug", "fuzz",
          "tools", "examples", "demo", "cli", "__main__")
 ALSO = {"backend": set()}  # the ground floor imports nothing of ours but errors
 

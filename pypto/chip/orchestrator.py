@@ -49,6 +49,8 @@ class TaskRecord:
     deps: tuple = ()  # the task_ids it waited for
     pipe_cycles: dict = attrs.Factory(dict)  # core name -> pipe -> cycles, this task's alone
     retired: bool = False  # its dispatch predicate was false: it ran nothing, on no core
+    # its timeline's items and {simulated core name: the core it ran on}: what the PMU rows read
+    issued: tuple = attrs.field(default=(), eq=False, repr=False)
 
 
 class ChipRun(Settling):
@@ -269,7 +271,8 @@ class ChipRun(Settling):
                     self.on_launch(launch.kernel, own)
                     report.trace_dirs.extend(own.trace_dirs)
                 report.tasks.append(TaskRecord(t.name, t.kernel, self.soc.core_number(p.core), t.core_type, p.block,
-                                               p.dispatch, p.start, p.end, p.finish, deps, pipes))
+                                               p.dispatch, p.start, p.end, p.finish, deps, pipes,
+                                               issued=(timeline.items, cores)))
         report.tasks.sort(key=lambda r: (r.start, r.task_id, r.block))
         report.prints.sort(key=lambda x: (x.cycle, x.core))
         report.wall_seconds = time.perf_counter() - self.began

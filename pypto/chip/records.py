@@ -8,12 +8,14 @@
   tracker made it (before any reduction), ids as strings.
 - ``name_map_<name>.json``: kernel ids -> kernel names.
 - ``scope_stats/scope_stats.jsonl``: the rings' peaks, then each runtime scope's boundaries.
+- ``pmu.csv``: per task and core, its cycles and each pipe's busy cycles (``enable_pmu``).
 
 Pure: ``swimlane``, ``deps`` and ``name_map`` build the dicts; ``write`` is the edge.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -137,8 +139,34 @@ def name_map(tasks, level: int) -> dict:
             "callable_id_to_name": {str(k): name for name, k in kernel_ids(tasks).items()}}
 
 
+# pmu.csv's counters (the reference's column names) -> the pipe each one counts
+PMU_PIPES = (("vec_busy_cycles", "VECTOR"), ("cube_busy_cycles", "CUBE"), ("scalar_busy_cycles", "SCALAR"),
+             ("mte1_busy_cycles", "MTE1"), ("mte2_busy_cycles", "MTE2"), ("mte3_busy_cycles", "MTE3"),
+             ("fixpipe_cycles", "FIXPIPE"))
+PMU_COLUMNS = ("task_id", "block", "kernel", "core_id", "core_type", "pmu_total_cycles", *(c for c, _ in PMU_PIPES))
+
+
+def pmu_rows(records, soc: SoC) -> list[tuple]:
+    """One row per task (block) and core it ran on: the core's cycles in the task, start to
+    end (a mix task holds its whole cluster), and each pipe's busy cycles there (the scalar
+    unit's: its issuing). Core cycles, as the simulator counts them."""
+    numbers = {c.name: soc.core_number(c) for c in soc.cores()}
+    kinds = {c.name: c.kind.value for c in soc.cores()}
+    rows = []
+    for r in records:
+        if r.retired or r.core < 0:
+            continue
+        items, names = r.issued if r.issued else (None, {})
+        scalar = {names.get(c.name, c.name): v for c, v in items.scalar_busy().items()} if items is not None else {}
+        for core in sorted(set(r.pipe_cycles) | set(scalar), key=lambda c: numbers.get(c, -1)):
+            pipes = {**r.pipe_cycles.get(core, {}), "SCALAR": scalar.get(core, 0)}
+            rows.append((r.task_id, r.block, r.kernel, numbers.get(core, -1), kinds.get(core, r.core_type),
+                         r.end - r.start, *(pipes.get(p, 0) for _, p in PMU_PIPES)))
+    return rows
+
+
 def write(directory: Path, name: str, tasks, edges, soc: SoC, *, swimlane_level: int, dep_gen: bool,
-          scope_stats: list | None = None) -> list[Path]:
+          scope_stats: list | None = None, pmu: list | None = None) -> list[Path]:
     """The asked-for files under ``directory`` (dfx_outputs/); their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
@@ -154,6 +182,13 @@ def write(directory: Path, name: str, tasks, edges, soc: SoC, *, swimlane_level:
         dump("deps.json", deps(tasks, edges))
     if swimlane_level or dep_gen:
         dump(f"name_map_{name}.json", name_map(tasks, 2))
+    if pmu is not None:
+        path = directory / "pmu.csv"
+        with path.open("w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(PMU_COLUMNS)
+            out.writerows(pmu_rows(pmu, soc))
+        written.append(path)
     if scope_stats is not None:
         path = directory / "scope_stats" / "scope_stats.jsonl"
         path.parent.mkdir(exist_ok=True)

@@ -20,8 +20,11 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from pypto.console import description
 
-DEFAULT_DATABASE = ".hypothesis/examples"  # where hypothesis keeps a project's examples
+# the campaign's examples are the user's, kept across runs and directories: in their cache,
+# not in whatever directory a campaign was started from
+DEFAULT_DATABASE = str(Path.home() / ".cache" / "pypto" / "fuzz-examples")
 
 
 def _duration(text: str) -> float:
@@ -36,7 +39,7 @@ def _names(text: str) -> tuple:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pypto.fuzz", description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(prog="python -m pypto.fuzz", description=description(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Properties: python -m pypto.fuzz --list")
     budget = p.add_argument_group("budget (either or both; default --examples 1000)")

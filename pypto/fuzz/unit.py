@@ -125,7 +125,8 @@ def _redis(spec: str):
         import redis
         from hypothesis.extra.redis import RedisExampleDatabase
     except ImportError:
-        raise CampaignError(f"--database {spec} needs the redis package: pip install 'pypto[fuzz]'") from None
+        raise CampaignError(f"--database {spec} needs the redis package: pip install 'redis>=5' (in a clone of "
+                            "this repository: pip install -e '.[fuzz]')") from None
     db = re.match(r"[^:]+://[^/]*(?:/(.*))?$", spec).group(1)
     if db not in (None, "") and not db.isdigit():
         raise CampaignError(f"--database {spec}: the database after the port is a number (redis://HOST:PORT/0)")

@@ -339,6 +339,12 @@ class Function:
     dual_aiv: bool = False
 
     func_type = property(lambda self: self.type, doc="the reference's name for ``type``")
+
+    def __repr__(self) -> str:
+        """A line (the tree is the text of ``as_python()``)."""
+        return (f"<Function {self.name} ({self.type.name}): {len(self.params)} params "
+                f"({', '.join(p.name for p in self.params)}), {sum(1 for _ in walk_stmts(self.body))} statements; "
+                ".as_python() for its text>")
     return_types = property(lambda self: self.returns, doc="the reference's name for ``returns``")
 
     def as_python(self, prefix: str = "pl", concise: bool = False, *, explicit: bool = False, soc=None) -> str:
@@ -357,6 +363,12 @@ class Program:
 
     def function(self, name: str) -> Function:
         return self.functions[name]
+
+    def __repr__(self) -> str:
+        """A line: its functions (the whole tree would be thousands of characters in a
+        notebook cell); ``as_python()`` is the text."""
+        return (f"<Program {self.name}: {', '.join(f'{f.name} ({f.type.name})' for f in self.functions)}; "
+                ".as_python() for its text>")
 
     def as_python(self, prefix: str = "pl", concise: bool = False, *, explicit: bool = False, soc=None) -> str:
         """The program as DSL text, for ``soc`` (the default backend unless given: a

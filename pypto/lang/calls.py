@@ -90,6 +90,7 @@ class ProgramHooks:
     holds the backend the program is built for (``soc``), whose rules type its ops."""
 
     kernel_call_hint = "call it from the @pl.jit entry, or make it @pl.jit.inline"  # (an InCore caller's)
+    debug = False  # a build run as host Python (pypto.runtime.host): breakpoint() and print() are kept
 
     def __init__(self, soc: SoC):
         self.soc = soc
@@ -105,7 +106,35 @@ class ProgramHooks:
         raise conv.error(ParseError, node, "inline kernels are only available in @pl.jit source")
 
 
+# Python's calls a kernel makes when it runs as host Python (debug=True): a pdb stop, a print
+DEBUG_CALLS = ("breakpoint", "print")
+DEBUG_HINT = ('run it as host Python: RunConfig(platform="ref", debug=True), or @pl.jit(debug=True); on every '
+              'platform, pl.debug_print(t, "label") prints a tile where the statement runs')
+
+
 class CallConverter(OpCalls, ExprConverter):
+    def debug_call(self, node: ast.Call, name: str):
+        """``breakpoint()`` / ``print(...)``: kept for the host run of a debug build (a call
+        the generated Python makes as written); any other build has no host to stop or print on."""
+        if not getattr(self.hooks, "debug", False):
+            what = "stops a kernel" if name == "breakpoint" else "prints"
+            raise self.error(UnsupportedSyntaxError, node,
+                             f"{name}() {what} only where the kernel runs as host Python, and this build compiles "
+                             "it for the chip", hint=DEBUG_HINT)
+        if node.keywords:
+            raise self.error(UnsupportedSyntaxError, node.keywords[0].value,
+                             f"{name}() in a kernel takes its values by position", hint=f"{name}(t, i)")
+        args = []
+        for arg in node.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                args.append(n.Const(arg.value))
+            elif name == "breakpoint":
+                raise self.error(UnsupportedSyntaxError, arg, "breakpoint() in a kernel takes no arguments",
+                                 hint="breakpoint()")
+            else:
+                args.append(self.operand(arg)[0])
+        return n.FuncCall(name, tuple(args)), Nothing(name)
+
     def _is_builtin_call(self, node, name: str) -> bool:
         if not isinstance(node, ast.Call):
             return False
@@ -173,6 +202,8 @@ class CallConverter(OpCalls, ExprConverter):
         if isinstance(func, ast.Name) and func.id == "range":
             raise self.error(UnsupportedSyntaxError, node, "Python's range() is not a kernel loop",
                              hint="use pl.range(...) (or pl.pipeline / pl.parallel)")
+        if isinstance(ref, N.Unknown) and ref.name in DEBUG_CALLS:
+            return self.debug_call(node, ref.name)
         if isinstance(ref, N.Unknown):
             raise self.error(ParseError, func, f"'{ref.name}' is {ref.what}, not a kernel-language operation",
                              hint="kernels call pl.* operations and @pl.jit.incore / @pl.jit.inline functions")

@@ -51,6 +51,17 @@ def specialize(kernel, arg_types: tuple, soc) -> tuple[n.Program, Reads]:
     return program, Reads(builder.resolvers)
 
 
+def specialize_for_host(kernel, arg_types: tuple, soc) -> tuple[n.Program, dict, Reads]:
+    """As ``specialize``, for a run as host Python (``debug=True``): ``breakpoint()`` and
+    ``print(...)`` are kept as calls; also, per function, the name the source gives each
+    value (``{function: {ssa name: source name}}``), so the host code names them so."""
+    with collector_paused():
+        builder = _JitProgram(kernel, soc)
+        builder.debug = True
+        program = builder.build(arg_types)
+    return program, builder.pynames, Reads(builder.resolvers)
+
+
 class _JitProgram(ProgramHooks):
     def __init__(self, entry, soc):
         super().__init__(soc)
@@ -60,6 +71,7 @@ class _JitProgram(ProgramHooks):
         self.names: set[str] = set()
         self.active: list = [entry]  # kernels being converted: calling one again is recursion
         self.resolvers: list = []  # of every kernel read: what their names gave is the program's
+        self.pynames: dict[str, dict] = {}  # function -> {ssa name: the source's name}
 
     def build(self, arg_types: tuple) -> n.Program:
         fn = self.convert(self.entry, arg_types, None, None)
@@ -79,7 +91,9 @@ class _JitProgram(ProgramHooks):
                                       given=dict(zip(names, arg_types)),
                                       auto_scope=getattr(kernel, "auto_scope", True))
         try:
-            return converter.convert()
+            fn = converter.convert()
+            self.pynames[fn.name] = dict(converter.pynames)
+            return fn
         except SpecializationError as err:
             raise at_the_call(err, names, kernel.__name__, node, conv) from None
 

@@ -28,6 +28,7 @@ from pypto.ir.types import FunctionType, ScalarType, conforms, sizing_key, type_
 from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
+from pypto.console import filtered
 from pypto.lang.exprs import Source
 from pypto.lang.sources import KernelSource, defining_scope, source_of
 
@@ -340,7 +341,13 @@ def program(cls) -> n.Program:
     ``pl.submit(self.k, ...)`` for a task's id). Run it with ``pypto.runtime.run(program,
     *tensors, config=...)`` or ``pypto.ir.compile(program)``; ``program.as_python()`` prints
     it as DSL source that parses back."""
-    caller = inspect.currentframe().f_back
+    try:
+        return _program(cls, inspect.currentframe().f_back)  # (the caller's frame: the names the class sees)
+    except PyptoError as err:
+        raise filtered(err) from err.__cause__  # pypto's frames left out: PYPTO_TRACEBACK=full shows them
+
+
+def _program(cls, caller) -> n.Program:
     source, node = source_of(cls, line=caller.f_lineno if caller is not None else None)
     namespace = dict(vars(inspect.getmodule(cls) or object()))
     # A class defined in a function sees that function's locals (the sizes a builder

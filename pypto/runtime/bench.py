@@ -128,3 +128,49 @@ def benchmark(compiled, args, *, rounds: int = 100, warmup: int = 3, platform: s
         device.append(us)
         host.append(h2d + us + d2h)
     return BenchmarkStats(device, host, rounds, warmup, h2d, d2h)
+
+
+BENCH_ROUNDS, BENCH_WARMUP = 10, 2  # what $PYPTO_BENCH_ROUNDS / $PYPTO_BENCH_WARMUP leave unset
+
+
+def _count(text: str, name: str, default: int, least: int) -> int:
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        from pypto.errors import ConfigError
+
+        raise ConfigError(f"{name}={text!r} is not a count (an int >= {least})",
+                          hint=f"set {name} to e.g. {default}, or unset it")
+    return value
+
+
+def bench_line(compiled, args, config: RunConfig, environ) -> str:
+    """``$PYPTO_BENCH=1``: the line the reference's benchmark harness prints after a kernel
+    call, ``[RUN] effective_us (N rounds) min= median= mean= max=``, from ``rounds`` more
+    launches on copies of the call's arguments (the call's own results are left as they
+    are). Effective µs is the chip's makespan — orchestration, dispatch and the tasks, the
+    window the reference's "Effective" covers — in simulated time, said on the line."""
+    if config.platform == "ref":
+        return ("[RUN] effective_us: unavailable on platform 'ref' (the interpreter keeps no time); "
+                "platform='a2a3sim' gives it, simulated")
+    rounds = _count(environ.get("PYPTO_BENCH_ROUNDS", ""), "PYPTO_BENCH_ROUNDS", BENCH_ROUNDS, 1)
+    warmup = _count(environ.get("PYPTO_BENCH_WARMUP", ""), "PYPTO_BENCH_WARMUP", BENCH_WARMUP, 0)
+    copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    stats = benchmark(compiled, copies, rounds=rounds, warmup=warmup, config=quiet(config))
+    us = stats.device_wall_us
+    line = (f"[RUN] effective_us ({rounds} rounds) min={min(us):.3f} median={statistics.median(us):.3f} "
+            f"mean={statistics.fmean(us):.3f} max={max(us):.3f} (simulated: {config.platform} cycles at "
+            f"{backend(config.backend).chip.core_hz / 1e9:g} GHz)")
+    if environ.get("PYPTO_BENCH_RAW", "0") not in ("", "0"):
+        line += "\n[RUN] effective_us raw: " + " ".join(f"{u:.3f}" for u in us)
+    return line
+
+
+def quiet(config: RunConfig) -> RunConfig:
+    """``config`` writing nothing: the extra rounds of a measurement leave the call's artifacts."""
+    return dataclasses.replace(config, report=False, enable_l0_trace=False, enable_chip_swimlane=0,
+                               enable_dep_gen=False, enable_scope_stats=False, enable_pmu=0)

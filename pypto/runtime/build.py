@@ -14,6 +14,7 @@ from pypto.ir import nodes as n
 from pypto.lang.program import GenericProgram
 from pypto.runtime.callsite import call_span
 from pypto.runtime.config import RunConfig, coerce_config
+from pypto.console import boundary
 
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledProgram
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 # this module is imported with pypto.runtime, to install ``pypto.ir.compile``)
 
 
+@boundary
 def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True, backend_type=None,  # noqa: A001
             skip_ptoas: bool = False, verification_level=None, diagnostic_phase=None, disabled_diagnostics=None,
             memory_planner=None, enable_pypto_l0c_double_buffer=None, profiling: bool = False, platform=None,
@@ -63,6 +65,7 @@ def entry_params(program: n.Program) -> list:
     return [p.name for p in program.functions[-1].params]
 
 
+@boundary
 def run(program, *tensors, config: RunConfig | None = None) -> CompiledProgram:
     """``program`` compiled with ``config``'s fields, then run once on ``tensors`` if any are
     given and ``config.codegen_only`` is not set (Out tensors are written in place): the

@@ -13,14 +13,16 @@ import sys
 from pathlib import Path
 
 from pypto.errors import PyptoError, Span, SpecializationError
+from pypto.console import boundary, filtered
 
 _RUNTIME = str(Path(__file__).resolve().parent)
 _REPLACE = dataclasses.replace.__code__.co_filename  # dataclasses.replace(config, ...) builds a RunConfig
+_BOUNDARY = boundary.__code__.co_filename  # the entry points' wrapper (pypto.console)
 
 
 def _ours(filename: str) -> bool:
     # attrs writes each class's __init__ as generated code named "<attrs generated ...>".
-    return filename.startswith("<attrs generated") or filename == _REPLACE \
+    return filename.startswith("<attrs generated") or filename in (_REPLACE, _BOUNDARY) \
         or str(Path(filename).resolve().parent) == _RUNTIME
 
 
@@ -98,10 +100,11 @@ def located(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        __tracebackhide__ = True  # (pytest and IPython leave this frame out too)
         try:
             return fn(*args, **kwargs)
         except PyptoError as err:
-            raise at_call(err) from err.__cause__
+            raise filtered(at_call(err)) from err.__cause__  # pypto's frames left out: PYPTO_TRACEBACK=full shows them
 
     return wrapper
 

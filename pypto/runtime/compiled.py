@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
 from pypto.sim.simulator import RunReport
+from pypto.sim.run_summary import summary_line
 from pypto.backend import BackendType, backend
 from pypto.lang.program import GenericProgram
 from pypto.lang.text import deserialize, serialize
@@ -52,7 +54,7 @@ def lower_program(program: n.Program, config: RunConfig) -> Lowering:
     return lower(program, pass_context(config), config.verification_level)
 
 
-@attrs.define
+@attrs.define(repr=False)
 class CompiledProgram:
     name: str
     program: n.Program  # as specialized, before any pass
@@ -65,6 +67,14 @@ class CompiledProgram:
     output_dir: Path | None = None
     kernels: dict = attrs.Factory(dict)  # InCore function -> codegen Kernel (generated on every platform)
     lease: object = attrs.field(default=None, repr=False, eq=False)  # its build's (build_dirs.Lease): in use
+
+    def __repr__(self) -> str:
+        """A line (the programs are ``.program`` / ``.lowered``, printed by ``print``)."""
+        kernels = len(self.kernels)
+        where = f", output_dir={str(self.output_dir)!r}" if self.output_dir is not None else ", no build"
+        return (f"<CompiledProgram {self.name} on {self.platform} ({self.config.memory_planner.value} planner): "
+                f"entry {self.entry}({', '.join(self.param_names)}), {len(self.lowered.functions)} functions, "
+                f"{kernels} kernel{'s' * (kernels != 1)}, {len(self.perf_hints)} perf hints{where}>")
 
     @property
     def entry(self) -> str:
@@ -210,7 +220,15 @@ class CompiledProgram:
         are written) or return-style (the inputs only: the Out tensors are allocated, and
         what the entry returns is returned). ``config`` as for ``run``."""
         full = self._with_outputs(on_device(args, self))
-        values = self.run(*full, config=config).outputs
+        run_config = self._config(config)
+        report = self.run(*full, config=config)
+        values = report.outputs
+        if run_config.report or os.environ.get("PYPTO_REPORT", "0") not in ("", "0"):
+            print(summary_line(report, self.name), file=sys.stderr)
+        if os.environ.get("PYPTO_BENCH", "0") not in ("", "0"):
+            from pypto.runtime.bench import bench_line
+
+            print(bench_line(self, full, run_config, os.environ), file=sys.stderr)
         if len(full) == len(args) and self.output_indices:  # in place: the Out tensors hold it
             return None
         if not values:

@@ -12,6 +12,7 @@ from pypto.errors import ConfigError, PyptoError
 from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.passes.context import Planner, resolve_disabled
 from pypto.runtime.callsite import call_span
+from pypto.console import filtered
 from pypto.backend import BACKENDS, BackendType, backend
 from pypto.ir.pass_manager import DiagnosticPhase, OptimizationStrategy
 
@@ -258,6 +259,9 @@ class RunConfig:
     enable_chip_swimlane: int = 0
     enable_dep_gen: bool = False
     enable_scope_stats: bool = False
+    # The PMU counters per task and core, as dfx_outputs/pmu.csv (0: off; the reference's
+    # event types, 2 PIPE_UTILIZATION and 4 MEMORY, both give the pipes' busy cycles here).
+    enable_pmu: int = 0
     # The runtime's rings, per scope depth 0..3 (None: the runtime's defaults): in-flight
     # task slots, heap bytes for the tensors a scope creates, dependency-edge entries.
     # Validated as the reference validates them; the chip runs out of them as it would.
@@ -283,11 +287,17 @@ class RunConfig:
     # is an error at its source line (ref has tiles, not bytes: it checks nothing).
     uninitialized_memory: object = "zero"
     check_uninitialized_reads: bool = False
+    # After each kernel call, one line on stderr: the kernel's cycles and the makespan, with
+    # µs (also with $PYPTO_REPORT=1, read at the call).
+    report: bool = False
+    # platform="ref" only: run the kernel as host Python over torch (pypto.debug), so that
+    # breakpoint() in it stops at its line with its tiles as torch tensors, and print() prints.
+    debug: bool = False
     # diagnostic_phase=NONE gathers no warnings or hints; the other phases gather them all
     diagnostic_phase: DiagnosticPhase | None = None
     # Accepted, with no effect here: the reference harness compares against a golden it
     # writes (rtol, atol, golden_data_dir), which run() here does not; tensor dumps and PMU
-    # counters of a real device (enable_dump_args, and so pl.dump_tag / dumps=; enable_pmu), its AICPU thread count
+    # of a real device (enable_dump_args, and so pl.dump_tag / dumps=), its AICPU thread count
     # (aicpu_thread_num: the simulated chip schedules as one scheduler), the vendor PTOAS
     # passes' dumps (dump_ptoas_passes), and dependency analysis of auto scopes, always on
     # here (analyze_auto_scopes_for_deps). distributed_config names the devices of a @pl.jit.host orchestrator (a single-chip program ignores it).
@@ -295,7 +305,6 @@ class RunConfig:
     atol: float = 1e-5
     golden_data_dir: Path | None = None
     enable_dump_args: int = 0
-    enable_pmu: int = 0
     aicpu_thread_num: int | None = None
     dump_ptoas_passes: bool = False
     analyze_auto_scopes_for_deps: bool = False
@@ -308,7 +317,8 @@ class RunConfig:
                                   f"argument{'s' * (len(args) != 1)}", hint='e.g. RunConfig(platform="ref")')
             _fill(self, converted(fields))
         except PyptoError as err:
-            raise err.with_span(call_span(argument=getattr(err, "field", None))) from None
+            err = err.with_span(call_span(argument=getattr(err, "field", None)))
+            raise filtered(err) from None  # pypto's frames left out: PYPTO_TRACEBACK=full shows them
 
     @property
     def writes_artifacts(self) -> bool:
@@ -318,7 +328,7 @@ class RunConfig:
 
     def any_dfx_enabled(self) -> bool:
         """Whether a run writes anything under dfx_outputs/."""
-        return bool(self.enable_chip_swimlane or self.enable_dep_gen or self.enable_scope_stats)
+        return bool(self.enable_chip_swimlane or self.enable_dep_gen or self.enable_scope_stats or self.enable_pmu)
 
 
 def _fill(config: RunConfig, fields: dict) -> None:
@@ -327,6 +337,11 @@ def _fill(config: RunConfig, fields: dict) -> None:
         fields["backend"] = fields["backend_type"].value
     for f in dataclasses.fields(RunConfig):
         object.__setattr__(config, f.name, fields[f.name] if f.name in fields else f.default)
+    if config.debug and config.platform != "ref":
+        err = ConfigError(f"debug=True runs the kernel as host Python, which is platform='ref', not "
+                          f"{config.platform!r}", hint='RunConfig(platform="ref", debug=True)')
+        err.field = "debug"
+        raise err
 
 
 _CONVERTERS = {
@@ -345,6 +360,7 @@ _CONVERTERS = {
     "codegen_only": _flag("codegen_only"), "compile_profiling": _flag("compile_profiling"),
     "uninitialized_memory": _uninitialized,
     "check_uninitialized_reads": _flag("check_uninitialized_reads"),
+    "report": _flag("report"), "debug": _flag("debug"),
     "diagnostic_phase": _phase, "rtol": _tolerance("rtol"), "atol": _tolerance("atol"),
     "golden_data_dir": _path("golden_data_dir"), "enable_dump_args": _level("enable_dump_args", 1),
     "enable_pmu": _level("enable_pmu", 2), "aicpu_thread_num": _threads,

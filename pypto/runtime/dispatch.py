@@ -28,12 +28,13 @@ def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: di
             prints: list = []
             with progress.run(f"{entry} on ref"):  # (a long loop's trips, and the time it has left)
                 values = interpreter.run(program, entry, args, prints=prints)
-            return values, RunReport(prints=prints)
+            return values, RunReport(prints=prints, platform="ref")
         # the whole run, not each launch: a collection after every task walks them all; a
         # progress line on stderr once it has taken a few seconds
         with collector_paused(), progress.run(f"{entry} on {config.platform}") as meter:
             values, report = _on_chip(program, entry, args, config, kernels, on_launch, dfx)
             meter.reached(report.instructions, report.sync_instructions, report.cycles)  # (the done line's)
+            report.platform, report.clock_hz = config.platform, backend(config.backend).chip.core_hz
             return values, report
 
 
@@ -47,5 +48,6 @@ def _on_chip(program: n.Program, entry: str, args, config: RunConfig, kernels, o
         report.dfx_files = records.write(dfx, entry, run.tasks, run.edges, run.soc,
                                          swimlane_level=config.enable_chip_swimlane,
                                          dep_gen=config.enable_dep_gen,
-                                         scope_stats=run.scope_stats() if config.enable_scope_stats else None)
+                                         scope_stats=run.scope_stats() if config.enable_scope_stats else None,
+                                         pmu=report.tasks if config.enable_pmu else None)
     return values, report

@@ -17,6 +17,7 @@ from pypto.log import logger
 from pypto.runtime.arguments import arg_type, as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.runtime.config import RunConfig, coerce_config
+from pypto.console import boundary
 
 if TYPE_CHECKING:
     from pypto.runtime.compiled import CompiledProgram
@@ -30,7 +31,7 @@ class JitKernel:
 
     __pypto_kernel__ = True
 
-    def __init__(self, fn, function_type: FunctionType, auto_scope: bool = True):
+    def __init__(self, fn, function_type: FunctionType, auto_scope: bool = True, debug: bool = False):
         if isinstance(fn, FunctionDecl):
             source, node = source_of(fn.fn)
             raise PyptoError(f"'{fn.__name__}' is already a @pl.function: a kernel is one or the other",
@@ -39,6 +40,7 @@ class JitKernel:
         self.fn = fn
         self.function_type = function_type
         self.auto_scope = auto_scope  # an entry's: every loop body and branch is a runtime scope
+        self.debug = debug  # @pl.jit(debug=True): every call runs as host Python (pypto.runtime.host)
         self.source = KernelSource(fn, function_type)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -151,6 +153,10 @@ class JitKernel:
             return self._build(args, kwargs, config)
         args, where = self.bind(args, kwargs)
         types = self.arg_types(args, where)
+        if config.debug or self.debug:  # as host Python, for pdb and print (pypto.runtime.host)
+            from pypto.runtime import host
+
+            return host.run(self, args, where, types, backend(config.backend))
         key = (types, config)
         program = self._program(types, backend(config.backend))  # built again when a value it read has changed
         compiled = self._cache.get(key)
@@ -177,17 +183,20 @@ class _JitDecorator:
         self.function_type = function_type
         self.name = name
 
+    @boundary
     def __call__(self, fn=None, **options):
         self._check_options(options)
-        auto = options.get("auto_scope", True)
+        auto, debug = options.get("auto_scope", True), options.get("debug", False)
         if fn is None:  # @pl.jit.incore(level=...), @pl.jit(auto_scope=False)
-            return lambda f: JitKernel(f, self.function_type, auto)
-        return JitKernel(fn, self.function_type, auto)
+            return lambda f: JitKernel(f, self.function_type, auto, debug)
+        return JitKernel(fn, self.function_type, auto, debug)
 
     def _check_options(self, options: dict) -> None:
         """Options are checked where the decorator is written; what a kernel does not
         support yet is said, not ignored."""
         known = ("level",) if self.function_type is FunctionType.InCore else ("auto_scope",)
+        if self.function_type is FunctionType.Orchestration:
+            known += ("debug",)
         for key, value in options.items():
             span = call_span(argument=key)
             if key == "auto_scope" and self.function_type is FunctionType.InCore:
@@ -201,6 +210,11 @@ class _JitDecorator:
                 raise ParseError(f"@{self.name} got an unexpected option '{key}'", span=span,
                                  hint=f"did you mean '{close[0]}'?" if close else
                                  f"@{self.name} takes {' and '.join(k + '=' for k in known)}")
+            if key == "debug":
+                if not isinstance(value, bool):
+                    raise TypeCheckError(f"@{self.name}(debug=...) takes a bool, not {value!r}", span=span,
+                                         hint=f"@{self.name}(debug=True)")
+                continue
             if key == "auto_scope":
                 if not isinstance(value, bool):
                     raise TypeCheckError(f"@{self.name}(auto_scope=...) takes a bool, not {value!r}", span=span)

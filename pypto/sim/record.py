@@ -33,6 +33,16 @@ class Items:
         self.repeats: list[tuple] = []
         self.repeated = 0
 
+    def scalar_busy(self) -> dict:
+        """Core -> the cycles its scalar unit spent issuing, the fast-forwarded trips included."""
+        out: dict = {}
+        for core, cost in zip(self.cores, self.scalar_cost):
+            out[core] = out.get(core, 0) + cost
+        for _, first, end, times, _ in self.repeats:
+            for core, cost in zip(self.cores[first:end], self.scalar_cost[first:end]):
+                out[core] += cost * times
+        return out
+
     def repeat(self, first: int, end: int, times: int, cycles: int) -> None:
         self.repeats.append((len(self.nodes), first, end, times, cycles))
         self.repeated += (end - first) * times

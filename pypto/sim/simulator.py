@@ -39,6 +39,7 @@ from pypto.sim.steps import Steps, run_steps
 from pypto.sim import fresh, lacking, offsets, progress
 from pypto.sim.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
+from pypto.sim.run_summary import summary_fields
 from pypto.sim.schedule import SimulatorDeadlock, schedule
 from pypto.sim.issue import Issuer, SimulatorError, item_name
 from pypto.sim.views import overlap_groups, overlaps_any
@@ -86,16 +87,25 @@ class RunReport:
     tasks: list = attrs.Factory(list)  # on the chip: each task as it ran (``pypto.chip.orchestrator.TaskRecord``)
     dfx_files: list = attrs.Factory(list)  # the chip's artifacts written (dfx_outputs/)
     prints: list = attrs.Factory(list)  # what each pl.debug_print saw (``pypto.sim.prints.Print``)
+    platform: str = ""  # what ran it ("ref" keeps no time)
+    clock_hz: int = 0  # the cores' clock, for µs (0: unknown)
     _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     def __repr__(self) -> str:
-        """A line, not the timelines: what a run measured."""
-        busy = ", ".join(f"{core} {' '.join(f'{p}={c}' for p, c in sorted(pipes.items()))}"
-                         for core, pipes in sorted(self.pipe_cycles.items()))
-        extra = f", tasks={len(self.tasks)}" if self.tasks else ""
-        return (f"RunReport(cycles={self.cycles}, instructions={self.instructions}, "
-                f"sync_instructions={self.sync_instructions}, launches={self.launches}{extra}, "
-                f"busy=[{busy}], wall_seconds={self.wall_seconds:.3f})")
+        """A line, not the timelines: the kernel's cycles first (what tuning shrinks), then
+        the makespan, each with µs, then what was executed."""
+        return f"RunReport({', '.join(summary_fields(self))})"
+
+    def summary(self) -> str:
+        """One line for a log or a notebook cell: the two times and the task count."""
+        from pypto.sim.run_summary import summary_line
+
+        return summary_line(self)
+
+    def _repr_html_(self) -> str:
+        from pypto.sim.run_summary import html_table
+
+        return html_table(self)
 
     @property
     def events(self) -> list:

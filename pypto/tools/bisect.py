@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pypto.debug.bisect import MAX_BYTES, BisectError, from_dumps
 from pypto.errors import PyptoError
+from pypto.tools import description
 
 
 def from_reproducer(path: Path, planner: str | None):
@@ -35,7 +36,7 @@ def from_reproducer(path: Path, planner: str | None):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pypto.tools.bisect", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pypto.tools.bisect", description=description(__doc__))
     parser.add_argument("path", type=Path, help="a pypto.fuzz reproducer (.py), a passes_dump/ or a build's output_dir")
     parser.add_argument("--planner", choices=("PYPTO", "DSA_RP", "PTOAS"), help="default: the reproducer's or the dumps'")
     parser.add_argument("--seed", type=int, default=0, help="of a dump's random inputs")

@@ -1,6 +1,6 @@
 """Clean an op-simulator trace into a per-pipe timeline you can read.
 
-    python -m pypto.tools.clean_sim_trace <visualize_data.bin | OPPROF_dir | sim_dir | build_dir> ...
+    python -m pypto.tools.clean_sim_trace <visualize_data.bin | OPPROF_dir | sim_dir | build_dir | builds_dir> ...
         [-o OUTPUT_DIR] [--keep-scalar] [--raw-metrics] [--no-copy-raw] [--clock-hz HZ]
 
 Writes ``trace.clean.json`` (Chrome Trace Event JSON for Perfetto or chrome://tracing):
@@ -18,7 +18,8 @@ per-instruction metrics, one record list per core; and ``trace.clean.html``, the
 timeline as a self-contained page.
 
 One OPPROF_* directory (or its visualize_data.bin) writes into OUTPUT_DIR itself; several
-paths, or a sim/ or build output directory (every OPPROF_*/simulator/ inside), write one
+paths, or a sim/ or build output directory (every OPPROF_*/simulator/ inside), or a folder of
+builds (build_output/: every build's sim/OPPROF_*/simulator/), write one
 subdirectory of OUTPUT_DIR per OPPROF directory, named after it. Without -o, each writes
 next to its visualize_data.bin.
 Reads any file in that format (ours or the Ascend simulator's); never runs it.
@@ -39,6 +40,7 @@ from pypto.backend import DEFAULT
 from pypto.tools import trace_page
 from pypto.sim.insight_format import API_INSTR, TRACE, InsightFormatError, read_blocks
 from pypto.ir.collector import collector_paused
+from pypto.tools import description
 
 PIPES = ("MTE2", "MTE1", "CUBE", "VECTOR", "FIXPIPE", "MTE3")
 ALIASES = {"VEC": "VECTOR", "V": "VECTOR", "M": "CUBE", "FIX": "FIXPIPE", "S": "SCALAR"}
@@ -73,9 +75,17 @@ def locate(path: Path) -> tuple[list[Path], bool]:
         if candidate.is_file():
             return [candidate], False
     found = sorted(p for d in (path, path / "sim") for p in d.glob("OPPROF_*/simulator/visualize_data.bin"))
+    if not found:  # a folder of builds (build_output/): each build's traces
+        found = sorted(path.glob("*/sim/OPPROF_*/simulator/visualize_data.bin"))
     if not found:
+        builds = [path] if (path / "compiled_meta.json").is_file() else sorted(
+            d for d in path.glob("*/") if (d / "compiled_meta.json").is_file())
+        if builds:
+            raise CleanError(f"{path}: {'this build has' if builds == [path] else f'its {len(builds)} builds have'} "
+                             "no L0 trace: run the kernel with RunConfig(platform='a2a3sim', enable_l0_trace=True) "
+                             "and an output_dir (or compile() it first) to write one")
         raise CleanError(f"{path}: no simulator/visualize_data.bin inside, nor any sim/OPPROF_*/simulator/ (is it "
-                         "an OPPROF_* directory, a sim/ directory or a build output directory?)")
+                         "an OPPROF_* directory, a sim/ directory, a build output directory or a folder of them?)")
     return found, True
 
 
@@ -84,6 +94,12 @@ def name_of(bin_path: Path) -> str:
     if bin_path.name != "visualize_data.bin":
         return bin_path.stem
     return (bin_path.parent.parent if bin_path.parent.name == "simulator" else bin_path.parent).name
+
+
+def _in_build(bin_path: Path) -> bool:
+    """Whether a visualize_data.bin lies where a build writes it: <build>/sim/OPPROF_*/simulator/."""
+    parts = bin_path.parts
+    return len(parts) >= 5 and parts[-2] == "simulator" and parts[-4] == "sim"
 
 
 def plan(paths: list[Path], output: Path | None) -> list[tuple[Path, Path]]:
@@ -95,12 +111,15 @@ def plan(paths: list[Path], output: Path | None) -> list[tuple[Path, Path]]:
         found.extend(bins)
         nested = nested or searched
     unique = list({b.resolve(): b for b in found}.values())
+    names = [name_of(b) for b in unique]
     jobs, taken = [], {}
-    for bin_path in unique:
+    for bin_path, name in zip(unique, names):
+        if names.count(name) > 1 and _in_build(bin_path):  # builds of one kernel in one second: by build
+            name = f"{bin_path.parents[3].name}/{name}"
         if output is None:
             out = bin_path.parent
         else:
-            out = output / name_of(bin_path) if nested else output
+            out = output / name if nested else output
         other = taken.setdefault(out.resolve(), bin_path)
         if other is not bin_path:
             fix = "clean them one at a time" if output else "give -o DIR to write one subdirectory each"
@@ -483,12 +502,13 @@ def write(bin_path: Path, out_dir: Path, prepared: tuple, copy_raw: bool) -> Non
     # a loop's priming set_flags and draining wait_flags have no instruction on one side: no arrow, nothing lost
     skipped = (f", {stats['unanchored']} flag(s) without an arrow: set before their pipe's first instruction or "
                "waited after its last (a loop's priming and draining flags)") if stats["unanchored"] else ""
-    print(f"wrote {out_dir / 'trace.clean.json'} ({stats['slices']} slices, {stats['flows']} flows{skipped})")
+    print(f"wrote {out_dir / 'trace.clean.json'} and {out_dir / 'trace.clean.html'} "
+          f"({stats['slices']} slices, {stats['flows']} flows{skipped})")
 
 
 def run(argv=None) -> list[Path]:
     parser = argparse.ArgumentParser(prog="python -m pypto.tools.clean_sim_trace",
-                                     description=__doc__.splitlines()[0])
+                                     description=description(__doc__))
     parser.add_argument("paths", nargs="+", metavar="path",
                         help="a visualize_data.bin, an OPPROF_* directory, a sim/ directory or a build output directory")
     parser.add_argument("-o", "--output", help="write here (default: next to each input)")

@@ -30,6 +30,7 @@ from pypto.ir.printer import expr
 from pypto.ir.types import TileType
 from pypto.backend import BACKENDS, MemorySpace
 from pypto.tools.memory_map_page import PAGE
+from pypto.tools import description
 
 SPACE_ORDER = [MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
                MemorySpace.Bias]
@@ -374,7 +375,7 @@ def render(data: dict) -> str:
 
 
 def run(argv=None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m pypto.tools.memory_map", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pypto.tools.memory_map", description=description(__doc__))
     parser.add_argument("path", help="a pass dump, a passes_dump/ directory or an output directory")
     parser.add_argument("-o", "--output", help="the HTML file (default: <dump>.memory_map.html)")
     parser.add_argument("-p", "--pass-name", default="AllocateMemoryAddr", help="which pass's dump, in a directory")

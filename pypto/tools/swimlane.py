@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from pypto.tools.swimlane_page import page_data, render
+from pypto.tools import description
 
 GROUPS = {"aic": (0, "AIC (cube cores)"), "aiv": (1, "AIV (vector cores)")}
 
@@ -190,7 +191,7 @@ def _inputs(source: Path, deps_path: Path | None):
 
 
 def run(argv=None) -> list[Path]:
-    parser = argparse.ArgumentParser(prog="python -m pypto.tools.swimlane", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pypto.tools.swimlane", description=description(__doc__))
     parser.add_argument("source", type=Path, help="an output directory, or a chip_swimlane_records.json")
     parser.add_argument("--deps", type=Path, help="deps.json (default: the one beside the records)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="trace .json path, or a directory")

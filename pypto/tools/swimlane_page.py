@@ -6,13 +6,21 @@ literal; nothing from the input is ever parsed as markup."""
 
 from __future__ import annotations
 
+from pypto.backend import DEFAULT
 from pypto.tools.timeline_view import PAGE, Strings, embed
 
-def page_data(records: dict, names: dict, edges: list, us: float) -> dict:
-    """The viewer's model: each core's tasks (and the pickup gap before each) in the records'
-    clock, the cores grouped by kind, an arrow per edge from a task's end to its successor's
-    start. ``us``: microseconds per tick of that clock."""
+def page_data(records: dict, names: dict, edges: list, us: float, core_hz: int = DEFAULT.chip.core_hz) -> dict:
+    """The viewer's model: each core's tasks (and the pickup gap before each), the cores
+    grouped by kind, an arrow per edge from a task's end to its successor's start. ``us``:
+    microseconds per tick of the records' clock; the page counts core cycles (``core_hz``)
+    and µs, as every other page and report does, not the system counter's ticks."""
     from pypto.tools.swimlane import GROUPS, task_name
+
+    hz = 1e6 / us
+    per_tick = core_hz / hz
+
+    def cycles(ticks):
+        return round(ticks * per_tick)
 
     strings, kinds = Strings(), ["other", "pickup", *GROUPS]
     counts = {k: 0 for k in GROUPS}
@@ -27,12 +35,13 @@ def page_data(records: dict, names: dict, edges: list, us: float) -> dict:
         tid = task_name(t["task"])
         label = names.get(t["task"], tid)
         rows = by_core.setdefault(t["core"], [])
-        if t["start"] > t["dispatch"]:
-            rows.append([t["dispatch"], t["start"] - t["dispatch"], strings(f"pickup of {tid}"), kinds.index("pickup"),
+        start, end, dispatch = cycles(t["start"]), cycles(t["end"]), cycles(t["dispatch"])
+        if start > dispatch:
+            rows.append([dispatch, start - dispatch, strings(f"pickup of {tid}"), kinds.index("pickup"),
                          strings("dispatched, waiting for the core")])
-        rows.append([t["start"], t["end"] - t["start"], strings(label), kinds.index(t["type"]),
-                     strings(f"{tid}: dispatch {t['dispatch']}, finish {t['finish']} (ticks)"), strings(tid)])
-        where[tid] = (t["core"], t["start"], t["end"])
+        rows.append([start, end - start, strings(label), kinds.index(t["type"]),
+                     strings(f"{tid}: dispatch at cycle {dispatch}, finish at cycle {cycles(t['finish'])}"), strings(tid)])
+        where[tid] = (t["core"], start, end)
     groups, number = [], {}
     for kind, (_, label) in sorted(GROUPS.items(), key=lambda g: g[1][0]):
         cores = sorted(c for c in by_core if records["types"][c] == kind)
@@ -50,8 +59,7 @@ def page_data(records: dict, names: dict, edges: list, us: float) -> dict:
     tasks = len(records["tasks"])
     span = max((t["end"] for t in records["tasks"]), default=0) - min((t["dispatch"] for t in records["tasks"]),
                                                                        default=0)
-    hz = 1e6 / us
-    return {"hz": hz, "unit": f"ticks ({hz / 1e6:g} MHz)", "axes": ["us"], "groups": groups, "flows": flows,
+    return {"hz": core_hz, "unit": "cycles", "axes": ["ticks", "us"], "groups": groups, "flows": flows,
             "strings": strings.items, "kinds": kinds,
             "legend": [[k, label] for k, (_, label) in GROUPS.items()] + [["pickup", "dispatched, not yet started"]],
             "meta": f"{tasks} tasks on {len(by_core)} cores, {span * us:.2f} \u00b5s"}

@@ -339,7 +339,7 @@ def test_several_opprof_dirs_write_one_subdirectory_each(seed, tmp_path):
             written = tmp_path / out / opprof.name
             assert {p.name for p in written.iterdir()} == {"trace.clean.json", "trace.clean.html", "instr_metrics.json",
                                                            "raw_simulator"}
-            assert f"wrote {written / 'trace.clean.json'} (" in done.stdout
+            assert f"wrote {written / 'trace.clean.json'} and {written / 'trace.clean.html'} (" in done.stdout
     # one OPPROF dir, as before: straight into -o
     done = clean(first, "-o", tmp_path / "d")
     assert done.returncode == 0 and (tmp_path / "d" / "trace.clean.json").is_file()
