@@ -28,6 +28,7 @@ from pypto.ir.ops.tile import (
 )
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
+from pypto.ir.ops.transfers import check_atomic_add
 from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, TensorLayout, TensorType
 from pypto.backend import SoC
 
@@ -276,6 +277,8 @@ def _assemble(a: OpArgs, soc: SoC) -> TensorType:
         raise TypeCheckError("tensor.assemble with atomic=AtomicType.Add requires an fp32/bf16/fp16/int32/int16/int8 "
                              f"target (hardware atomic-add dtypes), but got {target.dtype.name}",
                              hint="accumulate into an FP32 tensor and cast the sum afterwards")
+    if a["atomic"] is AtomicType.Add:
+        check_atomic_add("tensor.assemble", target.dtype, soc)
     return target
 
 
