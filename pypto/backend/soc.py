@@ -157,6 +157,7 @@ class SoC:
     # the reference's name of the chip, and the PTO instructions it does not have (a kernel
     # holding one is refused on this one's simulator, naming the chips that have it)
     product: str = ""
+    platform: str = ""  # the simulated platform that runs this chip (RunConfig(platform=...))
     lacks: frozenset = frozenset()
     # dtypes (short names) the store pipe cannot add atomically into GM though the ISA
     # names them (A5: bf16, the reference's Ascend950Handler::SupportsBf16AtomicAdd)
@@ -268,6 +269,7 @@ A2A3 = SoC(
         CoreKind.AIV: (Pipe.MTE2, Pipe.VECTOR, Pipe.MTE3, Pipe.SCALAR),
     }),
     product="Ascend910B",
+    platform="a2a3sim",
     lacks=frozenset({"TRANDOM"}),  # the counter-based generator (pl.tile.random): pto-isa's a5 only
 )
 
@@ -324,6 +326,7 @@ A5 = SoC(
     # simulator-vs-device gap, the same as a2a3's simulator, so the device ratio is unknown.
     costs=Costs(cube_startup=14, l1_bytes_per_cycle=400, short_row_bytes=56),
     product="Ascend950",
+    platform="a5sim",
     lacks_atomic_add=frozenset({"bf16"}),
     launch_core_count_method="set_core_num",
     requires_gm_pipe_buffer=False,
@@ -350,7 +353,7 @@ def having(has, but: SoC) -> tuple[str, str] | None:
     if not tables:
         return None
     return (" or ".join(t.title for t in tables),
-            " or ".join(f"RunConfig(platform='{t.name}sim')" for t in tables))
+            " or ".join(f"RunConfig(platform='{t.platform}')" for t in tables))
 
 
 def backend(name: str | BackendType) -> SoC:

@@ -325,17 +325,20 @@ class RunConfig:
 def _fill(config: RunConfig, fields: dict) -> None:
     """Set every field of a new ``config``: the converted ``fields``, the defaults elsewhere.
     A simulated platform chooses its chip, as the reference's ``RunConfig`` has it (a5sim:
-    Ascend950, whatever backend_type says: the platform is what runs), and a chip named
-    with no platform runs on its simulator. ``ref`` interprets for the chip named (a2a3
-    unless one is)."""
+    Ascend950, whatever backend_type says: the platform is what runs) unless the table named
+    is one that platform simulates; a chip named with no platform runs on its simulator;
+    ``ref`` interprets for the chip named (a2a3 unless one is)."""
     if fields.get("backend_type") is not None and "backend" not in fields:
         fields["backend"] = fields["backend_type"].value
-    if "platform" not in fields and fields.get("backend") is not None:
-        fields["platform"] = f"{fields['backend']}sim"
+    named = fields.get("backend")
+    if "platform" not in fields and named is not None:
+        fields["platform"] = BACKENDS[named].platform
     chip = SIM_BACKENDS.get(fields.get("platform", _DEFAULT_PLATFORM))
-    if chip is not None:
+    if chip is not None and (named is None or BACKENDS[named].platform != fields.get("platform", _DEFAULT_PLATFORM)):
         fields["backend"] = chip
         fields["backend_type"] = BackendType(chip)
+    # the chip's reference name, as the config holds it (None for a table the reference lacks)
+    fields["backend_type"] = BackendType._value2member_map_.get(fields.get("backend", "a2a3"))
     for f in dataclasses.fields(RunConfig):
         object.__setattr__(config, f.name, fields[f.name] if f.name in fields else f.default)
 
