@@ -270,7 +270,8 @@ A2A3 = SoC(
     }),
     product="Ascend910B",
     platform="a2a3sim",
-    lacks=frozenset({"TRANDOM"}),  # the counter-based generator (pl.tile.random): pto-isa's a5 only
+    # pto-isa's a5 only: the counter-based generator (pl.tile.random), the MX mmad (pl.matmul_mx)
+    lacks=frozenset({"TRANDOM", "MMAD_MX"}),
 )
 
 # Ascend950 (A5). Every figure is the reference's (its C++ backend: Create950SoC in

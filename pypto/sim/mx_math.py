@@ -156,6 +156,34 @@ def mmad_mx(a: torch.Tensor, a_scale: torch.Tensor, a_format: Format, b: torch.T
     return torch.zeros(m, n) if out is None else out
 
 
+# The scale buffers' packings (the reference's MX_A_ZZ / MX_B_NN, as its system test packs
+# them): A's logical [M, G] in bands of 16 rows, each band's column pairs one after another;
+# B's logical [G, N] in bands of 16 columns, each band's row pairs one after another.
+BAND, PAIR = 16, 2
+
+
+def unpack_a(packed: torch.Tensor) -> torch.Tensor:
+    """A's logical [M, K/32] scales from their MX_A_ZZ packing."""
+    m, g = packed.shape
+    return packed.reshape(m // BAND, g // PAIR, BAND, PAIR).permute(0, 2, 1, 3).reshape(m, g)
+
+
+def unpack_b(packed: torch.Tensor) -> torch.Tensor:
+    """B's logical [K/32, N] scales from their MX_B_NN packing."""
+    g, n = packed.shape
+    return packed.reshape(n // BAND, g // PAIR, BAND, PAIR).permute(1, 3, 0, 2).reshape(g, n)
+
+
+def pack_a(logical: torch.Tensor) -> torch.Tensor:
+    m, g = logical.shape
+    return logical.reshape(m // BAND, BAND, g // PAIR, PAIR).permute(0, 2, 1, 3).reshape(m, g)
+
+
+def pack_b(logical: torch.Tensor) -> torch.Tensor:
+    g, n = logical.shape
+    return logical.reshape(g // PAIR, PAIR, n // BAND, BAND).permute(2, 0, 3, 1).reshape(g, n)
+
+
 _LIMB = 16
 
 
