@@ -187,3 +187,22 @@ def test_a_bf16_atomic_add_runs_on_a2a3_and_is_refused_on_a5():
 def test_the_a5_chip_has_its_36_clusters():
     assert (A5.aic_cores, A5.aiv_cores, A5.dies) == (36, 72, 2)
     assert [c.name for c in A5.cluster_cores(35)] == ["aic35", "aiv70", "aiv71"]
+
+
+@pl.jit
+def deep_pipeline(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.pipeline(8, stage=3):  # a 64 KiB load per stage (exp runs in place)
+            t = pl.load(a, [i * 64, 0], [64, 256])
+            pl.store(pl.exp(t), [i * 64, 0], out)
+    return out
+
+
+def test_the_pipeline_depth_that_fits_follows_the_ub():
+    """Three 64 KiB stages fit A5's 240 KiB UB; a2a3's 184 KiB holds two (PH-MR-001 says so)."""
+    a = torch.randn(512, 256)
+    hints = {name: [h.message for h in deep_pipeline.compile(a, a, config=c).perf_hints if h.code == "PH-MR-001"]
+             for name, c in (("a2a3", A2A3SIM), ("a5", A5SIM))}
+    assert hints["a5"] == [] and len(hints["a2a3"]) == 1 and "only 2 of 3 buffers fit" in hints["a2a3"][0]
+    ref = _bits(deep_pipeline, [a, torch.zeros(512, 256)], RunConfig(platform="ref"))
+    assert torch.equal(_bits(deep_pipeline, [a, torch.zeros(512, 256)], A5SIM), ref)
