@@ -135,3 +135,31 @@ def test_the_scale_packings_are_permutations_that_undo():
     assert torch.equal(mx_math.unpack_a(mx_math.pack_a(x)), x) and not torch.equal(mx_math.pack_a(x), x)
     y = torch.arange(4 * 64).reshape(4, 64)
     assert torch.equal(mx_math.unpack_b(mx_math.pack_b(y)), y) and not torch.equal(mx_math.pack_b(y), y)
+
+
+@pl.jit
+def cast_to_fp8(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.cast(pl.load(a, [0, 0], [16, 64]), target_type=pl.FP8E4M3FN), [0, 0], out)  # MARK-cast
+    return out
+
+
+@pl.jit
+def add_fp8(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, a)  # MARK-add
+    return out
+
+
+@pytest.mark.parametrize("platform", ["ref", "a5sim"])
+def test_fp8_values_are_moved_not_computed_on(platform):
+    """FP8 tensors load, store and feed the MX cube; a conversion into FP8 or vector arithmetic
+    on it is refused at the user's line (quantization is the host's, as in the reference)."""
+    fp8 = torch.randn(16, 64).to(torch.float8_e4m3fn)
+    config = RunConfig(platform=platform, backend_type=BackendType.Ascend950)
+    with pytest.raises(TypeCheckError, match="FP32 to FP8E4M3FN") as info:
+        cast_to_fp8(torch.randn(16, 64), fp8.clone(), config=config)
+    assert info.value.span.line == _line("MARK-cast") and "quantize on the host" in info.value.hint
+    with pytest.raises(TypeCheckError, match="got FP8E4M3FN") as info:
+        add_fp8(fp8, fp8.clone(), config=config)
+    assert info.value.span.line == _line("MARK-add")

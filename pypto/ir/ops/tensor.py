@@ -24,6 +24,7 @@ from pypto.ir.ops.tile import (
     CAST_MODES,
     NUMERIC,
     SHAPE_HINT,
+    check_mx_cast,
     check_region,
 )
 from pypto.errors import TypeCheckError
@@ -135,6 +136,7 @@ for _kind, _axis in (("row", 1), ("col", 0)):
 def _cast(a: OpArgs, soc: SoC) -> TensorType:
     if a["mode"] not in CAST_MODES:
         raise fail("tensor.cast", f"mode one of {', '.join(CAST_MODES)}", repr(a["mode"]))
+    check_mx_cast("tensor.cast", a.type("x").dtype, a["target_type"])
     return TensorType(a.type("x").shape, a["target_type"])
 
 

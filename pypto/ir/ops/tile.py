@@ -323,7 +323,18 @@ def _infer_cast(a: OpArgs, soc: SoC) -> TileType:
     target = a["target_type"]
     if target is DataType.INDEX:
         raise fail("tile.cast", "a tile dtype", "INDEX")
+    check_mx_cast("tile.cast", t.dtype, target)
     return _vec_result(t, dtype=target)
+
+
+def check_mx_cast(op: str, source: DataType, target: DataType) -> None:
+    """A conversion to or from an MX format (FP8, E8M0) is not modeled: MX data arrive
+    quantized from the host, as the reference's MX matmuls take them."""
+    for d in (source, target):
+        if d.value[2] == "m":
+            raise fail(op, "a conversion between the vector unit's dtypes", f"{source.name} to {target.name}",
+                       f"{d.name} values are loaded, moved and multiplied (pl.matmul_mx), not converted here: "
+                       "quantize on the host and pass the FP8 / E8M0 tensors")
 
 
 register("tile.cast", [P("tile", Kind.TILE, spaces=VEC), P("target_type", Kind.DTYPE),
