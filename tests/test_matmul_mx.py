@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.backend import BackendType
-from pypto.errors import MemorySpaceError, TypeCheckError
+from pypto.errors import MemorySpaceError, PyptoError, TypeCheckError
 from pypto.runtime import RunConfig
 from pypto.sim import mx_math
 
@@ -163,3 +163,44 @@ def test_fp8_values_are_moved_not_computed_on(platform):
     with pytest.raises(TypeCheckError, match="got FP8E4M3FN") as info:
         add_fp8(fp8, fp8.clone(), config=config)
     assert info.value.span.line == _line("MARK-add")
+
+
+@pl.program
+class MxProgram:
+    """The reference's form: a @pl.program, read when Python defines it (before any config
+    names a chip) although only Ascend950 has its scale memories."""
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(self, a: pl.Tensor[[M, K], pl.FP8E4M3FN], a_scale: pl.Tensor[[M, K // 32], pl.FP8E8M0, pl.MX_A_ZZ],
+               b: pl.Tensor[[K, N], pl.FP8E4M3FN], b_scale: pl.Tensor[[K // 32, N], pl.FP8E8M0, pl.MX_B_NN],
+               out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        lhs = pl.move(pl.load(a, [0, 0], [M, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+        ls = pl.move(pl.load(a_scale, [0, 0], [M, K // 32], target_memory=pl.Mem.Mat),
+                     target_memory=pl.Mem.LeftScale)  # MARK-program
+        rhs = pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        rs = pl.move(pl.load(b_scale, [0, 0], [K // 32, N], target_memory=pl.Mem.Mat),
+                     target_memory=pl.Mem.RightScale)
+        out = pl.store(pl.matmul_mx(lhs, ls, rhs, rs), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orchestrator(self, a: pl.Tensor[[M, K], pl.FP8E4M3FN],
+                     a_scale: pl.Tensor[[M, K // 32], pl.FP8E8M0, pl.MX_A_ZZ], b: pl.Tensor[[K, N], pl.FP8E4M3FN],
+                     b_scale: pl.Tensor[[K // 32, N], pl.FP8E8M0, pl.MX_B_NN],
+                     out: pl.Out[pl.Tensor[[M, N], pl.FP32]]) -> pl.Tensor[[M, N], pl.FP32]:
+        out = self.kernel(a, a_scale, b, b_scale, out)
+        return out
+
+
+def test_an_mx_program_compiles_for_a5_and_is_refused_for_a2a3():
+    import pypto.ir as ir
+
+    a, sa, b, sb, _ = _inputs(4)
+    args = [a.view(torch.float8_e4m3fn), mx_math.pack_a(sa).view(torch.float8_e8m0fnu), b.view(torch.float8_e4m3fn),
+            mx_math.pack_b(sb).view(torch.float8_e8m0fnu)]
+    out = torch.zeros(M, N)
+    ir.compile(MxProgram, platform="a5sim", dump_passes=False)(*args, out)
+    assert _same(out, mx_math.mmad_mx(a, sa, mx_math.E4M3, b, sb, mx_math.E4M3))
+    with pytest.raises(PyptoError, match=r"Ascend910B \(a2a3\) has no LeftScale memory") as info:
+        ir.compile(MxProgram, platform="a2a3sim", dump_passes=False)
+    assert info.value.span.line == _line("MARK-program") - 1
