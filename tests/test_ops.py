@@ -469,14 +469,15 @@ def test_every_op_is_exercised_and_has_semantics():
     # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py,
     # the scatter into GM (which writes a parameter, not a result) in tests/test_indexed_transfers.py, the
     # element written into GM in tests/test_elements.py, the debug print (which shows, not computes) in
-    # tests/test_debug_print.py, the counter-based generator (A5's: ref computes it, a2a3sim refuses it) in
-    # tests/test_random.py
+    # tests/test_debug_print.py, the counter-based generator (A5's: ref and a5sim compute it, a2a3sim refuses
+    # it) in tests/test_random.py, the MX matmuls (A5's, on FP8 data and E8M0 scales) in tests/test_matmul_mx.py
     from pypto.ir.ops.pipes import PIPE_OPS
 
     names = {op.name for op in all_ops() if op.plane != "orchestration"} - set(CORE_REGISTERS) - {
         "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "tile.aiv_shard", "tile.aic_gather",
         "system.import_peer_buffer", "tile.mscatter",
-        "tensor.write", "tile.debug_print", "tile.random", "tensor.random"} - PIPE_OPS
+        "tensor.write", "tile.debug_print", "tile.random", "tensor.random", "tile.matmul_mx", "tile.matmul_mx_acc",
+        "tile.matmul_mx_bias"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()
 
