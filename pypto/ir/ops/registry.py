@@ -419,7 +419,8 @@ def infer_type(op: OpDef, args: OpArgs, soc: SoC):
             raise MemorySpaceError(
                 f"{op.name}: {soc.title} has no {space.name} memory"
                 + (f" ({others[0]} has it)" if others else ""),
-                hint=f"run on {others[1]}" if others else f"use one of {soc.title}'s spaces: "
+                hint=f"run on {others[1]}, or interpret it for that chip: RunConfig(platform='ref', backend_type="
+                     f"BackendType.{others[0].split(' ')[0]})" if others else f"use one of {soc.title}'s spaces: "
                      + ", ".join(s.name for s in soc.spaces))
     return op.infer(args, soc)
 
