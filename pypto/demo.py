@@ -95,7 +95,7 @@ def _run(args) -> int:
             mte2, vec = report.busy("MTE2"), report.busy("VECTOR")
             overlap = any(s1 < e2 and s2 < e1 for s1, e1 in mte2 for s2, e2 in vec)
             pipes = report.pipe_cycles["aiv0"]
-            line += (f"; {report.kernel_cycles} cycles = {microseconds(report.kernel_cycles)} (busy: "
+            line += (f"; {report.kernel_cycles} cycles = {microseconds(report.kernel_cycles, args.platform)} (busy: "
                      f"{', '.join(f'{p} {c}' for p, c in sorted(pipes.items()))}); MTE2 overlaps VECTOR: {overlap}")
             cycles[kernel.__name__], busy[kernel.__name__] = report.kernel_cycles, pipes
         print(line)
@@ -105,7 +105,7 @@ def _run(args) -> int:
             print(compiled.lowered.as_python())
     if cycles:
         print(explain_busy(cycles, busy))
-        print(roofline(a, cycles, busy))
+        print(roofline(a, cycles, busy, args.platform))
         for name in ("pipelined", "explicit_slots"):
             print(f"{name} takes {cycles[name] / cycles['single_buffer']:.2f} x the cycles of single_buffer")
     if args.output_dir is None:
@@ -122,7 +122,10 @@ def _run(args) -> int:
     return 0
 
 
-SOC = backend("a2a3")  # the SoC table the simulator runs (RunConfig's backend)
+def chip(platform: str):
+    """The SoC table the platform runs (RunConfig's backend: a5sim's is a5)."""
+    return backend(RunConfig(platform=platform).backend)
+
 PLANNERS = {"PYPTO": "this compiler gives each tile an address when compiling (PTOAS: the assembler does)",
             "DSA_RP": "this compiler places each tile, keeping apart tiles whose sharing of bytes would stall one "
                       "pipe on another while there is room",
@@ -132,13 +135,13 @@ PLANNERS = {"PYPTO": "this compiler gives each tile an address when compiling (P
 def header(platform: str, planner: str) -> str:
     """What runs: the shape, the tiles, where, and what the planner's name means."""
     where = "the reference interpreter (ref)" if platform == "ref" else \
-        f"one simulated vector core ({platform}, {SOC.chip.core_hz / 1e9:g} GHz)"
+        f"one simulated vector core ({platform}, {chip(platform).chip.core_hz / 1e9:g} GHz)"
     return (f"exp of a [{ROWS}, {TC}] fp32 tensor in {NT} tiles of [{TR}, {TC}] ({TR * TC * 4 // 1024} KiB each), "
             f"three ways, on {where}\nmemory planner {planner}: {PLANNERS[planner]}")
 
 
-def microseconds(cycles: int) -> str:
-    return f"{cycles / SOC.chip.core_hz * 1e6:.2f} \u00b5s"
+def microseconds(cycles: int, platform: str = "a2a3sim") -> str:
+    return f"{cycles / chip(platform).chip.core_hz * 1e6:.2f} \u00b5s"
 
 
 def explain_busy(cycles: dict, busy: dict) -> str:
@@ -149,16 +152,17 @@ def explain_busy(cycles: dict, busy: dict) -> str:
             f"({p}: {sum(busy[p].values())} in {cycles[p]})")
 
 
-def roofline(a: torch.Tensor, cycles: dict, busy: dict) -> str:
+def roofline(a: torch.Tensor, cycles: dict, busy: dict, platform: str = "a2a3sim") -> str:
     """The least cycles the kernel's GM traffic needs at the SoC table's bandwidth (MTE2 in,
     MTE3 out: a pipe each, working at once), against what each kernel took."""
     moved = a.numel() * a.element_size()  # in, and as much out
-    per_cycle = SOC.costs.gm_bytes_per_cycle
+    soc = chip(platform)
+    per_cycle = soc.costs.gm_bytes_per_cycle
     bound = -(-moved // per_cycle)  # whole cycles
     pipe, most = max(busy["pipelined"].items(), key=lambda kv: kv[1])
     took = ", ".join(f"{c} ({c / bound:.1f} x)" for c in cycles.values())
     return (f"roofline: {moved // 1024} KiB in (MTE2) and out (MTE3) at {per_cycle} B/cycle a pipe "
-            f"({SOC.name} GM) need {bound} cycles;\n  took {took}; the busiest pipe, {pipe}, works {most}")
+            f"({soc.name} GM) need {bound} cycles;\n  took {took}; the busiest pipe, {pipe}, works {most}")
 
 
 if __name__ == "__main__":

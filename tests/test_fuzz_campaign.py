@@ -392,3 +392,24 @@ def test_the_bisect_refuses_what_it_cannot_read_in_one_line(tmp_path):
         done = bisect(path)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, (path, done.stderr)
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+def test_a_small_campaign_on_a5sim_holds_and_a_planted_bug_is_found_there(tmp_path):
+    """``--platform a5sim``: every property holds ref against the A5 simulator (its table
+    planning and costing the programs), and a dropped sync is found there and saved with its
+    platform, so the reproducer replays it on a5sim."""
+    import attrs
+
+    from pypto.fuzz.example import Knobs
+
+    result = run(Plan(examples=2 * len(PROPERTIES), seed=5, out=tmp_path / "out", knobs=Knobs(platform="a5sim")))
+    assert result.failures == {}, list(result.failures)
+    m = MUTANTS["dropped-sync"]
+    done = fuzz("--mutant", "dropped-sync", "--properties", "simulator", "--examples", "100", "--seed", "1",
+                "--database", "none", "--out", "found", "--quiet", "--platform", "a5sim",
+                "--families", ",".join(m.knobs.families), "--max-steps", str(m.knobs.max_steps), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = sorted((tmp_path / "found").glob("*.py"))
+    assert found and all("PLATFORM = 'a5sim'" in p.read_text() for p in found)
+    _, example, _ = reproducer.read(found[0])
+    assert example.platform == "a5sim" and attrs.evolve(example, platform="a2a3sim").soc.name == "a2a3"

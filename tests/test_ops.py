@@ -510,8 +510,9 @@ def test_every_op_is_exercised_and_has_semantics():
     # the cross-core pipe's ops (which the pipe protocol runs, not a torch function) in tests/test_pipes.py,
     # the scatter into GM (which writes a parameter, not a result) in tests/test_indexed_transfers.py, the
     # element written into GM in tests/test_elements.py, the debug print (which shows, not computes) in
-    # tests/test_debug_print.py, the counter-based generator (A5's: ref computes it, a2a3sim refuses it) in
-    # tests/test_random.py, the gather into L1 (read back through the cube) in tests/test_tensor_forms.py,
+    # tests/test_debug_print.py, the counter-based generator (A5's: ref and a5sim compute it, a2a3sim refuses
+    # it) in tests/test_random.py, the MX matmuls (A5's, on FP8 data and E8M0 scales) in tests/test_matmul_mx.py,
+    # the gather into L1 (read back through the cube) in tests/test_tensor_forms.py,
     # a kernel's arrays of integers in tests/test_kernel_forms.py, the extract of an L0 operand in
     # tests/test_tile_windows_forms.py, a tensor's valid shape in tests/test_orchestration_views.py,
     # the pld ops (which run on a rank of a cluster) in tests/test_distributed.py
@@ -521,7 +522,8 @@ def test_every_op_is_exercised_and_has_semantics():
         "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "tile.aiv_shard", "tile.aic_gather",
         "system.import_peer_buffer", "tile.mscatter",
         "tensor.write", "tile.debug_print", "tile.random", "tensor.random", "tile.mgather_mat",
-        "array.create", "array.get", "array.set", "tile.extract", "tensor.set_validshape"} - PIPE_OPS
+        "array.create", "array.get", "array.set", "tile.extract", "tensor.set_validshape",
+        "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()
 

@@ -3,8 +3,9 @@
 (key0, key1) and counter (counter0 + c, counter1 + r, counter2, counter3), so the same
 seeds give the same values and a tensor computed window by window is the whole one. Checked
 against the published known answers of Philox4x32-10 and, as a property, against an
-independent plain-int oracle written here; ``ref`` computes it, and ``a2a3sim`` refuses it
-at the user's line (pto.trandom is an Ascend950 instruction, the simulated chip a2a3)."""
+independent plain-int oracle written here; ``ref`` and ``a5sim`` compute it bit for bit alike,
+and ``a2a3sim`` refuses it at the user's line naming the chip that has it (pto.trandom is an
+Ascend950 instruction)."""
 
 import inspect
 
@@ -165,17 +166,30 @@ def on_the_simulator(out: pl.Out[pl.Tensor]):
     return out
 
 
-def test_a2a3sim_refuses_it_at_the_users_line_naming_ref():
-    with pytest.raises(CodegenError, match=r"pl.tile.random lowers to pto.trandom, which exists on Ascend950 \(A5\) "
-                                           r"only, and the simulated backend is a2a3 \(Ascend910B\): .* cannot run on "
+def test_a2a3sim_refuses_it_at_the_users_line_naming_the_chip_that_has_it():
+    with pytest.raises(CodegenError, match=r"pl.tile.random lowers to pto.trandom, which exists on Ascend950 \(a5\) "
+                                           r"only, and the simulated backend is Ascend910B \(a2a3\): .* cannot run on "
                                            r"platform='a2a3sim'") as info:
         on_the_simulator(_empty((8, 64), pl.UINT32), config=RunConfig(platform="a2a3sim"))
     assert info.value.span.line == _line("MARK-a5")
-    assert "platform='ref'" in info.value.hint
+    assert "RunConfig(platform='a5sim')" in info.value.hint and "platform='ref'" in info.value.hint
     out = _empty((8, 64), pl.UINT32)
     on_the_simulator(out, config=REF)  # the same program on ref
     assert torch.equal(out, torch.from_numpy(philox_words((1, 2, 3, 4, 5, 6), 8, 64)))
 
+
+
+@settings(max_examples=6, deadline=None)
+@given(seeds=st.tuples(*[WORDS] * 6), rows=st.integers(1, 20), cols=st.integers(1, 300),
+       dtype=st.sampled_from([pl.UINT32, pl.INT32]), rounds=st.sampled_from([7, 10]), level=st.sampled_from(["tile", "tensor"]))
+def test_a5sim_draws_the_same_stream_as_ref(seeds, rows, cols, dtype, rounds, level):
+    """The A5 simulator runs pto.trandom with the interpreter's one definition of the stream."""
+    make = tile_kernel if level == "tile" else tensor_kernel
+    kernel = make(seeds, [rows, cols], dtype, rounds)
+    ref, sim = _empty((rows, cols), dtype), _empty((rows, cols), dtype)
+    kernel(ref, config=REF)
+    kernel(sim, config=RunConfig(platform="a5sim"))
+    assert torch.equal(sim, ref) and torch.equal(sim, oracle(seeds, rows, cols, dtype, rounds))
 
 
 @pl.jit

@@ -2,8 +2,8 @@
 and uses them: ``pypto.runtime.runner``, ``pypto.ir.compiled_program``, ``Worker``, the
 backend objects and the process-wide backend choice, ``pypto.pypto_core``, a ``RunConfig``
 that ``dataclasses.replace`` takes, ``kernel._cache``, the three memory planners by their
-``MemoryPlanner`` names; and what is refused here (Ascend950, the vendor toolchain's
-steps), each with a located error."""
+``MemoryPlanner`` names; and what is refused here (the vendor toolchain's steps), each with a
+located error."""
 
 import dataclasses
 import logging
@@ -94,12 +94,12 @@ def test_run_result_reads_as_a_harness_line():
 
 # --------------------------------------------------------------------- dataclasses.replace
 
-GOOD = {"platform": ["ref", "a2a3sim"], "device_id": [0, 3], "dump_passes": [True, False],
+GOOD = {"platform": ["ref", "a2a3sim", "a5sim"], "device_id": [0, 3], "dump_passes": [True, False],
         "memory_planner": ["PYPTO", "DSA_RP", "PTOAS"], "disabled_diagnostics": [(), "PH001", ["PH001"]],
         "enable_chip_swimlane": [0, 2, True], "ring_heap": [None, 1024, [2048, 0, 0, 0]], "rtol": [0, 1e-3],
         "codegen_only": [True, False], "uninitialized_memory": ["zero", "nan", 0xA5]}
 BAD = {"platform": "cuda", "device_id": -1, "memory_planner": "LINEAR_SCAN", "ring_heap": 1000, "rtol": -1.0,
-       "codegen_only": "yes", "enable_chip_swimlane": 5, "backend_type": BackendType.Ascend950}
+       "codegen_only": "yes", "enable_chip_swimlane": 5, "backend_type": "Ascend950"}
 
 
 @given(st.dictionaries(st.sampled_from(sorted(GOOD)), st.none(), min_size=1).flatmap(
@@ -181,7 +181,7 @@ def test_the_pass_manager_runs_the_pipeline_a_compile_runs(tmp_path, planner):
 
 def test_the_backend_objects_count_what_the_soc_table_holds():
     bk = backend.Backend910B.instance()
-    assert bk is backend.Backend910B.instance() and bk.get_type_name() == "Ascend910B"
+    assert bk is backend.Backend910B.instance() and bk.get_type_name() == "910B"
 
     def count(kind):
         return sum(n * m * k for die, n in bk.soc.die_counts.items() for cluster, m in die.cluster_counts.items()
@@ -219,20 +219,47 @@ def test_the_process_wide_backend_choice():
     backend.set_backend_type(BackendType.Ascend910B)  # again the same: nothing changes
     assert backend.get_backend_type() is BackendType.Ascend910B
     assert backend.get_handler().get_default_sim_platform() == "a2a3sim"
-    with pytest.raises(ConfigError, match=r"'a5' \(BackendType.Ascend950\) is not modeled"):
+    with pytest.raises(ValueError, match="already Ascend910B"):
         backend.set_backend_type(BackendType.Ascend950)
+    backend.reset_for_testing()
+    backend.set_backend_type(BackendType.Ascend950)
+    handler = backend.get_handler()
+    assert (handler.get_default_sim_platform(), handler.get_pto_target_arch()) == ("a5sim", "a5")
+    assert (handler.get_recommended_innermost_dim_bytes(), handler.get_gm_access_granularity_bytes()) == (128, 128)
+    assert handler.get_launch_spec_core_count_method() == "set_core_num" and not handler.requires_gm_pipe_buffer()
     backend.reset_for_testing()
     assert not backend.is_backend_configured()
 
 
-def test_ascend950_is_a_name_refused_wherever_a_config_chooses_it():
-    with pytest.raises(ConfigError, match="not modeled by this package yet") as info:
-        RunConfig(backend_type=BackendType.Ascend950)  # MARK-950
-    assert "MARK-950" in info.value.span.text and "'a2a3' (BackendType.Ascend910B)" in info.value.hint
-    with pytest.raises(ConfigError, match="not modeled"):
-        ir.compile(Twice, backend_type=BackendType.Ascend950, dump_passes=False)
-    with pytest.raises(ConfigError, match="not modeled"):
-        backend.Backend950.instance()
+def test_the_platform_chooses_the_chip_as_the_reference_has_it():
+    """a5sim is Ascend950 whatever backend_type says (the reference keeps them in step the
+    same way), a chip named with no platform runs on its own simulator, ref on the one named."""
+    a5 = RunConfig(platform="a5sim")
+    assert (a5.backend, a5.backend_type) == ("a5", BackendType.Ascend950)
+    assert RunConfig(platform="a5sim", backend_type=BackendType.Ascend910B).backend == "a5"
+    assert RunConfig(backend_type=BackendType.Ascend950).platform == "a5sim"
+    assert RunConfig(platform="ref", backend_type=BackendType.Ascend950).backend == "a5"
+    assert dataclasses.replace(a5, platform="a2a3sim").backend == "a2a3"
+    assert dataclasses.replace(a5, platform="ref").backend == "a5"
+    assert ir.compile(Twice, platform="a5sim", dump_passes=False).config.backend == "a5"
+    assert ir.compile(Twice, backend_type=BackendType.Ascend950, dump_passes=False).config.platform == "a5sim"
+    with pytest.raises(ConfigError, match="platform 'a5' runs on an Ascend NPU") as info:
+        RunConfig(platform="a5")  # MARK-a5
+    assert "MARK-a5" in info.value.span.text and "platform='a5sim'" in info.value.hint
+
+
+def test_the_a5_backend_object_counts_what_the_reference_gives():
+    bk = backend.Backend950.instance()
+    assert bk is backend.Backend950.instance() and bk.get_type_name() == "950"
+    assert (bk.soc.total_die_count(), bk.soc.total_cluster_count(), bk.soc.total_core_count()) == (2, 36, 108)
+    M = MemorySpace
+    assert bk.find_mem_path(M.DDR, M.Left) == [M.DDR, M.Mat, M.Left]
+    assert bk.find_mem_path(M.Mat, M.RightScale) == [M.Mat, M.RightScale]
+    assert bk.find_mem_path(M.Acc, M.Vec) == [M.Acc, M.Vec]  # the cluster's own path, which a2a3 lacks
+    assert backend.Backend910B.instance().find_mem_path(M.Acc, M.Vec) == [M.Acc, M.DDR, M.Vec]
+    handler = bk.get_handler()
+    assert (handler.get_l0c_capacity_bytes(), handler.get_bias_capacity_bytes()) == (256 * 1024, 4 * 1024)
+    assert bk.get_mem_size(M.Vec) == 240 * 1024 and bk.get_core_count(CoreKind.VECTOR) == 72
 
 
 def test_every_memory_planner_name_is_taken_and_an_unknown_one_refused_with_the_three():

@@ -80,5 +80,5 @@ def main(platform: str = "a2a3sim") -> dict:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--platform", default="a2a3sim", choices=["ref", "a2a3sim"])
+    parser.add_argument("--platform", default="a2a3sim", choices=["ref", "a2a3sim", "a5sim"])
     main(parser.parse_args().platform)

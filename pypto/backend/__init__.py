@@ -21,9 +21,9 @@ from pypto.backend.backends import (
     reset_for_testing,
     set_backend_type,
 )
-from pypto.backend.soc import A2A3, BACKENDS, DEFAULT, BackendType, ChipCosts, Costs, SoC, SpaceSpec, backend
+from pypto.backend.soc import A2A3, A5, BACKENDS, DEFAULT, BackendType, ChipCosts, Costs, SoC, SpaceSpec, backend, having
 
-__all__ = ["A2A3", "BACKENDS", "CUBE_K_BYTES", "DEFAULT", "Backend", "Backend910B", "Backend950", "BackendHandler", "BackendType", "ChipCosts",
-           "Cluster", "Core", "CoreId", "CoreKind", "Costs", "Die", "Mem", "MemorySpace", "Pipe", "SoC", "SpaceSpec", "backend",
+__all__ = ["A2A3", "A5", "BACKENDS", "CUBE_K_BYTES", "DEFAULT", "Backend", "Backend910B", "Backend950", "BackendHandler", "BackendType", "ChipCosts",
+           "Cluster", "Core", "CoreId", "CoreKind", "Costs", "Die", "Mem", "MemorySpace", "Pipe", "SoC", "SpaceSpec", "backend", "having",
            "get_backend_instance", "get_backend_type", "get_handler", "is_backend_configured", "reset_for_testing",
            "set_backend_type"]

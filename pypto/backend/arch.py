@@ -27,6 +27,8 @@ class MemorySpace(enum.Enum):
     Right = "Right"  # L0B
     Acc = "Acc"  # L0C
     Bias = "Bias"
+    LeftScale = "LeftScale"  # the MX matmul's left scales (A5)
+    RightScale = "RightScale"  # the MX matmul's right scales (A5)
 
     def __repr__(self) -> str:
         return f"pl.Mem.{self.name}"

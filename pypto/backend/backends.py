@@ -14,7 +14,7 @@ objects only present them as the reference's users read them:
 The process-wide choice is kept for code written against the reference, which sets it
 before building passes by hand. Nothing here reads it: a compile takes its chip from
 ``RunConfig(backend_type=...)`` (configuration is passed, not ambient). Choosing a chip the
-reference names but this package does not model yet (``BackendType.Ascend950``) is refused.
+reference names but this package does not model is refused.
 """
 
 from __future__ import annotations
@@ -77,14 +77,16 @@ class Chip:
 
 
 def _chip(table: SoC) -> Chip:
-    """One die of ``table.clusters`` alike clusters (the tables model one die)."""
+    """``table.dies`` alike dies of alike clusters: a cluster holds its cube and vector cores
+    together (the tables model clusters as the unit that shares flags; the reference's a2a3
+    die lists its 24 AIC and 48 AIV as one-core clusters, the same cores)."""
     cores = {}
     for kind in (CoreKind.AIC, CoreKind.AIV):
         mems = tuple(Mem(s.space, s.capacity, s.align) for s in table.spaces.values() if s.core is kind)
         cores[Core(kind, mems)] = table.per_cluster(kind)
     cluster = Cluster(pmap(cores))
-    die = Die(pmap({cluster: table.clusters}))
-    return Chip(pmap({die: 1}))
+    die = Die(pmap({cluster: table.clusters_per_die}))
+    return Chip(pmap({die: table.dies}))
 
 
 class BackendHandler:
@@ -98,6 +100,18 @@ class BackendHandler:
 
     def get_default_sim_platform(self) -> str:
         return f"{self._table.name}sim"
+
+    def get_launch_spec_core_count_method(self) -> str:
+        return self._table.launch_core_count_method
+
+    def requires_gm_pipe_buffer(self) -> bool:
+        return self._table.requires_gm_pipe_buffer
+
+    def supports_bf16_atomic_add(self) -> bool:
+        return "bf16" not in self._table.lacks_atomic_add
+
+    def get_gm_access_granularity_bytes(self) -> int:
+        return self._table.gm_access_granularity
 
     def get_l2_cache_line_bytes(self) -> int:
         return self._table.l2_cache_line
@@ -138,7 +152,8 @@ class Backend:
         return f"<{type(self).__name__}: the {self.table.name} SoC table>"
 
     def get_type_name(self) -> str:
-        return self.backend_type.name
+        """The reference's short name: "910B", "950"."""
+        return self.backend_type.name.removeprefix("Ascend")
 
     def get_handler(self) -> BackendHandler:
         return BackendHandler(self.table)
@@ -158,7 +173,7 @@ class Backend:
             path = paths.pop(0)
             if path[-1] is to_mem:
                 return path
-            for nxt in self.table.targets_from(path[-1]):
+            for nxt in self.table.graph_from(path[-1]):
                 if nxt not in seen:
                     seen.add(nxt)
                     paths.append([*path, nxt])
@@ -174,8 +189,9 @@ class Backend910B(Backend):
 
 class Backend950(Backend):
     @staticmethod
+    @functools.cache
     def instance() -> Backend950:
-        return Backend950(BackendType.Ascend950)  # refused until the a5 table is here
+        return Backend950(BackendType.Ascend950)
 
 
 _CLASSES = {BackendType.Ascend910B: Backend910B, BackendType.Ascend950: Backend950}

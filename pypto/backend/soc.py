@@ -28,9 +28,9 @@ class Costs:
 
     - GM transfers (MTE2 in; MTE3, FIXPIPE out) move ``gm_bytes_per_cycle``, with
       ``gm_latency``. A window whose rows are whole tensor rows is one contiguous burst;
-      otherwise each row is a burst, and a row shorter than the L2 line occupies the link
-      as if it were ``short_row_bytes`` long (the unused rest of the line it costs). Why
-      rows under 512 B cost more per byte: calibrated to the seed's 16-25 % (the b_trans
+      otherwise each row is a burst, and a row shorter than the chip's GM access granularity
+      (``SoC.gm_access_granularity``) occupies the link as if it were ``short_row_bytes``
+      long (the unused rest of the access it costs). Why a2a3's rows under 512 B cost more per byte: calibrated to the seed's 16-25 % (the b_trans
       matmul, ``pypto.examples.b_trans_matmul``). A transfer by index (``tile.mgather``,
       ``tile.mscatter``) holds the vector pipe, which walks the index tile, for
       ``gm_latency`` and one burst per index — a row of the tensor, or one element — each
@@ -156,11 +156,20 @@ class SoC:
     l2_cache_line: int
     # Innermost extent below which a GM<->chip transfer is flagged (PH001).
     recommended_transfer_bytes: int
+    # The bytes one GM access moves at once: a transfer's row shorter than this costs as
+    # ``Costs.short_row_bytes`` (the unused rest of the access it pays for).
+    gm_access_granularity: int
     # The chip: ``clusters`` clusters, each of ``aic_per_cluster`` cube cores and
     # ``aiv_per_cluster`` vector cores that share flags (cross-core sync stays in a cluster).
     clusters: int
     aic_per_cluster: int = 1
     aiv_per_cluster: int = 2
+    dies: int = 1  # the clusters are spread evenly over the dies
+    # (src, dst) moves between the cube and the vector cores of one cluster that the chip's
+    # memory graph has (A5: the fixpipe writes L0C into UB, the vector core's MTE3 writes UB
+    # into L1). This model still stages a cross-core move of a mixed scope through GM, so
+    # these only extend the memory graph (``find_mem_path``), not what one instruction moves.
+    cluster_moves: frozenset = frozenset()
     # Pipes each core has, and which pipe moves data between two spaces.
     core_pipes: pmap = pmap()
     costs: Costs = Costs()
@@ -172,10 +181,22 @@ class SoC:
     # Left/Right with a useful K). The K slice is the longest the L0/L1 capacities allow.
     cube_block_m: int = 128
     cube_block_n: int = 256
-    # the reference's name of the chip, and the PTO instructions it does not have: mnemonic ->
-    # the chip that has it (a kernel holding one is refused on this one's simulator)
+    # the reference's name of the chip, and the PTO instructions it does not have (a kernel
+    # holding one is refused on this one's simulator, naming the chips that have it)
     product: str = ""
-    lacks: pmap = pmap()
+    platform: str = ""  # the simulated platform that runs this chip (RunConfig(platform=...))
+    lacks: frozenset = frozenset()
+    # dtypes (short names) the store pipe cannot add atomically into GM though the ISA
+    # names them (A5: bf16, the reference's Ascend950Handler::SupportsBf16AtomicAdd)
+    lacks_atomic_add: frozenset = frozenset()
+    # the reference's handler figures with no effect on this model's arithmetic
+    launch_core_count_method: str = "set_block_num"
+    requires_gm_pipe_buffer: bool = True
+
+    @property
+    def title(self) -> str:
+        """How messages name the chip: ``Ascend950 (a5)``."""
+        return f"{self.product} ({self.name})"
 
     def spec(self, space: MemorySpace) -> SpaceSpec:
         return self.spaces[space]
@@ -218,11 +239,22 @@ class SoC:
         through GM (a store on one side, a load on the other): what a mixed scope stages."""
         if src is MemorySpace.DDR or dst is MemorySpace.DDR or self.can_move(src, dst):
             return False
+        if src not in self.spaces or dst not in self.spaces:
+            return False
         return self.spec(src).core is not self.spec(dst).core and self.can_move(src, MemorySpace.DDR) \
             and self.can_move(MemorySpace.DDR, dst)
 
     def targets_from(self, src: MemorySpace) -> tuple[MemorySpace, ...]:
         return tuple(d for d in MemorySpace if (src, d) in self.legal_moves)
+
+    def graph_from(self, src: MemorySpace) -> tuple[MemorySpace, ...]:
+        """Where the chip's memory graph goes from ``src`` in one hop: the single-instruction
+        moves and the cluster's cross-core moves (the reference's ``mem_graph``)."""
+        return tuple(d for d in MemorySpace if (src, d) in self.legal_moves or (src, d) in self.cluster_moves)
+
+    @property
+    def clusters_per_die(self) -> int:
+        return self.clusters // self.dies
 
 
 M = MemorySpace
@@ -257,14 +289,77 @@ A2A3 = SoC(
     ),
     l2_cache_line=512,
     recommended_transfer_bytes=512,
+    gm_access_granularity=512,  # the reference's Ascend910BHandler (GetGmAccessGranularityBytes)
     clusters=24,  # 24 AIC + 48 AIV
     core_pipes=pmap({
         CoreKind.AIC: (Pipe.MTE2, Pipe.MTE1, Pipe.CUBE, Pipe.FIXPIPE, Pipe.MTE3, Pipe.SCALAR),
         CoreKind.AIV: (Pipe.MTE2, Pipe.VECTOR, Pipe.MTE3, Pipe.SCALAR),
     }),
     product="Ascend910B",
-    lacks=pmap({"TRANDOM": "Ascend950 (A5)"}),  # the counter-based generator (pl.tile.random)
+    platform="a2a3sim",
+    # pto-isa's a5 only: the counter-based generator (pl.tile.random), the MX mmad (pl.matmul_mx)
+    lacks=frozenset({"TRANDOM", "MMAD_MX"}),
 )
+
+# Ascend950 (A5). Every figure is the reference's (its C++ backend: Create950SoC in
+# src/backend/common/soc.cpp, Ascend950Handler in include/pypto/backend/950/) unless marked
+# an assumption.
+A5 = SoC(
+    name="a5",
+    spaces=pmap(
+        {
+            M.Mat: SpaceSpec(M.Mat, CoreKind.AIC, 512 * KiB, 128),
+            M.Left: SpaceSpec(M.Left, CoreKind.AIC, 64 * KiB, 64),
+            M.Right: SpaceSpec(M.Right, CoreKind.AIC, 64 * KiB, 64),
+            M.Acc: SpaceSpec(M.Acc, CoreKind.AIC, 256 * KiB, 128),  # twice a2a3's
+            M.Bias: SpaceSpec(M.Bias, CoreKind.AIC, 4 * KiB, 64),
+            # the MX matmuls' E8M0 scales, beside L0A / L0B
+            M.LeftScale: SpaceSpec(M.LeftScale, CoreKind.AIC, 4 * KiB, 32),
+            M.RightScale: SpaceSpec(M.RightScale, CoreKind.AIC, 4 * KiB, 32),
+            # 248 KiB physical; the top 8 KiB are kept back as on a2a3 (pto-isa#170)
+            M.Vec: SpaceSpec(M.Vec, CoreKind.AIV, 240 * KiB, 128, physical=248 * KiB),
+        }
+    ),
+    legal_moves=frozenset(
+        {
+            (M.DDR, M.Vec),
+            (M.Vec, M.Vec),  # a vector copy within UB (as on a2a3)
+            (M.DDR, M.Mat),
+            (M.Vec, M.DDR),
+            (M.Mat, M.Left),
+            (M.Mat, M.Right),
+            (M.Mat, M.Bias),
+            (M.Mat, M.LeftScale),
+            (M.Mat, M.RightScale),
+            (M.Acc, M.Mat),
+            (M.Acc, M.DDR),
+            # no Mat -> DDR: A5's cube core has no L1 -> GM DMA (the reference's graph has none)
+        }
+    ),
+    cluster_moves=frozenset({(M.Acc, M.Vec), (M.Vec, M.Mat)}),
+    l2_cache_line=512,
+    recommended_transfer_bytes=128,  # PH001's threshold: the GM access granularity
+    gm_access_granularity=128,
+    clusters=36,  # 18 mixed clusters (1 AIC + 2 AIV) per die, 2 dies: 36 AIC + 72 AIV
+    dies=2,
+    core_pipes=pmap({
+        CoreKind.AIC: (Pipe.MTE2, Pipe.MTE1, Pipe.CUBE, Pipe.FIXPIPE, Pipe.MTE3, Pipe.SCALAR),
+        CoreKind.AIV: (Pipe.MTE2, Pipe.VECTOR, Pipe.MTE3, Pipe.SCALAR),
+    }),
+    # Assumptions, scaled from a2a3's by the ratios of the reference's own cost models
+    # (Ascend950Handler::GetL0CostModel against a2a3's): the cube's fixed cost per
+    # instruction 25 vs 21 cycles, its L0A load bandwidth 206.3 vs 129.7 B/cycle. A row
+    # under the 128 B access granularity costs as 56 B (a2a3's 224 / 512, at 128). The
+    # drain (fixpipe) figure is kept: the reference notes its a5 fit carries a ~4x
+    # simulator-vs-device gap, the same as a2a3's simulator, so the device ratio is unknown.
+    costs=Costs(cube_startup=14, l1_bytes_per_cycle=400, short_row_bytes=56),
+    product="Ascend950",
+    platform="a5sim",
+    lacks_atomic_add=frozenset({"bf16"}),
+    launch_core_count_method="set_core_num",
+    requires_gm_pipe_buffer=False,
+)
+
 
 class BackendType(enum.Enum):
     """The reference's names for the SoC tables (``RunConfig(backend=...)`` takes either).
@@ -274,13 +369,24 @@ class BackendType(enum.Enum):
     Ascend950 = "a5"
 
 
-BACKENDS = pmap({"a2a3": A2A3})
+BACKENDS = pmap({"a2a3": A2A3, "a5": A5})
 DEFAULT = A2A3
 
 
+def having(has, but: SoC) -> tuple[str, str] | None:
+    """The chips other than ``but`` of which ``has(table)`` holds, as a message names them
+    ("Ascend950 (a5)") and as a hint runs them ("RunConfig(platform='a5sim')"); None when
+    there is none."""
+    tables = [t for t in BACKENDS.values() if t is not but and has(t)]
+    if not tables:
+        return None
+    return (" or ".join(t.title for t in tables),
+            " or ".join(f"RunConfig(platform='{t.platform}')" for t in tables))
+
+
 def backend(name: str | BackendType) -> SoC:
-    """The SoC table of a modeled chip; a chip the reference names that has no table here
-    yet (Ascend950), or a name of neither, is a ConfigError that lists the ones there are."""
+    """The SoC table of a modeled chip; a chip the reference names that has no table here,
+    or a name of neither, is a ConfigError that lists the ones there are."""
     from pypto.errors import ConfigError
 
     key = name.value if isinstance(name, BackendType) else name

@@ -24,7 +24,8 @@ from pypto.passes.context import Planner
 from pypto.backend import MemorySpace
 
 SPACE = {MemorySpace.Vec: "ub", MemorySpace.Mat: "l1", MemorySpace.Left: "l0a", MemorySpace.Right: "l0b",
-         MemorySpace.Acc: "l0c", MemorySpace.Bias: "bias"}
+         MemorySpace.Acc: "l0c", MemorySpace.Bias: "bias", MemorySpace.LeftScale: "l0a_scale",
+         MemorySpace.RightScale: "l0b_scale"}
 
 
 def listing(kernel: Kernel, program: Program, *, backend: str, planner: Planner) -> str:

@@ -416,8 +416,8 @@ class _Selector:
             core, pipe, mnemonic = self.owner(dst.space), Pipe.FIXPIPE, "TINSERT"
         elif call.op == "tile.transpose_view":
             core, pipe, mnemonic = self.owner(dst.space), Pipe.MTE1, "TRANSVIEW"
-        elif op.mnemonic == "MMAD":  # the cube's ops
-            core, pipe, mnemonic = self.owner(dst.space), Pipe.CUBE, "MMAD"
+        elif op.mnemonic in ("MMAD", "MMAD_MX"):  # the cube's ops
+            core, pipe, mnemonic = self.owner(dst.space), Pipe.CUBE, op.mnemonic
         elif call.op == "tile.create" and dst.space is not M.Vec:
             # zeros written where the cube core keeps them: by the cube into Acc, by MTE1 into L1/L0
             core, pipe, mnemonic = self.owner(dst.space), Pipe.CUBE if dst.space is M.Acc else Pipe.MTE1, "TZERO"

@@ -98,15 +98,18 @@ def _line(err: BaseException) -> str:
     return str(getattr(err, "message", err)).splitlines()[0]
 
 
-def bisect_program(program, entry: str, args, planner: str = "PYPTO", expected=None) -> Verdict:
+def bisect_program(program, entry: str, args, planner: str = "PYPTO", expected=None,
+                   platform: str = "a2a3sim") -> Verdict:
     """A program through the whole compiler on ``args``: ``expected`` (a check of the tensor
-    arguments after the run, by name, as for ``bisect_stages``), each pass, then a2a3sim."""
-    from pypto.backend import A2A3
+    arguments after the run, by name, as for ``bisect_stages``), each pass, then the
+    simulator (``platform``: a2a3sim, or a5sim)."""
+    from pypto.backend import backend
     from pypto.passes.pipeline import passes_for, run_passes
     from pypto.runtime import RunConfig
     from pypto.runtime.compiled import pass_context
 
-    ctx = pass_context(RunConfig(memory_planner=planner))
+    config = RunConfig(platform=platform, memory_planner=planner)
+    ctx = pass_context(config)
     stages, names = [("the front end", program)], [s.name for s in passes_for(ctx.planner)]
     try:
         for name, after, _, _ in run_passes(program, ctx):
@@ -114,13 +117,14 @@ def bisect_program(program, entry: str, args, planner: str = "PYPTO", expected=N
     except PyptoError as err:
         culprit = names[len(stages) - 1] if len(stages) - 1 < len(names) else "the checks"
         return Verdict(culprit, f"{culprit} fails: {type(err).__name__}: {_line(err)}")
-    verdict = bisect_stages(stages, entry, args, A2A3, expected)
+    verdict = bisect_stages(stages, entry, args, backend(config.backend), expected)
     if verdict.culprit is not None:
         return verdict
-    return _after_the_passes(program, entry, args, planner, stages[-1][1], verdict)
+    return _after_the_passes(program, entry, args, planner, stages[-1][1], verdict, platform)
 
 
-def _after_the_passes(program, entry: str, args, planner: str, lowered, verdict: Verdict) -> Verdict:
+def _after_the_passes(program, entry: str, args, planner: str, lowered, verdict: Verdict,
+                      platform: str = "a2a3sim") -> Verdict:
     from pypto.runtime import RunConfig
     from pypto.runtime.compiled import compile_program
     from pypto.sim.hazards import SimulatorHazard
@@ -128,19 +132,20 @@ def _after_the_passes(program, entry: str, args, planner: str, lowered, verdict:
     names = [p.name for p in program.function(entry).params]
     fresh = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     try:
-        compile_program(program, names, RunConfig(platform="a2a3sim", memory_planner=planner),
+        compile_program(program, names, RunConfig(platform=platform, memory_planner=planner),
                         write=False).run(*fresh)
     except SimulatorHazard as err:
-        return Verdict("codegen", f"every pass keeps the bits, and the generated code has a hazard on a2a3sim: "
+        return Verdict("codegen", f"every pass keeps the bits, and the generated code has a hazard on {platform}: "
                                   f"{_line(err)} (a sync the inserter did not place)")
     except PyptoError as err:
-        return Verdict("codegen", f"every pass keeps the bits, and a2a3sim fails: {type(err).__name__}: {_line(err)}")
+        return Verdict("codegen", f"every pass keeps the bits, and {platform} fails: {type(err).__name__}: "
+                                  f"{_line(err)}")
     got = {n: a for n, a in zip(names, fresh) if isinstance(a, torch.Tensor)}
     where = _differs(got, _interpret(lowered, entry, args))
     if where:
-        return Verdict("codegen or the simulator", f"every pass keeps the bits, and a2a3sim's {where} differs from "
-                                                   "the interpreter's")
-    return Verdict(None, verdict.what + ", and a2a3sim gives them too")
+        return Verdict("codegen or the simulator", f"every pass keeps the bits, and {platform}'s {where} differs "
+                                                   "from the interpreter's")
+    return Verdict(None, verdict.what + f", and {platform} gives them too")
 
 
 NUMBERED = re.compile(r"^(\d\d)_(frontend|after_[A-Za-z0-9_]+)\.py$")

@@ -60,6 +60,8 @@ def parser() -> argparse.ArgumentParser:
     knobs.add_argument("--dtypes", type=_names, metavar="A,B", help="the elementwise family's dtypes (FP32,INT8,...)")
     knobs.add_argument("--max-steps", type=int, metavar="N", help="ops in a chain (default 6)")
     knobs.add_argument("--max-trips", type=int, metavar="N", help="iterations of a loop (default 5)")
+    knobs.add_argument("--platform", choices=("a2a3sim", "a5sim"), default="a2a3sim",
+                       help="the simulator the properties hold ref against (default a2a3sim)")
     p.add_argument("--list", action="store_true", help="list the properties, families and dtypes, and exit")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.add_argument("--mutant", help=argparse.SUPPRESS)  # testing the campaign itself: a known bug planted
@@ -117,6 +119,7 @@ def _knobs(args, knobs, families: dict, properties: dict):
     from pypto.fuzz.campaign import CampaignError
     from pypto.ir.types import DataType
 
+    knobs = attrs.evolve(knobs, platform=args.platform)
     chosen = args.properties or tuple(properties)
     for name in chosen:
         if name not in properties:

@@ -174,7 +174,7 @@ def unneeded_syncs(kernel, args, soc: SoC) -> list[int]:
 
 def bisect_example(ex, planner: str | None = None):
     """Which step of the compiler breaks the example's program (``pypto.debug.bisect``):
-    its oracle first, then each pass, then a2a3sim."""
+    its oracle first, then each pass, then its simulator (a2a3sim or a5sim)."""
     from pypto.debug.bisect import bisect_program
 
     def oracle(tensors: dict) -> str | None:  # the inputs, then the Out tensors, by name
@@ -184,7 +184,8 @@ def bisect_example(ex, planner: str | None = None):
             return str(f).splitlines()[0]
         return None
 
-    return bisect_program(ex.case.program, ex.case.entry, ex.case.args(), planner or ex.planner, oracle)
+    return bisect_program(ex.case.program, ex.case.entry, ex.case.args(), planner or ex.planner, oracle,
+                          ex.platform)
 
 
 @contextlib.contextmanager

@@ -17,12 +17,14 @@ if TYPE_CHECKING:  # (drawing needs hypothesis; reading a reproducer does not)
 class Knobs:
     """What to draw: ``families`` (names from ``FAMILIES``; empty: all a property takes),
     ``dtypes`` (the element dtypes of the elementwise family), ``max_steps`` (ops in a
-    chain), ``max_trips`` (iterations of a loop)."""
+    chain), ``max_trips`` (iterations of a loop); ``platform``, the simulator the
+    properties hold ``ref`` against (its chip's table types and plans the programs)."""
 
     families: tuple = ()
     dtypes: tuple = FLOATS + INTS
     max_steps: int = 6
     max_trips: int = 5
+    platform: str = "a2a3sim"
 
 
 @attrs.frozen
@@ -35,6 +37,15 @@ class Example:
     planner: str = "PYPTO"
     source: str | None = None
     detail: object = None
+    platform: str = "a2a3sim"  # the simulator it is checked on (the campaign's Knobs.platform)
+
+    @property
+    def soc(self):
+        """The SoC table of the chip the platform simulates."""
+        from pypto.backend import backend
+        from pypto.runtime.config import SIM_BACKENDS
+
+        return backend(SIM_BACKENDS[self.platform])
 
     def describe(self) -> str:
         head = self.case.recipe if self.case is not None else ""

@@ -61,13 +61,14 @@ def check_tasks(ex: Example) -> None:
     source = source_of(ex.detail)
     with tempfile.TemporaryDirectory() as d:
         if kind == "atomic":
-            return _check_atomic(kernel_from(source, "adds", Path(d)), steps, source)
+            return _check_atomic(kernel_from(source, "adds", Path(d)), steps, source, ex.platform)
         kernel = kernel_from(source, "graph", Path(d))
         if kind == "opt_out":
-            return _check_opt_out(kernel, *opt_out, source)
+            return _check_opt_out(kernel, *opt_out, source, ex.platform)
         inputs = _inputs()
         want = tasks.oracle(steps, inputs)
         ref = _run(kernel, inputs, "ref")
+        chip = ex.platform
         for y in tasks.OUTPUTS:
             if not _same(ref[y], want[y]):
                 raise Failure(f"ref: {y} differs from torch in program order\n{source}")
@@ -76,30 +77,30 @@ def check_tasks(ex: Example) -> None:
             from pypto.chip.races import TaskRace
 
             try:
-                sim = _run(kernel, inputs, "a2a3sim")
+                sim = _run(kernel, inputs, chip)
             except TaskRace as race:
                 if tuple(race.tasks) not in unordered:
-                    raise Failure(f"a2a3sim reports a race between tasks {race.tasks}, which the rules order "
+                    raise Failure(f"{chip} reports a race between tasks {race.tasks}, which the rules order "
                                   f"(unordered: {sorted(unordered)}): {race.message}\n{source}") from None
                 return
             for y in tasks.OUTPUTS:
                 if not _same(sim[y], want[y]):
-                    raise Failure(f"a2a3sim: {y} differs from program order, and no race was reported\n{source}")
+                    raise Failure(f"{chip}: {y} differs from program order, and no race was reported\n{source}")
             return
-        sim = _run(kernel, inputs, "a2a3sim")
+        sim = _run(kernel, inputs, chip)
         for y in tasks.OUTPUTS:
             if not bits_equal(sim[y], ref[y]):
-                raise Failure(f"a2a3sim: {y} differs from ref in a graph the rules order\n{source}")
+                raise Failure(f"{chip}: {y} differs from ref in a graph the rules order\n{source}")
 
 
-def _check_opt_out(kernel, op: str, band: int, source: str) -> None:
+def _check_opt_out(kernel, op: str, band: int, source: str, platform: str = "a2a3sim") -> None:
     """A consumer that opts out of the edge on its producer (``no_dep_args``) races it: the
     producer waits for nothing and outlasts the orchestrator's submission of the consumer,
     so they overlap or the consumer runs first — a race the chip reports at the band."""
     from pypto.chip.races import TaskRace
 
     try:
-        _run(kernel, _inputs(), "a2a3sim")
+        _run(kernel, _inputs(), platform)
     except TaskRace as race:
         if "no dependency orders them" not in race.message or f"w[{band * tasks.R}, 0]" not in race.message:
             raise Failure(f"the race is reported, but not at w[{band * tasks.R}, 0]: {race.message}\n{source}") \
@@ -108,7 +109,7 @@ def _check_opt_out(kernel, op: str, band: int, source: str) -> None:
     raise Failure(f"an opt-out dropped the consumer's edge on its producer, and no race was reported\n{source}")
 
 
-def _check_atomic(kernel, steps, source: str) -> None:
+def _check_atomic(kernel, steps, source: str, platform: str = "a2a3sim") -> None:
     from pypto.runtime import RunConfig
 
     g = torch.Generator().manual_seed(1)
@@ -116,7 +117,8 @@ def _check_atomic(kernel, steps, source: str) -> None:
     start = {y: torch.randint(-5, 5, (tasks.BANDS * tasks.R, tasks.C), generator=g, dtype=torch.int32)
              for y in tasks.OUTPUTS}
     want = tasks.atomic_oracle(steps, x0, start)
-    for config in (RunConfig(platform="ref"), RunConfig(), RunConfig(atomic_order_seed=7)):
+    for config in (RunConfig(platform="ref"), RunConfig(platform=platform),
+                   RunConfig(platform=platform, atomic_order_seed=7)):
         outs = {y: v.clone() for y, v in start.items()}
         kernel(x0, *outs.values(), config=config)
         for y in tasks.OUTPUTS:

@@ -290,12 +290,13 @@ def check_split(example) -> None:
     from pypto.fuzz.data import bits_equal
 
     mode, *fields = example.detail
+    chip = example.platform
     if fields and fields[0] == "cast":
-        return check_cast(mode, Chain(*fields[1:]))
+        return check_cast(mode, Chain(*fields[1:]), chip)
     program = Mixed(*fields)
-    runs = _runs(program.source, "mixed", lambda: [*program.inputs(), torch.zeros(program.out_shape())], mode)
+    runs = _runs(program.source, "mixed", lambda: [*program.inputs(), torch.zeros(program.out_shape())], mode, chip)
     if not bits_equal(runs[0], runs[1]):
-        raise Failure(f"a2a3sim under SplitMode.{mode} differs from ref\n{program.source(mode)}")
+        raise Failure(f"{chip} under SplitMode.{mode} differs from ref\n{program.source(mode)}")
     if program.reduces:  # summed in other blocks, perhaps
         same = (runs[1] == runs[2]) | (runs[1].isnan() & runs[2].isnan())  # (inf - inf is no error)
         if not bool((same | ((runs[1] - runs[2]).abs() <= 1e-5 + 1e-5 * runs[2].abs())).all()):
@@ -305,7 +306,7 @@ def check_split(example) -> None:
         raise Failure(f"SplitMode.{mode} differs from one vector core's bits\n{program.source(mode)}")
 
 
-def check_cast(mode: str, chain: Chain) -> None:
+def check_cast(mode: str, chain: Chain, chip: str = "a2a3sim") -> None:
     """A matmul chain and only a cast (or nothing) under split ``mode``: ``ref``'s bits on
     ``a2a3sim``, and ``SplitMode.NONE``'s — every element stored (the outputs start as
     sentinels)."""
@@ -314,14 +315,14 @@ def check_cast(mode: str, chain: Chain) -> None:
     from pypto.ir.types import DataType
 
     runs = _runs(chain.source, "chain", lambda: [*chain.inputs(), sentinel((chain.m, chain.n),
-                                                                           DataType[chain.output()])], mode)
+                                                                           DataType[chain.output()])], mode, chip)
     if not bits_equal(runs[0], runs[1]):
-        raise Failure(f"a2a3sim under SplitMode.{mode} differs from ref\n{chain.source(mode)}")
+        raise Failure(f"{chip} under SplitMode.{mode} differs from ref\n{chain.source(mode)}")
     if not bits_equal(runs[1], runs[2]):
-        raise Failure(f"SplitMode.{mode} differs from SplitMode.NONE on a2a3sim\n{chain.source(mode)}")
+        raise Failure(f"SplitMode.{mode} differs from SplitMode.NONE on {chip}\n{chain.source(mode)}")
 
 
-def _runs(source, name: str, args, mode: str) -> list:
+def _runs(source, name: str, args, mode: str, chip: str = "a2a3sim") -> list:
     """The output of the kernel ``name`` of ``source(form)`` on fresh ``args()``: under
     ``mode`` on ref, on a2a3sim, and under NONE on a2a3sim."""
     import tempfile
@@ -332,7 +333,7 @@ def _runs(source, name: str, args, mode: str) -> list:
 
     runs = []
     with tempfile.TemporaryDirectory() as d:
-        for form, platform in ((mode, "ref"), (mode, "a2a3sim"), ("NONE", "a2a3sim")):
+        for form, platform in ((mode, "ref"), (mode, chip), ("NONE", chip)):
             given = args()
             kernel = kernel_from(source(form), name, Path(d))
             kernel(*given, config=RunConfig(platform=platform))  # (no build: a call writes none)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pypto.backend import A2A3
 from pypto.fuzz import bad, graphs, lanes, loops, strategies, windows
 from pypto.fuzz.drawing import st
 from pypto.fuzz.checks import (Failure, against_oracle, bisect_example, placement_problems, same_bits,  # noqa: F401
@@ -74,9 +73,9 @@ def compile_case(case: Case, platform: str = "a2a3sim", planner: str = "PYPTO", 
                            write=False)
 
 
-def simulate(case: Case, planner: str = "PYPTO", **config):
-    """(Out tensors, RunReport) of the case on a2a3sim, through the whole compiler."""
-    compiled = compile_case(case, "a2a3sim", planner, **config)
+def simulate(case: Case, planner: str = "PYPTO", platform: str = "a2a3sim", **config):
+    """(Out tensors, RunReport) of the case on a simulator, through the whole compiler."""
+    compiled = compile_case(case, platform, planner, **config)
     args = case.args()
     report = compiled.run(*args)
     return args[len(case.inputs):], report
@@ -91,23 +90,23 @@ def check_oracle(ex: Example) -> None:
 
 def check_simulator(ex: Example) -> None:
     want = interpret(ex.case)
-    got, report = simulate(ex.case, ex.planner)
-    same_bits(got, want, f"a2a3sim under {ex.planner} against the interpreter", ex.case.recipe)
+    got, report = simulate(ex.case, ex.planner, ex.platform)
+    same_bits(got, want, f"{ex.platform} under {ex.planner} against the interpreter", ex.case.recipe)
     if report.instructions == 0:
-        raise Failure(f"a2a3sim under {ex.planner} ran no instructions\n{ex.case.recipe}")
+        raise Failure(f"{ex.platform} under {ex.planner} ran no instructions\n{ex.case.recipe}")
 
 
-def _lowered(case: Case, planner: str):
+def _lowered(case: Case, planner: str, platform: str = "a2a3sim"):
     from pypto.passes.pipeline import lower
     from pypto.runtime import RunConfig
     from pypto.runtime.compiled import pass_context
 
-    return lower(case.program, pass_context(RunConfig(memory_planner=planner)))
+    return lower(case.program, pass_context(RunConfig(platform=platform, memory_planner=planner)))
 
 
 def check_passes(ex: Example) -> None:
     """Interpreting the program after each pass gives the front end's bits."""
-    lowering = _lowered(ex.case, ex.planner)
+    lowering = _lowered(ex.case, ex.planner, ex.platform)
     want = interpret(ex.case)
     for name, program in lowering.stages[1:]:
         same_bits(interpret(ex.case, program), want, f"{name} under {ex.planner} changes what the program computes",
@@ -120,15 +119,15 @@ def check_roundtrip(ex: Example) -> None:
     from pypto.ir.printer import print_program
     from pypto.lang import parse
 
-    for stage, program in _lowered(ex.case, ex.planner).stages:
+    for stage, program in _lowered(ex.case, ex.planner, ex.platform).stages:
         for explicit in (False, True):
-            text = print_program(program, A2A3, explicit=explicit)
-            again = parse(text, f"<{stage}>", soc=A2A3)
+            text = print_program(program, ex.soc, explicit=explicit)
+            again = parse(text, f"<{stage}>", soc=ex.soc)
             form = "explicit" if explicit else "concise"
             if again != program:
                 raise Failure(f"printing and parsing the program after {stage} ({form}) does not give it back\n"
                               f"{ex.case.recipe}")
-            if print_program(again, A2A3, explicit=explicit) != text:
+            if print_program(again, ex.soc, explicit=explicit) != text:
                 raise Failure(f"print -> parse -> print after {stage} ({form}) is not a fixed point\n{ex.case.recipe}")
 
 
@@ -141,15 +140,15 @@ def check_planners(ex: Example) -> None:
 
     declared = declared_memrefs(ex.case.program)
     for planner in ("PYPTO", "DSA_RP"):
-        for fn in _lowered(ex.case, planner).program.functions:
-            problems = placement_problems(fn, A2A3) + (declared_overlaps(fn, declared) if planner == "DSA_RP" else [])
+        for fn in _lowered(ex.case, planner, ex.platform).program.functions:
+            problems = placement_problems(fn, ex.soc) + (declared_overlaps(fn, declared) if planner == "DSA_RP" else [])
             if problems:
                 raise Failure(f"AllocateMemoryAddr under {planner}: {problems[0]}\n{ex.case.recipe}\n"
                               + "\n".join(problems[1:]))
-    want, _ = simulate(ex.case, "PYPTO")
+    want, _ = simulate(ex.case, "PYPTO", ex.platform)
     for planner in ("DSA_RP", "PTOAS"):
-        got, _ = simulate(ex.case, planner)
-        same_bits(got, want, f"a2a3sim under {planner} against a2a3sim under PYPTO", ex.case.recipe)
+        got, _ = simulate(ex.case, planner, ex.platform)
+        same_bits(got, want, f"{ex.platform} under {planner} against {ex.platform} under PYPTO", ex.case.recipe)
 
 
 def check_ptoas_colive(ex: Example) -> None:
@@ -158,23 +157,23 @@ def check_ptoas_colive(ex: Example) -> None:
     from pypto.errors import CodegenError
 
     try:
-        compile_case(ex.case, "a2a3sim", "PTOAS")
+        compile_case(ex.case, ex.platform, "PTOAS")
     except CodegenError:
         pass
     else:
         raise Failure(f"PTOAS compiled two co-live slots of one region\n{ex.case.recipe}")
-    got, _ = simulate(ex.case, "PYPTO")
-    against_oracle(ex.case, got, "a2a3sim under PYPTO")
+    got, _ = simulate(ex.case, "PYPTO", ex.platform)
+    against_oracle(ex.case, got, f"{ex.platform} under PYPTO")
 
 
 def check_syncs(ex: Example) -> None:
     """The generated code runs with no hazard, and taking out any one of its syncs makes one."""
     from pypto.sim.hazards import SimulatorHazard
 
-    compiled = compile_case(ex.case, "a2a3sim", ex.planner)
+    compiled = compile_case(ex.case, ex.platform, ex.planner)
     for kernel in compiled.kernels.values():
         try:
-            spare = unneeded_syncs(kernel, ex.case.args(), A2A3)
+            spare = unneeded_syncs(kernel, ex.case.args(), ex.soc)
         except SimulatorHazard as hazard:
             raise Failure(f"the generated code of '{kernel.name}' under {ex.planner} has a hazard: "
                           f"{hazard.message}\n{ex.case.recipe}") from None
@@ -202,7 +201,8 @@ def _table() -> dict:
     props = [
         Property("oracle", "the interpreter computes what the torch oracle computes", _cases(TILE + TENSOR, ("PYPTO",)),
                  check_oracle, TILE + TENSOR),
-        Property("simulator", "a2a3sim gives the interpreter's bits, under every planner", _cases(TILE + TENSOR),
+        Property("simulator", "the simulator (a2a3sim, or the campaign's --platform) gives the interpreter's bits, "
+                              "under every planner", _cases(TILE + TENSOR),
                  check_simulator, TILE + TENSOR),
         Property("passes", "interpreting the program after every pass gives the front end's bits",
                  _cases(TILE + TENSOR), check_passes, TILE + TENSOR),

@@ -79,6 +79,7 @@ def write(path: Path, prop: str, example, signature: str, message: str = "", bis
     head = "".join(f"# {line}".rstrip() + "\n" for line in lines) + "\n"  # comments: any text is safe there
     parts = [head,
              f"PROPERTY = {prop!r}\n", f"SIGNATURE = {signature!r}\n", f"PLANNER = {example.planner!r}\n",
+             f"PLATFORM = {example.platform!r}\n",
              f"ENTRY = {case.entry if case is not None else None!r}\n",
              f"RECIPE = {case.recipe if case is not None else ''!r}\n",
              f"CHECK = {case.check if case is not None else None!r}\n",
@@ -137,7 +138,11 @@ def read(path: Path) -> tuple:
         except (KeyError, ValueError, TypeError, RuntimeError) as exc:
             raise NotAReproducer(f"{path}: its tensors do not read back ({exc})") from None
     source = values["SOURCE"].removeprefix("\n") if values["SOURCE"] is not None else None
-    example = Example(case=case, planner=values["PLANNER"], source=source, detail=values["DETAIL"])
+    platform = values.get("PLATFORM", "a2a3sim")  # (written by campaigns since the second chip)
+    if platform not in ("a2a3sim", "a5sim"):
+        raise NotAReproducer(f"{path}:{lines.get('PLATFORM', 1)}: PLATFORM is not what a reproducer holds there")
+    example = Example(case=case, planner=values["PLANNER"], source=source, detail=values["DETAIL"],
+                      platform=platform)
     problem = _incoherent(values["PROPERTY"], example)
     if problem:
         raise NotAReproducer(f"{path}: {problem}")

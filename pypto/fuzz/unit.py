@@ -172,6 +172,7 @@ def run_unit(unit: Unit, knobs: Knobs, db_spec: str | None, replay_only: bool) -
     def test(example):
         nonlocal runs
         runs += 1
+        example = attrs.evolve(example, platform=knobs.platform)
         try:
             prop.check(example)
         except Exception as exc:

@@ -37,6 +37,12 @@ class DataType(enum.Enum):
     FP16 = ("fp16", 16, "f")
     BF16 = ("bf16", 16, "f")
     FP32 = ("fp32", 32, "f")
+    # the MX (microscaling) formats of Ascend950's cube, kind "m": elements of OCP MX blocks
+    # (FP8 E4M3 with no inf, FP8 E5M2) and their shared E8M0 scales; loaded, moved and
+    # multiplied (pl.matmul_mx), never computed on by the vector unit
+    FP8E4M3FN = ("fp8e4m3fn", 8, "m")
+    FP8E5M2 = ("fp8e5m2", 8, "m")
+    FP8E8M0 = ("fp8e8m0", 8, "m")
     INDEX = ("index", 64, "i")
     TASK_ID = ("task_id", 64, "t")  # a submitted task's id (orchestration scalars only)
 
@@ -107,11 +113,16 @@ class ArgDirection(enum.Enum):
 
 class TensorLayout(enum.Enum):
     """How a GM tensor's elements lie: ND (row-major, the only one here), DN (column-major),
-    NZ (fractal blocks)."""
+    NZ (fractal blocks); MX_A_ZZ / MX_B_NN tag MX scale tensors."""
 
     ND = "ND"
     DN = "DN"
     NZ = "NZ"
+    # the GM packings of MX scales (Ascend950): A's [M, K/32] in 16-row bands of column
+    # pairs, B's [K/32, N] in 16-column bands of row pairs (the hardware's LeftScale /
+    # RightScale arrangement; pypto.sim.mx_math.unpack_a / unpack_b)
+    MX_A_ZZ = "MX_A_ZZ"
+    MX_B_NN = "MX_B_NN"
 
 
 class SplitMode(enum.Enum):

@@ -221,10 +221,10 @@ class Annotations(TensorViews):
                                       "runs), or size the tensor with compile-time constants")
             bound = self._bind_dynamic(node, dims, self._dtype(items[1]), given, param)
             if len(items) == 3:  # (checked in the extents the call gave)
-                self._tensor_view(items[2], items[0])
+                self._tensor_view(items[2], items[0], self._dtype(items[1]))
             return bound
         if len(items) == 3:
-            self._tensor_view(items[2], items[0])
+            self._tensor_view(items[2], items[0], self._dtype(items[1]))
         runtime = self._runtime_dims(dims) if given is None else None
         if runtime is not None:  # an orchestration's local, sized as it runs (a dump's annotation)
             return TensorType(runtime, self._dtype(items[1]))

@@ -223,6 +223,8 @@ def interpret(path: Path):
         return Value(DTYPES[head])
     if head == "AUTO" and not rest:  # a reserve_buffer base the planner picks
         return Value(AUTO)
+    if head in ("MX_A_ZZ", "MX_B_NN") and not rest:  # the MX scale layouts, spelled bare as the reference does
+        return Value(TensorLayout[head])
     if head in ENUMS:
         enum_cls = ENUMS[head]
         if not rest:

@@ -372,7 +372,27 @@ def _program(cls, caller) -> n.Program:
     if builder.entry is not None and builder.generic(source, builder.defs[builder.entry]):
         return GenericProgram(source, node)
     with collector_paused():
-        return builder.build()
+        try:
+            return builder.build()
+        except PyptoError as err:
+            return _for_another_chip(source, node, err)
+
+
+def _for_another_chip(source, node, err):
+    """A program the default chip refuses may be written for another (an A5 kernel with MX
+    matmuls): read for the first chip that takes it, else ``err``, the default chip's
+    verdict. Compiling it for a chip that refuses it is refused by the pipeline, which reads
+    it again for the chip in force."""
+    from pypto.backend import BACKENDS
+
+    for table in BACKENDS.values():
+        if table is DEFAULT:
+            continue
+        try:
+            return ProgramBuilder(source, node, table).build()
+        except PyptoError:
+            continue
+    raise err
 
 
 class GenericProgram:

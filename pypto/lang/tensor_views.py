@@ -7,12 +7,27 @@ from __future__ import annotations
 import ast
 
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
-from pypto.ir.types import PadValue, TensorLayout
+from pypto.ir.types import DataType, PadValue, TensorLayout
 from pypto.lang import names as N
 
 
 class TensorViews:
-    def _tensor_view(self, node, shape) -> None:
+    def _mx_layout(self, node, layout, shape, dtype) -> None:
+        """``pl.MX_A_ZZ`` / ``pl.MX_B_NN``: an MX scale tensor, E8M0 (or its bytes, UINT8) in
+        the packing the hardware's scale buffers read (its tiles keep that packing; the MX
+        matmul reads them so), whole bands of 16 by pairs of K groups."""
+        if dtype not in (DataType.FP8E8M0, DataType.UINT8):
+            raise self.error(TypeCheckError, node, f"pl.{layout.name} tags an MX scale tensor, of pl.FP8E8M0 (or "
+                             f"pl.UINT8) scales, not pl.{dtype.name}", hint=f"pl.Tensor[[m, k // 32], pl.FP8E8M0, "
+                                                                             f"pl.{layout.name}]")
+        extents = list(self.static_dims(shape, "a tensor shape"))
+        groups, band = (extents + [0, 0])[1::-1] if layout is TensorLayout.MX_A_ZZ else (extents + [0, 0])[:2]
+        if len(extents) != 2 or groups % 2 or band % 16:
+            raise self.error(TypeCheckError, node, f"an MX scale tensor in pl.{layout.name} is 2D with an even number "
+                             f"of K groups and a multiple of 16 {'rows' if layout is TensorLayout.MX_A_ZZ else 'columns'}"
+                             f", not {extents}", hint="K a multiple of 64 and M (N) of 16")
+
+    def _tensor_view(self, node, shape, dtype=None) -> None:
         """``pl.TensorView(stride=, layout=, valid_shape=, pad=)``, checked against the shape.
         A GM tensor here is the torch tensor a call passes: its strides are the tensor's own
         (a strided window is passed as a torch view), so a view declares the row-major ones;
@@ -20,6 +35,8 @@ class TensorViews:
         says its own (``valid_shape=``), so they change nothing else here."""
         head = node.func if isinstance(node, ast.Call) else node
         _, meaning = self.entity(head)
+        if isinstance(meaning, N.Value) and meaning.value in (TensorLayout.MX_A_ZZ, TensorLayout.MX_B_NN):
+            return self._mx_layout(node, meaning.value, shape, dtype)
         if not (isinstance(node, ast.Call) and isinstance(meaning, N.TypeCtor) and meaning.name == "TensorView"):
             raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' does not belong in pl.Tensor[...]: its third "
                              "entry is a pl.TensorView(...)", hint="pl.Tensor[[16, 64], pl.FP32, "

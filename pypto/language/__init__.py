@@ -50,6 +50,11 @@ UINT32 = _DataType.UINT32
 FP16 = _DataType.FP16
 BF16 = _DataType.BF16
 FP32 = _DataType.FP32
+FP8E4M3FN = _DataType.FP8E4M3FN
+FP8E5M2 = _DataType.FP8E5M2
+FP8E8M0 = _DataType.FP8E8M0
+MX_A_ZZ = TensorLayout.MX_A_ZZ
+MX_B_NN = TensorLayout.MX_B_NN
 INDEX = _DataType.INDEX
 TASK_ID = _DataType.TASK_ID
 
@@ -120,7 +125,7 @@ def __dir__() -> list:
     return sorted(set(globals()) | set(_UNIFIED))
 
 __all__ = [
-    "BF16", "BOOL", "FP16", "FP32", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",
+    "BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "MX_A_ZZ", "MX_B_NN", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",
     "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
     "parallel", "parse", "parse_program", "dim",

@@ -262,7 +262,7 @@ def _cost(stmts, soc: SoC) -> tuple:
                 t = s.type
                 rows = math.prod(t.shape[:-1])
                 row_bytes = t.shape[-1] * t.dtype.nbytes
-                line = soc.l2_cache_line
+                line = soc.gm_access_granularity
                 moved += times * rows * (row_bytes if row_bytes >= line else max(row_bytes, costs.short_row_bytes))
 
     walk(stmts, 1)

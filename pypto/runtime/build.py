@@ -37,15 +37,17 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
     ``runtime``) are accepted and change nothing here; ``profiling`` writes each pass's time
     to report/pipeline_profile.{txt,json}, ``diagnostic_phase=NONE`` drops the diagnostics;
     ``distributed_config`` is refused (no distributed runtime here). ``backend_type`` picks
-    the SoC table (one here: a chip with no table, such as Ascend950, is refused)."""
+    the SoC table (the platform's own when it is a simulator: a5sim compiles for Ascend950)."""
     if not isinstance(program, (n.Program, GenericProgram)):
         raise ConfigError(f"ir.compile takes a Program, got {type(program).__name__}",
                           hint="compile kernel.lower(*samples), or call kernel.compile(*samples)")
     if distributed_config is not None:
         raise ConfigError("distributed_config: this runtime has no distributed (L3+) workers",
                           hint="compile for one chip (leave distributed_config unset)")
-    fields = {"platform": platform or "a2a3sim", "dump_passes": dump_passes, "output_dir": output_dir,
+    fields = {"dump_passes": dump_passes, "output_dir": output_dir,
               "compile_profiling": profiling}
+    if platform is not None:  # else the backend's simulator (a2a3sim when neither is named)
+        fields["platform"] = platform
     for name, value in (("verification_level", verification_level), ("memory_planner", memory_planner),
                         ("disabled_diagnostics", disabled_diagnostics), ("diagnostic_phase", diagnostic_phase),
                         ("backend_type", backend_type)):

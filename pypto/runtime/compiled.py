@@ -195,7 +195,7 @@ class CompiledProgram:
             return write(elsewhere)
 
     def _write_l0_trace(self, kernel, launch) -> None:
-        trace = chrome_trace(launch)
+        trace = chrome_trace(launch, backend(self.config.backend))
         blocks = [encode_block(SOURCE, path.read_bytes(), path=str(path))
                   for path in sorted({Path(e.span.file) for e in launch.events if e.span is not None})
                   if path.is_file()]

@@ -18,19 +18,22 @@ from pypto.ir.pass_manager import DiagnosticPhase, OptimizationStrategy
 
 # platform -> what runs the program
 PLATFORMS = {
-    "a2a3sim": "the cycle-level simulator of an a2a3 AI-core cluster (codegen, then simulation)",
+    "a2a3sim": "the cycle-level simulator of an a2a3 (Ascend910B) chip (codegen, then simulation)",
+    "a5sim": "the cycle-level simulator of an a5 (Ascend950) chip (codegen, then simulation)",
     "ref": "the reference interpreter (executes the IR with torch)",
 }
 
+# a simulated platform's chip, as the reference ties them: the platform chooses the backend
+SIM_BACKENDS = {"a2a3sim": "a2a3", "a5sim": "a5"}
 
-# the reference's platforms this package does not run: real NPUs (and an a5 it has no model of)
-DEVICES = frozenset({"a2a3", "a5", "a5sim"})
+# the reference's platforms this package does not run: real NPUs
+DEVICES = frozenset({"a2a3", "a5"})
 
 
 def _platform(value) -> str:
     if isinstance(value, str) and value in DEVICES:
         raise ConfigError(f"platform {value!r} runs on an Ascend NPU, and this package simulates one: use "
-                          "platform='a2a3sim' (or 'ref')", hint="RunConfig(platform='a2a3sim')")
+                          f"platform='{value}sim' (or 'ref')", hint=f"RunConfig(platform='{value}sim')")
     if not isinstance(value, str) or value not in PLATFORMS:
         raise ConfigError(f"Invalid platform {value!r}",
                           hint=f"Expected one of: {', '.join(repr(p) for p in PLATFORMS)}")
@@ -228,8 +231,9 @@ class RunConfig:
 
     platform: str = "a2a3sim"
     device_id: int = 0
-    # the reference's compile options with one choice here: the pass pipeline, and the
-    # a2a3 tables (``backend`` names them too; a backend_type given wins)
+    # the reference's compile options with one choice here (the pass pipeline), and the chip:
+    # a simulated platform's own (a5sim: Ascend950), else the one named (``backend`` names it
+    # too; a backend_type given wins), else a2a3
     strategy: OptimizationStrategy = OptimizationStrategy.Default
     backend_type: BackendType | None = None  # which device a ChipWorker stands for (one simulated device each)
     dump_passes: PassDumpLevel = PassDumpLevel.NONE
@@ -332,9 +336,22 @@ class RunConfig:
 
 
 def _fill(config: RunConfig, fields: dict) -> None:
-    """Set every field of a new ``config``: the converted ``fields``, the defaults elsewhere."""
+    """Set every field of a new ``config``: the converted ``fields``, the defaults elsewhere.
+    A simulated platform chooses its chip, as the reference's ``RunConfig`` has it (a5sim:
+    Ascend950, whatever backend_type says: the platform is what runs) unless the table named
+    is one that platform simulates; a chip named with no platform runs on its simulator;
+    ``ref`` interprets for the chip named (a2a3 unless one is)."""
     if fields.get("backend_type") is not None and "backend" not in fields:
         fields["backend"] = fields["backend_type"].value
+    named = fields.get("backend")
+    if "platform" not in fields and named is not None:
+        fields["platform"] = BACKENDS[named].platform
+    chip = SIM_BACKENDS.get(fields.get("platform", _DEFAULT_PLATFORM))
+    if chip is not None and (named is None or BACKENDS[named].platform != fields.get("platform", _DEFAULT_PLATFORM)):
+        fields["backend"] = chip
+        fields["backend_type"] = BackendType(chip)
+    # the chip's reference name, as the config holds it (None for a table the reference lacks)
+    fields["backend_type"] = BackendType._value2member_map_.get(fields.get("backend", "a2a3"))
     for f in dataclasses.fields(RunConfig):
         object.__setattr__(config, f.name, fields[f.name] if f.name in fields else f.default)
     if config.debug and config.platform != "ref":
@@ -343,6 +360,8 @@ def _fill(config: RunConfig, fields: dict) -> None:
         err.field = "debug"
         raise err
 
+
+_DEFAULT_PLATFORM = next(f.default for f in dataclasses.fields(RunConfig) if f.name == "platform")
 
 _CONVERTERS = {
     "platform": _platform, "device_id": _device_id, "strategy": _strategy, "backend_type": _backend_type, "dump_passes": _dump_level, "memory_planner": Planner.coerce,

@@ -469,7 +469,7 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         # Full-width rows of a row-major tensor are one stretch; those of a view (x[:, 0:64]) are not.
         contiguous = len(extents) == 1 or extents[-1] == t.shape[-1] and t.is_contiguous()
         bpc = c.fixpipe_bytes_per_cycle if ins.pipe is Pipe.FIXPIPE else c.gm_bytes_per_cycle
-        if contiguous or row_bytes >= soc.l2_cache_line:
+        if contiguous or row_bytes >= soc.gm_access_granularity:
             moved = rows * row_bytes
         else:
             moved = rows * max(row_bytes, c.short_row_bytes)

@@ -1,12 +1,13 @@
 """Instructions of the PTO ISA the simulated chip does not have (``SoC.lacks``: ``pto.trandom``
 exists on Ascend950, not on a2a3): a kernel holding one is refused where its source writes
-the op, before any of it runs — the ``ref`` platform, which interprets the IR, computes it."""
+the op, before any of it runs, naming the chips that have it — and the ``ref`` platform,
+which interprets the IR, computes it."""
 
 from __future__ import annotations
 
 import weakref
 
-from pypto.backend import SoC
+from pypto.backend import SoC, having
 from pypto.codegen.isa import Instr, Kernel, walk
 from pypto.errors import CodegenError
 
@@ -32,12 +33,13 @@ def refuse(kernel: Kernel, soc: SoC) -> None:
                          "cluster runs every rank's interpreter and times its notifies, waits and transfers")
             if isinstance(node, Instr) and node.mnemonic in soc.lacks:
                 op = node.op.split(".", 1)
+                others = having(lambda t, m=node.mnemonic: m not in t.lacks, soc)
                 raise CodegenError(
                     f"pl.{op[0]}.{op[1]} lowers to pto.{node.mnemonic.lower()}, which exists on "
-                    f"{soc.lacks[node.mnemonic]} only, and the simulated backend is {soc.name} ({soc.product}): "
+                    f"{others[0] if others else 'no modeled chip'} only, and the simulated backend is {soc.title}: "
                     f"'{kernel.name}' cannot run on platform='{soc.name}sim'", span=node.span,
-                    hint="run it with RunConfig(platform='ref'), whose interpreter computes it (the A5 backend is "
-                         "not simulated here)")
+                    hint=(f"run it on the chip that has it, {others[1]}, or " if others else "run it ")
+                         + "with RunConfig(platform='ref'), whose interpreter computes it")
     ident = id(kernel)
     seen = entry[1] if entry is not None and entry[0]() is kernel else frozenset()
     _CHECKED[ident] = (weakref.ref(kernel, lambda _: _CHECKED.pop(ident, None)), seen | {soc.name})

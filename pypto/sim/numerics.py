@@ -69,6 +69,9 @@ TORCH = {
     DataType.BF16: torch.bfloat16,
     DataType.FP32: torch.float32,
     DataType.INDEX: torch.int64,
+    DataType.FP8E4M3FN: torch.float8_e4m3fn,
+    DataType.FP8E5M2: torch.float8_e5m2,
+    DataType.FP8E8M0: torch.float8_e8m0fnu,
 }
 FROM_TORCH = {v: k for k, v in TORCH.items() if k is not DataType.INDEX}
 
@@ -346,6 +349,22 @@ def matmul(a: torch.Tensor, b: torch.Tensor, acc: torch.Tensor | None = None) ->
     from pypto.sim import cube_math  # (loaded with the first matmul: the dtype table above is read at import)
 
     return cube_math.mmad(a, b, acc)
+
+
+@arith
+def matmul_mx(a: torch.Tensor, a_scale: torch.Tensor, b: torch.Tensor, b_scale: torch.Tensor,
+              acc: torch.Tensor | None = None) -> torch.Tensor:
+    """acc + (sa * a) @ (sb * b) as the MX cube computes it (``mx_math.mmad_mx``): ``a`` and
+    ``b`` FP8 tensors, their scales E8M0 tensors in the scale buffers' packings (MX_A_ZZ,
+    MX_B_NN), ``acc`` an FP32 accumulator or bias row."""
+    from pypto.sim import mx_math
+
+    def codes(x):
+        return x.contiguous().view(torch.uint8)
+
+    fmt = {torch.float8_e4m3fn: mx_math.E4M3, torch.float8_e5m2: mx_math.E5M2}
+    return mx_math.mmad_mx(codes(a), mx_math.unpack_a(codes(a_scale)), fmt[a.dtype], codes(b),
+                           mx_math.unpack_b(codes(b_scale)), fmt[b.dtype], acc)
 
 
 @arith

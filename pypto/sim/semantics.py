@@ -316,6 +316,12 @@ IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs, init_cond=None: num.matmul(
 # the bias row is where the accumulator starts
 IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: num.matmul(lhs.data, rhs.data, bias.data.expand(
     lhs.data.shape[0], -1))
+IMPLS["tile.matmul_mx"] = lambda lhs, lhs_scale, rhs, rhs_scale: num.matmul_mx(
+    lhs.data, lhs_scale.data, rhs.data, rhs_scale.data)
+IMPLS["tile.matmul_mx_acc"] = lambda acc, lhs, lhs_scale, rhs, rhs_scale: num.matmul_mx(
+    lhs.data, lhs_scale.data, rhs.data, rhs_scale.data, acc.data)
+IMPLS["tile.matmul_mx_bias"] = lambda lhs, lhs_scale, rhs, rhs_scale, bias: num.matmul_mx(
+    lhs.data, lhs_scale.data, rhs.data, rhs_scale.data, bias.data)
 IMPLS["tile.batch_matmul"] = lambda lhs, rhs: num.batch_matmul(lhs.data, rhs.data)
 IMPLS["tile.batch_matmul_acc"] = lambda acc, lhs, rhs: num.batch_matmul(lhs.data, rhs.data, acc.data)
 IMPLS["tile.gemv"] = lambda lhs, rhs, acc_phase="unspecified": num.matmul(lhs.data, rhs.data)

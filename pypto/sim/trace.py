@@ -23,7 +23,7 @@ METRIC_TYPES = {
 }
 
 
-def chrome_trace(report) -> dict:
+def chrome_trace(report, soc=DEFAULT) -> dict:
     """The uncleaned trace.json of one launch."""
     cores = sorted({e.core for e in report.events})
     pid = {core: k for k, core in enumerate(cores)}
@@ -54,7 +54,7 @@ def chrome_trace(report) -> dict:
                        "args": {"detail": "PIPE:ALL,"}})
     # times in core cycles, as the Ascend simulator writes them; the clock they count, for the cleaner
     return {"traceEvents": events, "displayTimeUnit": "ns", "profilingType": "op", "schemaVersion": 1,
-            "otherData": {"clock_hz": DEFAULT.chip.core_hz, "time_unit": "cycles"}}
+            "otherData": {"clock_hz": soc.chip.core_hz, "time_unit": "cycles"}}
 
 
 def instruction_metrics(report) -> dict:

@@ -32,8 +32,8 @@ from pypto.backend import BACKENDS, MemorySpace
 from pypto.tools.memory_map_page import PAGE
 from pypto.tools import description
 
-SPACE_ORDER = [MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
-               MemorySpace.Bias]
+SPACE_ORDER = [MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.LeftScale, MemorySpace.Right,
+               MemorySpace.RightScale, MemorySpace.Acc, MemorySpace.Bias]
 NOTE = re.compile(r"^# ([\w ]+): (.*)$")
 
 

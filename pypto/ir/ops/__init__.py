@@ -7,6 +7,7 @@ from pypto.ir.ops import spmd as _spmd  # noqa: F401  (registers the block regis
 from pypto.ir.ops import tensor as _tensor  # noqa: F401  (registers tensor.*)
 from pypto.ir.ops import tile as _tile  # noqa: F401  (registers tile.*)
 from pypto.ir.ops import cube as _cube  # noqa: F401  (registers the cube's tile ops)
+from pypto.ir.ops import mx as _mx  # noqa: F401  (registers the MX cube ops)
 from pypto.ir.ops import compound as _compound  # noqa: F401  (registers prelu, addc, sels, ...)
 from pypto.ir.ops import tile_windows as _tile_windows  # noqa: F401  (registers tile.slice, tile.assemble, ...)
 from pypto.ir.ops import gathers as _gathers  # noqa: F401  (registers tile.gather)

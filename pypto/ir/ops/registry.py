@@ -18,7 +18,7 @@ from pyrsistent import pmap
 from pypto.errors import MemorySpaceError, TypeCheckError
 from pypto.ir.nodes import Const, Var
 from pypto.ir.types import ScalarType, TensorType, TileType, type_name
-from pypto.backend import MemorySpace, SoC
+from pypto.backend import MemorySpace, SoC, having
 
 
 class Kind(enum.Enum):
@@ -466,6 +466,16 @@ def infer_type(op: OpDef, args: OpArgs, soc: SoC):
         if p.kind is Kind.SCALAR and isinstance(t, (TileType, TensorType)):
             raise fail(op.name, f"'{p.name}' to be a scalar", _describe(v, t))
     check_operand_spaces(op, args)
+    for p in op.params:
+        space = args.values.get(p.name) if p.kind is Kind.SPACE else None
+        if isinstance(space, MemorySpace) and space is not MemorySpace.DDR and space not in soc.spaces:
+            others = having(lambda t: space in t.spaces, soc)
+            raise MemorySpaceError(
+                f"{op.name}: {soc.title} has no {space.name} memory"
+                + (f" ({others[0]} has it)" if others else ""),
+                hint=f"run on {others[1]}, or interpret it for that chip: RunConfig(platform='ref', backend_type="
+                     f"BackendType.{others[0].split(' ')[0]})" if others else f"use one of {soc.title}'s spaces: "
+                     + ", ".join(s.name for s in soc.spaces))
     return op.infer(args, soc)
 
 

@@ -28,11 +28,13 @@ from pypto.ir.ops.tile import (
     NUMERIC,
     PRECISE_DOC,
     SHAPE_HINT,
+    check_mx_cast,
     check_precise,
     check_region,
 )
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
+from pypto.ir.ops.transfers import check_atomic_add
 from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, TensorLayout, TensorType
 from pypto.backend import SoC
 
@@ -166,6 +168,7 @@ for _kind, _axis in (("row", 1), ("col", 0)):
 def _cast(a: OpArgs, soc: SoC) -> TensorType:
     if a["mode"] not in CAST_MODES:
         raise fail("tensor.cast", f"mode one of {', '.join(CAST_MODES)}", repr(a["mode"]))
+    check_mx_cast("tensor.cast", a.type("x").dtype, a["target_type"])
     return TensorType(a.type("x").shape, a["target_type"])
 
 
@@ -321,6 +324,8 @@ def _assemble(a: OpArgs, soc: SoC) -> TensorType:
         raise TypeCheckError("tensor.assemble with atomic=AtomicType.Add requires an fp32/bf16/fp16/int32/int16/int8 "
                              f"target (hardware atomic-add dtypes), but got {target.dtype.name}",
                              hint="accumulate into an FP32 tensor and cast the sum afterwards")
+    if a["atomic"] is AtomicType.Add:
+        check_atomic_add("tensor.assemble", target.dtype, soc)
     return target
 
 

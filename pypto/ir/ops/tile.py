@@ -431,7 +431,18 @@ def _infer_cast(a: OpArgs, soc: SoC) -> TileType:
                        f"with mode={a['mode']!r}", "cast with mode=\"rint\" to BF16/FP16 (the result is a Mat tile "
                        "another matmul reads), or store the result and cast it on the vector cores")
         return TileType(shape=t.shape, dtype=target, space=M.Mat, valid_shape=t.valid_shape)
+    check_mx_cast("tile.cast", t.dtype, target)
     return _vec_result(t, dtype=target)
+
+
+def check_mx_cast(op: str, source: DataType, target: DataType) -> None:
+    """A conversion to or from an MX format (FP8, E8M0) is not modeled: MX data arrive
+    quantized from the host, as the reference's MX matmuls take them."""
+    for d in (source, target):
+        if d.value[2] == "m":
+            raise fail(op, "a conversion between the vector unit's dtypes", f"{source.name} to {target.name}",
+                       f"{d.name} values are loaded, moved and multiplied (pl.matmul_mx), not converted here: "
+                       "quantize on the host and pass the FP8 / E8M0 tensors")
 
 
 # A cast of a matmul's FP32 result to BF16/FP16 with mode="rint" is the fixpipe's narrowing on

@@ -11,7 +11,7 @@ from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, re
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, TensorType, TileType
 from pypto.backend import MemorySpace as M
-from pypto.backend import SoC
+from pypto.backend import SoC, having
 
 SHAPE_HINT = "give every extent as a positive compile-time constant"
 
@@ -98,9 +98,12 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
     out: TensorType = a.type("output_tensor")
     if tile.space is not None and not soc.can_move(tile.space, M.DDR):
         legal = " or ".join(s.name for s, d in sorted(soc.legal_moves, key=str) if d is M.DDR)
+        others = having(lambda t: t.can_move(tile.space, M.DDR), soc)
         raise MemorySpaceError(
-            f"tile.store cannot write {with_article(tile.space.name)} tile to GM: only {legal} tiles store",
-            hint="pl.move the tile to a space that stores, or store from the vector core's Vec tile",
+            f"tile.store cannot write {with_article(tile.space.name)} tile to GM on {soc.title}: only {legal} "
+            "tiles store" + (f" there ({others[0]} stores {tile.space.name} tiles)" if others else ""),
+            hint="pl.move the tile to a space that stores, or store from the vector core's Vec tile"
+                 + (f"; or run on {others[1]}" if others else ""),
         )
     # The fixpipe converts the accumulator's FP32 on its way out of Acc; elsewhere dtypes match.
     converts = tile.space is M.Acc and tile.dtype is DataType.FP32 and out.dtype in FLOATS
@@ -117,7 +120,21 @@ def _infer_store(a: OpArgs, soc: SoC) -> TensorType:
         raise TypeCheckError(f"The operator tile.store with atomic=AtomicType.Add requires an "
                              f"fp32/bf16/fp16/int32/int16/int8 tile (hardware atomic-add dtypes), but got {tile.dtype.name}",
                              hint="accumulate in FP32 (pl.cast the tile first) and cast the sum afterwards")
+    if a["atomic"] is AtomicType.Add:
+        check_atomic_add("tile.store", tile.dtype, soc)
     return out
+
+
+def check_atomic_add(op: str, dtype: DataType, soc: SoC) -> None:
+    """An atomic add of a dtype the ISA names but this chip's store pipe does not add (A5:
+    bf16) is refused, naming the chips that do."""
+    if dtype.short not in soc.lacks_atomic_add:
+        return
+    others = having(lambda t: dtype.short not in t.lacks_atomic_add, soc)
+    raise TypeCheckError(f"{op} with atomic=AtomicType.Add cannot add {dtype.name} on {soc.title}: its store pipe "
+                         f"adds no {dtype.name} atomically" + (f" ({others[0]}'s does)" if others else ""),
+                         hint="accumulate into an FP32 tensor and cast the sum afterwards"
+                              + (f", or run on {others[1]}" if others else ""))
 
 
 register(
@@ -137,10 +154,12 @@ def _infer_move(a: OpArgs, soc: SoC) -> TileType:
     # through GM (pypto.passes.crossings); anywhere else codegen refuses it with the reason
     if tile.space is not None and not soc.can_move(tile.space, target) and not soc.crosses(tile.space, target):
         legal = ", ".join(s.name for s in soc.targets_from(tile.space)) or "nowhere"
+        others = having(lambda t: t.can_move(tile.space, target), soc)
         raise MemorySpaceError(
-            f"tile.move cannot move {with_article(tile.space.name)} tile to {target.name} on {soc.name}: "
-            f"from {tile.space.name} a tile moves to {legal}",
-            hint="go through GM (store, then load), or through Mat for the cube's L0 buffers",
+            f"tile.move cannot move {with_article(tile.space.name)} tile to {target.name} on {soc.title}: "
+            f"from {tile.space.name} a tile moves to {legal}" + (f" ({others[0]} moves it)" if others else ""),
+            hint="go through GM (store, then load), or through Mat for the cube's L0 buffers"
+                 + (f"; or run on {others[1]}" if others else ""),
         )
     return TileType(shape=tile.shape, dtype=tile.dtype, space=target, valid_shape=tile.valid_shape)
 
