@@ -163,6 +163,9 @@ def test_an_expression_axis_without_a_solution_or_with_two_free_axes_is_refused(
                                                   r"positive 'M'") as info:
         doubled(torch.zeros(33, 16), torch.zeros(33, 16), config=RunConfig(platform="ref"))
     assert "M >= 1" in info.value.hint
+    with pytest.raises(SpecializationError, match=r"argument 'out' is Tensor\[16x16 fp32\] but the kernel declares "
+                                                  r"Tensor\[32x16 fp32\]"):  # M bound by x: out's M * 2 is 32
+        doubled(torch.zeros(32, 16), torch.zeros(16, 16), config=RunConfig(platform="ref"))
     with pytest.raises(SpecializationError, match="which is 2 \\* M \\+ 16 for no positive 'M'"):
         shifted(torch.zeros(16, 16), torch.zeros(1, 8), torch.zeros(16, 16), config=RunConfig(platform="ref"))
     with pytest.raises(TypeCheckError, match=r"axis 0 of 'x' is M \* K, whose extent binds two pl.dynamic axes "

@@ -198,14 +198,19 @@ class Annotations(TensorViews):
             self.dynamic_extents.setdefault(id(dyn), (dyn, extent, param))
         for axis, d, extent in composite:
             self._solve_axis(d, axis, extent, param)
+        if composite:  # an expression of bound axes is the extent it evaluates to
+            declared = TensorType(tuple(self.static_of(d, int, "a tensor extent") for d in dims), dtype)
+            if declared.shape != given.shape:
+                raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the "
+                                 f"kernel declares {type_name(declared)}")
         return given
 
     def _solve_axis(self, d, axis: int, extent: int, param) -> None:
         """An axis written as an expression of ``pl.dynamic`` axes (``M * 2``): the one axis
         no other gives is the value that makes the expression the call's extent. The
         expression is read as affine in it (its slope and intercept from two values), and the
-        value checked by evaluating it; an axis bound already is the first parameter's, as a
-        bare one is (no agreement between parameters is checked)."""
+        value checked by evaluating it. An expression of axes bound already is checked
+        against the extent by the caller."""
         free = [v for v in self._mentioned(d) if id(v) not in self.dynamic_extents]
         text = ast.unparse(d)
         if not free:
