@@ -26,7 +26,7 @@ from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime.arguments import as_declared
 from pypto.runtime.callsite import call_span, located
-from pypto.chip import groups
+from pypto.chip import barriers, groups
 from pypto.runtime import build_dirs, publish
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
@@ -234,6 +234,7 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     compiled.kernels = generate(lowering.program, pass_context(config))
     soc = backend(config.backend)
     groups.check(lowering.program, compiled.kernels, soc)  # each pl.cluster() fits a cluster
+    barriers.check(lowering.program, compiled.kernels, soc)  # each syncall's launch lets it release
     if config.platform != "ref":  # before any task runs: an instruction this chip does not have
         for kernel in compiled.kernels.values():
             lacking.refuse(kernel, soc)
