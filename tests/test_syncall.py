@@ -60,6 +60,7 @@ def _soft(blocks: int, used: int, heavy_first: bool, barrier: bool = True):
     after it (or the other way round, ``heavy_first`` False), the others less unevenly —
     more work than the pipe queues hold, so the scalar unit reaches the barrier late."""
     rows = blocks * ROWS
+    sync = f'pl.system.syncall(mode="soft", core_type="aiv_only", gm_workspace=ws, used_cores={used})'
     src = f'''
 import pypto.language as pl
 
@@ -74,7 +75,7 @@ class Soft:
         first = {"4 + 36 // (4 * i + 1)" if heavy_first else "40 - 36 // (4 * i + 1)"}
         for _ in pl.range(first):
             t = pl.exp(pl.mul(pl.exp(pl.mul(t, 0.5)), 0.25))
-        {"" if barrier else "# "}pl.system.syncall(mode="soft", core_type="aiv_only", gm_workspace=ws, used_cores={used})
+        {sync if barrier else ""}
         for _ in pl.range(44 - first):
             t = pl.exp(pl.mul(pl.exp(pl.mul(t, 0.5)), 0.25))
         return pl.store(t, [i * {ROWS}, 0], out)
@@ -112,7 +113,8 @@ def test_the_blocks_go_on_from_the_last_arrival():
     a, ws = torch.randn(2 * ROWS, 64), torch.zeros(16, dtype=torch.int32)
     cycles = {}
     for barrier in (True, False):
-        compiled = run(_soft(2, 2, True, barrier), a, ws, torch.zeros(2 * ROWS, 64), config=RunConfig(platform="a2a3sim"))
+        compiled = run(_soft(2, 2, True, barrier), a, ws, torch.zeros(2 * ROWS, 64),
+                       config=RunConfig(platform="a2a3sim"))
         cycles[barrier] = compiled.run(a, ws, torch.zeros(2 * ROWS, 64), config=RunConfig(platform="a2a3sim")).cycles
     assert cycles[True] > cycles[False] * 1.3
 
