@@ -5,6 +5,8 @@ body reads it as the constant the call gave."""
 import inspect
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import torch
 
 import pypto.language as pl
@@ -118,3 +120,56 @@ def test_tensor_dim_refuses_an_axis_past_the_rank():
     with pytest.raises(TypeCheckError, match="axis 2 is outside the 2 axes of Tensor") as info:
         parse(text, filename="dim.py")
     assert info.value.span.line == 8
+
+
+# An axis written as an expression of a pl.dynamic axis (``M * 2``, ``2 * M + 16``): the call's
+# extent solves it for the axis no bare annotation gives, and the body reads that value.
+@pl.jit
+def doubled(x: pl.Tensor[[M * 2, 16], pl.FP32], out: pl.Out[pl.Tensor[[M * 2, 16], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2 * M // 8):
+            pl.store(pl.adds(pl.load(x, [i * 8, 0], [8, 16]), M), [i * 8, 0], out)
+    return out
+
+
+@pl.jit
+def shifted(x: pl.Tensor[[2 * M + 16, 16], pl.FP32], k: pl.Tensor[[M, K * 4 - 4], pl.FP32],
+            out: pl.Out[pl.Tensor[[2 * M + 16, 16], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.adds(pl.load(x, [0, 0], [16, 16]), M * 100 + K), [0, 0], out)
+    return out
+
+
+@pl.jit
+def two_free(x: pl.Tensor[[M * K, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):  # MARK-two
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pl.store(pl.load(x, [0, 0], [16, 16]), [0, 0], out)
+    return out
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(1, 6).map(lambda k: 4 * k), platform=st.sampled_from(["ref", "a2a3sim"]))
+def test_an_axis_written_as_an_expression_is_solved_from_the_call(m, platform):
+    x, out = torch.randn(2 * m, 16), torch.zeros(2 * m, 16)
+    doubled(x, out, config=RunConfig(platform=platform))
+    assert torch.equal(out, x + m)
+    x, out = torch.randn(2 * m + 16, 16), torch.zeros(2 * m + 16, 16)
+    shifted(x, torch.zeros(m, 8), out, config=RunConfig(platform=platform))  # K * 4 - 4 = 8: K = 3
+    assert torch.equal(out[:16], x[:16] + (m * 100 + 3))
+
+
+def test_an_expression_axis_without_a_solution_or_with_two_free_axes_is_refused():
+    with pytest.raises(SpecializationError, match=r"argument 'x' has extent 33 on axis 0, which is M \* 2 for no "
+                                                  r"positive 'M'") as info:
+        doubled(torch.zeros(33, 16), torch.zeros(33, 16), config=RunConfig(platform="ref"))
+    assert "M >= 1" in info.value.hint
+    with pytest.raises(SpecializationError, match=r"argument 'out' is Tensor\[16x16 fp32\] but the kernel declares "
+                                                  r"Tensor\[32x16 fp32\]"):  # M bound by x: out's M * 2 is 32
+        doubled(torch.zeros(32, 16), torch.zeros(16, 16), config=RunConfig(platform="ref"))
+    with pytest.raises(SpecializationError, match="which is 2 \\* M \\+ 16 for no positive 'M'"):
+        shifted(torch.zeros(16, 16), torch.zeros(1, 8), torch.zeros(16, 16), config=RunConfig(platform="ref"))
+    with pytest.raises(TypeCheckError, match=r"axis 0 of 'x' is M \* K, whose extent binds two pl.dynamic axes "
+                                             r"\('M', 'K'\)") as info:
+        two_free(torch.zeros(32, 16), torch.zeros(16, 16), config=RunConfig(platform="ref"))
+    lines, _ = inspect.getsourcelines(inspect.getmodule(test_without_a_call_there_is_no_extent))
+    assert info.value.span.line == next(k for k, t in enumerate(lines, start=1) if "MARK-two" in t and "in t" not in t)

@@ -449,6 +449,7 @@ def test_ops_with_effects_stay_statements():
     effects = {op.name for op in all_ops() if op.has_effect}
     assert effects == {"tile.store", "tile.mscatter", "tensor.assemble", "tensor.write", "tensor.expand_clone",
                        "tile.debug_print", *PIPE_OPS,  # GM writes, a pipe's moves, and what a print shows
+                       "system.syncall",  # the launch's blocks meeting
                        # and a rank's acts on its peers
                        "system.notify", "system.wait", "tile.remote_store",
                        *(f"system.{c}" for c in ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter",

@@ -515,14 +515,15 @@ def test_every_op_is_exercised_and_has_semantics():
     # the gather into L1 (read back through the cube) in tests/test_tensor_forms.py,
     # a kernel's arrays of integers in tests/test_kernel_forms.py, the extract of an L0 operand in
     # tests/test_tile_windows_forms.py, a tensor's valid shape in tests/test_orchestration_views.py,
-    # the pld ops (which run on a rank of a cluster) in tests/test_distributed.py
+    # the pld ops (which run on a rank of a cluster) in tests/test_distributed.py, the barrier of an SPMD
+    # launch's blocks (which orders them, computing nothing) in tests/test_syncall.py
     from pypto.ir.ops.pipes import PIPE_OPS
 
     names = {op.name for op in all_ops() if op.plane != "orchestration" and not op.module} - set(CORE_REGISTERS) - {
         "system.reserve_buffer", "tensor.aiv_shard", "tensor.aic_gather", "tile.aiv_shard", "tile.aic_gather",
         "system.import_peer_buffer", "tile.mscatter",
         "tensor.write", "tile.debug_print", "tile.random", "tensor.random", "tile.mgather_mat",
-        "array.create", "array.get", "array.set", "tile.extract", "tensor.set_validshape",
+        "array.create", "array.get", "array.set", "tile.extract", "tensor.set_validshape", "system.syncall",
         "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias"} - PIPE_OPS
     assert names - used == set()
     assert names - set(IMPLS) == set()

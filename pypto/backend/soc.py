@@ -52,6 +52,13 @@ class Costs:
       scalar unit's own pipe: it issues nothing else until they are done, and a wait_flag
       before them (a tile's producer) stalls it.
     - set_flag / wait_flag take ``sync_cycles`` on their pipe.
+    - A ``pl.system.syncall`` holds the scalar unit for its arrival: ``syncall_hard``
+      cycles to signal the FFTS block (assumed: a few dozen, a register write across the
+      die), ``syncall_soft`` for the atomic add to the GM counter and its first poll
+      (assumed: a GM write and a read round trip, as ``scalar_gm_write`` +
+      ``scalar_gm_read``). The wait for the other participants is the chip's
+      (``pypto.chip.barriers``), which releases a hard barrier ``syncall_hard`` after the
+      last arrival and a soft one at the next poll, ``scalar_gm_read`` after it.
     """
 
     gm_latency: int = 120
@@ -78,6 +85,8 @@ class Costs:
     scalar_ub_access: int = 4
     queue_depth: int = 32
     sync_cycles: int = 1
+    syncall_hard: int = 40
+    syncall_soft: int = 120 + 2 * 120
 
 
 @attrs.frozen(kw_only=True)

@@ -17,7 +17,7 @@ import time
 import attrs
 
 from pypto.backend import CoreId, CoreKind, SoC
-from pypto.chip import groups, races
+from pypto.chip import barriers, groups, races
 from pypto.chip.atomics import AtomicAdds
 from pypto.chip.deps import Tracker
 from pypto.chip.rings import RINGS, Rings
@@ -129,18 +129,23 @@ class ChipRun(Settling):
         core_type = _core_type(kernel)
         if spmd and submit.sync_start:
             self._admit_together(blocks, core_type, getattr(stmt, "span", None))
+        barriers.check_launch(kernel, blocks, spmd and submit.sync_start, barriers.capacity(kernel, self.soc),
+                              self.soc, getattr(stmt, "span", None))
         self.wait_for_scalar_reads(kernel, args, getattr(stmt, "span", None))
-        runs = [(Launch(kernel, args, block=b, blocks=blocks),
-                 simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
-                for b in range(blocks)]
+        timelines = barriers.held(kernel, lambda b, holds: simulate(kernel, args, self.soc, unsafe=self.unsafe_colive,
+                                                                   block=b, blocks=blocks, holds=holds),
+                                  blocks, barriers.release_cost(kernel, self.soc.costs))
+        runs = [(Launch(kernel, args, block=b, blocks=blocks), timeline) for b, timeline in enumerate(timelines)]
         targs = self._task_args(fn, args, site)
         ring = min(depth, RINGS - 1)
         cycles = tuple(timeline.cycles for _, timeline in runs)
+        arrivals = tuple(timeline.arrivals for _, timeline in runs)
         task = Task(len(self.tasks), ring, self.locals[ring], fn.name, core_type, tuple(targs),
                     getattr(stmt, "span", None), 0, max(cycles),
                     early=submit is not None and submit.allow_early_resolve, durations=cycles if spmd else (),
                     sync_start=spmd and submit.sync_start, predicate=submit.predicate if submit is not None else None,
-                    slots=groups.slots([kernel], [0], self.soc) if core_type == "mix" else ())
+                    slots=groups.slots([kernel], [0], self.soc) if core_type == "mix" else (),
+                    arrivals=arrivals if any(arrivals) else ())
         self.locals[ring] += 1
         self._enter(task, submit.deps if submit is not None else (), runs)
         progress.step("tasks")  # (a long run's progress line)

@@ -28,6 +28,7 @@ import collections
 import heapq
 
 from pypto.backend import CoreKind, SoC
+from pypto.chip import barriers
 from pypto.chip.tasks import Placement, Task
 
 _FINISH, _ARRIVE, _READY = 0, 1, 2  # at one cycle: free cores first, then new work
@@ -168,7 +169,7 @@ class Chip:
         start = max(self.scheduler_free + c.pickup, released)
         end = start + t.blocks[block]
         t.placements.append(Placement(block, cores[0], self.scheduler_free, start, end, end + c.completion))
-        if not t.sync_start:
+        if not t.sync_start and not t.arrivals:
             heapq.heappush(self.events, (end + c.completion, _FINISH, t.number, block))
 
     def _retire(self, t: Task, now: int) -> None:
@@ -181,10 +182,15 @@ class Chip:
 
     def _placed(self, t: Task, now: int) -> None:
         """Every block of ``t`` has its cores: its times, and what its flag lets consumers do."""
-        if t.sync_start and not t.retired and t.core_type != "dummy":  # admitted together: they start when the last is picked up
-            start = max(p.start for p in t.placements)
-            for p, duration in zip(t.placements, t.blocks):
-                p.start, p.end = start, start + duration
+        if (t.sync_start or t.arrivals) and not t.retired and t.core_type != "dummy":
+            if t.sync_start:  # admitted together: they start when the last is picked up
+                start = max(p.start for p in t.placements)
+                for p in t.placements:
+                    p.start = start
+            # blocks that meet at a barrier go on from its release (``barriers``)
+            ends = barriers.released([p.start for p in t.placements], t.blocks, t.arrivals)
+            for p, end in zip(t.placements, ends):
+                p.end = end
                 p.finish = p.end + self.c.completion
                 heapq.heappush(self.events, (p.finish, _FINISH, t.number, p.block))
         first = t.placements[0]

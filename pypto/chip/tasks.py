@@ -74,6 +74,9 @@ class Task:
     predicate: object = None  # the dispatch predicate (``sim.tasks.Dispatch``): false retires it
     retired: bool = False  # its predicate was false: it ran nothing, on no core
     slots: tuple = ()  # a mix task's: whether it runs on its cluster's cube core, vector core 0, vector core 1
+    # a task whose blocks meet at pl.system.syncall: each block's cores' arrivals, on its own
+    # clock (``pypto.chip.barriers``)
+    arrivals: tuple = ()
     # once scheduled: each block's placement, and the task's — its first block's core and
     # dispatch, its first start, its last end and finish
     placements: list = attrs.Factory(list)

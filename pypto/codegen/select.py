@@ -321,6 +321,8 @@ class _Selector:
             return self.pipes.free(call, span)
         if call.op in COMM_OPS:
             return comm.select(self, call, target, span)
+        if call.op == "system.syncall":
+            return syncall(self, call, span)
         if call.op == "tensor.write":
             return [self.gm_element(call, span)]
         if call.op == "tile.write":
@@ -437,3 +439,19 @@ def _subterms(e):
         yield from _subterms(e.rhs)
     elif isinstance(e, n.UnaryOp):
         yield from _subterms(e.operand)
+
+
+# the cores of the cluster each participant set arrives from
+_SYNCALL_CORES = {"aiv_only": (CoreKind.AIV,), "aic_only": (CoreKind.AIC,), "mix": (CoreKind.AIC, CoreKind.AIV)}
+
+
+def syncall(sel: _Selector, call: n.Call, span) -> list:
+    """``system.syncall``: a SYNCALL on the scalar unit of each participating core, which
+    issues nothing after it until the barrier releases (the chip model holds the block
+    there). Its GM counter is the barrier's own: no load or store of the kernel's touches
+    it, so it names no GM bytes (two blocks' arrivals are no race)."""
+    args = tuple(TensorArg(sel.tensor(a.name, span)) if isinstance(a, n.Var) and isinstance(sel.types.get(a.name),
+                                                                                                TensorType) else a
+                 for a in call.args)
+    return [Instr("SYNCALL", Pipe.SCALAR, core, call.op, args, (), (), span, argument(call, "core_type"))
+            for core in _SYNCALL_CORES[argument(call, "core_type")]]

@@ -145,14 +145,22 @@ class Annotations(TensorViews):
         _, meaning = self.entity(node)
         return meaning.value if isinstance(meaning, N.Value) and isinstance(meaning.value, N.DynVar) else None
 
+    def _mentioned(self, node) -> list:
+        """The ``pl.dynamic`` axes an extent's expression names (``M * 2`` names M), once each."""
+        found = {}
+        for part in ast.walk(node):
+            dyn = self._dynamic(part)
+            if dyn is not None:
+                found.setdefault(id(dyn), dyn)
+        return list(found.values())
+
     def _bind_dynamic(self, node, dims, dtype: DataType, given, param) -> TensorType:
         """A shape with ``pl.dynamic`` axes: the extents of the call's tensor, each dynamic
         axis bound once for the whole function (the same object, the same extent)."""
         written = "[" + ", ".join(ast.unparse(d) for d in dims) + "]"
-        if given is None and all(self._dynamic(d) is None or id(self._dynamic(d)) in self.dynamic_extents
-                                 for d in dims):  # a return type, in extents the parameters bound
-            given = TensorType(tuple(self.dynamic_extents[id(self._dynamic(d))][1] if self._dynamic(d) is not None
-                                     else self.static_of(d, int, "a tensor extent") for d in dims), dtype)
+        if given is None and all(id(v) in self.dynamic_extents for d in dims for v in self._mentioned(d)):
+            # a return type, in extents the parameters bound
+            given = TensorType(tuple(self.static_of(d, int, "a tensor extent") for d in dims), dtype)
         if not isinstance(given, TensorType):
             if param is None:  # a return type's axis no parameter has
                 raise self.error(TypeCheckError, node, f"the return type has a pl.dynamic axis ({written}) that no "
@@ -166,6 +174,7 @@ class Annotations(TensorViews):
             raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the kernel "
                              f"declares pl.Tensor[{written}, pl.{dtype.name}]")
         marked = getattr(self, "bound_axes", {})
+        composite = []  # axes written as expressions of pl.dynamic axes: after the bare ones bind
         for axis, (d, extent) in enumerate(zip(dims, given.shape)):
             dyn = self._dynamic(d)
             if axis in marked or axis - len(dims) in marked:  # param.bind_dynamic(axis, M)
@@ -174,6 +183,9 @@ class Annotations(TensorViews):
                     raise self.error(TypeCheckError, d, f"axis {axis} of '{param}' is the pl.dynamic '{dyn.name}' "
                                      f"here and '{var.name}' in its bind_dynamic", hint="name one axis once")
                 dyn = var
+            if dyn is None and self._mentioned(d):
+                composite.append((axis, d, extent))
+                continue
             if dyn is None:
                 want = self.static_of(d, int, "a tensor extent")
                 if want != extent:
@@ -184,7 +196,48 @@ class Annotations(TensorViews):
             # body is the first parameter's, as the reference reads a pl.dynamic symbol from the
             # first parameter declaring it (and checks no agreement between them)
             self.dynamic_extents.setdefault(id(dyn), (dyn, extent, param))
+        for axis, d, extent in composite:
+            self._solve_axis(d, axis, extent, param)
+        if composite:  # an expression of bound axes is the extent it evaluates to
+            declared = TensorType(tuple(self.static_of(d, int, "a tensor extent") for d in dims), dtype)
+            if declared.shape != given.shape:
+                raise self.error(SpecializationError, node, f"argument '{param}' is {type_name(given)} but the "
+                                 f"kernel declares {type_name(declared)}")
         return given
+
+    def _solve_axis(self, d, axis: int, extent: int, param) -> None:
+        """An axis written as an expression of ``pl.dynamic`` axes (``M * 2``): the one axis
+        no other gives is the value that makes the expression the call's extent. The
+        expression is read as affine in it (its slope and intercept from two values), and the
+        value checked by evaluating it. An expression of axes bound already is checked
+        against the extent by the caller."""
+        free = [v for v in self._mentioned(d) if id(v) not in self.dynamic_extents]
+        text = ast.unparse(d)
+        if not free:
+            return
+        if len(free) > 1:
+            raise self.error(TypeCheckError, d, f"axis {axis} of '{param}' is {text}, whose extent binds two "
+                             f"pl.dynamic axes ({', '.join(repr(v.name) for v in free)}) that no other axis gives",
+                             hint=f"give '{free[0].name}' an axis of its own in some parameter, e.g. "
+                                  f"x: pl.Tensor[[{free[0].name}, 128], pl.FP32]")
+        dyn = free[0]
+
+        def at(value: int) -> int:
+            self.dynamic_extents[id(dyn)] = (dyn, value, param)
+            try:
+                return self.static_of(d, int, "a tensor extent")
+            finally:
+                del self.dynamic_extents[id(dyn)]
+
+        one, two = at(1), at(2)
+        slope, intercept = two - one, one - (two - one)
+        value = (extent - intercept) // slope if slope and (extent - intercept) % slope == 0 else None
+        if value is None or value < 1 or at(value) != extent:
+            raise self.error(SpecializationError, d, f"argument '{param}' has extent {extent} on axis {axis}, which "
+                             f"is {text} for no positive '{dyn.name}'",
+                             hint=f"pass a tensor whose axis {axis} is {text} for some {dyn.name} >= 1, or give "
+                                  f"'{dyn.name}' an axis of its own (an affine a * {dyn.name} + b is solved)")
+        self.dynamic_extents[id(dyn)] = (dyn, value, param)
 
     def _dtype(self, node) -> DataType:
         return self.static_of(node, DataType, "a dtype")
@@ -211,7 +264,7 @@ class Annotations(TensorViews):
         if isinstance(given, TensorType) and given.dtype is not DataType.INDEX \
                 and binds(self._dtype(items[1]), given.dtype):  # an int64 tensor for a pl.INDEX one
             given = attrs.evolve(given, dtype=self._dtype(items[1]))
-        if dims is not None and (any(self._dynamic(d) is not None for d in dims) or getattr(self, "bound_axes", {})):
+        if dims is not None and (any(self._mentioned(d) for d in dims) or getattr(self, "bound_axes", {})):
             if isinstance(given, TensorType) and given.runtime_sized:
                 raise self.error(SpecializationError, node,
                                  f"'{param}' has a pl.dynamic axis, whose extent is fixed when the kernel is "

@@ -4,6 +4,7 @@ hold the result (``CompiledProgram``) ready to run on its platform."""
 from __future__ import annotations
 
 import datetime
+import functools
 import errno
 import json
 import os
@@ -25,9 +26,10 @@ from pypto.sim import lacking
 from pypto.sim.numerics import TORCH
 from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
+from pypto.runtime import extraction
 from pypto.runtime.arguments import as_declared
 from pypto.runtime.callsite import call_span, located
-from pypto.chip import groups
+from pypto.chip import barriers, groups
 from pypto.runtime import build_dirs, publish
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
@@ -105,6 +107,30 @@ class CompiledProgram:
         return BackendType(self.config.backend)
 
     runtime_name = RUNTIME
+
+    # the extraction surface (``pypto.runtime.extraction``): what a harness driving the
+    # runtime's worker itself needs
+    @functools.cached_property
+    def chip_callable(self) -> extraction.ChipCallable:
+        return extraction.ChipCallable(self, self.name)
+
+    @property
+    def runtime_config(self) -> dict:
+        return extraction.runtime_config()
+
+    @property
+    def orchestration_names(self) -> list:
+        """The orchestrations addressable one by one: none, a program has one entry."""
+        return []
+
+    def build_orch_args(self, *args, worker=None) -> tuple:
+        """(orch_args for ``Worker.run``, the coerced positional list, whether return-style)."""
+        return extraction.build_orch_args(self, *args, worker=worker)
+
+    def build_call_config(self, config: RunConfig | None = None, *, aicpu_thread_num: int | None = None,
+                          dfx_dir=None) -> extraction.CallConfig:
+        """The CallConfig ``Worker.run`` takes, from a RunConfig (default: the compiled one)."""
+        return extraction.build_call_config(self, config, aicpu_thread_num=aicpu_thread_num, dfx_dir=dfx_dir)
 
     @classmethod
     def from_dir(cls, output_dir, *, platform: str | None = None, backend_type: BackendType | None = None):
@@ -252,6 +278,7 @@ def compile_program(program: n.Program, param_names, config: RunConfig, *, write
     compiled.kernels = generate(lowering.program, pass_context(config))
     soc = backend(config.backend)
     groups.check(lowering.program, compiled.kernels, soc)  # each pl.cluster() fits a cluster
+    barriers.check(lowering.program, compiled.kernels, soc)  # each syncall's launch lets it release
     if config.platform != "ref":  # before any task runs: an instruction this chip does not have
         for kernel in compiled.kernels.values():
             lacking.refuse(kernel, soc)

@@ -133,6 +133,10 @@ class Issuer:
         self.program = program
         self.env = dict(scalars)
         self.tensors = tensors
+        # per pl.system.syncall this core reaches, in order: the cycles the barrier holds it
+        # past its own arrival (the chip's, from the other blocks: ``pypto.chip.barriers``)
+        self.holds: tuple = ()
+        self.syncalls = 0
         self.soc = soc
         self.costs = soc.costs
         self.core = peers[program.core]
@@ -488,6 +492,12 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
         moved = count * max(unit, c.short_row_bytes)
         return c.gm_latency + math.ceil(moved / c.gm_bytes_per_cycle) + staged, 0, (
             ("address", (dst or args["src"]).addr), ("bytes", count * unit), ("bursts", count))
+    if ins.op == "system.syncall":  # the arrival, and the hold until the last participant's
+        mode, k = args["mode"], issuer.syncalls
+        issuer.syncalls += 1
+        hold = issuer.holds[k] if k < len(issuer.holds) else 0
+        return (c.syncall_hard if mode == "hard" else c.syncall_soft) + hold, 0, (
+            ("core_type", args["core_type"]), ("mode", mode), ("held", hold))
     if ins.pipe is Pipe.SCALAR:  # one element, by the scalar unit (``elements``)
         if ins.op in ("tensor.write", "tensor.read"):
             t = issuer.tensors[args["tensor"].name]

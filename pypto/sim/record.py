@@ -10,6 +10,7 @@ import collections
 import itertools
 
 from pypto.codegen.pipes import is_ring
+from pypto.backend import Pipe
 from pypto.ir.types import AtomicType
 from pypto.sim import effects as Effects
 from pypto.sim.steps import Steps
@@ -109,6 +110,7 @@ class Record:
         self.footprint = Footprint()
         self.items = Items()
         self.cycles = self.instructions = self.syncs = 0
+        self.arrivals: list = []  # the start of each SYNCALL, in order of start
         self.busy: dict = collections.defaultdict(int)  # (core name, pipe name) -> cycles occupied
         self.steady = Steady(self) if steady else None
 
@@ -123,6 +125,8 @@ class Record:
             self.syncs += 1
             return
         self.instructions += 1
+        if d.pipe is Pipe.SCALAR and getattr(d.node, "mnemonic", "") == "SYNCALL":
+            self.arrivals.append((d.start, d.core))
         if self.live is not None:
             self.live.perform(d)
         self.extents.add(d)

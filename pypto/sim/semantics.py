@@ -426,6 +426,11 @@ def assemble(target, source, offset, atomic=AtomicType.None_):
     return target
 
 
+@impl("system.syncall")
+def _syncall(core_type, mode, gm_workspace, used_cores):
+    return None  # orders arrival only; the simulated GM counter is the barrier's own, not the kernel's data
+
+
 @impl("system.reserve_buffer")
 def _reserve_buffer(name, size, base, slot_num):
     return base  # the ring's UB address; reserving moves no data

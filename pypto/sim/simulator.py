@@ -178,6 +178,8 @@ class Timeline:
     footprint: tuple = ()
     skipped: int = 0  # trips of steady loops produced from the trip before rather than simulated (``steady``)
     prints: tuple = ()  # what its pl.debug_prints saw, at their cycles (``pypto.sim.prints``)
+    # each pl.system.syncall the launch reaches, in order: ((core name, the cycle it arrives), ...)
+    arrivals: tuple = ()
 
     def report(self) -> RunReport:
         return RunReport(cycles=self.cycles, pipe_cycles={c: dict(p) for c, p in self.pipe_cycles.items()},
@@ -200,6 +202,8 @@ class Launch:
     # the vector cores (lanes) a cube member's pipe flags go to
     scratch: tuple = ()
     peer_lanes: tuple = ()
+    # per pl.system.syncall: ((core name, the cycles it holds that core past its arrival), ...)
+    holds: tuple = ()
 
     def peers(self, soc: SoC) -> dict:
         cores = soc.cluster_cores(self.cluster)
@@ -234,7 +238,7 @@ def run_kernel(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False) -
 
 
 def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, cluster: int = 0,
-             lane: int = 0, block: int = 0, blocks: int = 1) -> Timeline:
+             lane: int = 0, block: int = 0, blocks: int = 1, holds: tuple = ()) -> Timeline:
     """One launch's Timeline (a hazard or deadlock raises here), remembered per kernel for
     the same scalar arguments, tensor views and cores (and block registers, if it reads
     them): control flow reads no tensor data, and where in memory the tensors lie matters
@@ -249,14 +253,15 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     moving = {} if unsafe or fresh.checking() else _moving_values(kernel, args, cache.moving, block)
     registers = ("moving" if _BLOCK_IDX in moving else block, blocks) if cache.reads_registers else ()
     # what fresh memory holds is part of the data the scalar unit may read (a tile element)
-    key = (id(soc), unsafe, cluster, lane, registers, fresh.fresh_byte(), fresh.checking()) + \
+    key = (id(soc), unsafe, cluster, lane, registers, fresh.fresh_byte(), fresh.checking(), holds) + \
         _placement(kernel, args, moving) + _data(kernel, args, scalar_reads(kernel))
     entry = cache.pop(key, None)  # the most recently used go last
 
     def at(values=None):  # the launch with these values of its moving scalars
         moved = args if values is None else tuple(values.get(p, a) for (p, _), a in zip(kernel.params, args))
         b = block if values is None else values.get(_BLOCK_IDX, block)
-        return simulate_together((Launch(kernel, moved, cluster, lane, b, blocks),), soc, unsafe=unsafe)
+        return simulate_together((Launch(kernel, moved, cluster, lane, b, blocks, holds=holds),), soc,
+                                 unsafe=unsafe)
 
     if entry is None:
         timeline = at()
@@ -272,7 +277,8 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
         # effect): a timeline per value, as for any other scalar
         cache.moving = {}
         cache.pop(key)
-        return simulate(kernel, args, soc, unsafe=unsafe, cluster=cluster, lane=lane, block=block, blocks=blocks)
+        return simulate(kernel, args, soc, unsafe=unsafe, cluster=cluster, lane=lane, block=block, blocks=blocks,
+                        holds=holds)
     timeline = entry.at(moving)
     if not offsets.inside(timeline.footprint, Launch(kernel, args).tensors()):
         # a window moved out of its tensor may land on another's bytes: this value's
@@ -437,6 +443,7 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
                 own = {**peers, CoreKind.AIV: core} if split else peers
                 issuers[core] = Issuer(program, {**scalars, LANE_REGISTER: lane}, tensors, soc, own, k, len(issuers),
                                        unwritten)
+                issuers[core].holds = tuple(dict(h).get(core.name, 0) for h in launch.holds)
     live = None
     if any(reads_tiles(launch.kernel) for launch in launches):  # the values it reads, as it reads them
         sizes = [(core.name, space, max(spec.capacity, spec.physical)) for core in issuers
@@ -444,7 +451,8 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
         live = Effects.Live(sizes, [launch.tensors() for launch in launches])
     # one core: its state is the scheduler's; and every trip computed where data is (a
     # fast-forwarded trip has no effects of its own to perform)
-    steady = steady and not unsafe and not fresh.checking() and len(issuers) == 1 and live is None
+    steady = steady and not unsafe and not fresh.checking() and len(issuers) == 1 and live is None \
+        and not any(_reaches_syncall(launch.kernel) for launch in launches)  # each arrival is the chip's
     for issuer in issuers.values():
         issuer.steady = steady
     streams = {core: issuer.stream() for core, issuer in issuers.items()}
@@ -477,7 +485,28 @@ def _timeline(record: Record) -> Timeline:
     return Timeline(tuple(record.effects), record.items, record.cycles, pipe_cycles, record.instructions,
                     record.syncs, record.extents.sizes(), record.launches, record.steps, record.footprint.windows(),
                     record.steady.skipped if record.steady is not None else 0,
-                    tuple(record.live.prints) if record.live is not None else ())
+                    tuple(record.live.prints) if record.live is not None else (), _arrivals(record.arrivals))
+
+
+def _arrivals(starts) -> tuple:
+    """Each core's arrival at the launch's k-th barrier, its k-th SYNCALL; a core that
+    reaches fewer than another would wait there for ever."""
+    per_core: dict = {}
+    for start, core in sorted(starts, key=lambda p: p[0]):
+        per_core.setdefault(core, []).append(start)
+    counts = {len(v) for v in per_core.values()}
+    if len(counts) > 1:
+        raise SimulatorError(f"the cores of one block reach pl.system.syncall a different number of times "
+                             f"({', '.join(f'{c.name}: {len(v)}' for c, v in per_core.items())}): the barrier "
+                             "would wait for ever", hint="reach every syncall on every participating core "
+                                                         "(not under a condition one core alone takes)")
+    return tuple(tuple(sorted((c.name, v[k]) for c, v in per_core.items())) for k in range(counts.pop())) \
+        if per_core else ()
+
+
+def _reaches_syncall(kernel: Kernel) -> bool:
+    return any(isinstance(node, Instr) and node.mnemonic == "SYNCALL" for program in kernel.programs
+               for node in walk(program.body))
 
 
 def _stored(kernel: Kernel) -> set:

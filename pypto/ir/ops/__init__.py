@@ -19,6 +19,7 @@ from pypto.ir.ops import elements as _elements  # noqa: F401  (registers read / 
 from pypto.ir.ops import randoms as _randoms  # noqa: F401  (registers the counter-based random ops)
 from pypto.ir.ops import tensor_forms as _tensor_forms  # noqa: F401  (tensor forms of tile ops: arg reductions, cmp, ...)
 from pypto.ir.ops import comm as _comm  # noqa: F401  (registers the pld ops)
+from pypto.ir.ops import barriers as _barriers  # noqa: F401  (registers system.syncall)
 from pypto.ir.ops.registry import (
     REQUIRED,
     UNIFIED,
