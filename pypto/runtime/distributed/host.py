@@ -80,12 +80,65 @@ class HostKernel:
         if len(args) != len(names):
             raise TypeCheckError(f"host orchestrator '{self.__name__}' takes {len(names)} arguments "
                                  f"({', '.join(names)}), got {len(args)}", span=source.span(node))
-        walker = _Walker(source, nranks, dict(zip(names, args)), windows)
+        walker = _Walker(source, nranks, dict(zip(names, args)), windows, self.methods)
         try:
             walker.block(node.body)
         except _Return as ret:
             return walker.out, ret.value
         return walker.out, None
+
+
+    methods: dict = {}  # what ``self.name(...)`` dispatches (the class form's)
+
+
+class ProgramHost(HostKernel):
+    """The host orchestrator of a ``@pl.program`` class (``pypto.lang.program.HostProgram``):
+    walked as a ``@pl.jit.host`` body is, its ``self.orch(..., device=r)`` dispatching the
+    class's program with ``orch`` as the entry."""
+
+    def __init__(self, program):
+        self.program = program
+        self.__name__ = self.__qualname__ = program.host_name
+        self.__doc__ = None
+        self._parsed = (program.source, program.host_def)
+        self.methods = {name: DeviceEntry(program, name) for name in program.device_functions()}
+
+    def __repr__(self) -> str:
+        return f"<pypto host orchestrator {self.program.name}.{self.__name__}>"
+
+    @property
+    def param_names(self) -> tuple:
+        return tuple(a.arg for a in self.program.host_def.args.args[1:])
+
+
+class DeviceEntry:
+    """One device function of a class-form program, as the host dispatches it: the class's
+    program with it as the entry, compiled per config (and per extents when generic)."""
+
+    def __init__(self, program, name: str):
+        self.program = program
+        self.__name__ = name
+        self._built: dict = {}
+
+    @property
+    def function_type(self):
+        from pypto.backend import DEFAULT
+        from pypto.lang.program import function_options
+
+        return function_options(self.program.source, self.program.defs[self.__name__], DEFAULT)[0]
+
+    def compile(self, *args, config=None):
+        from pypto.backend import backend
+        from pypto.lang.program import GenericProgram
+        from pypto.runtime.build import entry_params
+        from pypto.runtime.compiled import compile_program
+        from pypto.runtime.generic import GenericCompiled
+
+        if config not in self._built:
+            program = self.program.device_program(self.__name__, backend(config.backend))
+            self._built[config] = GenericCompiled(program, config) if isinstance(program, GenericProgram) \
+                else compile_program(program, entry_params(program), config, write=False)
+        return self._built[config]
 
 
 class _Return(Exception):
@@ -94,7 +147,8 @@ class _Return(Exception):
 
 
 class _Walker:
-    def __init__(self, source, nranks: int, env: dict, windows: dict | None):
+    def __init__(self, source, nranks: int, env: dict, windows: dict | None, methods: dict):
+        self.methods = methods
         self.windows = windows
         self.source = source
         self.nranks = nranks
@@ -193,6 +247,12 @@ class _Walker:
             dtype = self.value(func.value)
             if isinstance(dtype, DataType):
                 return dtype.get_byte()
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                and self.methods:
+            if func.attr not in self.methods:
+                raise self.error(TypeCheckError, node, f"the program has no device function '{func.attr}' to "
+                                 "dispatch", hint=f"one of {', '.join(sorted(self.methods))}")
+            return self.dispatch(self.methods[func.attr], node)
         meaning = self.meaning(func)
         if isinstance(meaning, N.Op) and meaning.name == "system.world_size":
             return self.nranks
