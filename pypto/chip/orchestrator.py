@@ -29,7 +29,8 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim import progress
+from pypto.sim import progress, ranks
+from pypto.sim.comm import PORT
 from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
 
 @attrs.frozen
@@ -127,6 +128,11 @@ class ChipRun(Settling):
         if spmd and submit.sync_start:
             self._admit_together(blocks, core_type, getattr(stmt, "span", None))
         self.wait_for_scalar_reads(kernel, args, getattr(stmt, "span", None))
+        if ranks.crosses(kernel):
+            self.wait_for_all()
+            port = PORT.get()
+            if port is not None:
+                port.launching(self.clock)
         runs = [(Launch(kernel, args, block=b, blocks=blocks),
                  simulate(kernel, args, self.soc, unsafe=self.unsafe_colive, block=b, blocks=blocks))
                 for b in range(blocks)]
