@@ -131,3 +131,10 @@ def test_a_program_of_two_host_orchestrators_is_refused_at_the_second():
             @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
             def b(self, x: pl.Tensor[[2, 4], pl.FP32]):
                 pass
+
+
+def test_distributed_config_takes_the_references_runtime_fields_and_refuses_one_aicpu_thread():
+    config = DistributedConfig(device_ids=[0, 1], runtime="tensormap_and_ringbuffer", aicpu_thread_num=4)
+    assert config.aicpu_thread_num == 4 and config.nranks == 2
+    with pytest.raises(ConfigError, match="at least 2"):
+        DistributedConfig(device_ids=[0, 1], aicpu_thread_num=1)
