@@ -9,7 +9,7 @@ import inspect
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 import pypto.language as pl
@@ -735,3 +735,60 @@ def test_ranks_on_the_simulated_chip_give_refs_bits_and_their_waits_end_after_th
         chip = sum(rep.cycles for r, rep in sim.reports if r == rank.rank)
         assert rank.clock.now >= chip > 0 and rank.clock.now >= max(
             (e.end for e in sim.events if e.rank == rank.rank and e.kind in ("wait", "remote_load")), default=0)
+
+
+RW = pl.dynamic("RW")
+ROUNDS = pl.dynamic("ROUNDS")
+
+
+def _ring_allreduce(op):
+    @pl.jit.incore
+    def ring_step(x: pl.Tensor[[1, RW], pl.FP32], y: pl.Out[pl.Tensor[[1, RW], pl.FP32]],
+                  data: pl.InOut[pld.DistributedTensor[[1, RW], pl.FP32]],
+                  signal: pl.InOut[pld.DistributedTensor[[ROUNDS, NR], pl.INT32]]):
+        data = pl.store(pl.load(x, [0, 0], [1, RW]), [0, 0], data)
+        data = pld.tensor.allreduce(data, signal, op=op, mode="ring")
+        return pl.store(pl.load(data, [0, 0], [1, RW]), [0, 0], y)
+
+    @pl.jit
+    def ring_orch(x: pl.Tensor[[1, RW], pl.FP32], y: pl.Out[pl.Tensor[[1, RW], pl.FP32]],
+                  data: pl.InOut[pld.DistributedTensor[[1, RW], pl.FP32]],
+                  signal: pl.InOut[pld.DistributedTensor[[ROUNDS, NR], pl.INT32]]):
+        return ring_step(x, y, data, signal)
+
+    @pl.jit.host
+    def ring(x: pl.Tensor[[NR, 1, RW], pl.FP32], y: pl.Out[pl.Tensor[[NR, 1, RW], pl.FP32]], width: pl.Scalar[pl.INT32]):
+        data_buf = pld.alloc_window_buffer([1, width], dtype=pl.FP32)
+        signal_buf = pld.alloc_window_buffer([2 * (pld.world_size() - 1), pld.world_size()], dtype=pl.INT32)
+        for r in pl.range(pld.world_size()):
+            ring_orch(x[r], y[r], pld.window(data_buf, [1, width], dtype=pl.FP32),
+                      pld.window(signal_buf, [2 * (pld.world_size() - 1), pld.world_size()], dtype=pl.INT32),
+                      device=r)
+        return y
+
+    return ring
+
+
+_RINGS = {op: _ring_allreduce(op) for op in _REDUCE}
+
+
+@settings(max_examples=8, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(n=st.integers(2, 4), width=st.sampled_from([8, 24, 64]), op=st.sampled_from(list(pld.ReduceOp)),
+       seed=st.integers(0, 2**31 - 1))
+def test_a_ring_allreduce_gives_every_rank_each_segment_combined_around_the_ring_on_both_platforms(n, width, op, seed):
+    x = torch.randn(n, 1, width, generator=torch.Generator().manual_seed(seed))
+    runs = _both(_RINGS[op], n, lambda: (x.clone(), torch.zeros_like(x)), width)
+    (_, ref_y), _ = runs["ref"]
+    (_, sim_y), _ = runs["a2a3sim"]
+    assert torch.equal(ref_y, sim_y)
+    # segment k (balanced over the flat row) is combined from rank k on, around the ring
+    flat = x.reshape(n, -1)
+    want = torch.empty(width)
+    bounds = [k * width // n for k in range(n + 1)]
+    for k in range(n):
+        lo, hi = bounds[k], bounds[k + 1]
+        acc = flat[k, lo:hi].clone()
+        for j in range(1, n):
+            acc = _REDUCE[op](flat[(k + j) % n, lo:hi], acc)
+        want[lo:hi] = acc
+    assert all(torch.equal(ref_y[r, 0], want) for r in range(n))

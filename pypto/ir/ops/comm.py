@@ -184,9 +184,6 @@ def _infer_allreduce(a: OpArgs, soc: SoC) -> TensorType:
     _collective_signal("tensor.allreduce", a)
     if a["mode"] not in ("mesh", "ring"):
         raise fail("pld.tensor.allreduce", "mode='mesh' or mode='ring'", repr(a["mode"]))
-    if a["mode"] == "ring":
-        raise TypeCheckError("pld.tensor.allreduce(mode='ring') does not run on the simulated cluster yet",
-                             hint="use mode='mesh' (the default), or write the ring with remote_store / notify / wait")
     if t.dtype not in MESH_DTYPES:
         raise fail("pld.tensor.allreduce", "an FP16 or FP32 target (mesh)", f"a {t.dtype.name} one",
                    "reduce in an FP32 window")
