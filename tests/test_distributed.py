@@ -501,7 +501,7 @@ def test_each_collective_gives_every_rank_its_golden(n, op, seed, root):
 
 def test_a_collectives_refusals_are_located():
     @pl.jit.incore
-    def ring(d: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]], s: pl.InOut[pld.DistributedTensor[[2, 1], pl.INT32]]):
+    def ring(d: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]], s: pl.InOut[pld.DistributedTensor[[2], pl.INT32]]):
         d = pld.tensor.allreduce(d, s, mode="ring")
         return d
 
@@ -511,7 +511,8 @@ def test_a_collectives_refusals_are_located():
         d = pld.tensor.reduce_scatter(d, s, op=pld.ReduceOp.Max)
         return d
 
-    _refused(ring, _window([1, W]), _window([2, 1], torch.int32), match="ring", line_text="pld.tensor.allreduce(")
+    _refused(ring, _window([1, W]), _window([2], torch.int32), match=r"\[2 \* \(NR - 1\), NR\] signal",
+             line_text="pld.tensor.allreduce(")
     _refused(scatter_max, _window([2, W]), _window([2, 1], torch.int32), match="op=pld.ReduceOp.Sum",
              line_text="pld.tensor.reduce_scatter(")
 

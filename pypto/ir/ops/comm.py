@@ -181,9 +181,12 @@ def _collective_signal(op: str, a: OpArgs) -> TensorType:
 
 def _infer_allreduce(a: OpArgs, soc: SoC) -> TensorType:
     t = window_operand("tensor.allreduce", a, "target", "target")
-    _collective_signal("tensor.allreduce", a)
+    signal = _collective_signal("tensor.allreduce", a)
     if a["mode"] not in ("mesh", "ring"):
         raise fail("pld.tensor.allreduce", "mode='mesh' or mode='ring'", repr(a["mode"]))
+    if a["mode"] == "ring" and len(signal.shape) != 2:  # a row of cells per round
+        raise fail("pld.tensor.allreduce", "a [2 * (NR - 1), NR] signal (mode='ring')", type_name(signal),
+                   "pld.window(sig_buf, [2 * (nr - 1), nr], dtype=pl.INT32)")
     if t.dtype not in MESH_DTYPES:
         raise fail("pld.tensor.allreduce", "an FP16 or FP32 target (mesh)", f"a {t.dtype.name} one",
                    "reduce in an FP32 window")
