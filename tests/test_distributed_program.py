@@ -138,3 +138,37 @@ def test_distributed_config_takes_the_references_runtime_fields_and_refuses_one_
     assert config.aicpu_thread_num == 4 and config.nranks == 2
     with pytest.raises(ConfigError, match="at least 2"):
         DistributedConfig(device_ids=[0, 1], aicpu_thread_num=1)
+
+
+NRD = pl.dynamic("NRD")
+
+
+@pl.program
+class SizedByExtents:
+    @pl.function(type=pl.FunctionType.InCore)
+    def copy_in(self, x: pl.Tensor[[1, 64], pl.FP32], y: pl.Out[pl.Tensor[[1, 64], pl.FP32]],
+                win: pl.InOut[pld.DistributedTensor[[1, 64], pl.FP32]]) -> pl.Tensor[[1, 64], pl.FP32]:
+        win = pl.store(pl.load(x, [0, 0], [1, 64]), [0, 0], win)
+        return pl.store(pl.load(win, [0, 0], [1, 64]), [0, 0], y)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(self, x: pl.Tensor[[1, 64], pl.FP32], y: pl.Out[pl.Tensor[[1, 64], pl.FP32]],
+             win: pl.InOut[pld.DistributedTensor[[1, 64], pl.FP32]]) -> pl.Tensor[[1, 64], pl.FP32]:
+        return self.copy_in(x, y, win)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, x: pl.Tensor[[NRD, 1, 64], pl.FP32], y: pl.Out[pl.Tensor[[NRD, 1, 64], pl.FP32]]):
+        buf = pld.alloc_window_buffer(NRD * 64 * pl.FP32.get_byte())  # room for NRD rows, one used
+        for r in pl.range(pld.world_size()):
+            self.orch(x[r], y[r], pld.window(buf, [1, 64], dtype=pl.FP32), device=r)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_host_bodys_dynamic_extent_is_the_extent_of_the_tensor_passed_for_it(n):
+    x = torch.randn(n, 1, 64)
+    y = torch.zeros_like(x)
+    compiled = ir.compile(SizedByExtents, platform="ref", distributed_config=DistributedConfig(device_ids=list(range(n))))
+    compiled(x, y)
+    assert torch.equal(y, x)
+    report = compiled.run(x, y)
+    assert report.ranks and all(r.device == k for k, r in enumerate(report.ranks))

@@ -81,6 +81,7 @@ class HostKernel:
             raise TypeCheckError(f"host orchestrator '{self.__name__}' takes {len(names)} arguments "
                                  f"({', '.join(names)}), got {len(args)}", span=source.span(node))
         walker = _Walker(source, nranks, dict(zip(names, args)), windows, self.methods)
+        walker.bind_extents(node, names, args)
         try:
             walker.block(node.body)
         except _Return as ret:
@@ -154,6 +155,27 @@ class _Walker:
         self.nranks = nranks
         self.env = env
         self.out: list[Dispatch] = []
+
+    def bind_extents(self, fdef, names, args) -> None:
+        """The pl.dynamic names of the parameters' annotated shapes, each the extent of the
+        tensor passed there (a host body sizes its windows with them: NR * SIZE)."""
+        self.extents: dict = {}
+        by_name = dict(zip(names, args))
+        for a in fdef.args.args:
+            value, ann = by_name.get(a.arg), a.annotation
+            while isinstance(ann, ast.Subscript) and not (isinstance(ann.slice, ast.Tuple) and ann.slice.elts
+                                                          and isinstance(ann.slice.elts[0], ast.List)):
+                ann = ann.slice  # pl.Out[pl.Tensor[...]]
+            if not isinstance(value, torch.Tensor) or not isinstance(ann, ast.Subscript):
+                continue
+            dims = ann.slice.elts[0].elts
+            if len(dims) != value.dim():
+                continue
+            for dim, extent in zip(dims, value.shape):
+                if isinstance(dim, ast.Name) and dim.id not in self.env:
+                    meaning = self.meaning(dim)
+                    if isinstance(meaning, N.Value) and isinstance(meaning.value, N.DynVar):
+                        self.extents.setdefault(meaning.value.name, int(extent))
 
     def error(self, cls, node, message: str, hint: str | None = _HINT) -> PyptoError:
         return cls(message, span=self.source.span(node), hint=hint)
@@ -237,6 +259,12 @@ class _Walker:
         if isinstance(node, ast.Call):
             return self.call(node, name)
         meaning = self.meaning(node)
+        if isinstance(meaning, N.Value) and isinstance(meaning.value, N.DynVar):
+            if meaning.value.name in self.extents:
+                return self.extents[meaning.value.name]
+            raise self.error(TypeCheckError, node, f"pl.dynamic '{meaning.value.name}' is no extent of the host "
+                             "function's tensors here", hint="size the host's tensors with it, or use "
+                                                             "pld.world_size()")
         if isinstance(meaning, N.Value):
             return meaning.value
         raise self.error(UnsupportedSyntaxError, node, f"a host orchestrator cannot evaluate '{ast.unparse(node)}'")
