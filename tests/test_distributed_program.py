@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import pypto.language as pl
 import pypto.language.distributed as pld
 from pypto import ir
-from pypto.errors import ConfigError, ParseError, TypeCheckError
+from pypto.errors import ConfigError, ParseError, PyptoError, TypeCheckError
 from pypto.ir.distributed_compiled_program import DistributedConfig
 
 
@@ -172,3 +172,44 @@ def test_a_host_bodys_dynamic_extent_is_the_extent_of_the_tensor_passed_for_it(n
     assert torch.equal(y, x)
     report = compiled.run(x, y)
     assert report.ranks and all(r.device == k for k, r in enumerate(report.ranks))
+
+
+@pl.program
+class Stacked:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add(self, a: pl.Tensor[[8, 16], pl.FP32], b: pl.Tensor[[8, 16], pl.FP32],
+            f: pl.Out[pl.Tensor[[8, 16], pl.FP32]]) -> pl.Tensor[[8, 16], pl.FP32]:
+        return pl.store(pl.add(pl.load(a, [0, 0], [8, 16]), pl.load(b, [0, 0], [8, 16])), [0, 0], f)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(self, a: pl.Tensor[[8, 16], pl.FP32], b: pl.Tensor[[8, 16], pl.FP32],
+             f: pl.Out[pl.Tensor[[8, 16], pl.FP32]]) -> pl.Tensor[[8, 16], pl.FP32]:
+        return self.add(a, b, f)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, a: pl.Tensor[[2, 8, 16], pl.FP32], b: pl.Tensor[[2, 8, 16], pl.FP32],
+             f: pl.Out[pl.Tensor[[2, 8, 16], pl.FP32]]):
+        self.orch(a[0], b[0], f[0], device=1)
+        self.orch(a[1], b[1], f[1], device=0)
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_stacked_tensor_is_uploaded_once_and_each_shard_dispatched_only_where_it_is_resident(platform):
+    from pypto.runtime import StackedDeviceTensor
+
+    compiled = ir.compile(Stacked, platform=platform, distributed_config=DistributedConfig(device_ids=[0, 1]))
+    a, f = torch.full((2, 8, 16), 2.0), torch.zeros(2, 8, 16)
+    b = torch.stack([torch.full((8, 16), 10.0), torch.full((8, 16), 11.0)])
+    with compiled.prepare() as rt:
+        weight = rt.alloc_stacked_tensor(b, worker_ids=[1, 0])
+        assert isinstance(weight, StackedDeviceTensor) and weight.shape == (2, 8, 16)
+        b.zero_()  # the upload is the worker's copy
+        rt(a, weight, f)
+        assert torch.equal(f, torch.stack([torch.full((8, 16), 12.0), torch.full((8, 16), 13.0)]))
+        back = torch.zeros(2, 8, 16)
+        rt.copy_stacked_from(weight, back)
+        assert back[1].eq(11.0).all()
+        misplaced = rt.alloc_stacked_tensor(back)  # shard i on worker i, and the host sends shard 0 to device 1
+        with pytest.raises(PyptoError, match="resident on worker 0 and this dispatch runs on device 1") as info:
+            rt(a, misplaced, f)
+        assert info.value.span.file == __file__ and "worker_ids" in info.value.hint

@@ -17,6 +17,7 @@ import attrs
 import torch
 
 from pypto.cluster.windows import WindowBuffer, WindowView
+from pypto.runtime.distributed.worker import StackedDeviceTensor
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir.types import DataType
 from pypto.lang import names as N
@@ -149,6 +150,7 @@ class _Return(Exception):
 
 class _Walker:
     def __init__(self, source, nranks: int, env: dict, windows: dict | None, methods: dict):
+        self.placed: dict = {}  # id(a stacked tensor's shard) -> (the worker it is on, the shard)
         self.methods = methods
         self.windows = windows
         self.source = source
@@ -248,6 +250,12 @@ class _Walker:
             return _OPS[type(node.op)](lhs, rhs)
         if isinstance(node, ast.Subscript):
             base = self.value(node.value)
+            stacked = base if isinstance(base, StackedDeviceTensor) else None
+            if stacked is not None:
+                if stacked.freed:
+                    raise self.error(PyptoError, node, f"'{ast.unparse(node.value)}' was freed "
+                                     "(free_stacked_tensor)", hint="pass a stacked tensor the worker still holds")
+                base = stacked.data
             if not isinstance(base, torch.Tensor):
                 raise self.error(TypeCheckError, node, f"'{ast.unparse(node.value)}' is not a tensor to slice",
                                  hint=None)
@@ -255,7 +263,10 @@ class _Walker:
             if not 0 <= index < base.shape[0]:
                 raise self.error(PyptoError, node, f"'{ast.unparse(node)}': index {index} is outside the "
                                  f"{base.shape[0]} of its first axis", hint="a world tensor's first axis is the ranks")
-            return base[index]
+            shard = base[index]
+            if stacked is not None:  # where it is resident: a dispatch elsewhere is refused
+                self.placed[id(shard)] = (stacked.worker_ids[index], shard)
+            return shard
         if isinstance(node, ast.Call):
             return self.call(node, name)
         meaning = self.meaning(node)
@@ -367,5 +378,12 @@ class _Walker:
             raise self.error(TypeCheckError, node, f"a dispatch passes its arguments by position, not "
                              f"{', '.join(k + '=' for k in kw)}", hint=None)
         args = tuple(self.value(a) for a in node.args)
+        for a, arg in zip(node.args, args):
+            held = self.placed.get(id(arg))
+            if held is not None and held[1] is arg and held[0] != rank:
+                raise self.error(PyptoError, a, f"'{ast.unparse(a)}' is resident on worker {held[0]} and this "
+                                 f"dispatch runs on device {rank}",
+                                 hint="alloc_stacked_tensor(host, worker_ids=[...]) with each shard's device= "
+                                      "(the identity for device=r)")
         self.out.append(Dispatch(rank, kernel, args, self.source.span(node)))
         return None
