@@ -196,11 +196,13 @@ class Stacked:
 @pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
 def test_a_stacked_tensor_is_uploaded_once_and_each_shard_dispatched_only_where_it_is_resident(platform):
     from pypto.runtime import StackedDeviceTensor
+    from pypto.runtime.distributed_runner import DistributedWorker  # (the reference's module path)
 
     compiled = ir.compile(Stacked, platform=platform, distributed_config=DistributedConfig(device_ids=[0, 1]))
     a, f = torch.full((2, 8, 16), 2.0), torch.zeros(2, 8, 16)
     b = torch.stack([torch.full((8, 16), 10.0), torch.full((8, 16), 11.0)])
     with compiled.prepare() as rt:
+        assert isinstance(rt, DistributedWorker)
         weight = rt.alloc_stacked_tensor(b, worker_ids=[1, 0])
         assert isinstance(weight, StackedDeviceTensor) and weight.shape == (2, 8, 16)
         b.zero_()  # the upload is the worker's copy
