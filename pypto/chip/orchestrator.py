@@ -29,7 +29,8 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim import progress
+from pypto.sim import progress, ranks
+from pypto.sim.comm import PORT
 from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
 
 @attrs.frozen
@@ -132,6 +133,11 @@ class ChipRun(Settling):
         barriers.check_launch(kernel, blocks, spmd and submit.sync_start, barriers.capacity(kernel, self.soc),
                               self.soc, getattr(stmt, "span", None))
         self.wait_for_scalar_reads(kernel, args, getattr(stmt, "span", None))
+        if ranks.crosses(kernel):
+            self.wait_for_all()
+            port = PORT.get()
+            if port is not None:
+                port.launching(self.clock)
         timelines = barriers.held(kernel, lambda b, holds: simulate(kernel, args, self.soc, unsafe=self.unsafe_colive,
                                                                    block=b, blocks=blocks, holds=holds),
                                   blocks, barriers.release_cost(kernel, self.soc.costs))

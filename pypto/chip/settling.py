@@ -103,6 +103,16 @@ class Settling:
                     tensor.element_size()
                 self._wait(lo, hi, span, f"a kernel reads '{name}' on its scalar unit (pl.read)")
 
+    def wait_for_all(self) -> None:
+        """A launch that acts with other ranks is about to be simulated: its peers may read
+        any of this rank's windows while it runs, so every task before it has finished and
+        its data is in place (the orchestrator's clock then is the launch's start)."""
+        for t in self.tasks:
+            self.clock = max(self.clock, self.chip.until_placed(t.number).finish)
+        self.chip.through(self.clock)
+        self.unfinished = []
+        self._settle(self.clock + 1)
+
     def _wait(self, lo: int, hi: int, span, reader: str) -> None:
         producers = self.tracker.producer_of(lo, hi)
         for p in producers:

@@ -59,6 +59,32 @@ class RankPort:
         self.cluster = cluster
         self.rank = rank
         self.nranks = cluster.nranks
+        # on the simulated chip: the rank's cycle its dispatch began at, that of the launch
+        # being simulated, and the latest cycle an act of the dispatch reached
+        self.dispatch_base = self.launch_base = self.high = 0
+
+    def dispatching(self) -> None:
+        """A dispatch of the rank begins, at its clock."""
+        self.dispatch_base = self.high = self.cluster.links.clocks[self.rank].now
+
+    def dispatched(self, cycles: int) -> None:
+        """It ended, ``cycles`` after it began (its chip's makespan; 0 on ``ref``)."""
+        clock = self.cluster.links.clocks[self.rank]
+        clock.now = max(clock.now, self.high, self.dispatch_base + cycles)
+
+    def launching(self, cycle: int) -> None:
+        """A launch holding cross-rank instructions starts ``cycle`` into the dispatch."""
+        self.launch_base = self.dispatch_base + cycle
+
+    def timed(self, cycle: int, act) -> int:
+        """``act()`` — a cross-rank act — performed ``cycle`` into the launch: the cycles it
+        held the instruction (its issue; a wait until it was satisfied; a load until its bytes
+        came back)."""
+        clock = self.cluster.links.clocks[self.rank]
+        at = clock.now = self.launch_base + cycle
+        act()
+        self.high = max(self.high, clock.now)
+        return clock.now - at
 
     def _tag(self, tensor, what: str) -> WindowTag:
         tag = tag_of(tensor)

@@ -15,6 +15,10 @@ from pypto.backend import CoreKind, Pipe
 COMM_REGISTERS = ("system.rank", "system.nranks")
 COLLECTIVES = frozenset(f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
                                                       "reduce_scatter", "all_to_all", "put", "get"))
+# the instructions a rank's launch performs with its peers (``pypto.sim.ranks``); those of the
+# signal unit are fenced behind everything its core issued before them
+CROSS_RANK = frozenset({"SLOADCTX", "TNOTIFY", "TWAIT", "TGET", "TPUT", "TCOLL"})
+FENCED = frozenset({"TNOTIFY", "TWAIT", "TCOLL"})
 COMM_OPS = frozenset({"system.notify", "system.wait", "tile.remote_load", "tile.remote_store", *COMM_REGISTERS,
                       *COLLECTIVES})
 

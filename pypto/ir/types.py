@@ -235,6 +235,17 @@ class Level(enum.Enum):
         return f"pl.Level.{self.name}"
 
 
+class Role(enum.Enum):
+    """What a function at ``pl.Level.HOST`` does: ``Orchestrator`` (it dispatches per-device
+    programs to the ranks) or ``SubWorker`` (a host task an orchestrator hands work to)."""
+
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+    def __repr__(self) -> str:
+        return f"pl.Role.{self.name}"
+
+
 class ForKind(enum.Enum):
     Sequential = "range"
     Parallel = "parallel"

@@ -18,7 +18,7 @@ import numpy
 
 from pypto.ir.ops import UNIFIED, resolve
 from pypto.ir.ops.rings import AUTO
-from pypto.ir.types import (AtomicType, DataType, FunctionType, Level, MaskPattern, NotifyOp, PadValue, ReduceOp,
+from pypto.ir.types import (AtomicType, DataType, FunctionType, Level, MaskPattern, NotifyOp, PadValue, ReduceOp, Role,
                              ScopeMode, SplitMode, TensorLayout, WaitCmp)
 from pypto.backend import MemorySpace
 from pypto.lang.dsl import MemRefDeclaration
@@ -139,6 +139,7 @@ ENUMS = {
     "Mem": MemorySpace,
     "MemorySpace": MemorySpace,
     "Level": Level,
+    "Role": Role,
     "FunctionType": FunctionType,
     "PadValue": PadValue,
     "AtomicType": AtomicType,
@@ -403,5 +404,5 @@ def _is_constant(obj) -> bool:
 
 
 def _is_dsl_enum(obj) -> bool:
-    return isinstance(obj, (DataType, MemorySpace, Level, FunctionType, PadValue, AtomicType, SplitMode, NotifyOp,
+    return isinstance(obj, (DataType, MemorySpace, Level, Role, FunctionType, PadValue, AtomicType, SplitMode, NotifyOp,
                             WaitCmp, ReduceOp))

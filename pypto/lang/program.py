@@ -24,7 +24,7 @@ from pypto.errors import (
 from pypto.backend import DEFAULT
 from pypto.ir import nodes as n
 from pypto.ir.collector import collector_paused
-from pypto.ir.types import FunctionType, ScalarType, conforms, sizing_key, type_name
+from pypto.ir.types import FunctionType, Level, Role, ScalarType, conforms, sizing_key, type_name
 from pypto.lang import names as N
 from pypto.lang.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
@@ -233,9 +233,13 @@ def function_options(source: Source, fdef: ast.FunctionDef, soc) -> tuple[Functi
                                  "source needs the vendor toolkit, which this implementation does without",
                                  hint=f"write '{fdef.name}' in PyPTO (type=pl.FunctionType.InCore) to run it on "
                                       "ref or a2a3sim")
-            if deco.args or set(kw) - {"type", "auto_scope", "attrs"}:
-                raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type=, auto_scope= and "
-                                 "attrs= here")
+            if deco.args or set(kw) - {"type", "auto_scope", "attrs", "level", "role"}:
+                raise conv.error(UnsupportedSyntaxError, deco, "@pl.function takes only type=, auto_scope=, "
+                                 "attrs=, level= and role= here")
+            if "level" in kw and conv.static_of(kw["level"], Level, "the level") is Level.HOST:
+                raise conv.error(TypeCheckError, deco, f"'{fdef.name}' runs on the host (level=pl.Level.HOST): a "
+                                 "program of the cores cannot call it",
+                                 hint="dispatch the program's orchestration from it: self.orch(..., device=r)")
             kind = conv.static_of(kw["type"], FunctionType, "the function type") if "type" in kw else \
                 FunctionType.Opaque
             auto = conv.static_of(kw["auto_scope"], bool, "auto_scope") if "auto_scope" in kw else True
@@ -317,7 +321,8 @@ class FunctionDecl:
                                   "kernel you call directly")
 
 
-def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None, auto_scope=True, attrs=None):
+def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_source=None, auto_scope=True, attrs=None,
+             level: Level | None = None, role: Role | None = None):
     """A function of a ``@pl.program`` (the reference's class form): ``@pl.function``,
     ``@pl.function(type=pl.FunctionType.InCore)``, ``type=pl.FunctionType.Orchestration``.
 
@@ -325,6 +330,8 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, external_sour
     kind's, for hand-written pipes; ``attrs={"dual_aiv_dispatch": True}`` runs an AIV one on
     both vector cores), ``Group`` (an AIC and an AIV function dispatched together),
     ``Orchestration`` (host code submitting tasks), ``Opaque`` (left to the compiler).
+    ``level=pl.Level.HOST, role=pl.Role.Orchestrator`` makes it the host orchestrator of many
+    ranks, which dispatches the program's orchestration to each (``self.orch(..., device=r)``);
     ``auto_scope=False`` as for ``pl.jit``. A function backed by a hand-written kernel
     (``external_source="k.cpp"``) can be declared but not run here: there is no AscendC
     toolchain."""
@@ -368,6 +375,9 @@ def _program(cls, caller) -> n.Program:
         raise ParseError("@pl.program decorates a class", span=source.span(node))
     # read when Python defines the class, before any RunConfig names a backend: the
     # default one; the pass pipeline verifies it again against the backend in force
+    hosts = _host_methods(source, node)
+    if hosts:
+        return HostProgram(source, node, hosts)
     builder = ProgramBuilder(source, node, DEFAULT)
     if builder.entry is not None and builder.generic(source, builder.defs[builder.entry]):
         return GenericProgram(source, node)
@@ -393,6 +403,76 @@ def _for_another_chip(source, node, err):
         except PyptoError:
             continue
     raise err
+
+
+def _host_methods(source: Source, cls: ast.ClassDef) -> dict:
+    """The methods declared ``@pl.function(level=pl.Level.HOST, ...)``: name -> their role."""
+    out = {}
+    conv = None
+    for stmt in cls.body:
+        if not isinstance(stmt, ast.FunctionDef):
+            continue
+        for deco in stmt.decorator_list:
+            kw = {k.arg: k.value for k in deco.keywords} if isinstance(deco, ast.Call) else {}
+            if "level" not in kw:
+                continue
+            conv = conv or FunctionConverter(source, stmt, name=stmt.name, kind=FunctionType.InCore,
+                                             hooks=ProgramHooks(DEFAULT))
+            if conv.static_of(kw["level"], Level, "the level") is Level.HOST:
+                out[stmt.name] = conv.static_of(kw["role"], Role, "the role") if "role" in kw else Role.Orchestrator
+    return out
+
+
+class HostProgram:
+    """A ``@pl.program`` with a host orchestrator (``@pl.function(level=pl.Level.HOST,
+    role=pl.Role.Orchestrator)``): the reference's class form of a program of many ranks.
+    The host function's body is walked by the runtime (``pypto.runtime.distributed``) like a
+    ``@pl.jit.host`` body; each ``self.orch(..., device=r)`` it makes runs the program of the
+    class's other functions with ``orch`` as its entry (``device_program``), on rank ``r``."""
+
+    def __init__(self, source: Source, cls: ast.ClassDef, hosts: dict):
+        self.source = source
+        self.cls = cls
+        self.name = cls.name
+        orchestrators = [name for name, role in hosts.items() if role is Role.Orchestrator]
+        if len(orchestrators) != 1:
+            fdef = next(s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name in hosts)
+            raise ParseError(f"program '{cls.name}' has {len(orchestrators)} host orchestrators: a program of many "
+                             "ranks has one", span=source.span(fdef),
+                             hint="one @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)")
+        self.host_name = orchestrators[0]
+        self.hosts = frozenset(hosts)
+        self.defs = {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef)}
+        self._made: dict[tuple, object] = {}
+
+    @property
+    def host_def(self) -> ast.FunctionDef:
+        return self.defs[self.host_name]
+
+    def device_functions(self) -> frozenset:
+        """The names a host dispatch may call: the functions that run on a device."""
+        return frozenset(self.defs) - self.hosts
+
+    def device_program(self, entry: str, soc=DEFAULT):
+        """The program of the class's device functions with ``entry`` as its entry (a
+        ``GenericProgram`` when the entry has pl.dynamic axes); made once per entry."""
+        key = (entry, id(soc))
+        if key not in self._made:
+            body = [s for s in self.cls.body if not (isinstance(s, ast.FunctionDef) and s.name in self.hosts)]
+            body = [s for s in body if getattr(s, "name", None) != entry] + [self.defs[entry]]
+            cls = ast.ClassDef(name=self.cls.name, bases=self.cls.bases, keywords=self.cls.keywords, body=body,
+                               decorator_list=[], type_params=[])
+            ast.copy_location(cls, self.cls)
+            builder = ProgramBuilder(self.source, cls, soc)
+            if builder.generic(self.source, builder.defs[entry]):
+                self._made[key] = GenericProgram(self.source, cls)
+            else:
+                with collector_paused():
+                    self._made[key] = builder.build()
+        return self._made[key]
+
+    def __repr__(self) -> str:
+        return f"<pl.program {self.name}: host orchestrator {self.host_name} of many ranks>"
 
 
 class GenericProgram:

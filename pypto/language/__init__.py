@@ -7,7 +7,7 @@ decorators that turn a function or class into a kernel or a program.
 
 from pypto.ir.ops import UNIFIED as _UNIFIED
 from pypto.ir.types import DataType as _DataType
-from pypto.ir.types import AtomicType, FunctionType, Level, PadValue, ScopeMode, SplitMode, TensorLayout
+from pypto.ir.types import AtomicType, FunctionType, Level, PadValue, Role, ScopeMode, SplitMode, TensorLayout
 from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
 from pypto.lang.dsl import OpNamespace as _OpNamespace
 from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
@@ -126,7 +126,7 @@ def __dir__() -> list:
 
 __all__ = [
     "BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "MX_A_ZZ", "MX_B_NN", "INDEX", "INT16", "INT32", "INT64", "INT8", "UINT8", "UINT16", "UINT32",
-    "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
+    "AUTO", "AtomicType", "FunctionType", "InOut", "Level", "Mem", "MemRef", "MemorySpace", "Out", "PadValue", "Role", "Scalar", "ScopeMode", "TASK_ID", "TensorLayout",
     "Tensor", "TensorView", "Tile", "TileView", "DynVar", "dynamic", "at", "const", "function", "jit", "loads", "loads_program", "max", "min",
     "parallel", "parse", "parse_program", "dim",
     "pipeline", "program", "range", "tensor", "tile", "array", "Array", "system", "unroll", "while_", "cond", "yield_", "scope", "manual_scope", "submit", "no_dep", "spmd", "spmd_submit", "split", "cross_core_slot", "SplitMode", "cluster", "split_aiv", "dump_tag", *sorted(_UNIFIED),

@@ -28,6 +28,7 @@ _LAZY = {
     "RunResult": "runner", "compile_program": "runner", "execute_compiled": "runner",
     "Worker": "runtime_base",
     "DistributedConfig": "distributed.config", "DistributedWorker": "distributed.worker",
+    "StackedDeviceTensor": "distributed.worker",
     "DistributedProgram": "distributed.program",
     "ensure_pto_isa_root": "pto_isa", "pto_isa_include_dir": "pto_isa",
 }
@@ -64,5 +65,5 @@ _ir_distributed.__getattr__ = _provider(_ir_distributed, {"DistributedConfig": "
 _ir_pass_manager.__getattr__ = _provider(_ir_pass_manager, {"PassManager": "pass_manager"})
 
 __all__ = ["PLATFORMS", "BenchmarkStats", "ChipWorker", "CompiledProgram", "DeviceTensor", "RegistrationHandle", "RunConfig",
-           "DistributedConfig", "DistributedWorker", "RunResult", "ScalarSpec", "TensorSpec", "Worker", "benchmark", "compile_program", "ensure_pto_isa_root",
+           "DistributedConfig", "DistributedWorker", "StackedDeviceTensor", "RunResult", "ScalarSpec", "TensorSpec", "Worker", "benchmark", "compile_program", "ensure_pto_isa_root",
            "execute_compiled", "pto_isa_include_dir", "run"]

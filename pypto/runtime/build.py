@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pypto.errors import ConfigError
 from pypto.ir import nodes as n
-from pypto.lang.program import GenericProgram
+from pypto.lang.program import GenericProgram, HostProgram
 from pypto.runtime.callsite import call_span
 from pypto.runtime.config import RunConfig, coerce_config
 from pypto.console import boundary
@@ -36,14 +36,22 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
     ``enable_pypto_l0c_double_buffer``, ``emit_source_loc``, ``dump_ptoas_passes``,
     ``runtime``) are accepted and change nothing here; ``profiling`` writes each pass's time
     to report/pipeline_profile.{txt,json}, ``diagnostic_phase=NONE`` drops the diagnostics;
-    ``distributed_config`` is refused (no distributed runtime here). ``backend_type`` picks
-    the SoC table (the platform's own when it is a simulator: a5sim compiles for Ascend950)."""
-    if not isinstance(program, (n.Program, GenericProgram)):
+    ``distributed_config`` names the devices of a program with a host orchestrator (one of many
+    ranks: a ``DistributedProgram``, called with the host function's arguments), and is
+    refused for a program of one chip. ``backend_type`` picks the SoC table (the platform's own
+    when it is a simulator: a5sim compiles for Ascend950)."""
+    if not isinstance(program, (n.Program, GenericProgram, HostProgram)):
         raise ConfigError(f"ir.compile takes a Program, got {type(program).__name__}",
                           hint="compile kernel.lower(*samples), or call kernel.compile(*samples)")
-    if distributed_config is not None:
-        raise ConfigError("distributed_config: this runtime has no distributed (L3+) workers",
-                          hint="compile for one chip (leave distributed_config unset)")
+    if isinstance(program, HostProgram) and distributed_config is None:
+        raise ConfigError(f"program '{program.name}' has a host orchestrator ('{program.host_name}'): it runs on a "
+                          "cluster of devices, and no distributed_config names them", span=call_span(argument=0),
+                          hint="ir.compile(program, platform=..., distributed_config=DistributedConfig("
+                               "device_ids=[0, 1]))")
+    if distributed_config is not None and not isinstance(program, HostProgram):
+        raise ConfigError(f"distributed_config: program '{program.name}' runs on one chip (it has no "
+                          "@pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator) to dispatch to the ranks)",
+                          span=call_span(argument=0), hint="compile it for one chip (leave distributed_config unset)")
     fields = {"dump_passes": dump_passes, "output_dir": output_dir,
               "compile_profiling": profiling}
     if platform is not None:  # else the backend's simulator (a2a3sim when neither is named)
@@ -53,7 +61,14 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
                         ("backend_type", backend_type)):
         if value is not None:
             fields[name] = value
+    if distributed_config is not None:
+        fields["distributed_config"] = distributed_config
     config = RunConfig(**fields)
+    if isinstance(program, HostProgram):
+        from pypto.runtime.distributed.host import ProgramHost
+        from pypto.runtime.distributed.program import DistributedProgram
+
+        return DistributedProgram(ProgramHost(program), config)
     from pypto.runtime.compiled import compile_program
     from pypto.runtime.generic import GenericCompiled
 

@@ -166,20 +166,23 @@ def _cell_of(signal, rank: int) -> tuple:
     return (rank,) if signal.dim() == 1 else (rank, 0)
 
 
-def _barrier(port: CommPort, signal, span) -> None:
+def _barrier(port: CommPort, signal, span, row: int | None = None) -> None:
     """A credit barrier: this rank adds 1 to its cell of every peer's signal, waits for each
     peer's cell of its own, and takes that credit back — the signal ends as it began, and a
-    peer already at the next barrier has its credit kept."""
-    if signal.shape[0] < port.nranks:
-        raise OutOfRange(f"a collective's signal has a cell per rank: {signal.shape[0]} cells for {port.nranks} ranks",
+    peer already at the next barrier has its credit kept. ``row``: the ring's round, whose
+    row of a [rounds, NR] signal holds the cells."""
+    cells = signal.shape[0] if row is None else signal.shape[1]
+    if cells < port.nranks:
+        raise OutOfRange(f"a collective's signal has a cell per rank: {cells} cells for {port.nranks} ranks",
                          hint="pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32)")
+    cell_of = (lambda r: _cell_of(signal, r)) if row is None else (lambda r: (row, r))
     me = port.rank
     for p in range(port.nranks):
         if p != me:
-            port.notify(signal, p, _cell_of(signal, me), 1, NotifyOp.AtomicAdd, span)
+            port.notify(signal, p, cell_of(me), 1, NotifyOp.AtomicAdd, span)
     for p in range(port.nranks):
         if p != me:
-            cell = _cell_of(signal, p)
+            cell = cell_of(p)
             port.wait(signal, cell, 1, WaitCmp.Ge, span)
             signal[cell] = signal_update(int(signal[cell]), -1, NotifyOp.AtomicAdd)
 
@@ -215,10 +218,37 @@ def barrier(signal, span=None):
     return signal
 
 
+def _ring(port: CommPort, target, signal, op, span) -> None:
+    """Ring: the target's elements in NR balanced segments; 2(NR-1) rounds, each a barrier on
+    its row of the [2(NR-1), NR] signal, a read of one segment from the previous rank, and a
+    second barrier before any rank overwrites what a peer may still read. Reduce-scatter
+    (round s: segment r-s-1 := the previous rank's partial combined with this rank's), then
+    allgather (round s: segment r-s copied whole from the previous rank)."""
+    n, me = port.nranks, port.rank
+    if signal.dim() != 2 or signal.shape[0] < 2 * (n - 1) or signal.shape[1] < n:
+        raise OutOfRange(f"a ring allreduce's signal is [2 * (NR - 1), NR] = [{2 * (n - 1)}, {n}], not "
+                         f"{list(signal.shape)}", hint="pld.window(sig_buf, [2 * (nr - 1), nr], dtype=pl.INT32)")
+    flat = target.view(-1)
+    bounds = [k * flat.numel() // n for k in range(n + 1)]
+    prev = (me - 1) % n
+    for step in range(2 * (n - 1)):
+        seg = (me - step - 1) % n if step < n - 1 else (me - (step - (n - 1))) % n
+        lo, hi = bounds[seg], bounds[seg + 1]
+        _barrier(port, signal, span, row=step)  # the previous rank's segment is ready
+        port.access(target, prev, _box(target, ()), False, "collective", span)
+        got = port.peer_view(target, prev, span).reshape(-1)[lo:hi].clone()
+        port.moved(prev, got.numel() * got.element_size(), True, span)
+        _barrier(port, signal, span, row=step)  # every rank has read: segments may be rewritten
+        flat[lo:hi] = _COMBINE[ReduceOp(op)](got, flat[lo:hi]) if step < n - 1 else got
+
+
 @impl("system.allreduce")
 def allreduce(target, signal, op=ReduceOp.Sum, mode="mesh", core_num=1, span=None):
-    """Mesh: each rank combines its own data with each peer's, in rank order."""
+    """Mesh: each rank combines its own data with each peer's, in rank order. Ring: ``_ring``."""
     port = _port("tensor.allreduce")
+    if mode == "ring":
+        _ring(port, target, signal, op, span)
+        return target
     _barrier(port, signal, span)  # every rank's data is in its window
     acc = target.clone()
     for p in _peers(port):

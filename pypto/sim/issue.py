@@ -21,6 +21,7 @@ from pypto.codegen.isa import (
     SetFlag,
     WaitFlag,
 )
+from pypto.codegen.comm import CROSS_RANK, FENCED
 from pypto.errors import PyptoError
 from pypto.ir import nodes as n
 from pypto.ir.ops import lookup
@@ -62,6 +63,8 @@ class Dyn:
     launch: int = 0  # which of the launches simulated together issued it (its tensors are that launch's)
     key: int = 0  # its pipe on its core, as one integer among everything simulated together
     value: object = None  # what an element read from a tile gave (``Instr.result``), once it has run
+    timed: bool = False  # a cross-rank record: its cycles are known when it starts (``pypto.sim.ranks``)
+    fenced: bool = False  # it starts after everything its core issued before it has landed
 
     def name(self) -> str:
         return item_name(self.node, self.flag)
@@ -276,6 +279,8 @@ class Issuer:
             d.cost = self.costs.sync_cycles
         else:
             self.prepare(node, d)
+            if node.mnemonic in CROSS_RANK:
+                d.timed, d.fenced = True, node.mnemonic in FENCED
         return d
 
     # ------------------------------------------------------------------ instructions
@@ -458,6 +463,8 @@ def _cost(ins: Instr, args: dict, dst, issuer: Issuer):
     further cycles until its data lands (transfer pipes only)."""
     c = issuer.costs
     soc = issuer.soc
+    if ins.mnemonic in CROSS_RANK:  # the interconnect's: decided as it starts (``pypto.sim.ranks``)
+        return 1, 0, ()
     if ins.op in ("tile.load", "tile.store", "tile.gather_row"):
         if ins.op != "tile.store":
             t = issuer.tensors[args["tensor" if ins.op == "tile.load" else "src"].name]

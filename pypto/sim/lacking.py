@@ -11,10 +11,6 @@ from pypto.backend import SoC, having
 from pypto.codegen.isa import Instr, Kernel, walk
 from pypto.errors import CodegenError
 
-# the pld ops' instructions (``pypto.codegen.comm``): a rank's cycle-level simulation would have
-# to interleave its data with its peers' within one launch, which the two-phase launch
-# (timeline, then data) cannot; the ref interpreter runs them
-CROSS_RANK = frozenset({"SLOADCTX", "TNOTIFY", "TWAIT", "TGET", "TPUT", "TCOLL"})
 _CHECKED: dict[int, tuple] = {}  # id(kernel) -> (weak reference, the SoC names it was checked against)
 
 
@@ -24,13 +20,6 @@ def refuse(kernel: Kernel, soc: SoC) -> None:
         return
     for program in kernel.programs:
         for node in walk(program.body):
-            if isinstance(node, Instr) and node.mnemonic in CROSS_RANK:
-                raise CodegenError(
-                    f"pld.{node.op} lowers to pto.{node.mnemonic.lower()}, a cross-rank instruction the simulated "
-                    f"chip does not model yet: '{kernel.name}' cannot run on platform='{soc.name}sim'",
-                    span=node.span,
-                    hint="run the host orchestrator with RunConfig(platform='ref', distributed_config=...): the "
-                         "cluster runs every rank's interpreter and times its notifies, waits and transfers")
             if isinstance(node, Instr) and node.mnemonic in soc.lacks:
                 op = node.op.split(".", 1)
                 others = having(lambda t, m=node.mnemonic: m not in t.lacks, soc)

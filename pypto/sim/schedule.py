@@ -20,7 +20,7 @@ import collections
 from pypto.backend import Pipe
 from pypto.codegen.isa import SetFlag
 from pypto.sim.happens import VectorClocks
-from pypto.sim.issue import Boundary, SimulatorError
+from pypto.sim.issue import PIPE_NUMBER, Boundary, SimulatorError
 
 
 SCALAR = Pipe.SCALAR  # the scalar unit's own pipe: it issues nothing else until a record there is done
@@ -30,7 +30,7 @@ class SimulatorDeadlock(SimulatorError):
     """Pipes wait for flags nobody will set."""
 
 
-def schedule(streams: dict, depth: int, started, boundary=None) -> list:
+def schedule(streams: dict, depth: int, started, boundary=None, timed=None) -> list:
     """Give every record of ``streams`` (core -> iterator of ``Dyn``) its issue, start and
     end times and its vector clock, calling ``started(d)`` as each starts (in an order that
     extends happens-before); a deadlock raises. Returns the flags set more often than
@@ -40,7 +40,10 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
     is started first if it can be, and ``boundary(mark, state)`` is told the state then
     (``State``; None if something issued still waits for a flag set later); it may answer
     (trips, cycles, issues per pipe) to move the state on by that many trips, each that
-    many cycles later with those issues (``steady``)."""
+    many cycles later with those issues (``steady``).
+
+    ``timed(d)``: the cycles of a record whose cost is known only when it starts (``Dyn.timed``:
+    a cross-rank act, which the cluster times and performs then)."""
     head: dict = dict.fromkeys(streams)  # the record a core could not issue yet
     blocked: dict = dict.fromkeys(streams)  # a record on the scalar unit's own pipe, not started yet
     scalar_time = dict.fromkeys(streams, 0)
@@ -79,6 +82,9 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
                     when, received = got.popleft()
                     t = max(t, when)
             q.popleft()
+            if d.timed and timed is not None:
+                d.start = t
+                d.cost = timed(d)
             d.start, d.end = t, t + d.cost + d.latency
             busy[key] = t + d.cost
             if d.end > landed[key]:
@@ -161,6 +167,12 @@ def schedule(streams: dict, depth: int, started, boundary=None) -> list:
                     continue
             key = d.key
             t = t_scalar + d.scalar_cost
+            if d.fenced:  # after all its core issued before it has started and landed
+                first = key - PIPE_NUMBER[d.pipe]
+                mine = range(first, first + len(PIPE_NUMBER))
+                if any(pending[k] for k in mine):
+                    break
+                t = max(t, *(landed[k] for k in mine))
             n = issued[key]
             if n >= depth:
                 free, first = starts[key], based[key]

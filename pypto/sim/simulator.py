@@ -36,7 +36,7 @@ from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
 from pypto.sim import effects as Effects
 from pypto.sim.steps import Steps, run_steps
-from pypto.sim import fresh, lacking, offsets, progress
+from pypto.sim import fresh, lacking, offsets, progress, ranks
 from pypto.sim.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
 from pypto.sim.run_summary import summary_fields
@@ -243,6 +243,8 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
     the same scalar arguments, tensor views and cores (and block registers, if it reads
     them): control flow reads no tensor data, and where in memory the tensors lie matters
     only as far as they share storage."""
+    if ranks.crosses(kernel):  # its timing and data are its peers' too: simulated each time, with them
+        return simulate_together((Launch(kernel, args, cluster, lane, block, blocks),), soc, unsafe=unsafe)
     cache = _timelines(kernel)
     if cache.reads_registers is None:
         cache.reads_registers = _reads_block_registers(kernel)
@@ -448,7 +450,8 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
     if any(reads_tiles(launch.kernel) for launch in launches):  # the values it reads, as it reads them
         sizes = [(core.name, space, max(spec.capacity, spec.physical)) for core in issuers
                  for space, spec in soc.spaces.items() if spec.core is core.kind]
-        live = Effects.Live(sizes, [launch.tensors() for launch in launches])
+        kind = ranks.OnRank if any(ranks.crosses(launch.kernel) for launch in launches) else Effects.Live
+        live = kind(sizes, [launch.tensors() for launch in launches])
     # one core: its state is the scheduler's; and every trip computed where data is (a
     # fast-forwarded trip has no effects of its own to perform)
     steady = steady and not unsafe and not fresh.checking() and len(issuers) == 1 and live is None \
@@ -459,7 +462,8 @@ def _simulate_together(launches, soc: SoC, unsafe: bool, steady: bool) -> Timeli
     record = Record(launches, unsafe, steady, live)
     started = progress.counting(record.started, "simulated", cycle=_end)  # a run's progress line
     try:
-        leftover = schedule(streams, soc.costs.queue_depth, started, record.steady.boundary if steady else None)
+        leftover = schedule(streams, soc.costs.queue_depth, started, record.steady.boundary if steady else None,
+                            live.timed if isinstance(live, ranks.OnRank) else None)
     except SimulatorHazard as exc:
         exc.fast_forwarded = bool(steady and record.steady.skipped)
         raise
@@ -482,8 +486,10 @@ def _timeline(record: Record) -> Timeline:
     for (core, pipe), cycles in record.busy.items():
         pipe_cycles.setdefault(core, {})[pipe] = cycles
     record.effects.sort(key=lambda p: p[:4])
-    return Timeline(tuple(record.effects), record.items, record.cycles, pipe_cycles, record.instructions,
-                    record.syncs, record.extents.sizes(), record.launches, record.steps, record.footprint.windows(),
+    done = isinstance(record.live, ranks.OnRank)  # its data is in place already
+    return Timeline(() if done else tuple(record.effects), record.items, record.cycles, pipe_cycles,
+                    record.instructions, record.syncs, record.extents.sizes(), record.launches,
+                    None if done else record.steps, record.footprint.windows(),
                     record.steady.skipped if record.steady is not None else 0,
                     tuple(record.live.prints) if record.live is not None else (), _arrivals(record.arrivals))
 

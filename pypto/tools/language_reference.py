@@ -35,7 +35,7 @@ SECTIONS = (
                           "split", "cross_core_slot", "split_aiv", "dump_tag")),
     ("Values", ("const", "min", "max", "dim", "dynamic")),
     ("Annotations", ("Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "MemRef", "TileView", "TensorView")),
-    ("Enums", ("Level", "Mem", "FunctionType", "PadValue", "AtomicType", "SplitMode", "ScopeMode", "TensorLayout")),
+    ("Enums", ("Level", "Role", "Mem", "FunctionType", "PadValue", "AtomicType", "SplitMode", "ScopeMode", "TensorLayout")),
 )
 
 

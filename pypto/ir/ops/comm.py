@@ -179,20 +179,14 @@ def _collective_signal(op: str, a: OpArgs) -> TensorType:
     return t
 
 
-def _same_shape(op: str, a: OpArgs, x: str, y: str) -> None:
-    tx, ty = window_operand(op, a, x, x), window_operand(op, a, y, y)
-    if tx.dtype is not ty.dtype:
-        raise fail(f"pld.{op}", f"'{x}' and '{y}' of one dtype", f"{tx.dtype.name} and {ty.dtype.name}")
-
-
 def _infer_allreduce(a: OpArgs, soc: SoC) -> TensorType:
     t = window_operand("tensor.allreduce", a, "target", "target")
-    _collective_signal("tensor.allreduce", a)
+    signal = _collective_signal("tensor.allreduce", a)
     if a["mode"] not in ("mesh", "ring"):
         raise fail("pld.tensor.allreduce", "mode='mesh' or mode='ring'", repr(a["mode"]))
-    if a["mode"] == "ring":
-        raise TypeCheckError("pld.tensor.allreduce(mode='ring') does not run on the simulated cluster yet",
-                             hint="use mode='mesh' (the default), or write the ring with remote_store / notify / wait")
+    if a["mode"] == "ring" and len(signal.shape) != 2:  # a row of cells per round
+        raise fail("pld.tensor.allreduce", "a [2 * (NR - 1), NR] signal (mode='ring')", type_name(signal),
+                   "pld.window(sig_buf, [2 * (nr - 1), nr], dtype=pl.INT32)")
     if t.dtype not in MESH_DTYPES:
         raise fail("pld.tensor.allreduce", "an FP16 or FP32 target (mesh)", f"a {t.dtype.name} one",
                    "reduce in an FP32 window")
@@ -217,9 +211,12 @@ def _infer_broadcast(a: OpArgs, soc: SoC) -> TensorType:
 
 def _infer_gathers(a: OpArgs, soc: SoC) -> TensorType:
     op = "tensor." + a.op.split(".", 1)[1]
-    src = window_operand(op, a, "input", "input")
+    src = a.type("input")  # this rank's own data: a window (staged) or any tensor, read locally
+    if not isinstance(src, TensorType):
+        raise fail(f"pld.{op}", "a tensor input", type_name(src) if src else "a constant")
     t = window_operand(op, a, "target", "target")
-    _same_shape(op, a, "input", "target")
+    if src.dtype is not t.dtype:
+        raise fail(f"pld.{op}", "'input' and 'target' of one dtype", f"{src.dtype.name} and {t.dtype.name}")
     _collective_signal(op, a)
     if op == "tensor.allgather" and tuple(src.shape[1:]) != tuple(t.shape[1:]) or \
             op == "tensor.all_to_all" and tuple(src.shape) != tuple(t.shape):

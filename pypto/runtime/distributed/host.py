@@ -17,6 +17,7 @@ import attrs
 import torch
 
 from pypto.cluster.windows import WindowBuffer, WindowView
+from pypto.runtime.distributed.worker import StackedDeviceTensor
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir.types import DataType
 from pypto.lang import names as N
@@ -80,12 +81,66 @@ class HostKernel:
         if len(args) != len(names):
             raise TypeCheckError(f"host orchestrator '{self.__name__}' takes {len(names)} arguments "
                                  f"({', '.join(names)}), got {len(args)}", span=source.span(node))
-        walker = _Walker(source, nranks, dict(zip(names, args)), windows)
+        walker = _Walker(source, nranks, dict(zip(names, args)), windows, self.methods)
+        walker.bind_extents(node, names, args)
         try:
             walker.block(node.body)
         except _Return as ret:
             return walker.out, ret.value
         return walker.out, None
+
+
+    methods: dict = {}  # what ``self.name(...)`` dispatches (the class form's)
+
+
+class ProgramHost(HostKernel):
+    """The host orchestrator of a ``@pl.program`` class (``pypto.lang.program.HostProgram``):
+    walked as a ``@pl.jit.host`` body is, its ``self.orch(..., device=r)`` dispatching the
+    class's program with ``orch`` as the entry."""
+
+    def __init__(self, program):
+        self.program = program
+        self.__name__ = self.__qualname__ = program.host_name
+        self.__doc__ = None
+        self._parsed = (program.source, program.host_def)
+        self.methods = {name: DeviceEntry(program, name) for name in program.device_functions()}
+
+    def __repr__(self) -> str:
+        return f"<pypto host orchestrator {self.program.name}.{self.__name__}>"
+
+    @property
+    def param_names(self) -> tuple:
+        return tuple(a.arg for a in self.program.host_def.args.args[1:])
+
+
+class DeviceEntry:
+    """One device function of a class-form program, as the host dispatches it: the class's
+    program with it as the entry, compiled per config (and per extents when generic)."""
+
+    def __init__(self, program, name: str):
+        self.program = program
+        self.__name__ = name
+        self._built: dict = {}
+
+    @property
+    def function_type(self):
+        from pypto.backend import DEFAULT
+        from pypto.lang.program import function_options
+
+        return function_options(self.program.source, self.program.defs[self.__name__], DEFAULT)[0]
+
+    def compile(self, *args, config=None):
+        from pypto.backend import backend
+        from pypto.lang.program import GenericProgram
+        from pypto.runtime.build import entry_params
+        from pypto.runtime.compiled import compile_program
+        from pypto.runtime.generic import GenericCompiled
+
+        if config not in self._built:
+            program = self.program.device_program(self.__name__, backend(config.backend))
+            self._built[config] = GenericCompiled(program, config) if isinstance(program, GenericProgram) \
+                else compile_program(program, entry_params(program), config, write=False)
+        return self._built[config]
 
 
 class _Return(Exception):
@@ -94,12 +149,35 @@ class _Return(Exception):
 
 
 class _Walker:
-    def __init__(self, source, nranks: int, env: dict, windows: dict | None):
+    def __init__(self, source, nranks: int, env: dict, windows: dict | None, methods: dict):
+        self.placed: dict = {}  # id(a stacked tensor's shard) -> (the worker it is on, the shard)
+        self.methods = methods
         self.windows = windows
         self.source = source
         self.nranks = nranks
         self.env = env
         self.out: list[Dispatch] = []
+
+    def bind_extents(self, fdef, names, args) -> None:
+        """The pl.dynamic names of the parameters' annotated shapes, each the extent of the
+        tensor passed there (a host body sizes its windows with them: NR * SIZE)."""
+        self.extents: dict = {}
+        by_name = dict(zip(names, args))
+        for a in fdef.args.args:
+            value, ann = by_name.get(a.arg), a.annotation
+            while isinstance(ann, ast.Subscript) and not (isinstance(ann.slice, ast.Tuple) and ann.slice.elts
+                                                          and isinstance(ann.slice.elts[0], ast.List)):
+                ann = ann.slice  # pl.Out[pl.Tensor[...]]
+            if not isinstance(value, torch.Tensor) or not isinstance(ann, ast.Subscript):
+                continue
+            dims = ann.slice.elts[0].elts
+            if len(dims) != value.dim():
+                continue
+            for dim, extent in zip(dims, value.shape):
+                if isinstance(dim, ast.Name) and dim.id not in self.env:
+                    meaning = self.meaning(dim)
+                    if isinstance(meaning, N.Value) and isinstance(meaning.value, N.DynVar):
+                        self.extents.setdefault(meaning.value.name, int(extent))
 
     def error(self, cls, node, message: str, hint: str | None = _HINT) -> PyptoError:
         return cls(message, span=self.source.span(node), hint=hint)
@@ -172,6 +250,12 @@ class _Walker:
             return _OPS[type(node.op)](lhs, rhs)
         if isinstance(node, ast.Subscript):
             base = self.value(node.value)
+            stacked = base if isinstance(base, StackedDeviceTensor) else None
+            if stacked is not None:
+                if stacked.freed:
+                    raise self.error(PyptoError, node, f"'{ast.unparse(node.value)}' was freed "
+                                     "(free_stacked_tensor)", hint="pass a stacked tensor the worker still holds")
+                base = stacked.data
             if not isinstance(base, torch.Tensor):
                 raise self.error(TypeCheckError, node, f"'{ast.unparse(node.value)}' is not a tensor to slice",
                                  hint=None)
@@ -179,10 +263,19 @@ class _Walker:
             if not 0 <= index < base.shape[0]:
                 raise self.error(PyptoError, node, f"'{ast.unparse(node)}': index {index} is outside the "
                                  f"{base.shape[0]} of its first axis", hint="a world tensor's first axis is the ranks")
-            return base[index]
+            shard = base[index]
+            if stacked is not None:  # where it is resident: a dispatch elsewhere is refused
+                self.placed[id(shard)] = (stacked.worker_ids[index], shard)
+            return shard
         if isinstance(node, ast.Call):
             return self.call(node, name)
         meaning = self.meaning(node)
+        if isinstance(meaning, N.Value) and isinstance(meaning.value, N.DynVar):
+            if meaning.value.name in self.extents:
+                return self.extents[meaning.value.name]
+            raise self.error(TypeCheckError, node, f"pl.dynamic '{meaning.value.name}' is no extent of the host "
+                             "function's tensors here", hint="size the host's tensors with it, or use "
+                                                             "pld.world_size()")
         if isinstance(meaning, N.Value):
             return meaning.value
         raise self.error(UnsupportedSyntaxError, node, f"a host orchestrator cannot evaluate '{ast.unparse(node)}'")
@@ -193,6 +286,12 @@ class _Walker:
             dtype = self.value(func.value)
             if isinstance(dtype, DataType):
                 return dtype.get_byte()
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                and self.methods:
+            if func.attr not in self.methods:
+                raise self.error(TypeCheckError, node, f"the program has no device function '{func.attr}' to "
+                                 "dispatch", hint=f"one of {', '.join(sorted(self.methods))}")
+            return self.dispatch(self.methods[func.attr], node)
         meaning = self.meaning(func)
         if isinstance(meaning, N.Op) and meaning.name == "system.world_size":
             return self.nranks
@@ -279,5 +378,12 @@ class _Walker:
             raise self.error(TypeCheckError, node, f"a dispatch passes its arguments by position, not "
                              f"{', '.join(k + '=' for k in kw)}", hint=None)
         args = tuple(self.value(a) for a in node.args)
+        for a, arg in zip(node.args, args):
+            held = self.placed.get(id(arg))
+            if held is not None and held[1] is arg and held[0] != rank:
+                raise self.error(PyptoError, a, f"'{ast.unparse(a)}' is resident on worker {held[0]} and this "
+                                 f"dispatch runs on device {rank}",
+                                 hint="alloc_stacked_tensor(host, worker_ids=[...]) with each shard's device= "
+                                      "(the identity for device=r)")
         self.out.append(Dispatch(rank, kernel, args, self.source.span(node)))
         return None

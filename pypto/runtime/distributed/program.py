@@ -16,6 +16,7 @@ from pypto.cluster.windows import WindowView
 from pypto.errors import ConfigError
 from pypto.runtime.callsite import located
 from pypto.runtime.config import RunConfig
+from pypto.sim.comm import PORT
 
 
 @attrs.frozen
@@ -128,7 +129,11 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None) 
                 values = tuple(a.on(rank) if isinstance(a, WindowView) else a for a in d.args)
                 # one build of a per-device program serves every rank (the simulated devices are alike)
                 compiled = d.kernel.compile(*values, config=rank_config)
-                reports.append((rank, compiled.run(*values, config=rank_config)))
+                port = PORT.get()
+                port.dispatching()
+                report = compiled.run(*values, config=rank_config)
+                port.dispatched(report.cycles if config.platform != "ref" else 0)
+                reports.append((rank, report))
         return run
 
     soc = backend(config.backend)

@@ -32,13 +32,31 @@ class DistributedRunHandle:
 
 
 class StackedDeviceTensor:
-    """A host tensor sharded along its first axis, shard i on rank i."""
+    """A ``[B, *tail]`` tensor uploaded once (``alloc_stacked_tensor``), shard ``i`` resident on
+    worker ``worker_ids[i]``: passed to the host orchestrator in place of a host tensor,
+    ``x[i]`` is shard ``i``, and a dispatch of it to any other device is refused (the
+    reference's placement contract). Its shards are this worker's copy: the host tensor it
+    was uploaded from may change without changing them."""
 
-    def __init__(self, shards: tuple):
-        self.shards = shards
+    def __init__(self, data: torch.Tensor, worker_ids: tuple):
+        self.data = data
+        self.worker_ids = worker_ids
+        self.full_shape = tuple(data.shape)
+        self.freed = False
 
-    def __getitem__(self, rank: int) -> torch.Tensor:
-        return self.shards[rank]
+    @property
+    def shape(self) -> tuple:
+        return self.full_shape
+
+    @property
+    def shards(self) -> tuple:
+        return tuple(self.data[i] for i in range(self.full_shape[0]))
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return self.data[index]
+
+    def __repr__(self) -> str:
+        return f"StackedDeviceTensor(shape={list(self.full_shape)}, worker_ids={list(self.worker_ids)})"
 
 
 class DistributedWorker:
@@ -103,13 +121,30 @@ class DistributedWorker:
     def free_tensor(self, tensor) -> None:
         self._live()
 
-    def alloc_stacked_tensor(self, host: torch.Tensor) -> torch.Tensor:
-        """The shards (``host[i]`` on rank i) as one world tensor the host orchestrator slices."""
+    def alloc_stacked_tensor(self, host: torch.Tensor, worker_ids=None) -> StackedDeviceTensor:
+        """``host[i]`` uploaded to worker ``worker_ids[i]`` (default: worker ``i``), once."""
         self._live()
-        return host.clone()
+        count = host.shape[0] if host.dim() else 0
+        ids = tuple(range(count)) if worker_ids is None else tuple(worker_ids)
+        nranks = self.compiled.distributed.nranks
+        if len(ids) != count or not all(isinstance(w, int) and 0 <= w < nranks for w in ids):
+            raise ConfigError(f"alloc_stacked_tensor: worker_ids={list(ids)} for {count} shards of {nranks} workers",
+                              hint="one worker id in 0..nranks-1 per shard (the device= each shard is dispatched to)")
+        return StackedDeviceTensor(host.clone(), ids)
 
-    def free_stacked_tensor(self, stacked) -> None:
+    def free_stacked_tensor(self, stacked: StackedDeviceTensor) -> None:
         self._live()
+        stacked.freed = True
+
+    def copy_stacked_from(self, stacked: StackedDeviceTensor, host: torch.Tensor) -> None:
+        """The shards back into ``host`` (D2H)."""
+        self._live()
+        host.copy_(stacked.data)
+
+    def copy_stacked_to(self, stacked: StackedDeviceTensor, host: torch.Tensor) -> None:
+        """``host`` into the shards (H2D)."""
+        self._live()
+        stacked.data.copy_(host)
 
     def copy_to(self, dst: torch.Tensor, src: torch.Tensor, nbytes: int | None = None, *, worker_id: int = 0) -> None:
         self._live()
@@ -119,10 +154,6 @@ class DistributedWorker:
     def copy_from(self, dst: torch.Tensor, src: torch.Tensor, nbytes: int | None = None, *,
                   worker_id: int = 0) -> None:
         self.copy_to(dst, src, nbytes, worker_id=worker_id)
-
-    def copy_stacked_from(self, stacked: torch.Tensor, host_out: torch.Tensor) -> None:
-        self._live()
-        host_out.copy_(stacked)
 
     def close(self) -> None:
         self.closed = True
