@@ -4,7 +4,8 @@ refuses), so each instruction may read, compute and write at once, in the order 
 scheduler starts them (which extends happens-before). ``Steps`` holds such a timeline as
 a closure template per program instruction and a small tuple per issue, its buffers
 resolved; ``run_steps`` performs it on fresh ``effects.Memories``. A copy or a load writes
-straight into its destination, an elementwise op computes into it (``semantics.INTO``).
+straight into its destination, an elementwise op computes into it (``semantics.INTO``); a
+chain of MMADs accumulating into one tile is computed as one (``mmad_chain``).
 """
 
 from __future__ import annotations
