@@ -55,6 +55,7 @@ _BITS = {torch.float16: (torch.int16, 0x7FFF, 0x7C00, 10, 15), torch.bfloat16: (
          torch.float32: (torch.int32, 0x7FFFFFFF, 0x7F800000, 23, 127)}
 _NONE = 1 << 12  # the exponent span of a block with no nonzero operand: far below any bound (fits int16)
 _CHUNK = 1 << 16  # float64 block sums computed at once (512 KiB: a chunk's passes stay in L2)
+_SEGMENT = 1 << 17  # operand elements of K laid out at once (1 MiB in float64: a long K joined costs no more per block)
 _SCALE = 300  # 2**300 makes every product of two fp32 values an integer (the least is 2**-298)
 
 
@@ -103,17 +104,23 @@ def _float(a, b, acc, signed=False):
     out = None if acc is None else acc.to(torch.float32)
     if blocks == 0:
         return torch.zeros(pages, m, n) if out is None else out.clone()
-    ops = _Operands(a, b, length, blocks)
     per = max(1, _CHUNK // (pages * m * n))
+    # a long K in segments of whole blocks, each continuing the last's accumulator (the
+    # contract's slicing rule): a segment's float64 operands stay in cache
+    seg = max(1, _SEGMENT // (pages * (m + n) * length))
     owned = False  # whether ``out`` is this function's own tensor (not the caller's acc)
-    for j0 in range(0, blocks, per):
-        sums = ops.sums(j0, min(blocks, j0 + per), signed)
-        for block in sums.unbind(1):  # K order, one fp32 add per block
-            if owned:
-                out.add_(block)
-            else:
-                out = block.clone() if out is None else out + block
-                owned = True
+    for s0 in range(0, blocks, seg):
+        k0, k1 = s0 * length, min(k, (s0 + seg) * length)
+        count = -(-(k1 - k0) // length)
+        ops = _Operands(a[..., k0:k1], b[:, k0:k1], length, count) if blocks > seg else _Operands(a, b, length, blocks)
+        for j0 in range(0, count, per):
+            sums = ops.sums(j0, min(count, j0 + per), signed)
+            for block in sums.unbind(1):  # K order, one fp32 add per block
+                if owned:
+                    out.add_(block)
+                else:
+                    out = block.clone() if out is None else out + block
+                    owned = True
     if not signed and int(torch.count_nonzero(out)) < out.numel():
         _sign_zeros(out, a, b, acc)
     return out

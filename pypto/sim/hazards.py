@@ -7,7 +7,7 @@ space at real addresses, so two tensor parameters that are views of one storage 
 from __future__ import annotations
 
 from pypto.sim.happens import ordered
-from pypto.sim.intervals import IntervalMap
+from pypto.sim.intervals import IntervalMap, Segments
 from pypto.sim.issue import GM, Dyn, SimulatorError
 
 
@@ -37,25 +37,50 @@ class RaceChecker:
 
     def started(self, d: Dyn) -> None:
         """Check ``d``'s accesses; it stays a segment's writer or reader (its accesses are
-        not needed again)."""
+        not needed again). A strided window is a run per row, and its rows mostly hold one
+        value (one earlier writer's, shared by the pieces it left): each distinct value is
+        checked and replaced once (``seen``), the segments walked in the same order as
+        one by one, so the first hazard met is the same."""
         key, vc = d.key, d.vc
+        written = (d, ())  # every segment d writes holds this one value
+        seen: dict = {}  # id(value before) -> (value before, value after) for d's reads and writes
+        shadows = self.shadows
         for space, lo, hi, write in d.accesses:
             if hi <= lo:
                 continue
-            sh = self.shadows.get(space)
+            sh = shadows.get(space)
             if sh is None:
-                sh = self.shadows[space] = IntervalMap(_GM_PAGE_BITS if space == GM else None)
-            for page, k in sh.pieces(lo, hi):
-                writer, readers = page.values[k] or _UNTOUCHED
-                if writer is not None and writer.key != key and not ordered(writer.vc, vc):
-                    raise _hazard(writer, True, d, space, *_met(sh, page.bounds[k], hi, writer, True))
-                if write:
-                    for u in readers:
-                        if u.key != key and not ordered(u.vc, vc):
-                            raise _hazard(u, False, d, space, *_met(sh, page.bounds[k], hi, u, False))
-                    page.values[k] = (d, ())
-                else:
-                    page.values[k] = (writer, tuple(u for u in readers if u.key != key) + (d,))
+                sh = shadows[space] = IntervalMap(_GM_PAGE_BITS if space == GM else None)
+            bits, pages = sh.page_bits, sh.pages
+            if bits is None:
+                parts = ((0, lo, hi),)
+            elif (lo >> bits) == ((hi - 1) >> bits):  # (one page: a row of a window)
+                parts = ((lo >> bits, lo, hi),)
+            else:
+                parts = sh._parts(lo, hi)
+            for p, plo, phi in parts:
+                page = pages.get(p)
+                if page is None:
+                    page = pages[p] = Segments()
+                a = page.split(plo)
+                b = page.split(phi)
+                values = page.values
+                for k in range(a, b):
+                    old = values[k]
+                    got = seen.get((id(old), write))
+                    if got is None:
+                        writer, readers = old or _UNTOUCHED
+                        if writer is not None and writer.key != key and not ordered(writer.vc, vc):
+                            raise _hazard(writer, True, d, space, *_met(sh, page.bounds[k], hi, writer, True))
+                        if write:
+                            for u in readers:
+                                if u.key != key and not ordered(u.vc, vc):
+                                    raise _hazard(u, False, d, space, *_met(sh, page.bounds[k], hi, u, False))
+                            new = written
+                        else:
+                            new = (writer, tuple(u for u in readers if u.key != key) + (d,))
+                        seen[id(old), write] = got = (old, new)
+                    values[k] = got[1]
         # from now on d is only ever the earlier of a pair: its pipe and sequence number say
         # all; what it learnt from others need not stay alive with it
         d.vc = (vc[0], vc[1], None)

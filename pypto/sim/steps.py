@@ -4,7 +4,8 @@ refuses), so each instruction may read, compute and write at once, in the order 
 scheduler starts them (which extends happens-before). ``Steps`` holds such a timeline as
 a closure template per program instruction and a small tuple per issue, its buffers
 resolved; ``run_steps`` performs it on fresh ``effects.Memories``. A copy or a load writes
-straight into its destination, an elementwise op computes into it (``semantics.INTO``).
+straight into its destination, an elementwise op computes into it (``semantics.INTO``); a
+chain of MMADs accumulating into one tile is computed as one (``mmad_chain``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pypto.codegen.isa import TensorArg
 from pypto.errors import ExecutionError
 from pypto.ir.ops import lookup
 from pypto.ir.types import AtomicType
+from pypto.sim import mmad_chain
 from pypto.sim import numerics as num
 from pypto.sim import progress
 from pypto.sim.effects import _ITEMSIZE, Memories
@@ -83,8 +85,21 @@ def run_steps(steps: Steps, memory_sizes, tensors, atomic=None) -> None:
     memories = Memories(memory_sizes, atomic)
     views = [memories.view(core, b) for core, b in steps.buffers]
     buffers = steps.buffers
+    chain = None  # MMADs held back to be computed as one (``mmad_chain``)
     for template, launch, varying in progress.counted(steps.steps, "applied", len(steps.steps)):  # (a long run's line)
+        if chain is not None:
+            if getattr(template, "chain", None) is not None and chain.extend(template, varying, views):
+                continue
+            if not chain.spares(template, varying, buffers):
+                chain.compute(views)
+                chain = None
+        if getattr(template, "chain", None) is not None:
+            chain = mmad_chain.start(template, varying, views)
+            if chain is not None:
+                continue
         template(views, tensors[launch], memories, buffers, varying)
+    if chain is not None:
+        chain.compute(views)
 
 
 def _step(d: Dyn, steps: Steps, tensors: dict) -> tuple:
@@ -202,6 +217,8 @@ def _op_template(impl, value_names, read_names, gm, op, span, raw: bool):
             memories.write(*buffers[out], memories.owned(data))
 
     step.writes_gm = bool(gm) and lookup(op).has_effect  # (then more than its result buffer: ``trips``)
+    if op in mmad_chain.CHAINED and not raw:  # (``run_steps`` may hold it back, knowing its operands' names)
+        step.chain, step.value_names, step.read_names = op, value_names, read_names
     return step
 
 
@@ -219,7 +236,12 @@ def _load_template(param: str, shape: tuple, transpose: bool, span):
         views[out].copy_(region.T if transpose else region)
 
     step.batch = ("load", param, shape, transpose)  # how many trips of it run at once (``trips``)
+    step.copies = _load_copies  # (what it writes: a chain of MMADs apart from it may wait)
     return step
+
+
+def _load_copies(varying):
+    return varying[:1]
 
 
 def _store_template(param: str, whole: bool, span):
@@ -257,6 +279,9 @@ def _atomic_template(param: str, raw: bool, span):
 def _move(views, tensors, memories, buffers, varying):
     src, out = varying
     views[out].copy_(views[src])
+
+
+_move.copies = lambda varying: varying  # (what it reads and writes: a chain of MMADs apart from both may wait)
 
 
 _move.batch = ("move",)
