@@ -84,7 +84,14 @@ def entered(edges, pipe) -> dict[tuple, int]:
         for e in edges:
             if e.passage == "exit":
                 continue
-            fed = e.src == pipe if e.distance else e.src in first and e.u >= first[e.src]
+            if e.distance:
+                fed = e.src == pipe
+            elif e.passage == "entry" and e.u == e.v:
+                # a nested loop's entry passage orders only what its source did before that
+                # loop (statement u - 1 and earlier): the source's work inside it is not fed
+                fed = e.src == pipe or e.src in first and e.u > first[e.src]
+            else:
+                fed = e.src in first and e.u >= first[e.src]
             if fed and e.v < first.get(e.dst, e.v + 1):
                 first[e.dst] = e.v
                 changed = True
