@@ -212,10 +212,57 @@ def test_advise_on_a_run_reads_its_counters_and_its_swimlane(tmp_path, capsys):
     assert "chip: no task runs for" in out and "makespan" in out
 
 
+@pl.jit
+def masked(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [64, 64], valid_shape=[64, VALID])
+        for i in pl.range(16):
+            t = pl.mul(t, t)
+        pl.store(t, [0, 0], out)
+    return out
+
+
+VALID = 16
+
+
+@pytest.mark.parametrize("valid, lanes, verdict", [
+    (16, "25.00", "VECTOR busy {} % of the kernel with 25 % of its lanes used: shaped wrong for the vector unit"),
+    (64, "100.00", "VECTOR busy {} % of the kernel: compute-bound")])
+def test_advise_tells_a_vector_unit_run_on_empty_lanes_from_one_run_on_full_ones(tmp_path, capsys, monkeypatch, valid,
+                                                                                lanes, verdict):
+    """FP32 rows of 16 valid elements fill a quarter of each 256 B repeat (64 lanes): the
+    column says 25 %, and the advice is the shape, with the empty share of the vector's
+    cycles as the gain; whole rows of 64 are plainly compute-bound."""
+    monkeypatch.setitem(globals(), "VALID", valid)
+    a = torch.rand(64, 64)
+    masked(a, torch.zeros(64, 64), config=RunConfig(output_dir=tmp_path / "b", enable_pmu=2))
+    rows = _pmu(tmp_path / "b")
+    assert [r["vec_utilization_percentage"] for r in rows] == [lanes]
+    assert cli(["advise", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    vector = int(rows[0]["vec_busy_cycles"])
+    share = round(100 * vector / int(rows[0]["pmu_total_cycles"]))
+    assert f"bottleneck: {verdict.format(share)}" in out and f"vector lanes used {float(lanes):.0f} %" in out
+    if valid < 64:
+        assert f"predicted gain: up to {round(vector * 0.75)} cycles" in out and "full repeats" in out
+
+
+def test_a_pmu_csv_without_the_lanes_column_is_read_as_the_reference_writes_it(tmp_path, capsys):
+    path = _pmu_file(tmp_path, vec_busy_cycles=800)
+    assert "vec_utilization_percentage" not in path.read_text()
+    assert advise.read_pmu(path)[0].vector_utilization is None
+    assert cli(["advise", str(path)]) == 0
+    assert "compute-bound" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("text, message", [("a,b\n1,2\n", "no column"), (None, "no such file"),
                                            ("task_id,block,kernel,core_id,core_type,pmu_total_cycles,"
                                             + ",".join(REFERENCE_COLUMNS[1:]) + "\nr,0,k,0,aiv,x,0,0,0,0,0,0,0\n",
-                                            "where a cycle count goes")])
+                                            "where a cycle count goes"),
+                                           ("task_id,block,kernel,core_id,core_type,pmu_total_cycles,"
+                                            + ",".join(REFERENCE_COLUMNS[1:]) + ",vec_utilization_percentage"
+                                            + "\nr,0,k,0,aiv,9,0,0,0,0,0,0,0,250\n",
+                                            "where a percentage of the vector's lanes goes")])
 def test_bad_input_to_advise_is_one_line_and_a_failing_exit(tmp_path, capsys, text, message):
     path = tmp_path / "pmu.csv"
     if text is not None:

@@ -143,7 +143,10 @@ def name_map(tasks, level: int) -> dict:
 PMU_PIPES = (("vec_busy_cycles", "VECTOR"), ("cube_busy_cycles", "CUBE"), ("scalar_busy_cycles", "SCALAR"),
              ("mte1_busy_cycles", "MTE1"), ("mte2_busy_cycles", "MTE2"), ("mte3_busy_cycles", "MTE3"),
              ("fixpipe_cycles", "FIXPIPE"))
-PMU_COLUMNS = ("task_id", "block", "kernel", "core_id", "core_type", "pmu_total_cycles", *(c for c, _ in PMU_PIPES))
+# the simulator's own last column (no counter of the reference's): the share of the vector
+# unit's 256 B repeats that held an element — low means tiles shaped wrong for the unit
+PMU_COLUMNS = ("task_id", "block", "kernel", "core_id", "core_type", "pmu_total_cycles", *(c for c, _ in PMU_PIPES),
+               "vec_utilization_percentage")
 
 
 def pmu_rows(records, soc: SoC) -> list[tuple]:
@@ -158,10 +161,13 @@ def pmu_rows(records, soc: SoC) -> list[tuple]:
             continue
         items, names = r.issued if r.issued else (None, {})
         scalar = {names.get(c.name, c.name): v for c, v in items.scalar_busy().items()} if items is not None else {}
+        lanes = {names.get(c.name, c.name): v for c, v in items.vector_lanes().items()} if items is not None else {}
         for core in sorted(set(r.pipe_cycles) | set(scalar), key=lambda c: numbers.get(c, -1)):
             pipes = {**r.pipe_cycles.get(core, {}), "SCALAR": scalar.get(core, 0)}
+            full, repeats = lanes.get(core, (0.0, 0))
             rows.append((r.task_id, r.block, r.kernel, numbers.get(core, -1), kinds.get(core, r.core_type),
-                         r.end - r.start, *(pipes.get(p, 0) for _, p in PMU_PIPES)))
+                         r.end - r.start, *(pipes.get(p, 0) for _, p in PMU_PIPES),
+                         f"{100 * full / repeats:.2f}" if repeats else ""))
     return rows
 
 

@@ -44,6 +44,25 @@ class Items:
                 out[core] += cost * times
         return out
 
+    def vector_lanes(self) -> dict:
+        """Core -> (lane-repeats that held an element, repeats) of its vector instructions,
+        the fast-forwarded trips included: how full the vector unit's 256 B repeats ran."""
+        used: dict = {}
+        times = [1] * len(self.nodes)
+        for _, first, end, n, _ in self.repeats:
+            for k in range(first, end):
+                times[k] += n
+        for core, pipe, detail, n in zip(self.cores, self.pipes, self.details, times):
+            if pipe is not Pipe.VECTOR:
+                continue
+            fields = dict(detail)
+            repeats, share = fields.get("repeats"), fields.get("vector_utilization_percentage")
+            if repeats is None or share is None:
+                continue
+            full, total = used.get(core, (0.0, 0))
+            used[core] = (full + n * repeats * share / 100, total + n * repeats)
+        return used
+
     def repeat(self, first: int, end: int, times: int, cycles: int) -> None:
         self.repeats.append((len(self.nodes), first, end, times, cycles))
         self.repeated += (end - first) * times

@@ -6,6 +6,9 @@ counters predict; for the chip, the time no task runs.
 - a transfer pipe (MTE1/MTE2/MTE3/FIXPIPE) busy over half the kernel: transfer-bound —
   double buffer it (``pl.pipeline(n, stage=2)``) so the other pipes work under it; the
   kernel can shrink to that pipe's busy cycles;
+- the vector unit over half while its 256 B repeats run mostly empty (the simulator's
+  ``vec_utilization_percentage``): shaped wrong for the vector unit — a last axis that fills
+  whole repeats; the kernel can shrink by the empty share of the vector's cycles;
 - a compute pipe (VECTOR/CUBE) over half: compute-bound — fewer, wider instructions; the
   rest already hides under it;
 - no pipe over half: latency-bound — the pipes wait on one another; pipeline the loop;
@@ -37,6 +40,10 @@ COLUMNS = {"vec_busy_cycles": "VECTOR", "cube_busy_cycles": "CUBE", "scalar_busy
            "mte1_busy_cycles": "MTE1", "mte2_busy_cycles": "MTE2", "mte3_busy_cycles": "MTE3",
            "fixpipe_cycles": "FIXPIPE"}
 BOUND = 0.5  # a pipe busy over this share of the kernel bounds it
+# Under this share of full repeats the lanes, not the op count, are the vector's cost: a tile
+# whose rows fill under 3/4 of a repeat (a 48-element FP32 row of 64 lanes) pays a whole one.
+LOW_UTILIZATION = 0.75
+UTILIZATION = "vec_utilization_percentage"  # ours; a pmu.csv from elsewhere may lack it
 MAX_ROWS = 1_000_000
 
 
@@ -53,6 +60,7 @@ class Kernel:
     tasks: int
     cycles: int
     busy: tuple  # (pipe, cycles), busiest first
+    vector_utilization: float | None = None  # share of the vector's repeats that held elements
 
 
 @attrs.frozen
@@ -62,6 +70,7 @@ class Advice:
     verdict: str
     lever: str
     predicted_cycles: int  # what the lever can take off the kernel's cycles
+    floor: str = ""  # what the kernel shrinks to, when not its busiest pipe's cycles
 
 
 def read_pmu(path: Path) -> list[Kernel]:
@@ -77,18 +86,34 @@ def read_pmu(path: Path) -> list[Kernel]:
                 if k >= MAX_ROWS:
                     raise AdviseError(f"{path}: more than {MAX_ROWS} rows")
                 key = (row["kernel"], row["core_type"])
-                entry = sums.setdefault(key, {"tasks": set(), "cycles": 0, **{p: 0 for p in COLUMNS.values()}})
+                entry = sums.setdefault(key, {"tasks": set(), "cycles": 0, "full": 0.0, "weighed": 0,
+                                              **{p: 0 for p in COLUMNS.values()}})
                 entry["tasks"].add(row["task_id"])
                 entry["cycles"] += _count(row["pmu_total_cycles"], path, k)
                 for column, pipe in COLUMNS.items():
                     entry[pipe] += _count(row[column], path, k)
+                if row.get(UTILIZATION):  # weighed by the row's vector cycles
+                    vector = _count(row["vec_busy_cycles"], path, k)
+                    entry["full"] += _share(row[UTILIZATION], path, k) * vector
+                    entry["weighed"] += vector
     except OSError as exc:
         raise AdviseError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, csv.Error) as exc:
         raise AdviseError(f"{path} is not a CSV file: {exc}") from None
     return [Kernel(name, kind, len(e["tasks"]), e["cycles"],
-                   tuple(sorted(((p, e[p]) for p in COLUMNS.values()), key=lambda pc: (-pc[1], pc[0]))))
+                   tuple(sorted(((p, e[p]) for p in COLUMNS.values()), key=lambda pc: (-pc[1], pc[0]))),
+                   e["full"] / e["weighed"] if e["weighed"] else None)
             for (name, kind), e in sorted(sums.items())]
+
+
+def _share(text: str, path: Path, k: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 100:
+        raise AdviseError(f"{path}: row {k + 1} holds {str(text)[:20]!r} where a percentage of the vector's lanes goes")
+    return value / 100
 
 
 def _count(text, path: Path, k: int) -> int:
@@ -110,6 +135,13 @@ def advise(kernel: Kernel) -> Advice:
         return Advice(kernel, pipe, f"{pipe} at {100 * share:.0f} % of the kernel: transfer-bound",
                       "double buffer it — pl.pipeline(n, stage=2) — so the other pipes work under its transfers, "
                       "or move fewer bytes", kernel.cycles - busy)
+    lanes = kernel.vector_utilization
+    if share > BOUND and pipe == "VECTOR" and lanes is not None and lanes < LOW_UTILIZATION:
+        return Advice(kernel, pipe, f"VECTOR busy {100 * share:.0f} % of the kernel with {100 * lanes:.0f} % of its "
+                                    "lanes used: shaped wrong for the vector unit",
+                      "give each op whole 256 B repeats — a last axis of a multiple of 256 B (64 FP32, 128 FP16 "
+                      "elements), whole rows rather than a valid_shape that masks the row's tail, or the short "
+                      "axis moved off the last place", round(busy * (1 - lanes)), "the vector's cycles on full repeats")
     if share > BOUND and pipe in COMPUTE:
         rest = sum(c for p, c in kernel.busy[1:] if p != "SCALAR")
         return Advice(kernel, pipe, f"{pipe} busy {100 * share:.0f} % of the kernel: compute-bound",
@@ -145,14 +177,15 @@ def report(kernels: list[Kernel], records: dict | None, core_hz: int) -> str:
     for a in (advise(k) for k in kernels):
         k = a.kernel
         shares = ", ".join(f"{p} {100 * c / k.cycles:.0f} %" for p, c in k.busy if c) if k.cycles else "-"
+        lanes = "" if k.vector_utilization is None else f"; vector lanes used {100 * k.vector_utilization:.0f} %"
         lines.append(f"{k.name} ({k.core_type}, {k.tasks} task{'s' * (k.tasks != 1)}, {k.cycles} cycles = "
-                     f"{us(k.cycles)}): {shares}")
+                     f"{us(k.cycles)}): {shares}{lanes}")
         lines.append(f"  bottleneck: {a.verdict}")
         lines.append(f"  lever: {a.lever}")
         if a.predicted_cycles > 0:
             lines.append(f"  predicted gain: up to {a.predicted_cycles} cycles = {us(a.predicted_cycles)} "
-                         f"({100 * a.predicted_cycles / k.cycles:.0f} % of the kernel), down to the "
-                         f"{k.busy[0][0]} pipe's {k.busy[0][1]} cycles")
+                         f"({100 * a.predicted_cycles / k.cycles:.0f} % of the kernel), "
+                         + (a.floor or f"down to the {k.busy[0][0]} pipe's {k.busy[0][1]} cycles"))
     if records is not None:
         idle, makespan = chip_gaps(records)
         tick_us = 1e6 / records["hz"]
