@@ -375,7 +375,7 @@ def render(data: dict) -> str:
 
 
 def run(argv=None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m pypto.tools.memory_map", description=description(__doc__))
+    parser = argparse.ArgumentParser(prog="pypto memory-map", description=description(__doc__))
     parser.add_argument("path", help="a pass dump, a passes_dump/ directory or an output directory")
     parser.add_argument("-o", "--output", help="the HTML file (default: <dump>.memory_map.html)")
     parser.add_argument("-p", "--pass-name", default="AllocateMemoryAddr", help="which pass's dump, in a directory")

@@ -87,7 +87,7 @@ def table() -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pypto.tools.op_table", description=description(__doc__))
+    parser = argparse.ArgumentParser(prog="pypto ops", description=description(__doc__))
     parser.add_argument("-o", "--output", type=Path, help="write the table to this file")
     parser.add_argument("--check", type=Path, help="exit 1 when this file differs from the registry's table")
     args = parser.parse_args(argv)

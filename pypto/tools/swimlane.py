@@ -191,21 +191,22 @@ def _inputs(source: Path, deps_path: Path | None):
 
 
 def run(argv=None) -> list[Path]:
-    parser = argparse.ArgumentParser(prog="python -m pypto.tools.swimlane", description=description(__doc__))
+    parser = argparse.ArgumentParser(prog="pypto swimlane", description=description(__doc__))
     parser.add_argument("source", type=Path, help="an output directory, or a chip_swimlane_records.json")
     parser.add_argument("--deps", type=Path, help="deps.json (default: the one beside the records)")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="trace .json path, or a directory")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="the trace's .json or the page's .html (the other is written beside it), "
+                        "or a directory for both")
     args = parser.parse_args(argv)
     records, deps, name_map = _inputs(args.source, args.deps)
     data = trace(records, deps, name_map)
     view = page_data(records, _names(deps, name_map), _edges(deps), 1e6 / records["hz"])
     out = args.output
-    if out.suffix != ".json":
+    if out.suffix not in (".json", ".html"):
         out.mkdir(parents=True, exist_ok=True)
         out = out / "swimlane.json"
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
-    page = out.with_suffix(".html")
+    out, page = out.with_suffix(".json"), out.with_suffix(".html")
     out.write_text(json.dumps(data))
     page.write_text(render(view, f"swimlane: {args.source.name}"))
     print(f"wrote {out} and {page}")

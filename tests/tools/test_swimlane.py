@@ -4,9 +4,11 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import pypto.language as pl
+from pypto.cli import main as cli
 from pypto.runtime import RunConfig
 from pypto.tools import swimlane
 
@@ -61,6 +63,16 @@ def test_a_records_file_alone_and_a_json_output_path(tmp_path):
     data = json.loads((tmp_path / "t.json").read_text())
     assert sum(e["ph"] == "X" for e in data["traceEvents"]) == 6  # three tasks and their pickups
     assert (tmp_path / "t.html").is_file()
+    # a page's path names the page, its trace beside it, not a directory called "p.html"
+    assert swimlane.main([str(records), "-o", str(tmp_path / "p.html")]) == 0
+    assert (tmp_path / "p.html").is_file() and json.loads((tmp_path / "p.json").read_text()) == data
+
+
+def test_each_command_s_usage_names_it_as_it_is_typed(capsys):
+    for command in ("swimlane", "memory-map", "ops", "advise", "critical-path"):
+        with pytest.raises(SystemExit):
+            cli([command, "--help"])
+        assert capsys.readouterr().out.startswith(f"usage: pypto {command} "), command
 
 
 def test_names_from_the_input_are_escaped_in_the_page(tmp_path):
