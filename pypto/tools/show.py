@@ -19,11 +19,22 @@ file and says where; ``.save(path)`` writes it where you say.
 from __future__ import annotations
 
 import html
+import itertools
 import sys
 import tempfile
 from pathlib import Path
 
-HEIGHT = 560  # px of the inline frame
+HEIGHT = 560  # px of the inline frame until its page says how tall it is
+MAX_HEIGHT = 900  # a taller page scrolls inside its frame
+# The page, sandboxed, cannot be measured from outside: it posts its own height once laid out,
+# and the cell's script (where the notebook runs scripts) fits the frame to it. Neither script
+# holds anything the artifacts hold.
+_TELL = ("<script>addEventListener('load',()=>setTimeout(()=>parent.postMessage({pyptoHeight:"
+         "Math.max(0,...[...document.body.children].map(e=>e.getBoundingClientRect().bottom))+16},'*')))</script>")
+_FIT = ("<script>(()=>{{const f=document.getElementById('{id}');addEventListener('message',e=>{{"
+        "if(e.source===f.contentWindow&&Number.isFinite(e.data&&e.data.pyptoHeight))"
+        "f.style.height=Math.min({max},Math.max(80,e.data.pyptoHeight+4))+'px';}});}})();</script>")
+_frames = itertools.count()
 
 
 class ShowError(Exception):
@@ -41,9 +52,11 @@ class Page:
         return f"<pypto page {self.title!r}: {len(self.page)} bytes of HTML; .show() or .save(path)>"
 
     def _repr_html_(self) -> str:
-        return (f"<iframe title='{html.escape(self.title, quote=True)}' sandbox='allow-scripts' "
-                f"style='width:100%;height:{HEIGHT}px;border:1px solid #ccc' "
-                f"srcdoc='{html.escape(self.page, quote=True)}'></iframe>")
+        frame = f"pypto-page-{next(_frames)}"
+        page = self.page.replace("</body>", _TELL + "</body>", 1) if "</body>" in self.page else self.page + _TELL
+        return (f"<iframe id='{frame}' title='{html.escape(self.title, quote=True)}' sandbox='allow-scripts' "
+                f"style='width:100%;box-sizing:border-box;height:{HEIGHT}px;border:1px solid #ccc' "
+                f"srcdoc='{html.escape(page, quote=True)}'></iframe>" + _FIT.format(id=frame, max=MAX_HEIGHT))
 
     def save(self, path) -> Path:
         path = Path(path)
