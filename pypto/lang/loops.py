@@ -102,19 +102,27 @@ class Loops(Branches):
                          self.stored_into(node.body))
         outer_env = self.env
         var, iter_args = self.carry_in(node, plan, start, stop, step, inits or [], outer_env)
-        frame = Frame("for", plan.explicit, last=node.body[-1], header=plan.header)
-        self.frames.append(frame)
         body_live = frozenset(live_after) | liveness.upward_exposed(node.body) | frozenset(header) \
             | frozenset(plan.implicit)
+        body, results = self.loop_body(node, node.body, plan, body_live, iter_args, outer_env)
+        self.emit(n.For(var, start, stop, step, body, kind, stage, iter_args, results, span=self.span(node)))
+        if plan.after == "last":
+            self.bind(loop_name, INDEX, n.Const(plan.last), node)
+
+    def loop_body(self, node, body: list, plan: LoopPlan, body_live: frozenset, iter_args: list, outer_env):
+        """The body of a for or while loop converted with its carried values, and the loop's
+        results (a binding per value carried out), bound in the scope around the loop."""
+        frame = Frame("for", plan.explicit, last=body[-1] if body else None, header=plan.header)
+        self.frames.append(frame)
         try:
-            body = list(self.block(node.body, body_live))
+            body_ir = list(self.block(body, body_live))
         finally:
             self.frames.pop()
         body_env = self.env
-        names = self.hand_on(node, plan, frame, body, iter_args)
+        names = self.hand_on(node, plan, frame, body_ir, iter_args)
         self.env = outer_env
         self._drop(body_env, node, "loop")
-        self.hand_out_tensors(body_env, outer_env, body)
+        self.hand_out_tensors(body_env, outer_env, body_ir)
         self.scope_header(node, plan, frame, names)
         results = []
         for name, a in zip(names, iter_args):
@@ -123,9 +131,7 @@ class Loops(Branches):
             self.env = self.env.set(name, ssa)
             self.dropped.pop(name, None)
             results.append(n.Binding(ssa, a.type))
-        self.emit(n.For(var, start, stop, step, body, kind, stage, iter_args, results, span=self.span(node)))
-        if plan.after == "last":
-            self.bind(loop_name, INDEX, n.Const(plan.last), node)
+        return body_ir, results
 
     def loop_header(self, node: ast.For):
         """(kind, start, stop, step, stage, the init_values operands or None)."""
@@ -435,26 +441,8 @@ class Loops(Branches):
             raise self.error(UnsupportedSyntaxError, test, f"'{ast.unparse(test)}' always holds and nothing breaks "
                              "out of the loop: it never ends", hint="test a value the body changes, or break out "
                              "of the loop on a condition")
-        frame = Frame("for", explicit, last=body[-1] if body else None, header=header)
-        self.frames.append(frame)
         body_live = frozenset(live_after) | exposed | frozenset(header) | frozenset(implicit)
-        try:
-            body_ir = list(self.block(body, body_live))
-        finally:
-            self.frames.pop()
-        body_env = self.env
-        names = self.hand_on(node, plan, frame, body_ir, iter_args)
-        self.env = outer_env
-        self._drop(body_env, node, "loop")
-        self.hand_out_tensors(body_env, outer_env, body_ir)
-        self.scope_header(node, plan, frame, names)
-        results = []
-        for name, a in zip(names, iter_args):
-            ssa = self.fresh(name)
-            self.types[ssa] = a.type
-            self.env = self.env.set(name, ssa)
-            self.dropped.pop(name, None)
-            results.append(n.Binding(ssa, a.type))
+        body_ir, results = self.loop_body(node, body, plan, body_live, iter_args, outer_env)
         self.emit(n.While(cond, body_ir, iter_args, results, span=self.span(node)))
 
 
