@@ -257,26 +257,10 @@ class _Selector:
                 # never runs: its results are its initial values (a carried tile stays in its buffer)
                 return [ScalarAssign(b.name, a.init) for a, b in zip(s.iter_args, s.results)
                         if isinstance(a.type, _SCALARS)]
-            pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, _SCALARS)]
-            self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
-            body = self.block(s.body)
-            if s.iter_args:
-                yielded = s.body[-1].values
-                self._same_buffers(((a.name, v) for a, v in zip(s.iter_args, yielded)), s.span)
-                body += self._scalar_moves([a.name for a in s.iter_args], yielded)
-            post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
-                    if isinstance(a.type, _SCALARS)]
+            pre, body, post = self._carried(s)
             return pre + [Loop(s.var, s.start, s.stop, s.step, body, span=s.span)] + post
         if isinstance(s, n.While):
-            pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, _SCALARS)]
-            self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
-            body = self.block(s.body)
-            if s.iter_args:
-                yielded = s.body[-1].values
-                self._same_buffers(((a.name, v) for a, v in zip(s.iter_args, yielded)), s.span)
-                body += self._scalar_moves([a.name for a in s.iter_args], yielded)
-            post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
-                    if isinstance(a.type, _SCALARS)]
+            pre, body, post = self._carried(s)
             trips = self.fresh_trip_counter()
             return pre + [Loop(trips, n.Const(0), None, n.Const(1), body, span=s.span, cond=s.cond)] + post
         if isinstance(s, n.If):
@@ -292,6 +276,20 @@ class _Selector:
         if isinstance(s, (n.Yield, n.Return)):
             return []
         raise CodegenError(f"cannot lower {type(s).__name__} in an InCore function", span=getattr(s, "span", None))
+
+    def _carried(self, s):
+        """A for or while loop's body with its carried values: the scalars' moves in before it,
+        at the end of each trip and out after it (a carried tile stays in one buffer)."""
+        pre = [ScalarAssign(a.name, a.init) for a in s.iter_args if isinstance(a.type, _SCALARS)]
+        self._same_buffers(((a.name, a.init) for a in s.iter_args), s.span)
+        body = self.block(s.body)
+        if s.iter_args:
+            yielded = s.body[-1].values
+            self._same_buffers(((a.name, v) for a, v in zip(s.iter_args, yielded)), s.span)
+            body += self._scalar_moves([a.name for a in s.iter_args], yielded)
+        post = [ScalarAssign(b.name, n.Var(a.name)) for a, b in zip(s.iter_args, s.results)
+                if isinstance(a.type, _SCALARS)]
+        return pre, body, post
 
     def _same_buffers(self, pairs, span) -> None:
         """A carried tile stays in one buffer (InitMemRef unified them): check it did."""

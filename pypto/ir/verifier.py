@@ -141,41 +141,16 @@ class _FunctionChecker:
                     raise self.fail("loop bounds must be integers", s)
             if s.stage is not None and s.stage < 1:
                 raise self.fail(f"pipeline stage {s.stage} must be positive", s)
-            self.uses(tuple(a.init for a in s.iter_args), scope, s)
-            for a in s.iter_args:
-                if not joins(self.type_of(a.init), a.type):
-                    raise self.fail(f"iter arg '{a.name}' is {_described(a.type)} but starts from "
-                                    f"{_described(self.type_of(a.init))}", s)
-            if len(s.results) != len(s.iter_args):
-                raise self.fail("a loop has one result per iter arg", s)
-            inner = set(scope)
+            inner = self._carried(s, scope)
             self.bind(s.var, INDEX, s)
             inner.add(s.var)
-            for a in s.iter_args:
-                self.bind(a.name, a.type, s)
-                inner.add(a.name)
-            for a, b in zip(s.iter_args, s.results):
-                if a.type != b.type:
-                    raise self.fail(f"result '{b.name}' and iter arg '{a.name}' differ in type", s)
             self.block(s.body, inner, s.results if s.iter_args else None)
             for b in s.results:
                 self.bind(b.name, b.type, s)
                 scope.add(b.name)
             scope.update(n.gathered(s))  # a region's pl.aic_gather values: the cube's after it
         elif isinstance(s, n.While):
-            self.uses(tuple(a.init for a in s.iter_args), scope, s)
-            for a in s.iter_args:
-                if not joins(self.type_of(a.init), a.type):
-                    raise self.fail(f"iter arg '{a.name}' is {_described(a.type)} but starts from "
-                                    f"{_described(self.type_of(a.init))}", s)
-            if len(s.results) != len(s.iter_args):
-                raise self.fail("a loop has one result per iter arg", s)
-            inner = set(scope)
-            for a, b in zip(s.iter_args, s.results):
-                self.bind(a.name, a.type, s)
-                inner.add(a.name)
-                if a.type != b.type:
-                    raise self.fail(f"result '{b.name}' and iter arg '{a.name}' differ in type", s)
+            inner = self._carried(s, scope)
             self.uses((s.cond,), inner, s)  # checked before each trip: it reads the trip's values
             cond = self.type_of(s.cond)
             if not (_is_int(cond) or isinstance(cond, ScalarType) and cond.dtype is DataType.BOOL):
@@ -209,6 +184,24 @@ class _FunctionChecker:
                 scope.add(s.task_id)
         else:
             raise self.fail(f"unexpected statement {type(s).__name__}", s)
+
+    def _carried(self, s, scope: set) -> set:
+        """A for or while loop's carried values checked against their starts and results: the
+        scope its body sees, with them bound."""
+        self.uses(tuple(a.init for a in s.iter_args), scope, s)
+        for a in s.iter_args:
+            if not joins(self.type_of(a.init), a.type):
+                raise self.fail(f"iter arg '{a.name}' is {_described(a.type)} but starts from "
+                                f"{_described(self.type_of(a.init))}", s)
+        if len(s.results) != len(s.iter_args):
+            raise self.fail("a loop has one result per iter arg", s)
+        inner = set(scope)
+        for a, b in zip(s.iter_args, s.results):
+            self.bind(a.name, a.type, s)
+            inner.add(a.name)
+            if a.type != b.type:
+                raise self.fail(f"result '{b.name}' and iter arg '{a.name}' differ in type", s)
+        return inner
 
     def uses(self, exprs, scope: set, stmt) -> None:
         for e in exprs:
