@@ -17,9 +17,10 @@ import attrs
 import torch
 
 from pypto.cluster.windows import WindowBuffer, WindowView
+from pypto.runtime.distributed import builtins
 from pypto.runtime.distributed.worker import StackedDeviceTensor
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
-from pypto.ir.types import DataType
+from pypto.ir.types import DataType, ReduceOp
 from pypto.lang import names as N
 from pypto.lang.sources import source_of
 
@@ -92,6 +93,36 @@ class HostKernel:
 
     methods: dict = {}  # what ``self.name(...)`` dispatches (the class form's)
 
+    def collective_calls(self, nranks: int) -> list:
+        """Each host-level collective the body calls, as far as it is known before the
+        arguments are: (its variant's name, the call's ast). The variant — the collective,
+        its constant options and the payload's dtype — is what one builtin program serves
+        for any shape (``builtins.variant``)."""
+        source, node = self.parsed()
+        walker = _Walker(source, nranks, {}, None, self.methods)
+        found = []
+        for call in ast.walk(node):
+            if not isinstance(call, ast.Call):
+                continue
+            meaning = walker.meaning(call.func)
+            if not (isinstance(meaning, N.Op) and meaning.name.startswith("system.")
+                    and meaning.name.split(".", 1)[1] in builtins.PARAMS):
+                continue
+            name = meaning.name.split(".", 1)[1]
+            params = builtins.PARAMS[name]
+            given = {p[0]: a for p, a in zip(params, call.args)} | {k.arg: k.value for k in call.keywords}
+            options = {}
+            for pname, is_window, default in params:
+                if not is_window:
+                    try:
+                        options[pname] = walker.value(given[pname]) if pname in given else default
+                    except PyptoError:
+                        options[pname] = None  # (known only at the call)
+            payload = given.get("signal" if name == "barrier" else "target")
+            dtype = None if name == "barrier" else _window_dtype(walker, node, payload, call)
+            found.append((builtins.variant(name, options, dtype), call))
+        return found
+
 
 class ProgramHost(HostKernel):
     """The host orchestrator of a ``@pl.program`` class (``pypto.lang.program.HostProgram``):
@@ -143,6 +174,30 @@ class DeviceEntry:
         return self._built[config]
 
 
+def _window_dtype(walker, fdef, operand, call):
+    """The dtype= of the pld.window a host collective's operand is (inline, or the last
+    assignment of its name before the call); None when it cannot be told before the call."""
+    def dtype_of(expr):
+        if isinstance(expr, ast.Call) and getattr(walker.meaning(expr.func), "name", None) == "tensor.window":
+            for k in expr.keywords:
+                if k.arg == "dtype":
+                    try:
+                        return walker.value(k.value)
+                    except PyptoError:
+                        return None
+        return None
+
+    if isinstance(operand, ast.Name):
+        found = None
+        for s in ast.walk(fdef):
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                    and s.targets[0].id == operand.id and s.lineno <= call.lineno and dtype_of(s.value) is not None:
+                if found is None or s.lineno >= found[0]:
+                    found = (s.lineno, dtype_of(s.value))
+        return found[1] if found else None
+    return dtype_of(operand)
+
+
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
@@ -150,6 +205,7 @@ class _Return(Exception):
 
 class _Walker:
     def __init__(self, source, nranks: int, env: dict, windows: dict | None, methods: dict):
+        self.made: dict = {}  # the signals the host's allreduce calls made, by call site
         self.placed: dict = {}  # id(a stacked tensor's shard) -> (the worker it is on, the shard)
         self.methods = methods
         self.windows = windows
@@ -259,10 +315,17 @@ class _Walker:
             if not isinstance(base, torch.Tensor):
                 raise self.error(TypeCheckError, node, f"'{ast.unparse(node.value)}' is not a tensor to slice",
                                  hint=None)
-            index = self.integer(node.slice, "a rank index")
-            if not 0 <= index < base.shape[0]:
-                raise self.error(PyptoError, node, f"'{ast.unparse(node)}': index {index} is outside the "
-                                 f"{base.shape[0]} of its first axis", hint="a world tensor's first axis is the ranks")
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if len(parts) > base.dim() or stacked is not None and len(parts) != 1:
+                raise self.error(TypeCheckError, node, f"'{ast.unparse(node)}' indexes {len(parts)} axes of a "
+                                 f"tensor of {base.dim() if stacked is None else 1}", hint=None)
+            index = tuple(self.integer(p, "an index") for p in parts)
+            for axis, i in enumerate(index):
+                if not 0 <= i < base.shape[axis]:
+                    raise self.error(PyptoError, node, f"'{ast.unparse(node)}': index {i} is outside the "
+                                     f"{base.shape[axis]} of axis {axis}",
+                                     hint="a world tensor's first axis is the ranks")
+            index = index[0] if len(index) == 1 else index
             shard = base[index]
             if stacked is not None:  # where it is resident: a dispatch elsewhere is refused
                 self.placed[id(shard)] = (stacked.worker_ids[index], shard)
@@ -299,6 +362,9 @@ class _Walker:
             return self.alloc(node, name)
         if isinstance(meaning, N.Op) and meaning.name == "tensor.window":
             return self.window(node)
+        if isinstance(meaning, N.Op) and meaning.name.startswith("system.") \
+                and meaning.name.split(".", 1)[1] in builtins.PARAMS:
+            return self.collective(meaning.name.split(".", 1)[1], node)
         ref = self.source.resolver.resolve(func.id) if isinstance(func, ast.Name) and func.id not in self.env else None
         if isinstance(ref, N.Kernel):
             return self.dispatch(ref.obj, node)
@@ -357,6 +423,81 @@ class _Walker:
                              f"and '{buf.name}' has {buf.nbytes}",
                              hint="allocate the buffer with the bytes of every view of it")
         return view
+
+    def collective(self, name: str, node: ast.Call):
+        """``pld.tensor.<name>(...)`` in the host: its builtin program dispatched to every
+        rank with the same views (the reference's builtin per-device task); gives back the
+        view it writes."""
+        op = f"pld.tensor.{name}"
+        params = builtins.PARAMS[name]
+        if len(node.args) > len(params):
+            raise self.error(TypeCheckError, node, f"{op} takes at most {len(params)} arguments "
+                             f"({', '.join(p[0] for p in params)})", hint=None)
+        given = {p[0]: a for p, a in zip(params, node.args)}
+        for k in node.keywords:
+            if k.arg not in {p[0] for p in params} or k.arg in given:
+                raise self.error(TypeCheckError, k.value, f"{op} has no{' second' if k.arg in given else ''} "
+                                 f"argument {k.arg}=", hint=f"its arguments: {', '.join(p[0] for p in params)}")
+            given[k.arg] = k.value
+        values = {}
+        for pname, is_window, default in params:
+            if pname not in given:
+                if default is builtins.REQUIRED:
+                    raise self.error(TypeCheckError, node, f"{op} needs its {pname}",
+                                     hint="the host form takes windows: pld.window(buf, shape, dtype=...)")
+                values[pname] = default
+                continue
+            v = self.value(given[pname])
+            if is_window and not isinstance(v, WindowView):
+                raise self.error(TypeCheckError, given[pname], f"{op}'s {pname} in a host orchestrator is a window, "
+                                 f"not '{ast.unparse(given[pname])}'",
+                                 hint="pass pld.window(buf, shape, dtype=...) of a pld.alloc_window_buffer buffer")
+            values[pname] = v
+        if name == "allreduce":
+            self.host_allreduce(node, values)
+        options = tuple((p, values[p]) for p, is_window, default in params
+                        if not is_window and values[p] != default)
+        if name == "allreduce" and values["core_num"] != 1:  # the blocks' split is the chip's concern
+            options = tuple(o for o in options if o[0] != "core_num")
+        operands = tuple((p, values[p].shape, values[p].dtype) for p, is_window, _ in params
+                         if is_window and values[p] is not None)
+        kernel = builtins.builtin(name, operands, options)
+        views = tuple(values[p] for p, _, _ in operands)
+        for r in range(self.nranks):
+            self.out.append(Dispatch(r, kernel, views, self.source.span(node)))
+        return values[builtins.returned(name)]
+
+    def host_allreduce(self, node: ast.Call, values: dict) -> None:
+        """The host allreduce's own rules (core_num, the ring path), and its signal made
+        when left out: one per call site, ``[world_size(), core_num]``, which the collective
+        leaves as it found it."""
+        from pypto.backend import DEFAULT
+
+        cores, mode, target, signal = values["core_num"], values["mode"], values["target"], values["signal"]
+        limit = DEFAULT.aiv_cores
+        if isinstance(cores, bool) or not isinstance(cores, int) or not 1 <= cores <= limit:
+            raise self.error(TypeCheckError, node, f"pld.tensor.allreduce: core_num={cores!r}; a launch admits 1 to "
+                             f"{limit} vector cores at once", hint=f"core_num in 1..{limit}")
+        if mode == "ring" and (cores != 1 or values["op"] is not ReduceOp.Sum or target.dtype is not DataType.FP32):
+            raise self.error(TypeCheckError, node, "the host allreduce's ring path is op=pld.ReduceOp.Sum over an "
+                             "FP32 target with core_num=1",
+                             hint="reduce in an FP32 window, or call the InCore composite for other ops")
+        if signal is None:
+            if mode == "ring":
+                raise self.error(TypeCheckError, node, "the host allreduce makes a signal for mode='mesh' only",
+                                 hint="pass a [2 * (NR - 1) + 1, NR] INT32 signal window for mode='ring'")
+            name = f"allreduce_signal_{node.lineno}_{node.col_offset}"
+            buf = self.windows.get(name) if self.windows is not None else None
+            if buf is None:
+                buf = self.made.get(name) or WindowBuffer.allocate(name, self.nranks * cores * 4, self.nranks)
+                self.made[name] = buf
+                if self.windows is not None:
+                    self.windows[name] = buf
+            values["signal"] = WindowView(buf, (self.nranks, cores), DataType.INT32)
+        elif cores > 1 and (len(signal.shape) != 2 or signal.shape[1] < cores):
+            raise self.error(TypeCheckError, node, f"pld.tensor.allreduce with core_num={cores} needs a signal lane "
+                             f"per core, and its signal is {list(signal.shape)}",
+                             hint=f"pld.window(sig_buf, [pld.world_size(), {cores}], dtype=pl.INT32)")
 
     def dispatch(self, kernel, node: ast.Call):
         from pypto.ir.types import FunctionType

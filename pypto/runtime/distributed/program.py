@@ -5,7 +5,9 @@ reports each rank's clock (``DistributedReport``)."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
 
 import attrs
 
@@ -14,6 +16,7 @@ from pypto.cluster.cluster import Cluster
 from pypto.cluster.links import RankClock
 from pypto.cluster.windows import WindowView
 from pypto.errors import ConfigError
+from pypto.log import logger
 from pypto.runtime.callsite import located
 from pypto.runtime.config import RunConfig
 from pypto.sim.comm import PORT
@@ -74,11 +77,13 @@ class DistributedProgram:
     """The reference's ``DistributedCompiledProgram``: call it with the host's arguments, or
     ``prepare()`` a worker that runs it again and again."""
 
-    def __init__(self, host, config: RunConfig | None):
+    def __init__(self, host, config: RunConfig | None, write: bool = False):
         self.host = host
         self.config = config
         self.distributed = _distributed(config)
         self.last_report: DistributedReport | None = None
+        # (ir.compile writes the build; a @pl.jit.host call, compiled at each call, does not)
+        self.output_dir = _write_build(host, config) if write else None
 
     def __repr__(self) -> str:
         return f"<pypto DistributedProgram {self.host.__name__} on devices {list(self.distributed.device_ids)}>"
@@ -112,6 +117,33 @@ class DistributedProgram:
 
         return DistributedWorker(self, persistent=persistent, extra_compiled=tuple(extra_compiled),
                                  reset_windows=reset_persistent_windows is not False)
+
+
+def _write_build(host, config: RunConfig):
+    """The program's build directory, as the reference lays it out: the host orchestrator's
+    source under ``orchestration/``, and a ``next_levels/builtin.tensor.<variant>/`` for each
+    host-level collective, whose ``kernel_config.py`` names what its builtin program runs
+    (the program itself is made per shape at the call: ``builtins.text``)."""
+    from pypto.runtime import build_dirs
+    from pypto.runtime.compiled import _stamp, chosen_dir
+
+    chosen = chosen_dir(config)
+    out = Path(chosen) if chosen is not None else build_dirs.default_root() / f"{host.__name__}_{_stamp()}"
+    try:
+        (out / "orchestration").mkdir(parents=True, exist_ok=True)
+        source, node = host.parsed()
+        (out / "orchestration" / f"{host.__name__}.py").write_text(ast.unparse(node) + "\n")
+        for variant, call in host.collective_calls(config.distributed_config.nranks):
+            sub = out / "next_levels" / f"builtin.tensor.{variant}"
+            sub.mkdir(parents=True, exist_ok=True)
+            span = source.span(call)
+            (sub / "kernel_config.py").write_text(
+                f"# pypto host builtin builtin.tensor.{variant}: one task per rank running the InCore composite\n"
+                f"VARIANT = {variant!r}\nCALLED_AT = {f'{span.file}:{span.line}'!r}\n"
+                f"CALL = {ast.unparse(call)!r}\n")
+    except OSError as exc:
+        logger.warning(f"[build] cannot write the distributed build into {out} ({exc.strerror or exc})")
+    return out.resolve()
 
 
 def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None) -> DistributedReport:
