@@ -126,11 +126,11 @@ class RankPort:
 
 
 class Cluster:
-    def __init__(self, nranks: int, soc: SoC):
+    def __init__(self, nranks: int, soc: SoC, links: Links | None = None):
         self.nranks = nranks
         self.soc = soc
         self.baton = Baton(nranks)
-        self.links = Links(nranks, soc.links)
+        self.links = links if links is not None else Links(nranks, soc.links)
         self.clocks = Clocks(nranks)
         self.carried: dict[tuple, list] = {}  # a signal cell -> the clocks its notifies carried
 

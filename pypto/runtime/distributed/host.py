@@ -31,6 +31,17 @@ _HINT = ("a host orchestrator allocates windows (pld.alloc_window_buffer), views
 
 
 @attrs.frozen
+class Callback:
+    """``self.verify(t)`` in the host: a SubWorker's Python run on the host once every
+    dispatch the host made before it has run (the reference's sub-worker task)."""
+
+    name: str
+    fn: object
+    args: tuple
+    span: object = attrs.field(eq=False)
+
+
+@attrs.frozen
 class Dispatch:
     rank: int
     kernel: object  # a @pl.jit function (the per-device orchestration)
@@ -82,7 +93,7 @@ class HostKernel:
         if len(args) != len(names):
             raise TypeCheckError(f"host orchestrator '{self.__name__}' takes {len(names)} arguments "
                                  f"({', '.join(names)}), got {len(args)}", span=source.span(node))
-        walker = _Walker(source, nranks, dict(zip(names, args)), windows, self.methods)
+        walker = _Walker(source, nranks, dict(zip(names, args)), windows, self.methods, self.sub_workers)
         walker.bind_extents(node, names, args)
         try:
             walker.block(node.body)
@@ -92,6 +103,7 @@ class HostKernel:
 
 
     methods: dict = {}  # what ``self.name(...)`` dispatches (the class form's)
+    sub_workers: dict = {}  # what ``self.name(...)`` runs on the host: a SubWorker's Python (or None: bound later)
 
     def collective_calls(self, nranks: int) -> list:
         """Each host-level collective the body calls, as far as it is known before the
@@ -135,6 +147,7 @@ class ProgramHost(HostKernel):
         self.__doc__ = None
         self._parsed = (program.source, program.host_def)
         self.methods = {name: DeviceEntry(program, name) for name in program.device_functions()}
+        self.sub_workers = dict(program.sub_workers)
 
     def __repr__(self) -> str:
         return f"<pypto host orchestrator {self.program.name}.{self.__name__}>"
@@ -174,6 +187,21 @@ class DeviceEntry:
         return self._built[config]
 
 
+def _written(kernel) -> tuple:
+    """The positions of a dispatched function's pl.Out / pl.InOut parameters: what a host
+    call of it gives back (the tensors it wrote, as the reference's host calls return)."""
+    if isinstance(kernel, DeviceEntry):
+        fdef = kernel.program.defs[kernel.__name__]
+        params = fdef.args.args[1:]
+    else:
+        try:
+            params = source_of(kernel.fn)[1].args.args if hasattr(kernel, "fn") else []
+        except PyptoError:
+            params = []
+    return tuple(i for i, a in enumerate(params) if a.annotation is not None
+                 and ast.unparse(a.annotation).split("[", 1)[0].endswith(("Out", "InOut")))
+
+
 def _window_dtype(walker, fdef, operand, call):
     """The dtype= of the pld.window a host collective's operand is (inline, or the last
     assignment of its name before the call); None when it cannot be told before the call."""
@@ -204,7 +232,9 @@ class _Return(Exception):
 
 
 class _Walker:
-    def __init__(self, source, nranks: int, env: dict, windows: dict | None, methods: dict):
+    def __init__(self, source, nranks: int, env: dict, windows: dict | None, methods: dict,
+                 sub_workers: dict | None = None):
+        self.sub_workers = sub_workers or {}
         self.made: dict = {}  # the signals the host's allreduce calls made, by call site
         self.placed: dict = {}  # id(a stacked tensor's shard) -> (the worker it is on, the shard)
         self.methods = methods
@@ -247,6 +277,18 @@ class _Walker:
             return  # a docstring
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             self.env[s.targets[0].id] = self.value(s.value, name=s.targets[0].id)
+            return
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.value is not None:
+            self.env[s.target.id] = self.value(s.value, name=s.target.id)
+            return
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple) \
+                and all(isinstance(t, ast.Name) for t in s.targets[0].elts):
+            names = [t.id for t in s.targets[0].elts]
+            v = self.value(s.value)
+            if not isinstance(v, tuple) or len(v) != len(names):
+                raise self.error(TypeCheckError, s, f"'{ast.unparse(s.value)}' gives "
+                                 f"{len(v) if isinstance(v, tuple) else 'one value'}, not {len(names)}", hint=None)
+            self.env.update(zip(names, v))
             return
         if isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse:
             for r in self.loop(s.iter):
@@ -296,6 +338,8 @@ class _Walker:
             return node.value
         if isinstance(node, ast.Name) and node.id in self.env:
             return self.env[node.id]
+        if isinstance(node, ast.Tuple):
+            return tuple(self.value(e) for e in node.elts)
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             lhs, rhs = self.value(node.left), self.value(node.right)
             if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lhs, rhs)):
@@ -351,6 +395,8 @@ class _Walker:
                 return dtype.get_byte()
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
                 and self.methods:
+            if func.attr in self.sub_workers:
+                return self.callback(func.attr, node)
             if func.attr not in self.methods:
                 raise self.error(TypeCheckError, node, f"the program has no device function '{func.attr}' to "
                                  "dispatch", hint=f"one of {', '.join(sorted(self.methods))}")
@@ -503,15 +549,13 @@ class _Walker:
         from pypto.ir.types import FunctionType
 
         kw = {k.arg: k.value for k in node.keywords}
-        if "device" not in kw:
-            raise self.error(TypeCheckError, node, f"the host dispatches '{ast.unparse(node.func)}' to one rank: "
-                             "say which with device=", hint=f"{ast.unparse(node.func)}(..., device=r)")
         if getattr(kernel, "function_type", None) is not FunctionType.Orchestration:
             raise self.error(TypeCheckError, node, f"the host dispatches a per-device @pl.jit function, and "
                              f"'{ast.unparse(node.func)}' is not one",
                              hint="wrap the @pl.jit.incore kernel in a @pl.jit function that calls it, and dispatch "
                                   "that")
-        rank = self.integer(kw.pop("device"), "device=")
+        # without device=, the first device: the host's own chip (a one-device program's only one)
+        rank = self.integer(kw.pop("device"), "device=") if "device" in kw else 0
         if not 0 <= rank < self.nranks:
             raise self.error(PyptoError, node, f"device={rank} is not a rank of the {self.nranks} devices",
                              hint=f"a rank in 0..{self.nranks - 1}")
@@ -527,4 +571,13 @@ class _Walker:
                                  hint="alloc_stacked_tensor(host, worker_ids=[...]) with each shard's device= "
                                       "(the identity for device=r)")
         self.out.append(Dispatch(rank, kernel, args, self.source.span(node)))
+        outs = tuple(args[i] for i in _written(kernel) if i < len(args))
+        return outs[0] if len(outs) == 1 else outs or None
+
+    def callback(self, name: str, node: ast.Call):
+        if node.keywords:
+            raise self.error(TypeCheckError, node, f"a sub-worker call passes its arguments by position, not "
+                             f"{', '.join(k.arg + '=' for k in node.keywords)}", hint=None)
+        args = tuple(self.value(a) for a in node.args)
+        self.out.append(Callback(name, self.sub_workers[name], args, self.source.span(node)))
         return None

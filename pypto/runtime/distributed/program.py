@@ -110,13 +110,27 @@ class DistributedProgram:
                 startup_timeout_s: float | None = None):
         """A ``DistributedWorker`` for this program (and ``extra_compiled``). ``config`` only
         pre-warms in the reference (not kept); ``persistent`` keeps the windows across
-        dispatches, zeroed before each unless ``reset_persistent_windows=False``. The host
-        callbacks, sub-worker overrides and startup deadline of the reference's forked
-        workers have nothing to act on here (the ranks are threads of this process)."""
+        dispatches, zeroed before each unless ``reset_persistent_windows=False``.
+        ``callbacks`` binds the SubWorkers whose body is ``...`` (each one must be bound),
+        ``sub_worker_overrides`` replaces any SubWorker's body; both are called with the
+        argument list. The startup deadline of the reference's forked workers has nothing to
+        act on here (the ranks are threads of this process)."""
         from pypto.runtime.distributed.worker import DistributedWorker
 
+        subs = getattr(self.host, "sub_workers", {})
+        bound = {}
+        for what, given in (("callbacks", callbacks), ("sub_worker_overrides", sub_worker_overrides)):
+            unknown = sorted(set(given or {}) - set(subs))
+            if unknown:
+                raise ValueError(f"{what}: {', '.join(unknown)} are not sub-workers of {self.host.__name__} "
+                                 f"(it has: {', '.join(sorted(subs)) or 'none'})")
+            bound.update(given or {})
+        unbound = sorted(name for name, fn in subs.items() if name not in bound and (fn is None or _abstract(fn)))
+        if unbound:
+            raise ValueError(f"sub-workers {', '.join(unbound)} have no body ('...'): bind each with "
+                             f"prepare(callbacks={{'{unbound[0]}': fn}})")
         return DistributedWorker(self, persistent=persistent, extra_compiled=tuple(extra_compiled),
-                                 reset_windows=reset_persistent_windows is not False)
+                                 reset_windows=reset_persistent_windows is not False, bound=bound)
 
 
 def _write_build(host, config: RunConfig):
@@ -146,14 +160,40 @@ def _write_build(host, config: RunConfig):
     return out.resolve()
 
 
-def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None) -> DistributedReport:
-    """Walk ``host`` for ``args`` and run its dispatches on a cluster of the config's devices."""
+def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None,
+             bound: dict | None = None) -> DistributedReport:
+    """Walk ``host`` for ``args`` and run its dispatches on a cluster of the config's devices.
+    A SubWorker call (``host.Callback``) runs on the host between phases: every dispatch
+    before it has run, none after it has begun. ``bound``: the SubWorkers' Python as
+    ``prepare`` bound it (called with the argument list)."""
+    from pypto.runtime.distributed.host import Callback
+
     dist = config.distributed_config
     nranks = dist.nranks
-    dispatches, returned = host.dispatches(tuple(args), nranks, windows)
+    steps, returned = host.dispatches(tuple(args), nranks, windows)
     rank_config = dataclasses.replace(config, distributed_config=None)
-    per_rank = [[d for d in dispatches if d.rank == r] for r in range(nranks)]
     reports: list = []
+    soc = backend(config.backend)
+    links = None
+    events: list = []
+    phase: list = []
+    for step in [*steps, None]:
+        if step is not None and not isinstance(step, Callback):
+            phase.append(step)
+            continue
+        if phase or links is None:
+            cluster = _run_phase(phase, nranks, soc, rank_config, config.platform, reports, links)
+            links = cluster.links
+            phase = []
+        if step is not None:
+            _call_back(step, bound or {})
+    ranks = tuple(RankReport(r, dist.device_ids[r], links.clocks[r], soc.chip.core_hz) for r in range(nranks))
+    return DistributedReport(ranks, returned, tuple(reports), tuple(links.events))
+
+
+def _run_phase(dispatches: list, nranks: int, soc, rank_config: RunConfig, platform: str, reports: list,
+               links) -> Cluster:
+    per_rank = [[d for d in dispatches if d.rank == r] for r in range(nranks)]
 
     def body(rank: int):
         def run():
@@ -164,15 +204,38 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None) 
                 port = PORT.get()
                 port.dispatching()
                 report = compiled.run(*values, config=rank_config)
-                port.dispatched(report.cycles if config.platform != "ref" else 0)
+                port.dispatched(report.cycles if platform != "ref" else 0)
                 reports.append((rank, report))
         return run
 
-    soc = backend(config.backend)
-    cluster = Cluster(nranks, soc)
+    cluster = Cluster(nranks, soc, links)  # (the interconnect's clocks go on from the phase before)
     cluster.run([body(r) for r in range(nranks)])
-    ranks = tuple(RankReport(r, dist.device_ids[r], cluster.links.clocks[r], soc.chip.core_hz) for r in range(nranks))
-    return DistributedReport(ranks, returned, tuple(reports), tuple(cluster.links.events))
+    return cluster
+
+
+def _call_back(step, bound: dict) -> None:
+    fn = bound.get(step.name)
+    if fn is not None:
+        fn(list(step.args))  # (the reference calls a bound sub-worker with its argument list)
+        return
+    if step.fn is None or _abstract(step.fn):
+        raise ConfigError(f"sub-worker '{step.name}' has no body ('...') and none was bound", span=step.span,
+                          hint=f"compiled.prepare(callbacks={{'{step.name}': fn}}) binds one")
+    step.fn(*step.args)
+
+
+def _abstract(fn) -> bool:
+    """A SubWorker whose body is ``...``: bound at ``prepare(callbacks=...)``."""
+    from pypto.lang.sources import source_of
+
+    try:
+        body = source_of(fn)[1].body
+    except Exception:  # noqa: BLE001  (no source: a real function)
+        return False
+    body = body[1:] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+        and isinstance(body[0].value.value, str) and len(body) > 1 else body
+    return len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+        and body[0].value.value is Ellipsis
 
 
 DistributedCompiledProgram = DistributedProgram  # the reference's name

@@ -60,7 +60,8 @@ class StackedDeviceTensor:
 
 
 class DistributedWorker:
-    def __init__(self, compiled, *, persistent: bool = False, extra_compiled=(), reset_windows: bool = True):
+    def __init__(self, compiled, *, persistent: bool = False, extra_compiled=(), reset_windows: bool = True,
+                 bound: dict | None = None):
         from pypto.runtime.distributed.program import DistributedProgram
 
         if not isinstance(compiled, DistributedProgram):
@@ -70,6 +71,7 @@ class DistributedWorker:
         self.programs = [compiled, *extra_compiled]
         self.persistent = persistent
         self.reset_windows = reset_windows
+        self.bound = dict(bound or {})  # the SubWorkers' Python bound at prepare
         self.windows: dict | None = {} if persistent else None
         self.closed = False
         self.reports: list = []
@@ -99,7 +101,7 @@ class DistributedWorker:
             for buf in self.windows.values():  # a retained window starts each dispatch zeroed
                 for b in buf.ranks:
                     b.zero_()
-        report = run_host(compiled.host, args, compiled._config(config), self.windows)
+        report = run_host(compiled.host, args, compiled._config(config), self.windows, self.bound)
         self.reports.append(report)
         compiled.last_report = report
         return report.outputs
