@@ -1,0 +1,304 @@
+"""What a host orchestrator does itself: the host-level collectives (a builtin per-device
+program dispatched to every rank), chip orchestrations called without ``device=``, the values
+host calls give back, and SubWorkers run on the host between the ranks' dispatches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto.language as pl
+import pypto.language.distributed as pld
+from pypto import ir
+from pypto.errors import TypeCheckError
+from pypto.ir.distributed_compiled_program import DistributedConfig
+
+W = 40  # (not a multiple of a block: the builtins take any row)
+_REDUCE = {pld.ReduceOp.Sum: torch.add, pld.ReduceOp.Prod: torch.mul, pld.ReduceOp.Max: torch.maximum,
+           pld.ReduceOp.Min: torch.minimum}
+
+
+def _host_collectives(n: int, root: int):
+    """Every host-level collective but allreduce (below) once, each rank publishing its rows
+    first and copying the windows out after."""
+
+    @pl.program
+    class Collectives:
+        @pl.function(type=pl.FunctionType.InCore)
+        def publish_step(self, x: pl.Tensor[[n, W], pl.FP32], row: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]],
+                         grid: pl.InOut[pld.DistributedTensor[[n, W], pl.FP32]],
+                         me: pl.Scalar[pl.INT32]) -> pld.DistributedTensor[[1, W], pl.FP32]:
+            grid = pl.store(pl.load(x, [0, 0], [n, W]), [0, 0], grid)
+            return pl.store(pl.load(x, [me, 0], [1, W]), [0, 0], row)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def publish(self, x: pl.Tensor[[n, W], pl.FP32], row: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]],
+                    grid: pl.InOut[pld.DistributedTensor[[n, W], pl.FP32]],
+                    me: pl.Scalar[pl.INT32]) -> pld.DistributedTensor[[1, W], pl.FP32]:
+            return self.publish_step(x, row, grid, me)
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def copy_step(self, src: pld.DistributedTensor[[n, W], pl.FP32], out: pl.Out[pl.Tensor[[n, W], pl.FP32]],
+                      at: pl.Scalar[pl.INT32]) -> pl.Tensor[[n, W], pl.FP32]:
+            return pl.store(pl.load(src, [0, 0], [n, W]), [0, 0], out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def copy(self, src: pld.DistributedTensor[[n, W], pl.FP32], out: pl.Out[pl.Tensor[[n, W], pl.FP32]],
+                 at: pl.Scalar[pl.INT32]) -> pl.Tensor[[n, W], pl.FP32]:
+            return self.copy_step(src, out, at)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[n, n, W], pl.FP32], outs: pl.Out[pl.Tensor[[5, n, n, W], pl.FP32]]):
+            row_buf = pld.alloc_window_buffer(W * pl.FP32.get_byte())
+            grid_buf = pld.alloc_window_buffer(pld.world_size() * W * pl.FP32.get_byte())
+            out_buf = pld.alloc_window_buffer(pld.world_size() * W * pl.FP32.get_byte())
+            sig_buf = pld.alloc_window_buffer(2 * pld.world_size() * pld.world_size() * pl.INT32.get_byte())
+            row = pld.window(row_buf, [1, W], dtype=pl.FP32)
+            grid = pld.window(grid_buf, [pld.world_size(), W], dtype=pl.FP32)
+            out = pld.window(out_buf, [pld.world_size(), W], dtype=pl.FP32)
+            signal = pld.window(sig_buf, [pld.world_size(), 1], dtype=pl.INT32)
+            for r in pl.range(pld.world_size()):
+                self.publish(x[r], row, grid, r, device=r)
+            for r in pl.range(pld.world_size()):
+                self.copy(grid, outs[0, r], 0, device=r)
+            grid = pld.tensor.broadcast(grid, signal, root=root)
+            for r in pl.range(pld.world_size()):
+                self.copy(grid, outs[1, r], 1, device=r)
+                self.publish(x[r], row, grid, r, device=r)
+            out = pld.tensor.allgather(row, out, signal)
+            for r in pl.range(pld.world_size()):
+                self.copy(out, outs[2, r], 2, device=r)
+            grid = pld.tensor.reduce_scatter(grid, signal, op=pld.ReduceOp.Sum)
+            for r in pl.range(pld.world_size()):
+                self.copy(grid, outs[3, r], 3, device=r)
+                self.publish(x[r], row, grid, r, device=r)
+            out = pld.tensor.all_to_all(grid, out, signal)
+            pld.tensor.barrier(signal)
+            for r in pl.range(pld.world_size()):
+                self.copy(out, outs[4, r], 4, device=r)
+            return outs
+
+    return Collectives
+
+
+@settings(max_examples=3, deadline=None)
+@given(n=st.integers(2, 3), root=st.integers(0, 2), seed=st.integers(0, 2**31 - 1))
+def test_each_host_collective_gives_every_rank_its_golden_with_the_same_bits_on_both_platforms(n, root, seed):
+    root %= n
+    x = torch.randn(n, n, W, generator=torch.Generator().manual_seed(seed))  # x[r]: rank r's rows
+    program = _host_collectives(n, root)
+    got = {}
+    for platform in ("ref", "a2a3sim"):
+        outs = torch.zeros(5, n, n, W)
+        ir.compile(program, platform=platform, distributed_config=DistributedConfig(device_ids=list(range(n))))(x, outs)
+        got[platform] = outs
+    assert torch.equal(got["ref"], got["a2a3sim"])
+    outs = got["ref"]
+    for r in range(n):
+        assert torch.equal(outs[0, r], x[r])  # (the allreduce wrote the row window only)
+        assert torch.equal(outs[1, r], x[root])
+        assert torch.equal(outs[2, r], torch.stack([x[p, p] for p in range(n)]))
+        scattered = x[r, r].clone()
+        for p in range(n):
+            if p != r:
+                scattered = scattered + x[p, r]
+        assert torch.equal(outs[3, r, r], scattered)
+        assert torch.equal(outs[4, r], torch.stack([x[p, r] for p in range(n)]))
+
+
+def _allreduce_only(n: int, op):
+    @pl.program
+    class AllReduce:
+        @pl.function(type=pl.FunctionType.InCore)
+        def put_step(self, x: pl.Tensor[[1, W], pl.FP32], data: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]]
+                     ) -> pld.DistributedTensor[[1, W], pl.FP32]:
+            return pl.store(pl.load(x, [0, 0], [1, W]), [0, 0], data)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def put(self, x: pl.Tensor[[1, W], pl.FP32], data: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]]
+                ) -> pld.DistributedTensor[[1, W], pl.FP32]:
+            return self.put_step(x, data)
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def get_step(self, data: pld.DistributedTensor[[1, W], pl.FP32], y: pl.Out[pl.Tensor[[1, W], pl.FP32]]
+                     ) -> pl.Tensor[[1, W], pl.FP32]:
+            return pl.store(pl.load(data, [0, 0], [1, W]), [0, 0], y)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def get(self, data: pld.DistributedTensor[[1, W], pl.FP32], y: pl.Out[pl.Tensor[[1, W], pl.FP32]]
+                ) -> pl.Tensor[[1, W], pl.FP32]:
+            return self.get_step(data, y)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[n, 1, W], pl.FP32], y: pl.Out[pl.Tensor[[n, 1, W], pl.FP32]]):
+            buf = pld.alloc_window_buffer(W * pl.FP32.get_byte())
+            data = pld.window(buf, [1, W], dtype=pl.FP32)
+            for r in pl.range(pld.world_size()):
+                self.put(x[r], data, device=r)
+            data = pld.tensor.allreduce(data, op=op, core_num=2)
+            for r in pl.range(pld.world_size()):
+                self.get(data, y[r], device=r)
+            return y
+
+    return AllReduce
+
+
+@settings(max_examples=5, deadline=None)
+@given(n=st.integers(2, 5), op=st.sampled_from(list(pld.ReduceOp)), seed=st.integers(0, 2**31 - 1))
+def test_a_host_allreduce_combines_every_ranks_row_in_its_own_order_with_its_signal_made(n, op, seed, tmp_path_factory):
+    x = torch.randn(n, 1, W, generator=torch.Generator().manual_seed(seed))
+    y = torch.zeros(n, 1, W)
+    out = tmp_path_factory.mktemp("build")
+    compiled = ir.compile(_allreduce_only(n, op), platform="ref", output_dir=str(out),
+                          distributed_config=DistributedConfig(device_ids=list(range(n))))
+    assert (compiled.output_dir / "next_levels" / f"builtin.tensor.allreduce__{op.name.lower()}__fp32").is_dir()
+    compiled(x, y)
+    for r in range(n):
+        want = x[r, 0].clone()  # own row, then each peer's in rank order
+        for p in range(n):
+            if p != r:
+                want = _REDUCE[op](want, x[p, 0])
+        assert torch.equal(y[r, 0], want)
+
+
+@pytest.mark.parametrize("call, match", [
+    ("pld.tensor.allreduce(t, sig)", "target in a host orchestrator is a window"),
+    ("pld.tensor.allreduce(data, sig, op=pld.ReduceOp.Max, mode='ring')",
+     "ring path is op=pld.ReduceOp.Sum over an FP32 target"),
+    ("pld.tensor.allreduce(data, sig, core_num=2)", "a signal lane per core"),
+    ("pld.tensor.broadcast(data, sig)", "needs its root"),
+])
+def test_a_host_collectives_refusals_are_located_at_its_call(call, match):
+    compiled = ir.compile(_PROGRAMS[call], platform="ref", distributed_config=DistributedConfig(device_ids=[0, 1]))
+    with pytest.raises(TypeCheckError, match=match) as info:
+        compiled(torch.zeros(1, W))
+    assert info.value.span.file == __file__ and info.value.hint
+
+
+# -- one program per refused call (the host body is walked, not run: no branches in it)
+
+
+@pl.program
+class _Plain:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(self, t: pl.Tensor[[1, W], pl.FP32]) -> pl.Tensor[[1, W], pl.FP32]:
+        return t
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, t: pl.Tensor[[1, W], pl.FP32]):
+        sbuf = pld.alloc_window_buffer(2 * pl.INT32.get_byte())
+        sig = pld.window(sbuf, [2, 1], dtype=pl.INT32)
+        pld.tensor.allreduce(t, sig)
+
+
+@pl.program
+class _RingMax:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(self, t: pl.Tensor[[1, W], pl.FP32]) -> pl.Tensor[[1, W], pl.FP32]:
+        return t
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, t: pl.Tensor[[1, W], pl.FP32]):
+        buf = pld.alloc_window_buffer(W * pl.FP32.get_byte())
+        sbuf = pld.alloc_window_buffer(6 * pl.INT32.get_byte())
+        data = pld.window(buf, [1, W], dtype=pl.FP32)
+        sig = pld.window(sbuf, [3, 2], dtype=pl.INT32)
+        pld.tensor.allreduce(data, sig, op=pld.ReduceOp.Max, mode="ring")
+
+
+@pl.program
+class _Cores:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(self, t: pl.Tensor[[1, W], pl.FP32]) -> pl.Tensor[[1, W], pl.FP32]:
+        return t
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, t: pl.Tensor[[1, W], pl.FP32]):
+        buf = pld.alloc_window_buffer(W * pl.FP32.get_byte())
+        sbuf = pld.alloc_window_buffer(2 * pl.INT32.get_byte())
+        data = pld.window(buf, [1, W], dtype=pl.FP32)
+        sig = pld.window(sbuf, [2, 1], dtype=pl.INT32)
+        pld.tensor.allreduce(data, sig, core_num=2)
+
+
+@pl.program
+class _NoRoot:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(self, t: pl.Tensor[[1, W], pl.FP32]) -> pl.Tensor[[1, W], pl.FP32]:
+        return t
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, t: pl.Tensor[[1, W], pl.FP32]):
+        buf = pld.alloc_window_buffer(W * pl.FP32.get_byte())
+        sbuf = pld.alloc_window_buffer(2 * pl.INT32.get_byte())
+        data = pld.window(buf, [1, W], dtype=pl.FP32)
+        sig = pld.window(sbuf, [2, 1], dtype=pl.INT32)
+        pld.tensor.broadcast(data, sig)
+
+
+_PROGRAMS = {
+    "pld.tensor.allreduce(t, sig)": _Plain,
+    "pld.tensor.allreduce(data, sig, op=pld.ReduceOp.Max, mode='ring')": _RingMax,
+    "pld.tensor.allreduce(data, sig, core_num=2)": _Cores,
+    "pld.tensor.broadcast(data, sig)": _NoRoot,
+}
+
+
+# ----------------------------------------------------------------------------- host calls and sub-workers
+
+SEEN: list = []
+
+
+@pl.program
+class SumDiff:
+    @pl.function(type=pl.FunctionType.InCore)
+    def step(self, a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+             s: pl.Out[pl.Tensor[[16, 16], pl.FP32]], d: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        ta = pl.load(a, [0, 0], [16, 16])
+        tb = pl.load(b, [0, 0], [16, 16])
+        s = pl.store(pl.add(ta, tb), [0, 0], s)
+        d = pl.store(pl.sub(ta, tb), [0, 0], d)
+        return s, d
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip(self, a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+             s: pl.Out[pl.Tensor[[16, 16], pl.FP32]], d: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        s, d = self.step(a, b, s, d)
+        return s, d
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
+    def record(s: pl.Tensor[[16, 16], pl.FP32], d: pl.Tensor[[16, 16], pl.FP32]):
+        SEEN.append((s.clone(), d.clone()))
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
+    def inspect(s: pl.Tensor[[16, 16], pl.FP32]):
+        ...
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+             s: pl.Out[pl.Tensor[[16, 16], pl.FP32]], d: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+        total, diff = self.chip(a, b, s, d)
+        self.record(total, diff)
+        self.inspect(total)
+        return total, diff
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_host_call_without_device_runs_on_the_first_and_its_sub_workers_see_what_it_wrote(platform):
+    compiled = ir.compile(SumDiff, platform=platform, distributed_config=DistributedConfig(device_ids=[0]))
+    a, b = torch.full((16, 16), 2.0), torch.full((16, 16), 3.0)
+    s, d = torch.zeros(16, 16), torch.zeros(16, 16)
+    with pytest.raises(ValueError, match="inspect have no body"):
+        compiled.prepare()
+    with pytest.raises(ValueError, match="nonexistent are not sub-workers"):
+        compiled.prepare(callbacks={"inspect": print, "nonexistent": print})
+    inspected = []
+    SEEN.clear()
+    with compiled.prepare(callbacks={"inspect": lambda args: inspected.append(args[0].clone())}) as rt:
+        total, diff = rt(a, b, s, d)
+    assert total is s and diff is d
+    assert torch.equal(s, a + b) and torch.equal(d, a - b)
+    assert torch.equal(SEEN[0][0], a + b) and torch.equal(SEEN[0][1], a - b)  # after the chip's dispatch
+    assert torch.equal(inspected[0], a + b)
