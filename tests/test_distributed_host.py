@@ -302,3 +302,69 @@ def test_a_host_call_without_device_runs_on_the_first_and_its_sub_workers_see_wh
     assert torch.equal(s, a + b) and torch.equal(d, a - b)
     assert torch.equal(SEEN[0][0], a + b) and torch.equal(SEEN[0][1], a - b)  # after the chip's dispatch
     assert torch.equal(inspected[0], a + b)
+
+
+# ----------------------------------------------------------------------------- the variable all-to-all
+
+MR = 3  # a slot's rows
+
+
+def _all_to_all_v(n: int):
+    total = n * MR
+
+    @pl.program
+    class AllToAllV:
+        @pl.function(type=pl.FunctionType.InCore)
+        def exchange(self, x: pl.Tensor[[total, W], pl.FP32], counts: pl.Tensor[[n, 1], pl.INT32],
+                     out: pl.Out[pl.Tensor[[total, W], pl.FP32]], got: pl.Out[pl.Tensor[[n, 1], pl.INT32]],
+                     data: pl.InOut[pld.DistributedTensor[[total, W], pl.FP32]],
+                     signal: pl.InOut[pld.DistributedTensor[[n, 1], pl.INT32]],
+                     recv: pl.InOut[pld.DistributedTensor[[n, 1], pl.INT32]]):
+            data = pld.tensor.all_to_all_v(x, data, signal, counts, recv)
+            out = pl.store(pl.load(data, [0, 0], [total, W]), [0, 0], out)
+            for src in pl.range(n):
+                pl.write(got, [src, 0], pl.read(recv, [src, 0]))
+            return out, got
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def orch(self, x: pl.Tensor[[total, W], pl.FP32], counts: pl.Tensor[[n, 1], pl.INT32],
+                 out: pl.Out[pl.Tensor[[total, W], pl.FP32]], got: pl.Out[pl.Tensor[[n, 1], pl.INT32]],
+                 data: pl.InOut[pld.DistributedTensor[[total, W], pl.FP32]],
+                 signal: pl.InOut[pld.DistributedTensor[[n, 1], pl.INT32]],
+                 recv: pl.InOut[pld.DistributedTensor[[n, 1], pl.INT32]]):
+            return self.exchange(x, counts, out, got, data, signal, recv)  # (both of what it returns)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[n, total, W], pl.FP32], counts: pl.Tensor[[n, n, 1], pl.INT32],
+                 out: pl.Out[pl.Tensor[[n, total, W], pl.FP32]], got: pl.Out[pl.Tensor[[n, n, 1], pl.INT32]]):
+            data_buf = pld.alloc_window_buffer(total * W * pl.FP32.get_byte())
+            signal_buf = pld.alloc_window_buffer(n * pl.INT32.get_byte())
+            recv_buf = pld.alloc_window_buffer(n * pl.INT32.get_byte())
+            data = pld.window(data_buf, [total, W], dtype=pl.FP32)
+            signal = pld.window(signal_buf, [n, 1], dtype=pl.INT32)
+            recv = pld.window(recv_buf, [n, 1], dtype=pl.INT32)
+            for r in pl.range(pld.world_size()):
+                self.orch(x[r], counts[r], out[r], got[r], data, signal, recv, device=r)
+            return out, got
+
+    return AllToAllV
+
+
+@settings(max_examples=4, deadline=None)
+@given(n=st.integers(2, 4), seed=st.integers(0, 2**31 - 1),
+       counts=st.lists(st.integers(-1, MR + 1), min_size=16, max_size=16))
+def test_the_variable_all_to_all_hands_each_rank_every_slot_and_count_meant_for_it(n, seed, counts):
+    x = torch.randn(n, n * MR, W, generator=torch.Generator().manual_seed(seed))
+    sent = torch.tensor(counts[:n * n], dtype=torch.int32).view(n, n, 1)
+    got = {}
+    for platform in ("ref", "a2a3sim"):
+        out, recv = torch.zeros(n, n * MR, W), torch.zeros(n, n, 1, dtype=torch.int32)
+        ir.compile(_all_to_all_v(n), platform=platform,
+                   distributed_config=DistributedConfig(device_ids=list(range(n))))(x, sent, out, recv)
+        got[platform] = (out, recv)
+    assert torch.equal(got["ref"][0], got["a2a3sim"][0]) and torch.equal(got["ref"][1], got["a2a3sim"][1])
+    out, recv = got["ref"]
+    for r in range(n):
+        for src in range(n):
+            assert torch.equal(out[r, src * MR:(src + 1) * MR], x[src, r * MR:(r + 1) * MR])  # the whole slot
+            assert int(recv[r, src, 0]) == min(max(int(sent[src, r, 0]), 0), MR)  # clamped to the slot

@@ -292,9 +292,10 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
             raise self.error(TypeCheckError, node, f"'{t.callee}' returns {len(t.values)} values; unpack them into "
                              "as many names", hint=f"{names} = {ast.unparse(node)}")
 
-    def operand(self, node, hint: str = "t"):
-        """An operand Expr: op results are bound to a fresh temporary first."""
-        value, t = self.value(node, hint)
+    def operand(self, node, hint: str = "t", evaluated=None):
+        """An operand Expr: op results are bound to a fresh temporary first. ``evaluated``:
+        ``node``'s (value, type), already made."""
+        value, t = evaluated if evaluated is not None else self.value(node, hint)
         self.single(t, node)
         if isinstance(value, (n.Call, n.FuncCall)):
             base = value.op.split(".")[-1] if isinstance(value, n.Call) else value.callee
@@ -308,7 +309,15 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         if not top or self.frames:
             raise self.error(UnsupportedSyntaxError, node, "return is only supported at the end of the function body")
         values = []
-        if node.value is not None:
+        if isinstance(node.value, ast.Call):  # ``return f(...)`` of a kernel returning several: what it wrote
+            value, t = self.value(node.value)
+            if isinstance(t, Several) and None not in t.callee.returned_params:
+                self.emit(n.Eval(value, span=self.span(node.value)))
+                self.emit(n.Return(tuple(t.args[i] for i in t.callee.returned_params), span=self.span(node)))
+                self.return_types = tuple(t.callee.returns)
+                return
+            items, values = [node.value], [self.operand(node.value, evaluated=(value, t))]
+        elif node.value is not None:
             items = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
             values = [self.operand(v) for v in items]
         for item, (_, t) in zip(items if node.value is not None else (), values):

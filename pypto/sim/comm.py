@@ -158,7 +158,7 @@ def remote_store(tile: TileVal, target, peer, offsets, atomic=AtomicType.None_, 
 _COMBINE = {ReduceOp.Sum: num.arith(torch.add), ReduceOp.Prod: num.arith(torch.mul), ReduceOp.Max: num.maximum,
             ReduceOp.Min: num.minimum}
 COMM_OPS = COMM_OPS | {f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
-                                                     "reduce_scatter", "all_to_all", "put", "get")}
+                                                     "reduce_scatter", "all_to_all", "all_to_all_v", "put", "get")}
 
 
 def _cell_of(signal, rank: int) -> tuple:
@@ -299,6 +299,30 @@ def all_to_all(input, target, signal, span=None):  # noqa: A002
     for p in _peers(port):
         _push(port, target, p, port.rank, input[p], span)
     target[port.rank] = input[port.rank]
+    _barrier(port, signal, span)
+    return target
+
+
+@impl("system.all_to_all_v")
+def all_to_all_v(input, target, signal, send_counts, recv_counts, span=None):  # noqa: A002
+    """The variable all-to-all: the input and target are NR slots of MR rows; slot p of this
+    rank's input goes to slot ``rank`` of rank p's target — the whole slot, as the reference's
+    transfer of a static shape does — and ``send_counts[p]`` (clamped to 0..MR) to
+    ``recv_counts[rank]`` of rank p, which tells it how many of the slot's rows are real."""
+    port = _port("tensor.all_to_all_v")
+    n, me = port.nranks, port.rank
+    slot = target.shape[0] // n
+    _barrier(port, signal, span)
+    counts = send_counts.reshape(-1)
+    for p in _peers(port):
+        rows = slice(p * slot, (p + 1) * slot)
+        port.access(target, p, ((me * slot, slot), *((0, d) for d in target.shape[1:])), True, "collective", span)
+        dest = port.peer_view(target, p, span)
+        dest[me * slot:(me + 1) * slot] = input[rows]
+        port.moved(p, input[rows].numel() * input.element_size(), False, span)
+        port.notify(recv_counts, p, _cell_of(recv_counts, me), min(max(int(counts[p]), 0), slot), NotifyOp.Set, span)
+    target[me * slot:(me + 1) * slot] = input[me * slot:(me + 1) * slot]
+    recv_counts[_cell_of(recv_counts, me)] = min(max(int(counts[me]), 0), slot)
     _barrier(port, signal, span)
     return target
 

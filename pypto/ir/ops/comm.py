@@ -168,7 +168,7 @@ for _name in ("world_size", "alloc_window_buffer", "window"):
 # peers read. Filed under ``system`` (a kernel's tensor ops are otherwise lowered to tiles);
 # spelled ``pld.tensor.<name>`` as the reference does.
 
-COLLECTIVES = ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all")
+COLLECTIVES = ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all", "all_to_all_v")
 MESH_DTYPES = (DataType.FP16, DataType.FP32)
 
 
@@ -234,7 +234,32 @@ def _infer_reduce_scatter(a: OpArgs, soc: SoC) -> TensorType:
     return t
 
 
+def _infer_all_to_all_v(a: OpArgs, soc: SoC) -> TensorType:
+    op = "tensor.all_to_all_v"
+    src = a.type("input")
+    if not isinstance(src, TensorType):
+        raise fail(f"pld.{op}", "a tensor input", type_name(src) if src else "a constant")
+    t = window_operand(op, a, "target", "target")
+    if src.dtype is not t.dtype or tuple(src.shape) != tuple(t.shape):
+        raise fail(f"pld.{op}", "an input and a target of one shape and dtype ([NR * MAX_RECV, ...])",
+                   f"{type_name(src)} into {type_name(t)}")
+    _collective_signal(op, a)
+    counts = a.type("send_counts")
+    if not isinstance(counts, TensorType) or counts.dtype is not DataType.INT32:
+        raise fail(f"pld.{op}", "INT32 send_counts ([NR, 1])", type_name(counts) if counts else "a constant")
+    recv = window_operand(op, a, "recv_counts", "recv_counts")
+    if recv.dtype is not DataType.INT32 or len(recv.shape) not in (1, 2):
+        raise fail(f"pld.{op}", "an INT32 [NR, 1] recv_counts window", type_name(recv),
+                   "pld.window(recv_buf, [nr, 1], dtype=pl.INT32)")
+    return t
+
+
 _SIGNAL = P("signal", Kind.TENSOR)
+register("system.all_to_all_v", [P("input", Kind.TENSOR), _TARGET, _SIGNAL, P("send_counts", Kind.TENSOR),
+                                  P("recv_counts", Kind.TENSOR)], _infer_all_to_all_v,
+         doc="slot dest (MAX_RECV rows) of each rank's input into slot src of rank dest's target, "
+             "send_counts[dest] into recv_counts[src] of rank dest (an InCore composite)",
+         writes_operand="target", module=PLD)
 for _name, _params, _infer, _doc in (
         ("allreduce", [_TARGET, _SIGNAL, P("op", Kind.REDUCE, ReduceOp.Sum), P("mode", Kind.STR, "mesh"),
                        P("core_num", Kind.INT, 1)], _infer_allreduce,

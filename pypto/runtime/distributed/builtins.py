@@ -27,6 +27,8 @@ PARAMS = {
     "allgather": (("input", True, REQUIRED), ("target", True, REQUIRED), ("signal", True, REQUIRED)),
     "reduce_scatter": (("target", True, REQUIRED), ("signal", True, REQUIRED), ("op", False, ReduceOp.Sum)),
     "all_to_all": (("input", True, REQUIRED), ("target", True, REQUIRED), ("signal", True, REQUIRED)),
+    "all_to_all_v": (("input", True, REQUIRED), ("target", True, REQUIRED), ("signal", True, REQUIRED),
+                     ("send_counts", True, REQUIRED), ("recv_counts", True, REQUIRED)),
 }
 
 
