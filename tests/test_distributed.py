@@ -204,7 +204,7 @@ def test_a_persistent_worker_zeroes_its_retained_windows_before_each_dispatch():
             assert out.flatten().tolist() == [2, 1]
         handle = worker.submit(compiled, out, 1)
         assert handle.done and handle.result().eff_us > 0
-    with pytest.raises(PyptoError, match="closed"):
+    with pytest.raises(RuntimeError, match="called after close"):  # (the reference's refusal)
         worker(out, 1)
 
 

@@ -368,3 +368,27 @@ def test_the_variable_all_to_all_hands_each_rank_every_slot_and_count_meant_for_
         for src in range(n):
             assert torch.equal(out[r, src * MR:(src + 1) * MR], x[src, r * MR:(r + 1) * MR])  # the whole slot
             assert int(recv[r, src, 0]) == min(max(int(sent[src, r, 0]), 0), MR)  # clamped to the slot
+
+
+def test_a_worker_registers_its_programs_owns_what_it_allocates_and_refuses_use_after_close():
+    from pypto.runtime import DistributedWorker
+
+    compiled = ir.compile(SumDiff, platform="ref", distributed_config=DistributedConfig(device_ids=[0]))
+    other = ir.compile(SumDiff, platform="ref", distributed_config=DistributedConfig(device_ids=[0]))
+    rt = DistributedWorker([compiled, other])
+    with pytest.raises(TypeError, match="ambiguous"):
+        rt(torch.zeros(16, 16))
+    b = rt.alloc_tensor((16, 16), torch.float32, init=torch.full((16, 16), 3.0))
+    kept = rt.alloc_tensor((16, 16), torch.float32)
+    assert rt._owned_tensors == [b, kept]
+    rt.free_tensor(kept)
+    assert rt._owned_tensors == [b]
+    handle = rt.register(other)
+    s, d = torch.zeros(16, 16), torch.zeros(16, 16)
+    rt.bound = {"inspect": lambda args: None}  # (SumDiff's '...' sub-worker, as prepare(callbacks=) binds it)
+    handle(torch.full((16, 16), 2.0), b, s, d)
+    assert torch.equal(s, torch.full((16, 16), 5.0)) and handle.compiled is other
+    rt.close()
+    assert rt._owned_tensors == [] and handle.closed
+    with pytest.raises(RuntimeError, match="called after close"):
+        rt.register(compiled)
