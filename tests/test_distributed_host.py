@@ -392,3 +392,40 @@ def test_a_worker_registers_its_programs_owns_what_it_allocates_and_refuses_use_
     assert rt._owned_tensors == [] and handle.closed
     with pytest.raises(RuntimeError, match="called after close"):
         rt.register(compiled)
+
+
+def _anchored(declared_cols: int):
+    @pl.program
+    class Anchored:
+        @pl.function(type=pl.FunctionType.InCore)
+        def anchor(self, scratch: pl.InOut[pld.DistributedTensor[[1, 8], pl.INT32]]
+                   ) -> pl.Tensor[[1, declared_cols], pl.INT32]:
+            return pl.store(pl.tile.full([1, 8], dtype=pl.INT32, value=7), [0, 0], scratch)
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def copy(self, scratch: pld.DistributedTensor[[1, 8], pl.INT32], out: pl.Out[pl.Tensor[[1, 8], pl.INT32]]
+                 ) -> pl.Tensor[[1, 8], pl.INT32]:
+            return pl.store(pl.load(scratch, [0, 0], [1, 8]), [0, 0], out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def orch(self, scratch: pl.InOut[pld.DistributedTensor[[1, 8], pl.INT32]],
+                 out: pl.Out[pl.Tensor[[1, 8], pl.INT32]]) -> pl.Tensor[[1, 8], pl.INT32]:
+            self.anchor(scratch)
+            return self.copy(scratch, out)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, out: pl.Out[pl.Tensor[[2, 1, 8], pl.INT32]]):
+            buf = pld.alloc_window_buffer(8 * pl.INT32.get_byte())
+            for r in pl.range(pld.world_size()):
+                self.orch(pld.window(buf, [1, 8], dtype=pl.INT32), out[r], device=r)
+
+    return Anchored
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_window_returned_where_a_tensor_of_its_shape_is_declared_is_that_tensor(platform):
+    out = torch.zeros(2, 1, 8, dtype=torch.int32)
+    ir.compile(_anchored(8), platform=platform, distributed_config=DistributedConfig(device_ids=[0, 1]))(out)
+    assert torch.equal(out, torch.full((2, 1, 8), 7, dtype=torch.int32))
+    with pytest.raises(TypeCheckError, match="returns DistributedTensor.*but is annotated"):
+        ir.compile(_anchored(4), platform=platform, distributed_config=DistributedConfig(device_ids=[0, 1]))(out)

@@ -8,6 +8,8 @@ registry where they are written, so every mistake names the user's line.
 
 from __future__ import annotations
 
+import attrs
+
 import ast
 
 from pypto.errors import (
@@ -95,11 +97,14 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         if self.fdef.returns is not None:
             declared = self.return_annotation(self.fdef.returns, returns if self.return_types is not None else None)
             if self.return_types is not None and (len(declared) != len(returns) or not all(
-                    d == r or conforms(r, d) for d, r in zip(declared, returns))):  # (sized as it runs: checked then)
+                    d == r or conforms(r, d) or _a_window_as_tensor(r, d)
+                    for d, r in zip(declared, returns))):  # (sized as it runs: checked then)
                 got = ", ".join(type_name(t) for t in returns)
                 raise self.error(TypeCheckError, self.fdef.returns,
                                  f"function '{self.name}' returns {got} but is annotated {ast.unparse(self.fdef.returns)}")
-            returns = declared
+            # (a window keeps its type: the declared tensor is what it is on this rank)
+            returns = tuple(r if self.return_types is not None and _a_window_as_tensor(r, d) else d
+                            for d, r in zip(declared, returns if self.return_types is not None else declared))
         fn = n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef),
                         auto_scope=self.auto_scope)
         if not self.source.exact:
@@ -329,3 +334,10 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
                                  hint="store the value into a pl.Out tensor parameter and return that tensor")
         self.emit(n.Return(tuple(e for e, _ in values), span=self.span(node)))
         self.return_types = tuple(t for _, t in values)
+
+
+def _a_window_as_tensor(given, declared) -> bool:
+    """A window (pld.DistributedTensor) returned where a pl.Tensor of its shape is declared:
+    a window is a tensor of its rank, as the reference's annotations take it."""
+    return isinstance(given, TensorType) and isinstance(declared, TensorType) and given.window \
+        and not declared.window and attrs.evolve(given, window=False) == declared
