@@ -429,3 +429,15 @@ def test_a_window_returned_where_a_tensor_of_its_shape_is_declared_is_that_tenso
     assert torch.equal(out, torch.full((2, 1, 8), 7, dtype=torch.int32))
     with pytest.raises(TypeCheckError, match="returns DistributedTensor.*but is annotated"):
         ir.compile(_anchored(4), platform=platform, distributed_config=DistributedConfig(device_ids=[0, 1]))(out)
+
+
+def test_each_ranks_dispatch_writes_its_chips_artifacts_apart(tmp_path):
+    from pypto.runtime import RunConfig
+
+    compiled = ir.compile(_allreduce_only(2, pld.ReduceOp.Sum), platform="a2a3sim", output_dir=str(tmp_path),
+                          distributed_config=DistributedConfig(device_ids=[0, 1]))
+    compiled(torch.ones(2, 1, W), torch.zeros(2, 1, W), config=RunConfig(platform="a2a3sim", enable_dep_gen=True))
+    for r in range(2):  # put, the builtin allreduce, get: the rank's dispatches 0, 1, 2
+        for k in range(3):
+            deps = tmp_path / "dfx_outputs" / f"rank{r}" / f"d{k}" / "deps.json"
+            assert deps.is_file() and deps.stat().st_size > 0

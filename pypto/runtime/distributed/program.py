@@ -103,7 +103,7 @@ class DistributedProgram:
     @located
     def run(self, *args, config: RunConfig | None = None) -> DistributedReport:
         config = self._config(config)
-        return run_host(self.host, args, config)
+        return run_host(self.host, args, config, output_dir=self.output_dir)
 
     def prepare(self, config: RunConfig | None = None, *, extra_compiled=(), persistent: bool = False,
                 reset_persistent_windows: bool | None = None, callbacks=None, sub_worker_overrides=None,
@@ -161,7 +161,7 @@ def _write_build(host, config: RunConfig):
 
 
 def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None,
-             bound: dict | None = None) -> DistributedReport:
+             bound: dict | None = None, output_dir: Path | None = None) -> DistributedReport:
     """Walk ``host`` for ``args`` and run its dispatches on a cluster of the config's devices.
     A SubWorker call (``host.Callback``) runs on the host between phases: every dispatch
     before it has run, none after it has begun. ``bound``: the SubWorkers' Python as
@@ -172,6 +172,11 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None,
     nranks = dist.nranks
     steps, returned = host.dispatches(tuple(args), nranks, windows)
     rank_config = dataclasses.replace(config, distributed_config=None)
+    if rank_config.enable_chip_swimlane:  # (the swimlane of a rank's dispatch is read with its task graph)
+        rank_config = dataclasses.replace(rank_config, enable_dep_gen=True)
+    # each rank's k-th dispatch writes its chip's artifacts apart: dfx_outputs/rank{r}/d{k}
+    dfx = output_dir / "dfx_outputs" if output_dir is not None and config.any_dfx_enabled() \
+        and config.platform != "ref" else None
     reports: list = []
     soc = backend(config.backend)
     links = None
@@ -182,7 +187,7 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None,
             phase.append(step)
             continue
         if phase or links is None:
-            cluster = _run_phase(phase, nranks, soc, rank_config, config.platform, reports, links)
+            cluster = _run_phase(phase, nranks, soc, rank_config, config.platform, reports, links, dfx)
             links = cluster.links
             phase = []
         if step is not None:
@@ -192,7 +197,7 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None,
 
 
 def _run_phase(dispatches: list, nranks: int, soc, rank_config: RunConfig, platform: str, reports: list,
-               links) -> Cluster:
+               links, dfx: Path | None) -> Cluster:
     per_rank = [[d for d in dispatches if d.rank == r] for r in range(nranks)]
 
     def body(rank: int):
@@ -203,7 +208,11 @@ def _run_phase(dispatches: list, nranks: int, soc, rank_config: RunConfig, platf
                 compiled = d.kernel.compile(*values, config=rank_config)
                 port = PORT.get()
                 port.dispatching()
-                report = compiled.run(*values, config=rank_config)
+                if dfx is None:
+                    report = compiled.run(*values, config=rank_config)
+                else:
+                    k = sum(1 for r, _ in reports if r == rank)
+                    report = compiled.run(*values, config=rank_config, dfx_dir=dfx / f"rank{rank}" / f"d{k}")
                 port.dispatched(report.cycles if platform != "ref" else 0)
                 reports.append((rank, report))
         return run

@@ -132,7 +132,8 @@ class DistributedWorker:
             for buf in self.windows.values():  # a retained window starts each dispatch zeroed
                 for b in buf.ranks:
                     b.zero_()
-        report = run_host(compiled.host, args, compiled._config(config), self.windows, self.bound)
+        report = run_host(compiled.host, args, compiled._config(config), self.windows, self.bound,
+                          compiled.output_dir)
         self.reports.append(report)
         compiled.last_report = report
         return report.outputs
