@@ -286,7 +286,7 @@ class SumDiff:
 
 
 @pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
-def test_a_host_call_without_device_runs_on_the_first_and_its_sub_workers_see_what_it_wrote(platform):
+def test_a_host_call_without_device_runs_on_the_one_device_and_its_sub_workers_see_what_it_wrote(platform):
     compiled = ir.compile(SumDiff, platform=platform, distributed_config=DistributedConfig(device_ids=[0]))
     a, b = torch.full((16, 16), 2.0), torch.full((16, 16), 3.0)
     s, d = torch.zeros(16, 16), torch.zeros(16, 16)
@@ -441,3 +441,68 @@ def test_each_ranks_dispatch_writes_its_chips_artifacts_apart(tmp_path):
         for k in range(3):
             deps = tmp_path / "dfx_outputs" / f"rank{r}" / f"d{k}" / "deps.json"
             assert deps.is_file() and deps.stat().st_size > 0
+
+
+# ----------------------------------------------------------------------------- the host's order
+
+
+def _rounds(n: int, rounds: int):
+    @pl.program
+    class Rounds:
+        @pl.function(type=pl.FunctionType.InCore)
+        def publish_step(self, x: pl.Tensor[[1, W], pl.FP32], data: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]]
+                         ) -> pld.DistributedTensor[[1, W], pl.FP32]:
+            return pl.store(pl.load(x, [0, 0], [1, W]), [0, 0], data)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def publish(self, x: pl.Tensor[[1, W], pl.FP32], data: pl.InOut[pld.DistributedTensor[[1, W], pl.FP32]]
+                    ) -> pld.DistributedTensor[[1, W], pl.FP32]:
+            return self.publish_step(x, data)
+
+        @pl.function(type=pl.FunctionType.InCore)
+        def consume_step(self, data: pld.DistributedTensor[[1, W], pl.FP32], out: pl.Out[pl.Tensor[[1, W], pl.FP32]],
+                         peer: pl.Scalar[pl.INT32]) -> pl.Tensor[[1, W], pl.FP32]:
+            return pl.store(pld.tile.remote_load(data, peer=peer, offsets=[0, 0], shape=[1, W]), [0, 0], out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def consume(self, data: pld.DistributedTensor[[1, W], pl.FP32], out: pl.Out[pl.Tensor[[1, W], pl.FP32]],
+                    peer: pl.Scalar[pl.INT32]) -> pl.Tensor[[1, W], pl.FP32]:
+            return self.consume_step(data, out, peer)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[rounds, n, 1, W], pl.FP32], out: pl.Out[pl.Tensor[[rounds, n, 1, W], pl.FP32]]):
+            data_buf = pld.alloc_window_buffer(W * pl.FP32.get_byte())
+            signal_buf = pld.alloc_window_buffer(pld.world_size() * pl.INT32.get_byte())
+            data = pld.window(data_buf, [1, W], dtype=pl.FP32)
+            signal = pld.window(signal_buf, [pld.world_size()], dtype=pl.INT32)
+            for k in pl.range(rounds):
+                for r in pl.range(pld.world_size()):
+                    self.publish(x[k, r], data, device=r)
+                pld.tensor.barrier(signal)
+                for r in pl.range(pld.world_size()):
+                    self.consume(data, out[k, r], (r + 1) % pld.world_size(), device=r)
+
+    return Rounds
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_ranks_run_in_the_hosts_order_as_far_as_their_waits_allow(n):
+    """Nothing orders a round's consumer (a remote load of the next rank's window) before the
+    next round's publisher there, so the program races — ref says so, naming both lines. The
+    simulated chip (which does not check) runs it in the host's order: the host wrote every
+    consumer of a round before the next round's publishers, so a rank past the barrier does
+    not run ahead of a peer the host ordered before it, and each round reads its own rows (the
+    reference's host barrier test counts on this order)."""
+    from pypto.cluster.races import CrossRankRace
+
+    rounds = 3
+    x = torch.randn(rounds, n, 1, W, generator=torch.Generator().manual_seed(n))
+    out = torch.zeros_like(x)
+    with pytest.raises(CrossRankRace, match="remote_load"):
+        ir.compile(_rounds(n, rounds), platform="ref",
+                   distributed_config=DistributedConfig(device_ids=list(range(n))))(x, out)
+    ir.compile(_rounds(n, rounds), platform="a2a3sim",
+               distributed_config=DistributedConfig(device_ids=list(range(n))))(x, out)
+    for k in range(rounds):
+        for r in range(n):
+            assert torch.equal(out[k, r], x[k, (r + 1) % n])

@@ -554,7 +554,11 @@ class _Walker:
                              f"'{ast.unparse(node.func)}' is not one",
                              hint="wrap the @pl.jit.incore kernel in a @pl.jit function that calls it, and dispatch "
                                   "that")
-        # without device=, the first device: the host's own chip (a one-device program's only one)
+        if "device" not in kw and self.nranks > 1:
+            raise self.error(TypeCheckError, node, f"the host dispatches '{ast.unparse(node.func)}' to one of "
+                             f"{self.nranks} devices: say which with device=",
+                             hint=f"{ast.unparse(node.func)}(..., device=r)")
+        # without device=, a program of one device runs it there
         rank = self.integer(kw.pop("device"), "device=") if "device" in kw else 0
         if not 0 <= rank < self.nranks:
             raise self.error(PyptoError, node, f"device={rank} is not a rank of the {self.nranks} devices",

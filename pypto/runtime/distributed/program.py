@@ -182,9 +182,9 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None,
     links = None
     events: list = []
     phase: list = []
-    for step in [*steps, None]:
+    for seq, step in enumerate([*steps, None]):
         if step is not None and not isinstance(step, Callback):
-            phase.append(step)
+            phase.append((seq, step))
             continue
         if phase or links is None:
             cluster = _run_phase(phase, nranks, soc, rank_config, config.platform, reports, links, dfx)
@@ -198,11 +198,12 @@ def run_host(host, args: tuple, config: RunConfig, windows: dict | None = None,
 
 def _run_phase(dispatches: list, nranks: int, soc, rank_config: RunConfig, platform: str, reports: list,
                links, dfx: Path | None) -> Cluster:
-    per_rank = [[d for d in dispatches if d.rank == r] for r in range(nranks)]
+    per_rank = [[(seq, d) for seq, d in dispatches if d.rank == r] for r in range(nranks)]
 
     def body(rank: int):
         def run():
-            for d in per_rank[rank]:
+            for seq, d in per_rank[rank]:
+                PORT.get().step(seq)  # in the host's order, as far as the waits allow
                 values = tuple(a.on(rank) if isinstance(a, WindowView) else a for a in d.args)
                 # one build of a per-device program serves every rank (the simulated devices are alike)
                 compiled = d.kernel.compile(*values, config=rank_config)
@@ -218,7 +219,8 @@ def _run_phase(dispatches: list, nranks: int, soc, rank_config: RunConfig, platf
         return run
 
     cluster = Cluster(nranks, soc, links)  # (the interconnect's clocks go on from the phase before)
-    cluster.run([body(r) for r in range(nranks)])
+    cluster.run([body(r) for r in range(nranks)],
+                [per_rank[r][0][0] if per_rank[r] else float("inf") for r in range(nranks)])
     return cluster
 
 
