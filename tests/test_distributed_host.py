@@ -506,3 +506,47 @@ def test_the_ranks_run_in_the_hosts_order_as_far_as_their_waits_allow(n):
     for k in range(rounds):
         for r in range(n):
             assert torch.equal(out[k, r], x[k, (r + 1) % n])
+
+
+@pl.program
+class Reduced:
+    @pl.function(type=pl.FunctionType.InCore)
+    def add(self, a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+            f: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        return pl.store(pl.add(pl.load(a, [0, 0], [16, 16]), pl.load(b, [0, 0], [16, 16])), [0, 0], f)
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip_add(self, a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+                 f: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        return self.add(a, b, f)
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.SubWorker)
+    def double(s: pl.Tensor[[16, 16], pl.FP32], f: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+               ) -> pl.Tensor[[16, 16], pl.FP32]:
+        f[:] = s + s
+        return f
+
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+             f: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        s: pl.Tensor[[16, 16], pl.FP32] = pl.create_tensor([16, 16], dtype=pl.FP32)
+        s = self.chip_add(a, b, s)
+        out = self.double(s, f)
+        return out
+
+
+def test_a_return_style_call_makes_the_out_tensors_and_gives_back_what_the_host_returns():
+    from pypto.runtime import DistributedWorker
+
+    compiled = ir.compile(Reduced, platform="ref", distributed_config=DistributedConfig(device_ids=[0]))
+    a, b = torch.full((16, 16), 2.0), torch.full((16, 16), 3.0)
+    assert torch.equal(compiled(a, b), torch.full((16, 16), 10.0))  # f made, the sub-worker's result returned
+    with DistributedWorker(compiled, inherited_host_tensors=[a]) as rt:
+        rt.release_inherited_host_tensor_refs()
+        for _ in range(2):
+            rt(a, b)
+        assert rt._w._next_alloc_id == 2  # (no windows kept: each dispatch allocates its own)
+    with compiled.prepare(persistent=True) as rt:
+        for _ in range(3):
+            rt(a, b)
+        assert rt._w._next_alloc_id == 1  # a persistent worker's windows, allocated once

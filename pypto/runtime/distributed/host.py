@@ -90,10 +90,12 @@ class HostKernel:
         the buffers a persistent worker keeps, by name (allocated here the first time)."""
         source, node = self.parsed()
         names = self.param_names
+        args = self.outputs_made(source, node, nranks, args)
         if len(args) != len(names):
             raise TypeCheckError(f"host orchestrator '{self.__name__}' takes {len(names)} arguments "
                                  f"({', '.join(names)}), got {len(args)}", span=source.span(node))
         walker = _Walker(source, nranks, dict(zip(names, args)), windows, self.methods, self.sub_workers)
+        walker.class_def = getattr(getattr(self, "program", None), "cls", None)
         walker.bind_extents(node, names, args)
         try:
             walker.block(node.body)
@@ -101,6 +103,28 @@ class HostKernel:
             return walker.out, ret.value
         return walker.out, None
 
+
+    def outputs_made(self, source, fdef, nranks: int, args: tuple) -> tuple:
+        """``args`` with the pl.Out parameters left out (all of them, the reference's
+        return-style call) made: zeros of their annotated shape and dtype."""
+        from pypto.sim.numerics import TORCH
+
+        params = fdef.args.args[len(fdef.args.args) - len(self.param_names):]
+        outs = [k for k, a in enumerate(params) if a.annotation is not None
+                and ast.unparse(a.annotation).split("[", 1)[0].endswith("Out")
+                and not ast.unparse(a.annotation).split("[", 1)[0].endswith("InOut")]
+        if not outs or len(args) != len(params) - len(outs):
+            return args
+        walker = _Walker(source, nranks, {}, None, self.methods)
+        given, made = iter(args), []
+        for k, a in enumerate(params):
+            if k not in outs:
+                made.append(next(given))
+                continue
+            ann = a.annotation.slice  # pl.Out[pl.Tensor[[...], dtype]]
+            dims, dtype = ann.slice.elts[0].elts, walker.value(ann.slice.elts[1])
+            made.append(torch.zeros(tuple(walker.integer(d, "an extent") for d in dims), dtype=TORCH[dtype]))
+        return tuple(made)
 
     methods: dict = {}  # what ``self.name(...)`` dispatches (the class form's)
     sub_workers: dict = {}  # what ``self.name(...)`` runs on the host: a SubWorker's Python (or None: bound later)
@@ -404,6 +428,8 @@ class _Walker:
         meaning = self.meaning(func)
         if isinstance(meaning, N.Op) and meaning.name == "system.world_size":
             return self.nranks
+        if isinstance(meaning, N.Op) and meaning.name in ("create_tensor", "tensor.create"):
+            return self.create(node)
         if isinstance(meaning, N.Op) and meaning.name == "tensor.alloc_window_buffer":
             return self.alloc(node, name)
         if isinstance(meaning, N.Op) and meaning.name == "tensor.window":
@@ -415,6 +441,20 @@ class _Walker:
         if isinstance(ref, N.Kernel):
             return self.dispatch(ref.obj, node)
         raise self.error(UnsupportedSyntaxError, node, f"a host orchestrator cannot call '{ast.unparse(func)}'")
+
+    def create(self, node: ast.Call) -> torch.Tensor:
+        """``pl.create_tensor([...], dtype=...)`` in the host: a host tensor of zeros, which the
+        dispatches after it write and read."""
+        from pypto.sim.numerics import TORCH
+
+        kw = {k.arg: k.value for k in node.keywords}
+        if len(node.args) != 1 or not isinstance(node.args[0], (ast.List, ast.Tuple)) or set(kw) != {"dtype"}:
+            raise self.error(TypeCheckError, node, "pl.create_tensor takes a shape and dtype=",
+                             hint="pl.create_tensor([128, 128], dtype=pl.FP32)")
+        dtype = self.value(kw["dtype"])
+        if not isinstance(dtype, DataType):
+            raise self.error(TypeCheckError, kw["dtype"], "pl.create_tensor's dtype is a pl dtype", hint="dtype=pl.FP32")
+        return torch.zeros(tuple(self.integer(e, "an extent") for e in node.args[0].elts), dtype=TORCH[dtype])
 
     def alloc(self, node: ast.Call, name: str | None) -> WindowBuffer:
         kw = {k.arg: k.value for k in node.keywords}
@@ -584,4 +624,13 @@ class _Walker:
                              f"{', '.join(k.arg + '=' for k in node.keywords)}", hint=None)
         args = tuple(self.value(a) for a in node.args)
         self.out.append(Callback(name, self.sub_workers[name], args, self.source.span(node)))
-        return None
+        fdef = next((s for s in ast.walk(self.source_tree()) if isinstance(s, ast.FunctionDef) and s.name == name),
+                    None) if self.source_tree() is not None else None
+        params = fdef.args.args if fdef is not None else []
+        params = params[1:] if params and params[0].arg == "self" else params
+        outs = tuple(args[i] for i, a in enumerate(params) if i < len(args) and a.annotation is not None
+                     and ast.unparse(a.annotation).split("[", 1)[0].endswith(("Out", "InOut")))
+        return outs[0] if len(outs) == 1 else outs or None  # (what it writes, as a dispatch gives back)
+
+    def source_tree(self):
+        return getattr(self, "class_def", None)

@@ -76,7 +76,7 @@ class ProgramHandle:
 
 class DistributedWorker:
     def __init__(self, compiled, *, persistent: bool = False, extra_compiled=(), reset_windows: bool = True,
-                 bound: dict | None = None):
+                 bound: dict | None = None, inherited_host_tensors=()):
         from pypto.runtime.distributed.program import DistributedProgram
 
         programs = list(compiled) if isinstance(compiled, (list, tuple)) else [compiled]  # the reference's list form
@@ -90,6 +90,13 @@ class DistributedWorker:
         extra_compiled = (*programs[1:], *extra_compiled)
         self.compiled = compiled
         self._owned_tensors: list = []  # what alloc_tensor gave and free_tensor has not taken back (the reference's)
+        # the host tensors the reference's forked workers inherit (a stacked tensor's upload source): kept
+        # referenced until release_inherited_host_tensor_refs(); here nothing forks, so that is all they need
+        self._inherited = list(inherited_host_tensors)
+        # the reference's inner worker (``rt._w``) counts its comm-domain allocations: a persistent worker
+        # makes its domain (its windows) at its first dispatch and keeps it, another one per dispatch
+        self._w = self
+        self._next_alloc_id = 0
         self.programs = [compiled, *extra_compiled]
         self.persistent = persistent
         self.reset_windows = reset_windows
@@ -134,6 +141,8 @@ class DistributedWorker:
                     b.zero_()
         report = run_host(compiled.host, args, compiled._config(config), self.windows, self.bound,
                           compiled.output_dir)
+        if self.windows is None or not self.reports:  # (a persistent worker's domain is made at its first)
+            self._next_alloc_id += 1
         self.reports.append(report)
         compiled.last_report = report
         return report.outputs
@@ -190,6 +199,10 @@ class DistributedWorker:
     def copy_from(self, dst: torch.Tensor, src: torch.Tensor, nbytes: int | None = None, *,
                   worker_id: int = 0) -> None:
         self.copy_to(dst, src, nbytes, worker_id=worker_id)
+
+    def release_inherited_host_tensor_refs(self) -> None:
+        """Drop the references to ``inherited_host_tensors`` (once what needed them is uploaded)."""
+        self._inherited = []
 
     def close(self) -> None:
         self._owned_tensors = []  # (the resident tensors are reclaimed with the worker)
