@@ -550,3 +550,54 @@ def test_a_return_style_call_makes_the_out_tensors_and_gives_back_what_the_host_
         for _ in range(3):
             rt(a, b)
         assert rt._w._next_alloc_id == 1  # a persistent worker's windows, allocated once
+
+
+@pl.jit.incore
+def add_into_root(x: pl.Tensor[[8, 16], pl.INT32], out: pl.Out[pl.Tensor[[8, 16], pl.INT32]],
+                  src: pl.InOut[pld.DistributedTensor[[8, 16], pl.INT32]],
+                  acc: pl.InOut[pld.DistributedTensor[[8, 16], pl.INT32]],
+                  signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]]):
+    ctx = pld.get_comm_ctx(acc)
+    n = pld.nranks(ctx)
+    src = pl.store(pl.load(x, [0, 0], [8, 16]), [0, 0], src)
+    pld.tensor.put(acc, peer=0, src=src, atomic=pld.AtomicType.Add)  # every rank at once: unordered adds
+    pld.system.notify(target=signal, peer=0, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+    if pld.rank(ctx) == 0:
+        pld.system.wait(signal=signal, offsets=[0, 0], expected=n, cmp=pld.WaitCmp.Ge)
+        out = pl.store(pl.load(acc, [0, 0], [8, 16]), [0, 0], out)
+    return out
+
+
+@pl.jit
+def add_into_root_rank(x: pl.Tensor[[8, 16], pl.INT32], out: pl.Out[pl.Tensor[[8, 16], pl.INT32]],
+                       src: pl.InOut[pld.DistributedTensor[[8, 16], pl.INT32]],
+                       acc: pl.InOut[pld.DistributedTensor[[8, 16], pl.INT32]],
+                       signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]]):
+    return add_into_root(x, out, src, acc, signal)
+
+
+@pl.jit.host
+def add_into_root_host(x: pl.Tensor[[NR, 8, 16], pl.INT32], out: pl.Out[pl.Tensor[[NR, 8, 16], pl.INT32]]):
+    src_buf = pld.alloc_window_buffer([8, 16], dtype=pl.INT32)
+    acc_buf = pld.alloc_window_buffer([8, 16], dtype=pl.INT32)
+    sig_buf = pld.alloc_window_buffer([1, 1], dtype=pl.INT32)
+    for r in pl.range(pld.world_size()):
+        add_into_root_rank(x[r], out[r], pld.window(src_buf, [8, 16], dtype=pl.INT32),
+                           pld.window(acc_buf, [8, 16], dtype=pl.INT32), pld.window(sig_buf, [1, 1], dtype=pl.INT32),
+                           device=r)
+    return out
+
+
+NR = pl.dynamic("NR")
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_unordered_atomic_adds_into_one_region_are_no_race(platform):
+    from pypto.runtime import RunConfig
+
+    n = 3
+    x = torch.randint(-50, 50, (n, 8, 16), dtype=torch.int32, generator=torch.Generator().manual_seed(1))
+    out = torch.zeros_like(x)
+    add_into_root_host(x, out, config=RunConfig(platform=platform,
+                                                distributed_config=DistributedConfig(device_ids=list(range(n)))))
+    assert torch.equal(out[0], x.sum(0, dtype=torch.int32))

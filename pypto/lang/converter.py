@@ -116,8 +116,9 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
     @staticmethod
     def _body_statements(body):
         # A docstring or a bare `...` says nothing to the compiler.
-        return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                        and (isinstance(s.value.value, str) or s.value.value is Ellipsis))]
+        return _early_returns_folded([s for s in body if not (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+            and (isinstance(s.value.value, str) or s.value.value is Ellipsis))])
 
     # ------------------------------------------------------------------ blocks
 
@@ -341,3 +342,46 @@ def _a_window_as_tensor(given, declared) -> bool:
     a window is a tensor of its rank, as the reference's annotations take it."""
     return isinstance(given, TensorType) and isinstance(declared, TensorType) and given.window \
         and not declared.window and attrs.evolve(given, window=False) == declared
+
+
+def _returns(stmts) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def _early_returns_folded(stmts: list) -> list:
+    """``if c: ...; return a`` followed by ``...; return b`` (or an if / else both ending in a
+    return) as one if / else binding the value, and one return at the end: the one return a
+    function body has. Other shapes are left as written (and refused where they are)."""
+    for k, s in enumerate(stmts):
+        if not isinstance(s, ast.If) or not _returns(s.body):
+            continue
+        if s.orelse and stmts[k + 1:]:
+            return stmts
+        rest = _early_returns_folded(stmts[k + 1:] if not s.orelse else s.orelse)
+        if not _returns(rest):
+            return stmts
+        value, other = s.body[-1].value, rest[-1].value
+        if (value is None) != (other is None):
+            return stmts
+        count = len(value.elts) if isinstance(value, ast.Tuple) else 1
+        if value is not None and count != (len(other.elts) if isinstance(other, ast.Tuple) else 1):
+            return stmts
+        names = [f"returned_{s.lineno}_{i}" for i in range(count)]
+
+        def bind(body, v, names=names, at=s):
+            if v is None:
+                return _early_returns_folded(body[:-1]) or [ast.copy_location(ast.Pass(), at)]
+            # (rest is folded already; folding again is a no-op on a body with one final return)
+            target = ast.Tuple([ast.Name(x, ast.Store()) for x in names], ast.Store()) if len(names) > 1 \
+                else ast.Name(names[0], ast.Store())
+            assign = ast.copy_location(ast.Assign([target], v), body[-1])
+            ast.fix_missing_locations(assign)
+            return _early_returns_folded(body[:-1]) + [assign]
+
+        branch = ast.copy_location(ast.If(s.test, bind(s.body, value), bind(rest, other)), s)
+        result = None if value is None else (
+            ast.Tuple([ast.Name(x, ast.Load()) for x in names], ast.Load()) if count > 1 else ast.Name(names[0], ast.Load()))
+        ret = ast.copy_location(ast.Return(result), rest[-1])
+        ast.fix_missing_locations(ret)
+        return stmts[:k] + [branch, ret]
+    return stmts

@@ -144,7 +144,8 @@ def remote_store(tile: TileVal, target, peer, offsets, atomic=AtomicType.None_, 
     region = tile.region()
     dest = port.peer_view(target, peer, span)
     index = window(dest.shape, offsets, region.shape, "remote_store region")
-    port.access(target, peer, tuple(zip(offsets, region.shape)), True, "remote_store", span)
+    port.access(target, peer, tuple(zip(offsets, region.shape)), True,
+                "atomic remote_store" if atomic is AtomicType.Add else "remote_store", span)
     if atomic is AtomicType.Add:
         num.atomic_add(dest, index, region)
     else:
@@ -355,7 +356,7 @@ def _move(port: CommPort, put: bool, dst, peer, src, dst_offsets, src_offsets, s
     sidx = window(source.shape, [o for o, _ in sbox], [e for _, e in sbox], "src region")
     didx = window(target.shape, [o for o, _ in dbox], [e for _, e in dbox], "dst region")
     if put:
-        port.access(dst, peer, dbox, True, "put", span)
+        port.access(dst, peer, dbox, True, "atomic put" if atomic is AtomicType.Add else "put", span)
     else:
         port.access(src, peer, sbox, False, "get", span)
     data = source[sidx]
