@@ -601,3 +601,51 @@ def test_unordered_atomic_adds_into_one_region_are_no_race(platform):
     add_into_root_host(x, out, config=RunConfig(platform=platform,
                                                 distributed_config=DistributedConfig(device_ids=list(range(n)))))
     assert torch.equal(out[0], x.sum(0, dtype=torch.int32))
+
+
+# ----------------------------------------------------------------------------- tensor-level remote_store
+
+
+def _push_computed(atomic):
+    @pl.program
+    class PushComputed:
+        @pl.function(type=pl.FunctionType.InCore)
+        def step(self, x: pl.Tensor[[4, W], pl.FP32], out: pl.Out[pl.Tensor[[4, W], pl.FP32]],
+                 win: pl.InOut[pld.DistributedTensor[[4, W], pl.FP32]],
+                 signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+                 peer: pl.Scalar[pl.INT32]) -> pl.Tensor[[4, W], pl.FP32]:
+            doubled = pl.tensor.add(x, x)  # a value on chip: pushed as it is, with no store in between
+            pld.tensor.remote_store(doubled, win, peer, [0, 0], atomic=atomic)
+            pld.system.notify(target=signal, peer=peer, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
+            pld.system.wait(signal=signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
+            return pl.store(pl.load(win, [0, 0], [4, W]), [0, 0], out)
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def orch(self, x: pl.Tensor[[4, W], pl.FP32], out: pl.Out[pl.Tensor[[4, W], pl.FP32]],
+                 win: pl.InOut[pld.DistributedTensor[[4, W], pl.FP32]],
+                 signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
+                 peer: pl.Scalar[pl.INT32]) -> pl.Tensor[[4, W], pl.FP32]:
+            return self.step(x, out, win, signal, peer)
+
+        @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+        def host(self, x: pl.Tensor[[NR, 4, W], pl.FP32], out: pl.Out[pl.Tensor[[NR, 4, W], pl.FP32]]):
+            buf = pld.alloc_window_buffer(4 * W * pl.FP32.get_byte())
+            sig = pld.alloc_window_buffer(pl.INT32.get_byte())
+            for r in pl.range(pld.world_size()):
+                self.orch(x[r], out[r], pld.window(buf, [4, W], dtype=pl.FP32), pld.window(sig, [1, 1], dtype=pl.INT32),
+                          (r + 1) % pld.world_size(), device=r)
+            return out
+
+    return PushComputed
+
+
+@pytest.mark.parametrize("atomic", [pld.AtomicType.None_, pld.AtomicType.Add])
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_tensor_level_remote_store_pushes_the_computed_value_to_the_peer(platform, atomic):
+    n = 3
+    x = torch.randn(n, 4, W, generator=torch.Generator().manual_seed(5))
+    out = torch.zeros_like(x)
+    ir.compile(_push_computed(atomic), platform=platform,
+               distributed_config=DistributedConfig(device_ids=list(range(n))))(x, out)
+    for r in range(n):  # (the window starts zeroed: an atomic add onto it is the value)
+        assert torch.equal(out[r], x[(r - 1) % n] + x[(r - 1) % n])

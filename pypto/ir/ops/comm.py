@@ -125,6 +125,23 @@ def _infer_remote_store(a: OpArgs, soc: SoC):
     return None
 
 
+def _infer_tensor_remote_store(a: OpArgs, soc: SoC):
+    src = a.type("src")
+    if not isinstance(src, TensorType):
+        raise fail("pld.tensor.remote_store", "a tensor value to push", type_name(src) if src else "a constant",
+                   "in a tile-level kernel push the tile: pld.tile.remote_store(tile, win, peer, offsets)")
+    t = window_operand("tensor.remote_store", a, "target", "target")
+    _peer("tensor.remote_store", a)
+    if src.dtype is not t.dtype:
+        raise fail("pld.tensor.remote_store", f"a {t.dtype.name} value for the {t.dtype.name} window",
+                   f"a {src.dtype.name} one", f"pl.cast(value, target_type=pl.{t.dtype.name}) first")
+    if a["atomic"] is AtomicType.Add and t.dtype not in ATOMIC_ADD_DTYPES:
+        raise fail("pld.tensor.remote_store", "an fp32/bf16/fp16/int32/int16/int8 destination for atomic=Add",
+                   f"a {t.dtype.name} one", "store with atomic=pl.AtomicType.None_, or widen the window's dtype")
+    check_region("pld.tensor.remote_store", t, a["offsets"], src.shape, what="region")
+    return None
+
+
 def _host_only(a: OpArgs, soc: SoC):
     op = a.op.split(".", 1)[1]
     raise TypeCheckError(f"pld.{op} is host-only: it runs in the @pl.jit.host orchestrator, which holds the world",
@@ -154,6 +171,12 @@ register("tile.remote_store", [P("tile", Kind.TILE, spaces=(M.Vec,)), _TARGET, _
                                P("atomic", Kind.ATOMIC, AtomicType.None_)], _infer_remote_store,
          doc="write the tile into the peer rank's copy of the window at offsets (atomic=Add accumulates there); "
              "side effect only", effect=True, mnemonic="TPUT", module=PLD)
+# (a tensor-level kernel's push of a value it computed: lowered to the tile push of that value
+# where the kernel's tensor ops become tiles, so the value goes from on-chip memory to the peer)
+register("tensor.remote_store", [P("src", Kind.TENSOR), _TARGET, _PEER, _OFFSETS,
+                                 P("atomic", Kind.ATOMIC, AtomicType.None_)], _infer_tensor_remote_store,
+         doc="write a tensor value into the peer rank's copy of the window at offsets (atomic=Add accumulates "
+             "there); side effect only", effect=True, module=PLD)
 for _name in ("world_size", "alloc_window_buffer", "window"):
     register(f"{'system' if _name == 'world_size' else 'tensor'}.{_name}", [], _host_only,
              doc="host-only: the @pl.jit.host orchestrator's", plane="both", module=PLD)
