@@ -649,3 +649,31 @@ def test_a_tensor_level_remote_store_pushes_the_computed_value_to_the_peer(platf
                distributed_config=DistributedConfig(device_ids=list(range(n))))(x, out)
     for r in range(n):  # (the window starts zeroed: an atomic add onto it is the value)
         assert torch.equal(out[r], x[(r - 1) % n] + x[(r - 1) % n])
+
+
+# ----------------------------------------------------------------------------- inline chip scopes
+
+
+@pl.program
+class InlineChips:
+    @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
+    def host(self, a: pl.Tensor[[16, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+             s: pl.Out[pl.Tensor[[16, 16], pl.FP32]], d: pl.Out[pl.Tensor[[16, 16], pl.FP32]]
+             ) -> pl.Tensor[[16, 16], pl.FP32]:
+        with pl.at(level=pl.Level.CHIP, role=pl.Role.Orchestrator):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                total = pl.assemble(s, pl.add(a, b), [0, 0])
+        with pl.at(level=pl.Level.CHIP, role=pl.Role.Orchestrator):
+            with pl.at(level=pl.Level.CORE_GROUP):
+                pl.assemble(d, pl.sub(a, b), [0, 0])
+        return total
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
+def test_a_hosts_inline_chip_scopes_run_in_turn_on_the_devices(platform):
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    s, d = torch.zeros(16, 16), torch.zeros(16, 16)
+    compiled = ir.compile(InlineChips, platform=platform, distributed_config=DistributedConfig(device_ids=[0, 1]))
+    report = compiled.run(a, b, s, d)
+    assert report.outputs is s and torch.equal(s, a + b) and torch.equal(d, a - b)
+    assert sorted(rank for rank, _ in report.reports) == [0, 1]  # the k-th scope on device k

@@ -82,13 +82,13 @@ def text(name: str, operands: tuple, options: tuple) -> str:
             f"        return done\n")
 
 
-class Builtin:
-    """What the host dispatches to each rank for one collective call: compiled once per
-    config (the ranks' programs are alike)."""
+class TextProgram:
+    """A per-device program the host made as text (a builtin, an inline chip scope), parsed
+    and compiled once per config (the ranks' programs are alike)."""
 
-    def __init__(self, name: str, operands: tuple, options: tuple):
-        self.__name__ = f"builtin.tensor.{name}"
-        self.program_text = text(name, operands, options)
+    def __init__(self, name: str, program_text: str):
+        self.__name__ = name
+        self.program_text = program_text
         self._built: dict = {}
 
     def __repr__(self) -> str:
@@ -106,6 +106,27 @@ class Builtin:
         return self._built[config]
 
 
+class Builtin(TextProgram):
+    """What the host dispatches to each rank for one collective call."""
+
+    def __init__(self, name: str, operands: tuple, options: tuple):
+        super().__init__(f"builtin.tensor.{name}", text(name, operands, options))
+
+
 @functools.lru_cache(maxsize=256)
 def builtin(name: str, operands: tuple, options: tuple) -> Builtin:
     return Builtin(name, operands, options)
+
+
+@functools.lru_cache(maxsize=256)
+def text_program(name: str, program_text: str) -> TextProgram:
+    return TextProgram(name, program_text)
+
+
+def inline_chip(name: str, params: tuple, body: str) -> str:
+    """The program of a host's ``with pl.at(level=pl.Level.CHIP)`` scope: its body as an
+    orchestration whose parameters are the host tensors it names ((name, shape, dtype))."""
+    args = ", ".join(f"{n}: pl.InOut[pl.Tensor[[{', '.join(map(str, s))}], pl.{d.name}]]" for n, s, d in params)
+    lines = "".join(f"        {line}\n" for line in body.splitlines())
+    return (f"# pypto.program: {name}\nimport pypto.language as pl\n\n\n@pl.program\nclass {name}:\n"
+            f"    @pl.function(type=pl.FunctionType.Orchestration)\n    def {name}(self, {args}):\n{lines}")

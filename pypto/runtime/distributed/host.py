@@ -260,6 +260,7 @@ class _Walker:
                  sub_workers: dict | None = None):
         self.sub_workers = sub_workers or {}
         self.made: dict = {}  # the signals the host's allreduce calls made, by call site
+        self.inline_count = 0  # the inline chip scopes met: the next goes to this device (mod the devices)
         self.placed: dict = {}  # id(a stacked tensor's shard) -> (the worker it is on, the shard)
         self.methods = methods
         self.windows = windows
@@ -325,6 +326,9 @@ class _Walker:
         if isinstance(s, ast.Return):
             raise _Return(self.value(s.value) if s.value is not None else None)
         if isinstance(s, ast.Pass):
+            return
+        if isinstance(s, ast.With) and len(s.items) == 1 and self.chip_scope(s.items[0].context_expr):
+            self.inline_chip(s)
             return
         raise self.error(UnsupportedSyntaxError, s, f"a host orchestrator cannot run '{ast.unparse(s).splitlines()[0]}'")
 
@@ -509,6 +513,45 @@ class _Walker:
                              f"and '{buf.name}' has {buf.nbytes}",
                              hint="allocate the buffer with the bytes of every view of it")
         return view
+
+    def chip_scope(self, node) -> bool:
+        """``pl.at(level=pl.Level.CHIP, ...)``: a chip orchestration written inline."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "at"):
+            return False
+        level = next((k.value for k in node.keywords if k.arg == "level"), None)
+        try:
+            return level is not None and getattr(self.value(level), "name", None) == "CHIP"
+        except PyptoError:
+            return False
+
+    def inline_chip(self, s: ast.With) -> None:
+        """The scope's body as a chip orchestration of the host tensors it names, dispatched
+        to the next device in turn (the k-th such scope to device k): what it assembles into
+        is bound to the tensor assembled into."""
+        from pypto.sim.numerics import FROM_TORCH
+
+        seen, params = set(), []
+        for node in ast.walk(ast.Module(body=s.body, type_ignores=[])):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in seen \
+                    and isinstance(self.env.get(node.id), torch.Tensor):
+                seen.add(node.id)
+                params.append(node.id)
+        params.sort(key=lambda x: next(n.lineno * 10000 + n.col_offset for n in ast.walk(
+            ast.Module(body=s.body, type_ignores=[])) if isinstance(n, ast.Name) and n.id == x))
+        tensors = [self.env[x] for x in params]
+        name = f"inline_chip_{s.lineno}"
+        text = builtins.inline_chip(name, tuple((x, tuple(t.shape), FROM_TORCH[t.dtype])
+                                               for x, t in zip(params, tensors)),
+                                    "\n".join(ast.unparse(b) for b in s.body))
+        rank = self.inline_count % self.nranks
+        self.inline_count += 1
+        self.out.append(Dispatch(rank, builtins.text_program(name, text), tuple(tensors), self.source.span(s)))
+        for node in ast.walk(ast.Module(body=s.body, type_ignores=[])):  # x = pl.assemble(t, ...): x is t
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", None) == "assemble" \
+                    and node.value.args and isinstance(node.value.args[0], ast.Name) \
+                    and node.value.args[0].id in self.env:
+                self.env[node.targets[0].id] = self.env[node.value.args[0].id]
 
     def collective(self, name: str, node: ast.Call):
         """``pld.tensor.<name>(...)`` in the host: its builtin program dispatched to every
