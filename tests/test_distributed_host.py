@@ -606,7 +606,7 @@ def test_unordered_atomic_adds_into_one_region_are_no_race(platform):
 # ----------------------------------------------------------------------------- tensor-level remote_store
 
 
-def _push_computed(atomic):
+def _push_computed(atomic, short: bool = False):
     @pl.program
     class PushComputed:
         @pl.function(type=pl.FunctionType.InCore)
@@ -615,7 +615,10 @@ def _push_computed(atomic):
                  signal: pl.InOut[pld.DistributedTensor[[1, 1], pl.INT32]],
                  peer: pl.Scalar[pl.INT32]) -> pl.Tensor[[4, W], pl.FP32]:
             doubled = pl.tensor.add(x, x)  # a value on chip: pushed as it is, with no store in between
-            pld.tensor.remote_store(doubled, win, peer, [0, 0], atomic=atomic)
+            if short:  # (the short form picks the push from its operand: a tensor here)
+                pld.remote_store(doubled, win, peer, [0, 0], atomic=atomic)
+            else:
+                pld.tensor.remote_store(doubled, win, peer, [0, 0], atomic=atomic)
             pld.system.notify(target=signal, peer=peer, offsets=[0, 0], value=1, op=pld.NotifyOp.AtomicAdd)
             pld.system.wait(signal=signal, offsets=[0, 0], expected=1, cmp=pld.WaitCmp.Ge)
             return pl.store(pl.load(win, [0, 0], [4, W]), [0, 0], out)
@@ -639,13 +642,14 @@ def _push_computed(atomic):
     return PushComputed
 
 
-@pytest.mark.parametrize("atomic", [pld.AtomicType.None_, pld.AtomicType.Add])
+@pytest.mark.parametrize("atomic, short", [(pld.AtomicType.None_, False), (pld.AtomicType.Add, False),
+                                           (pld.AtomicType.None_, True)])
 @pytest.mark.parametrize("platform", ["ref", "a2a3sim"])
-def test_a_tensor_level_remote_store_pushes_the_computed_value_to_the_peer(platform, atomic):
+def test_a_tensor_level_remote_store_pushes_the_computed_value_to_the_peer(platform, atomic, short):
     n = 3
     x = torch.randn(n, 4, W, generator=torch.Generator().manual_seed(5))
     out = torch.zeros_like(x)
-    ir.compile(_push_computed(atomic), platform=platform,
+    ir.compile(_push_computed(atomic, short), platform=platform,
                distributed_config=DistributedConfig(device_ids=list(range(n))))(x, out)
     for r in range(n):  # (the window starts zeroed: an atomic add onto it is the value)
         assert torch.equal(out[r], x[(r - 1) % n] + x[(r - 1) % n])

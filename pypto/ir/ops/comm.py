@@ -14,7 +14,7 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import TENSOR_OPERAND_FORMS, Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region
 from pypto.ir.types import (ATOMIC_ADD_DTYPES, AtomicType, DataType, ReduceOp, ScalarType, TensorType, TileType,
@@ -177,6 +177,8 @@ register("tensor.remote_store", [P("src", Kind.TENSOR), _TARGET, _PEER, _OFFSETS
                                  P("atomic", Kind.ATOMIC, AtomicType.None_)], _infer_tensor_remote_store,
          doc="write a tensor value into the peer rank's copy of the window at offsets (atomic=Add accumulates "
              "there); side effect only", effect=True, module=PLD)
+# ``pld.remote_store(value, ...)`` (and the tile spelling) given a tensor is the tensor-level push
+TENSOR_OPERAND_FORMS["tile.remote_store"] = ("tile", "tensor.remote_store")
 for _name in ("world_size", "alloc_window_buffer", "window"):
     register(f"{'system' if _name == 'world_size' else 'tensor'}.{_name}", [], _host_only,
              doc="host-only: the @pl.jit.host orchestrator's", plane="both", module=PLD)
