@@ -67,35 +67,12 @@ def ring_allreduce_step(
     return out
 
 
-@pl.jit
-def ring_allreduce_rank(
-    x: pl.Tensor[[ROWS, COLS], pl.FP32],
-    out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    recv: pl.InOut[pld.DistributedTensor[[ROWS, COLS], pl.FP32]],
-    signal: pl.InOut[pld.DistributedTensor[[NR, 2], pl.INT32]],
-    chunk: pl.Scalar[pl.INT32],
-) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
-    return ring_allreduce_step(x, out, recv, signal, chunk)
-
-
-@pl.jit.host
-def ring_allreduce(x: pl.Tensor[[NR, ROWS, COLS], pl.FP32], out: pl.Out[pl.Tensor[[NR, ROWS, COLS], pl.FP32]],
-                   chunk: pl.Scalar[pl.INT32]):
-    recv_buf = pld.alloc_window_buffer(chunk * pld.world_size() * COLS * pl.FP32.get_byte())
-    signal_buf = pld.alloc_window_buffer([pld.world_size(), 2], dtype=pl.INT32)
-    for r in pl.range(pld.world_size()):
-        recv = pld.window(recv_buf, [chunk * pld.world_size(), COLS], dtype=pl.FP32)
-        signal = pld.window(signal_buf, [pld.world_size(), 2], dtype=pl.INT32)
-        ring_allreduce_rank(x[r], out[r], recv, signal, chunk, device=r)
-    return out
-
-
 @pl.jit.incore
 def all_to_all_step(
     x: pl.Tensor[[ROWS, COLS], pl.FP32],
     out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
     recv: pl.InOut[pld.DistributedTensor[[ROWS, COLS], pl.FP32]],
-    signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]],
+    signal: pl.InOut[pld.DistributedTensor[[NR, 2], pl.INT32]],
     chunk: pl.Scalar[pl.INT32],
 ) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
     ctx = pld.get_comm_ctx(recv)
@@ -120,27 +97,37 @@ def all_to_all_step(
     return out
 
 
-@pl.jit
-def all_to_all_rank(
-    x: pl.Tensor[[ROWS, COLS], pl.FP32],
-    out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
-    recv: pl.InOut[pld.DistributedTensor[[ROWS, COLS], pl.FP32]],
-    signal: pl.InOut[pld.DistributedTensor[[NR, 1], pl.INT32]],
-    chunk: pl.Scalar[pl.INT32],
-) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
-    return all_to_all_step(x, out, recv, signal, chunk)
+def _driver(step):
+    """The one driver of a collective step: its per-device wrapper, dispatched by the host
+    to every rank with the rank's rows, a receive window of a rank's bytes and a signal of
+    two lanes a rank."""
+
+    @pl.jit
+    def rank_program(
+        x: pl.Tensor[[ROWS, COLS], pl.FP32],
+        out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]],
+        recv: pl.InOut[pld.DistributedTensor[[ROWS, COLS], pl.FP32]],
+        signal: pl.InOut[pld.DistributedTensor[[NR, 2], pl.INT32]],
+        chunk: pl.Scalar[pl.INT32],
+    ) -> pl.Tensor[[ROWS, COLS], pl.FP32]:
+        return step(x, out, recv, signal, chunk)
+
+    @pl.jit.host
+    def host(x: pl.Tensor[[NR, ROWS, COLS], pl.FP32], out: pl.Out[pl.Tensor[[NR, ROWS, COLS], pl.FP32]],
+             chunk: pl.Scalar[pl.INT32]):
+        recv_buf = pld.alloc_window_buffer(chunk * pld.world_size() * COLS * pl.FP32.get_byte())
+        signal_buf = pld.alloc_window_buffer([pld.world_size(), 2], dtype=pl.INT32)
+        for r in pl.range(pld.world_size()):
+            recv = pld.window(recv_buf, [chunk * pld.world_size(), COLS], dtype=pl.FP32)
+            signal = pld.window(signal_buf, [pld.world_size(), 2], dtype=pl.INT32)
+            rank_program(x[r], out[r], recv, signal, chunk, device=r)
+        return out
+
+    return host
 
 
-@pl.jit.host
-def all_to_all(x: pl.Tensor[[NR, ROWS, COLS], pl.FP32], out: pl.Out[pl.Tensor[[NR, ROWS, COLS], pl.FP32]],
-               chunk: pl.Scalar[pl.INT32]):
-    recv_buf = pld.alloc_window_buffer(chunk * pld.world_size() * COLS * pl.FP32.get_byte())
-    signal_buf = pld.alloc_window_buffer([pld.world_size(), 1], dtype=pl.INT32)
-    for r in pl.range(pld.world_size()):
-        recv = pld.window(recv_buf, [chunk * pld.world_size(), COLS], dtype=pl.FP32)
-        signal = pld.window(signal_buf, [pld.world_size(), 1], dtype=pl.INT32)
-        all_to_all_rank(x[r], out[r], recv, signal, chunk, device=r)
-    return out
+ring_allreduce = _driver(ring_allreduce_step)
+all_to_all = _driver(all_to_all_step)
 
 
 def _ring_golden(x: torch.Tensor, chunk: int) -> torch.Tensor:

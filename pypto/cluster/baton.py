@@ -32,6 +32,35 @@ class Baton:
         self.waiting: dict[int, tuple[Callable[[], bool], object]] = {}
         self.failure: BaseException | None = None
         self.results: list = [None] * nranks
+        # each rank's place in the host's program order (its next dispatch's): the baton goes
+        # to the rank that can go on and is earliest in it, so the ranks run in the order the
+        # host wrote their dispatches as far as their waits allow (0s: rank order)
+        self.next: list = [0] * nranks
+
+    def step(self, rank: int, seq) -> None:
+        """Rank ``rank`` (holding the baton) is about to begin its step ``seq`` of the host's
+        order: a rank that can go on and is earlier in that order runs first."""
+        with self.cv:
+            self.next[rank] = seq
+            best = self._choose(rank, include_self=True)
+            if best == rank:
+                return
+            self.turn = best
+            self.cv.notify_all()
+            self.cv.wait_for(lambda: self.turn == rank or self.failure is not None)
+            if self.failure is not None:
+                raise _Abort()
+
+    def _can_go(self, r: int) -> bool:
+        return not self.done[r] and (r not in self.waiting or self.waiting[r][0]())
+
+    def _choose(self, rank: int, include_self: bool) -> int | None:
+        """The rank to run: earliest in the host's order among those that can go on, ties to
+        ``rank`` itself (when included), then the next after it in rank order."""
+        order = [(rank + k) % self.nranks for k in range(0 if include_self else 1, self.nranks + (0 if include_self
+                                                                                                  else 1))]
+        ready = [r for r in order if self._can_go(r)]
+        return min(ready, key=lambda r: (self.next[r], order.index(r))) if ready else None
 
     def run(self, bodies: list[Callable[[], object]], setup: Callable[[int], None]) -> list:
         """Run ``bodies[r]`` as rank r (``setup(r)`` first, in its thread); their results,
@@ -41,7 +70,7 @@ class Baton:
         for t in threads:
             t.start()
         with self.cv:
-            self.turn = 0
+            self.turn = min(range(self.nranks), key=lambda r: (self.next[r], r))
             self.cv.notify_all()
             self.cv.wait_for(lambda: all(self.done) or self.failure is not None)
         for t in threads:
@@ -85,13 +114,12 @@ class Baton:
             self.cv.notify_all()
 
     def _hand_over(self, rank: int) -> None:
-        """The next rank after ``rank`` (cyclically) that can go on gets the baton."""
-        for k in range(1, self.nranks + 1):
-            r = (rank + k) % self.nranks
-            if self.done[r]:
-                continue
-            if r in self.waiting and not self.waiting[r][0]():
-                continue
+        """The baton leaves ``rank`` (done, or waiting): to the rank that can go on earliest
+        in the host's order, the next after ``rank`` among equals."""
+        if self.done[rank]:
+            self.next[rank] = float("inf")
+        r = self._choose(rank, include_self=False)
+        if r is not None:
             self.turn = r
             self.cv.notify_all()
             return

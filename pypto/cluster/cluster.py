@@ -63,6 +63,11 @@ class RankPort:
         # being simulated, and the latest cycle an act of the dispatch reached
         self.dispatch_base = self.launch_base = self.high = 0
 
+    def step(self, seq) -> None:
+        """The rank begins its dispatch ``seq`` of the host's order (after any earlier one
+        another rank can run)."""
+        self.cluster.baton.step(self.rank, seq)
+
     def dispatching(self) -> None:
         """A dispatch of the rank begins, at its clock."""
         self.dispatch_base = self.high = self.cluster.links.clocks[self.rank].now
@@ -126,16 +131,19 @@ class RankPort:
 
 
 class Cluster:
-    def __init__(self, nranks: int, soc: SoC):
+    def __init__(self, nranks: int, soc: SoC, links: Links | None = None):
         self.nranks = nranks
         self.soc = soc
         self.baton = Baton(nranks)
-        self.links = Links(nranks, soc.links)
+        self.links = links if links is not None else Links(nranks, soc.links)
         self.clocks = Clocks(nranks)
         self.carried: dict[tuple, list] = {}  # a signal cell -> the clocks its notifies carried
 
-    def run(self, bodies: list) -> list:
-        """Each rank's ``bodies[r]()`` with its port installed; their results."""
+    def run(self, bodies: list, first: list | None = None) -> list:
+        """Each rank's ``bodies[r]()`` with its port installed; their results. ``first``: each
+        rank's first step in the host's order (``RankPort.step``)."""
+        if first is not None:
+            self.baton.next = list(first)
         def setup(rank: int) -> None:
             PORT.set(RankPort(self, rank))
 

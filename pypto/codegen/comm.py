@@ -14,7 +14,7 @@ from pypto.backend import CoreKind, Pipe
 # the comm context's fields (``CommContext::rankId`` / ``rankNum``)
 COMM_REGISTERS = ("system.rank", "system.nranks")
 COLLECTIVES = frozenset(f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
-                                                      "reduce_scatter", "all_to_all", "put", "get"))
+                                                      "reduce_scatter", "all_to_all", "all_to_all_v", "put", "get"))
 # the instructions a rank's launch performs with its peers (``pypto.sim.ranks``); those of the
 # signal unit are fenced behind everything its core issued before them
 CROSS_RANK = frozenset({"SLOADCTX", "TNOTIFY", "TWAIT", "TGET", "TPUT", "TCOLL"})

@@ -8,6 +8,8 @@ registry where they are written, so every mistake names the user's line.
 
 from __future__ import annotations
 
+import attrs
+
 import ast
 
 from pypto.errors import (
@@ -95,11 +97,14 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         if self.fdef.returns is not None:
             declared = self.return_annotation(self.fdef.returns, returns if self.return_types is not None else None)
             if self.return_types is not None and (len(declared) != len(returns) or not all(
-                    d == r or conforms(r, d) for d, r in zip(declared, returns))):  # (sized as it runs: checked then)
+                    d == r or conforms(r, d) or _a_window_as_tensor(r, d)
+                    for d, r in zip(declared, returns))):  # (sized as it runs: checked then)
                 got = ", ".join(type_name(t) for t in returns)
                 raise self.error(TypeCheckError, self.fdef.returns,
                                  f"function '{self.name}' returns {got} but is annotated {ast.unparse(self.fdef.returns)}")
-            returns = declared
+            # (a window keeps its type: the declared tensor is what it is on this rank)
+            returns = tuple(r if self.return_types is not None and _a_window_as_tensor(r, d) else d
+                            for d, r in zip(declared, returns if self.return_types is not None else declared))
         fn = n.Function(self.name, params, body, returns, self.kind, span=self.span(self.fdef),
                         auto_scope=self.auto_scope)
         if not self.source.exact:
@@ -111,8 +116,9 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
     @staticmethod
     def _body_statements(body):
         # A docstring or a bare `...` says nothing to the compiler.
-        return [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                        and (isinstance(s.value.value, str) or s.value.value is Ellipsis))]
+        return _early_returns_folded([s for s in body if not (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+            and (isinstance(s.value.value, str) or s.value.value is Ellipsis))])
 
     # ------------------------------------------------------------------ blocks
 
@@ -292,9 +298,10 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
             raise self.error(TypeCheckError, node, f"'{t.callee}' returns {len(t.values)} values; unpack them into "
                              "as many names", hint=f"{names} = {ast.unparse(node)}")
 
-    def operand(self, node, hint: str = "t"):
-        """An operand Expr: op results are bound to a fresh temporary first."""
-        value, t = self.value(node, hint)
+    def operand(self, node, hint: str = "t", evaluated=None):
+        """An operand Expr: op results are bound to a fresh temporary first. ``evaluated``:
+        ``node``'s (value, type), already made."""
+        value, t = evaluated if evaluated is not None else self.value(node, hint)
         self.single(t, node)
         if isinstance(value, (n.Call, n.FuncCall)):
             base = value.op.split(".")[-1] if isinstance(value, n.Call) else value.callee
@@ -308,7 +315,15 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         if not top or self.frames:
             raise self.error(UnsupportedSyntaxError, node, "return is only supported at the end of the function body")
         values = []
-        if node.value is not None:
+        if isinstance(node.value, ast.Call):  # ``return f(...)`` of a kernel returning several: what it wrote
+            value, t = self.value(node.value)
+            if isinstance(t, Several) and None not in t.callee.returned_params:
+                self.emit(n.Eval(value, span=self.span(node.value)))
+                self.emit(n.Return(tuple(t.args[i] for i in t.callee.returned_params), span=self.span(node)))
+                self.return_types = tuple(t.callee.returns)
+                return
+            items, values = [node.value], [self.operand(node.value, evaluated=(value, t))]
+        elif node.value is not None:
             items = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
             values = [self.operand(v) for v in items]
         for item, (_, t) in zip(items if node.value is not None else (), values):
@@ -320,3 +335,53 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
                                  hint="store the value into a pl.Out tensor parameter and return that tensor")
         self.emit(n.Return(tuple(e for e, _ in values), span=self.span(node)))
         self.return_types = tuple(t for _, t in values)
+
+
+def _a_window_as_tensor(given, declared) -> bool:
+    """A window (pld.DistributedTensor) returned where a pl.Tensor of its shape is declared:
+    a window is a tensor of its rank, as the reference's annotations take it."""
+    return isinstance(given, TensorType) and isinstance(declared, TensorType) and given.window \
+        and not declared.window and attrs.evolve(given, window=False) == declared
+
+
+def _returns(stmts) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def _early_returns_folded(stmts: list) -> list:
+    """``if c: ...; return a`` followed by ``...; return b`` (or an if / else both ending in a
+    return) as one if / else binding the value, and one return at the end: the one return a
+    function body has. Other shapes are left as written (and refused where they are)."""
+    for k, s in enumerate(stmts):
+        if not isinstance(s, ast.If) or not _returns(s.body):
+            continue
+        if s.orelse and stmts[k + 1:]:
+            return stmts
+        rest = _early_returns_folded(stmts[k + 1:] if not s.orelse else s.orelse)
+        if not _returns(rest):
+            return stmts
+        value, other = s.body[-1].value, rest[-1].value
+        if (value is None) != (other is None):
+            return stmts
+        count = len(value.elts) if isinstance(value, ast.Tuple) else 1
+        if value is not None and count != (len(other.elts) if isinstance(other, ast.Tuple) else 1):
+            return stmts
+        names = [f"returned_{s.lineno}_{i}" for i in range(count)]
+
+        def bind(body, v, names=names, at=s):
+            if v is None:
+                return _early_returns_folded(body[:-1]) or [ast.copy_location(ast.Pass(), at)]
+            # (rest is folded already; folding again is a no-op on a body with one final return)
+            target = ast.Tuple([ast.Name(x, ast.Store()) for x in names], ast.Store()) if len(names) > 1 \
+                else ast.Name(names[0], ast.Store())
+            assign = ast.copy_location(ast.Assign([target], v), body[-1])
+            ast.fix_missing_locations(assign)
+            return _early_returns_folded(body[:-1]) + [assign]
+
+        branch = ast.copy_location(ast.If(s.test, bind(s.body, value), bind(rest, other)), s)
+        result = None if value is None else (
+            ast.Tuple([ast.Name(x, ast.Load()) for x in names], ast.Load()) if count > 1 else ast.Name(names[0], ast.Load()))
+        ret = ast.copy_location(ast.Return(result), rest[-1])
+        ast.fix_missing_locations(ret)
+        return stmts[:k] + [branch, ret]
+    return stmts

@@ -159,7 +159,7 @@ DISTRIBUTED = "distributed"
 DIST_ENUMS = {"NotifyOp": NotifyOp, "WaitCmp": WaitCmp, "ReduceOp": ReduceOp, "AtomicType": AtomicType}
 DIST_TYPE_CTORS = frozenset({"DistributedTensor", "CommCtx"})
 DIST_COLLECTIVES = frozenset({"allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all",
-                              "put", "get"})
+                              "all_to_all_v", "put", "get"})
 DIST_SHORTCUTS = {"world_size": "system.world_size", "rank": "system.rank", "nranks": "system.nranks",
                   "get_comm_ctx": "system.get_comm_ctx", "alloc_window_buffer": "tensor.alloc_window_buffer",
                   "window": "tensor.window", "remote_load": "tile.remote_load", "remote_store": "tile.remote_store"}

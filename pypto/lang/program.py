@@ -377,7 +377,9 @@ def _program(cls, caller) -> n.Program:
     # default one; the pass pipeline verifies it again against the backend in force
     hosts = _host_methods(source, node)
     if hosts:
-        return HostProgram(source, node, hosts)
+        # the host functions' Python (a SubWorker's body runs as written, on the host)
+        return HostProgram(source, node, hosts, {name: getattr(decl, "fn", None) for name, decl in vars(cls).items()
+                                                 if name in hosts})
     builder = ProgramBuilder(source, node, DEFAULT)
     if builder.entry is not None and builder.generic(source, builder.defs[builder.entry]):
         return GenericProgram(source, node)
@@ -430,8 +432,9 @@ class HostProgram:
     ``@pl.jit.host`` body; each ``self.orch(..., device=r)`` it makes runs the program of the
     class's other functions with ``orch`` as its entry (``device_program``), on rank ``r``."""
 
-    def __init__(self, source: Source, cls: ast.ClassDef, hosts: dict):
+    def __init__(self, source: Source, cls: ast.ClassDef, hosts: dict, python: dict | None = None):
         self.source = source
+        self.sub_workers = {name: (python or {}).get(name) for name, role in hosts.items() if role is Role.SubWorker}
         self.cls = cls
         self.name = cls.name
         orchestrators = [name for name, role in hosts.items() if role is Role.Orchestrator]

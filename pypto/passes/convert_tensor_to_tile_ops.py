@@ -147,6 +147,10 @@ class _Converter:
         value = getattr(stmt, "value", None)
         if isinstance(value, n.Call) and value.op == "tensor.assemble":
             return self.assemble(stmt, value)
+        if isinstance(value, n.Call) and value.op == "tensor.remote_store":  # the value's tile, pushed
+            tile, pre = self.whole(stmt, value.args[0].name)
+            return pre + [attrs.evolve(stmt, value=n.Call("tile.remote_store", (tile, *value.args[1:]),
+                                                          span=value.span))]
         if isinstance(value, n.Call) and value.op == "tensor.slice" and (
                 argument(value, "valid_shape") is not None or argument(value, "clamp")
                 or argument(value, "pad_value") not in (None, PadValue.null)):

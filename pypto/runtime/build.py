@@ -68,7 +68,7 @@ def compile(program: n.Program, output_dir=None, strategy=None, dump_passes=True
         from pypto.runtime.distributed.host import ProgramHost
         from pypto.runtime.distributed.program import DistributedProgram
 
-        return DistributedProgram(ProgramHost(program), config)
+        return DistributedProgram(ProgramHost(program), config, write=True)
     from pypto.runtime.compiled import compile_program
     from pypto.runtime.generic import GenericCompiled
 

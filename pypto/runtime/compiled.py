@@ -167,12 +167,14 @@ class CompiledProgram:
         return config
 
     @located
-    def run(self, *args, config: RunConfig | None = None) -> RunReport:
+    def run(self, *args, config: RunConfig | None = None, dfx_dir: Path | None = None) -> RunReport:
         """Run on the configured platform (Out tensors are written in place); the report
         has the simulated cycles, busy cycles per pipe and core, and instruction counts
         (zeros on ``ref``), and ``outputs``, what the entry returned. The arguments are
         what it was compiled for; a tensor it writes shares no memory with another.
-        ``config``: run with another configuration of the same backend."""
+        ``config``: run with another configuration of the same backend. ``dfx_dir``: where
+        the chip's artifacts go instead of the build's ``dfx_outputs/`` (a rank's dispatch
+        of a program of many ranks: ``dfx_outputs/rank{r}/d{k}`` of that program's build)."""
         run_config = self._config(config)
         names = self.param_names
         args = on_device(args, self)
@@ -190,12 +192,13 @@ class CompiledProgram:
             logger.warning("[l0_trace] enable_l0_trace: the ref platform interprets the IR and issues no "
                            "instructions, so it writes no L0 trace; run on platform='a2a3sim' for one")
         # the chip's artifacts are written aside and moved in once the run is done (_deliver)
-        dfx = Path(tempfile.mkdtemp(prefix="pypto_dfx_")) if self.output_dir is not None \
+        dfx = Path(tempfile.mkdtemp(prefix="pypto_dfx_")) if (self.output_dir is not None or dfx_dir is not None) \
             and run_config.any_dfx_enabled() and run_config.platform != "ref" else None
         try:
             values, report = execute(self.lowered, self.entry, args, run_config, self.kernels, on_launch, dfx)
             if dfx is not None and report.dfx_files:
-                report.dfx_files = self._deliver("dfx_outputs", lambda into: _copied(dfx, report.dfx_files, into))
+                report.dfx_files = _copied(dfx, report.dfx_files, Path(dfx_dir)) if dfx_dir is not None else \
+                    self._deliver("dfx_outputs", lambda into: _copied(dfx, report.dfx_files, into))
         finally:
             if dfx is not None:
                 shutil.rmtree(dfx, ignore_errors=True)

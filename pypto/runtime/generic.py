@@ -79,9 +79,9 @@ class GenericCompiled:
         return self._compiled[types]
 
     @located
-    def run(self, *args, config: RunConfig | None = None):
+    def run(self, *args, config: RunConfig | None = None, dfx_dir=None):
         """``CompiledProgram.run`` of the program compiled for these arguments."""
-        return self.compiled_for(*args).run(*args, config=config)
+        return self.compiled_for(*args).run(*args, config=config, dfx_dir=dfx_dir)
 
     @located
     def __call__(self, *args, config: RunConfig | None = None):

@@ -144,7 +144,8 @@ def remote_store(tile: TileVal, target, peer, offsets, atomic=AtomicType.None_, 
     region = tile.region()
     dest = port.peer_view(target, peer, span)
     index = window(dest.shape, offsets, region.shape, "remote_store region")
-    port.access(target, peer, tuple(zip(offsets, region.shape)), True, "remote_store", span)
+    port.access(target, peer, tuple(zip(offsets, region.shape)), True,
+                "atomic remote_store" if atomic is AtomicType.Add else "remote_store", span)
     if atomic is AtomicType.Add:
         num.atomic_add(dest, index, region)
     else:
@@ -158,7 +159,7 @@ def remote_store(tile: TileVal, target, peer, offsets, atomic=AtomicType.None_, 
 _COMBINE = {ReduceOp.Sum: num.arith(torch.add), ReduceOp.Prod: num.arith(torch.mul), ReduceOp.Max: num.maximum,
             ReduceOp.Min: num.minimum}
 COMM_OPS = COMM_OPS | {f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
-                                                     "reduce_scatter", "all_to_all", "put", "get")}
+                                                     "reduce_scatter", "all_to_all", "all_to_all_v", "put", "get")}
 
 
 def _cell_of(signal, rank: int) -> tuple:
@@ -303,6 +304,30 @@ def all_to_all(input, target, signal, span=None):  # noqa: A002
     return target
 
 
+@impl("system.all_to_all_v")
+def all_to_all_v(input, target, signal, send_counts, recv_counts, span=None):  # noqa: A002
+    """The variable all-to-all: the input and target are NR slots of MR rows; slot p of this
+    rank's input goes to slot ``rank`` of rank p's target — the whole slot, as the reference's
+    transfer of a static shape does — and ``send_counts[p]`` (clamped to 0..MR) to
+    ``recv_counts[rank]`` of rank p, which tells it how many of the slot's rows are real."""
+    port = _port("tensor.all_to_all_v")
+    n, me = port.nranks, port.rank
+    slot = target.shape[0] // n
+    _barrier(port, signal, span)
+    counts = send_counts.reshape(-1)
+    for p in _peers(port):
+        rows = slice(p * slot, (p + 1) * slot)
+        port.access(target, p, ((me * slot, slot), *((0, d) for d in target.shape[1:])), True, "collective", span)
+        dest = port.peer_view(target, p, span)
+        dest[me * slot:(me + 1) * slot] = input[rows]
+        port.moved(p, input[rows].numel() * input.element_size(), False, span)
+        port.notify(recv_counts, p, _cell_of(recv_counts, me), min(max(int(counts[p]), 0), slot), NotifyOp.Set, span)
+    target[me * slot:(me + 1) * slot] = input[me * slot:(me + 1) * slot]
+    recv_counts[_cell_of(recv_counts, me)] = min(max(int(counts[me]), 0), slot)
+    _barrier(port, signal, span)
+    return target
+
+
 # ----------------------------------------------------------------------------- put / get
 
 
@@ -331,7 +356,7 @@ def _move(port: CommPort, put: bool, dst, peer, src, dst_offsets, src_offsets, s
     sidx = window(source.shape, [o for o, _ in sbox], [e for _, e in sbox], "src region")
     didx = window(target.shape, [o for o, _ in dbox], [e for _, e in dbox], "dst region")
     if put:
-        port.access(dst, peer, dbox, True, "put", span)
+        port.access(dst, peer, dbox, True, "atomic put" if atomic is AtomicType.Add else "put", span)
     else:
         port.access(src, peer, sbox, False, "get", span)
     data = source[sidx]

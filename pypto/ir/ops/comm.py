@@ -14,7 +14,7 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import TENSOR_OPERAND_FORMS, Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region
 from pypto.ir.types import (ATOMIC_ADD_DTYPES, AtomicType, DataType, ReduceOp, ScalarType, TensorType, TileType,
@@ -125,6 +125,23 @@ def _infer_remote_store(a: OpArgs, soc: SoC):
     return None
 
 
+def _infer_tensor_remote_store(a: OpArgs, soc: SoC):
+    src = a.type("src")
+    if not isinstance(src, TensorType):
+        raise fail("pld.tensor.remote_store", "a tensor value to push", type_name(src) if src else "a constant",
+                   "in a tile-level kernel push the tile: pld.tile.remote_store(tile, win, peer, offsets)")
+    t = window_operand("tensor.remote_store", a, "target", "target")
+    _peer("tensor.remote_store", a)
+    if src.dtype is not t.dtype:
+        raise fail("pld.tensor.remote_store", f"a {t.dtype.name} value for the {t.dtype.name} window",
+                   f"a {src.dtype.name} one", f"pl.cast(value, target_type=pl.{t.dtype.name}) first")
+    if a["atomic"] is AtomicType.Add and t.dtype not in ATOMIC_ADD_DTYPES:
+        raise fail("pld.tensor.remote_store", "an fp32/bf16/fp16/int32/int16/int8 destination for atomic=Add",
+                   f"a {t.dtype.name} one", "store with atomic=pl.AtomicType.None_, or widen the window's dtype")
+    check_region("pld.tensor.remote_store", t, a["offsets"], src.shape, what="region")
+    return None
+
+
 def _host_only(a: OpArgs, soc: SoC):
     op = a.op.split(".", 1)[1]
     raise TypeCheckError(f"pld.{op} is host-only: it runs in the @pl.jit.host orchestrator, which holds the world",
@@ -154,6 +171,14 @@ register("tile.remote_store", [P("tile", Kind.TILE, spaces=(M.Vec,)), _TARGET, _
                                P("atomic", Kind.ATOMIC, AtomicType.None_)], _infer_remote_store,
          doc="write the tile into the peer rank's copy of the window at offsets (atomic=Add accumulates there); "
              "side effect only", effect=True, mnemonic="TPUT", module=PLD)
+# (a tensor-level kernel's push of a value it computed: lowered to the tile push of that value
+# where the kernel's tensor ops become tiles, so the value goes from on-chip memory to the peer)
+register("tensor.remote_store", [P("src", Kind.TENSOR), _TARGET, _PEER, _OFFSETS,
+                                 P("atomic", Kind.ATOMIC, AtomicType.None_)], _infer_tensor_remote_store,
+         doc="write a tensor value into the peer rank's copy of the window at offsets (atomic=Add accumulates "
+             "there); side effect only", effect=True, module=PLD)
+# ``pld.remote_store(value, ...)`` (and the tile spelling) given a tensor is the tensor-level push
+TENSOR_OPERAND_FORMS["tile.remote_store"] = ("tile", "tensor.remote_store")
 for _name in ("world_size", "alloc_window_buffer", "window"):
     register(f"{'system' if _name == 'world_size' else 'tensor'}.{_name}", [], _host_only,
              doc="host-only: the @pl.jit.host orchestrator's", plane="both", module=PLD)
@@ -168,7 +193,7 @@ for _name in ("world_size", "alloc_window_buffer", "window"):
 # peers read. Filed under ``system`` (a kernel's tensor ops are otherwise lowered to tiles);
 # spelled ``pld.tensor.<name>`` as the reference does.
 
-COLLECTIVES = ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all")
+COLLECTIVES = ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter", "all_to_all", "all_to_all_v")
 MESH_DTYPES = (DataType.FP16, DataType.FP32)
 
 
@@ -234,7 +259,32 @@ def _infer_reduce_scatter(a: OpArgs, soc: SoC) -> TensorType:
     return t
 
 
+def _infer_all_to_all_v(a: OpArgs, soc: SoC) -> TensorType:
+    op = "tensor.all_to_all_v"
+    src = a.type("input")
+    if not isinstance(src, TensorType):
+        raise fail(f"pld.{op}", "a tensor input", type_name(src) if src else "a constant")
+    t = window_operand(op, a, "target", "target")
+    if src.dtype is not t.dtype or tuple(src.shape) != tuple(t.shape):
+        raise fail(f"pld.{op}", "an input and a target of one shape and dtype ([NR * MAX_RECV, ...])",
+                   f"{type_name(src)} into {type_name(t)}")
+    _collective_signal(op, a)
+    counts = a.type("send_counts")
+    if not isinstance(counts, TensorType) or counts.dtype is not DataType.INT32:
+        raise fail(f"pld.{op}", "INT32 send_counts ([NR, 1])", type_name(counts) if counts else "a constant")
+    recv = window_operand(op, a, "recv_counts", "recv_counts")
+    if recv.dtype is not DataType.INT32 or len(recv.shape) not in (1, 2):
+        raise fail(f"pld.{op}", "an INT32 [NR, 1] recv_counts window", type_name(recv),
+                   "pld.window(recv_buf, [nr, 1], dtype=pl.INT32)")
+    return t
+
+
 _SIGNAL = P("signal", Kind.TENSOR)
+register("system.all_to_all_v", [P("input", Kind.TENSOR), _TARGET, _SIGNAL, P("send_counts", Kind.TENSOR),
+                                  P("recv_counts", Kind.TENSOR)], _infer_all_to_all_v,
+         doc="slot dest (MAX_RECV rows) of each rank's input into slot src of rank dest's target, "
+             "send_counts[dest] into recv_counts[src] of rank dest (an InCore composite)",
+         writes_operand="target", module=PLD)
 for _name, _params, _infer, _doc in (
         ("allreduce", [_TARGET, _SIGNAL, P("op", Kind.REDUCE, ReduceOp.Sum), P("mode", Kind.STR, "mesh"),
                        P("core_num", Kind.INT, 1)], _infer_allreduce,

@@ -59,17 +59,48 @@ class StackedDeviceTensor:
         return f"StackedDeviceTensor(shape={list(self.full_shape)}, worker_ids={list(self.worker_ids)})"
 
 
+class ProgramHandle:
+    """``rt.register(compiled)``: one program of the worker, called as the program is."""
+
+    def __init__(self, worker, compiled):
+        self.worker = worker
+        self.compiled = compiled
+
+    @property
+    def closed(self) -> bool:
+        return self.worker.closed
+
+    def __call__(self, *args, config: RunConfig | None = None):
+        return self.worker.run(self.compiled, *args, config=config)
+
+
 class DistributedWorker:
-    def __init__(self, compiled, *, persistent: bool = False, extra_compiled=(), reset_windows: bool = True):
+    def __init__(self, compiled, *, persistent: bool = False, extra_compiled=(), reset_windows: bool = True,
+                 bound: dict | None = None, inherited_host_tensors=()):
         from pypto.runtime.distributed.program import DistributedProgram
 
-        if not isinstance(compiled, DistributedProgram):
-            raise ConfigError(f"DistributedWorker takes a compiled host orchestrator, not {compiled!r}",
-                              hint="compiled = host_orch.compile(config=RunConfig(distributed_config=...))")
+        programs = list(compiled) if isinstance(compiled, (list, tuple)) else [compiled]  # the reference's list form
+        for p in programs:
+            if not isinstance(p, DistributedProgram):
+                raise ConfigError(f"DistributedWorker takes compiled host orchestrators, not {p!r}",
+                                  hint="compiled = host_orch.compile(config=RunConfig(distributed_config=...))")
+        if not programs:
+            raise ConfigError("DistributedWorker([]) has no program to run", hint="DistributedWorker(compiled)")
+        compiled = programs[0]
+        extra_compiled = (*programs[1:], *extra_compiled)
         self.compiled = compiled
+        self._owned_tensors: list = []  # what alloc_tensor gave and free_tensor has not taken back (the reference's)
+        # the host tensors the reference's forked workers inherit (a stacked tensor's upload source): kept
+        # referenced until release_inherited_host_tensor_refs(); here nothing forks, so that is all they need
+        self._inherited = list(inherited_host_tensors)
+        # the reference's inner worker (``rt._w``) counts its comm-domain allocations: a persistent worker
+        # makes its domain (its windows) at its first dispatch and keeps it, another one per dispatch
+        self._w = self
+        self._next_alloc_id = 0
         self.programs = [compiled, *extra_compiled]
         self.persistent = persistent
         self.reset_windows = reset_windows
+        self.bound = dict(bound or {})  # the SubWorkers' Python bound at prepare
         self.windows: dict | None = {} if persistent else None
         self.closed = False
         self.reports: list = []
@@ -82,11 +113,20 @@ class DistributedWorker:
 
     def _live(self) -> None:
         if self.closed:
-            raise PyptoError("this DistributedWorker is closed", hint="prepare() another: compiled.prepare()")
+            raise RuntimeError("a DistributedWorker method called after close(): prepare() another "
+                               "(compiled.prepare())")
+
+    def register(self, compiled) -> ProgramHandle:
+        """A handle that runs ``compiled`` (a program of this worker) when called."""
+        self._live()
+        if not any(compiled is p for p in self.programs):
+            raise ValueError(f"{compiled!r} is not a program of this worker: pass it to prepare(extra_compiled=[...])")
+        return ProgramHandle(self, compiled)
 
     def __call__(self, *args, config: RunConfig | None = None):
         if len(self.programs) > 1:
-            raise TypeError("this worker holds several programs: dispatch each with rt.run(compiled, ...)")
+            raise TypeError("rt(...) is ambiguous: this worker holds several programs; dispatch each with "
+                            "rt.run(compiled, ...)")
         return self.run(self.compiled, *args, config=config)
 
     def run(self, compiled, *args, config: RunConfig | None = None):
@@ -99,7 +139,10 @@ class DistributedWorker:
             for buf in self.windows.values():  # a retained window starts each dispatch zeroed
                 for b in buf.ranks:
                     b.zero_()
-        report = run_host(compiled.host, args, compiled._config(config), self.windows)
+        report = run_host(compiled.host, args, compiled._config(config), self.windows, self.bound,
+                          compiled.output_dir)
+        if self.windows is None or not self.reports:  # (a persistent worker's domain is made at its first)
+            self._next_alloc_id += 1
         self.reports.append(report)
         compiled.last_report = report
         return report.outputs
@@ -116,10 +159,12 @@ class DistributedWorker:
         t = torch.zeros(tuple(shape), dtype=dtype)
         if init is not None:
             t.copy_(init)
+        self._owned_tensors.append(t)
         return t
 
     def free_tensor(self, tensor) -> None:
         self._live()
+        self._owned_tensors = [t for t in self._owned_tensors if t is not tensor]
 
     def alloc_stacked_tensor(self, host: torch.Tensor, worker_ids=None) -> StackedDeviceTensor:
         """``host[i]`` uploaded to worker ``worker_ids[i]`` (default: worker ``i``), once."""
@@ -155,6 +200,11 @@ class DistributedWorker:
                   worker_id: int = 0) -> None:
         self.copy_to(dst, src, nbytes, worker_id=worker_id)
 
+    def release_inherited_host_tensor_refs(self) -> None:
+        """Drop the references to ``inherited_host_tensors`` (once what needed them is uploaded)."""
+        self._inherited = []
+
     def close(self) -> None:
+        self._owned_tensors = []  # (the resident tensors are reclaimed with the worker)
         self.closed = True
         self.windows = None
