@@ -217,3 +217,38 @@ def test_a_constant_yielded_as_an_annotated_scalar_takes_its_type(platform):
     want = a.clone()
     want[0] += 1
     assert torch.equal(out, want)
+
+
+M_ADD = pl.dynamic("M_ADD")
+
+
+@pl.jit
+def add_rows(a: pl.Tensor[[M_ADD, 64], pl.FP32], b: pl.Tensor[[M_ADD, 64], pl.FP32],
+             out: pl.Out[pl.Tensor[[M_ADD, 64], pl.FP32]]):
+    with pl.at(level=CG):
+        out[:] = pl.add(a, b)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_compile_with_no_arguments_leaves_dynamic_axes_to_each_call(platform):
+    """compile() reads the signature; a pl.dynamic axis has no extent there, so the artifact
+    compiles once per set of extents the calls bring (one artifact for the kernel)."""
+    compiled = add_rows.compile(config=RunConfig(platform=platform))
+    assert add_rows.compile(config=RunConfig(platform=platform)) is compiled
+    for rows in (16, 48, 16):
+        a, b, out = torch.randn(rows, 64), torch.randn(rows, 64), torch.zeros(rows, 64)
+        compiled(a, b, out)
+        assert torch.equal(out, a + b)
+    assert "2 specialization(s)" in repr(compiled)
+
+
+def test_compile_with_no_arguments_still_needs_every_other_annotation():
+    @pl.jit
+    def half_annotated(a: pl.Tensor[[M_ADD, 64], pl.FP32], out):
+        with pl.at(level=CG):
+            out[:] = pl.neg(a)
+        return out
+
+    with pytest.raises(SpecializationError, match="parameter 'out' has no annotation"):
+        half_annotated.compile()

@@ -300,13 +300,15 @@ def refused(body: str, cls, message: str, token: str, *, params="a: pl.Tensor[[1
     return info.value
 
 
-def test_a_window_of_an_accumulator_is_refused_with_the_forms_that_work():
+def test_accumulating_onto_a_window_of_an_accumulator_is_refused_with_the_forms_that_work():
     err = refused("""
         l = pl.move(pl.load(a, [0, 0], [16, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
         r = pl.move(pl.load(a, [0, 0], [16, 64], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        r2 = pl.move(pl.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
         acc = pl.matmul(l, r)
-        win = pl.tile.slice(acc, [16, 32], [0, 32])  # MARK
-    """, TypeCheckError, "tile.slice requires its 'tile' operand in Vec or Mat, but got a tile in Acc", "slice")
+        win = pl.tile.slice(acc, [16, 32], [0, 32])
+        win = pl.matmul_acc(win, l, r2)  # MARK
+    """, TypeCheckError, "accumulates onto 'win', a window of an Acc tile", "matmul_acc")
     assert "pl.tile.extract(acc" in err.hint
 
 

@@ -407,6 +407,8 @@ class _Selector:
         elif call.op == "tile.extract" and bufs[0].space is not M.Vec:  # into L0 by MTE1, out of L0C by the fixpipe
             core = self.owner(bufs[0].space)
             pipe, mnemonic = (Pipe.FIXPIPE if bufs[0].space is M.Acc else Pipe.MTE1), "TEXTRACT"
+        elif call.op == "tile.slice" and bufs[0].space is M.Acc:  # a window of L0C the fixpipe reads out
+            core, pipe, mnemonic = self.owner(bufs[0].space), Pipe.FIXPIPE, "TEXTRACT"
         elif call.op == "tile.slice" and bufs[0].space is not M.Vec:
             raise CodegenError(f"a window of the {bufs[0].space.name} tile '{call.args[0].name}' is read here as a "
                                "tile of its own, which the cube cannot address: an L1 window reaches L0 only",

@@ -67,6 +67,9 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         self.in_split_aiv = False  # inside a pl.split_aiv region: it already is the two lanes
         self.region_mode = None  # that region's SplitMode (what its pl.aiv_shard / pl.aic_gather of a tile inherit)
         self.declared = None  # the annotated type of the value being converted (a pipe's pop takes it)
+        # a kernel's tensor narrowed by pl.set_validshape is its valid part; its full shape
+        # (what pl.fillpad grows it back to), by SSA name or by the call computing it
+        self.narrowed: dict = {}
         self.fdef = fdef
         self.name = name
         self.kind = kind
@@ -189,6 +192,9 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
         self.check_local_name(pyname, node)
         ssa = self.fresh(pyname)
         self.types[ssa] = t
+        full = self.narrowed_shape(value)
+        if full is not None:
+            self.narrowed[ssa] = full
         self.env = self.env.set(pyname, ssa)
         self.dropped.pop(pyname, None)
         if isinstance(value, n.Const):
@@ -307,6 +313,9 @@ class FunctionConverter(Signatures, AxisBinds, Assignments, Subscripts, SpmdForm
             base = value.op.split(".")[-1] if isinstance(value, n.Call) else value.callee
             ssa = self.fresh(base, temp=True)
             self.types[ssa] = t
+            full = self.narrowed_shape(value)
+            if full is not None:
+                self.narrowed[ssa] = full
             self.emit(n.Assign(ssa, t, value, span=self.span(node)))
             return n.Var(ssa), t
         return value, t

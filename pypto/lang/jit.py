@@ -5,6 +5,7 @@ the types it passes them.
 
 from __future__ import annotations
 
+import ast
 
 from pypto.errors import (
     PyptoError,
@@ -26,6 +27,7 @@ def declared_types(kernel, soc) -> tuple:
     source, fdef = kernel.source.get()
     conv = FunctionConverter(source, fdef, name=fdef.name, kind=kernel.function_type, hooks=ProgramHooks(soc))
     out = []
+    dynamic = []  # parameters whose annotation is full but for pl.dynamic axes
     for arg in fdef.args.args:
         if arg.annotation is None:
             raise SpecializationError(f"'{kernel.__name__}' was called with no arguments, and parameter "
@@ -34,12 +36,28 @@ def declared_types(kernel, soc) -> tuple:
         try:
             t, _ = conv.annotation(arg.annotation)
         except PyptoError as err:
+            if any(conv.is_dynamic(part) for part in ast.walk(arg.annotation)):
+                dynamic.append(arg.arg)
+                continue
             raise SpecializationError(
                 f"'{kernel.__name__}' was called with no arguments, and parameter '{arg.arg}' does not spell out "
                 f"its type: {err.message}", span=err.span,
                 hint=f"pass the arguments, or annotate fully: {arg.arg}: pl.Tensor[[128, 128], pl.FP32]") from None
         out.append(t)
+    if dynamic:
+        raise DynamicAxes(kernel.__name__, dynamic)
     return tuple(out)
+
+
+class DynamicAxes(SpecializationError):
+    """``declared_types``: the annotations are full but for pl.dynamic axes, whose extents
+    only a call's tensors give (the kernel compiles once per set of them)."""
+
+    def __init__(self, name: str, params: list):
+        super().__init__(f"'{name}' was called with no arguments, and {', '.join(repr(p) for p in params)} "
+                         "has pl.dynamic axes, whose extents a call's tensors give",
+                         hint="pass sample tensors, or compile() it and call the result with tensors")
+        self.params = tuple(params)
 
 
 def specialize(kernel, arg_types: tuple, soc) -> tuple[n.Program, Reads]:

@@ -75,9 +75,10 @@ class OpCalls:
         op = self.tensor_operand_form(op, thunks, keywords)
         self.require_incore(node, op.name)
         if op.name == "tensor.set_validshape" and self.incore:
-            raise self.error(UnsupportedSyntaxError, node, "pl.set_validshape of a tensor in a kernel is not supported "
-                             "here: a tensor computed on a core is valid everywhere", hint="narrow what is loaded: "
-                             "pl.load(t, offsets, shapes, valid_shape=[rows, cols]), then pl.fillpad the tile")
+            return self.narrow(op, thunks, keywords, node)
+        if op.name == "tensor.fillpad" and self.incore and thunks and \
+                self.narrowed_shape(thunks[0].operand()[0]) is not None:
+            return self.fill_narrowed(thunks, keywords, node)
         if op.name == "tensor.create":
             self.check_create(keywords)
         options = self.unified_options(meaning, op, keywords) if meaning.unified else {}
@@ -100,6 +101,8 @@ class OpCalls:
         if op.name in POPS and values["shape"] is None and isinstance(declared, TileType):
             values["shape"], values["dtype"] = tuple(n.Const(s) for s in declared.shape), declared.dtype
         call, t = self.checked_call(op, values, types, node)
+        if self.narrowed and isinstance(t, TensorType) and op.windows is not None and op.windows.kind == "elementwise":
+            self.carry_narrowing(call, t, values, types)
         if "out_dtype" in options:
             want, where = options["out_dtype"]
             if want is not None and want is not t.dtype:
@@ -109,6 +112,55 @@ class OpCalls:
                                  hint=f"drop out_dtype (or write out_dtype=pl.{t.dtype.name}); a store from Acc "
                                       "converts to the output tensor's dtype")
         return call, t
+
+    # ------------------------------------------------------------ set_validshape in a kernel
+
+    def narrowed_shape(self, value):
+        """The full shape of a kernel's tensor narrowed by pl.set_validshape (None if not)."""
+        if not self.narrowed:
+            return None
+        if isinstance(value, n.Var):
+            return self.narrowed.get(value.name)
+        return self.narrowed.get(value) if isinstance(value, n.Call) else None
+
+    def narrow(self, op: OpDef, thunks, keywords, node):
+        """``pl.set_validshape(x, rows, cols)`` of a tensor in a kernel: its valid part, the
+        window [0, rows) x [0, cols) (what an assemble of it writes and an elementwise op of it
+        computes), remembering x's shape for pl.fillpad to grow it back to with pad values.
+        The extents must be constants here: a kernel's tensor shapes are static."""
+        values, types = self.bind_args(op, thunks, keywords, node)
+        self.checked_call(op, values, types, node)  # (the extents within the tensor, 2-D)
+        rows, cols = (simplify(values[k]) for k in ("valid_rows", "valid_cols"))
+        if not (isinstance(rows, n.Const) and isinstance(cols, n.Const)):
+            raise self.error(UnsupportedSyntaxError, node, "pl.set_validshape of a tensor in a kernel takes constant "
+                             "extents: a kernel's tensors have static shapes",
+                             hint="narrow what is loaded instead: pl.load(t, offsets, shapes, valid_shape=[rows, "
+                                  "cols]), then pl.fillpad the tile")
+        rows, cols = rows.value, cols.value
+        x, xt = values["x"], types["x"]
+        full = self.narrowed_shape(x) or tuple(xt.shape)
+        call, t = self.checked_call(lookup("tensor.slice"), {"x": x, "shape": (n.Const(rows), n.Const(cols)),
+                                                             "offset": (n.Const(0), n.Const(0))}, {"x": xt}, node)
+        self.narrowed[call] = full
+        return call, t
+
+    def fill_narrowed(self, thunks, keywords, node):
+        """``pl.fillpad`` of a narrowed tensor: its full shape again, the pad value past the
+        valid part."""
+        values, types = self.bind_args(lookup("tensor.fillpad"), thunks, keywords, node)
+        x, xt = values["x"], types["x"]
+        shape = tuple(n.Const(d) for d in self.narrowed_shape(x))
+        return self.checked_call(lookup("tensor.fillpad_expand"),
+                                 {"x": x, "shape": shape, "pad_value": values.get("pad_value", PadValue.zero)},
+                                 {"x": xt}, node)
+
+    def carry_narrowing(self, call: n.Call, t: TensorType, values: dict, types: dict) -> None:
+        """An elementwise op of a narrowed tensor is narrowed alike (its valid part)."""
+        for name, v in values.items():
+            full = self.narrowed_shape(v)
+            if full is not None and tuple(types[name].shape) == tuple(t.shape):
+                self.narrowed[call] = full
+                return
 
     def lead_with_ones(self, values: dict, types: dict, node):
         """A store of a tile of lower rank than its tensor writes the region led by 1s (a

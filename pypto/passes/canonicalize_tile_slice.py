@@ -8,6 +8,8 @@ read by TEXTRACT.
 An extract of a window is an extract of the tile at the summed offset; a window of a
 window is one of the tile. A window no statement reads any more is dropped; one still
 read (by something that takes a whole tile) is refused at codegen: L1 has no copy path.
+A window of an Acc tile is what the fixpipe reads out (a store of part of a product); an
+accumulating MMAD onto one is refused here, located.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import attrs
 
 from pypto.backend import MemorySpace as M
+from pypto.errors import TypeCheckError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, op_call
 from pypto.ir.rewrite import rewrite
@@ -27,8 +30,35 @@ def canonicalize_tile_slice(program: n.Program, ctx: PassContext) -> PassResult:
     return result(n.Program(program.name, tuple(_function(fn) for fn in program.functions)))
 
 
+# cube ops that accumulate in place onto their ``acc`` operand
+ACCUMULATING = ("tile.matmul_acc", "tile.gemv_acc", "tile.batch_matmul_acc")
+
+
+def _refuse_acc_window_accumulation(fn: n.Function, types: dict) -> None:
+    """A window of an Acc tile is read out (by the fixpipe); the cube cannot accumulate
+    onto one (the reference's MAD into a window writes the whole tile in place)."""
+    acc_windows = {}
+    for s in n.walk_stmts(fn.body):
+        call = s.value if isinstance(s, n.Assign) else None
+        if isinstance(call, n.Call) and call.op == "tile.slice":
+            src = argument(call, "tile")
+            t = types.get(src.name) if isinstance(src, n.Var) else None
+            if isinstance(t, TileType) and t.space is M.Acc:
+                acc_windows[s.target] = call.span
+        elif isinstance(call, n.Call) and call.op in ACCUMULATING:
+            acc = argument(call, "acc")
+            if isinstance(acc, n.Var) and acc.name in acc_windows:
+                raise TypeCheckError(
+                    f"{call.op} accumulates onto '{acc.name}', a window of an Acc tile: the cube accumulates "
+                    "into a whole Acc tile", span=call.span or acc_windows[acc.name],
+                    hint="give each window an accumulator of its own (pl.tile.create([M, n], pl.FP32, "
+                         "target_memory=pl.Mem.Acc)), or copy a window out with "
+                         "pl.tile.extract(acc, row, col, [m, n], target_memory=pl.Mem.Mat)")
+
+
 def _function(fn: n.Function) -> n.Function:
     types = n.symbols(fn)
+    _refuse_acc_window_accumulation(fn, types)
     windows = {}  # slice name -> (the Mat tile it is a window of, row, col)
     for s in n.walk_stmts(fn.body):
         call = s.value if isinstance(s, n.Assign) else None

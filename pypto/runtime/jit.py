@@ -10,7 +10,7 @@ from pypto.backend import backend
 from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, Level
-from pypto.lang.jit import declared_types, specialize
+from pypto.lang.jit import DynamicAxes, declared_types, specialize
 from pypto.lang.program import FunctionDecl
 from pypto.lang.sources import KernelSource, source_of
 from pypto.log import logger
@@ -133,7 +133,17 @@ class JitKernel:
         return self._build(args, kwargs, _config(config))
 
     def _build(self, args, kwargs, config: RunConfig) -> CompiledProgram:
-        program = self._specialize(args, kwargs, config)
+        try:
+            program = self._specialize(args, kwargs, config)
+        except DynamicAxes:
+            # annotated in full but for pl.dynamic axes: one compile per set of extents, at
+            # the calls (as a @pl.program with such axes compiles)
+            from pypto.runtime.generic import GenericCompiled
+
+            key = ("generic", config, os.environ.get("PYPTO_PROG_BUILD_DIR"))
+            if key not in self._built:
+                self._built[key] = GenericCompiled(_Generic(self), config)
+            return self._built[key]
         # (the program is _programs' own, kept: one object per types; a build directory
         # chosen by the environment is part of the key, as it is of the build)
         key = (id(program), config, os.environ.get("PYPTO_PROG_BUILD_DIR"))
@@ -166,6 +176,19 @@ class JitKernel:
             compiled = compile_program(program, self.param_names, config, write=config.writes_artifacts)
             self._cache[key] = compiled
         return compiled(*as_declared(compiled.params, self.param_names, args, where.__getitem__))
+
+
+class _Generic:
+    """A jit kernel as ``GenericCompiled`` reads a program with pl.dynamic axes: its name,
+    its parameters, and its Program for a call's argument types."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.name = kernel.__name__
+        self.param_names = list(kernel.param_names)
+
+    def specialize_types(self, arg_types: tuple, soc) -> n.Program:
+        return self.kernel._program(arg_types, soc)
 
 
 def _config(value) -> RunConfig:

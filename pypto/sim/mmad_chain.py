@@ -51,7 +51,7 @@ class Chain:
         if out != self.out or dict(zip(template.value_names, values)).get("init_cond"):
             return False
         operands = dict(zip(template.read_names, (i for i, _ in reads)))
-        if operands.get("acc") != out:
+        if operands.get("acc") != out or not _whole_k(template, reads, views):
             return False
         lhs, rhs = views[operands["lhs"]], views[operands["rhs"]]
         if lhs is None or rhs is None or lhs.dtype != self.dtype or rhs.dtype != self.dtype \
@@ -88,7 +88,7 @@ def start(template, varying, views):
     destination not viewable as the plain 2-D tiles ``matmul`` reads and writes)."""
     values, reads, out = varying
     operands = dict(zip(template.read_names, (i for i, _ in reads)))
-    if out is None or "lhs" not in operands or "rhs" not in operands:
+    if out is None or "lhs" not in operands or "rhs" not in operands or not _whole_k(template, reads, views):
         return None
     lhs, rhs, dst = views[operands["lhs"]], views[operands["rhs"]], views[out]
     if lhs is None or rhs is None or dst is None or lhs.dtype != rhs.dtype or lhs.dim() != 2 or rhs.dim() != 2 \
@@ -102,6 +102,14 @@ def start(template, varying, views):
             return None
         acc = held.clone()
     return Chain(out, acc, lhs.clone(), rhs.clone(), {})
+
+
+def _whole_k(template, reads, views) -> bool:
+    """Whether the MMAD's left operand is valid on all of K (else it contracts over fewer
+    columns: ``semantics.contracted``, which the joined product does not know of)."""
+    i, valid = dict(zip(template.read_names, reads))["lhs"]
+    v = views[i]
+    return v is not None and tuple(valid)[-1] == v.shape[-1]
 
 
 _RESULT = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float32,

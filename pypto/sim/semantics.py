@@ -309,24 +309,35 @@ IMPLS["tile.set_validshape"] = lambda tile, valid_rows, valid_cols: tile.data.cl
 # ----------------------------------------------------------------------------- cube
 
 
-IMPLS["tile.matmul"] = lambda lhs, rhs: num.matmul(lhs.data, rhs.data)
+def contracted(lhs: TileVal, rhs: TileVal) -> tuple:
+    """The operands an MMAD multiplies: K is the left operand's valid columns (TMATMUL reads
+    its K there), so past them neither operand's padding reaches the product — as if zero."""
+    k = lhs.valid[-1]
+    if k == lhs.data.shape[-1]:
+        return lhs.data, rhs.data
+    return lhs.data[..., :k], rhs.data[..., :k, :]
+
+
+def _mm(lhs: TileVal, rhs: TileVal, acc=None):
+    return num.matmul(*contracted(lhs, rhs), acc)
+
+
+IMPLS["tile.matmul"] = lambda lhs, rhs: _mm(lhs, rhs)
 # where init_cond holds the MMAD starts afresh, as tile.matmul does (its init bit)
-IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs, init_cond=None: num.matmul(
-    lhs.data, rhs.data, None if init_cond else acc.data)
+IMPLS["tile.matmul_acc"] = lambda acc, lhs, rhs, init_cond=None: _mm(lhs, rhs, None if init_cond else acc.data)
 # the bias row is where the accumulator starts
-IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: num.matmul(lhs.data, rhs.data, bias.data.expand(
-    lhs.data.shape[0], -1))
+IMPLS["tile.matmul_bias"] = lambda lhs, rhs, bias: _mm(lhs, rhs, bias.data.expand(lhs.data.shape[0], -1))
 IMPLS["tile.matmul_mx"] = lambda lhs, lhs_scale, rhs, rhs_scale: num.matmul_mx(
     lhs.data, lhs_scale.data, rhs.data, rhs_scale.data)
 IMPLS["tile.matmul_mx_acc"] = lambda acc, lhs, lhs_scale, rhs, rhs_scale: num.matmul_mx(
     lhs.data, lhs_scale.data, rhs.data, rhs_scale.data, acc.data)
 IMPLS["tile.matmul_mx_bias"] = lambda lhs, lhs_scale, rhs, rhs_scale, bias: num.matmul_mx(
     lhs.data, lhs_scale.data, rhs.data, rhs_scale.data, bias.data)
-IMPLS["tile.batch_matmul"] = lambda lhs, rhs: num.batch_matmul(lhs.data, rhs.data)
-IMPLS["tile.batch_matmul_acc"] = lambda acc, lhs, rhs: num.batch_matmul(lhs.data, rhs.data, acc.data)
-IMPLS["tile.gemv"] = lambda lhs, rhs, acc_phase="unspecified": num.matmul(lhs.data, rhs.data)
-IMPLS["tile.gemv_acc"] = lambda acc, lhs, rhs, acc_phase="unspecified": num.matmul(lhs.data, rhs.data, acc.data)
-IMPLS["tile.gemv_bias"] = lambda lhs, rhs, bias, acc_phase="unspecified": num.matmul(lhs.data, rhs.data, bias.data)
+IMPLS["tile.batch_matmul"] = lambda lhs, rhs: num.batch_matmul(*contracted(lhs, rhs))
+IMPLS["tile.batch_matmul_acc"] = lambda acc, lhs, rhs: num.batch_matmul(*contracted(lhs, rhs), acc.data)
+IMPLS["tile.gemv"] = lambda lhs, rhs, acc_phase="unspecified": _mm(lhs, rhs)
+IMPLS["tile.gemv_acc"] = lambda acc, lhs, rhs, acc_phase="unspecified": _mm(lhs, rhs, acc.data)
+IMPLS["tile.gemv_bias"] = lambda lhs, rhs, bias, acc_phase="unspecified": _mm(lhs, rhs, bias.data)
 
 
 @impl("tensor.matmul")

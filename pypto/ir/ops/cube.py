@@ -41,10 +41,16 @@ def _check_mm(op: str, lhs: TileType, rhs: TileType) -> None:
                    "for stacks of pages use pl.batch_matmul (pl.tile.batch_matmul_acc to accumulate)")
     _require_2d(op, lhs, "lhs")
     _require_2d(op, rhs, "rhs")
-    if (lhs.valid_shape is not None and lhs.valid_shape[1] != Const(lhs.shape[1])) or \
-            (rhs.valid_shape is not None and rhs.valid_shape[0] != Const(rhs.shape[0])):
-        raise fail(op, "a fully valid K extent", "a partial tile along K",
-                   "make K fully valid: choose a K tile that divides K, or zero-pad the tensor along K in GM")
+    # The MMAD contracts over the left operand's valid columns (TMATMUL takes K from them);
+    # the right operand's rows past them are not read, and its rows up to them must be data.
+    k_lhs = lhs.shape[1] if lhs.valid_shape is None else lhs.valid_shape[1]
+    k_rhs = rhs.shape[0] if rhs.valid_shape is None else rhs.valid_shape[0]
+    k_lhs = k_lhs.value if isinstance(k_lhs, Const) else k_lhs
+    k_rhs = k_rhs.value if isinstance(k_rhs, Const) else k_rhs
+    if isinstance(k_lhs, int) and isinstance(k_rhs, int) and k_rhs < k_lhs:
+        raise fail(op, f"the rhs valid along the lhs's valid K ({k_lhs} rows)",
+                   f"an rhs valid on {k_rhs} rows of K",
+                   "give both operands the same valid K (valid_shape= on their loads)")
     if lhs.shape[1] != rhs.shape[0]:
         raise fail(op, "matching inner dimensions", f"lhs K={lhs.shape[1]} and rhs K={rhs.shape[0]}")
     if lhs.dtype is not rhs.dtype:
@@ -190,7 +196,10 @@ def _gemv(op: str, acc: bool, bias: bool):
         _check_mm(op, lhs, rhs)
         if a["acc_phase"] not in _PHASES:
             raise fail(op, f"acc_phase one of {', '.join(_PHASES)}", repr(a["acc_phase"]))
-        out = TileType(shape=(1, rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc)
+        # the columns past the rhs's valid ones are computed from padding: a store writes
+        # only the valid ones (an accumulator keeps its own valid region, as matmul_acc's)
+        out = TileType(shape=(1, rhs.shape[1]), dtype=acc_dtype(lhs.dtype), space=M.Acc,
+                       valid_shape=a.tile("acc").valid_shape if acc else product_valid(lhs, rhs))
         if acc and (a.tile("acc").shape != out.shape or a.tile("acc").dtype is not out.dtype):
             raise fail(op, f"an accumulator {type_name(out)}", type_name(a.tile("acc")))
         if bias:

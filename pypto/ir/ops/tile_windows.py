@@ -48,17 +48,27 @@ def _inside(op: str, outer: TileType, offset, shape, what: str) -> None:
                        f"[{o.value}, {o.value + e}) on axis {axis}", "keep offset + shape within the tile")
 
 
+def window_valid(shape, valid, offset) -> tuple:
+    """The valid extents of the window [offset, offset + shape) of a tile valid on ``valid``:
+    its share of that region, clipped to [0, shape)."""
+    from pypto.ir.nodes import BinOp
+    from pypto.ir.simplify import simplify
+
+    return tuple(simplify(BinOp("max", Const(0), BinOp("min", Const(s), BinOp("-", v, o))))
+                 for s, v, o in zip(shape, valid, offset))
+
+
 def _infer_slice(a: OpArgs, soc: SoC) -> TileType:
     t = a.tile("tile")
-    if t.space is M.Acc:  # (the reference's MAD into a window of it writes the whole tile in place)
-        raise fail("tile.slice", "its 'tile' operand in Vec or Mat", "a tile in Acc",
-                   "the cube accumulates into a whole Acc tile: give each window an accumulator of its own "
-                   "(pl.tile.create([M, n], pl.FP32, target_memory=pl.Mem.Acc)), or copy a window out with "
-                   "pl.tile.extract(acc, row, col, [m, n], target_memory=pl.Mem.Mat)")
     shape = static_ints(a["shape"])
     if shape is None or any(s <= 0 for s in shape):
         raise fail("tile.slice", "static positive shapes", fmt_shape(a["shape"]), SHAPE_HINT)
     _inside("tile.slice", t, tuple(a["offset"]), shape, "window")
+    if t.space is M.Acc and a["valid_shape"] is None and t.valid_shape is not None:
+        # a window of a product the fixpipe stores: valid where the product is (past its
+        # valid region the accumulator holds sums over padding)
+        return TileType(shape=shape, dtype=t.dtype, space=t.space,
+                        valid_shape=window_valid(shape, t.valid_shape, tuple(a["offset"])))
     if t.valid_shape is not None:
         raise fail("tile.slice", "a fully valid source tile", "a partial valid shape",
                    "pl.fillpad the tile first, or narrow the slice with valid_shape=")
@@ -109,13 +119,7 @@ def _infer_extract(a: OpArgs, soc: SoC) -> TileType:
                    "pl.move the tile first" if t.space is M.Vec else None)
     offset = (Const(0),) * (len(shape) - 2) + (a["index_row"], a["index_col"])
     _inside("tile.extract", t, offset, shape, "window")
-    valid = None
-    if t.valid_shape is not None:  # the window's share of the source's valid region
-        from pypto.ir.nodes import BinOp
-        from pypto.ir.simplify import simplify
-
-        valid = tuple(simplify(BinOp("max", Const(0), BinOp("min", Const(s), BinOp("-", v, o))))
-                      for s, v, o in zip(shape, t.valid_shape, offset))
+    valid = None if t.valid_shape is None else window_valid(shape, t.valid_shape, offset)
     return TileType(shape=shape, dtype=t.dtype, space=target, valid_shape=valid)
 
 
