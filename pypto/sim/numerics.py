@@ -307,6 +307,8 @@ _COMBINE = {"sum": torch.add, "max": maximum, "min": minimum, "prod": torch.mul}
 
 def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
     """Reduce the last axis (a row reduction) pairwise (see module doc); keeps it as width 1."""
+    if kind in ("max", "min") and x.shape[-1] > 1:
+        return _extreme(x, kind)
     combine = _COMBINE[kind]
     while x.shape[-1] > 1:
         width = x.shape[-1]
@@ -314,6 +316,25 @@ def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
         merged = combine(x[..., :half], x[..., half:2 * half])
         x = torch.cat([merged, x[..., 2 * half:]], dim=-1) if width % 2 else merged
     return canonical_nan(x.clone())  # one column is reduced too: a NaN in it comes out canonical
+
+
+def _extreme(x: torch.Tensor, kind: str) -> torch.Tensor:
+    """The max or min of the last axis. IEEE 754-2019 max and min (``maximum``, ``minimum``)
+    give the same bits in every order, so the pairwise tree's result is one reduction's
+    with the zero's sign by the rule: a zero max is +0 when a +0 is there, a zero min -0
+    when a -0 is; any NaN makes the canonical NaN."""
+    ext = (torch.amax if kind == "max" else torch.amin)(x, dim=-1, keepdim=True)
+    if x.dtype.is_floating_point:
+        zero = ext == 0
+        if bool(zero.any()):
+            zeros = x == 0
+            if kind == "max":
+                negative = ~(zeros & ~torch.signbit(x)).any(-1, keepdim=True)
+            else:
+                negative = (zeros & torch.signbit(x)).any(-1, keepdim=True)
+            magnitude = ext.abs()
+            ext = torch.where(zero, torch.where(negative, -magnitude, magnitude), ext)
+    return canonical_nan(ext)
 
 
 def reduce_first(x: torch.Tensor, kind: str, tree: bool = False) -> torch.Tensor:
