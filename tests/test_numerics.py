@@ -284,6 +284,19 @@ def test_property_max_min_rows_of_signed_zeros_and_specials_reduce_as_the_tree_d
     assert ps.bits_equal(num.reduce_last(x, kind), _pairwise(x, kind))
 
 
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.sampled_from([None, 0x8000, 0x7FFF, 0x8001, 0])),
+                min_size=1, max_size=64))
+def test_property_fp32_to_bf16_rounds_as_from_the_exact_value(draws):
+    # each draw's low half forced to a tie or its neighbours (or left as drawn): the bits
+    # path from fp32 against the general one from float64 (the same values, exactly)
+    bits = [(b & ~0xFFFF | low) if low is not None else b for b, low in draws]
+    x = torch.tensor([b - (1 << 32) if b >= 1 << 31 else b for b in bits], dtype=torch.int32).view(torch.float32)
+    for mode in ("round", "rint"):
+        got = num.cast(x, D.BF16, mode)
+        want = num.canonical_nan(num._round_float(x.to(torch.float64), torch.bfloat16, mode))
+        assert ps.bits_equal(got, want), mode
+
+
 # ----------------------------------------------------------------------------- NaN policy
 
 CANONICAL = {torch.float32: 0x7FC00000, torch.float16: 0x7E00, torch.bfloat16: 0x7FC0}

@@ -507,6 +507,8 @@ def _round_float(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
     past the largest finite value (the point 2**(emax+1) would stand), a directed one gives
     the largest finite value where it rounds toward zero (floor of a positive, ceil of a
     negative, trunc, odd)."""
+    if x.dtype == torch.float32 and dst == torch.bfloat16 and mode in _BF16_HALF:
+        return _fp32_to_bf16(x, _BF16_HALF[mode])
     nearest = x.to(dst)  # round half to even; from float64 to fp16/bf16 torch goes through fp32
     twice = x.dtype == torch.float64 and dst in (torch.float16, torch.bfloat16)
     if mode in ("rint", "none") and not twice:
@@ -542,6 +544,26 @@ def _round_float(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
     else:
         raise ValueError(mode)
     return torch.where(inexact, pick, nearest)
+
+
+# bf16 is fp32's upper half: a nearest mode adds half its ulp to the magnitude's bits
+# (0x8000 less one where a tie goes toward zero) and keeps the upper half
+_BF16_HALF = {"round": 0x8000}
+
+
+def _fp32_to_bf16(x: torch.Tensor, half: int) -> torch.Tensor:
+    """``_round_float`` from fp32 to bf16 in a nearest mode (``half``: what the magnitude's
+    bits gain before the lower half goes; 0x8000 rounds a tie away from zero) as integer
+    arithmetic on the bits: a magnitude's bits are ordered and spaced as its values are,
+    subnormals and the step to infinity included, so the carry is the rounding and the
+    overflow past the largest finite value lands on infinity. A NaN stays a NaN (the
+    canonical one, where the policy applies)."""
+    bits = x.view(torch.int32)
+    magnitude = (bits & 0x7FFFFFFF) + half  # (a NaN's may wrap: NaNs are taken apart below)
+    upper = (magnitude >> 16) | ((bits >> 16) & -0x8000)  # the sign, arithmetic-shifted down
+    out = upper.to(torch.int16).view(torch.bfloat16)
+    nan = torch.isnan(x)
+    return torch.where(nan, x.to(torch.bfloat16), out) if bool(nan.any()) else out
 
 
 def _last_bit(x: torch.Tensor) -> torch.Tensor:
