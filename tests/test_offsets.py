@@ -273,6 +273,14 @@ def _store(*offs):
     ((_store(n.BinOp("/", I, n.Const(2)), n.Const(0)),), False),  # not an int
     ((Loop("k", n.Const(0), n.BinOp("//", I, n.Const(2)), n.Const(1), (_store(n.Const(0), n.Const(0)),)),),
      False),  # an atom as a trip count
+    ((ScalarAssign("c", n.Const(1)),
+      Loop("k", n.Const(0), n.Const(4), n.Const(1),
+           (_store(n.BinOp("//", I, n.Var("c")), n.Const(0)), ScalarAssign("c", n.BinOp("+", n.Var("c"), n.Const(1)))))),
+     False),  # an atom of a divisor carried from trip to trip
+    ((ScalarAssign("c", n.Const(0)),
+      Loop("k", n.Const(0), n.Const(4), n.Const(1),
+           (ScalarAssign("c", n.BinOp("+", n.Var("c"), n.Const(1))), _store(n.BinOp("*", I, n.Const(8)), n.Const(0))))),
+     True),  # a counter beside it
     ((Loop("k", n.Const(0), I, n.Const(1), (_store(n.Const(0), n.Const(0)),)),), False),  # a trip count
     ((Loop("k", n.Const(0), n.Const(4), n.Const(1),
            (ScalarAssign("x", n.BinOp("+", n.Var("x"), I)), _store(n.Var("x"), n.Const(0)))),), False),  # carried

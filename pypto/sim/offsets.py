@@ -20,7 +20,8 @@ from fractions import Fraction
 
 import attrs
 
-from pypto.codegen.isa import Cond, Instr, Loop, ScalarArray, ScalarAssign, SetFlag, TensorArg, WaitFlag
+from pypto.codegen.isa import (Cond, Instr, Loop, ScalarArray, ScalarAssign, ScalarLoad, SetFlag, TensorArg, WaitFlag,
+                               assigned_scalars, walk)
 from pypto.errors import PyptoError
 from pypto.sim.affine import exprs
 from pypto.sim import drift
@@ -113,13 +114,19 @@ def _walk(body, p: str, coef: dict, pure: dict, uses: list) -> None:
             for e in (node.start, node.stop, node.step, node.cond):
                 if e is not None:  # (a while loop has no stop, a counted one no condition)
                     _still(e, p, coef, pure)
-            pure.pop(node.var, None)
+            # what the body binds is no fixed expression of p on entry (a counter carried from
+            # trip to trip), nor after the loop (which may run no trip): an atom may not read it
+            bound = assigned_scalars(node.body) | {x.var for x in walk(node.body) if isinstance(x, Loop)} | {node.var}
+            for name in bound:
+                pure.pop(name, None)
             coef.pop(node.var, None)
             _walk(node.body, p, coef, pure, uses)
-            once, once_pure = dict(coef), dict(pure)
+            once = dict(coef)
             _walk(node.body, p, coef, pure, [])  # a value carried from trip to trip would move on
-            if coef != once or pure != once_pure:
+            if coef != once:
                 raise _Reaches
+            for name in bound:
+                pure.pop(name, None)
         elif isinstance(node, Cond):
             _still(node.cond, p, coef, pure)
             then, other = dict(coef), dict(coef)
@@ -134,7 +141,13 @@ def _walk(body, p: str, coef: dict, pure: dict, uses: list) -> None:
             pure.update((k, e) for k, e in then_pure.items() if other_pure.get(k) == e)
         elif isinstance(node, (SetFlag, WaitFlag)):
             _still(node.event, p, coef, pure)
+        elif isinstance(node, ScalarLoad):  # a value read from GM: no expression of p
+            coef.pop(node.name, None)
+            pure.pop(node.name, None)
         elif isinstance(node, Instr):
+            if node.result is not None:  # (an element of a tile, read by the scalar unit)
+                coef.pop(node.result, None)
+                pure.pop(node.result, None)
             moved = None
             for param, a in zip(lookup(node.op).params, node.args):
                 if param.name == "offsets" and node.op in _MOVED and isinstance(a, tuple):
