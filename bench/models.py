@@ -8,8 +8,9 @@ cache) and prefill (a 512-token prompt), written in pypto.language as its users 
 
 Per piece: its tasks, instructions (compute and transfer; syncs apart), the simulated
 time, the wall seconds of a run on each platform (a first launch: every repeat compiles
-the kernel afresh, so nothing of an earlier simulation is reused; compiling is not timed),
-simulated instructions per wall second, torch eager's time on the same shapes and dtypes
+the kernel afresh, so nothing of an earlier simulation is reused; compiling is not timed)
+and its CPU seconds (what a shared host's load does not inflate), simulated instructions
+per wall second and per CPU second, torch eager's time on the same shapes and dtypes
 (bf16 GEMMs, fp32 element-wise work, SDPA; on one thread as the package runs, unless
 ``--threads``) and the two ratios, the largest error against torch's fp32 oracle, and
 whether ref and a2a3sim agree bit for bit; the host's load as each piece began. The whole
@@ -59,6 +60,7 @@ class Figures:
     syncs: int | None = None
     sim_us: float | None = None
     wall: dict = dataclasses.field(default_factory=dict)  # platform -> median seconds of a run
+    cpu: dict = dataclasses.field(default_factory=dict)  # platform -> median CPU seconds of a run (this process)
     compile_s: dict = dataclasses.field(default_factory=dict)  # platform -> median seconds of a compile
     torch_s: float | None = None
     error: dict = dataclasses.field(default_factory=dict)  # platform -> largest |got - oracle|
@@ -72,6 +74,10 @@ class Figures:
     def ips(self):
         wall = self.wall.get("a2a3sim")
         return self.instructions / wall if wall and self.instructions else None
+
+    def cpu_ips(self):
+        cpu = self.cpu.get("a2a3sim")
+        return self.instructions / cpu if cpu and self.instructions else None
 
 
 def one_line(err: BaseException) -> str:
@@ -89,7 +95,7 @@ def measure(piece_name: str, case: Case, platforms, repeat: int, check: bool, bu
     got = {}
     for platform in platforms:
         try:
-            walls, compiles = [], []
+            walls, cpus, compiles = [], [], []
             for k in range(repeat):
                 kernel = piece.build(case)  # a fresh kernel: its first launch, nothing remembered
                 args, outs = arguments(piece, case, tensors)
@@ -97,10 +103,12 @@ def measure(piece_name: str, case: Case, platforms, repeat: int, check: bool, bu
                 began = time.perf_counter()
                 compiled = kernel.compile(*args, config=config)
                 compiles.append(time.perf_counter() - began)
-                began = time.perf_counter()
+                began, cpu_began = time.perf_counter(), time.process_time()
                 report = compiled.run(*args)
                 walls.append(time.perf_counter() - began)
+                cpus.append(time.process_time() - cpu_began)
             fig.wall[platform], fig.compile_s[platform] = statistics.median(walls), statistics.median(compiles)
+            fig.cpu[platform] = statistics.median(cpus)
             got[platform] = outs
             if platform == "a2a3sim":
                 fig.tasks, fig.instructions = len(report.tasks), report.instructions
@@ -172,7 +180,7 @@ def fmt(value, spec: str, missing: str = "-") -> str:
 
 
 HEADER = (f"{'mode':<8} {'piece':<10} {'tasks':>6} {'instr':>9} {'sim us':>9} {'compile s':>9} {'ref s':>8} "
-          f"{'a2a3sim s':>9} {'instr/s':>9} {'torch ms':>9} {'ref/torch':>9} {'sim/torch':>9} {'max err':>8} "
+          f"{'a2a3sim s':>9} {'instr/s':>9} {'ref cpu':>7} {'sim cpu':>7} {'instr/cpu s':>11} {'torch ms':>9} {'ref/torch':>9} {'sim/torch':>9} {'max err':>8} "
           f"{'ref==sim':>8} {'load':>5}")
 
 
@@ -185,6 +193,7 @@ def print_row(fig: Figures) -> None:
     print(f"{fig.mode:<8} {fig.piece:<10} {fmt(fig.tasks, 'd'):>6} {fmt(fig.instructions, ',d'):>9} "
           f"{fmt(fig.sim_us, ',.1f'):>9} {fmt(fig.compile_s.get('a2a3sim', fig.compile_s.get('ref')), '.2f'):>9} "
           f"{fmt(ref, '.2f'):>8} {fmt(sim, '.2f'):>9} {fmt(fig.ips(), ',.0f'):>9} "
+          f"{fmt(fig.cpu.get('ref'), '.2f'):>7} {fmt(fig.cpu.get('a2a3sim'), '.2f'):>7} {fmt(fig.cpu_ips(), ',.0f'):>11} "
           f"{fmt(fig.torch_s and fig.torch_s * 1e3, '.2f'):>9} {fmt(ratio(ref), ',.0f'):>9} "
           f"{fmt(ratio(sim), ',.0f'):>9} {fmt(err, '.2e'):>8}{ok} {same:>8} {fmt(fig.load, '.1f'):>5}", flush=True)
     for where, why in fig.failed.items():

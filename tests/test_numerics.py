@@ -2,6 +2,8 @@
 matmul order, packed masks; the scalar's conversion to the tile dtype, the min/max rule on
 signed zeros, and the NaN policy, on both platforms."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -261,6 +263,38 @@ def test_property_max_min_reductions_follow_the_rule_in_any_order(cols, rows, dt
     rnd.shuffle(order)
     assert ps.bits_equal(num.reduce_last(x[:, order], kind), got)
     assert ps.bits_equal(num.reduce_first(x.T.contiguous(), kind), got.T.contiguous())
+
+
+def _pairwise(x: torch.Tensor, kind: str) -> torch.Tensor:
+    """The vector unit's tree: halves combined element by element with IEEE max / min."""
+    combine = num.maximum if kind == "max" else num.minimum
+    while x.shape[-1] > 1:
+        half = x.shape[-1] // 2
+        merged = combine(x[..., :half], x[..., half:2 * half])
+        x = torch.cat([merged, x[..., 2 * half:]], dim=-1) if x.shape[-1] % 2 else merged
+    return num.canonical_nan(x.clone())
+
+
+@given(st.lists(st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, math.inf, -math.inf, math.nan]),
+                         min_size=1, max_size=9), min_size=1, max_size=4).filter(lambda r: len({len(x) for x in r}) == 1),
+       st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), st.sampled_from(["min", "max"]))
+def test_property_max_min_rows_of_signed_zeros_and_specials_reduce_as_the_tree_does(rows, dtype, kind):
+    # few distinct values: rows with both zeros, all zeros of one sign, NaN beside infinities
+    x = torch.tensor(rows, dtype=torch.float32).to(dtype)
+    assert ps.bits_equal(num.reduce_last(x, kind), _pairwise(x, kind))
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.sampled_from([None, 0x8000, 0x7FFF, 0x8001, 0])),
+                min_size=1, max_size=64))
+def test_property_fp32_to_bf16_rounds_as_from_the_exact_value(draws):
+    # each draw's low half forced to a tie or its neighbours (or left as drawn): the bits
+    # path from fp32 against the general one from float64 (the same values, exactly)
+    bits = [(b & ~0xFFFF | low) if low is not None else b for b, low in draws]
+    x = torch.tensor([b - (1 << 32) if b >= 1 << 31 else b for b in bits], dtype=torch.int32).view(torch.float32)
+    for mode in ("round", "rint"):
+        got = num.cast(x, D.BF16, mode)
+        want = num.canonical_nan(num._round_float(x.to(torch.float64), torch.bfloat16, mode))
+        assert ps.bits_equal(got, want), mode
 
 
 # ----------------------------------------------------------------------------- NaN policy

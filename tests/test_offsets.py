@@ -115,6 +115,45 @@ def test_property_every_value_gets_the_timeline_simulating_it_gives(values):
     assert len(_timelines(kernel)) == 1  # one family for all the values
 
 
+G = 3
+
+
+@pl.jit.incore
+def grouped(q: pl.Tensor, kv: pl.Tensor, out: pl.Out[pl.Tensor], h: pl.Scalar[pl.INDEX]):
+    # a query head h reads its group's KV rows (h // G) and a half chosen by h % 2: offsets
+    # affine in h's atoms, not in h
+    t = pl.load(q, [h * R, 0], [R, 64])
+    u = pl.load(kv, [(h // G) * R, (h % 2) * 64], [R, 64])
+    pl.store(pl.add(pl.exp(t), u), [h * R, 64 - (h % 2) * 64], out)
+    return out
+
+
+def test_a_scalar_moving_windows_through_its_atoms_is_moving():
+    q, kv, out = torch.randn(16 * R, 64), torch.randn(6 * R, C), torch.zeros(16 * R, C)
+    (kernel,) = grouped.compile(q, kv, out, 0).kernels.values()
+    got = offsets.moving(kernel)
+    assert set(got) == {"h"}
+    assert offsets.atoms(got["h"])[0] is None and len(offsets.atoms(got["h"])) == 3  # h, h // G, h % 2
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.lists(st.integers(0, 15), min_size=1, max_size=6))
+def test_property_every_value_of_a_scalar_moving_through_atoms_gets_the_timeline_simulating_it_gives(values):
+    q, kv, out = torch.randn(16 * R, 64), torch.randn(6 * R, C), torch.zeros(16 * R, C)
+    (kernel,) = grouped.compile(q, kv, out, 0).kernels.values()
+    _timelines(kernel).clear()
+    for h in values:
+        args = (q, kv, out.clone(), h)
+        timeline = simulate(kernel, args, A2A3)
+        direct, copies = _direct(kernel, args)
+        assert (timeline.cycles, timeline.pipe_cycles, timeline.footprint) == \
+               (direct.cycles, direct.pipe_cycles, direct.footprint)
+        mine = (q.clone(), kv.clone(), out.clone(), h)
+        apply(timeline, Launch(kernel, mine).tensors())
+        assert all(bits_equal(x, y) for x, y in zip(mine[:3], copies[:3]))
+    assert len(_timelines(kernel)) == 1  # one family for all the values
+
+
 def test_a_window_out_of_range_for_one_value_fails_as_simulating_it_does():
     kernel, a, out = _kernel()
     simulate(kernel, (a, out, 0, 0), A2A3)
@@ -227,7 +266,21 @@ def _store(*offs):
     ((_store(n.BinOp("*", I, n.Const(8)), n.Const(0)),), True),
     ((ScalarAssign("x", n.BinOp("+", I, n.Const(3))), _store(n.Var("x"), n.Const(0))), True),
     ((_store(n.BinOp("*", I, J), n.Const(0)),), False),  # times another scalar
-    ((_store(n.BinOp("%", I, n.Const(2)), n.Const(0)),), False),  # not affine
+    ((_store(n.BinOp("%", I, n.Const(2)), n.Const(0)),), True),  # affine in an atom of i alone
+    ((ScalarAssign("x", n.BinOp("//", I, n.Const(3))), _store(n.BinOp("*", n.Var("x"), n.Const(8)), I)), True),
+    ((_store(n.BinOp("%", n.BinOp("+", I, J), n.Const(2)), n.Const(0)),), False),  # an atom must be of i alone
+    ((_store(n.BinOp("*", n.BinOp("//", I, n.Const(2)), I), n.Const(0)),), False),  # not affine in its atoms
+    ((_store(n.BinOp("/", I, n.Const(2)), n.Const(0)),), False),  # not an int
+    ((Loop("k", n.Const(0), n.BinOp("//", I, n.Const(2)), n.Const(1), (_store(n.Const(0), n.Const(0)),)),),
+     False),  # an atom as a trip count
+    ((ScalarAssign("c", n.Const(1)),
+      Loop("k", n.Const(0), n.Const(4), n.Const(1),
+           (_store(n.BinOp("//", I, n.Var("c")), n.Const(0)), ScalarAssign("c", n.BinOp("+", n.Var("c"), n.Const(1)))))),
+     False),  # an atom of a divisor carried from trip to trip
+    ((ScalarAssign("c", n.Const(0)),
+      Loop("k", n.Const(0), n.Const(4), n.Const(1),
+           (ScalarAssign("c", n.BinOp("+", n.Var("c"), n.Const(1))), _store(n.BinOp("*", I, n.Const(8)), n.Const(0))))),
+     True),  # a counter beside it
     ((Loop("k", n.Const(0), I, n.Const(1), (_store(n.Const(0), n.Const(0)),)),), False),  # a trip count
     ((Loop("k", n.Const(0), n.Const(4), n.Const(1),
            (ScalarAssign("x", n.BinOp("+", n.Var("x"), I)), _store(n.Var("x"), n.Const(0)))),), False),  # carried

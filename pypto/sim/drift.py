@@ -42,3 +42,20 @@ def moved(value, delta, steps: int):
     if type(delta) is int:
         return value + steps * delta
     return tuple(moved(v, d, steps) for v, d in zip(value, delta))
+
+
+def combined(deltas: tuple, weights) -> object:
+    """``sum(w * d)`` of deltas alike in shape (None moves nothing), each int of it whole;
+    Unshown where one is not (the moves are not whole steps of what they were weighed by)."""
+    if all(d is None for d in deltas):
+        return None
+    if any(type(d) is tuple for d in deltas):
+        size = max(len(d) for d in deltas if type(d) is tuple)
+        if any(type(d) is not tuple and d is not None or type(d) is tuple and len(d) != size for d in deltas):
+            raise Unshown
+        parts = tuple(combined(tuple(None if d is None else d[k] for d in deltas), weights) for k in range(size))
+        return None if all(p is None for p in parts) else parts
+    total = sum(w * d for w, d in zip(weights, deltas) if d is not None)
+    if total.denominator != 1:
+        raise Unshown
+    return int(total) or None

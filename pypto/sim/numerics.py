@@ -307,6 +307,8 @@ _COMBINE = {"sum": torch.add, "max": maximum, "min": minimum, "prod": torch.mul}
 
 def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
     """Reduce the last axis (a row reduction) pairwise (see module doc); keeps it as width 1."""
+    if kind in ("max", "min") and x.shape[-1] > 1:
+        return _extreme(x, kind)
     combine = _COMBINE[kind]
     while x.shape[-1] > 1:
         width = x.shape[-1]
@@ -314,6 +316,25 @@ def reduce_last(x: torch.Tensor, kind: str) -> torch.Tensor:
         merged = combine(x[..., :half], x[..., half:2 * half])
         x = torch.cat([merged, x[..., 2 * half:]], dim=-1) if width % 2 else merged
     return canonical_nan(x.clone())  # one column is reduced too: a NaN in it comes out canonical
+
+
+def _extreme(x: torch.Tensor, kind: str) -> torch.Tensor:
+    """The max or min of the last axis. IEEE 754-2019 max and min (``maximum``, ``minimum``)
+    give the same bits in every order, so the pairwise tree's result is one reduction's
+    with the zero's sign by the rule: a zero max is +0 when a +0 is there, a zero min -0
+    when a -0 is; any NaN makes the canonical NaN."""
+    ext = (torch.amax if kind == "max" else torch.amin)(x, dim=-1, keepdim=True)
+    if x.dtype.is_floating_point:
+        zero = ext == 0
+        if bool(zero.any()):
+            zeros = x == 0
+            if kind == "max":
+                negative = ~(zeros & ~torch.signbit(x)).any(-1, keepdim=True)
+            else:
+                negative = (zeros & torch.signbit(x)).any(-1, keepdim=True)
+            magnitude = ext.abs()
+            ext = torch.where(zero, torch.where(negative, -magnitude, magnitude), ext)
+    return canonical_nan(ext)
 
 
 def reduce_first(x: torch.Tensor, kind: str, tree: bool = False) -> torch.Tensor:
@@ -486,6 +507,8 @@ def _round_float(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
     past the largest finite value (the point 2**(emax+1) would stand), a directed one gives
     the largest finite value where it rounds toward zero (floor of a positive, ceil of a
     negative, trunc, odd)."""
+    if x.dtype == torch.float32 and dst == torch.bfloat16 and mode in _BF16_HALF:
+        return _fp32_to_bf16(x, _BF16_HALF[mode])
     nearest = x.to(dst)  # round half to even; from float64 to fp16/bf16 torch goes through fp32
     twice = x.dtype == torch.float64 and dst in (torch.float16, torch.bfloat16)
     if mode in ("rint", "none") and not twice:
@@ -521,6 +544,26 @@ def _round_float(x: torch.Tensor, dst, mode: str) -> torch.Tensor:
     else:
         raise ValueError(mode)
     return torch.where(inexact, pick, nearest)
+
+
+# bf16 is fp32's upper half: a nearest mode adds half its ulp to the magnitude's bits
+# (0x8000 less one where a tie goes toward zero) and keeps the upper half
+_BF16_HALF = {"round": 0x8000}
+
+
+def _fp32_to_bf16(x: torch.Tensor, half: int) -> torch.Tensor:
+    """``_round_float`` from fp32 to bf16 in a nearest mode (``half``: what the magnitude's
+    bits gain before the lower half goes; 0x8000 rounds a tie away from zero) as integer
+    arithmetic on the bits: a magnitude's bits are ordered and spaced as its values are,
+    subnormals and the step to infinity included, so the carry is the rounding and the
+    overflow past the largest finite value lands on infinity. A NaN stays a NaN (the
+    canonical one, where the policy applies)."""
+    bits = x.view(torch.int32)
+    magnitude = (bits & 0x7FFFFFFF) + half  # (a NaN's may wrap: NaNs are taken apart below)
+    upper = (magnitude >> 16) | ((bits >> 16) & -0x8000)  # the sign, arithmetic-shifted down
+    out = upper.to(torch.int16).view(torch.bfloat16)
+    nan = torch.isnan(x)
+    return torch.where(nan, x.to(torch.bfloat16), out) if bool(nan.any()) else out
 
 
 def _last_bit(x: torch.Tensor) -> torch.Tensor:

@@ -267,7 +267,7 @@ def simulate(kernel: Kernel, args: tuple, soc: SoC, *, unsafe: bool = False, clu
 
     if entry is None:
         timeline = at()
-        entry = offsets.Family(timeline, moving) if moving else timeline
+        entry = offsets.Family(timeline, moving, cache.moving) if moving else timeline
         cache.items_kept += timeline.items.stored()
         while cache and cache.items_kept > _KEPT_ITEMS:
             cache.items_kept -= _kept(cache.pop(next(iter(cache)))).items.stored()
