@@ -25,11 +25,11 @@ from pypto.backend import DEFAULT
 from pypto.ir import nodes as n
 from pypto.ir.collector import collector_paused
 from pypto.ir.types import FunctionType, Level, Role, ScalarType, conforms, sizing_key, type_name
-from pypto.lang import names as N
-from pypto.lang.calls import Callee, ProgramHooks
+from pypto.lang.vocabulary import names as N
+from pypto.lang.statements.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
 from pypto.console import filtered
-from pypto.lang.exprs import Source
+from pypto.lang.expressions.exprs import Source
 from pypto.lang.sources import KernelSource, defining_scope, source_of
 
 

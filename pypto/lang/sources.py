@@ -17,9 +17,9 @@ import numpy
 
 from pypto.errors import ParseError, Span, SpecializationError
 from pypto.ir.types import FunctionType
-from pypto.lang import names as N
-from pypto.lang.exprs import Source
-from pypto.lang.signatures import check_signature
+from pypto.lang.vocabulary import names as N
+from pypto.lang.expressions.exprs import Source
+from pypto.lang.statements.signatures import check_signature
 
 
 def source_of(obj, scope: dict | None = None, line: int | None = None) -> tuple[Source, ast.AST]:

@@ -34,15 +34,19 @@ from pypto.errors import Span
 from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
-from pypto.sim import effects as Effects
-from pypto.sim.steps import Steps, run_steps
-from pypto.sim import fresh, lacking, offsets, progress, ranks
-from pypto.sim.hazards import SimulatorHazard
+from pypto.sim.data import effects as Effects
+from pypto.sim.data.steps import Steps, run_steps
+from pypto.sim.ops import fresh
+from pypto.sim import lacking
+from pypto.sim.fastforward import offsets
+from pypto.sim.reports import progress
+from pypto.sim.data import ranks
+from pypto.sim.timing.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
-from pypto.sim.run_summary import summary_fields
-from pypto.sim.schedule import SimulatorDeadlock, schedule
-from pypto.sim.issue import Issuer, SimulatorError, item_name
-from pypto.sim.views import overlap_groups, overlaps_any
+from pypto.sim.reports.run_summary import summary_fields
+from pypto.sim.timing.schedule import SimulatorDeadlock, schedule
+from pypto.sim.timing.issue import Issuer, SimulatorError, item_name
+from pypto.sim.accesses.views import overlap_groups, overlaps_any
 from pypto.backend import CoreKind, Pipe, SoC
 
 __all__ = ["Launch", "RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent",
@@ -86,7 +90,7 @@ class RunReport:
     outputs: tuple = ()  # what the entry function returned
     tasks: list = attrs.Factory(list)  # on the chip: each task as it ran (``pypto.chip.orchestrator.TaskRecord``)
     dfx_files: list = attrs.Factory(list)  # the chip's artifacts written (dfx_outputs/)
-    prints: list = attrs.Factory(list)  # what each pl.debug_print saw (``pypto.sim.prints.Print``)
+    prints: list = attrs.Factory(list)  # what each pl.debug_print saw (``pypto.sim.reports.prints.Print``)
     platform: str = ""  # what ran it ("ref" keeps no time)
     clock_hz: int = 0  # the cores' clock, for µs (0: unknown)
     _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
@@ -98,12 +102,12 @@ class RunReport:
 
     def summary(self) -> str:
         """One line for a log or a notebook cell: the two times and the task count."""
-        from pypto.sim.run_summary import summary_line
+        from pypto.sim.reports.run_summary import summary_line
 
         return summary_line(self)
 
     def _repr_html_(self) -> str:
-        from pypto.sim.run_summary import html_table
+        from pypto.sim.reports.run_summary import html_table
 
         return html_table(self)
 
@@ -177,7 +181,7 @@ class Timeline:
     # the GM windows its loads and stores move: (launch, parameter, writes, offsets, extents), each once
     footprint: tuple = ()
     skipped: int = 0  # trips of steady loops produced from the trip before rather than simulated (``steady``)
-    prints: tuple = ()  # what its pl.debug_prints saw, at their cycles (``pypto.sim.prints``)
+    prints: tuple = ()  # what its pl.debug_prints saw, at their cycles (``pypto.sim.reports.prints``)
     # each pl.system.syncall the launch reaches, in order: ((core name, the cycle it arrives), ...)
     arrivals: tuple = ()
 

@@ -161,7 +161,7 @@ for _name in ("world_size", "alloc_window_buffer", "window"):
 
 # ----------------------------------------------------------------------------- collectives
 # The InCore composites (``pld.tensor.allreduce(data, signal, ...)`` and the five others): one
-# op each, whose meaning on a rank (``pypto.sim.comm``) is the reference's protocol over the
+# op each, whose meaning on a rank (``pypto.sim.ops.comm``) is the reference's protocol over the
 # same primitives — a credit barrier on the signal (each rank adds 1 to its cell of every
 # peer's signal and waits for its peers' cells, which it then takes back, so the signal is
 # reusable), the remote reads or writes, a second barrier before a rank overwrites what its

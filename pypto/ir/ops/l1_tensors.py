@@ -4,7 +4,7 @@ cache at tensor level. ``pl.create_l1`` is an empty L1 (Mat) buffer seen as a te
 physical place itself); ``pl.paged_gather`` does the whole gather through a block table,
 into Mat or Vec. Their results compose with tensor code (a matmul reads a Mat one as an
 operand, an assemble stores one); ConvertTensorToTileOps lowers them to ``tile.create`` and
-``tile.gather_row`` (``pypto.passes.expand_l1``)."""
+``tile.gather_row`` (``pypto.passes.tile_conversion.expand_l1``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 the reference's ``pto.trandom``): a tile or tensor of 32-bit words, each a function of the
 64-bit key ``(key0, key1)``, the 128-bit counter ``(counter0 .. counter3)`` and the
 element's position — the same seeds give the same values, on every run and platform. The
-generator (Philox4x32) is defined once, in ``pypto.sim.randoms``.
+generator (Philox4x32) is defined once, in ``pypto.sim.ops.randoms``.
 
 ``pto.trandom`` is an Ascend950 (A5) instruction: the a2a3 SoC table lacks it, so the
 simulator refuses a kernel holding one, and ``ref`` computes it."""

@@ -1,7 +1,7 @@
 """The op registry: each op's signature, legal memory spaces and type inference, declared
 once and read by the front end, the IR parser and printer, the verifier and the passes.
 
-An op's numeric semantics live in ``pypto.sim.semantics`` under the same name (a test
+An op's numeric semantics live in ``pypto.sim.ops.semantics`` under the same name (a test
 checks that every registered op has them).
 """
 
@@ -107,7 +107,7 @@ WINDOW_KINDS = ("elementwise", "row_reduce", "col_reduce", "row_broadcast", "col
 @attrs.frozen
 class Windows:
     """How a tensor op reads its operands, window by window, so that its code can be
-    computed block by block (``pypto.passes.regions.operand_regions``):
+    computed block by block (``pypto.passes.tile_conversion.regions.operand_regions``):
 
     - ``elementwise``: a window of the result reads the same window of each operand;
     - ``row_reduce`` / ``col_reduce``: whole rows (columns) of the operand; two partial

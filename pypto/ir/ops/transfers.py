@@ -151,7 +151,7 @@ def _infer_move(a: OpArgs, soc: SoC) -> TileType:
     tile: TileType = a.tile("tile")
     target = a["target_memory"]
     # a move between the cube and the vector cores is a crossing: a mixed scope stages it
-    # through GM (pypto.passes.crossings); anywhere else codegen refuses it with the reason
+    # through GM (pypto.passes.outlining.crossings); anywhere else codegen refuses it with the reason
     if tile.space is not None and not soc.can_move(tile.space, target) and not soc.crosses(tile.space, target):
         legal = ", ".join(s.name for s in soc.targets_from(tile.space)) or "nowhere"
         others = having(lambda t: t.can_move(tile.space, target), soc)

@@ -20,7 +20,7 @@ from pypto.cluster.windows import WindowBuffer, WindowView
 from pypto.runtime.distributed.worker import StackedDeviceTensor
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir.types import DataType
-from pypto.lang import names as N
+from pypto.lang.vocabulary import names as N
 from pypto.lang.sources import source_of
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,

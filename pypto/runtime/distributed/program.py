@@ -16,7 +16,7 @@ from pypto.cluster.windows import WindowView
 from pypto.errors import ConfigError
 from pypto.runtime.callsite import located
 from pypto.runtime.config import RunConfig
-from pypto.sim.comm import PORT
+from pypto.sim.ops.comm import PORT
 
 
 @attrs.frozen
