@@ -44,6 +44,13 @@ class OutOfRange(Exception):
 
 INDEX_HINT = "keep the index within the extent (the loop's bounds say how far it goes)"  # OutOfRange's usual advice
 EMPTY_HINT = "make each valid extent at least 1 where it is computed, or skip the reduction when one is 0"
+# a tile's valid extent computed when the kernel runs, outside its shape: both platforms' words
+EXTENT_HINT = "keep each valid extent within 0 and the tile's shape (min(v, extent) where the value is computed)"
+
+
+def invalid_extent(tile: str, extents, shape) -> str:
+    """A valid extent computed when the kernel runs, outside the tile."""
+    return f"tile '{tile}' has valid shape {list(extents)} at run time, outside its shape {list(shape)}"
 
 
 def nonempty(valid) -> None:

@@ -21,12 +21,11 @@ from pypto.ir.types import ForKind, TensorType, TileType
 from pypto.lang.flow.index_bounds import len_of
 from pypto.sim.ops import numerics as num
 from pypto.sim.reports import progress
-from pypto.sim.timing.issue import EXTENT_HINT, invalid_extent
 from pypto.sim.ops.comm import COMM_OPS, observe
 from pypto.sim.ops.comm import PORT as comm_port
 from pypto.sim.ops.crossings import rejoin
 from pypto.sim.reports.prints import Print
-from pypto.sim.ops.semantics import IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal, window
+from pypto.sim.ops.semantics import EXTENT_HINT, IMPLS, INDEX_HINT, VIEWS, OutOfRange, TileVal, invalid_extent, window
 
 SIZED = ("tensor.create", "tensor.slice", "tensor.reshape")  # an orchestration may size these as it runs
 

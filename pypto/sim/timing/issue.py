@@ -31,7 +31,7 @@ from pypto.lang.flow.index_bounds import len_of
 from pypto.sim.reports import progress
 from pypto.sim.timing.affine import uniform_trips
 from pypto.ir.types import DataType
-from pypto.sim.ops.semantics import IMPLS, INDEX_HINT, OutOfRange
+from pypto.sim.ops.semantics import EXTENT_HINT, IMPLS, INDEX_HINT, OutOfRange, invalid_extent
 from pypto.sim.accesses.views import window_runs
 
 
@@ -112,14 +112,6 @@ class ConcreteBuf:
     valid: tuple
     tile: str
     nbytes: int  # the whole tile's: shape times element size
-
-
-EXTENT_HINT = "keep each valid extent within 0 and the tile's shape (min(v, extent) where the value is computed)"
-
-
-def invalid_extent(tile: str, extents, shape) -> str:
-    """A valid extent computed when the kernel runs, outside the tile."""
-    return f"tile '{tile}' has valid shape {list(extents)} at run time, outside its shape {list(shape)}"
 
 
 class Issuer:
