@@ -8,7 +8,11 @@ module-level ``T = pl.Tile[...]``) build inert markers; the front end reads the 
 
 from __future__ import annotations
 
-from pypto.errors import PyptoError
+import linecache
+import sys
+from pathlib import Path
+
+from pypto.errors import PyptoError, Span
 
 
 class DslName:
@@ -138,8 +142,6 @@ class TypeConstructor(DslName):
 
 class MemRefConstructor(DslName):
     def __call__(self, *args, **kwargs) -> MemRefDeclaration:
-        from pypto.lang.sources import _decorated_at
-
         try:
             f = memref_fields(list(args), kwargs, named=False)
         except ValueError as exc:
@@ -150,6 +152,22 @@ class MemRefConstructor(DslName):
                              "declaration is an allocation of your own", span=_decorated_at(),
                              hint="scratch = pl.MemRef(slots=2)")
         return MemRefDeclaration(f["name"], f["slots"], f["addr"], f["size"], _decorated_at())
+
+
+_PACKAGE = str(Path(__file__).resolve().parents[2])  # pypto/
+
+
+def _decorated_at() -> Span | None:
+    """The line applying the decorator being run: the first frame outside pypto (a class
+    has no line of its own to report, and its module may be gone by the time it is called)."""
+    frame = sys._getframe(1)
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE + "/"):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    file, line = frame.f_code.co_filename, frame.f_lineno
+    text = linecache.getline(file, line).rstrip("\n")
+    return Span(file, line, len(text) - len(text.lstrip()) + 1, line, len(text) + 1, text or None)
 
 
 class TileViewConstructor(DslName):  # pl.TileView and pl.TensorView: read in annotations
