@@ -32,7 +32,8 @@ from pypto.ir.types import ArgDirection, ParamDirection, TensorType
 from pypto.sim.reports import progress
 from pypto.sim.data import ranks
 from pypto.sim.ops.comm import PORT
-from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
+from pypto.sim.simulator import Launch, simulate, simulate_together
+from pypto.sim.reports.run_report import RunReport
 
 @attrs.frozen
 class TaskRecord:

@@ -34,7 +34,7 @@ from pypto.runtime import build_dirs, publish
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
-from pypto.sim.simulator import RunReport
+from pypto.sim.reports.run_report import RunReport
 from pypto.sim.reports.run_summary import summary_line
 from pypto.backend import BackendType, backend
 from pypto.lang.program import GenericProgram

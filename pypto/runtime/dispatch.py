@@ -15,7 +15,7 @@ from pypto.sim.reference import interpreter
 from pypto.sim.reports import progress
 from pypto.sim.ops.numerics import one_thread
 from pypto.ir.collector import collector_paused
-from pypto.sim.simulator import RunReport
+from pypto.sim.reports.run_report import RunReport
 from pypto.sim.ops.fresh import fresh_memory
 
 

@@ -29,6 +29,7 @@ from pypto.ir.simplify import DIVISIONS, OPERATORS, SHIFTS
 from pypto.backend import CoreId, CoreKind, MemorySpace, Pipe, SoC
 from pypto.lang.flow.index_bounds import len_of
 from pypto.sim.reports import progress
+from pypto.sim.reports.run_report import item_name
 from pypto.sim.timing.affine import uniform_trips
 from pypto.ir.types import DataType
 from pypto.sim.ops.semantics import EXTENT_HINT, IMPLS, INDEX_HINT, OutOfRange, invalid_extent
@@ -68,14 +69,6 @@ class Dyn:
 
     def name(self) -> str:
         return item_name(self.node, self.flag)
-
-
-def item_name(node, flag) -> str:
-    """How an issued item is named in traces and messages."""
-    if isinstance(node, (SetFlag, WaitFlag)):
-        kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag"
-        return f"{kind}({node.src.value}->{node.dst.value}, {flag[4]})"
-    return f"{node.mnemonic} {node.note}".strip()
 
 
 PIPE_NUMBER = {p: k for k, p in enumerate(Pipe)}
