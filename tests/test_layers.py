@@ -31,7 +31,8 @@ ALSO = {"backend": set()}  # the ground floor imports nothing of ours but errors
 #   reserves); the one-module passes; the invariants and the pipeline that orders them all.
 # lang: the names of the kernel language; the checks over converted IR (whose call-site record
 #   the converter keeps); expressions, control flow, statements and the orchestration's forms,
-#   each reading the ones before; the function converter; reading source and text into programs.
+#   each reading the ones before; the function converter; reading source; a program class
+#   converted, the decorators and program objects users get; @pl.jit kernels; dump text.
 UNITS = {
     "sim": ("reports", "ops", "accesses", "reference", "timing", "data", "fastforward", "lacking", "record",
             "simulator"),
@@ -39,7 +40,7 @@ UNITS = {
                "fuse_create_assemble_to_slice", "infer_tile_memory_space", "lower_pipeline_loops",
                "lower_pipeline_to_slots", "tile_innermost_dim_granularity", "invariants", "pipeline"),
     "lang": ("vocabulary", "checks", "expressions", "flow", "statements", "orchestration", "converter", "sources",
-             "program", "jit", "text"),
+             "program_builder", "program", "jit", "text"),
 }
 # Units beside each other rather than above: no import either way. The reference interpreter
 # is the oracle the simulator is checked against, so neither is built on the other.

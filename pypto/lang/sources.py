@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import numpy
 
-from pypto.errors import ParseError, Span, SpecializationError
+from pypto.errors import ParseError, SpecializationError
 from pypto.ir.types import FunctionType
 from pypto.lang.vocabulary import names as N
 from pypto.lang.vocabulary.dsl import _decorated_at

@@ -20,7 +20,8 @@ from pypto.lang.vocabulary import names as N
 from pypto.lang.statements.calls import ProgramHooks
 from pypto.lang.converter import FunctionConverter
 from pypto.lang.expressions.exprs import Source
-from pypto.lang.program import GenericProgram, ProgramBuilder, function_options
+from pypto.lang.program import GenericProgram
+from pypto.lang.program_builder import ProgramBuilder, function_options
 
 
 class InvalidSyntax(ParseError, SyntaxError):

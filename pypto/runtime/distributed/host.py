@@ -125,7 +125,7 @@ class DeviceEntry:
     @property
     def function_type(self):
         from pypto.backend import DEFAULT
-        from pypto.lang.program import function_options
+        from pypto.lang.program_builder import function_options
 
         return function_options(self.program.source, self.program.defs[self.__name__], DEFAULT)[0]
 
