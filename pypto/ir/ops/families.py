@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import attrs
 
-from pypto.ir.ops.registry import fail, unify
+from pypto.ir.ops.type_rules import fail
+from pypto.ir.ops.registry import unify
 from pypto.ir.types import DataType
 
 FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)

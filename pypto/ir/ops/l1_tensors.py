@@ -10,15 +10,8 @@ from __future__ import annotations
 
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
-from pypto.ir.ops.registry import (
-    Kind,
-    OpArgs,
-    fail,
-    fmt_shape,
-    register,
-    static_ints,
-    unify,
-)
+from pypto.ir.ops.registry import Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.row_gathers import check_row_window
 from pypto.ir.ops.transfers import SHAPE_HINT

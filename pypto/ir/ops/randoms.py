@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pypto.backend import MemorySpace, SoC
 from pypto.ir.nodes import Const, Var
-from pypto.ir.ops.registry import Kind, OpArgs, Windows, fail, fmt_shape, op_call, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, Windows, op_call, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import DataType, ScalarType, TensorType, TileType
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS
-from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints, with_article
+from pypto.ir.ops.registry import Kind, OpArgs, register, with_article
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, TensorType, TileType
 from pypto.backend import MemorySpace as M

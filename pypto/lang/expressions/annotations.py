@@ -11,7 +11,7 @@ import attrs
 
 from pypto.errors import ParseError, SpecializationError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
-from pypto.ir.ops.registry import fmt_shape
+from pypto.ir.ops.type_rules import fmt_shape
 from pypto.ir.types import (ArrayType, DataType, MemRef, ParamDirection, ScalarType, TensorType, TileType, binds, conforms,
                             type_name)
 from pypto.lang.vocabulary import names as N

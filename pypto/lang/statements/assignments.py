@@ -9,7 +9,7 @@ import ast
 from pypto.errors import TypeCheckError, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.affine import interval
-from pypto.ir.ops.registry import fmt_shape
+from pypto.ir.ops.type_rules import fmt_shape
 from pypto.ir.types import ArrayType, DataType, ScalarType, TileType, type_name
 from pypto.lang.statements.calls import Inlined, Nothing, Several
 from pypto.lang.expressions.exprs import RUNTIME

@@ -10,7 +10,7 @@ import attrs
 
 from pypto.errors import ExecutionError
 from pypto.ir import nodes as n
-from pypto.ir.ops.registry import fmt_shape
+from pypto.ir.ops.type_rules import fmt_shape
 from pypto.ir.printer import expr
 from pypto.ir.simplify import OPERATORS
 from pypto.ir.tensors import block_roots
