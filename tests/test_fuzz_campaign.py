@@ -71,7 +71,7 @@ def test_signatures_blur_sizes_names_and_paths_but_keep_the_kind_and_place_of_fa
 
     one = internal(lambda: nodes.Program("p", ()).function("k"))
     two = internal(lambda: numerics.reduce_last(torch.ones(2, 2), "k"))
-    assert one != two and two.endswith("@ sim.numerics:reduce_last"), (one, two)
+    assert one != two and two.endswith("@ sim.ops.numerics:reduce_last"), (one, two)
 
 
 # ----------------------------------------------------------------------------- planted bugs
