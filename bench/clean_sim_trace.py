@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from pypto.tools import clean_sim_trace, trace_page
-from pypto.sim.insight_format import TRACE, encode_block
+from pypto.sim.reports.insight_format import TRACE, encode_block
 from timing import median_time  # bench/timing.py: scripts run as python bench/<name>.py
 
 

@@ -1,4 +1,4 @@
-"""The cube's arithmetic (``pypto.sim.cube_math``): the time of ``numerics.matmul`` under the
+"""The cube's arithmetic (``pypto.sim.ops.cube_math``): the time of ``numerics.matmul`` under the
 contract it replaced (fp32 accumulation one k at a time: a chain of K dependent element-wise
 passes over the output) and under the cube's (fractal blocks of K, each exact and rounded
 once, added in K order), for [128, K] @ [K, 128]; the share of blocks each way of computing a
@@ -24,8 +24,8 @@ import torch
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
-from pypto.sim import cube_math
-from pypto.sim import numerics as num
+from pypto.sim.ops import cube_math
+from pypto.sim.ops import numerics as num
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 

@@ -14,8 +14,8 @@ with ``PYTHONPATH=<copy>`` (nothing is installed; the copy shadows the editable 
     python dev/mutate.py --quick "python -m pytest -x -q tests/test_sync_windows.py" pypto/codegen/sync/*.py
     nice -n 10 python dev/mutate.py                        # everything (hours)
 
-Modules (positional, globs allowed; default: pypto/codegen/sync/*.py, pypto/passes/*.py,
-pypto/sim/semantics.py, pypto/ir/verifier.py). Mutants, made with ``ast`` and applied as a
+Modules (positional, globs allowed; default: pypto/codegen/sync/*.py, pypto/passes/*.py, pypto/passes/*/*.py,
+pypto/sim/ops/semantics.py, pypto/ir/verifier.py). Mutants, made with ``ast`` and applied as a
 text edit of the one expression or statement, so line numbers and the rest of the file
 stay as they are:
 
@@ -68,7 +68,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-DEFAULT_MODULES = ("pypto/codegen/sync/*.py", "pypto/passes/*.py", "pypto/sim/semantics.py", "pypto/ir/verifier.py")
+DEFAULT_MODULES = ("pypto/codegen/sync/*.py", "pypto/passes/*.py", "pypto/passes/*/*.py", "pypto/sim/ops/semantics.py", "pypto/ir/verifier.py")
 DEFAULT_TEST = "python -m pytest -x -q -p no:cacheprovider"
 PRAGMA = "# pragma: no mutate"
 

@@ -76,7 +76,7 @@ logger.isEnabledFor = _enabled_for  # every logger.debug/info/... asks this firs
 
 class _Stderr(logging.StreamHandler):
     """A handler writing to whatever ``sys.stderr`` is when it writes (a test's capture). A
-    progress line (a record with ``progress`` set: ``pypto.sim.progress``) overwrites
+    progress line (a record with ``progress`` set: ``pypto.sim.reports.progress``) overwrites
     itself on a terminal: written after a carriage return, without its newline, and
     cleared by the next line of any kind."""
 

@@ -19,7 +19,7 @@ from pypto.lang import parse
 from pypto.runtime import RunConfig
 from pypto.runtime.build_dirs import LEASE
 from pypto.runtime.compiled import compile_program
-from pypto.sim.numerics import TORCH
+from pypto.sim.ops.numerics import TORCH
 
 ROOT = Path(pypto.__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"

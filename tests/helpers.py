@@ -5,7 +5,7 @@ from __future__ import annotations
 from pypto.fuzz import strategies as ps
 from pypto.fuzz.checks import against_oracle
 from pypto.fuzz.properties import compile_case, interpret, simulate
-from pypto.sim import interpreter
+from pypto.sim.reference import interpreter
 
 
 def run_case(case: ps.Case, program=None) -> tuple:

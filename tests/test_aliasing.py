@@ -16,7 +16,7 @@ from pypto.errors import SpecializationError
 from pypto.runtime import RunConfig
 from pypto.sim.simulator import SimulatorHazard, run_kernel
 from pypto.backend import A2A3
-from pypto.sim.views import runs
+from pypto.sim.accesses.views import runs
 
 PLATFORMS = [(platform, planner) for platform in ("ref", "a2a3sim") for planner in ("PYPTO", "DSA_RP", "PTOAS")]
 SENTINEL = -7.25  # what no kernel here computes: "stored nothing" shows
@@ -319,7 +319,7 @@ def test_property_random_views_are_refused_exactly_when_a_written_one_overlaps(d
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12)), min_size=1, max_size=8))
 @example([(0, 8), (2, 0), (6, 4)])  # an empty tensor among two that overlap
 def test_property_overlap_groups_are_the_components_of_byte_overlap(cuts):
-    from pypto.sim.views import overlap_groups
+    from pypto.sim.accesses.views import overlap_groups
 
     flat = torch.zeros(80)
     tensors = [flat[a:a + n] for a, n in cuts]

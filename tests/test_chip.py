@@ -343,7 +343,7 @@ def test_a_graph_run_again_reuses_every_tasks_timeline(monkeypatch):
     monkeypatch.setattr(sim, "simulate_together", lambda *args, **kw: calls.append(1) or real(*args, **kw))
     compiled.run(a, out)
     # the band's scalar only moves the task's windows: one timeline, and one a band on to
-    # learn how its effects move (pypto.sim.offsets)
+    # learn how its effects move (pypto.sim.fastforward.offsets)
     assert len(calls) == 2 and torch.equal(out, torch.exp(a))
     out.zero_()
     compiled.run(a, out)

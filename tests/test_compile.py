@@ -15,7 +15,7 @@ from pypto.lang import parse
 from pypto.passes.context import PassContext, Planner
 from pypto.passes.pipeline import lower
 from pypto.runtime import CompiledProgram, RunConfig
-from pypto.sim import interpreter
+from pypto.sim.reference import interpreter
 from pypto.backend import A2A3
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import pypto.language as pl
 from pypto.errors import PyptoError
-from pypto.lang.names import BUILTINS, DECORATORS, ENUMS, TYPE_CTORS
+from pypto.lang.vocabulary.names import BUILTINS, DECORATORS, ENUMS, TYPE_CTORS
 
 WORDS = sorted(BUILTINS)
 DECORATED = ["jit", "jit.incore", "jit.inline", "function", "program"]

@@ -9,7 +9,7 @@ import pypto.language as pl
 from pypto.ir.nodes import walk_stmts
 from pypto.ir.types import DataType as D
 from pypto.runtime import RunConfig
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 
 @pl.jit

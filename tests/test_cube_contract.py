@@ -1,4 +1,4 @@
-"""The cube's numerics contract (``pypto.sim.cube_math``; DESIGN.md §8): K in fractal blocks of
+"""The cube's numerics contract (``pypto.sim.ops.cube_math``; DESIGN.md §8): K in fractal blocks of
 32 bytes of the operand dtype, each block's dot product exact and rounded once to fp32, the
 block sums added to the fp32 accumulator in K order. Checked against an exact oracle (Python
 fractions) over adversarial values; and through kernels on both platforms, where any slicing
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
-from pypto.sim import cube_math
-from pypto.sim import numerics as num
+from pypto.sim.ops import cube_math
+from pypto.sim.ops import numerics as num
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 PLATFORMS = ("ref", "a2a3sim")

@@ -11,7 +11,7 @@ from pypto.debug import torch_codegen
 from pypto.fuzz import strategies as ps
 from pypto.passes.context import PassContext
 from pypto.passes.pipeline import lower
-from pypto.sim import interpreter
+from pypto.sim.reference import interpreter
 
 
 def _run(program, entry, args):

@@ -307,7 +307,7 @@ def _refused(kernel, *args, match: str, line_text: str, error=TypeCheckError):
 
 def _window(shape, dtype=torch.float32) -> torch.Tensor:
     from pypto.cluster.windows import WindowBuffer, WindowView
-    from pypto.sim.numerics import FROM_TORCH
+    from pypto.sim.ops.numerics import FROM_TORCH
 
     view = WindowView(WindowBuffer.allocate("w", 4096, 2), tuple(shape), FROM_TORCH[dtype])
     return view.on(0)
@@ -403,8 +403,8 @@ def test_a_lowered_rank_program_prints_as_text_that_reads_back_to_it():
 
 def test_every_pld_op_a_kernel_runs_has_its_meaning_and_the_host_ones_are_refused_in_kernels():
     from pypto.ir.ops import all_ops
-    from pypto.sim.comm import COMM_OPS
-    from pypto.sim.semantics import IMPLS
+    from pypto.sim.ops.comm import COMM_OPS
+    from pypto.sim.ops.semantics import IMPLS
 
     ops = {op.name for op in all_ops() if op.module}
     assert COMM_OPS <= ops and COMM_OPS <= set(IMPLS)

@@ -55,7 +55,7 @@ def test_the_language_reference_is_what_the_docstrings_give():
 
 
 def test_the_language_reference_lists_every_name_the_front_end_knows():
-    from pypto.lang.names import BUILTINS, DECORATORS, ENUMS, TYPE_CTORS
+    from pypto.lang.vocabulary.names import BUILTINS, DECORATORS, ENUMS, TYPE_CTORS
     from pypto.tools.language_reference import listed
 
     names = listed()

@@ -223,7 +223,7 @@ def test_program_class_form_and_self_calls():
             return out_1
 
     roundtrips(Adder)
-    from pypto.sim import interpreter
+    from pypto.sim.reference import interpreter
 
     a, b, out = torch.randn(16, 128), torch.randn(16, 128), torch.zeros(16, 128)
     interpreter.run(Adder, "main", (a, b, out))
@@ -654,7 +654,7 @@ def test_a_program_function_returning_two_tensors():
             o2, o1 = self.two(a, o2, o1)
             return o1, o2
 
-    from pypto.sim import interpreter
+    from pypto.sim.reference import interpreter
 
     roundtrips(P)
     a, o1, o2 = torch.randn(16, 128), torch.zeros(16, 128), torch.zeros(16, 128)

@@ -67,11 +67,11 @@ def test_signatures_blur_sizes_names_and_paths_but_keep_the_kind_and_place_of_fa
                 return signature("errors", f)
 
     from pypto.ir import nodes
-    from pypto.sim import numerics
+    from pypto.sim.ops import numerics
 
     one = internal(lambda: nodes.Program("p", ()).function("k"))
     two = internal(lambda: numerics.reduce_last(torch.ones(2, 2), "k"))
-    assert one != two and two.endswith("@ sim.numerics:reduce_last"), (one, two)
+    assert one != two and two.endswith("@ sim.ops.numerics:reduce_last"), (one, two)
 
 
 # ----------------------------------------------------------------------------- planted bugs
@@ -109,7 +109,7 @@ def _shrunk_and_bisected(path: Path, layer: str, tmp_path) -> None:
 def test_a_planted_bug_is_taken_out_again():
     undo = plant("swapped-select")
     try:
-        from pypto.sim import semantics
+        from pypto.sim.ops import semantics
 
         x = semantics.TileVal(torch.ones(1, 8), (1, 8))
         mask = semantics.IMPLS["tile.cmp"](x, x, 0)  # everything equal: the mask selects lhs

@@ -17,7 +17,7 @@ from pypto.ir.types import DataType as D
 from pypto.ir.types import FunctionType, ParamDirection, TensorType
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 
 def draws(strategy, count: int) -> list:

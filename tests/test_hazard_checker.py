@@ -1,4 +1,4 @@
-"""The hazard checker (``pypto.sim.hazards.RaceChecker``) against a byte-by-byte oracle: on
+"""The hazard checker (``pypto.sim.timing.hazards.RaceChecker``) against a byte-by-byte oracle: on
 random instructions with strided accesses (rows of a window, across pages) and random
 happens-before, it reports the oracle's first hazard — the same pair, the same way round,
 from the same byte — and none where the oracle finds none."""
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pypto.sim import hazards
-from pypto.sim.happens import ordered
-from pypto.sim.issue import GM
+from pypto.sim.timing import hazards
+from pypto.sim.accesses.happens import ordered
+from pypto.sim.timing.issue import GM
 
 
 class Found(Exception):

@@ -155,7 +155,7 @@ def test_the_check_is_a_function_over_the_ir():
     the write on the loop's second iteration, naming the store."""
     from pypto.ir.tensors import Sources
     from pypto.lang import parse
-    from pypto.lang.permissions import check_writes
+    from pypto.lang.checks.permissions import check_writes
 
     fn = parse(_DUMP).functions[0]
     assert Sources(fn).leaves("d") == {"out", "a"} and Sources(fn).leaves("w") == {"a"}

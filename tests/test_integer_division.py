@@ -13,7 +13,7 @@ import pypto.language as pl
 from pypto.errors import ExecutionError
 from pypto.ir.types import DataType as D
 from pypto.runtime import RunConfig
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 PLATFORMS = ("ref", "a2a3sim")
 INTS = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32)

@@ -5,7 +5,7 @@ changes nothing but speed."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pypto.sim.intervals import IntervalMap
+from pypto.sim.accesses.intervals import IntervalMap
 
 accesses = st.lists(st.tuples(st.integers(0, 300), st.integers(1, 80)), min_size=1, max_size=40)
 
@@ -67,7 +67,7 @@ def test_strided_runs_keep_each_page_short():
 
 
 def test_vector_clocks_order_what_a_synchronization_carries():
-    from pypto.sim.happens import VectorClocks, ordered
+    from pypto.sim.accesses.happens import VectorClocks, ordered
 
     c = VectorClocks()
     a1 = c.tick("a")

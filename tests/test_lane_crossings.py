@@ -16,7 +16,7 @@ from pypto.debug import torch_codegen
 from pypto.errors import PyptoError
 from pypto.lang import parse
 from pypto.runtime import RunConfig, run
-from pypto.sim import interpreter
+from pypto.sim.reference import interpreter
 
 MAT, LEFT, RIGHT, VEC = pl.Mem.Mat, pl.Mem.Left, pl.Mem.Right, pl.Mem.Vec
 UP_DOWN, LEFT_RIGHT, NONE = pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT, pl.SplitMode.NONE

@@ -7,7 +7,7 @@ import ast
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pypto.lang import liveness
+from pypto.lang.flow import liveness
 
 NAMES = ["a", "b", "c", "d", "e"]
 

@@ -15,7 +15,7 @@ import pypto.language as pl
 from pypto.backend import BackendType
 from pypto.errors import MemorySpaceError, PyptoError, TypeCheckError
 from pypto.runtime import RunConfig
-from pypto.sim import mx_math
+from pypto.sim.ops import mx_math
 
 A5SIM = RunConfig(platform="a5sim")
 REF_A5 = RunConfig(platform="ref", backend_type=BackendType.Ascend950)

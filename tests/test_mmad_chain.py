@@ -1,5 +1,5 @@
 """A task's chain of accumulating MMADs applied as one matmul over the joined K
-(``pypto.sim.mmad_chain``): the same bits as the instruction-by-instruction path (and the
+(``pypto.sim.ops.mmad_chain``): the same bits as the instruction-by-instruction path (and the
 interpreter's) for every slicing of K — on the block grid, where the chain is joined, and
 off it, where it must not be — and copies into other buffers in between."""
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
-from pypto.sim import cube_math, mmad_chain
-from pypto.sim import numerics as num
+from pypto.sim.ops import cube_math, mmad_chain
+from pypto.sim.ops import numerics as num
 
 from test_cube_contract import SMALLEST, operands, same_bits
 

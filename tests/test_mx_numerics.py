@@ -1,4 +1,4 @@
-"""The MX matmul's arithmetic (``pypto.sim.mx_math``) against an exact oracle written here
+"""The MX matmul's arithmetic (``pypto.sim.ops.mx_math``) against an exact oracle written here
 from the OCP Microscaling specification: every element format (FP8 E4M3, FP8 E5M2, FP4
 E2M1) and the E8M0 scales, all codes — NaN, inf, the largest finite values, subnormals,
 signed zeros — each block's sum exact and rounded once to fp32, the blocks added in K order."""
@@ -12,8 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pypto.sim import mx_math
-from pypto.sim.mx_math import E2M1, E4M3, E5M2
+from pypto.sim.ops import mx_math
+from pypto.sim.ops.mx_math import E2M1, E4M3, E5M2
 
 NAN = "nan"
 

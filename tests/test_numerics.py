@@ -1,4 +1,4 @@
-"""The arithmetic defined once in pypto.sim.numerics: rounding modes, reduction and
+"""The arithmetic defined once in pypto.sim.ops.numerics: rounding modes, reduction and
 matmul order, packed masks; the scalar's conversion to the tile dtype, the min/max rule on
 signed zeros, and the NaN policy, on both platforms."""
 
@@ -15,7 +15,7 @@ from pypto.fuzz import strategies as ps
 from pypto.ir.types import DataType as D
 from pypto.ir.types import PadValue
 from pypto.runtime import RunConfig
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 HALF_ULP_16 = 2.0 ** -11  # half an fp16 ulp at 1.0
 
@@ -179,7 +179,7 @@ def test_property_float_to_int_rounds_as_its_mode_says_and_saturates(mode, v):
 
 
 def _tile_scalar_ops():
-    from pypto.sim.semantics import IMPLS, TileVal
+    from pypto.sim.ops.semantics import IMPLS, TileVal
 
     base = {"adds": torch.add, "subs": torch.sub, "muls": torch.mul, "divs": torch.div,
             "maximums": torch.maximum, "minimums": torch.minimum}
@@ -335,7 +335,7 @@ def test_every_numerics_op_returns_the_canonical_nan(fn):
 
 def _computing_tile_ops():
     """Every registered tile op that computes one tile from tiles (and a scalar): name, call."""
-    from pypto.sim.semantics import IMPLS, TileVal
+    from pypto.sim.ops.semantics import IMPLS, TileVal
 
     tile = lambda x: TileVal(x, tuple(x.shape))  # noqa: E731
     for name in ("neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "recip"):

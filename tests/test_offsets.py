@@ -1,4 +1,4 @@
-"""Scalars that only move a kernel's GM windows (``pypto.sim.offsets``): one timeline serves
+"""Scalars that only move a kernel's GM windows (``pypto.sim.fastforward.offsets``): one timeline serves
 every value, its effects and footprint moved — exactly what simulating each value gives."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pypto.language as pl
 from pypto.backend import A2A3
 from pypto.codegen.isa import Instr, Loop, ScalarAssign
 from pypto.errors import PyptoError
-from pypto.sim.hazards import SimulatorHazard
+from pypto.sim.timing.hazards import SimulatorHazard
 from pypto.fuzz.data import bits_equal
 from pypto.ir import nodes as n
-from pypto.sim import offsets
+from pypto.sim.fastforward import offsets
 from pypto.sim.simulator import Launch, _timelines, apply, simulate, simulate_together
 
 R, C = 16, 128

@@ -112,7 +112,7 @@ def test_gather_and_scatter_name_their_positions_per_form_and_list_the_forms():
 
 @pytest.mark.parametrize("name", sorted(UNIFIED))
 def test_every_form_of_a_unified_name_is_a_call_its_signature_takes(name):
-    from pypto.lang.op_reference import forms, keyword_forms
+    from pypto.lang.vocabulary.op_reference import forms, keyword_forms
 
     unified = inspect.signature(getattr(pl, name))
     picks = [(op, None) for _, op in forms(name)] + [(op, key) for _, op, key in keyword_forms(name)]

@@ -4,7 +4,7 @@ compared with torch. The registry, the printer/parser and the semantics table ag
 import pytest
 import torch
 
-from pypto.sim.numerics import FROM_TORCH
+from pypto.sim.ops.numerics import FROM_TORCH
 
 from pypto.ir import nodes as n
 from pypto.lang import parse
@@ -15,8 +15,8 @@ from pypto.ir.types import FunctionType, MaskPattern, PadValue, ParamDirection, 
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program
-from pypto.sim import interpreter
-from pypto.sim.semantics import IMPLS
+from pypto.sim.reference import interpreter
+from pypto.sim.ops.semantics import IMPLS
 from pypto.backend import A2A3, MemorySpace as M
 
 R, C = 8, 16

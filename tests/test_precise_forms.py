@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import pypto.language as pl
 from pypto.errors import TypeCheckError
 from pypto.runtime import RunConfig
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 from tests.test_roundtrip import exact
 
 R, C = 16, 64

@@ -14,7 +14,7 @@ import torch
 import pypto
 import pypto.language as pl
 from pypto.runtime import RunConfig
-from pypto.sim import progress
+from pypto.sim.reports import progress
 
 TILES = 32
 

@@ -24,8 +24,8 @@ from pypto.fuzz.graphs import kernel_from
 from pypto.ir.types import ArgDirection
 from pypto.runtime import RunConfig
 from pypto.sim.record import ATOMIC_ADD
-from pypto.sim.strided import Strided, meet, union, window
-from pypto.sim.views import window_runs
+from pypto.sim.accesses.strided import Strided, meet, union, window
+from pypto.sim.accesses.views import window_runs
 
 ELEMENTS = 640  # one storage all views share, so that views of it may overlap
 

@@ -19,14 +19,14 @@ from pypto.debug import torch_codegen
 from pypto.errors import CodegenError, PyptoError
 from pypto.lang import parse
 from pypto.runtime import RunConfig
-from pypto.sim.randoms import philox4x32
+from pypto.sim.ops.randoms import philox4x32
 
 REF = RunConfig(platform="ref")
 MASK = 0xFFFFFFFF
 
 
 def oracle_block(key, counter, rounds):
-    """Philox4x32 on Python ints, one block (independent of pypto.sim.randoms' arrays)."""
+    """Philox4x32 on Python ints, one block (independent of pypto.sim.ops.randoms' arrays)."""
     k0, k1 = key[0] & MASK, key[1] & MASK
     c0, c1, c2, c3 = (w & MASK for w in counter)
     for r in range(rounds):

@@ -16,7 +16,7 @@ import pypto.language as pl
 from pypto.fuzz import strategies as ps
 from pypto.ir.types import DataType as D
 from pypto.runtime import RunConfig
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 PLATFORMS = ("ref", "a2a3sim")
 FLOATS = (D.FP16, D.BF16, D.FP32)

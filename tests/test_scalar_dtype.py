@@ -1,5 +1,5 @@
 """The scalar of a tile-scalar op is converted to the tile's dtype first, then the op runs
-in that dtype (``pypto/sim/semantics.py``, ``numerics.scalar``): a float rounds once to
+in that dtype (``pypto/sim/ops/semantics.py``, ``numerics.scalar``): a float rounds once to
 nearest-even, an integer wraps modulo 2**bits (constants that do not fit are refused where
 they are written). Checked for every tile-scalar op, on fp16 / bf16 / fp32 / int tiles,
 with scalars the tile dtype cannot represent, constant and at run time, on ``ref`` and

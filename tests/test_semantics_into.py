@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pypto.ir.ops import Kind, lookup
-from pypto.sim.semantics import IMPLS, INTO, TileVal
+from pypto.sim.ops.semantics import IMPLS, INTO, TileVal
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32]
 SPECIAL = [float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e-40, 6e-8, 65504.0, 3e38]

@@ -266,7 +266,7 @@ def runaway_slot(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 def test_a_slot_index_that_runs_past_its_memref_stops_the_simulation():
-    from pypto.sim.issue import SimulatorError
+    from pypto.sim.timing.issue import SimulatorError
 
     a, out = torch.randn(48, 128), unset(48, 128)
     with pytest.raises(SimulatorError, match=r"tile 't' takes slot 2 of pl.MemRef\(\"ub\", slots=2\), which has slots 0..1"):

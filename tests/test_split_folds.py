@@ -24,7 +24,7 @@ from pypto.fuzz.lanes import Chain, cast_scopes
 from pypto.fuzz.properties import PROPERTIES, Example
 from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import LANE_REGISTER
-from pypto.passes.lane_rules import is_region
+from pypto.passes.outlining.lane_rules import is_region
 from pypto.ir.types import DataType
 from pypto.runtime import RunConfig
 
@@ -255,7 +255,7 @@ def test_cube_work_a_lane_places_is_refused_at_codegen_not_run_for_lane_0_alone(
     """If the lane split ever leaves cube work in a region again (as it did the fixpipe cast
     of a K loop's accumulator, taking it for vector work), the cube would run it once, for
     lane 0: codegen refuses it instead of leaving half of the result unwritten."""
-    from pypto.passes import lanes
+    from pypto.passes.outlining import lanes
 
     monkeypatch.setattr(lanes, "cube_values", lambda body, types: set())  # the old, narrower rule
     chain = _chain("peeled")

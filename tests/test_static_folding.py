@@ -42,7 +42,7 @@ def bits(x: torch.Tensor) -> torch.Tensor:
 
 def as_tile_scalar(value, dtype: torch.dtype) -> torch.Tensor:
     """The scalar operand as a tile-scalar op sees it: the Python number rounded once to
-    the tile's dtype (pypto.sim.numerics.scalar)."""
+    the tile's dtype (pypto.sim.ops.numerics.scalar)."""
     return torch.tensor(float(value), dtype=torch.float64).to(dtype)
 
 

@@ -20,7 +20,7 @@ from pypto.errors import (
 from pypto.lang import parse
 from pypto.ir.verifier import verify
 from pypto.runtime import RunConfig
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 from pypto.backend import A2A3
 
 R, C = 16, 128

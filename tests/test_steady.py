@@ -1,4 +1,4 @@
-"""Steady loops fast-forwarded (``pypto.sim.steady``): a loop whose trips are the same to
+"""Steady loops fast-forwarded (``pypto.sim.fastforward.steady``): a loop whose trips are the same to
 the machine, once the scheduler's state repeats, is produced from its last simulated trip —
 and must give exactly the timeline, trace, data and errors of simulating it trip by trip."""
 
@@ -20,9 +20,9 @@ from pypto.fuzz import strategies as ps
 from pypto.fuzz.checks import sync_edges as edges_of
 from pypto.fuzz.checks import without_edge
 from pypto.ir import nodes as n
-from pypto.sim import drift, loop_races
-from pypto.sim import numerics as num
-from pypto.sim.affine import uniform_trips
+from pypto.sim.fastforward import drift, loop_races
+from pypto.sim.ops import numerics as num
+from pypto.sim.timing.affine import uniform_trips
 from pypto.sim.simulator import Launch, apply, simulate_together
 
 TR, TC = 64, 128

@@ -14,7 +14,7 @@ from pypto.errors import MemorySpaceError, UnsupportedSyntaxError
 from pypto.fuzz import strategies as ps
 from pypto.fuzz.windows import cube_programs, window_programs
 from pypto.runtime import RunConfig
-from pypto.sim import interpreter
+from pypto.sim.reference import interpreter
 
 PLATFORMS = ("ref", "a2a3sim")
 

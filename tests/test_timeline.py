@@ -179,7 +179,7 @@ def signed_zeros(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 def test_equal_but_different_scalars_stay_apart_in_a_timeline():
     # 0, 0.0 and -0.0 are equal Python numbers; the records that carry them must not merge
-    from pypto.sim.steps import Steps
+    from pypto.sim.data.steps import Steps
 
     steps = Steps([])
     kept = [steps.intern(x) for x in ((1, 0), (1, 0.0), (1, -0.0), (1, False), (1, 0))]

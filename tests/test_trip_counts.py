@@ -30,7 +30,7 @@ import pypto
 from pypto.errors import PyptoError, TypeCheckError
 from pypto.fuzz import strategies as ps
 from pypto.runtime import RunConfig
-from pypto.sim import progress
+from pypto.sim.reports import progress
 from pypto.sim.simulator import Launch, simulate_together
 from pypto.backend import A2A3
 from test_steady import _assert_same
@@ -400,7 +400,7 @@ def test_ctrl_c_stops_a_long_ref_run_with_a_plain_keyboard_interrupt(tmp_path):
         import pypto
         import pypto.language as pl
         from pypto.runtime import RunConfig
-        from pypto.sim import progress
+        from pypto.sim.reports import progress
 
         progress.AFTER = 0.0  # the line at once
 

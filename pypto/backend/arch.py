@@ -13,7 +13,7 @@ import attrs
 
 # The K one fractal step of the cube reads per output element: 32 bytes of the operand dtype
 # (16 fp16/bf16, 8 fp32, 32 int8). The cube's accumulation works in these blocks of K
-# (pypto.sim.cube_math), so the compiler slices K only at their multiples.
+# (pypto.sim.ops.cube_math), so the compiler slices K only at their multiples.
 CUBE_K_BYTES = 32
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 
 class AtomicAdds:

@@ -16,8 +16,8 @@ does not wait for earlier readers), and ``NoDep`` arguments take no part.
 from __future__ import annotations
 
 from pypto.chip.tasks import READS, REGISTERS, Edge, Task
-from pypto.sim.intervals import IntervalMap
-from pypto.sim.views import tensor_runs
+from pypto.sim.accesses.intervals import IntervalMap
+from pypto.sim.accesses.views import tensor_runs
 
 class Tracker:
     def __init__(self):

@@ -103,7 +103,7 @@ def pipes(kernels: list, lanes: list, span) -> tuple:
     to), made once per launch, for members whose pipes ``check_pipes`` accepts."""
     import torch
 
-    from pypto.sim.numerics import TORCH
+    from pypto.sim.ops.numerics import TORCH
 
     sides = check_pipes(kernels, span)
     vector_lanes = tuple(v for k, lane in zip(kernels, lanes) if k.pipes and any(p.core is CoreKind.AIV

@@ -29,9 +29,11 @@ from pypto.ir import nodes as n
 from pypto.ir.directions import call_directions, kernel_call
 from pypto.ir.printer import expr
 from pypto.ir.types import ArgDirection, ParamDirection, TensorType
-from pypto.sim import progress, ranks
-from pypto.sim.comm import PORT
-from pypto.sim.simulator import Launch, RunReport, simulate, simulate_together
+from pypto.sim.reports import progress
+from pypto.sim.data import ranks
+from pypto.sim.ops.comm import PORT
+from pypto.sim.simulator import Launch, simulate, simulate_together
+from pypto.sim.reports.run_report import RunReport
 
 @attrs.frozen
 class TaskRecord:

@@ -18,8 +18,8 @@ import attrs
 from pypto.chip.tasks import Task
 from pypto.errors import PyptoError
 from pypto.sim.record import ATOMIC_ADD
-from pypto.sim.strided import meet, union
-from pypto.sim.views import element_at
+from pypto.sim.accesses.strided import meet, union
+from pypto.sim.accesses.views import element_at
 
 
 class TaskRace(PyptoError):

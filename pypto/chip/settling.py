@@ -11,8 +11,8 @@ from pypto.chip import groups
 from pypto.chip.tasks import Task
 from pypto.sim.record import ATOMIC_ADD
 from pypto.sim.simulator import apply, scalar_reads
-from pypto.sim.strided import Strided, meet, union, window
-from pypto.sim.views import tensor_runs, window_runs
+from pypto.sim.accesses.strided import Strided, meet, union, window
+from pypto.sim.accesses.views import tensor_runs, window_runs
 
 
 class Settling:

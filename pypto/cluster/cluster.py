@@ -17,9 +17,9 @@ from pypto.cluster.races import Access, Clocks
 from pypto.cluster.windows import WindowTag, peer_view, tag_of
 from pypto.errors import ExecutionError, Span
 from pypto.ir.types import NotifyOp, WaitCmp
-from pypto.sim import numerics as num
-from pypto.sim.comm import PORT, satisfied, signal_update
-from pypto.sim.semantics import OutOfRange
+from pypto.sim.ops import numerics as num
+from pypto.sim.ops.comm import PORT, satisfied, signal_update
+from pypto.sim.ops.semantics import OutOfRange
 
 
 class DeadlockError(ExecutionError):

@@ -12,7 +12,7 @@ import attrs
 import torch
 
 from pypto.ir.types import DataType
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 
 @attrs.frozen

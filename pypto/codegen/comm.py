@@ -15,7 +15,7 @@ from pypto.backend import CoreKind, Pipe
 COMM_REGISTERS = ("system.rank", "system.nranks")
 COLLECTIVES = frozenset(f"system.{name}" for name in ("allreduce", "barrier", "broadcast", "allgather",
                                                       "reduce_scatter", "all_to_all", "all_to_all_v", "put", "get"))
-# the instructions a rank's launch performs with its peers (``pypto.sim.ranks``); those of the
+# the instructions a rank's launch performs with its peers (``pypto.sim.data.ranks``); those of the
 # signal unit are fenced behind everything its core issued before them
 CROSS_RANK = frozenset({"SLOADCTX", "TNOTIFY", "TWAIT", "TGET", "TPUT", "TCOLL"})
 FENCED = frozenset({"TNOTIFY", "TWAIT", "TCOLL"})

@@ -44,7 +44,7 @@ from pypto.ir.types import ArrayType, ForKind, FunctionType, ParamDirection, Sca
 
 _SCALARS = (ScalarType, ArrayType)  # what the scalar unit holds (an array on its stack)
 from pypto.passes.context import PassContext, Planner
-from pypto.passes.ptoas import assembler_plan, unguarded_slots
+from pypto.passes.allocation.ptoas import assembler_plan, unguarded_slots
 from pypto.backend import CoreKind, Pipe
 from pypto.backend import MemorySpace as M
 

@@ -41,14 +41,14 @@ class Verdict:
 
 def _differs(got: dict, want: dict) -> str | None:
     """Which tensor argument differs (its name), if one does: bit for bit, NaNs included."""
-    from pypto.sim.numerics import bits_equal
+    from pypto.sim.ops.numerics import bits_equal
 
     return next((f"'{name}'" for name in got if not bits_equal(got[name], want[name])), None)
 
 
 def _interpret(program, entry: str, args) -> dict:
     """Parameter name -> the tensor it holds after the run."""
-    from pypto.sim import interpreter
+    from pypto.sim.reference import interpreter
 
     fresh = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
     interpreter.run(program, entry, fresh)
@@ -76,7 +76,7 @@ def bisect_stages(stages, entry: str, args, soc, expected=None) -> Verdict:
         problem = expected(previous)
         if problem:
             return Verdict("op semantics", f"before any pass, the interpreter's result differs from the torch oracle "
-                                           f"({problem}): an op's semantics (pypto.sim.semantics), or the oracle")
+                                           f"({problem}): an op's semantics (pypto.sim.ops.semantics), or the oracle")
     for (name_before, before), (name, program) in zip(stages, stages[1:]):
         if not any(f.name == entry for f in program.functions):
             return Verdict(name, f"the program after {name} has no function '{entry}' (the entry)",
@@ -127,7 +127,7 @@ def _after_the_passes(program, entry: str, args, planner: str, lowered, verdict:
                       platform: str = "a2a3sim") -> Verdict:
     from pypto.runtime import RunConfig
     from pypto.runtime.compiled import compile_program
-    from pypto.sim.hazards import SimulatorHazard
+    from pypto.sim.timing.hazards import SimulatorHazard
 
     names = [p.name for p in program.function(entry).params]
     fresh = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -199,7 +199,7 @@ def from_dumps(path: Path, planner: str | None = None, seed: int = 0) -> Verdict
 
 
 def _random(t, g: torch.Generator) -> torch.Tensor:
-    from pypto.sim.numerics import TORCH
+    from pypto.sim.ops.numerics import TORCH
 
     dtype = TORCH[t.dtype]
     if dtype.is_floating_point:

@@ -65,7 +65,7 @@ def placement_problems(fn: n.Function, soc: SoC) -> list[str]:
     """What breaks AllocateMemoryAddr's contract in a lowered function: a MemRef placed two
     ways, without an address, off its space's alignment, smaller than its largest tile, past
     the space's end, or overlapping another one live at the same time."""
-    from pypto.passes.memory import buffers
+    from pypto.passes.allocation.memory import buffers
 
     placed, problems = {}, []
     for t in n.symbols(fn).values():
@@ -154,7 +154,7 @@ def unneeded_syncs(kernel, args, soc: SoC) -> list[int]:
     time, the simulator sees no hazard where the edge stood. The kernel as it is runs first:
     a hazard there (a sync missing) raises ``SimulatorHazard`` — else every edge would look
     needed."""
-    from pypto.sim.hazards import SimulatorHazard
+    from pypto.sim.timing.hazards import SimulatorHazard
     from pypto.sim.simulator import run_kernel
 
     run_kernel(kernel, tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args), soc)

@@ -10,8 +10,8 @@ import torch
 
 from pypto.ir import nodes as n
 from pypto.ir.types import DataType as D
-from pypto.sim import numerics as num
-from pypto.sim.numerics import TORCH, bits_equal  # noqa: F401  (the fuzz API's, defined once there)
+from pypto.sim.ops import numerics as num
+from pypto.sim.ops.numerics import TORCH, bits_equal  # noqa: F401  (the fuzz API's, defined once there)
 
 FLOATS = (D.FP32, D.FP16, D.BF16)
 INTS = (D.INT32, D.INT16, D.INT8)
@@ -36,7 +36,7 @@ class Case:
 # ----------------------------------------------------------------------------- data
 
 # Bit patterns no op computes: a quiet NaN with a payload (computed NaNs are canonical, see
-# pypto.sim.numerics) and, for integers, bytes of 0xA5.
+# pypto.sim.ops.numerics) and, for integers, bytes of 0xA5.
 _SENTINEL_BITS = {torch.float32: 0x7FE5A5A5, torch.float16: 0x7EA5, torch.bfloat16: 0x7FE5,
                   torch.float64: 0x7FFCA5A5A5A5A5A5, torch.int64: -0x5A5A5A5A5A5A5A5B,
                   torch.int32: -0x5A5A5A5B, torch.int16: -0x5A5B, torch.int8: -0x5B, torch.uint8: 0xA5}

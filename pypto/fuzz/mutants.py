@@ -41,7 +41,7 @@ MUTANTS = {m.name: m for m in (
     Mutant("dropped-sync", "codegen", "pypto.codegen.sync.analysis", "BlockAnalysis.analyse",
            "for key in sorted(pattern, key=order)]", "for key in sorted(pattern, key=order)[1:]]",
            Knobs(families=("elementwise", "carried"), max_steps=2), ("simulator", "syncs")),
-    Mutant("swapped-select", "op semantics", "pypto.sim.semantics", "sel",
+    Mutant("swapped-select", "op semantics", "pypto.sim.ops.semantics", "sel",
            "torch.where(pred, lhs.data, rhs.data)", "torch.where(pred, rhs.data, lhs.data)",
            Knobs(families=("elementwise",), max_steps=3), ("oracle",)),
 )}

@@ -57,7 +57,7 @@ def _cases(families, planners=PLANNERS):
 
 def interpret(case: Case, program=None) -> tuple:
     """The Out tensors after the interpreter runs ``program`` (default: the case's) on fresh arguments."""
-    from pypto.sim import interpreter
+    from pypto.sim.reference import interpreter
 
     args = case.args()
     interpreter.run(program or case.program, case.entry, args)
@@ -168,7 +168,7 @@ def check_ptoas_colive(ex: Example) -> None:
 
 def check_syncs(ex: Example) -> None:
     """The generated code runs with no hazard, and taking out any one of its syncs makes one."""
-    from pypto.sim.hazards import SimulatorHazard
+    from pypto.sim.timing.hazards import SimulatorHazard
 
     compiled = compile_case(ex.case, ex.platform, ex.planner)
     for kernel in compiled.kernels.values():

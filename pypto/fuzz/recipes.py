@@ -18,7 +18,7 @@ the loop indices around it.
         Store(1, 0, Row(0)),
     ))
 
-The oracle shares the product's rules only (``pypto.sim.numerics``, through
+The oracle shares the product's rules only (``pypto.sim.ops.numerics``, through
 ``pypto.fuzz.data``'s op tables), never its code.
 """
 
@@ -35,7 +35,7 @@ from pypto.fuzz.data import BINARY, REDUCE, SCALAR, UNARY, Case, sentinel
 from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType, ForKind, FunctionType, MemRef, ParamDirection, TensorType, TileType
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 
 @attrs.frozen

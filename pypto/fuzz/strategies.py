@@ -5,7 +5,7 @@ Every strategy draws a ``Case``: a Program (built with ``pypto.ir.builder``), it
 tensors, the Out tensors as they start (``sentinel``: a value no op computes, so an
 element a kernel fails to store shows), and the expected outputs computed from the same
 recipe by plain torch calls. The oracle shares the product's *rules* and nothing else:
-the rules that torch leaves open are written once in ``pypto.sim.numerics`` and used from
+the rules that torch leaves open are written once in ``pypto.sim.ops.numerics`` and used from
 there — min/max on signed zeros, the pairwise reduction order, the canonical NaN, the
 scalar's conversion to the tile's dtype, the cast modes. ``Case.check`` says how to
 compare: ``exact`` (bit for bit, NaNs included) or ``bounded`` (per-element error bounds,
@@ -28,8 +28,8 @@ from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D
 from pypto.ir.types import ForKind, FunctionType, ParamDirection, TensorType
-from pypto.sim import numerics as num
-from pypto.sim.numerics import TORCH
+from pypto.sim.ops import numerics as num
+from pypto.sim.ops.numerics import TORCH
 from pypto.backend import A2A3, MemorySpace as M
 from pypto.fuzz.data import (BINARY, FLOATS, INTS, REDUCE, SCALAR, SHIFTS, UNARY, Case, bits_equal, random_tensor,  # noqa: F401
                              sentinel, within_bounds)
@@ -306,7 +306,7 @@ def tile_programs():
 
 def steady_programs(trips=None):
     """The loop families with long loops (``trips``: 16 to 40 by default): what
-    fast-forwarding a steady loop (``pypto.sim.steady``) must leave exact."""
+    fast-forwarding a steady loop (``pypto.sim.fastforward.steady``) must leave exact."""
     trips = st.integers(16, 40) if trips is None else trips
     return st.one_of(elementwise_programs(trips=trips), matmul_programs(trips=trips), carried_programs(trips=trips),
                      shuffled_carry_programs(trips=trips), loop_body_programs(trips=trips),

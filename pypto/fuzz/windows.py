@@ -23,7 +23,7 @@ from pypto.ir import nodes as n
 from pypto.ir.builder import FunctionBuilder
 from pypto.ir.types import DataType as D
 from pypto.ir.types import FunctionType, ParamDirection, TensorType
-from pypto.sim import numerics as num
+from pypto.sim.ops import numerics as num
 
 DTYPES = (D.FP32, D.FP16, D.BF16)
 SMALL = ((4, 16), (8, 32), (16, 64), (24, 128), (64, 32), (6, 48))

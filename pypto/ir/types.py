@@ -120,7 +120,7 @@ class TensorLayout(enum.Enum):
     NZ = "NZ"
     # the GM packings of MX scales (Ascend950): A's [M, K/32] in 16-row bands of column
     # pairs, B's [K/32, N] in 16-column bands of row pairs (the hardware's LeftScale /
-    # RightScale arrangement; pypto.sim.mx_math.unpack_a / unpack_b)
+    # RightScale arrangement; pypto.sim.ops.mx_math.unpack_a / unpack_b)
     MX_A_ZZ = "MX_A_ZZ"
     MX_B_NN = "MX_B_NN"
 

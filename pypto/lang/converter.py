@@ -28,20 +28,20 @@ from pypto.ir.types import (
     conforms,
     type_name,
 )
-from pypto.lang import liveness
-from pypto.lang import names as N
-from pypto.lang.assignments import Assignments
-from pypto.lang.axis_binds import AxisBinds
-from pypto.lang.subscripts import OPERATOR_TEXT, Subscripts
-from pypto.lang.calls import CallConverter, Inlined, Nothing, ProgramHooks, Several
-from pypto.lang.control import ControlFlow, Frame, has_effect
-from pypto.lang.exprs import Source
-from pypto.lang.bounds import check_bounds
-from pypto.lang.permissions import check_outputs, check_writes
-from pypto.lang.signatures import Signatures
-from pypto.lang.placement import PlacementForms
-from pypto.lang.spmd import SpmdForms
-from pypto.lang.tasks import TaskForms
+from pypto.lang.flow import liveness
+from pypto.lang.vocabulary import names as N
+from pypto.lang.statements.assignments import Assignments
+from pypto.lang.statements.axis_binds import AxisBinds
+from pypto.lang.statements.subscripts import OPERATOR_TEXT, Subscripts
+from pypto.lang.statements.calls import CallConverter, Inlined, Nothing, ProgramHooks, Several
+from pypto.lang.flow.control import ControlFlow, Frame, has_effect
+from pypto.lang.expressions.exprs import Source
+from pypto.lang.checks.bounds import check_bounds
+from pypto.lang.checks.permissions import check_outputs, check_writes
+from pypto.lang.statements.signatures import Signatures
+from pypto.lang.orchestration.placement import PlacementForms
+from pypto.lang.orchestration.spmd import SpmdForms
+from pypto.lang.orchestration.tasks import TaskForms
 
 
 def _orchestrates(fdef: ast.FunctionDef) -> bool:

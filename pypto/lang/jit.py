@@ -15,9 +15,9 @@ from pypto.errors import (
 from pypto.ir import nodes as n
 from pypto.ir.collector import collector_paused
 from pypto.ir.types import FunctionType, type_name
-from pypto.lang.calls import Callee, ProgramHooks
+from pypto.lang.statements.calls import Callee, ProgramHooks
 from pypto.lang.converter import FunctionConverter
-from pypto.lang.program import at_the_call, check_call_types
+from pypto.lang.program_builder import at_the_call, check_call_types
 from pypto.lang.sources import Reads
 
 

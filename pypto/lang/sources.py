@@ -8,18 +8,17 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
-import sys
 import textwrap
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy
 
-from pypto.errors import ParseError, Span, SpecializationError
+from pypto.errors import ParseError, SpecializationError
 from pypto.ir.types import FunctionType
-from pypto.lang import names as N
-from pypto.lang.exprs import Source
-from pypto.lang.signatures import check_signature
+from pypto.lang.vocabulary import names as N
+from pypto.lang.vocabulary.dsl import _decorated_at
+from pypto.lang.expressions.exprs import Source
+from pypto.lang.statements.signatures import check_signature
 
 
 def source_of(obj, scope: dict | None = None, line: int | None = None) -> tuple[Source, ast.AST]:
@@ -199,22 +198,6 @@ class KernelSource:
 
     def param_names(self) -> tuple[str, ...]:
         return tuple(a.arg for a in self.get()[1].args.args)
-
-
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
-
-
-def _decorated_at() -> Span | None:
-    """The line applying the decorator being run: the first frame outside pypto (a class
-    has no line of its own to report, and its module may be gone by the time it is called)."""
-    frame = sys._getframe(1)
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE + "/"):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    file, line = frame.f_code.co_filename, frame.f_lineno
-    text = linecache.getline(file, line).rstrip("\n")
-    return Span(file, line, len(text) - len(text.lstrip()) + 1, line, len(text) + 1, text or None)
 
 
 def defining_scope(frame) -> dict | None:

@@ -16,11 +16,12 @@ from pypto.backend import DEFAULT
 from pypto.errors import ParseError, PyptoError, Span, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.collector import collector_paused
-from pypto.lang import names as N
-from pypto.lang.calls import ProgramHooks
+from pypto.lang.vocabulary import names as N
+from pypto.lang.statements.calls import ProgramHooks
 from pypto.lang.converter import FunctionConverter
-from pypto.lang.exprs import Source
-from pypto.lang.program import GenericProgram, ProgramBuilder, function_options
+from pypto.lang.expressions.exprs import Source
+from pypto.lang.program import GenericProgram
+from pypto.lang.program_builder import ProgramBuilder, function_options
 
 
 class InvalidSyntax(ParseError, SyntaxError):

@@ -8,13 +8,13 @@ decorators that turn a function or class into a kernel or a program.
 from pypto.ir.ops import UNIFIED as _UNIFIED
 from pypto.ir.types import DataType as _DataType
 from pypto.ir.types import AtomicType, FunctionType, Level, PadValue, Role, ScopeMode, SplitMode, TensorLayout
-from pypto.lang.dsl import MemRefConstructor as _MemRefConstructor
-from pypto.lang.dsl import OpNamespace as _OpNamespace
-from pypto.lang.dsl import TileViewConstructor as _TileViewConstructor
-from pypto.lang.dsl import TypeConstructor as _TypeConstructor
-from pypto.lang.dsl import documented as _documented
-from pypto.lang.op_reference import stand_in as _stand_in
-from pypto.lang.names import DynVar as _DynVar
+from pypto.lang.vocabulary.dsl import MemRefConstructor as _MemRefConstructor
+from pypto.lang.vocabulary.dsl import OpNamespace as _OpNamespace
+from pypto.lang.vocabulary.dsl import TileViewConstructor as _TileViewConstructor
+from pypto.lang.vocabulary.dsl import TypeConstructor as _TypeConstructor
+from pypto.lang.vocabulary.dsl import documented as _documented
+from pypto.lang.vocabulary.op_reference import stand_in as _stand_in
+from pypto.lang.vocabulary.names import DynVar as _DynVar
 from pypto.lang.program import function, program
 from pypto.lang.text import loads, loads_program, parse, parse_program
 from pypto.lang import text as _text
@@ -106,7 +106,7 @@ array = _OpNamespace("array")
 system = _OpNamespace("system")
 
 # the control words: functions documented for help(), which only the front end reads
-from pypto.lang.control_words import (at, cluster, cond, const, cross_core_slot, dim, dump_tag, manual_scope, max, min,
+from pypto.lang.vocabulary.control_words import (at, cluster, cond, const, cross_core_slot, dim, dump_tag, manual_scope, max, min,
                                       no_dep, parallel, pipeline, range, scope, spmd, spmd_submit, split, split_aiv,
                                       submit, unroll, while_, yield_)
 

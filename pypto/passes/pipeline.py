@@ -20,22 +20,24 @@ from pypto.ir.levels import PassDumpLevel, VerificationLevel
 from pypto.lang import parse
 from pypto.ir.printer import print_program
 from pypto.ir.verifier import verify
-from pypto.passes import (
+from pypto.passes.allocation import (
     allocate_memory_addr,
-    auto_tile_matmul_l0,
-    canonicalize_tile_slice,
-    convert_tensor_to_tile_ops,
-    fuse_create_assemble_to_slice,
-    infer_tile_memory_space,
     init_mem_ref,
     insert_alias_copies,
+    memory_reuse,
+    plan_ptoas_memory,
+)
+from pypto.passes.l0_tiling import auto_tile_matmul_l0
+from pypto.passes import (
+    canonicalize_tile_slice,
+    fuse_create_assemble_to_slice,
+    infer_tile_memory_space,
     lower_pipeline_loops,
     lower_pipeline_to_slots,
-    memory_reuse,
-    outline_incore_scopes,
-    plan_ptoas_memory,
     tile_innermost_dim_granularity,
 )
+from pypto.passes.tile_conversion import convert_tensor_to_tile_ops
+from pypto.passes.outlining import outline_incore_scopes
 from pypto.passes import invariants
 from pypto.passes.context import PassContext, Planner
 

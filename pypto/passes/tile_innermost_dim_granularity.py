@@ -15,7 +15,7 @@ import math
 
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument
-from pypto.ir.ops.registry import static_ints
+from pypto.ir.ops.type_rules import static_ints
 from pypto.ir.types import TileType
 from pypto.passes.context import Diagnostic, PassContext, Severity
 

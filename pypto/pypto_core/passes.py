@@ -1,5 +1,5 @@
 """The reference's ``pypto.pypto_core.passes`` names its users write: ``MemoryPlanner`` and
-``l0_tile_chooser`` (``pypto.passes.l0_tile_chooser``, the design point AutoTileMatmulL0 takes:
+``l0_tile_chooser`` (``pypto.passes.l0_tiling.l0_tile_chooser``, the design point AutoTileMatmulL0 takes:
 its tests ask the chooser what a matmul should compile to before they run it).
 
 ``MemoryPlanner`` is the reference's list of planners, as ``RunConfig(memory_planner=...)``
@@ -10,7 +10,7 @@ and ``PTOAS`` (the assembler places the tiles)."""
 
 import enum
 
-from pypto.passes import l0_tile_chooser
+from pypto.passes.l0_tiling import l0_tile_chooser
 
 __all__ = ["MemoryPlanner", "l0_tile_chooser"]
 

@@ -10,7 +10,7 @@ from pypto.errors import SpecializationError
 from pypto.ir import nodes as n
 from pypto.ir.types import DataType, ScalarType, TensorType, binds, type_name
 from pypto.runtime.callsite import call_span
-from pypto.sim.numerics import FROM_TORCH
+from pypto.sim.ops.numerics import FROM_TORCH
 
 
 def _error(message: str, where, hint: str | None = None) -> SpecializationError:

@@ -23,7 +23,7 @@ from pypto.errors import ConfigError, PyptoError, SpecializationError
 from pypto.ir import nodes as n
 from pypto.ir.types import ParamDirection, TensorType
 from pypto.sim import lacking
-from pypto.sim.numerics import TORCH
+from pypto.sim.ops.numerics import TORCH
 from pypto.passes.context import PassContext, Severity, resolve_disabled
 from pypto.passes.pipeline import Lowering, lower, write_dumps
 from pypto.runtime import extraction
@@ -34,16 +34,16 @@ from pypto.runtime import build_dirs, publish
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
-from pypto.sim.simulator import RunReport
-from pypto.sim.run_summary import summary_line
+from pypto.sim.reports.run_report import RunReport
+from pypto.sim.reports.run_summary import summary_line
 from pypto.backend import BackendType, backend
 from pypto.lang.program import GenericProgram
 from pypto.lang.text import deserialize, serialize
 from pypto.log import logger
 from pypto.ir.pass_manager import DiagnosticPhase
-from pypto.sim.trace import chrome_trace, instruction_metrics
-from pypto.sim.views import check_call
-from pypto.sim.insight_format import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
+from pypto.sim.reports.trace import chrome_trace, instruction_metrics
+from pypto.sim.accesses.views import check_call
+from pypto.sim.reports.insight_format import API_INSTR, SOURCE, TRACE, encode_block, write_blocks
 
 
 def pass_context(config: RunConfig) -> PassContext:

@@ -11,11 +11,12 @@ from pypto.chip import records
 from pypto.chip.orchestrator import ChipRun
 from pypto.ir import nodes as n
 from pypto.runtime.config import RunConfig, fresh_byte, ring_sizes
-from pypto.sim import interpreter, progress
-from pypto.sim.numerics import one_thread
+from pypto.sim.reference import interpreter
+from pypto.sim.reports import progress
+from pypto.sim.ops.numerics import one_thread
 from pypto.ir.collector import collector_paused
-from pypto.sim.simulator import RunReport
-from pypto.sim.fresh import fresh_memory
+from pypto.sim.reports.run_report import RunReport
+from pypto.sim.ops.fresh import fresh_memory
 
 
 def execute(program: n.Program, entry: str, args, config: RunConfig, kernels: dict | None = None,

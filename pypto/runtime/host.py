@@ -9,7 +9,7 @@ The generated code keeps the IR's values under private names (``_v_t_1``), and a
 statement that binds a source name it sets that name too (``t = prelude.host(_v_t_1)``):
 the names as written always hold their latest value, and nothing the program computes
 reads them. No pass runs, and no code is generated for the chip: what this checks is the
-kernel's meaning, with the interpreter's semantics (one definition, ``pypto.sim.semantics``).
+kernel's meaning, with the interpreter's semantics (one definition, ``pypto.sim.ops.semantics``).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import builtins
 import re
 import traceback
 
-from pypto.sim.torch_codegen import _RESERVED, _Function, _expr
+from pypto.sim.reference.torch_codegen import _RESERVED, _Function, _expr
 from pypto.errors import PyptoError, Span
 from pypto.ir import nodes as n
 from pypto.ir.rewrite import rename
 from pypto.ir.types import ParamDirection, TensorType
 
 PRIVATE = "_v_"
-HEADER = "import torch\nimport pypto.language as pl\nfrom pypto.sim import host_prelude as prelude\n"
+HEADER = "import torch\nimport pypto.language as pl\nfrom pypto.sim.reference import host_prelude as prelude\n"
 _VERSION = re.compile(r"^(.*?)(?:_\d+)+$")
 # names the host code reads as its own: a source name among them is left unset, not clobbered
 _KEEP = _RESERVED | {"builtins"}

@@ -11,7 +11,7 @@ from pypto.errors import ParseError, PyptoError, SpecializationError, TypeCheckE
 from pypto.ir import nodes as n
 from pypto.ir.types import FunctionType, Level
 from pypto.lang.jit import DynamicAxes, declared_types, specialize
-from pypto.lang.program import FunctionDecl
+from pypto.lang.program_builder import FunctionDecl
 from pypto.lang.sources import KernelSource, source_of
 from pypto.log import logger
 from pypto.runtime.arguments import arg_type, as_declared

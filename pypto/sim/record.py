@@ -12,11 +12,11 @@ import itertools
 from pypto.codegen.pipes import is_ring
 from pypto.backend import Pipe
 from pypto.ir.types import AtomicType
-from pypto.sim import effects as Effects
-from pypto.sim.steps import Steps
-from pypto.sim import fresh
-from pypto.sim.hazards import RaceChecker
-from pypto.sim.steady import Steady
+from pypto.sim.data import effects as Effects
+from pypto.sim.data.steps import Steps
+from pypto.sim.ops import fresh
+from pypto.sim.timing.hazards import RaceChecker
+from pypto.sim.fastforward.steady import Steady
 
 
 class Items:

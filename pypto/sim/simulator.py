@@ -28,130 +28,28 @@ import weakref
 import attrs
 import torch
 
-from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, ScalarLoad, SetFlag, WaitFlag, walk
+from pypto.codegen.isa import GmLoc, Instr, Kernel, ScalarAssign, ScalarLoad, walk
 from pypto.ir.collector import collector_paused
-from pypto.errors import Span
 from pypto.ir import nodes as n
 from pypto.ir.ops.spmd import BLOCK_REGISTERS, LANE_REGISTER
 from pypto.ir.types import TensorType
-from pypto.sim import effects as Effects
-from pypto.sim.steps import Steps, run_steps
-from pypto.sim import fresh, lacking, offsets, progress, ranks
-from pypto.sim.hazards import SimulatorHazard
+from pypto.sim.data import effects as Effects
+from pypto.sim.data.steps import Steps, run_steps
+from pypto.sim.ops import fresh
+from pypto.sim import lacking
+from pypto.sim.fastforward import offsets
+from pypto.sim.reports import progress
+from pypto.sim.data import ranks
+from pypto.sim.timing.hazards import SimulatorHazard
 from pypto.sim.record import Items, Record
-from pypto.sim.run_summary import summary_fields
-from pypto.sim.schedule import SimulatorDeadlock, schedule
-from pypto.sim.issue import Issuer, SimulatorError, item_name
-from pypto.sim.views import overlap_groups, overlaps_any
-from pypto.backend import CoreKind, Pipe, SoC
+from pypto.sim.reports.run_report import RunReport
+from pypto.sim.timing.schedule import SimulatorDeadlock, schedule
+from pypto.sim.timing.issue import Issuer, SimulatorError
+from pypto.sim.accesses.views import overlap_groups, overlaps_any
+from pypto.backend import CoreKind, SoC
 
-__all__ = ["Launch", "RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "TraceEvent",
-           "apply", "run_kernel", "simulate", "simulate_together"]
-
-
-# ----------------------------------------------------------------------------- results
-
-
-@attrs.frozen
-class TraceEvent:
-    """One slice of a pipe's timeline (or of the scalar unit's issuing)."""
-
-    core: str  # "aic0", "aiv0"
-    pipe: str
-    name: str
-    start: int
-    end: int
-    span: Span | None = attrs.field(default=None, eq=False)
-    detail: tuple = ()  # (key, value) pairs: address, bytes, repeats, utilization, ...
-    kind: str = "instr"  # "instr", "set_flag", "wait_flag" or "issue"
-    pos: int = -1  # the instruction's position in its kernel's program
-    flag: tuple = ()  # (src core, src pipe, dst core, dst pipe, event) of a flag
-
-
-@attrs.define(repr=False)
-class RunReport:
-    cycles: int = 0  # simulated cycles, all launches
-    # core -> pipe -> cycles the pipe was occupied. A transfer holds its pipe for its bytes;
-    # its landing latency overlaps the next transfer, so trace slices (issue to landing) are longer.
-    pipe_cycles: dict = attrs.Factory(dict)
-    instructions: int = 0  # executed compute/transfer instructions
-    sync_instructions: int = 0  # executed set_flag / wait_flag
-    launches: int = 0
-    # Each launch's timeline: (cycle it starts at, its issued items[, the cores it ran on
-    # by those it was simulated on]). The trace slices are built from it only when asked
-    # (``events``).
-    timelines: list = attrs.Factory(list)
-    wall_seconds: float = 0.0
-    trace_dirs: list = attrs.Factory(list)  # OPPROF_* directories of the L0 traces written
-    outputs: tuple = ()  # what the entry function returned
-    tasks: list = attrs.Factory(list)  # on the chip: each task as it ran (``pypto.chip.orchestrator.TaskRecord``)
-    dfx_files: list = attrs.Factory(list)  # the chip's artifacts written (dfx_outputs/)
-    prints: list = attrs.Factory(list)  # what each pl.debug_print saw (``pypto.sim.prints.Print``)
-    platform: str = ""  # what ran it ("ref" keeps no time)
-    clock_hz: int = 0  # the cores' clock, for µs (0: unknown)
-    _events: list | None = attrs.field(default=None, init=False, repr=False, eq=False)
-
-    def __repr__(self) -> str:
-        """A line, not the timelines: the kernel's cycles first (what tuning shrinks), then
-        the makespan, each with µs, then what was executed."""
-        return f"RunReport({', '.join(summary_fields(self))})"
-
-    def summary(self) -> str:
-        """One line for a log or a notebook cell: the two times and the task count."""
-        from pypto.sim.run_summary import summary_line
-
-        return summary_line(self)
-
-    def _repr_html_(self) -> str:
-        from pypto.sim.run_summary import html_table
-
-        return html_table(self)
-
-    @property
-    def events(self) -> list:
-        """TraceEvent of every launch, shifted to its start: the scalar unit's issue slices
-        and every pipe's, in start order."""
-        if self._events is None:
-            out = []
-            for shift, items, *cores in self.timelines:
-                out.extend(_trace_events(items, shift, cores[0] if cores else None))
-            out.sort(key=lambda e: e.start)
-            self._events = out
-        return self._events
-
-    @property
-    def kernel_cycles(self) -> int:
-        """Cycles the cores spent running the tasks, start to end, summed (one task: its
-        run — what tuning the InCore function shrinks); ``cycles`` is the makespan, which
-        on the chip adds the orchestration, dispatch and pickup around them."""
-        if self.tasks:
-            return sum(t.end - t.start for t in self.tasks)
-        return self.cycles
-
-    @property
-    def trace_dir(self):
-        """The last launch's L0 trace directory (``RunConfig(enable_l0_trace=True)``)."""
-        return self.trace_dirs[-1] if self.trace_dirs else None
-
-    def merge(self, other: RunReport) -> None:
-        shift = self.cycles
-        self.timelines.extend((s + shift, *rest) for s, *rest in other.timelines)
-        self._events = None
-        self.cycles += other.cycles
-        for core, pipes in other.pipe_cycles.items():
-            mine = self.pipe_cycles.setdefault(core, {})
-            for pipe, c in pipes.items():
-                mine[pipe] = mine.get(pipe, 0) + c
-        self.instructions += other.instructions
-        self.sync_instructions += other.sync_instructions
-        self.launches += other.launches
-        self.wall_seconds += other.wall_seconds
-        self.trace_dirs.extend(other.trace_dirs)
-        self.prints.extend(p.at(shift) for p in other.prints)
-
-    def busy(self, pipe: str) -> list[tuple[int, int]]:
-        """(start, end) of every instruction on a pipe, all cores."""
-        return [(e.start, e.end) for e in self.events if e.pipe == pipe and e.kind == "instr"]
+__all__ = ["Launch", "RunReport", "SimulatorDeadlock", "SimulatorError", "SimulatorHazard", "Timeline", "apply",
+           "run_kernel", "simulate", "simulate_together"]
 
 
 # ----------------------------------------------------------------------------- machine
@@ -177,7 +75,7 @@ class Timeline:
     # the GM windows its loads and stores move: (launch, parameter, writes, offsets, extents), each once
     footprint: tuple = ()
     skipped: int = 0  # trips of steady loops produced from the trip before rather than simulated (``steady``)
-    prints: tuple = ()  # what its pl.debug_prints saw, at their cycles (``pypto.sim.prints``)
+    prints: tuple = ()  # what its pl.debug_prints saw, at their cycles (``pypto.sim.reports.prints``)
     # each pl.system.syncall the launch reaches, in order: ((core name, the cycle it arrives), ...)
     arrivals: tuple = ()
 
@@ -532,22 +430,3 @@ def apply(timeline: Timeline, *tensors: dict, atomic=None) -> None:
         else:  # (each instruction's effect twice: as it starts and as it ends)
             Effects.apply(progress.counted(timeline.effects, "applied", len(timeline.effects)), timeline.memories,
                           tensors, atomic)
-
-
-def _trace_events(items, shift: int, cores: dict | None = None):
-    """The trace slices of one launch's timeline: each item's issue on the scalar unit, and
-    its run on its pipe (on ``cores[core]`` for each core it was simulated on, if given)."""
-    scalar = Pipe.SCALAR.value
-    for node, core, pipe, flag, issue, scalar_cost, start, end, detail in items:
-        if cores is not None:
-            core = cores.get(core, core)
-            if flag is not None:
-                flag = (cores.get(flag[0], flag[0]), flag[1], cores.get(flag[2], flag[2]), flag[3], flag[4])
-        span = getattr(node, "span", None)
-        name = item_name(node, flag)
-        yield TraceEvent(core.name, scalar, f"issue {name}", issue - scalar_cost + shift, issue + shift, span,
-                         kind="issue", pos=node.pos)
-        kind = "set_flag" if isinstance(node, SetFlag) else "wait_flag" if isinstance(node, WaitFlag) else "instr"
-        shown = () if flag is None else (flag[0].name, flag[1].value, flag[2].name, flag[3].value, flag[4])
-        yield TraceEvent(core.name, pipe.value, name, start + shift, end + shift, span, detail, kind, node.pos,
-                         shown)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pypto.backend import DEFAULT
 from pypto.tools import trace_page
-from pypto.sim.insight_format import API_INSTR, TRACE, InsightFormatError, read_blocks
+from pypto.sim.reports.insight_format import API_INSTR, TRACE, InsightFormatError, read_blocks
 from pypto.ir.collector import collector_paused
 from pypto.tools import description
 

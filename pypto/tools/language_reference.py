@@ -5,7 +5,7 @@ decorator, annotation and enum of ``pypto.language``, from the docstrings ``help
     python -m pypto.tools.language_reference -o FILE      # written to FILE
     python -m pypto.tools.language_reference --check FILE # exit 1 when FILE is not what the docstrings give
 
-The lists come from the front end's own tables (``pypto.lang.names``), so a name the parser
+The lists come from the front end's own tables (``pypto.lang.vocabulary.names``), so a name the parser
 knows cannot be missing from the page.
 """
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from pypto.ir.ops.registry import UNIFIED, all_ops, spelled
-from pypto.lang.op_reference import forms, keyword_forms, rules, signature
+from pypto.lang.vocabulary.op_reference import forms, keyword_forms, rules, signature
 from pypto.tools import description
 
 HEADER = """# The op reference
@@ -28,7 +28,7 @@ keeps it in step. Every op here is also documented where you use it: `help(pl.ti
 
 
 # The catalog's names that are forms of the language, not ops: the front end reads them
-# (``pypto.lang.names``), so the registry has no entry — listed here so the table covers the
+# (``pypto.lang.vocabulary.names``), so the registry has no entry — listed here so the table covers the
 # catalog. (name, where it is reached, what it does)
 LANGUAGE_FORMS = (
     ("const", "`pl.const(value, dtype)`", "a literal with an explicit dtype (pl.const(2.0, pl.FP32))"),

@@ -3,7 +3,7 @@ from helpers import check_pass, program_text
 
 from pypto.errors import MemorySpaceError
 from pypto.lang import parse
-from pypto.passes.allocate_memory_addr import allocate_memory_addr
+from pypto.passes.allocation.allocate_memory_addr import allocate_memory_addr
 from pypto.passes.context import PassContext
 from pypto.backend import A2A3
 

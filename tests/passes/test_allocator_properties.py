@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pypto.ir import nodes as n
 from pypto.lang import parse
-from pypto.passes.allocate_memory_addr import allocate_memory_addr
+from pypto.passes.allocation.allocate_memory_addr import allocate_memory_addr
 from pypto.fuzz.checks import placement_problems
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program

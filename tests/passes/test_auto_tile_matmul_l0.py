@@ -11,9 +11,9 @@ from pypto.ir.printer import print_program
 from pypto.ir.types import TileType
 from pypto.ir.verifier import verify
 from pypto.lang import parse
-from pypto.passes.auto_tile_matmul_l0 import auto_tile_matmul_l0
+from pypto.passes.l0_tiling.auto_tile_matmul_l0 import auto_tile_matmul_l0
 from pypto.passes.context import PassContext, Planner
-from pypto.passes.l0_tile_chooser import L0TileConfig, Stationarity, choose_l0_tile
+from pypto.passes.l0_tiling.l0_tile_chooser import L0TileConfig, Stationarity, choose_l0_tile
 
 PTOAS = PassContext(soc=A2A3, planner=Planner.PTOAS)
 

@@ -6,7 +6,7 @@ import pypto.language as pl
 from pypto.errors import UnsupportedSyntaxError
 from pypto.lang import parse
 from pypto.passes.context import PassContext
-from pypto.passes.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
+from pypto.passes.tile_conversion.convert_tensor_to_tile_ops import convert_tensor_to_tile_ops
 from pypto.runtime import RunConfig
 from pypto.backend import A2A3
 

@@ -17,7 +17,7 @@ from pypto.fuzz.example import Example
 from pypto.fuzz.properties import check_planners, simulate
 from pypto.fuzz.checks import against_oracle, bits_equal
 from pypto.ir import PassDumpLevel
-from pypto.passes import dsa
+from pypto.passes.allocation import dsa
 from pypto.pypto_core.passes import MemoryPlanner
 from pypto.runtime import RunConfig
 from pypto.tools.memory_map import model
@@ -388,7 +388,7 @@ def test_property_the_recognizer_reads_each_op_on_the_pipe_codegen_issues_it(cas
     from pypto.codegen.isa import Instr, walk
     from pypto.ir import nodes as n
     from pypto.ir.types import TileType
-    from pypto.passes.dsa_access import pipe_of
+    from pypto.passes.allocation.dsa_access import pipe_of
     from pypto.runtime.compiled import compile_program
 
     params = [p.name for p in case.program.function(case.entry).params]

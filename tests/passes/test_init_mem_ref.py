@@ -6,7 +6,7 @@ import pypto.language as pl
 from pypto.errors import MemorySpaceError
 from pypto.lang import parse
 from pypto.passes.context import PassContext
-from pypto.passes.init_mem_ref import init_mem_ref
+from pypto.passes.allocation.init_mem_ref import init_mem_ref
 from pypto.backend import A2A3
 
 

@@ -6,7 +6,7 @@ import pypto.language as pl
 from pypto.errors import MemorySpaceError
 from pypto.lang import parse
 from pypto.passes.context import PassContext
-from pypto.passes.insert_alias_copies import insert_alias_copies
+from pypto.passes.allocation.insert_alias_copies import insert_alias_copies
 from pypto.runtime import RunConfig
 from pypto.backend import A2A3
 

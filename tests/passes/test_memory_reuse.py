@@ -2,7 +2,7 @@ import torch
 from helpers import check_pass
 
 import pypto.language as pl
-from pypto.passes.memory_reuse import memory_reuse
+from pypto.passes.allocation.memory_reuse import memory_reuse
 from pypto.runtime import RunConfig
 
 

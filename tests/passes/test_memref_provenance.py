@@ -16,7 +16,7 @@ from pypto.lang import parse
 from pypto.ir.printer import print_program
 from pypto.ir.types import TileType
 from pypto.passes.context import PassContext
-from pypto.passes.memory_reuse import memory_reuse
+from pypto.passes.allocation.memory_reuse import memory_reuse
 from pypto.runtime import RunConfig
 from pypto.runtime.compiled import compile_program, lower_program
 from pypto.backend import A2A3

@@ -6,9 +6,9 @@ import pypto.language as pl
 from pypto.errors import UnsupportedSyntaxError
 from pypto.lang import parse
 from pypto.passes.context import PassContext
-from pypto.passes.outline_incore_scopes import outline_incore_scopes
+from pypto.passes.outlining.outline_incore_scopes import outline_incore_scopes
 from pypto.runtime import RunConfig
-from pypto.sim.numerics import bits_equal
+from pypto.sim.ops.numerics import bits_equal
 from pypto.backend import A2A3
 
 

@@ -12,7 +12,7 @@ from helpers import check_pass
 import pypto.language as pl
 from pypto.errors import CodegenError, MemorySpaceError
 from pypto.passes.context import PassContext, Planner
-from pypto.passes.plan_ptoas_memory import plan_ptoas_memory
+from pypto.passes.allocation.plan_ptoas_memory import plan_ptoas_memory
 from pypto.runtime import RunConfig
 from pypto.backend import A2A3
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pypto.runtime import RunConfig
 from pypto.tools import clean_sim_trace as cst
-from pypto.sim.insight_format import API_INSTR, SOURCE, TRACE, encode_block, read_blocks
+from pypto.sim.reports.insight_format import API_INSTR, SOURCE, TRACE, encode_block, read_blocks
 
 
 def traced(seed, name, tmp_path):

@@ -317,7 +317,7 @@ def test_a_visualize_data_bin_is_not_a_dump(seed, tmp_path):
 def test_a_container_is_refused_alike_whatever_its_block_sizes_spell(tmp_path, capsys, size):
     """A block header's size field is valid UTF-8 for some sizes and not for others: what
     decides is the NUL bytes every container holds, not the length of a path in it."""
-    from pypto.sim.insight_format import TRACE, encode_block, write_blocks
+    from pypto.sim.reports.insight_format import TRACE, encode_block, write_blocks
 
     path = tmp_path / "visualize_data.bin"
     path.write_bytes(write_blocks([encode_block(TRACE, b"x" * size)]))

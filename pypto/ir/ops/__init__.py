@@ -30,7 +30,6 @@ from pypto.ir.ops.registry import (
     Windows,
     all_ops,
     argument,
-    infer_type,
     lookup,
     op_call,
     resolve,
@@ -38,6 +37,7 @@ from pypto.ir.ops.registry import (
     unspelled,
     with_args,
 )
+from pypto.ir.ops.type_rules import infer_type
 
 __all__ = ["UNIFIED", "Kind", "OpArgs", "OpDef", "ParamSpec", "REQUIRED", "Windows", "all_ops", "argument", "infer_type",
            "lookup", "op_call", "resolve", "spelled", "unspelled", "with_args"]

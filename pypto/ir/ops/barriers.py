@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, fail, register
+from pypto.ir.ops.registry import Kind, OpArgs, register
+from pypto.ir.ops.type_rules import fail
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import DataType, ScalarType, TensorType, type_name
 

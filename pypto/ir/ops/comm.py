@@ -14,7 +14,8 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import TENSOR_OPERAND_FORMS, Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints
+from pypto.ir.ops.registry import TENSOR_OPERAND_FORMS, Kind, OpArgs, register
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region
 from pypto.ir.types import (ATOMIC_ADD_DTYPES, AtomicType, DataType, ReduceOp, ScalarType, TensorType, TileType,
@@ -186,7 +187,7 @@ for _name in ("world_size", "alloc_window_buffer", "window"):
 
 # ----------------------------------------------------------------------------- collectives
 # The InCore composites (``pld.tensor.allreduce(data, signal, ...)`` and the five others): one
-# op each, whose meaning on a rank (``pypto.sim.comm``) is the reference's protocol over the
+# op each, whose meaning on a rank (``pypto.sim.ops.comm``) is the reference's protocol over the
 # same primitives — a credit barrier on the signal (each rank adds 1 to its cell of every
 # peer's signal and waits for its peers' cells, which it then takes back, so the signal is
 # reusable), the remote reads or writes, a second barrier before a rank overwrites what its

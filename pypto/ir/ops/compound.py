@@ -12,8 +12,8 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import CI_DTYPES, FLOATS, NUMERIC
-from pypto.ir.ops.registry import (Kind, OpArgs, check_valid, fail, fmt_shape, register, same_shape_dtype, static_ints,
-                                   unify)
+from pypto.ir.ops.registry import Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, same_shape_dtype, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype, _scalar_fits, _vec_result
 from pypto.ir.types import DataType, TileType, type_name

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, argument, fail, fmt_shape, register, unify
+from pypto.ir.ops.registry import Kind, OpArgs, argument, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype
 from pypto.ir.types import DataType, ScalarType, TileType, type_name

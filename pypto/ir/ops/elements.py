@@ -10,7 +10,8 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, fail, register, unify
+from pypto.ir.ops.registry import Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import fail
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import ScalarType, TensorType, TileType, type_name
 

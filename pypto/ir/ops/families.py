@@ -2,13 +2,14 @@
 cost class on the vector unit. ``pypto.ir.ops.tile`` and ``pypto.ir.ops.tensor`` make the
 tile and the tensor op of each row, and the unified ``pl.<name>`` (which picks the level
 from its operands) is made here — so adding an elementwise op is one row here plus its
-semantics in ``pypto.sim.semantics``."""
+semantics in ``pypto.sim.ops.semantics``."""
 
 from __future__ import annotations
 
 import attrs
 
-from pypto.ir.ops.registry import fail, unify
+from pypto.ir.ops.type_rules import fail
+from pypto.ir.ops.registry import unify
 from pypto.ir.types import DataType
 
 FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)

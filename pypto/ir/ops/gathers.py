@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
-from pypto.ir.ops.registry import (TENSOR_OPERAND_FORMS, Kind, OpArgs, check_valid, fail, fmt_shape, register,
-                                   static_ints, unify)
+from pypto.ir.ops.registry import TENSOR_OPERAND_FORMS, Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _require_dtype, _same_valid, _vec_result
 from pypto.ir.nodes import Const, Expr

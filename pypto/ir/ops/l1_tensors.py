@@ -4,21 +4,14 @@ cache at tensor level. ``pl.create_l1`` is an empty L1 (Mat) buffer seen as a te
 physical place itself); ``pl.paged_gather`` does the whole gather through a block table,
 into Mat or Vec. Their results compose with tensor code (a matmul reads a Mat one as an
 operand, an assemble stores one); ConvertTensorToTileOps lowers them to ``tile.create`` and
-``tile.gather_row`` (``pypto.passes.expand_l1``)."""
+``tile.gather_row`` (``pypto.passes.tile_conversion.expand_l1``)."""
 
 from __future__ import annotations
 
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
-from pypto.ir.ops.registry import (
-    Kind,
-    OpArgs,
-    fail,
-    fmt_shape,
-    register,
-    static_ints,
-    unify,
-)
+from pypto.ir.ops.registry import Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.row_gathers import check_row_window
 from pypto.ir.ops.transfers import SHAPE_HINT

@@ -1,7 +1,7 @@
 """The MX (microscaling) cube ops of Ascend950: Left x Right into Acc with a shared E8M0 scale
 per block of 32 along K for each operand — fresh (``matmul_mx``), onto an accumulator
 (``matmul_mx_acc``), from a bias row (``matmul_mx_bias``). Their arithmetic is
-``pypto.sim.mx_math``; the scale tiles keep the packing the hardware's scale buffers read
+``pypto.sim.ops.mx_math``; the scale tiles keep the packing the hardware's scale buffers read
 (pl.MX_A_ZZ for the left, pl.MX_B_NN for the right).
 
 The reference's rules: both data tiles FP8E4M3FN (pto-isa's A5 MX mmad takes that pair; E5M2
@@ -14,7 +14,8 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register, unify
+from pypto.ir.ops.registry import Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import DataType, TileType, type_name
 

@@ -2,7 +2,7 @@
 the reference's ``pto.trandom``): a tile or tensor of 32-bit words, each a function of the
 64-bit key ``(key0, key1)``, the 128-bit counter ``(counter0 .. counter3)`` and the
 element's position — the same seeds give the same values, on every run and platform. The
-generator (Philox4x32) is defined once, in ``pypto.sim.randoms``.
+generator (Philox4x32) is defined once, in ``pypto.sim.ops.randoms``.
 
 ``pto.trandom`` is an Ascend950 (A5) instruction: the a2a3 SoC table lacks it, so the
 simulator refuses a kernel holding one, and ``ref`` computes it."""
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pypto.backend import MemorySpace, SoC
 from pypto.ir.nodes import Const, Var
-from pypto.ir.ops.registry import Kind, OpArgs, Windows, fail, fmt_shape, op_call, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, Windows, op_call, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import DataType, ScalarType, TensorType, TileType
 

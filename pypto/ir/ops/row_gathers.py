@@ -9,7 +9,8 @@ from __future__ import annotations
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region
 from pypto.ir.types import TensorType, TileType

@@ -16,7 +16,8 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import BinOp, Const
 from pypto.ir.simplify import fold
-from pypto.ir.ops.registry import Kind, OpArgs, fail, fmt_shape, register
+from pypto.ir.ops.registry import Kind, OpArgs, register
+from pypto.ir.ops.type_rules import fail, fmt_shape
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import _require_2d, _same_valid, _vec_result
 from pypto.ir.types import DataType, MaskPattern, TileType

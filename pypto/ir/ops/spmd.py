@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pypto.backend import MemorySpace, SoC
 from pypto.errors import TypeCheckError
-from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, fail, fmt_shape, register, unify
+from pypto.ir.ops.registry import Kind, OpArgs, ParamSpec as P, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape
 from pypto.ir.types import DataType, ScalarType, SplitMode, TileType
 
 # what the code generator and the simulator call the registers (not names a program can bind)

@@ -6,19 +6,8 @@ from __future__ import annotations
 
 import math
 
-from pypto.ir.ops.registry import (
-    Kind,
-    check_valid,
-    foreign_keyword,
-    OpArgs,
-    Windows,
-    fail,
-    fmt_shape,
-    register,
-    same_shape_dtype,
-    static_ints,
-    unify,
-)
+from pypto.ir.ops.registry import Kind, foreign_keyword, OpArgs, Windows, register, unify
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, same_shape_dtype, static_ints
 from pypto.ir.ops.families import BINARY, CI_DTYPES, EXPANDS, REDUCTIONS, UNARY, check_amount, scalar_form
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.cube import CUBE_IN, acc_dtype, batch_shape

@@ -16,10 +16,11 @@ import math
 from pypto.backend import SoC
 from pypto.ir import nodes as n
 from pypto.ir.ops.families import NUMERIC
-from pypto.ir.ops.registry import Kind, OpArgs, Windows, fail, fmt_shape, op_call, register, same_shape_dtype, unify
+from pypto.ir.ops.registry import Kind, OpArgs, Windows, op_call, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape, same_shape_dtype
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.tile import CMP_NAMES, SHAPE_HINT
-from pypto.ir.ops.registry import static_ints
+from pypto.ir.ops.type_rules import static_ints
 from pypto.ir.types import DataType, PadValue, TensorType
 
 

@@ -7,7 +7,8 @@ index a row at a time, as its tile form indexes a tile's elements. ``gather`` an
 from __future__ import annotations
 
 from pypto.backend import SoC
-from pypto.ir.ops.registry import KEYWORD_FORMS, Kind, OpArgs, Windows, fail, fmt_shape, op_call, register, unify
+from pypto.ir.ops.registry import KEYWORD_FORMS, Kind, OpArgs, Windows, op_call, register, unify
+from pypto.ir.ops.type_rules import fail, fmt_shape
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.sorts import INDICES, MASKED, _one_row, _pairs, _pattern, check_block_len
 from pypto.ir.ops.gathers import GATHERED, SCATTERED, _infer_scatter_update

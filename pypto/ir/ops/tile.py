@@ -10,19 +10,8 @@ from __future__ import annotations
 
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
-from pypto.ir.ops.registry import (
-    REQUIRED,
-    Kind,
-    foreign_keyword,
-    OpArgs,
-    check_valid,
-    fail,
-    fmt_shape,
-    register,
-    same_shape_dtype,
-    static_ints,
-    unify,
-)
+from pypto.ir.ops.registry import REQUIRED, Kind, foreign_keyword, OpArgs, register, unify
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, same_shape_dtype, static_ints
 from pypto.ir.ops.transfers import SHAPE_HINT, check_region  # noqa: F401  (registers the transfers; re-exported)
 from pypto.ir.ops.families import (BINARY, check_amount, DIVIDES, EXPANDS, FLOATS, NUMERIC, REDUCTIONS, SIGNED, UNARY,  # noqa: F401
                                    scalar_form, unify_families)

@@ -11,7 +11,8 @@ from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS
-from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints, unify
+from pypto.ir.ops.registry import Kind, OpArgs, register, unify
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.ops.transfers import SHAPE_HINT
 from pypto.ir.types import DataType, PadValue, TileType

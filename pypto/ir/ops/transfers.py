@@ -7,7 +7,8 @@ from __future__ import annotations
 from pypto.errors import MemorySpaceError, OutOfBoundsError, TypeCheckError
 from pypto.ir.nodes import Const
 from pypto.ir.ops.families import FLOATS
-from pypto.ir.ops.registry import Kind, OpArgs, check_valid, fail, fmt_shape, register, static_ints, with_article
+from pypto.ir.ops.registry import Kind, OpArgs, register, with_article
+from pypto.ir.ops.type_rules import check_valid, fail, fmt_shape, static_ints
 from pypto.ir.ops.registry import ParamSpec as P
 from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, TensorType, TileType
 from pypto.backend import MemorySpace as M
@@ -151,7 +152,7 @@ def _infer_move(a: OpArgs, soc: SoC) -> TileType:
     tile: TileType = a.tile("tile")
     target = a["target_memory"]
     # a move between the cube and the vector cores is a crossing: a mixed scope stages it
-    # through GM (pypto.passes.crossings); anywhere else codegen refuses it with the reason
+    # through GM (pypto.passes.outlining.crossings); anywhere else codegen refuses it with the reason
     if tile.space is not None and not soc.can_move(tile.space, target) and not soc.crosses(tile.space, target):
         legal = ", ".join(s.name for s in soc.targets_from(tile.space)) or "nowhere"
         others = having(lambda t: t.can_move(tile.space, target), soc)

@@ -10,20 +10,20 @@ are one op (the form dumps print).
 """
 
 from pypto.ir.types import AtomicType, NotifyOp, ReduceOp, WaitCmp
-from pypto.lang.dsl import DslName as _DslName
-from pypto.lang.dsl import TypeConstructor as _TypeConstructor
+from pypto.lang.vocabulary.dsl import DslName as _DslName
+from pypto.lang.vocabulary.dsl import TypeConstructor as _TypeConstructor
 
 
 class _Namespace(_DslName):
     """``pld.system`` / ``pld.tensor`` / ``pld.tile``: their ops, by name."""
 
     def __getattr__(self, name: str) -> _DslName:
-        from pypto.lang.names import Path, interpret
+        from pypto.lang.vocabulary.names import Path, interpret
 
         if name.startswith("__"):
             raise AttributeError(name)
-        from pypto.lang.names import Op
-        from pypto.lang.op_reference import stand_in
+        from pypto.lang.vocabulary.names import Op
+        from pypto.lang.vocabulary.op_reference import stand_in
 
         meaning = interpret(Path((*self.__pypto_path__, name)))
         if meaning is None:

@@ -2,7 +2,7 @@
 others) written in a host orchestrator is, as in the reference, a builtin per-device program
 dispatched to every rank with the same window views — here, a one-task program whose InCore
 function runs the InCore composite of the same name (one definition of the protocol, in
-``pypto.sim.comm``). The program is made as text and parsed, so it is an ordinary program:
+``pypto.sim.ops.comm``). The program is made as text and parsed, so it is an ordinary program:
 its dumps, passes and both platforms are every other program's.
 
 The host form's own rules (the reference's) are checked where the host calls it: the

@@ -21,7 +21,7 @@ from pypto.runtime.distributed import builtins
 from pypto.runtime.distributed.worker import StackedDeviceTensor
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.ir.types import DataType, ReduceOp
-from pypto.lang import names as N
+from pypto.lang.vocabulary import names as N
 from pypto.lang.sources import source_of
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -107,7 +107,7 @@ class HostKernel:
     def outputs_made(self, source, fdef, nranks: int, args: tuple) -> tuple:
         """``args`` with the pl.Out parameters left out (all of them, the reference's
         return-style call) made: zeros of their annotated shape and dtype."""
-        from pypto.sim.numerics import TORCH
+        from pypto.sim.ops.numerics import TORCH
 
         params = fdef.args.args[len(fdef.args.args) - len(self.param_names):]
         outs = [k for k, a in enumerate(params) if a.annotation is not None
@@ -193,7 +193,7 @@ class DeviceEntry:
     @property
     def function_type(self):
         from pypto.backend import DEFAULT
-        from pypto.lang.program import function_options
+        from pypto.lang.program_builder import function_options
 
         return function_options(self.program.source, self.program.defs[self.__name__], DEFAULT)[0]
 
@@ -449,7 +449,7 @@ class _Walker:
     def create(self, node: ast.Call) -> torch.Tensor:
         """``pl.create_tensor([...], dtype=...)`` in the host: a host tensor of zeros, which the
         dispatches after it write and read."""
-        from pypto.sim.numerics import TORCH
+        from pypto.sim.ops.numerics import TORCH
 
         kw = {k.arg: k.value for k in node.keywords}
         if len(node.args) != 1 or not isinstance(node.args[0], (ast.List, ast.Tuple)) or set(kw) != {"dtype"}:
@@ -528,7 +528,7 @@ class _Walker:
         """The scope's body as a chip orchestration of the host tensors it names, dispatched
         to the next device in turn (the k-th such scope to device k): what it assembles into
         is bound to the tensor assembled into."""
-        from pypto.sim.numerics import FROM_TORCH
+        from pypto.sim.ops.numerics import FROM_TORCH
 
         seen, params = set(), []
         for node in ast.walk(ast.Module(body=s.body, type_ignores=[])):

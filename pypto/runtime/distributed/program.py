@@ -19,7 +19,7 @@ from pypto.errors import ConfigError
 from pypto.log import logger
 from pypto.runtime.callsite import located
 from pypto.runtime.config import RunConfig
-from pypto.sim.comm import PORT
+from pypto.sim.ops.comm import PORT
 
 
 @attrs.frozen
