@@ -148,8 +148,8 @@ class _Converter:
         if isinstance(value, n.Call) and value.op == "tensor.assemble":
             return self.assemble(stmt, value)
         if isinstance(value, n.Call) and value.op == "tensor.slice" and (
-                argument(value, "valid_shape") is not None or argument(value, "clamp")
-                or argument(value, "pad_value") not in (None, PadValue.null)):
+                (argument(value, "valid_shape") is not None and self.g.window(stmt.target, {}) is None)
+                or argument(value, "clamp") or argument(value, "pad_value") not in (None, PadValue.null)):
             raise UnsupportedSyntaxError("in a kernel a slice of a tensor is a window, and a window's valid region "
                                          "is its load's", span=stmt.span,
                                          hint="load the window with pl.load(x, offsets, shapes, valid_shape=[...]) "

@@ -41,7 +41,7 @@ from pypto.ir.types import ScalarType, TileType
 from pypto.passes import cube_chain
 from pypto.passes.carried_emitter import CarriedValues
 from pypto.passes.reduction_emitter import Reductions
-from pypto.passes.regions import extents, operand_regions, whole
+from pypto.passes.regions import extents, operand_regions, plus, whole
 from pypto.passes.tensor_graph import Carried, Op, TensorGraph, Unblockable
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
@@ -211,6 +211,11 @@ class Emitter(Reductions, CarriedValues):
             # a fixpipe narrowing (tensor_graph's sides): the accumulator's tile, which the store
             # out of Acc narrows to its tensor's dtype, rounding to nearest even
             return self.value(argument(d.call, "x").name, region, reader, hint)
+        if isinstance(d, Op) and d.call.op == "tensor.slice" and self.g.valid_ends(name, self.env) is not None:
+            # a window of GM whose producer filled only its valid region: one load moves that
+            gm, base = self.g.window(name, self.env)
+            return self.load(gm, tuple((plus(b, o), e) for b, (o, e) in zip(base, region)), reader, hint or name,
+                             M.Vec, ends=self.g.valid_ends(name, self.env))
         key = (name, region)
         for f in reversed(self.frames):
             if key in f.memo:
@@ -241,10 +246,12 @@ class Emitter(Reductions, CarriedValues):
         return self.bind(f"{name}_win", op_call("tile.slice", tile=n.Var(name), shape=shape, offset=offsets),
                          self.span)
 
-    def load(self, name: str, region: tuple, reader, hint: str, target, transpose: bool = False) -> n.Var:
-        """A GM window as a tile (``transpose``: of the window's transpose, into Mat).
-        Refused where the program read the tensor before a store into it that comes
-        before the sink, which would read the new values."""
+    def load(self, name: str, region: tuple, reader, hint: str, target, transpose: bool = False,
+             ends: tuple | None = None) -> n.Var:
+        """A GM window as a tile (``transpose``: of the window's transpose, into Mat);
+        ``ends``: where the valid region of GM it reads ends on each axis (``valid_ends``),
+        past which the load moves nothing. Refused where the program read the tensor before
+        a store into it that comes before the sink, which would read the new values."""
         root = self.g.roots[name]
         if reader is not None and self.g.written_between(root, reader, self.sink_stmt):
             raise UnsupportedSyntaxError(
@@ -252,14 +259,20 @@ class Emitter(Reductions, CarriedValues):
                 "store: tensor code is computed where it is stored, which would read the new values",
                 span=getattr(reader, "span", None),
                 hint="store the value that reads it first, or read the tensor after the store")
-        key = ("load", name, region, target, transpose)
+        key = ("load", name, region, target, transpose, ends)
         for f in reversed(self.frames):
             if key in f.memo:
                 return f.memo[key]
         offsets, shape = tuple(o for o, _ in region), extents(region)
+        valid = None
+        if ends is not None:  # each axis: what of [o, o + e) lies before the valid region's end
+            valid = tuple(simplify(n.BinOp("min", n.BinOp("max", n.BinOp("-", end, o), n.Const(0)), n.Const(e)))
+                          for end, (o, e) in zip(ends, region))
+            if all(v == n.Const(e) for v, e in zip(valid, shape)):
+                valid = None
         var = self.bind(f"{hint}_tile", op_call("tile.load", tensor=n.Var(name), offsets=offsets,
-                                                shapes=tuple(map(n.Const, shape)), target_memory=target,
-                                                transpose=transpose), self.span)
+                                                shapes=tuple(map(n.Const, shape)), valid_shape=valid,
+                                                target_memory=target, transpose=transpose), self.span)
         # the sink or block loop whose iteration it is read in (a fold's, or a user loop's,
         # is inside one of those)
         at = self.frames.index(self.home[var.name])
