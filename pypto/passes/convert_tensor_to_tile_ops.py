@@ -146,6 +146,9 @@ class _Converter:
     def stmt(self, stmt) -> list:
         value = getattr(stmt, "value", None)
         if isinstance(value, n.Call) and value.op == "tensor.assemble":
+            if isinstance(stmt, n.Assign) and self.g.window(argument(value, "target").name, {}) is None \
+                    and argument(value, "atomic") is not AtomicType.Add:
+                return []  # into a tensor computed on chip: a value, computed where it is read (Emitter.assembled)
             return self.assemble(stmt, value)
         if isinstance(value, n.Call) and value.op == "tensor.slice" and (
                 (argument(value, "valid_shape") is not None and self.g.window(stmt.target, {}) is None)

@@ -360,7 +360,7 @@ def _from_cube(g: TensorGraph, name: str) -> bool:
         d = g.defs.get(g.resolve(argument(d.call, "x").name))
     if isinstance(d, Carried):
         return any(_from_cube(g, g.resolve(v.name)) for v in _carried_values(d) if isinstance(v, n.Var))
-    return isinstance(d, Op) and lookup(d.call.op).windows.kind == "cube"
+    return isinstance(d, Op) and getattr(lookup(d.call.op).windows, "kind", None) == "cube"
 
 
 def _held_root(g: TensorGraph, name: str) -> str | None:

@@ -203,7 +203,7 @@ class Emitter(Reductions, CarriedValues):
         if isinstance(held, TileType):  # a tensor held whole on chip (pypto.passes.expand_l1)
             return self.held(name, held, region, reader)
         d = self.g.defs.get(name)
-        if isinstance(d, Op) and lookup(d.call.op).windows.kind == "source":
+        if isinstance(d, Op) and getattr(lookup(d.call.op).windows, "kind", None) == "source":
             # A creation is made where it is read, and for that reader alone: a loop that
             # starts from it updates its buffer in place (an accumulator cannot be copied).
             return self.apply(name, substitute(d.call, self.env), region, {}, d, frame=self.frames[-1])
@@ -292,6 +292,8 @@ class Emitter(Reductions, CarriedValues):
         if not isinstance(d, Op):
             raise UnsupportedSyntaxError(f"'{name}' has no value on chip here", span=self.span)
         call = substitute(d.call, self.env)
+        if call.op == "tensor.assemble":
+            return self.assembled(call, region, d, hint)
         windows = lookup(call.op).windows
         if windows.kind == "cube":
             return cube_chain.emit(self, name, call, region, d)
@@ -309,6 +311,32 @@ class Emitter(Reductions, CarriedValues):
         if windows.kind == "slice":
             return self.value(argument(call, "x").name, regions["x"], d.stmt, hint)
         return self.apply(name, call, region, regions, d)
+
+    def assembled(self, call: n.Call, region, d: Op, hint: str) -> n.Var:
+        """A window of a tensor computed on chip with another assembled into it: of the
+        source where the window lies in what it wrote, of the target where it lies outside
+        (known when compiling; a window partly in each would need the two joined: refused)."""
+        target, source, offset = (argument(call, x) for x in ("target", "source", "offset"))
+        sshape = tuple(self.g.types[self.g.resolve(source.name)].shape)
+        lead = len(region) - len(sshape)  # a source of lower rank is the window led by 1s
+        sshape = (1,) * lead + sshape
+        if all(at == n.Const(0) for at in offset) and sshape == tuple(self.g.types[self.g.resolve(target.name)].shape):
+            return self.value(source.name, region[lead:], d.stmt, hint)  # it wrote all of the target
+        refused = Unblockable(
+            f"a window of the tensor '{target.name}' is assembled into here, and a window of the result is read "
+            "that is not known to lie wholly inside what this assemble writes nor wholly outside it", d.span,
+            hint="read the assembled part and the rest as separate constant windows, or assemble into an output "
+                 "tensor")
+        if not all(isinstance(o, n.Const) for o in offset) or not all(isinstance(o, n.Const) for o, _ in region):
+            raise refused
+        spans = [(max(o.value, at.value), min(o.value + e, at.value + s))
+                 for (o, e), at, s in zip(region, offset, sshape)]
+        if any(lo >= hi for lo, hi in spans):
+            return self.value(target.name, region, d.stmt, hint)
+        if all(lo == o.value and hi == o.value + e for (lo, hi), (o, e) in zip(spans, region)):
+            inner = tuple((n.Const(o.value - at.value), e) for (o, e), at in zip(region, offset))
+            return self.value(source.name, inner[lead:], d.stmt, hint)
+        raise refused
 
     def apply(self, name: str, call: n.Call, region, regions: dict, d: Op, frame: Frame | None = None) -> n.Var:
         """The tile op of a tensor op, on its operands' tiles (a creation on the cube side
