@@ -120,3 +120,39 @@ def test_a_crossing_in_a_kernel_nothing_calls_is_refused_where_it_is_written():
     lines = inspect.getsource(test_a_crossing_in_a_kernel_nothing_calls_is_refused_where_it_is_written).splitlines()
     first = test_a_crossing_in_a_kernel_nothing_calls_is_refused_where_it_is_written.__code__.co_firstlineno
     assert info.value.span.line == first + next(i for i, t in enumerate(lines) if t.endswith("# MARK-entry"))
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 4])
+def test_an_spmd_launch_of_a_crossing_kernel_gives_each_block_a_window_of_the_buffer(blocks):
+    rows = 128 // blocks
+
+    @pl.program
+    class Spmd:
+        @pl.function(type=pl.FunctionType.InCore)
+        def kernel(self, a: pl.Tensor[[128, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+                   bias: pl.Tensor[[128, 16], pl.FP32], out: pl.Out[pl.Tensor[[128, 16], pl.FP32]]) \
+                -> pl.Tensor[[128, 16], pl.FP32]:
+            r0 = pl.tile.get_block_idx() * rows
+            left = pl.move(pl.load(a, [r0, 0], [rows, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            right = pl.move(pl.load(b, [0, 0], [16, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            acc = pl.move(pl.matmul(left, right), target_memory=pl.Mem.Vec)  # Acc -> Vec, through GM
+            out = pl.store(pl.add(acc, pl.load(bias, [r0, 0], [rows, 16])), [r0, 0], out)
+            return out
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def main(self, a: pl.Tensor[[128, 16], pl.FP32], b: pl.Tensor[[16, 16], pl.FP32],
+                 bias: pl.Tensor[[128, 16], pl.FP32], out: pl.Out[pl.Tensor[[128, 16], pl.FP32]]) \
+                -> pl.Tensor[[128, 16], pl.FP32]:
+            with pl.spmd(blocks):
+                out = self.kernel(a, b, bias, out)
+            return out
+
+    g = torch.Generator().manual_seed(blocks)
+    a, b, bias = torch.randn(128, 16, generator=g), torch.randn(16, 16, generator=g), torch.randn(128, 16, generator=g)
+    got = []
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(128, 16)
+        run(Spmd, a, b, bias, out, config=RunConfig(platform=platform))
+        got.append(out)
+    assert torch.equal(got[0], got[1])
+    torch.testing.assert_close(got[1], a @ b + bias, rtol=1e-4, atol=1e-4)
