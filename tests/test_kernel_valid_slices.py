@@ -80,3 +80,47 @@ def test_a_valid_slice_of_a_value_computed_on_chip_is_refused_where_it_is_writte
 
     lines, first = inspect.getsourcelines(test_a_valid_slice_of_a_value_computed_on_chip_is_refused_where_it_is_written)
     assert info.value.span.line == first + next(i for i, t in enumerate(lines) if t.rstrip().endswith("# MARK"))
+
+
+BATCH = pl.dynamic("BATCH")
+
+
+@pl.jit
+def batch_copy(a: pl.Tensor[[BATCH, 32], pl.FP32], out: pl.Out[pl.Tensor[[BATCH, 32], pl.FP32]]):
+    """Copies a [BATCH, 32] tensor in [8, 32] windows over a capacity of 32 rows: past the
+    batch a window runs off the tensor, and only its valid region must lie inside."""
+    batch = pl.tensor.dim(a, 0)
+    for b0 in pl.parallel(0, 32, 8):
+        rows = pl.max(pl.min(8, batch - b0), 0)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            chunk = pl.slice(a, [8, 32], [b0, 0], valid_shape=[rows, 32])
+            out = pl.assemble(out, chunk, [b0, 0])
+    return out
+
+
+@pl.jit
+def whole_windows(a: pl.Tensor[[BATCH, 32], pl.FP32], out: pl.Out[pl.Tensor[[BATCH, 32], pl.FP32]]):
+    for b0 in pl.parallel(0, 32, 8):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            chunk = pl.slice(a, [8, 32], [b0, 0], valid_shape=[8, 32])  # MARK-window
+            out = pl.assemble(out, chunk, [b0, 0])
+    return out
+
+
+@pytest.mark.parametrize("batch", [32, 28, 25])  # (no window starts past the end)
+def test_a_window_past_the_tensor_is_read_where_its_valid_region_lies_inside(batch):
+    a = torch.randn(batch, 32, generator=torch.Generator().manual_seed(batch))
+    for platform in ("ref", "a2a3sim"):
+        out = torch.zeros(batch, 32)
+        batch_copy(a, out, config=RunConfig(platform=platform))
+        assert torch.equal(out, a)
+
+
+def test_a_valid_region_past_the_tensor_is_refused_where_the_window_is_written():
+    with pytest.raises(PyptoError, match=r"tensor.slice region on axis 0 reaches \[24, 32\) but the tensor's axis is "
+                                         r"\[0, 16\)") as info:
+        whole_windows(torch.zeros(16, 32), torch.zeros(16, 32), config=RunConfig(platform="ref"))
+    import inspect
+
+    lines, first = inspect.getsourcelines(whole_windows)
+    assert info.value.span.line == first + next(i for i, t in enumerate(lines) if t.rstrip().endswith("# MARK-window"))
