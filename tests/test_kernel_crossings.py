@@ -122,8 +122,11 @@ def test_a_crossing_in_a_kernel_nothing_calls_is_refused_where_it_is_written():
     assert info.value.span.line == first + next(i for i, t in enumerate(lines) if t.endswith("# MARK-entry"))
 
 
+@pytest.mark.parametrize("implicit", [False, True])
 @pytest.mark.parametrize("blocks", [1, 2, 4])
-def test_an_spmd_launch_of_a_crossing_kernel_gives_each_block_a_window_of_the_buffer(blocks):
+def test_an_spmd_launch_of_a_crossing_kernel_gives_each_block_a_window_of_the_buffer(blocks, implicit):
+    """``implicit``: the vector op reads the Acc tile as it is, and the front end makes the
+    move (the reference's ExpandMixedKernel inserts it)."""
     rows = 128 // blocks
 
     @pl.program
@@ -135,7 +138,9 @@ def test_an_spmd_launch_of_a_crossing_kernel_gives_each_block_a_window_of_the_bu
             r0 = pl.tile.get_block_idx() * rows
             left = pl.move(pl.load(a, [r0, 0], [rows, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
             right = pl.move(pl.load(b, [0, 0], [16, 16], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
-            acc = pl.move(pl.matmul(left, right), target_memory=pl.Mem.Vec)  # Acc -> Vec, through GM
+            acc = pl.matmul(left, right)
+            if not implicit:
+                acc = pl.move(acc, target_memory=pl.Mem.Vec)  # Acc -> Vec, through GM
             out = pl.store(pl.add(acc, pl.load(bias, [r0, 0], [rows, 16])), [r0, 0], out)
             return out
 
@@ -156,3 +161,20 @@ def test_an_spmd_launch_of_a_crossing_kernel_gives_each_block_a_window_of_the_bu
         got.append(out)
     assert torch.equal(got[0], got[1])
     torch.testing.assert_close(got[1], a @ b + bias, rtol=1e-4, atol=1e-4)
+
+
+def test_a_vector_op_on_a_cube_tile_in_a_kernel_nothing_calls_is_refused_at_the_op():
+    @pl.program
+    class Entry:
+        @pl.function(type=pl.FunctionType.InCore)
+        def k(self, a: pl.Tensor[[32, 32], pl.FP32], out: pl.Out[pl.Tensor[[32, 32], pl.FP32]]) -> pl.Tensor[[32, 32], pl.FP32]:
+            left = pl.move(pl.load(a, [0, 0], [32, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            right = pl.move(pl.load(a, [0, 0], [32, 32], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+            t = pl.exp(pl.matmul(left, right))  # MARK-op
+            out = pl.store(t, [0, 0], out)
+            return out
+
+    with pytest.raises(PyptoError, match=r"crosses from the cube to the vector cores, through GM") as info:
+        run(Entry, torch.randn(32, 32), torch.zeros(32, 32), config=RunConfig(platform="ref"))
+    lines, first = inspect.getsourcelines(test_a_vector_op_on_a_cube_tile_in_a_kernel_nothing_calls_is_refused_at_the_op)
+    assert info.value.span.line == first + next(i for i, t in enumerate(lines) if t.rstrip().endswith("# MARK-op"))
