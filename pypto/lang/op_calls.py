@@ -384,6 +384,7 @@ class OpCalls:
         soc = self.hooks.soc
         movable = [p.name for p in op.params if p.kind is Kind.TILE and p.spaces == (MemorySpace.Vec,)
                    and isinstance(t := types.get(p.name), TileType) and t.space in (MemorySpace.Acc, MemorySpace.Mat)
+                   and t.space not in p.staged  # (an Acc the op itself takes: the fixpipe's cast)
                    and soc is not None and (soc.can_move(t.space, MemorySpace.Vec) or soc.crosses(t.space, MemorySpace.Vec))]
         if not movable:
             return values, types
