@@ -248,17 +248,6 @@ def test_a_static_overhang_needs_clamp():
                 return out
 
 
-def test_a_kernel_slice_with_a_valid_shape_points_at_the_load():
-    with pytest.raises(PyptoError, match="a window's valid region is its load's"):
-        @pl.jit
-        def k(x: pl.Tensor[[32, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-            with pl.at(level=pl.Level.CORE_GROUP):
-                out[:] = pl.add(pl.slice(x, [16, 16], [0, 0], valid_shape=[8, 16]), 1.0)
-            return out
-
-        k(torch.zeros(32, 16), torch.zeros(16, 16), config=RunConfig(platform="ref"))
-
-
 # ------------------------------------------------------------------ from the adversarial review
 
 

@@ -451,9 +451,9 @@ def test_ops_with_effects_stay_statements():
                        "tile.debug_print", *PIPE_OPS,  # GM writes, a pipe's moves, and what a print shows
                        "system.syncall",  # the launch's blocks meeting
                        # and a rank's acts on its peers
-                       "system.notify", "system.wait", "tile.remote_store",
+                       "system.notify", "system.wait", "tile.remote_store", "tensor.remote_store",
                        *(f"system.{c}" for c in ("allreduce", "barrier", "broadcast", "allgather", "reduce_scatter",
-                                                 "all_to_all", "put", "get"))}
+                                                 "all_to_all", "all_to_all_v", "put", "get"))}
 
     @pl.jit
     def k(a: pl.Tensor, out: pl.Out[pl.Tensor]):

@@ -186,29 +186,3 @@ def test_a_misused_tile_crossing_is_refused_where_it_is_written(tmp_path, body, 
         namespace["k"](torch.randn(32, 33), torch.zeros(32, 32), config=RunConfig(platform="ref"))
     mark = next(k for k, t in enumerate(source.splitlines(), start=1) if t.endswith("# MARK"))
     assert info.value.span.line == mark
-
-
-def test_a_hand_written_kernel_cannot_stage_a_tile_crossing():
-    with pytest.raises(PyptoError, match=r"pl.aic_gather in 'k' moves a tile out of a pl.split_aiv region between "
-                                         r"the cube and the vector cores, through GM; only a pl.at scope stages") as info:
-        @pl.program
-        class Hand:
-            @pl.function(type=pl.FunctionType.InCore)
-            def k(self, a: pl.Tensor[[64, 32], pl.FP32], b: pl.Tensor[[32, 48], pl.FP32],
-                  out: pl.Out[pl.Tensor[[64, 48], pl.FP32]]) -> pl.Tensor[[64, 48], pl.FP32]:
-                for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
-                    g = pl.aic_gather(pl.exp(pl.load(a, [aiv_id * 32, 0], [32, 32])))  # MARK-hand
-                lhs = pl.move(g, target_memory=pl.Mem.Left)
-                rhs = pl.move(pl.load(b, [0, 0], [32, 48], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
-                out = pl.store(pl.matmul(lhs, rhs), [0, 0], out)
-                return out
-
-            @pl.function(type=pl.FunctionType.Orchestration)
-            def main(self, a: pl.Tensor[[64, 32], pl.FP32], b: pl.Tensor[[32, 48], pl.FP32],
-                     out: pl.Out[pl.Tensor[[64, 48], pl.FP32]]) -> pl.Tensor[[64, 48], pl.FP32]:
-                out = self.k(a, b, out)
-                return out
-
-        run(Hand, torch.randn(64, 32), torch.randn(32, 48), torch.zeros(64, 48), config=RunConfig(platform="ref"))
-    assert info.value.span.line == _line("MARK-hand")
-    assert "pl.at" in info.value.hint

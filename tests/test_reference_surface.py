@@ -52,6 +52,7 @@ def test_the_reference_paths_name_this_package_objects():
     from pypto.runtime.tensor_spec import ScalarSpec, TensorSpec  # noqa: F401
 
     assert RunnerConfig is RunConfig and run is rt.run and CompiledProgram is rt.CompiledProgram
+    assert ir.CompiledProgram is CompiledProgram  # the reference's `ir.CompiledProgram.from_dir(...)`
     assert LogLevel is pypto.LogLevel and core_ir.CoreType.VECTOR is CoreKind.AIV
     assert core_ir.CoreType.CUBE is CoreKind.AIC and list(CoreKind) == [CoreKind.AIC, CoreKind.AIV]
     assert isinstance(ChipWorker(), rt.Worker) and isinstance(ir.compile(Twice, dump_passes=False), CompiledProgram)

@@ -227,3 +227,21 @@ def test_host_code_renames_what_would_shadow_its_own_names():
     out = torch.zeros(R, C)
     scope["shadows"](a, out)
     assert torch.equal(out, torch.exp(a))
+
+
+def test_the_worker_owns_what_it_allocated_until_it_is_freed_or_closed():
+    """``_owned_tensors``: the reference's private name for a worker's live tensors, read by
+    its tests (the sustained-dispatch loop neither leaks nor double-allocates)."""
+    worker = ChipWorker()
+    a = worker.alloc_tensor((R, C), torch.float32, init=torch.ones(R, C))
+    b = worker.alloc_tensor((R, C), torch.float32)
+    assert set(map(id, worker._owned_tensors)) == {id(a), id(b)}
+    out = torch.zeros(R, C)
+    handle = worker.register(_compiled())
+    for _ in range(3):
+        handle(a, b, out)
+    assert len(worker._owned_tensors) == 2
+    worker.free_tensor(b)
+    assert worker._owned_tensors == (a,)
+    worker.close()
+    assert worker._owned_tensors == ()

@@ -60,6 +60,7 @@ def _provider(module, names: dict):
 
 
 _ir_compiled_program.__getattr__ = _provider(_ir_compiled_program, {"CompiledProgram": "compiled"})
+_ir.__getattr__ = _provider(_ir, {"CompiledProgram": "compiled"})  # the reference's `ir.CompiledProgram.from_dir`
 _ir_distributed.__getattr__ = _provider(_ir_distributed, {"DistributedConfig": "distributed.config",
                                                           "DistributedCompiledProgram": "distributed.program"})
 _ir_pass_manager.__getattr__ = _provider(_ir_pass_manager, {"PassManager": "pass_manager"})

@@ -30,7 +30,7 @@ from pypto.runtime import extraction
 from pypto.runtime.arguments import as_declared
 from pypto.runtime.callsite import call_span, located
 from pypto.chip import barriers, groups
-from pypto.runtime import build_dirs, publish
+from pypto.runtime import build_dirs, manifest, publish
 from pypto.runtime.config import RunConfig
 from pypto.runtime.dispatch import execute
 from pypto.runtime.worker import RUNTIME, on_device
@@ -396,6 +396,7 @@ def write_build(compiled: CompiledProgram, lowering: Lowering, config: RunConfig
             write_profile(out / "report", lowering.timings)
         # this build's hints alone; an empty log says it had none
         (out / "report" / "perf_hints.log").write_text("".join(d.line() + "\n" for d in compiled.perf_hints))
+        (out / manifest.NAME).write_text(manifest.manifest(compiled, compiled.runtime_config))
         write_meta(compiled, out)  # last: a directory holding it is a whole build
         try:
             return staged.publish(replace=chosen is not None), staged.lease

@@ -34,7 +34,8 @@ from pypto.runtime.build_dirs import BUILD_MARK, BUILDING, LEASE, REMOVING, Leas
 
 # A build's own files: an older build's are not carried into a newer one at the same place
 OWN = ("passes_dump", "kernels/aic/*.pto", "kernels/aiv/*.pto", "report/perf_hints.log",
-       "report/pipeline_profile.txt", "report/pipeline_profile.json", BUILD_MARK, "program.pypto", LEASE)
+       "report/pipeline_profile.txt", "report/pipeline_profile.json", BUILD_MARK, "program.pypto", LEASE,
+       "kernel_config.py")
 
 
 @contextlib.contextmanager

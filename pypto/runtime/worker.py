@@ -266,6 +266,12 @@ class ChipWorker:
         elif not any(f is t for f in self._freed):
             raise ValueError(f"{t!r} is not a tensor of this ChipWorker: free it on the worker that allocated it")
 
+    @property
+    def _owned_tensors(self) -> tuple:
+        """The live tensors ``alloc_tensor`` made and nothing freed yet (``close`` frees them
+        all): the reference's private name for them, which its tests read."""
+        return tuple(self._tensors.values()) if self.initialized else ()
+
     def owns(self, t: DeviceTensor) -> bool:
         return self.initialized and self._tensors.get(t.data_ptr) is t
 

@@ -50,11 +50,24 @@ def check_bounds(fn: n.Function, names: Mapping[str, str], sites: Mapping | None
     types = n.symbols(fn)
     defs = {s.target: s.value for s in n.walk_stmts(fn.body) if isinstance(s, n.Assign)
             and isinstance(s.type, ScalarType) and isinstance(s.value, (n.Const, n.Var, n.BinOp, n.UnaryOp))}
+    # what a slice's producer filled (its valid_shape=): all an assemble of it writes
+    valid = {s.target: argument(s.value, "valid_shape") for s in n.walk_stmts(fn.body)
+             if isinstance(s, n.Assign) and isinstance(s.value, n.Call) and s.value.op == "tensor.slice"
+             and argument(s.value, "valid_shape") is not None}
+    types = _Types(types, valid)
     try:
         _block(fn.body, _Where(), types, defs, names)
     except _Fault as fault:
         site = (sites or {}).get(id(fault.call))
         raise with_notes(fault.err, site if site is not None and site.call is fault.call else None) from None
+
+
+class _Types(dict):
+    """Every name's type, and the valid region of each slice that says one."""
+
+    def __init__(self, types, valid):
+        super().__init__(types)
+        self.valid = valid
 
 
 class _Fault(Exception):
@@ -99,9 +112,13 @@ def _extents(call: n.Call, types) -> list:
     if call.op == "tile.load":
         return static(argument(call, "valid_shape") or argument(call, "shapes"))
     if call.op == "tensor.slice":  # a clamped window may run past the end: only its offset must be inside
-        return [0 if argument(call, "clamp") else e for e in static(argument(call, "shape"))]
-    src = types[argument(call, "tile" if call.op == "tile.store" else "source").name]
-    moved = getattr(src, "valid_shape", None)
+        if argument(call, "clamp"):
+            return [0 for _ in argument(call, "shape")]
+        # past its valid region the window's producer filled nothing: only that part must be inside
+        return static(argument(call, "valid_shape") or argument(call, "shape"))
+    source = argument(call, "tile" if call.op == "tile.store" else "source").name
+    src = types[source]
+    moved = getattr(src, "valid_shape", None) or types.valid.get(source)
     reach = list(src.shape) if moved is None else static(moved)
     rank = len(types[argument(call, ADDRESSED[call.op][0]).name].shape)
     return [1] * (rank - len(reach)) + reach  # a source of lower rank, led by 1s

@@ -100,6 +100,7 @@ class OpCalls:
         declared = self.declared
         if op.name in POPS and values["shape"] is None and isinstance(declared, TileType):
             values["shape"], values["dtype"] = tuple(n.Const(s) for s in declared.shape), declared.dtype
+        values, types = self.cube_tiles_to_vec(op, values, types, node)
         call, t = self.checked_call(op, values, types, node)
         if self.narrowed and isinstance(t, TensorType) and op.windows is not None and op.windows.kind == "elementwise":
             self.carry_narrowing(call, t, values, types)
@@ -425,6 +426,34 @@ class OpCalls:
                     Kind.REDUCE: "pld.ReduceOp.Sum"}
         value = self.static_of(thunk.node, kinds[p.kind], what, hint=f"e.g. {p.name}={examples[p.kind]}")
         return (int(value) if p.kind is Kind.INT else value), None  # an IntEnum member is its int
+
+    def cube_tiles_to_vec(self, op: OpDef, values: dict, types: dict, node) -> tuple:
+        """A vector op computing a tile from a cube tile (an Acc result, a Mat tile) in a
+        kernel: the move into Vec the reference's ExpandMixedKernel inserts there, made as
+        ``pl.move(t, target_memory=pl.Mem.Vec)`` (through GM on a2a3, a crossing that a pl.at
+        scope or a called kernel stages, and an entry kernel refuses). An op that computes
+        no tile (``pl.debug_print``) keeps its operand, and its refusal."""
+        soc = self.hooks.soc
+        movable = [p.name for p in op.params if p.kind is Kind.TILE and p.spaces == (MemorySpace.Vec,)
+                   and isinstance(t := types.get(p.name), TileType) and t.space in (MemorySpace.Acc, MemorySpace.Mat)
+                   and t.space not in p.staged  # (an Acc the op itself takes: the fixpipe's cast)
+                   and soc is not None and (soc.can_move(t.space, MemorySpace.Vec) or soc.crosses(t.space, MemorySpace.Vec))]
+        if not movable:
+            return values, types
+        moved = {k: TileType(shape=types[k].shape, dtype=types[k].dtype, space=MemorySpace.Vec, valid_shape=types[k].valid_shape)
+                 for k in movable}
+        try:
+            result = infer_type(op, OpArgs(op.name, {**{p.name: p.default for p in op.params if not p.required},
+                                                    **values}, {**types, **moved}), soc)
+        except PyptoError:
+            return values, types  # refused either way: as written
+        if not isinstance(result, TileType):
+            return values, types
+        values, types = dict(values), dict(types)
+        for k in movable:
+            values[k], types[k] = self.temp_call("tile.move", {"tile": values[k], "target_memory": MemorySpace.Vec},
+                                                 {"tile": types[k]}, node)
+        return values, types
 
     def checked_call(self, op: OpDef, values: dict, types: dict, node):
         values = {**{p.name: p.default for p in op.params if not p.required}, **values}

@@ -25,6 +25,7 @@ from pypto.ir.types import (TASK_ID, DataType, FunctionType, ParamDirection, Sca
                              type_name)
 from pypto.passes.context import PassContext, PassResult, result
 from pypto.passes.outlining.crossings import crosses
+from pypto.passes.tile_conversion.return_outputs import pass_buffers
 from pypto.passes.outlining.crossings import stage as stage_crossings
 from pypto.passes.outlining.crossings import unstaged_crossing
 from pypto.passes.outlining.lane_rules import check_regions
@@ -34,6 +35,7 @@ DEFAULT_SLOTS = 2  # pl.cross_core_slot(slot_num=...)'s default: the shallowest 
 
 
 def outline_incore_scopes(program: n.Program, ctx: PassContext) -> PassResult:
+    program = _staged_kernels(program, ctx.soc)
     names = {f.name for f in program.functions}
     out = []
     for fn in program.functions:
@@ -128,20 +130,8 @@ class _Outliner:
                                        offset=tuple(n.Const(0) for _ in t.shape)), span=scope.span))
             roots[name] = handed[name] = buf
         body, lanes = share_lanes(tuple(body), scope.split, self.types, lambda base: n.fresh_name(base, self.used))
-        body = list(body)
-        base = 0
-        for name, gm, tile, to_cube in crossings:  # each ring's slots in the vector cores' UB: a lane's, as many
-            if to_cube:  # the cube reads it from GM: no vector UB holds it
-                continue
-            # as its GM ring has (one for a crossing made once a launch); ConvertTensorToTileOps
-            # cuts a slot down to the block a pop carries
-            depth = gm.shape[0] // (tile.shape[0] * (count or 1))
-            size = depth * tile.nbytes // lanes
-            ring = n.fresh_name(f"{name}_ring", self.used)
-            body.insert(0, n.Assign(ring, ScalarType(DataType.INT32), op_call("system.reserve_buffer", name=name,
-                                                                              size=size, base=base, slot_num=depth),
-                                    span=scope.span))
-            base += size
+        body = _reserve_rings(list(body), crossings, count, lanes, lambda base: n.fresh_name(base, self.used),
+                              scope.span)
         fname = n.fresh_name(scope.name_hint or f"{self.fn.name}_incore_{len(self.functions)}", self.names)
         returns = tuple(self.types[name] for name in exported)
         if exported:
@@ -171,6 +161,67 @@ class _Outliner:
         for name in exported:
             out.append(n.Assign(name, self.types[name], n.Var(roots.get(name, name)), span=scope.span))
         return out
+
+
+def _reserve_rings(body: list, crossings: list, count: int | None, lanes: int, fresh, span) -> list:
+    """Each ring's slots in the vector cores' UB, reserved at the top of the kernel's body:
+    a lane's share of as many slots as its GM ring has (one for a crossing made once a
+    launch); ConvertTensorToTileOps cuts a slot down to the block a pop carries."""
+    base = 0
+    for name, gm, tile, to_cube in crossings:
+        if to_cube:  # the cube reads it from GM: no vector UB holds it
+            continue
+        depth = gm.shape[0] // (tile.shape[0] * (count or 1))
+        size = depth * tile.nbytes // lanes
+        body.insert(0, n.Assign(fresh(f"{name}_ring"), ScalarType(DataType.INT32),
+                                op_call("system.reserve_buffer", name=name, size=size, base=base, slot_num=depth),
+                                span=span))
+        base += size
+    return body
+
+
+def _staged_kernels(program: n.Program, soc) -> n.Program:
+    """A kernel written by hand (an InCore function) whose cube and vector work cross —
+    a matmul of a vector result, vector work on a matmul's, a tile moved between the
+    sides — staged as a pl.at scope is: each crossing value goes through a GM buffer that
+    becomes a new Out parameter of the kernel, which every call of it creates (as
+    ``return_outputs`` does for a returned tensor). A kernel nothing calls, or one an SPMD
+    launch calls with a block count not known when compiling (or several), is left as
+    written: its crossings are refused where they are (``unstaged_crossing``, the
+    conversion's own checks)."""
+    calls: dict[str, set] = {}
+    for fn in program.functions:
+        for stmt in n.walk_stmts(fn.body):
+            value = getattr(stmt, "value", None)
+            call = value.call if isinstance(value, n.Submit) else value
+            if isinstance(call, n.FuncCall):
+                blocks = value.blocks if isinstance(value, n.Submit) else None
+                calls.setdefault(call.callee, set()).add(
+                    None if blocks is None else blocks.value if isinstance(blocks, n.Const) else "dynamic")
+    added, functions = {}, []
+    for fn in program.functions:
+        counts = calls.get(fn.name, set())
+        if fn.type is FunctionType.InCore and len(counts) == 1 and "dynamic" not in counts \
+                and crosses(fn.body, n.symbols(fn), soc):
+            (count,) = counts
+            types = n.symbols(fn)
+            used = set(types) | {p.name for p in fn.params}
+
+            def fresh(base, used=used):
+                return n.fresh_name(base, used)
+
+            body, crossings = stage_crossings(fn.body, types, fresh, count, DEFAULT_SLOTS, soc)
+            for name, t, _, _ in crossings:
+                types[name] = t
+            body, lanes = share_lanes(body, None, types, fresh)
+            body = _reserve_rings(list(body), crossings, count, lanes, fresh, fn.span)
+            params = tuple(n.Param(name, t, ParamDirection.Out) for name, t, _, _ in crossings)
+            fn = attrs.evolve(fn, params=(*fn.params, *params), body=tuple(body))
+            added[fn.name] = params
+        functions.append(fn)
+    if not added:
+        return program
+    return attrs.evolve(program, functions=tuple(pass_buffers(fn, added) for fn in functions))
 
 
 def _bound(body) -> list[str]:

@@ -146,14 +146,17 @@ class _Converter:
     def stmt(self, stmt) -> list:
         value = getattr(stmt, "value", None)
         if isinstance(value, n.Call) and value.op == "tensor.assemble":
+            if isinstance(stmt, n.Assign) and self.g.window(argument(value, "target").name, {}) is None \
+                    and argument(value, "atomic") is not AtomicType.Add:
+                return []  # into a tensor computed on chip: a value, computed where it is read (Emitter.assembled)
             return self.assemble(stmt, value)
         if isinstance(value, n.Call) and value.op == "tensor.remote_store":  # the value's tile, pushed
             tile, pre = self.whole(stmt, value.args[0].name)
             return pre + [attrs.evolve(stmt, value=n.Call("tile.remote_store", (tile, *value.args[1:]),
                                                           span=value.span))]
         if isinstance(value, n.Call) and value.op == "tensor.slice" and (
-                argument(value, "valid_shape") is not None or argument(value, "clamp")
-                or argument(value, "pad_value") not in (None, PadValue.null)):
+                (argument(value, "valid_shape") is not None and self.g.window(stmt.target, {}) is None)
+                or argument(value, "clamp") or argument(value, "pad_value") not in (None, PadValue.null)):
             raise UnsupportedSyntaxError("in a kernel a slice of a tensor is a window, and a window's valid region "
                                          "is its load's", span=stmt.span,
                                          hint="load the window with pl.load(x, offsets, shapes, valid_shape=[...]) "

@@ -84,14 +84,16 @@ def emit(em: Emitter, name: str, call: n.Call, region, d: Op) -> n.Var:
         else:
             a_win = ((plus(lo[-2], kk), kb), (plus(lo[-1], m0), mb)) if a_trans else \
                 ((plus(lo[-2], m0), mb), (plus(lo[-1], kk), kb))
-            a = em.load(la, a_pages + a_win, lr or d.stmt, args["lhs"].name, None, a_trans)
+            a = em.load(la, a_pages + a_win, lr or d.stmt, args["lhs"].name, None, a_trans,
+                        em.g.valid_ends(args["lhs"].name, em.env))
         if "rhs" in held:
             b = em.bind(f"{held['rhs'].name}_Right", op_call("tile.move", tile=held["rhs"], target_memory=M.Right),
                         d.span)
         else:
             b_win = ((plus(ro[-2], n0), nb), (plus(ro[-1], kk), kb)) if b_trans else \
                 ((plus(ro[-2], kk), kb), (plus(ro[-1], n0), nb))
-            b = em.load(ra, b_pages + b_win, rr or d.stmt, args["rhs"].name, None, b_trans)
+            b = em.load(ra, b_pages + b_win, rr or d.stmt, args["rhs"].name, None, b_trans,
+                        em.g.valid_ends(args["rhs"].name, em.env))
         return {"lhs": a, "rhs": b}
 
     deps = region_vars(region) | set().union(*(n.expr_vars(o) for _, offs, _ in (lhs, rhs) for o in offs or ()))

@@ -36,7 +36,7 @@ def return_outputs(program: n.Program, kernels) -> n.Program:
         functions.append(fn)
     if not added:
         return program
-    return attrs.evolve(program, functions=tuple(_callers(fn, added) for fn in functions))
+    return attrs.evolve(program, functions=tuple(pass_buffers(fn, added) for fn in functions))
 
 
 def _kernel(fn: n.Function) -> tuple[n.Function, tuple]:
@@ -64,7 +64,9 @@ def _kernel(fn: n.Function) -> tuple[n.Function, tuple]:
     return attrs.evolve(fn, params=(*fn.params, *out_params), body=body), tuple(out_params)
 
 
-def _callers(fn: n.Function, added: dict) -> n.Function:
+def pass_buffers(fn: n.Function, added: dict) -> n.Function:
+    """``fn`` with each call of a kernel in ``added`` (name -> the Out parameters appended to
+    it) passing a tensor it creates, just before the call, for each."""
     if not any(getattr(_call_of(s), "callee", None) in added for s in n.walk_stmts(fn.body)):
         return fn
     return attrs.evolve(fn, body=_block(fn.body, added, set(n.symbols(fn))))

@@ -30,6 +30,7 @@ from pypto.errors import Span, UnsupportedSyntaxError
 from pypto.ir import nodes as n
 from pypto.ir.ops import argument, lookup
 from pypto.ir.ops.cube import fixpipe_cast
+from pypto.ir.simplify import simplify
 from pypto.ir.tensors import tensor_roots
 from pypto.ir.types import ScalarType, TensorType, TileType
 from pypto.backend import MemorySpace as M
@@ -199,6 +200,28 @@ class TensorGraph:
             offsets = tuple(n.Const(0) for _ in self.types[name].shape)
         return name, offsets
 
+    def valid_ends(self, name: str, env: dict) -> tuple | None:
+        """Where, per axis of GM, the valid region of a tensor that is a chain of slices of
+        GM storage ends: a slice's ``valid_shape=`` says its producer filled only that much
+        of the window (past it a kernel's load moves nothing). None when no slice of the
+        chain says so, or the tensor is not such a chain."""
+        chain, name = [], self.resolve(name)
+        while name not in self.roots:
+            d = self.defs.get(name)
+            if not (isinstance(d, Op) and d.call.op == "tensor.slice"):
+                return None
+            chain.append(d.call)
+            name = self.resolve(argument(d.call, "x").name)
+        base, ends = None, None
+        for call in reversed(chain):  # from GM outward, each slice's offset adds to the base
+            off = tuple(substitute_expr(o, env) for o in argument(call, "offset"))
+            base = off if base is None else tuple(plus(a, b) for a, b in zip(base, off))
+            valid = argument(call, "valid_shape")
+            if valid is not None:
+                end = tuple(plus(b, substitute_expr(v, env)) for b, v in zip(base, valid))
+                ends = end if ends is None else tuple(simplify(n.BinOp("min", a, b)) for a, b in zip(ends, end))
+        return ends
+
     def source_window(self, name: str, env: dict):
         """(GM name, offsets, reader) of a tensor that is GM storage or a chain of slices of
         it; ``reader`` is the slice taken from GM itself (where the program reads it), None
@@ -337,7 +360,7 @@ def _from_cube(g: TensorGraph, name: str) -> bool:
         d = g.defs.get(g.resolve(argument(d.call, "x").name))
     if isinstance(d, Carried):
         return any(_from_cube(g, g.resolve(v.name)) for v in _carried_values(d) if isinstance(v, n.Var))
-    return isinstance(d, Op) and lookup(d.call.op).windows.kind == "cube"
+    return isinstance(d, Op) and getattr(lookup(d.call.op).windows, "kind", None) == "cube"
 
 
 def _held_root(g: TensorGraph, name: str) -> str | None:

@@ -41,7 +41,7 @@ from pypto.ir.types import ScalarType, TileType
 from pypto.passes.tile_conversion import cube_chain
 from pypto.passes.tile_conversion.carried_emitter import CarriedValues
 from pypto.passes.tile_conversion.reduction_emitter import Reductions
-from pypto.passes.tile_conversion.regions import extents, operand_regions, whole
+from pypto.passes.tile_conversion.regions import extents, operand_regions, plus, whole
 from pypto.passes.tile_conversion.tensor_graph import Carried, Op, TensorGraph, Unblockable
 from pypto.backend import MemorySpace as M
 from pypto.backend import SoC
@@ -203,7 +203,7 @@ class Emitter(Reductions, CarriedValues):
         if isinstance(held, TileType):  # a tensor held whole on chip (pypto.passes.tile_conversion.expand_l1)
             return self.held(name, held, region, reader)
         d = self.g.defs.get(name)
-        if isinstance(d, Op) and lookup(d.call.op).windows.kind == "source":
+        if isinstance(d, Op) and getattr(lookup(d.call.op).windows, "kind", None) == "source":
             # A creation is made where it is read, and for that reader alone: a loop that
             # starts from it updates its buffer in place (an accumulator cannot be copied).
             return self.apply(name, substitute(d.call, self.env), region, {}, d, frame=self.frames[-1])
@@ -211,6 +211,11 @@ class Emitter(Reductions, CarriedValues):
             # a fixpipe narrowing (tensor_graph's sides): the accumulator's tile, which the store
             # out of Acc narrows to its tensor's dtype, rounding to nearest even
             return self.value(argument(d.call, "x").name, region, reader, hint)
+        if isinstance(d, Op) and d.call.op == "tensor.slice" and self.g.valid_ends(name, self.env) is not None:
+            # a window of GM whose producer filled only its valid region: one load moves that
+            gm, base = self.g.window(name, self.env)
+            return self.load(gm, tuple((plus(b, o), e) for b, (o, e) in zip(base, region)), reader, hint or name,
+                             M.Vec, ends=self.g.valid_ends(name, self.env))
         key = (name, region)
         for f in reversed(self.frames):
             if key in f.memo:
@@ -241,10 +246,12 @@ class Emitter(Reductions, CarriedValues):
         return self.bind(f"{name}_win", op_call("tile.slice", tile=n.Var(name), shape=shape, offset=offsets),
                          self.span)
 
-    def load(self, name: str, region: tuple, reader, hint: str, target, transpose: bool = False) -> n.Var:
-        """A GM window as a tile (``transpose``: of the window's transpose, into Mat).
-        Refused where the program read the tensor before a store into it that comes
-        before the sink, which would read the new values."""
+    def load(self, name: str, region: tuple, reader, hint: str, target, transpose: bool = False,
+             ends: tuple | None = None) -> n.Var:
+        """A GM window as a tile (``transpose``: of the window's transpose, into Mat);
+        ``ends``: where the valid region of GM it reads ends on each axis (``valid_ends``),
+        past which the load moves nothing. Refused where the program read the tensor before
+        a store into it that comes before the sink, which would read the new values."""
         root = self.g.roots[name]
         if reader is not None and self.g.written_between(root, reader, self.sink_stmt):
             raise UnsupportedSyntaxError(
@@ -252,14 +259,20 @@ class Emitter(Reductions, CarriedValues):
                 "store: tensor code is computed where it is stored, which would read the new values",
                 span=getattr(reader, "span", None),
                 hint="store the value that reads it first, or read the tensor after the store")
-        key = ("load", name, region, target, transpose)
+        key = ("load", name, region, target, transpose, ends)
         for f in reversed(self.frames):
             if key in f.memo:
                 return f.memo[key]
         offsets, shape = tuple(o for o, _ in region), extents(region)
+        valid = None
+        if ends is not None:  # each axis: what of [o, o + e) lies before the valid region's end
+            valid = tuple(simplify(n.BinOp("min", n.BinOp("max", n.BinOp("-", end, o), n.Const(0)), n.Const(e)))
+                          for end, (o, e) in zip(ends, region))
+            if all(v == n.Const(e) for v, e in zip(valid, shape)):
+                valid = None
         var = self.bind(f"{hint}_tile", op_call("tile.load", tensor=n.Var(name), offsets=offsets,
-                                                shapes=tuple(map(n.Const, shape)), target_memory=target,
-                                                transpose=transpose), self.span)
+                                                shapes=tuple(map(n.Const, shape)), valid_shape=valid,
+                                                target_memory=target, transpose=transpose), self.span)
         # the sink or block loop whose iteration it is read in (a fold's, or a user loop's,
         # is inside one of those)
         at = self.frames.index(self.home[var.name])
@@ -279,6 +292,8 @@ class Emitter(Reductions, CarriedValues):
         if not isinstance(d, Op):
             raise UnsupportedSyntaxError(f"'{name}' has no value on chip here", span=self.span)
         call = substitute(d.call, self.env)
+        if call.op == "tensor.assemble":
+            return self.assembled(call, region, d, hint)
         windows = lookup(call.op).windows
         if windows.kind == "cube":
             return cube_chain.emit(self, name, call, region, d)
@@ -296,6 +311,32 @@ class Emitter(Reductions, CarriedValues):
         if windows.kind == "slice":
             return self.value(argument(call, "x").name, regions["x"], d.stmt, hint)
         return self.apply(name, call, region, regions, d)
+
+    def assembled(self, call: n.Call, region, d: Op, hint: str) -> n.Var:
+        """A window of a tensor computed on chip with another assembled into it: of the
+        source where the window lies in what it wrote, of the target where it lies outside
+        (known when compiling; a window partly in each would need the two joined: refused)."""
+        target, source, offset = (argument(call, x) for x in ("target", "source", "offset"))
+        sshape = tuple(self.g.types[self.g.resolve(source.name)].shape)
+        lead = len(region) - len(sshape)  # a source of lower rank is the window led by 1s
+        sshape = (1,) * lead + sshape
+        if all(at == n.Const(0) for at in offset) and sshape == tuple(self.g.types[self.g.resolve(target.name)].shape):
+            return self.value(source.name, region[lead:], d.stmt, hint)  # it wrote all of the target
+        refused = Unblockable(
+            f"a window of the tensor '{target.name}' is assembled into here, and a window of the result is read "
+            "that is not known to lie wholly inside what this assemble writes nor wholly outside it", d.span,
+            hint="read the assembled part and the rest as separate constant windows, or assemble into an output "
+                 "tensor")
+        if not all(isinstance(o, n.Const) for o in offset) or not all(isinstance(o, n.Const) for o, _ in region):
+            raise refused
+        spans = [(max(o.value, at.value), min(o.value + e, at.value + s))
+                 for (o, e), at, s in zip(region, offset, sshape)]
+        if any(lo >= hi for lo, hi in spans):
+            return self.value(target.name, region, d.stmt, hint)
+        if all(lo == o.value and hi == o.value + e for (lo, hi), (o, e) in zip(spans, region)):
+            inner = tuple((n.Const(o.value - at.value), e) for (o, e), at in zip(region, offset))
+            return self.value(source.name, inner[lead:], d.stmt, hint)
+        raise refused
 
     def apply(self, name: str, call: n.Call, region, regions: dict, d: Op, frame: Frame | None = None) -> n.Var:
         """The tile op of a tensor op, on its operands' tiles (a creation on the cube side
