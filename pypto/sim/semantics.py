@@ -126,7 +126,8 @@ def full_tile(shape, dtype, value):
 
 # ----------------------------------------------------------------------------- elementwise
 
-_BINARY = {"add": num.arith(torch.add), "sub": num.arith(torch.sub), "mul": num.arith(torch.mul),
+_BINARY = {"add": num.arith(num.modular(torch.add)), "sub": num.arith(num.modular(torch.sub)),
+           "mul": num.arith(num.modular(torch.mul)),
            "div": num.arith(num.div), "maximum": num.maximum, "minimum": num.minimum,
            "fmod": num.arith(num.fmod), "rem": num.arith(num.rem), "and": torch.bitwise_and, "or": torch.bitwise_or,
            "xor": torch.bitwise_xor, "shl": lambda a, b: num.shift(a, b, left=True),
@@ -177,7 +178,8 @@ INTO: dict[str, tuple[Callable, bool]] = {}
 _INTO_UNARY = {"neg": (torch.neg, False), "abs": (torch.abs, False), "exp": (torch.exp, True),
                "log": (torch.log, True), "sqrt": (torch.sqrt, True), "recip": (torch.reciprocal, True)}
 # (not rsqrt: in fp16/bf16 it computes in fp32 first, see numerics.rsqrt)
-_INTO_BINARY = {"add": (torch.add, False), "sub": (torch.sub, False), "mul": (torch.mul, False),
+_INTO_BINARY = {"add": (num.modular(torch.add), False), "sub": (num.modular(torch.sub), False),
+                "mul": (num.modular(torch.mul), False),
                 "div": (torch.div, True)}
 # (``options``: the op's flags after its operands, high_precision: the same bits on a2a3)
 for _name, (_fn, _floats) in _INTO_UNARY.items():
