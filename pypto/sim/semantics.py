@@ -145,6 +145,21 @@ def _on_tiles(fn):
     return lambda lhs, rhs, tmp=None, high_precision=False: fn(lhs.data, rhs.data)
 
 
+def _dividing_tiles(fn):
+    """An integer quotient or remainder is defined where both operands are valid: past the
+    valid region a divisor is whatever the tile held (a load leaves it unwritten), so a zero
+    there is no error — it divides by 1 instead (its quotient is padding no store writes)."""
+    def op(lhs, rhs, tmp=None, high_precision=False):
+        divisor = rhs.data
+        if not divisor.dtype.is_floating_point and divisor.dim() == len(lhs.valid) == len(rhs.valid):
+            inside = torch.zeros(divisor.shape, dtype=torch.bool)
+            inside[tuple(slice(0, min(a, b)) for a, b in zip(lhs.valid, rhs.valid))] = True
+            divisor = torch.where(inside, divisor, torch.ones_like(divisor))
+        return fn(lhs.data, divisor)
+
+    return op
+
+
 def _on_tensors(fn):
     return lambda lhs, rhs, high_precision=False: fn(lhs, rhs)
 
@@ -156,7 +171,7 @@ def _with_scalar(fn, tile: bool):
 
 
 for _name, _fn in _BINARY.items():
-    IMPLS[f"tile.{_name}"] = _on_tiles(_fn)
+    IMPLS[f"tile.{_name}"] = (_dividing_tiles if _name in ("div", "fmod", "rem") else _on_tiles)(_fn)
     IMPLS[f"tensor.{_name}"] = _on_tensors(_fn)
 for _name, _base in _SCALAR.items():
     IMPLS[f"tile.{_name}"] = _with_scalar(_BINARY[_base], tile=True)
