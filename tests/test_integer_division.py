@@ -210,3 +210,54 @@ def test_a_shift_amount_just_outside_the_width_is_an_error_with_a_hint(dtype):
 
 def test_a_bool_scalar_is_a_bool():
     assert num.scalar(3, D.BOOL).dtype == torch.bool and num.scalar(0, D.BOOL).item() is False
+
+
+# ----------------------------------------------------------------------------- past the valid region
+
+
+def _valid_kernel(op: str, rows: int, cols: int, where):
+    from pypto.fuzz.graphs import kernel_from
+
+    where = where / f"{op}_{rows}_{cols}"
+    where.mkdir(exist_ok=True)
+    source = ("import pypto.language as pl\n\n\n@pl.jit\n"
+              "def k(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):\n"
+              "    with pl.at(level=pl.Level.CORE_GROUP):\n"
+              f"        x = pl.load(a, [0, 0], [16, 64], valid_shape=[{rows}, {cols}])\n"
+              f"        y = pl.load(b, [0, 0], [16, 64], valid_shape=[{rows}, {cols}])\n"
+              f"        pl.store(pl.tile.{op}(x, y), [0, 0], out)\n"
+              "    return out\n")
+    return kernel_from(source, "k", where)
+
+
+@pytest.mark.parametrize("platform", ["ref", "a2a3sim", "a5sim"])
+@settings(deadline=None, max_examples=4)
+@given(op=st.sampled_from(["div", "rem"]), dtype=st.sampled_from([torch.int16, torch.int32]),
+       rows=st.integers(1, 16), cols=st.integers(1, 64), seed=st.integers(0, 2**16))
+def test_property_a_divisor_past_the_valid_region_is_no_error(tmp_path_factory, platform, op, dtype, rows, cols,
+                                                               seed):
+    """A tile loaded with a valid_shape holds nothing the load wrote past it: zero there is no
+    division by zero (the reference's A5 tail case, 11 x 37 of 16 x 64); within it the
+    quotient is the definition's, on every platform."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-1000, 1000, (16, 64), generator=g).to(dtype)
+    b = torch.randint(1, 50, (16, 64), generator=g).to(dtype) * (1 - 2 * torch.randint(0, 2, (16, 64), generator=g)
+                                                                  ).to(dtype)
+    b[rows:, :] = 0  # what lies past the valid region: zeros
+    b[:, cols:] = 0
+    out = torch.zeros(16, 64, dtype=dtype)
+    kernel = _valid_kernel(op, rows, cols, tmp_path_factory.mktemp("k"))
+    kernel(a, b, out, config=RunConfig(platform=platform))
+    want = torch.tensor([[wrap(DEFINITIONS[op](int(x), int(y)), dtype) for x, y in zip(ra, rb)]
+                         for ra, rb in zip(a[:rows, :cols].tolist(), b[:rows, :cols].tolist())], dtype=dtype)
+    assert torch.equal(out[:rows, :cols], want)
+
+
+@pytest.mark.parametrize("platform", ["ref", "a5sim"])
+def test_a_zero_divisor_inside_the_valid_region_is_still_an_error(tmp_path, platform):
+    a = torch.ones(16, 64, dtype=torch.int32)
+    b = torch.ones(16, 64, dtype=torch.int32)
+    b[10, 36] = 0
+    with pytest.raises(ExecutionError, match="by zero"):
+        _valid_kernel("div", 11, 37, tmp_path)(a, b, torch.zeros(16, 64, dtype=torch.int32),
+                                              config=RunConfig(platform=platform))

@@ -37,7 +37,7 @@ UNITS = {
     "sim": ("reports", "ops", "accesses", "reference", "timing", "data", "fastforward", "lacking", "record",
             "simulator"),
     "passes": ("context", "allocation", "tile_conversion", "outlining", "l0_tiling", "canonicalize_tile_slice",
-               "fuse_create_assemble_to_slice", "infer_tile_memory_space", "lower_pipeline_loops",
+               "fuse_create_assemble_to_slice", "infer_tile_memory_space", "legalize_tile_cast", "lower_pipeline_loops",
                "lower_pipeline_to_slots", "tile_innermost_dim_granularity", "invariants", "pipeline"),
     "lang": ("vocabulary", "checks", "expressions", "flow", "statements", "orchestration", "converter", "sources",
              "program_builder", "program", "jit", "text"),

@@ -204,3 +204,80 @@ def test_an_mx_program_compiles_for_a5_and_is_refused_for_a2a3():
     with pytest.raises(PyptoError, match=r"Ascend910B \(a2a3\) has no LeftScale memory") as info:
         ir.compile(MxProgram, platform="a2a3sim", dump_passes=False)
     assert info.value.span.line == _line("MARK-program") - 1
+
+
+# ----------------------------------------------------------------------------- windows of the scales
+
+
+@pl.jit
+def mx_bands(a: pl.Tensor[[M, K], pl.FP8E4M3FN], a_scale: pl.Tensor[[M, K // 32], pl.FP8E8M0, pl.MX_A_ZZ],
+             b: pl.Tensor[[K, N], pl.FP8E4M3FN], b_scale: pl.Tensor[[K // 32, N], pl.FP8E8M0, pl.MX_B_NN],
+             out: pl.Out[pl.Tensor[[M, N], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        rhs = pl.move(pl.load(b, [0, 0], [K, N], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Right)
+        rs = pl.move(pl.load(b_scale, [0, 0], [K // 32, N], target_memory=pl.Mem.Mat),
+                     target_memory=pl.Mem.RightScale)
+        for i in pl.range(M // 16):  # a band of 16 rows of A and its scales' band
+            lhs = pl.move(pl.load(a, [i * 16, 0], [16, K], target_memory=pl.Mem.Mat), target_memory=pl.Mem.Left)
+            ls = pl.move(pl.load(a_scale, [i * 16, 0], [16, K // 32], target_memory=pl.Mem.Mat),
+                         target_memory=pl.Mem.LeftScale)
+            pl.store(pl.matmul_mx(lhs, ls, rhs, rs), [i * 16, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("config", [REF_A5, A5SIM], ids=["ref", "a5sim"])
+def test_a_band_window_of_the_left_scales_reads_that_bands_scales(config):
+    """MX_A_ZZ keeps each 16-row band's scales in its own rows: a kernel that loads A and its
+    scales band by band computes the whole MX matmul's bits, on both platforms."""
+    a, sa, b, sb, _ = _inputs(6)
+    out = torch.zeros(M, N)
+    mx_bands(a.view(torch.float8_e4m3fn), mx_math.pack_a(sa).view(torch.float8_e8m0fnu), b.view(torch.float8_e4m3fn),
+             mx_math.pack_b(sb).view(torch.float8_e8m0fnu), out, config=config)
+    assert _same(out, mx_math.mmad_mx(a, sa, mx_math.E4M3, b, sb, mx_math.E4M3))
+
+
+_WINDOWS = {  # a window whose packed bytes are not those scales: (statement, the refusal's words)
+    "k_half": ("ls = pl.load(a_scale, [0, 0], [M, K // 64], target_memory=pl.Mem.Mat)", "whole 16-row bands"),
+    "half_band": ("ls = pl.load(a_scale, [8, 0], [16, K // 32], target_memory=pl.Mem.Mat)", "whole 16-row bands"),
+    "b_columns": ("ls = pl.load(b_scale, [0, 0], [K // 32, 32], target_memory=pl.Mem.Mat)", "the whole tensor"),
+    "vec": ("ls = pl.load(a_scale, [0, 0], [M, K // 32])", "target_memory=pl.Mem.Mat"),
+    "slice": ("ls = pl.load(pl.slice(a_scale, [16, K // 32], [16, 0]), [0, 0], [16, K // 32], "
+              "target_memory=pl.Mem.Mat)", "not a pl.MX_A_ZZ MX scale tensor"),
+    "reshape": ("ls = pl.load(pl.reshape(b_scale, [N, K // 32]), [0, 0], [N, K // 32], target_memory=pl.Mem.Mat)",
+                "not a pl.MX_B_NN MX scale tensor"),
+}
+
+
+@pytest.mark.parametrize("platform", ["ref", "a5sim"])
+@pytest.mark.parametrize("case", sorted(_WINDOWS))
+def test_a_window_of_packed_scales_is_refused_at_the_users_line(tmp_path, case, platform):
+    """A window the packing does not keep whole (part of the K groups, half a band, any part of
+    MX_B_NN's column bands, a view) would read other bytes as its scales: the type carries the
+    layout, so the load or view is refused where it is written, naming the window that works."""
+    from helpers import load_kernel
+
+    statement, words = _WINDOWS[case]
+    source = tmp_path / "k.py"
+    source.write_text(
+        "import pypto.language as pl\n\n\n@pl.jit\n"
+        f"def k(a_scale: pl.Tensor[[{M}, {K // 32}], pl.FP8E8M0, pl.MX_A_ZZ],\n"
+        f"      b_scale: pl.Tensor[[{K // 32}, {N}], pl.FP8E8M0, pl.MX_B_NN], out: pl.Out[pl.Tensor[[{M}, 4], pl.FP32]]):\n"
+        f"    M, K, N = {M}, {K}, {N}\n"
+        "    with pl.at(level=pl.Level.CORE_GROUP):\n"
+        f"        {statement}\n"
+        "    return out\n")
+    kernel = load_kernel(source, "k")
+    _, sa, _, sb, _ = _inputs(7)
+    with pytest.raises(TypeCheckError, match=words) as info:
+        kernel(mx_math.pack_a(sa).view(torch.float8_e8m0fnu), mx_math.pack_b(sb).view(torch.float8_e8m0fnu),
+               torch.zeros(M, 4), config=RunConfig(platform=platform, backend_type=BackendType.Ascend950))
+    assert info.value.span.file == str(source) and info.value.span.line == 9 and info.value.hint
+
+
+def test_the_scale_layout_is_printed_and_parsed_back():
+    from pypto.backend import backend
+    from pypto.lang import parse
+
+    text = MxProgram.as_python()
+    assert "pl.FP8E8M0, pl.MX_A_ZZ]" in text and "pl.FP8E8M0, pl.MX_B_NN]" in text
+    assert parse(text, soc=backend("a5")) == MxProgram

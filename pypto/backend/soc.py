@@ -201,6 +201,11 @@ class SoC:
     # the reference's handler figures with no effect on this model's arithmetic
     launch_core_count_method: str = "set_block_num"
     requires_gm_pipe_buffer: bool = True
+    # The vector unit's one-instruction conversions (dtype short name -> the ones it reaches),
+    # where the chip's LegalizeTileCast expands the others into chains of them; None: every
+    # cast the ops accept is one instruction (a2a3: the reference's feature matrix needs no
+    # expansion there)
+    native_casts: object = None
 
     @property
     def title(self) -> str:
@@ -367,6 +372,20 @@ A5 = SoC(
     lacks_atomic_add=frozenset({"bf16"}),
     launch_core_count_method="set_core_num",
     requires_gm_pipe_buffer=False,
+    # pto-isa's A5 tcvt conversions, as the reference's LegalizeTileCast page lists them
+    # (docs/en/dev/passes/14-legalize_tile_cast.md, "Ascend950 (a5)", the native column),
+    # over the dtypes modeled here
+    native_casts=pmap({
+        "bf16": frozenset({"fp16", "fp32", "int32"}),
+        "fp16": frozenset({"fp32", "int16", "int32", "int8", "uint8"}),
+        "fp32": frozenset({"bf16", "fp16", "int16", "int32", "int64"}),
+        "int16": frozenset({"fp16", "fp32", "int32", "uint32", "uint8"}),
+        "int32": frozenset({"fp32", "int16", "int64", "uint16", "uint8"}),
+        "int64": frozenset({"fp32", "int32"}),
+        "int8": frozenset({"fp16", "int16", "int32"}),
+        "uint32": frozenset({"int16", "uint16", "uint8"}),
+        "uint8": frozenset({"fp16", "uint16"}),
+    }),
 )
 
 

@@ -110,7 +110,7 @@ def bisect_program(program, entry: str, args, planner: str = "PYPTO", expected=N
 
     config = RunConfig(platform=platform, memory_planner=planner)
     ctx = pass_context(config)
-    stages, names = [("the front end", program)], [s.name for s in passes_for(ctx.planner)]
+    stages, names = [("the front end", program)], [s.name for s in passes_for(ctx.planner, ctx.soc)]
     try:
         for name, after, _, _ in run_passes(program, ctx):
             stages.append((name, after))

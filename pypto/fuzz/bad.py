@@ -201,7 +201,7 @@ def _first(err: BaseException) -> str:
 
 
 def _run(kind: str, ex: Example, path: Path) -> None:
-    from pypto.runtime import RunConfig
+    from pypto.fuzz.example import ref_of
 
     if kind == "jit":
         import runpy
@@ -211,7 +211,7 @@ def _run(kind: str, ex: Example, path: Path) -> None:
 
         shape = (tasks.BANDS * tasks.R, tasks.C)
         args = [torch.ones(shape) for _ in tasks.INPUTS] + [torch.zeros(shape) for _ in tasks.OUTPUTS + ("z",)]
-        kernel(*args, config=RunConfig(platform="ref"))
+        kernel(*args, config=ref_of(ex.platform))
         return
     from pypto.lang.text import parse_program
     from pypto.runtime.compiled import compile_program
@@ -220,7 +220,7 @@ def _run(kind: str, ex: Example, path: Path) -> None:
     case = ex.case
     fn = program.functions[0] if not any(f.name == case.entry for f in program.functions) \
         else program.function(case.entry)
-    compiled = compile_program(program, [p.name for p in fn.params], RunConfig(platform="ref"), write=False)
+    compiled = compile_program(program, [p.name for p in fn.params], ref_of(ex.platform), write=False)
     compiled.run(*case.args())
 
 

@@ -52,6 +52,17 @@ class Example:
         return f"{head} [{self.planner}]" if self.case is not None else f"{head}{self.detail!r}"
 
 
+def ref_of(platform: str):
+    """The ``RunConfig`` of ``ref`` interpreting a program as ``platform``'s chip compiles it:
+    what the compiler decides by capacity (a reduction's fold blocks: A5's larger Vec folds
+    in wider ones, so its sums add in another order) is the chip's, so ``ref`` of the default
+    chip (a2a3) need not give an a5sim run's bits."""
+    from pypto.runtime import RunConfig
+    from pypto.runtime.config import SIM_BACKENDS
+
+    return RunConfig(platform="ref", backend=SIM_BACKENDS[platform])
+
+
 @attrs.frozen
 class Property:
     name: str

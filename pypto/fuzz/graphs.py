@@ -38,12 +38,14 @@ def _inputs() -> dict:
     return {x: torch.randn(tasks.BANDS * tasks.R, tasks.C, generator=g) for x in tasks.INPUTS}
 
 
-def _run(kernel, inputs: dict, platform: str) -> dict:
+def _run(kernel, inputs: dict, platform: str, chip: str | None = None) -> dict:
+    """The outputs of ``kernel`` on ``platform``; ``chip``: ref's, interpreting as that simulator's chip."""
+    from pypto.fuzz.example import ref_of
     from pypto.runtime import RunConfig
 
     outs = [torch.zeros(tasks.BANDS * tasks.R, tasks.C) for _ in tasks.OUTPUTS]
     args = [inputs[x] for x in tasks.INPUTS] + outs + [torch.zeros(tasks.BANDS * tasks.R, tasks.C)]
-    kernel(*args, config=RunConfig(platform=platform))  # a call writes no build (compile() would, into the cwd)
+    kernel(*args, config=ref_of(chip) if chip else RunConfig(platform=platform))  # a call writes no build (compile() would, into the cwd)
     return dict(zip(tasks.OUTPUTS, outs))
 
 
@@ -67,8 +69,8 @@ def check_tasks(ex: Example) -> None:
             return _check_opt_out(kernel, *opt_out, source, ex.platform)
         inputs = _inputs()
         want = tasks.oracle(steps, inputs)
-        ref = _run(kernel, inputs, "ref")
         chip = ex.platform
+        ref = _run(kernel, inputs, "ref", chip)
         for y in tasks.OUTPUTS:
             if not _same(ref[y], want[y]):
                 raise Failure(f"ref: {y} differs from torch in program order\n{source}")
@@ -117,7 +119,9 @@ def _check_atomic(kernel, steps, source: str, platform: str = "a2a3sim") -> None
     start = {y: torch.randint(-5, 5, (tasks.BANDS * tasks.R, tasks.C), generator=g, dtype=torch.int32)
              for y in tasks.OUTPUTS}
     want = tasks.atomic_oracle(steps, x0, start)
-    for config in (RunConfig(platform="ref"), RunConfig(platform=platform),
+    from pypto.fuzz.example import ref_of
+
+    for config in (ref_of(platform), RunConfig(platform=platform),
                    RunConfig(platform=platform, atomic_order_seed=7)):
         outs = {y: v.clone() for y, v in start.items()}
         kernel(x0, *outs.values(), config=config)

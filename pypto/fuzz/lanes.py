@@ -324,19 +324,22 @@ def check_cast(mode: str, chain: Chain, chip: str = "a2a3sim") -> None:
 
 def _runs(source, name: str, args, mode: str, chip: str = "a2a3sim") -> list:
     """The output of the kernel ``name`` of ``source(form)`` on fresh ``args()``: under
-    ``mode`` on ref, on a2a3sim, and under NONE on a2a3sim."""
+    ``mode`` on ref (interpreting what ``chip``'s compiler makes of it), on ``chip``, and
+    under NONE on ``chip``."""
     import tempfile
     from pathlib import Path
 
     from pypto.fuzz.graphs import kernel_from
     from pypto.runtime import RunConfig
 
+    from pypto.fuzz.example import ref_of
+
     runs = []
     with tempfile.TemporaryDirectory() as d:
-        for form, platform in ((mode, "ref"), (mode, chip), ("NONE", chip)):
+        for form, config in ((mode, ref_of(chip)), (mode, RunConfig(platform=chip)), ("NONE", RunConfig(platform=chip))):
             given = args()
             kernel = kernel_from(source(form), name, Path(d))
-            kernel(*given, config=RunConfig(platform=platform))  # (no build: a call writes none)
+            kernel(*given, config=config)  # (no build: a call writes none)
             runs.append(given[-1])
     return runs
 

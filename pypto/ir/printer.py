@@ -173,7 +173,8 @@ def type_(t) -> str:
         return f"pl.Scalar[pl.{t.dtype.name}]"
     if isinstance(t, TensorType):
         kind = "distributed.DistributedTensor" if t.window else "Tensor"
-        return f"pl.{kind}[[{', '.join(map(dim_text, t.shape))}], pl.{t.dtype.name}]"
+        mx = f", pl.{t.mx_layout.name}" if t.mx_layout is not None else ""
+        return f"pl.{kind}[[{', '.join(map(dim_text, t.shape))}], pl.{t.dtype.name}{mx}]"
     if isinstance(t, TileType):
         parts = [f"[{', '.join(map(str, t.shape))}]", f"pl.{t.dtype.name}"]
         if t.memref is not None:

@@ -350,6 +350,11 @@ class TensorType:
     # ``pld.DistributedTensor``: a view of a window buffer every rank allocates alike, so a
     # peer's copy is addressed by the same offsets (the cross-rank ops require one)
     window: bool = attrs.field(default=False, kw_only=True)
+    # ``pl.MX_A_ZZ`` / ``pl.MX_B_NN``: an MX scale tensor, its bytes in the scale buffers'
+    # packing (not row-major in its logical [M, K/32] / [K/32, N]): a window of it is a
+    # logical window only where the packing keeps whole bands (tile.load checks it), and no
+    # view is (tensor.slice / reshape / transpose / reinterpret_view refuse it)
+    mx_layout: TensorLayout | None = attrs.field(default=None, kw_only=True)
 
     @property
     def nbytes(self) -> int:

@@ -32,6 +32,7 @@ from pypto.passes import (
     canonicalize_tile_slice,
     fuse_create_assemble_to_slice,
     infer_tile_memory_space,
+    legalize_tile_cast,
     lower_pipeline_loops,
     lower_pipeline_to_slots,
     tile_innermost_dim_granularity,
@@ -47,6 +48,7 @@ PIPELINE = (
     outline_incore_scopes,
     fuse_create_assemble_to_slice,
     convert_tensor_to_tile_ops,
+    legalize_tile_cast,
     auto_tile_matmul_l0,
     infer_tile_memory_space,
     canonicalize_tile_slice,
@@ -71,9 +73,13 @@ def pass_name(module) -> str:
     return "".join(part.capitalize() for part in module.__name__.rsplit(".", 1)[-1].split("_"))
 
 
-def passes_for(planner: Planner) -> tuple[PassSpec, ...]:
+def passes_for(planner: Planner, soc=None) -> tuple[PassSpec, ...]:
+    """The passes run under ``planner`` for the chip ``soc`` (a module's ``applies(soc)``
+    leaves it out for a chip without what it rewrites: LegalizeTileCast on a2a3)."""
     out = []
     for module in PIPELINE:
+        if soc is not None and not getattr(module, "applies", lambda _: True)(soc):
+            continue
         if planner in getattr(module, "PLANNERS", frozenset(Planner)):
             short = module.__name__.rsplit(".", 1)[-1]
             out.append(PassSpec(pass_name(module), getattr(module, short)))
@@ -114,7 +120,7 @@ def run_passes(program: n.Program, ctx: PassContext, verification: VerificationL
     memo: dict = {}  # the verifier's, across the stages
     _check(program, "the front end", verification, ctx.soc, memo=memo)
     done: list[str] = []
-    for spec in passes_for(ctx.planner):
+    for spec in passes_for(ctx.planner, ctx.soc):
         began = time.perf_counter()
         out = spec.run(program, ctx)
         seconds = time.perf_counter() - began

@@ -31,9 +31,10 @@ class PassManager:
 
     @property
     def pass_names(self) -> list[str]:
+        from pypto.backend import backend
         from pypto.passes.pipeline import passes_for
 
-        return [p.name for p in passes_for(self.config.memory_planner)]
+        return [p.name for p in passes_for(self.config.memory_planner, backend(self.config.backend))]
 
     def get_pass_names(self) -> list[str]:
         return self.pass_names

@@ -15,6 +15,8 @@ from pypto.ir.types import DataType
 FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)
 SIGNED = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.FP16, DataType.BF16, DataType.FP32)
 NUMERIC = (*SIGNED, DataType.UINT8, DataType.INT64)
+# add, sub and mul also wrap in the wider unsigned dtypes (pl.tile.random's UINT32 words)
+WRAPS = (*NUMERIC, DataType.UINT16, DataType.UINT32)
 DIVIDES = (DataType.INT16, DataType.INT32, DataType.FP16, DataType.FP32, DataType.BF16)
 
 INTEGERS = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.UINT8)
@@ -53,7 +55,7 @@ class Row:
 
 
 # tile op tile (and, as "<name>s", tile op scalar)
-BINARY = (Row("add", NUMERIC, "simple"), Row("sub", NUMERIC, "simple"), Row("mul", NUMERIC, "simple"),
+BINARY = (Row("add", WRAPS, "simple"), Row("sub", WRAPS, "simple"), Row("mul", WRAPS, "simple"),
           Row("div", DIVIDES, "divide", precise=True), Row("maximum", NUMERIC, "simple"), Row("minimum", NUMERIC, "simple"),
           # fmod's kernel overwrites its first operand while it still needs it: never in place
           Row("fmod", FLOATS, "divide", in_place=False),

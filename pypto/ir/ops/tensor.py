@@ -24,7 +24,7 @@ from pypto.ir.ops.tile import (
 from pypto.errors import TypeCheckError
 from pypto.ir.nodes import Const
 from pypto.ir.ops.transfers import check_atomic_add
-from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, TensorLayout, TensorType
+from pypto.ir.types import ATOMIC_ADD_DTYPES, AtomicType, DataType, PadValue, TensorLayout, TensorType, type_name
 from pypto.backend import SoC
 
 
@@ -262,8 +262,19 @@ register("tensor.create", [P("shape", Kind.SHAPE), P("dtype", Kind.DTYPE),
          doc="a zero-filled tensor", windows=Windows("source", tile="tile.create"), plane="both")
 
 
+def refuse_mx_view(op: str, x: TensorType) -> None:
+    """A view of an MX scale tensor reads its packed bytes as if they were row-major logical
+    scales (the reference refuses these views too): refused, naming the load that works."""
+    if x.mx_layout is not None:
+        raise fail(op, f"a tensor that is not a pl.{x.mx_layout.name} MX scale tensor (its bytes are packed: a view "
+                   "of them is not a window of the scales)", type_name(x),
+                   "load the scales with pl.load(scale, offsets, shapes, target_memory=pl.Mem.Mat) (whole "
+                   "16-row bands of pl.MX_A_ZZ, all of pl.MX_B_NN), or pass the window's scales as their own tensor")
+
+
 def _slice(a: OpArgs, soc: SoC) -> TensorType:
     x = a.type("x")
+    refuse_mx_view("tensor.slice", x)
     shape = _extents("tensor.slice", a["shape"])
     # clamp=True sanctions a window that runs past the tensor's end (its valid region stops there)
     check_region("tensor.slice", x, a["offset"], shape, what="window",
@@ -326,6 +337,7 @@ register("tensor.assemble", [P("target", Kind.TENSOR), P("source", Kind.TENSOR),
 
 def _reshape(a: OpArgs, soc: SoC) -> TensorType:
     x = a.type("x")
+    refuse_mx_view("tensor.reshape", x)
     shape = _extents("tensor.reshape", a["shape"])  # (in an orchestration an extent may be computed)
     if all(isinstance(d, int) for d in (*shape, *x.shape)) and math.prod(shape) != math.prod(x.shape):
         raise fail("tensor.reshape", f"the same element count as {fmt_shape(x.shape)}", fmt_shape(shape))
@@ -339,6 +351,7 @@ register("tensor.reshape", [P("x", Kind.TENSOR), P("shape", Kind.SHAPE)], _resha
 
 def _transpose(a: OpArgs, soc: SoC) -> TensorType:
     x = a.type("x")
+    refuse_mx_view("tensor.transpose", x)
     rank = len(x.shape)
     axes = []
     for name in ("axis1", "axis2"):

@@ -174,7 +174,10 @@ unify("concat", tile="tile.concat", tensor="tensor.concat")
 
 
 def _infer_reinterpret(a: OpArgs, soc: SoC) -> TensorType:
+    from pypto.ir.ops.tensor import refuse_mx_view
+
     x, dtype = a.type("data"), a["dtype"]
+    refuse_mx_view("tensor.reinterpret_view", x)
     if dtype is x.dtype:
         raise fail("tensor.reinterpret_view", "a dtype other than the tensor's", dtype.name, "drop the reinterpretation")
     nbytes = x.nbytes

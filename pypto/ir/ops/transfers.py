@@ -61,6 +61,8 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
         )
     valid = a["valid_shape"]
     check_region("tile.load", tensor, a["offsets"], shape, what="region", valid=valid)
+    if tensor.mx_layout is not None:
+        _check_mx_window(tensor, a["offsets"], shape, target, valid, a["transpose"])
     if valid is not None:
         valid = tuple(valid)
         if len(valid) != len(shape):
@@ -76,6 +78,40 @@ def _infer_load(a: OpArgs, soc: SoC) -> TileType:
         shape = (*shape[:-2], shape[-1], shape[-2])
         valid = None if valid is None else (*valid[:-2], valid[-1], valid[-2])
     return TileType(shape=shape, dtype=tensor.dtype, space=target, valid_shape=valid)
+
+
+def _check_mx_window(tensor: TensorType, offsets, shape, target, valid, transpose) -> None:
+    """An MX scale tensor's bytes are packed (``mx_math.pack_a`` / ``pack_b``), so a load's
+    row-major window of them is a window of the logical scales only where whole packing units
+    lie in it: for pl.MX_A_ZZ, bands of 16 rows with every K group (each band's bytes are its
+    rows); for pl.MX_B_NN, whose bands run down 16 columns, only the whole tensor. Anything
+    else would hand the MX matmul other scales, silently: refused."""
+    layout = tensor.mx_layout.name
+    if target is not M.Mat or transpose or valid is not None:
+        raise fail("tile.load", f"target_memory=pl.Mem.Mat (and no transpose or valid_shape) for a pl.{layout} "
+                   "scale tensor", f"target_memory=pl.Mem.{target.name if target else 'Vec'}",
+                   "scale tensors go GM -> Mat -> LeftScale / RightScale: pl.load(scale, offsets, shapes, "
+                   "target_memory=pl.Mem.Mat)")
+    from pypto.ir.affine import linear
+
+    starts = [o.value if isinstance(o, Const) else None for o in offsets]
+    rows, groups = tensor.shape if layout == "MX_A_ZZ" else tensor.shape[::-1]
+    if layout == "MX_A_ZZ":
+        row = linear(offsets[0])  # (loop variables are integers: i * 16 starts a band)
+        banded = row is not None and row[0] % 16 == 0 and all(c % 16 == 0 for c in row[1].values())
+        whole = starts[1] == 0 and shape[1] == groups and banded and shape[0] % 16 == 0
+        need = f"whole 16-row bands with all {groups} K groups (offsets [16 * b, 0], shapes [16 * n, {groups}])"
+        hint = ("load every K group of the bands (slice K in the data, not the scales), or pass the window's "
+                "scales as their own tensor packed with mx_math.pack_a")
+    else:
+        whole = all(s == 0 for s in starts) and tuple(shape) == tuple(tensor.shape)
+        need = f"the whole tensor (offsets [0, 0], shapes {fmt_shape(tensor.shape)}): its bands run down 16 columns"
+        hint = ("load the whole scale tensor, or pass each window's scales as their own tensor packed with "
+                "mx_math.pack_b")
+    if not whole:
+        offs = fmt_shape([o if s is None else s for o, s in zip(offsets, starts)])
+        raise fail("tile.load", f"a window of a pl.{layout} scale tensor that its packing keeps whole: {need}",
+                   f"offsets {offs} and shapes {fmt_shape(shape)}", hint)
 
 
 register(

@@ -274,17 +274,20 @@ class Annotations(TensorViews):
                                       "runs), or size the tensor with compile-time constants")
             bound = self._bind_dynamic(node, dims, self._dtype(items[1]), given, param)
             if len(items) == 3:  # (checked in the extents the call gave)
-                self._tensor_view(items[2], items[0], self._dtype(items[1]))
+                mx = self._tensor_view(items[2], items[0], self._dtype(items[1]))
+                if mx is not None and isinstance(bound, TensorType):
+                    bound = attrs.evolve(bound, mx_layout=mx)
             return bound
-        if len(items) == 3:
-            self._tensor_view(items[2], items[0], self._dtype(items[1]))
+        mx = self._tensor_view(items[2], items[0], self._dtype(items[1])) if len(items) == 3 else None
         runtime = self._runtime_dims(dims) if given is None else None
         if runtime is not None:  # an orchestration's local, sized as it runs (a dump's annotation)
-            return TensorType(runtime, self._dtype(items[1]))
+            return TensorType(runtime, self._dtype(items[1]), mx_layout=mx)
         shape = self.static_dims(items[0], "a tensor shape")
         declared = TensorType(shape, self._dtype(items[1]))
+        if isinstance(given, TensorType) and given.mx_layout is not None:
+            given = attrs.evolve(given, mx_layout=None)  # (compared as plain tensors; the declaration tags it)
         if conforms(given, declared):  # its other extents are checked when the call runs
-            return declared
+            return attrs.evolve(declared, mx_layout=mx)
         if given is not None and given != declared:
             raise self.error(SpecializationError, node,
                              f"argument '{param}' is {type_name(given)} but the kernel declares {type_name(declared)}",
@@ -292,7 +295,7 @@ class Annotations(TensorViews):
                              if declared.dtype is DataType.INDEX and isinstance(given, TensorType)
                              and given.shape == declared.shape and given.dtype.is_int
                              else "pass a tensor of the declared shape and dtype, or annotate with a bare pl.Tensor")
-        return declared
+        return attrs.evolve(declared, mx_layout=mx)
 
     def _runtime_dims(self, dims) -> tuple | None:
         """An orchestration's tensor extents naming scalars it computes (``[16, n]``): their

@@ -26,9 +26,12 @@ class TensorViews:
             raise self.error(TypeCheckError, node, f"an MX scale tensor in pl.{layout.name} is 2D with an even number "
                              f"of K groups and a multiple of 16 {'rows' if layout is TensorLayout.MX_A_ZZ else 'columns'}"
                              f", not {extents}", hint="K a multiple of 64 and M (N) of 16")
+        return layout
 
-    def _tensor_view(self, node, shape, dtype=None) -> None:
-        """``pl.TensorView(stride=, layout=, valid_shape=, pad=)``, checked against the shape.
+    def _tensor_view(self, node, shape, dtype=None) -> TensorLayout | None:
+        """``pl.TensorView(stride=, layout=, valid_shape=, pad=)``, checked against the shape;
+        the MX scale layout a bare ``pl.MX_A_ZZ`` / ``pl.MX_B_NN`` names (the tensor's type
+        carries it), else None.
         A GM tensor here is the torch tensor a call passes: its strides are the tensor's own
         (a strided window is passed as a torch view), so a view declares the row-major ones;
         the valid region and pad it declares describe what its producer fills, and each load

@@ -171,6 +171,24 @@ def arith(fn):
 
 # ----------------------------------------------------------------------------- elementwise
 
+_WRAPPED = {torch.uint16: 0xFFFF, torch.uint32: 0xFFFFFFFF}
+
+
+def modular(fn):
+    """``fn(a, b)`` (add, sub, mul) as the vector unit computes it on integers: wrapping at the
+    width. torch's CPU kernels lack uint16 / uint32 arithmetic, so those compute in int64 (whose
+    own wrap keeps the low bits) and are cut back to the width; ``out=`` as torch takes it."""
+    def op(a, b, out=None):
+        mask = _WRAPPED.get(a.dtype)
+        if mask is None:
+            return fn(a, b) if out is None else fn(a, b, out=out)
+        r = (fn(a.to(torch.int64), b.to(torch.int64) if isinstance(b, torch.Tensor) else int(b)) & mask).to(a.dtype)
+        return r if out is None else out.copy_(r)
+
+    op.__name__ = op.__qualname__ = getattr(fn, "__name__", "modular")
+    return op
+
+
 
 def atomic_add(target: torch.Tensor, index, data: torch.Tensor) -> None:
     """An atomic-add store: ``target[index] += data``, one add in the target's dtype (an

@@ -133,7 +133,8 @@ def full_tile(shape, dtype, value):
 
 # ----------------------------------------------------------------------------- elementwise
 
-_BINARY = {"add": num.arith(torch.add), "sub": num.arith(torch.sub), "mul": num.arith(torch.mul),
+_BINARY = {"add": num.arith(num.modular(torch.add)), "sub": num.arith(num.modular(torch.sub)),
+           "mul": num.arith(num.modular(torch.mul)),
            "div": num.arith(num.div), "maximum": num.maximum, "minimum": num.minimum,
            "fmod": num.arith(num.fmod), "rem": num.arith(num.rem), "and": torch.bitwise_and, "or": torch.bitwise_or,
            "xor": torch.bitwise_xor, "shl": lambda a, b: num.shift(a, b, left=True),
@@ -151,6 +152,21 @@ def _on_tiles(fn):
     return lambda lhs, rhs, tmp=None, high_precision=False: fn(lhs.data, rhs.data)
 
 
+def _dividing_tiles(fn):
+    """An integer quotient or remainder is defined where both operands are valid: past the
+    valid region a divisor is whatever the tile held (a load leaves it unwritten), so a zero
+    there is no error — it divides by 1 instead (its quotient is padding no store writes)."""
+    def op(lhs, rhs, tmp=None, high_precision=False):
+        divisor = rhs.data
+        if not divisor.dtype.is_floating_point and divisor.dim() == len(lhs.valid) == len(rhs.valid):
+            inside = torch.zeros(divisor.shape, dtype=torch.bool)
+            inside[tuple(slice(0, min(a, b)) for a, b in zip(lhs.valid, rhs.valid))] = True
+            divisor = torch.where(inside, divisor, torch.ones_like(divisor))
+        return fn(lhs.data, divisor)
+
+    return op
+
+
 def _on_tensors(fn):
     return lambda lhs, rhs, high_precision=False: fn(lhs, rhs)
 
@@ -162,7 +178,7 @@ def _with_scalar(fn, tile: bool):
 
 
 for _name, _fn in _BINARY.items():
-    IMPLS[f"tile.{_name}"] = _on_tiles(_fn)
+    IMPLS[f"tile.{_name}"] = (_dividing_tiles if _name in ("div", "fmod", "rem") else _on_tiles)(_fn)
     IMPLS[f"tensor.{_name}"] = _on_tensors(_fn)
 for _name, _base in _SCALAR.items():
     IMPLS[f"tile.{_name}"] = _with_scalar(_BINARY[_base], tile=True)
@@ -184,7 +200,8 @@ INTO: dict[str, tuple[Callable, bool]] = {}
 _INTO_UNARY = {"neg": (torch.neg, False), "abs": (torch.abs, False), "exp": (torch.exp, True),
                "log": (torch.log, True), "sqrt": (torch.sqrt, True), "recip": (torch.reciprocal, True)}
 # (not rsqrt: in fp16/bf16 it computes in fp32 first, see numerics.rsqrt)
-_INTO_BINARY = {"add": (torch.add, False), "sub": (torch.sub, False), "mul": (torch.mul, False),
+_INTO_BINARY = {"add": (num.modular(torch.add), False), "sub": (num.modular(torch.sub), False),
+                "mul": (num.modular(torch.mul), False),
                 "div": (torch.div, True)}
 # (``options``: the op's flags after its operands, high_precision: the same bits on a2a3)
 for _name, (_fn, _floats) in _INTO_UNARY.items():
