@@ -11,6 +11,7 @@ import torch
 
 import pypto
 import pypto.language as pl
+from pypto.backend import DEFAULT
 from pypto.errors import ConfigError
 from pypto.runtime import RunConfig
 
@@ -71,7 +72,7 @@ def test_debug_shows_each_kernels_passes_with_their_times(level, capsys, tmp_pat
     pypto.set_log_level("debug")
     assert demo.main(["--platform", "ref", "-o", str(tmp_path / "b")]) == 0
     err = capsys.readouterr().err.splitlines()
-    names = [spec.name for spec in passes_for(RunConfig().memory_planner)]
+    names = [spec.name for spec in passes_for(RunConfig().memory_planner, DEFAULT)]  # the demo's chip
     for kernel in ("single_buffer", "pipelined", "explicit_slots"):
         k = err.index(f"[compile] {kernel}: the pass pipeline (PYPTO planner)")
         timed = [re.fullmatch(r"\[pass\] (\w+): (\d+\.\d\d) ms", line) for line in err[k + 1:k + 1 + len(names)]]
