@@ -294,6 +294,20 @@ def test_two_jobs_run_the_units_in_worker_processes(tmp_path):
     assert "40 examples" in done.stdout and "2 jobs" in done.stdout
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_campaign_leaves_nothing_in_the_directory_it_runs_in(tmp_path, jobs):
+    """hypothesis's own caches go under ~/.cache/pypto/hypothesis, in the workers too."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "here").mkdir()
+    env = {k: v for k, v in ENV.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    done = subprocess.run([sys.executable, "-m", "pypto.fuzz", "--examples", "6", "--jobs", jobs, "--properties",
+                           "oracle", "--database", "none", "--quiet"], capture_output=True, text=True,
+                          cwd=tmp_path / "here", env={**env, "HOME": str(tmp_path / "home")}, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list((tmp_path / "here").iterdir()) == []
+    assert (tmp_path / "home" / ".cache" / "pypto" / "hypothesis").is_dir()
+
+
 # ----------------------------------------------------------------------------- reproducers
 
 

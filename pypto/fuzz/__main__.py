@@ -68,8 +68,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# hypothesis keeps caches of its own (the constants it mines from source) under ./.hypothesis
+# of whatever directory a campaign runs in; they go beside the example database instead
+HYPOTHESIS_HOME = str(Path.home() / ".cache" / "pypto" / "hypothesis")
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", HYPOTHESIS_HOME)  # the workers inherit it
     try:
         from pypto.fuzz.campaign import CampaignError, Plan, run
         from pypto.fuzz.mutants import MUTANTS
