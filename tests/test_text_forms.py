@@ -138,3 +138,22 @@ def test_what_does_not_read_back_is_refused(tmp_path):
     deep = "@pl.function\ndef f(x: pl.Tensor[[64], pl.FP32]):\n    y = x" + " + x" * 400 + "\n    return y\n"
     with pytest.raises(pypto.Error, match="nested too deeply"):
         pl.parse(deep)
+
+
+@pytest.mark.parametrize("limit", [None, 20_000])
+def test_how_deep_a_text_may_nest_does_not_depend_on_the_process_recursion_limit(limit):
+    """A notebook raises Python's recursion limit (IPython sets 3000): a text reads, or is
+    refused at its line, the same there as in a script."""
+    import sys
+
+    from pypto.lang.text import MAX_NESTING
+
+    body = lambda terms: "@pl.function\ndef f(x: pl.Tensor[[64], pl.FP32]):\n    y = x" + " + x" * terms + "\n    return y\n"
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit or before)
+    try:
+        assert pl.parse(body(MAX_NESTING - 1)) is not None  # MAX_NESTING levels: the sums and the name
+        err = pytest.raises(pypto.Error, pl.parse, body(MAX_NESTING)).value
+    finally:
+        sys.setrecursionlimit(before)
+    assert f"nested too deeply to read (over {MAX_NESTING} levels)" in str(err) and err.span.line == 3

@@ -136,6 +136,10 @@ def _read(text: str, filename: str, exact: bool = True) -> tuple[Source, ast.Mod
     except SyntaxError as exc:
         span = Span(filename, exc.lineno or 1, exc.offset or 1, text=exc.text.rstrip("\n") if exc.text else None)
         raise InvalidSyntax(f"invalid syntax: {exc.msg}", span=span) from None
+    deep = _too_deep(module)
+    if deep is not None:
+        raise ParseError(f"{filename}: an expression is nested too deeply to read (over {MAX_NESTING} levels)",
+                         span=Span(filename, deep.lineno, deep.col_offset + 1), hint="split it into named parts")
     aliases = [a.asname or a.name for s in module.body if isinstance(s, ast.Import) for a in s.names
                if a.name == "pypto.language"]
     source = Source(filename, tuple(text.splitlines()), exact=exact,
@@ -167,6 +171,26 @@ def _file(path: Path) -> str:
         raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ParseError(f"cannot read {path}: it is not UTF-8 text (byte {exc.start})") from None
+
+
+# Deeper expressions are refused before conversion: the converter recurses per level, and
+# where Python's recursion limit would stop it depends on the process (IPython raises it),
+# so a text reads or is refused the same everywhere. No printed program comes near.
+MAX_NESTING = 100
+
+
+def _too_deep(module: ast.Module):
+    """The first expression node nested over MAX_NESTING expressions deep, or None
+    (walked with a stack of our own: the tree may be deeper than Python's recursion goes)."""
+    stack = [(module, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.expr):
+            depth += 1
+            if depth > MAX_NESTING:
+                return node
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
+    return None
 
 
 @contextlib.contextmanager
