@@ -26,11 +26,13 @@ from pathlib import Path
 
 HEIGHT = 560  # px of the inline frame until its page says how tall it is
 MAX_HEIGHT = 900  # a taller page scrolls inside its frame
-# The page, sandboxed, cannot be measured from outside: it posts its own height once laid out,
+# The page, sandboxed, cannot be measured from outside: it posts its own height once loaded and
+# whenever its body resizes (a page may finish laying out after its load event),
 # and the cell's script (where the notebook runs scripts) fits the frame to it. Neither script
 # holds anything the artifacts hold.
-_TELL = ("<script>addEventListener('load',()=>setTimeout(()=>parent.postMessage({pyptoHeight:"
-         "Math.max(0,...[...document.body.children].map(e=>e.getBoundingClientRect().bottom))+16},'*')))</script>")
+_TELL = ("<script>(()=>{const tell=()=>parent.postMessage({pyptoHeight:Math.max(0,...[...document.body.children]"
+         ".map(e=>e.getBoundingClientRect().bottom))+16},'*');addEventListener('load',()=>{tell();"
+         "setTimeout(tell,250);new ResizeObserver(tell).observe(document.body);});})();</script>")
 _FIT = ("<script>(()=>{{const f=document.getElementById('{id}');addEventListener('message',e=>{{"
         "if(e.source===f.contentWindow&&Number.isFinite(e.data&&e.data.pyptoHeight))"
         "f.style.height=Math.min({max},Math.max(80,e.data.pyptoHeight+4))+'px';}});}})();</script>")
