@@ -6,15 +6,7 @@ refused where it is written."""
 
 from __future__ import annotations
 
-import atexit
 import functools
-import importlib.util
-import itertools
-import os
-import shutil
-import sys
-import tempfile
-import textwrap
 
 import pytest
 import torch
@@ -23,37 +15,9 @@ from hypothesis import strategies as st
 
 from pypto.errors import PyptoError
 from pypto.runtime import RunConfig
+from kernel_files import kernel_module, on_both
 
-PLATFORMS = ("ref", "a2a3sim")
 PADS = {"zero": 0.0, "max": float("inf"), "min": float("-inf")}
-_DIR = tempfile.mkdtemp(prefix="pypto_set_validshape_")
-atexit.register(shutil.rmtree, _DIR, True)
-_count = itertools.count()
-
-
-def kernel_module(source: str):
-    path = os.path.join(_DIR, f"k_{next(_count)}.py")
-    with open(path, "w") as f:
-        f.write("import pypto.language as pl\n\n\n" + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module, path
-
-
-def on_both(kernel, *args):
-    got = []
-    for platform in PLATFORMS:
-        fresh = [a.clone() for a in args]
-        kernel(*fresh, config=RunConfig(platform=platform))
-        got.append(fresh)
-    for x, y in zip(*got):
-        assert torch.equal(x.view(torch.int32), y.view(torch.int32))
-    return got[0]
 
 
 @functools.lru_cache(maxsize=None)

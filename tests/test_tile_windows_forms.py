@@ -6,13 +6,6 @@ against torch, on the interpreter and the simulated core alike, and each mistake
 
 from __future__ import annotations
 
-import atexit
-import importlib.util
-import itertools
-import os
-import shutil
-import sys
-import tempfile
 import textwrap
 
 import pytest
@@ -24,38 +17,7 @@ import pypto.language as pl
 from pypto.errors import CodegenError, PyptoError, TypeCheckError
 from pypto.lang import parse
 from pypto.runtime import RunConfig
-
-PLATFORMS = ("ref", "a2a3sim")
-_DIR = tempfile.mkdtemp(prefix="pypto_windows_")
-atexit.register(shutil.rmtree, _DIR, True)
-_count = itertools.count()
-
-
-def kernel_module(source: str):
-    path = os.path.join(_DIR, f"windows_{next(_count)}.py")
-    with open(path, "w") as f:
-        f.write("import pypto.language as pl\n\n\n" + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module, path
-
-
-def on_both(kernel, *args, **kw):
-    """Each platform's outputs (the tensors written), checked equal bit for bit."""
-    got = []
-    for platform in PLATFORMS:
-        fresh = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-        kernel(*fresh, config=RunConfig(platform=platform, **kw))
-        got.append(fresh)
-    for x, y in zip(*got):
-        if isinstance(x, torch.Tensor):
-            assert torch.equal(x, y)
-    return got[0]
+from kernel_files import kernel_module, on_both
 
 
 # ----------------------------------------------------------------------------- subscripts

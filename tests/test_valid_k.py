@@ -6,14 +6,7 @@ the interpreter and the simulated core alike, and each misuse located."""
 
 from __future__ import annotations
 
-import atexit
 import functools
-import importlib.util
-import itertools
-import os
-import shutil
-import sys
-import tempfile
 import textwrap
 
 import pytest
@@ -23,37 +16,9 @@ from hypothesis import strategies as st
 
 from pypto.errors import PyptoError
 from pypto.runtime import RunConfig
+from kernel_files import kernel_module, on_both
 
-PLATFORMS = ("ref", "a2a3sim")
-_DIR = tempfile.mkdtemp(prefix="pypto_valid_k_")
-atexit.register(shutil.rmtree, _DIR, True)
-_count = itertools.count()
 TORCH = {"FP16": torch.float16, "BF16": torch.bfloat16, "FP32": torch.float32, "INT8": torch.int8}
-
-
-def kernel_module(source: str):
-    path = os.path.join(_DIR, f"valid_k_{next(_count)}.py")
-    with open(path, "w") as f:
-        f.write("import pypto.language as pl\n\n\n" + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module, path
-
-
-def on_both(kernel, *args):
-    got = []
-    for platform in PLATFORMS:
-        fresh = [a.clone() for a in args]
-        kernel(*fresh, config=RunConfig(platform=platform))
-        got.append(fresh)
-    for x, y in zip(*got):  # bit for bit (NaN inputs included)
-        assert torch.equal(x.contiguous().view(torch.uint8), y.contiguous().view(torch.uint8))
-    return got[0]
 
 
 def operand(shape, dtype: str, seed: int) -> torch.Tensor:

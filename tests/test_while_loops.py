@@ -5,13 +5,6 @@ loop runs. Programs drawn at random are checked against Python running the same 
 
 from __future__ import annotations
 
-import atexit
-import importlib.util
-import itertools
-import os
-import shutil
-import sys
-import tempfile
 import textwrap
 import types
 
@@ -24,26 +17,7 @@ import pypto.language as pl
 from pypto.errors import ParseError, PyptoError, TypeCheckError, UnsupportedSyntaxError
 from pypto.lang import parse
 from pypto.runtime import RunConfig
-
-PLATFORMS = ("ref", "a2a3sim")
-_DIR = tempfile.mkdtemp(prefix="pypto_while_")
-atexit.register(shutil.rmtree, _DIR, True)
-_count = itertools.count()
-
-
-def kernel_module(source: str):
-    """The kernels of ``source``, written to a file of their own (kernels are parsed from it)."""
-    path = os.path.join(_DIR, f"while_{next(_count)}.py")
-    with open(path, "w") as f:
-        f.write("import pypto.language as pl\n\n\n" + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module, path
+from kernel_files import PLATFORMS, kernel_module
 
 
 # ----------------------------------------------------------------------------- the Python oracle
