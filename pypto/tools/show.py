@@ -19,24 +19,11 @@ file and says where; ``.save(path)`` writes it where you say.
 from __future__ import annotations
 
 import html
-import itertools
 import sys
 import tempfile
 from pathlib import Path
 
-HEIGHT = 560  # px of the inline frame until its page says how tall it is
-MAX_HEIGHT = 900  # a taller page scrolls inside its frame
-# The page, sandboxed, cannot be measured from outside: it posts its own height once loaded and
-# whenever its body resizes (a page may finish laying out after its load event),
-# and the cell's script (where the notebook runs scripts) fits the frame to it. Neither script
-# holds anything the artifacts hold.
-_TELL = ("<script>(()=>{const tell=()=>parent.postMessage({pyptoHeight:Math.max(0,...[...document.body.children]"
-         ".map(e=>e.getBoundingClientRect().bottom))+16},'*');addEventListener('load',()=>{tell();"
-         "setTimeout(tell,250);new ResizeObserver(tell).observe(document.body);});})();</script>")
-_FIT = ("<script>(()=>{{const f=document.getElementById('{id}');addEventListener('message',e=>{{"
-        "if(e.source===f.contentWindow&&Number.isFinite(e.data&&e.data.pyptoHeight))"
-        "f.style.height=Math.min({max},Math.max(80,e.data.pyptoHeight+4))+'px';}});}})();</script>")
-_frames = itertools.count()
+HEIGHT = 560  # px of the inline frame
 
 
 class ShowError(Exception):
@@ -54,11 +41,9 @@ class Page:
         return f"<pypto page {self.title!r}: {len(self.page)} bytes of HTML; .show() or .save(path)>"
 
     def _repr_html_(self) -> str:
-        frame = f"pypto-page-{next(_frames)}"
-        page = self.page.replace("</body>", _TELL + "</body>", 1) if "</body>" in self.page else self.page + _TELL
-        return (f"<iframe id='{frame}' title='{html.escape(self.title, quote=True)}' sandbox='allow-scripts' "
+        return (f"<iframe title='{html.escape(self.title, quote=True)}' sandbox='allow-scripts' "
                 f"style='width:100%;box-sizing:border-box;height:{HEIGHT}px;border:1px solid #ccc' "
-                f"srcdoc='{html.escape(page, quote=True)}'></iframe>" + _FIT.format(id=frame, max=MAX_HEIGHT))
+                f"srcdoc='{html.escape(self.page, quote=True)}'></iframe>")
 
     def save(self, path) -> Path:
         path = Path(path)
